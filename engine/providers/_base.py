@@ -1,0 +1,253 @@
+"""The one provider interface: `stream(request) -> AsyncIterator[StreamEvent]`.
+
+A subclass implements `_stream` (its wire protocol, raising `engine.errors` for what it knows)
+and `_health`. This base class owns what every kind shares:
+
+- deadlines: time to first token and total, enforced while *we* wait for the provider and never
+  while the caller handles an event (a slow consumer is not the provider's fault);
+- a stream that ends without the model saying it finished is a cut stream
+  (`ProviderConnectionError`), never silently accepted as a complete answer;
+- anything unexpected from a library becomes `BadResponseError`, never a crash;
+- closing the iterator (or cancelling its task) closes the underlying stream at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.config import ANTHROPIC_URL, GEMINI_URL, ProviderConfig
+from engine.errors import (
+    AuthError,
+    BadResponseError,
+    DetektivError,
+    FirstTokenTimeout,
+    ProviderConnectionError,
+    ProviderError,
+    TotalTimeout,
+)
+from engine.secrets import KeyResolutionError, register_secret, run_key_command
+
+__all__ = [
+    "Done",
+    "Health",
+    "Message",
+    "Provider",
+    "StreamEvent",
+    "StreamRequest",
+    "TokenDelta",
+    "Usage",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message."""
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """What to ask a provider. Timeouts left `None` take the provider's configured values."""
+
+    messages: tuple[Message, ...]
+    schema: dict[str, Any] | None = None
+    """JSON schema the answer must satisfy (the provider's native structured-output mode)."""
+    schema_name: str = "answer"
+    max_tokens: int | None = None
+    temperature: float | None = None
+    first_token_timeout: float | None = None
+    timeout: float | None = None
+
+    @classmethod
+    def of(cls, prompt: str, **kwargs: Any) -> StreamRequest:
+        """A single-user-message request."""
+        return cls(messages=(Message("user", prompt),), **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenDelta:
+    """A piece of answer text, in order."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts, when the provider reports them."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The model finished. `finish_reason` is `stop`, `length`, or the provider's own word."""
+
+    finish_reason: str
+
+
+StreamEvent = TokenDelta | Usage | Done
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The result of one cheap live call (model list or version)."""
+
+    ok: bool
+    latency_ms: float
+    detail: str
+    checked_at: float = field(default_factory=time.time)
+
+
+def _standard_key_env(config: ProviderConfig) -> str | None:
+    """The conventional key variable for official endpoints; None for self-hosted servers."""
+    if config.kind == "anthropic":
+        base = (config.base_url or ANTHROPIC_URL).rstrip("/")
+        return "ANTHROPIC_API_KEY" if base == ANTHROPIC_URL else None
+    if config.kind == "openai":
+        if config.base_url is None or "api.openai.com" in config.base_url:
+            return "OPENAI_API_KEY"
+        if config.base_url.rstrip("/") == GEMINI_URL.rstrip("/"):
+            return "GEMINI_API_KEY"
+    return None
+
+
+class Provider(ABC):
+    """A configured model provider. Create with `engine.providers.create_provider`."""
+
+    def __init__(self, name: str, config: ProviderConfig, env: Mapping[str, str]) -> None:
+        self.name = name
+        self.config = config
+        self._env = env
+
+    @property
+    def kind(self) -> str:
+        """The provider kind (openai, anthropic, ollama, local)."""
+        return self.config.kind
+
+    @property
+    def model(self) -> str:
+        """The model name this provider calls."""
+        return self.config.model
+
+    @property
+    def label(self) -> str:
+        """`"{provider}:{model}"`, as recorded in `provider_used`."""
+        return f"{self.name}:{self.model}"
+
+    def api_key(self) -> str | None:
+        """Resolve the key (see `engine.config` for the order); raises `AuthError` if missing."""
+        config = self.config
+        if config.api_key_env:
+            value = self._env.get(config.api_key_env, "").strip()
+            if not value:
+                raise AuthError(
+                    self.name, f"no API key: environment variable {config.api_key_env} is not set"
+                )
+            register_secret(value)
+            return value
+        if config.api_key_cmd:
+            try:
+                return run_key_command(config.api_key_cmd)
+            except KeyResolutionError as exc:
+                raise AuthError(self.name, f"no API key: {exc}") from None
+        standard = _standard_key_env(config)
+        if standard and self._env.get(standard, "").strip():
+            value = self._env[standard].strip()
+            register_secret(value)
+            return value
+        if config.api_key is not None:
+            value = config.api_key.get_secret_value()
+            register_secret(value)
+            return value
+        if standard:
+            raise AuthError(
+                self.name, f"no API key: set {standard}, or api_key_env / api_key_cmd in config"
+            )
+        return None
+
+    async def stream(self, request: StreamRequest) -> AsyncIterator[StreamEvent]:
+        """Stream the answer to `request` as typed events, ending with `Done`.
+
+        Raises a `ProviderError` subclass on any failure. Closing the iterator early (or
+        cancelling the task consuming it) closes the provider's stream immediately.
+        """
+        first_timeout = request.first_token_timeout or self.config.ttft_timeout
+        total_timeout = request.timeout or self.config.total_timeout
+        first_timeout = min(first_timeout, total_timeout)
+        start = asyncio.get_running_loop().time()
+        first_deadline = start + first_timeout
+        total_deadline = start + total_timeout
+        deadline = first_deadline
+        raw = self._stream(request)
+        finished = False
+        try:
+            while True:
+                scope = asyncio.timeout_at(deadline)
+                try:
+                    async with scope:
+                        event = await anext(raw)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    if not scope.expired():
+                        raise ProviderConnectionError(self.name, "timed out") from None
+                    if deadline is first_deadline:
+                        raise FirstTokenTimeout(
+                            self.name,
+                            f"no token within {first_timeout:g} s",
+                            first_timeout,
+                        ) from None
+                    raise TotalTimeout(
+                        self.name, f"answer not finished within {total_timeout:g} s", total_timeout
+                    ) from None
+                except DetektivError:
+                    raise
+                except Exception as exc:
+                    raise BadResponseError(
+                        self.name, f"unexpected {type(exc).__name__}: {exc}"
+                    ) from exc
+                if type(event) is TokenDelta:
+                    deadline = total_deadline
+                elif type(event) is Done:
+                    finished = True
+                yield event
+        finally:
+            await raw.aclose()
+        if not finished:
+            raise ProviderConnectionError(self.name, "the stream ended before the model finished")
+
+    async def health(self, timeout: float = 5.0) -> Health:
+        """One cheap live call; never raises. `detail` says what answered, or why not."""
+        start = time.perf_counter()
+        ok, detail = False, ""
+        try:
+            async with asyncio.timeout(timeout):
+                detail, ok = await self._health(), True
+        except TimeoutError:
+            detail = f"no answer in {timeout:g} s"
+        except ProviderError as exc:
+            detail = exc.detail
+        except Exception as exc:  # a health check must never take the caller down
+            detail = BadResponseError(self.name, f"{type(exc).__name__}: {exc}").detail
+        return Health(ok, (time.perf_counter() - start) * 1000, detail)
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
+        """Release connections; the provider can still be used afterwards (they reopen)."""
+
+    @abstractmethod
+    def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+        """The wire protocol: yield events, raise `engine.errors`, close resources on exit."""
+
+    @abstractmethod
+    async def _health(self) -> str:
+        """A cheap live call; return a short description of what answered."""

@@ -1,0 +1,86 @@
+"""HTTP facts shared by the providers: status codes to errors, Retry-After, SSE framing."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from email.utils import parsedate_to_datetime
+
+from engine.errors import AuthError, ProviderError, RateLimitedError, RequestError, ServerError
+
+__all__ = ["error_for_status", "error_message", "iter_sse", "parse_retry_after"]
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def error_message(body: bytes | str, fallback: str) -> str:
+    """The human part of an error body: OpenAI/Anthropic `{"error": {"message"}}`, Ollama
+    `{"error": "…"}`, or the first line of plain text (truncated)."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data = json.loads(text)
+    except ValueError:
+        line = text.strip().splitlines()[0] if text.strip() else ""
+        return line[:200] or fallback
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("type")
+            if isinstance(message, str) and message:
+                return message[:500]
+        elif isinstance(error, str) and error:
+            return error[:500]
+    return fallback
+
+
+def error_for_status(
+    provider: str, status: int, message: str, retry_after: float | None = None
+) -> ProviderError:
+    """The engine error for an HTTP status from a provider."""
+    text = f"HTTP {status}: {message}"
+    if status in (401, 403):
+        return AuthError(provider, text)
+    if status == 429:
+        return RateLimitedError(provider, text, retry_after)
+    if 400 <= status < 500:
+        return RequestError(provider, text, status)
+    return ServerError(provider, text, status)
+
+
+async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """Server-sent events as (event, data) from a stream of lines (the WHATWG framing)."""
+    event = "message"
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            event = value
+        elif name == "data":
+            data.append(value)
+    if data:
+        yield event, "\n".join(data)

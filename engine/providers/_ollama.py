@@ -1,0 +1,178 @@
+"""`ollama` kind: Ollama's native API through the `ollama` package's AsyncClient.
+
+Streaming chat (NDJSON) with `format` set to the JSON schema, `keep_alive` and `options`; the
+model list; pull with progress; the version as the cheap health call. The host is the
+provider's `base_url`, else `OLLAMA_HOST`, else http://127.0.0.1:11434.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from engine.config import OLLAMA_URL
+from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
+from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.providers._http import error_for_status, error_message
+
+if TYPE_CHECKING:
+    import ollama
+
+__all__ = ["OllamaProvider", "PullProgress", "ollama_host"]
+
+
+def ollama_host(base_url: str | None, env: Mapping[str, str]) -> str:
+    """Normalise a host the way `ollama serve` accepts it (`host`, `host:port`, a URL)."""
+    raw = (base_url or env.get("OLLAMA_HOST") or OLLAMA_URL).strip().rstrip("/")
+    bare = "://" not in raw  # like Ollama: only a bare host gets the default port 11434
+    scheme, _, rest = (f"http://{raw}" if bare else raw).partition("://")
+    host, slash, path = rest.partition("/")
+    if host.startswith("0.0.0.0"):  # a listen address: connect to loopback
+        host = "127.0.0.1" + host[len("0.0.0.0") :]
+    if bare and ":" not in host.rsplit("]", 1)[-1]:
+        host += ":11434"
+    return f"{scheme}://{host}{slash}{path}"
+
+
+@dataclass(frozen=True, slots=True)
+class PullProgress:
+    """One progress report of `ollama pull`: `completed`/`total` bytes when known."""
+
+    status: str
+    digest: str | None
+    completed: int | None
+    total: int | None
+
+
+class OllamaProvider(Provider):
+    """Streams from an Ollama server."""
+
+    _client: ollama.AsyncClient | None = None
+
+    @property
+    def host(self) -> str:
+        """The Ollama URL this provider talks to."""
+        return ollama_host(self.config.base_url, self._env)
+
+    def _get_client(self) -> ollama.AsyncClient:
+        if self._client is None:
+            import ollama
+
+            self._client = ollama.AsyncClient(
+                host=self.host, timeout=httpx.Timeout(self.config.total_timeout, connect=10.0)
+            )
+        return self._client
+
+    def _map(self, exc: BaseException) -> ProviderError:
+        import ollama
+
+        if isinstance(exc, ProviderError):
+            return exc
+        if isinstance(exc, ollama.ResponseError):
+            if exc.status_code == -1:  # an error line inside the stream
+                return ServerError(self.name, str(exc.error))
+            return error_for_status(self.name, exc.status_code, str(exc.error))
+        if isinstance(exc, ConnectionError | httpx.ConnectError):
+            return ProviderConnectionError(self.name, f"cannot connect to Ollama at {self.host}")
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderConnectionError(self.name, f"timed out ({type(exc).__name__})")
+        if isinstance(exc, httpx.TransportError):
+            return ProviderConnectionError(self.name, f"connection broke: {type(exc).__name__}")
+        if isinstance(exc, ValueError):  # json.JSONDecodeError, pydantic validation
+            return BadResponseError(self.name, f"malformed NDJSON line: {exc}")
+        return BadResponseError(self.name, f"unexpected {type(exc).__name__}: {exc}")
+
+    async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+        client = self._get_client()
+        options: dict[str, Any] = dict(self.config.options)
+        if request.max_tokens is not None:
+            options["num_predict"] = request.max_tokens
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        parts: Any = None
+        try:
+            parts = await client.chat(
+                model=self.config.model,
+                messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                stream=True,
+                format=request.schema,
+                options=options or None,
+                keep_alive=self.config.keep_alive,
+            )
+            async for part in parts:
+                text = part.message.content if part.message is not None else None
+                if text:
+                    yield TokenDelta(text)
+                if part.done:
+                    yield Usage(part.prompt_eval_count, part.eval_count)
+                    yield Done(part.done_reason or "stop")
+                    return
+        except Exception as exc:
+            raise self._map(exc) from None
+        finally:
+            if parts is not None:
+                await parts.aclose()
+
+    async def version(self) -> str:
+        """The server's version (GET /api/version)."""
+        try:
+            async with httpx.AsyncClient(base_url=self.host, timeout=5.0) as http:
+                reply = await http.get("/api/version")
+        except httpx.TransportError as exc:
+            raise self._map(exc) from None
+        if reply.status_code >= 400:
+            message = error_message(reply.content, reply.reason_phrase)
+            raise error_for_status(self.name, reply.status_code, message)
+        try:
+            return str(reply.json()["version"])
+        except (ValueError, KeyError, TypeError):
+            raise BadResponseError(self.name, "no version in /api/version") from None
+
+    async def list_models(self) -> list[str]:
+        """Names of the models the server has (GET /api/tags)."""
+        try:
+            listing = await self._get_client().list()
+        except Exception as exc:
+            raise self._map(exc) from None
+        return [m.model for m in listing.models if m.model]
+
+    async def pull(self, model: str) -> AsyncIterator[PullProgress]:
+        """Pull `model`, yielding progress until the server reports success."""
+        parts: Any = None
+        try:
+            parts = await self._get_client().pull(model, stream=True)
+            async for part in parts:
+                yield PullProgress(part.status or "", part.digest, part.completed, part.total)
+        except Exception as exc:
+            raise self._map(exc) from None
+        finally:
+            if parts is not None:
+                await parts.aclose()
+
+    async def _health(self) -> str:
+        return f"Ollama {await self.version()}"
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()  # type: ignore[no-untyped-call]
+
+
+async def probe_ollama(env: Mapping[str, str], timeout: float = 0.5) -> list[str] | None:
+    """The models of an Ollama answering on OLLAMA_HOST, or None when none answers."""
+    host = ollama_host(None, env)
+    try:
+        async with httpx.AsyncClient(base_url=host, timeout=timeout) as http:
+            reply = await http.get("/api/tags")
+            reply.raise_for_status()
+            data = reply.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    try:
+        return [str(m["model"] if "model" in m else m["name"]) for m in data.get("models", [])]
+    except (TypeError, KeyError, AttributeError):
+        return None
+

@@ -1,0 +1,138 @@
+"""`openai` kind: any OpenAI-compatible chat completions API through the openai SDK.
+
+OpenAI itself, Gemini's OpenAI-compatible endpoint, vLLM, a llama.cpp server, Ollama's /v1.
+The SDK is imported on first use (it costs ~0.4–1 s), never on the path to the first frame.
+Its own retries are off: retrying and deadlines belong to us, and its read timeout is per read,
+not a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
+from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.providers._http import error_for_status, error_message, parse_retry_after
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["OpenAIProvider"]
+
+# A server that needs no key (llama.cpp, vLLM, Ollama) still gets a non-empty one: the SDK
+# refuses to start without it.
+PLACEHOLDER_KEY = "not-needed"
+
+
+class OpenAIProvider(Provider):
+    """Streams chat completions from an OpenAI-compatible endpoint."""
+
+    _client: openai.AsyncOpenAI | None = None
+
+    def _get_client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self.api_key() or PLACEHOLDER_KEY,
+                base_url=self.config.base_url,
+                max_retries=0,
+                timeout=self.config.total_timeout,
+            )
+        return self._client
+
+    @property
+    def _official(self) -> bool:
+        return self.config.base_url is None or "api.openai.com" in self.config.base_url
+
+    def _body(self, request: StreamRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.max_tokens is not None:
+            # OpenAI's newer models only accept max_completion_tokens; compatible servers
+            # universally understand max_tokens.
+            key = "max_completion_tokens" if self._official else "max_tokens"
+            body[key] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.schema_name,
+                    "schema": request.schema,
+                    "strict": True,
+                },
+            }
+        return body
+
+    def _map(self, exc: BaseException) -> ProviderError:
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            response = exc.response
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            message = error_message(response.content, exc.message)
+            return error_for_status(self.name, exc.status_code, message, retry_after)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return ProviderConnectionError(self.name, f"{exc.message} ({type(cause).__name__})")
+        if isinstance(exc, openai.APIError):
+            return ServerError(self.name, exc.message)
+        if isinstance(exc, json.JSONDecodeError):
+            return BadResponseError(self.name, f"malformed chunk: {exc.msg}")
+        # The SDK lets transport errors raised mid-stream through unwrapped (httpx2.ReadError,
+        # RemoteProtocolError when the connection is cut).
+        if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
+            return ProviderConnectionError(self.name, f"connection broke: {type(exc).__name__}")
+        return BadResponseError(self.name, f"unexpected {type(exc).__name__}: {exc}")
+
+    async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+        client = self._get_client()
+        try:
+            stream = await client.chat.completions.create(**self._body(request))
+        except Exception as exc:
+            raise self._map(exc) from None
+        finish: str | None = None
+        usage: Any = None
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                for choice in chunk.choices:
+                    text = choice.delta.content if choice.delta is not None else None
+                    if text:
+                        yield TokenDelta(text)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._map(exc) from None
+        finally:
+            await stream.close()
+        if finish is None:
+            raise ProviderConnectionError(self.name, "the stream ended before the model finished")
+        if usage is not None:
+            yield Usage(usage.prompt_tokens, usage.completion_tokens)
+        yield Done(finish)
+
+    async def _health(self) -> str:
+        client = self._get_client()
+        try:
+            page = await client.models.list()
+        except Exception as exc:
+            raise self._map(exc) from None
+        names = [model.id for model in page.data]
+        return f"{len(names)} model{'s' if len(names) != 1 else ''} listed"
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()

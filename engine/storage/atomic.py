@@ -1,0 +1,44 @@
+"""Replace a file so that a crash at any moment leaves either the old or the new file whole."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["atomic_write_bytes", "atomic_write_text", "TEMP_PREFIX"]
+
+#: Temporary files start with this, so a sweep after a crash can find and remove them.
+TEMP_PREFIX = ".detektiv-tmp-"
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `data` to `path` atomically: temp file, fsync, rename, fsync the directory.
+
+    The temp file gets `mode` before any byte is written, so a private file (0600) is never
+    readable by others, not even for a moment.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
+    """`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"), mode)

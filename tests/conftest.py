@@ -1,0 +1,156 @@
+"""Shared fixtures: an isolated home per test and one real llama.cpp server per session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine import Paths, ProviderConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty DETEKTIV_HOME, and no provider keys or hosts from the developer's shell."""
+    root = tmp_path / "home"
+    root.mkdir()
+    monkeypatch.setenv("DETEKTIV_HOME", str(root))
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "OLLAMA_HOST",
+        "OLLAMA_API_KEY",
+        "LLM_TIMEOUT_SECONDS",
+        "ORACLES_DIR",
+        "ORACLE_PLACEHOLDER",
+        "ORACLE_CACHE_TTL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    # Ollama discovery must never find a developer's real Ollama: point it at a closed port.
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{closed_port()}")
+    return root
+
+
+@pytest.fixture
+def paths(home: Path) -> Paths:
+    return Paths.from_env()
+
+
+def closed_port() -> int:
+    """A loopback port with nothing listening (bound then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def cli(*args: str) -> list[str]:
+    """The console script as a subprocess command line."""
+    return [sys.executable, "-m", "tui", *args]
+
+
+class LlamaServer:
+    """A running `detektiv local-server` (the real llama.cpp server with the bundled Gemma)."""
+
+    def __init__(self, process: subprocess.Popen[str], base: str) -> None:
+        self.process = process
+        self.base = base  # http://127.0.0.1:PORT
+        self.url = f"{base}/v1"
+
+    def provider_config(self, **overrides: object) -> ProviderConfig:
+        values: dict[str, object] = {"kind": "openai", "model": "gemma", "base_url": self.url}
+        values.update(overrides)
+        return ProviderConfig.model_validate(values)
+
+    def busy_slots(self) -> int:
+        slots = httpx.get(f"{self.base}/slots", timeout=5).json()
+        return sum(1 for slot in slots if slot.get("is_processing"))
+
+    def wait_idle(self, timeout: float = 5.0) -> float:
+        """Seconds until no slot is generating; raises if still busy after `timeout`."""
+        start = time.monotonic()
+        while self.busy_slots():
+            if time.monotonic() - start > timeout:
+                raise AssertionError(f"the server still generates after {timeout} s")
+            time.sleep(0.02)
+        return time.monotonic() - start
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The real llama.cpp server, started through our own `detektiv local-server --port 0`."""
+    home = tmp_path_factory.mktemp("server-home")
+    env = {**os.environ, "DETEKTIV_HOME": str(home)}
+    stderr_path = home / "stderr.txt"
+    with stderr_path.open("w") as stderr:
+        process = subprocess.Popen(
+            cli("local-server", "--port", "0", "--parallel", "2", "--ctx", "4096"),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+    assert process.stdout is not None
+    try:
+        line = process.stdout.readline()  # printed once the model is loaded and the port is open
+        if " at http://127.0.0.1:" not in line:
+            raise RuntimeError(
+                f"local-server did not start: {line!r} {stderr_path.read_text()[-2000:]!r}"
+            )
+        base = line.rsplit(" at ", 1)[1].strip().removesuffix("/v1")
+        yield LlamaServer(process, base)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+class HangingServer:
+    """Accepts connections and never answers a byte; counts what it accepted."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self._writers: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        self._writers.append(writer)
+        await reader.read(65536)  # take the request, answer nothing
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._hold, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        for writer in self._writers:
+            writer.close()
+        if self._server is not None:
+            self._server.close()
+
+
+@pytest.fixture
+async def hanging_server() -> AsyncIterator[HangingServer]:
+    server = HangingServer()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()

@@ -1,0 +1,41 @@
+"""The engine stays headless and light: no UI toolkit, no provider SDK at import time."""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+
+import engine
+
+FORBIDDEN = ("textual", "rich", "tui", "openai", "ollama", "anthropic", "xllamacpp", "jsonschema")
+
+
+def imported_by(module: str) -> set[str]:
+    code = (
+        f"import sys, json; import {module}; "
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout))
+
+
+def test_import_engine_pulls_no_ui_and_no_sdk() -> None:
+    assert imported_by("engine").isdisjoint(FORBIDDEN)
+
+
+def test_every_engine_module_is_headless() -> None:
+    modules = [m.name for m in pkgutil.walk_packages(engine.__path__, "engine.")]
+    assert "engine.providers._openai" in modules
+    for module in modules:
+        leaked = imported_by(module) & {"textual", "rich", "tui"}
+        assert not leaked, f"{module} imports {leaked}"
+
+
+def test_public_api_is_exactly_all() -> None:
+    public = {name for name in dir(engine) if not name.startswith("_")}
+    submodules = {m.name for m in pkgutil.iter_modules(engine.__path__)}
+    assert public - submodules == set(engine.__all__) - {"__version__"}
+    for name in engine.__all__:
+        assert getattr(engine, name) is not None

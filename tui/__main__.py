@@ -1,0 +1,7 @@
+"""`python -m tui` runs the console script."""
+
+import sys
+
+from tui.cli import main
+
+sys.exit(main())

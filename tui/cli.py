@@ -1,0 +1,110 @@
+"""The `detektiv` console script: argument parsing and the one error funnel for commands.
+
+Headless commands never import Textual. Every failure ends as one line on stderr:
+exit 2 for bad configuration or usage, 1 for a failed command, 130 for Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine import ConfigError, DetektivError, __version__
+from engine.logs import configure_logging
+from engine.paths import Paths
+
+__all__ = ["main"]
+
+log = logging.getLogger("tui.cli")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="configuration file (default: $DETEKTIV_HOME/config.toml or the user config dir)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="detektiv",
+        description="Interrogate language models. With no command, opens the terminal app.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"detektiv {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    providers = commands.add_parser(
+        "providers", parents=[common], help="list providers with a live health check"
+    )
+    providers.add_argument("--json", action="store_true", help="print JSON")
+
+    ask = commands.add_parser("ask", parents=[common], help="stream one answer to stdout")
+    ask.add_argument("-p", "--provider", help="configured name or kind:model (local:gemma-3-270m)")
+    ask.add_argument("--schema", type=Path, metavar="FILE", help="JSON schema the answer must meet")
+    ask.add_argument("--max-tokens", type=int, metavar="N")
+    ask.add_argument("--temperature", type=float, metavar="T")
+    ask.add_argument("prompt", help="the prompt; - reads it from stdin")
+
+    server = commands.add_parser(
+        "local-server",
+        parents=[common],
+        help="serve the embedded model's OpenAI-compatible API on 127.0.0.1",
+    )
+    server.add_argument("--port", type=int, default=8080, metavar="N", help="0 picks a free port")
+    server.add_argument("--model", metavar="GGUF", help="a GGUF file (default: bundled Gemma)")
+    server.add_argument("--parallel", type=int, default=4, metavar="N", help="concurrent slots")
+    server.add_argument("--ctx", type=int, default=8192, metavar="N", help="total context size")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    paths = Paths.from_env(getattr(args, "config", None))
+    try:
+        log_path = configure_logging(paths.log_dir)
+    except OSError as exc:
+        print(f"detektiv: cannot write logs in {paths.log_dir}: {exc.strerror}", file=sys.stderr)
+        return 2
+    try:
+        if args.command is None:
+            from tui.app import run_app
+
+            return run_app(paths)
+        from tui import commands
+
+        match args.command:
+            case "providers":
+                return asyncio.run(commands.providers(paths, as_json=args.json))
+            case "ask":
+                return asyncio.run(commands.ask(paths, args))
+            case "local-server":
+                return commands.local_server(paths, args)
+    except ConfigError as exc:
+        print(f"detektiv: {exc.message}", file=sys.stderr)
+        return 2
+    except DetektivError as exc:
+        print(f"detektiv: error: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `detektiv ask … | head`
+        return 0
+    except Exception as exc:
+        log.exception("internal error")
+        print(
+            f"detektiv: internal error: {type(exc).__name__} (details in {log_path})",
+            file=sys.stderr,
+        )
+        return 1
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
