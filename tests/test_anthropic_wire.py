@@ -222,3 +222,19 @@ async def test_health_lists_models(env: None, paths: Paths) -> None:
     with WireServer({"GET /v1/models": lambda r: json_reply(models)}) as server:
         health = await make(server, paths).health()
     assert health.ok and health.detail == "2 models listed"
+
+
+async def test_key_command_runs_once_per_provider(home: object, paths: Paths,
+                                                  tmp_path: Any) -> None:
+    counter = tmp_path / "runs"
+    command = f"echo run >> {counter}; echo sk-ant-from-command-0123456789"
+    route = {"POST /v1/messages": lambda r: streaming(message_stream(["a"]))}
+    with WireServer(route) as server:
+        config = ProviderConfig(kind="anthropic", model="m", base_url=server.url,
+                                api_key_cmd=command)
+        provider = create_provider("claude", config, paths)
+        for _ in range(3):
+            await collect(provider, StreamRequest.of("x"))
+    assert [r.headers["x-api-key"] for r in server.requests] == [
+        "sk-ant-from-command-0123456789"] * 3
+    assert counter.read_text().count("run") == 1

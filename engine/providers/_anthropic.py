@@ -46,9 +46,9 @@ class AnthropicProvider(Provider):
             )
         return self._client
 
-    def _headers(self) -> dict[str, str]:
+    async def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION, "content-type": "application/json"}
-        key = self.api_key()
+        key = await self.resolved_key()
         if key is not None:
             headers["x-api-key"] = key
         return headers
@@ -86,7 +86,7 @@ class AnthropicProvider(Provider):
 
     async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
         client = self._get_client()
-        headers = self._headers()
+        headers = await self._headers()
         body = self._body(request)
         prompt_tokens: int | None = None
         output_tokens: int | None = None
@@ -132,7 +132,7 @@ class AnthropicProvider(Provider):
     async def _health(self) -> str:
         client = self._get_client()
         try:
-            reply = await client.get("/v1/models", headers=self._headers())
+            reply = await client.get("/v1/models", headers=await self._headers())
         except httpx.TransportError as exc:
             raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
         if reply.status_code >= 400:

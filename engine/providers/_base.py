@@ -128,6 +128,7 @@ class Provider(ABC):
         self.name = name
         self.config = config
         self._env = env
+        self._key: tuple[str | None] | None = None  # resolved once, then reused
 
     @property
     def kind(self) -> str:
@@ -143,6 +144,15 @@ class Provider(ABC):
     def label(self) -> str:
         """`"{provider}:{model}"`, as recorded in `provider_used`."""
         return f"{self.name}:{self.model}"
+
+    async def resolved_key(self) -> str | None:
+        """`api_key()`, resolved once per provider; a key command runs on a worker thread."""
+        if self._key is None:
+            if self.config.api_key_cmd and not self.config.api_key_env:
+                self._key = (await asyncio.to_thread(self.api_key),)
+            else:
+                self._key = (self.api_key(),)
+        return self._key[0]
 
     def api_key(self) -> str | None:
         """Resolve the key (see `engine.config` for the order); raises `AuthError` if missing."""

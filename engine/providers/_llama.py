@@ -134,12 +134,6 @@ class LlamaEngine:
         if self._server is None:
             await asyncio.to_thread(self.load)
 
-    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A non-streaming call (blocking); the reply or an error dict."""
-        self.load()
-        result: dict[str, Any] = self._server.handle_chat_completions(body)
-        return result
-
     async def chat(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """Stream chat-completion chunks (dicts, OpenAI's shape) for `body`.
 

@@ -31,12 +31,13 @@ class OpenAIProvider(Provider):
 
     _client: openai.AsyncOpenAI | None = None
 
-    def _get_client(self) -> openai.AsyncOpenAI:
+    async def _get_client(self) -> openai.AsyncOpenAI:
         if self._client is None:
+            key = await self.resolved_key()
             import openai
 
             self._client = openai.AsyncOpenAI(
-                api_key=self.api_key() or PLACEHOLDER_KEY,
+                api_key=key or PLACEHOLDER_KEY,
                 base_url=self.config.base_url,
                 max_retries=0,
                 timeout=self.config.total_timeout,
@@ -94,7 +95,7 @@ class OpenAIProvider(Provider):
         return BadResponseError(self.name, f"unexpected {type(exc).__name__}: {exc}")
 
     async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
-        client = self._get_client()
+        client = await self._get_client()
         try:
             stream = await client.chat.completions.create(**self._body(request))
         except Exception as exc:
@@ -124,7 +125,7 @@ class OpenAIProvider(Provider):
         yield Done(finish)
 
     async def _health(self) -> str:
-        client = self._get_client()
+        client = await self._get_client()
         try:
             page = await client.models.list()
         except Exception as exc:
