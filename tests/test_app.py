@@ -56,3 +56,31 @@ async def test_a_dead_provider_is_a_notification_not_a_crash(home: Path) -> None
         assert app.is_running
     assert status.startswith("failed: dead: ")
     assert any(note.startswith("dead: ") for note in notes)
+
+
+def test_first_frame_imports_no_provider_sdk(home: Path) -> None:
+    import subprocess
+    import sys
+
+    (home / "config.toml").write_text(
+        '[providers.cloud]\nkind = "openai"\nmodel = "gpt-4o"\napi_key_env = "X_KEY"\n'
+        '[providers.claude]\nkind = "anthropic"\nmodel = "c"\npriority = 200\n')
+    script = """
+import asyncio, sys
+from engine import Paths, load_config
+from tui.app import DetektivApp
+
+async def main():
+    paths = Paths.from_env()
+    app = DetektivApp(paths, load_config(paths))
+    async with app.run_test() as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        print(str(app.query_one("#provider").render()))
+    print(sorted({m.split(".")[0] for m in sys.modules} & {"openai", "anthropic", "ollama",
+                                                          "xllamacpp", "jsonschema"}))
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out == ["provider: cloud:gpt-4o", "[]"]

@@ -191,3 +191,27 @@ async def test_pull_unknown_model(paths: Paths) -> None:
 )
 def test_host_normalisation(given: str | None, expected: str) -> None:
     assert ollama_host(given, {}) == expected
+
+
+async def test_discovered_when_one_answers_on_ollama_host(
+    paths: Paths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine import discover_ollama, load_config
+
+    tags = {"models": [{"name": "qwen3:8b", "model": "qwen3:8b", "modified_at": STAMP,
+                        "size": 1, "digest": "d", "details": {}}]}
+    with WireServer({"GET /api/tags": lambda r: json_reply(tags)}) as server:
+        monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.port}")
+        config = load_config(paths)
+        assert await discover_ollama(config) is True
+    ollama = config.providers["ollama"]
+    assert (ollama.kind, ollama.model, ollama.origin) == ("ollama", "qwen3:8b", "env")
+    assert [name for name, _ in config.by_priority()] == ["ollama", "local"]
+
+
+async def test_not_added_when_nothing_answers(paths: Paths) -> None:
+    from engine import discover_ollama, load_config
+
+    config = load_config(paths)  # the home fixture points OLLAMA_HOST at a closed port
+    assert await discover_ollama(config) is False
+    assert list(config.providers) == ["local"]
