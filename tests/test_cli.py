@@ -175,3 +175,21 @@ def test_local_server_refuses_a_busy_port(home: Path) -> None:
         port = busy.getsockname()[1]
         line = assert_one_line_error(run("local-server", "--port", str(port)), 2)
     assert f"--port {port}: already in use" in line
+
+
+def test_ask_a_discovered_ollama_by_name(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.wire import Reply, WireServer, json_reply
+
+    tags = {"models": [{"name": "llama3.2", "model": "llama3.2", "modified_at": "2026-11-22T"
+                        "10:00:00Z", "size": 1, "digest": "d", "details": {}}]}
+    chat = [json.dumps({"model": "llama3.2", "created_at": "2026-11-22T10:00:00Z",
+                        "message": {"role": "assistant", "content": text}, "done": done,
+                        **({"done_reason": "stop"} if done else {})}) + "\n"
+            for text, done in (("Blue", False), (" it is.", False), ("", True))]
+    routes = {"GET /api/tags": lambda r: json_reply(tags),
+              "POST /api/chat": lambda r: Reply(200, {}, [line.encode() for line in chat])}
+    with WireServer(routes) as server:
+        monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.port}")
+        result = run("ask", "-p", "ollama", "Name a colour.")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Blue it is.\n"

@@ -60,6 +60,17 @@ def generation_threads() -> int:
     return sum(1 for t in threading.enumerate() if t.name == "detektiv-llama" and t.is_alive())
 
 
+async def assert_generation_stopped(provider: Provider, llama_server: LlamaServer) -> None:
+    """The model itself stopped within 2 s, not just our reading of it."""
+    if provider.kind == "openai":
+        assert llama_server.wait_idle(timeout=2.0) < 2.0
+        return
+    deadline = time.monotonic() + 2.0
+    while generation_threads() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert generation_threads() == 0
+
+
 async def test_streams_incrementally(provider: Provider) -> None:
     arrivals: list[tuple[float, object]] = []
     request = StreamRequest.of("Write a long story about a lighthouse.", max_tokens=40)
@@ -105,14 +116,7 @@ async def test_cancel_mid_stream_stops_generation(
     start = time.perf_counter()
     await stream.aclose()
     assert time.perf_counter() - start < 0.5
-    # The model itself stopped, not just our reading of it.
-    if provider.kind == "openai":
-        assert llama_server.wait_idle(timeout=2.0) < 2.0
-    else:
-        deadline = time.monotonic() + 2.0
-        while generation_threads() and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert generation_threads() == 0
+    await assert_generation_stopped(provider, llama_server)
 
 
 async def test_cancelling_the_consumer_task_stops_generation(
@@ -131,13 +135,7 @@ async def test_cancelling_the_consumer_task_stops_generation(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    if provider.kind == "openai":
-        assert llama_server.wait_idle(timeout=2.0) < 2.0
-    else:
-        deadline = time.monotonic() + 2.0
-        while generation_threads() and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert generation_threads() == 0
+    await assert_generation_stopped(provider, llama_server)
 
 
 async def test_total_timeout(provider: Provider) -> None:

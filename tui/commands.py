@@ -32,12 +32,6 @@ from engine.structured import SchemaError, check_schema
 __all__ = ["ask", "local_server", "providers"]
 
 
-async def _load(paths: Paths) -> Config:
-    config = load_config(paths)
-    await discover_ollama(config)
-    return config
-
-
 def _public_url(url: str | None) -> str | None:
     """A base URL without any user:password part."""
     if url is None or "@" not in url:
@@ -48,7 +42,8 @@ def _public_url(url: str | None) -> str | None:
 
 async def providers(paths: Paths, as_json: bool) -> int:
     """List every provider with kind, model, priority and a live health result."""
-    config = await _load(paths)
+    config = load_config(paths)
+    await discover_ollama(config)
     entries = sorted(config.providers.items(), key=lambda item: item[1].priority)
     built = [(name, pc, create_provider(name, pc, paths)) for name, pc in entries]
 
@@ -132,7 +127,9 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     if args.max_tokens is not None and args.max_tokens < 1:
         raise ConfigError("--max-tokens must be at least 1")
     schema = _read_schema(args.schema) if args.schema else None
-    config = await _load(paths) if not args.provider else load_config(paths)
+    config = load_config(paths)
+    if not args.provider or (args.provider not in config.providers and ":" not in args.provider):
+        await discover_ollama(config)  # `providers` may have shown a discovered one
     name, provider_config = _choose(config, args.provider)
     provider = create_provider(name, provider_config, paths)
     request = StreamRequest.of(
