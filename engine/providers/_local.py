@@ -42,6 +42,12 @@ class LocalProvider(Provider):
             self._engine = LlamaEngine.shared(options)
         return self._engine
 
+    async def _shared_engine(self) -> LlamaEngine:
+        """`engine()`, on a worker thread the first time (it may assemble the model file)."""
+        if self._engine is not None:
+            return self._engine
+        return await asyncio.to_thread(self.engine)
+
     def _body(self, request: StreamRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -67,7 +73,7 @@ class LocalProvider(Provider):
         return ServerError(self.name, message)
 
     async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
-        engine = await asyncio.to_thread(self.engine)
+        engine = await self._shared_engine()
         try:
             await engine.ensure_loaded()
         except Exception as exc:
@@ -100,7 +106,7 @@ class LocalProvider(Provider):
         yield Done(finish)
 
     async def _health(self) -> str:
-        engine = await asyncio.to_thread(self.engine)
+        engine = await self._shared_engine()
         if engine.loaded:
             return f"loaded: {engine.options.model_path.name}"
         if not engine.options.model_path.is_file():
