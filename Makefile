@@ -22,6 +22,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/stream_overhead.py
+	$(PY) bench/failover.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

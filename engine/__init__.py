@@ -5,6 +5,7 @@ The public API is what `__all__` lists; everything else is private and may chang
 
 from engine.config import Config, ProviderConfig, load_config, save_config
 from engine.errors import (
+    AllProvidersFailed,
     AuthError,
     BadResponseError,
     ConfigError,
@@ -16,6 +17,7 @@ from engine.errors import (
     RateLimitedError,
     RequestError,
     ServerError,
+    StallTimeout,
     TotalTimeout,
 )
 from engine.paths import Paths
@@ -32,6 +34,15 @@ from engine.providers import (
     discover_ollama,
     select_provider,
 )
+from engine.router import (
+    Attempt,
+    PartialDiscarded,
+    ProviderEvent,
+    RoutedCompletion,
+    Router,
+    RouterEvent,
+    chain_for,
+)
 from engine.secrets import redact
 from engine.structured import Completion, complete, complete_json
 from engine.text import strip_control
@@ -39,6 +50,8 @@ from engine.text import strip_control
 __version__ = "0.1.0"
 
 __all__ = [
+    "AllProvidersFailed",
+    "Attempt",
     "AuthError",
     "BadResponseError",
     "Completion",
@@ -49,20 +62,27 @@ __all__ = [
     "FirstTokenTimeout",
     "Health",
     "Message",
+    "PartialDiscarded",
     "Paths",
     "Provider",
     "ProviderConfig",
     "ProviderConnectionError",
     "ProviderError",
+    "ProviderEvent",
     "ProviderTimeout",
     "RateLimitedError",
     "RequestError",
+    "RoutedCompletion",
+    "Router",
+    "RouterEvent",
     "ServerError",
+    "StallTimeout",
     "StreamEvent",
     "StreamRequest",
     "TokenDelta",
     "TotalTimeout",
     "Usage",
+    "chain_for",
     "complete",
     "complete_json",
     "create_provider",

@@ -42,6 +42,7 @@ __all__ = [
     "OracleConfig",
     "ProviderConfig",
     "ProviderKind",
+    "RouterConfig",
     "UIConfig",
     "load_config",
     "parse_adhoc",
@@ -59,6 +60,8 @@ GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 # (default, minimum, maximum) seconds, per SPEC §2.
 CLOUD_TIMEOUT = (30.0, 15.0, 120.0)
 LOCAL_TIMEOUT = (120.0, 15.0, 360.0)
+CLOUD_STALL = 15.0
+LOCAL_STALL = 30.0
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -85,6 +88,8 @@ class ProviderConfig(BaseModel):
     """The key itself; only accepted when the config file is private (mode 0600)."""
     first_token_timeout: float | None = None
     """Seconds to wait for the first token; defaults to `timeout`."""
+    stall_timeout: float | None = None
+    """Seconds without a token, once tokens have started; cloud default 15, local 30."""
     timeout: float | None = None
     """Seconds for the whole answer: cloud 15–120 (default 30), local 15–360 (default 120)."""
     keep_alive: str | float | None = None
@@ -120,6 +125,13 @@ class ProviderConfig(BaseModel):
         return self.timeout if self.timeout is not None else default
 
     @property
+    def between_tokens_timeout(self) -> float:
+        """The stall deadline in seconds, with the kind's default applied."""
+        if self.stall_timeout is not None:
+            return self.stall_timeout
+        return LOCAL_STALL if self.is_local else CLOUD_STALL
+
+    @property
     def ttft_timeout(self) -> float:
         """The time-to-first-token deadline in seconds (never longer than the total)."""
         if self.first_token_timeout is None:
@@ -134,8 +146,10 @@ class ProviderConfig(BaseModel):
             raise ValueError(
                 f"timeout must be between {low:g} and {high:g} s for a {where} provider"
             )
-        if self.first_token_timeout is not None and not 1 <= self.first_token_timeout <= high:
-            raise ValueError(f"first_token_timeout must be between 1 and {high:g} s")
+        for name in ("first_token_timeout", "stall_timeout"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= high:
+                raise ValueError(f"{name} must be between 1 and {high:g} s")
         return self
 
 
@@ -163,6 +177,23 @@ class OracleConfig(BaseModel):
     """Seconds that bound one oracle call (env LLM_TIMEOUT_SECONDS)."""
 
 
+class RouterConfig(BaseModel):
+    """The `[router]` table: circuit breakers, rate limits, health checks (SPEC §2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failure_threshold: int = Field(default=3, ge=1, le=100)
+    """Consecutive failures that open a provider's circuit."""
+    cooldown: float = Field(default=300.0, gt=0, le=86400)
+    """Seconds an open circuit waits before one half-open trial call."""
+    retry_after_cap: float = Field(default=600.0, gt=0, le=86400)
+    """Longest Retry-After honoured, in seconds; longer ones are capped (and said so)."""
+    rate_limit_default: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds a 429 without Retry-After keeps a provider aside."""
+    health_interval: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds between background health checks of each enabled provider."""
+
+
 class Config(BaseModel):
     """The whole configuration."""
 
@@ -170,6 +201,9 @@ class Config(BaseModel):
 
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     """Configured providers by name, plus those implied by the environment."""
+    roles: dict[str, list[str]] = Field(default_factory=dict)
+    """Provider chains by role (`detective`, `witness`, `default`); unset roles use priority."""
+    router: RouterConfig = Field(default_factory=RouterConfig)
     ui: UIConfig = Field(default_factory=UIConfig)
     oracles: OracleConfig = Field(default_factory=OracleConfig)
 

@@ -2,11 +2,13 @@
 
     DetektivError                     anything the engine raises on purpose
     ├── ConfigError                   a config file or value is invalid (names file and field)
+    ├── AllProvidersFailed            the router ran out of providers; `failures` says each why
     └── ProviderError                 a model provider failed; carries `provider`
         ├── AuthError                 401/403: missing, wrong or unauthorised API key
         ├── RateLimitedError          429: carries `retry_after` seconds when the server said
         ├── ProviderTimeout           a deadline of ours passed
         │   ├── FirstTokenTimeout     no token before the time-to-first-token deadline
+        │   ├── StallTimeout          tokens stopped coming for longer than the stall deadline
         │   └── TotalTimeout          the whole stream took longer than its deadline
         ├── ProviderConnectionError   refused, reset, DNS, TLS, or cut mid-stream
         ├── BadResponseError          the reply cannot be understood (malformed chunk, bad JSON,
@@ -23,6 +25,7 @@ from __future__ import annotations
 from engine.secrets import redact
 
 __all__ = [
+    "AllProvidersFailed",
     "AuthError",
     "BadResponseError",
     "ConfigError",
@@ -34,6 +37,7 @@ __all__ = [
     "RateLimitedError",
     "RequestError",
     "ServerError",
+    "StallTimeout",
     "TotalTimeout",
 ]
 
@@ -94,6 +98,12 @@ class FirstTokenTimeout(ProviderTimeout):
     reason = "first_token_timeout"
 
 
+class StallTimeout(ProviderTimeout):
+    """Tokens had started, then none came for longer than the stall deadline."""
+
+    reason = "stall_timeout"
+
+
 class TotalTimeout(ProviderTimeout):
     """The stream did not finish before its total deadline."""
 
@@ -130,3 +140,16 @@ class ServerError(ProviderError):
     def __init__(self, provider: str, message: str, status: int | None = None) -> None:
         super().__init__(provider, message)
         self.status = status
+
+
+class AllProvidersFailed(DetektivError):
+    """Every provider of a chain failed or was skipped; `failures` is (provider, why) in order."""
+
+    def __init__(self, role: str, failures: list[tuple[str, str]]) -> None:
+        self.role = role
+        self.failures = failures
+        if failures:
+            detail = "; ".join(f"{name}: {why}" for name, why in failures)
+            super().__init__(f"every provider for {role} failed — {detail}")
+        else:
+            super().__init__(f"no enabled provider for {role}")

@@ -79,9 +79,10 @@ def test_providers_table(configured: Path) -> None:
     result = run("providers")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "KIND", "MODEL", "PRIO", "HEALTH", "LATENCY", "DETAIL"]
-    assert lines[1].split()[:5] == ["dead", "openai", "gemma", "1", "down"]
-    assert lines[2].split()[:5] == ["localsrv", "openai", "gemma", "2", "ok"]
+    assert lines[0].split() == ["NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CIRCUIT", "LATENCY",
+                                "DETAIL"]
+    assert lines[1].split()[:6] == ["dead", "openai", "gemma", "1", "down", "closed"]
+    assert lines[2].split()[:6] == ["localsrv", "openai", "gemma", "2", "ok", "closed"]
 
 
 def test_ask_streams_to_stdout_as_it_arrives(configured: Path) -> None:
@@ -193,3 +194,42 @@ def test_ask_a_discovered_ollama_by_name(home: Path, monkeypatch: pytest.MonkeyP
         result = run("ask", "-p", "ollama", "Name a colour.")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Blue it is.\n"
+
+
+def test_ask_without_provider_goes_through_the_router(configured: Path) -> None:
+    """The router issue's Done-when: a dead provider first, a running local-server second."""
+    result = run("ask", "--max-tokens", "8", "Say hi.")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+    notes = result.stderr.splitlines()
+    assert notes[0].startswith("detektiv: dead: Connection error")
+    assert notes[1] == "detektiv: switching from dead to localsrv"
+    for _ in range(2):
+        assert run("ask", "--max-tokens", "4", "Say hi.").returncode == 0
+    rows = {row["name"]: row for row in json.loads(run("providers", "--json").stdout)}
+    assert rows["dead"]["circuit"] == "open" and rows["dead"]["consecutive_failures"] == 3
+    assert rows["dead"]["health"]["ok"] is False
+    assert rows["localsrv"]["circuit"] == "closed" and rows["localsrv"]["health"]["ok"] is True
+    fourth = run("ask", "--max-tokens", "4", "Say hi.")
+    assert fourth.returncode == 0
+    assert fourth.stderr.splitlines()[0].startswith("detektiv: dead: circuit open; next trial in")
+
+
+def test_all_providers_down_is_one_line(home: Path) -> None:
+    (home / "config.toml").write_text(f"""
+[providers.a]
+kind = "openai"
+base_url = "http://127.0.0.1:{closed_port()}/v1"
+model = "m"
+priority = 1
+
+[providers.local]
+kind = "local"
+model = "gemma-3-270m"
+enabled = false
+""")
+    result = run("ask", "hi")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(
+        "detektiv: error: every provider for default failed — a: Connection error")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import signal
 import socket
@@ -11,13 +10,13 @@ import sys
 from typing import Any
 
 from engine import (
-    Config,
     ConfigError,
     Done,
-    Health,
+    PartialDiscarded,
     Paths,
     Provider,
-    ProviderError,
+    ProviderEvent,
+    Router,
     StreamRequest,
     TokenDelta,
     complete_json,
@@ -41,21 +40,18 @@ def _public_url(url: str | None) -> str | None:
 
 
 async def providers(paths: Paths, as_json: bool) -> int:
-    """List every provider with kind, model, priority and a live health result."""
+    """List every provider with kind, model, priority, circuit state and a live health check."""
     config = load_config(paths)
     await discover_ollama(config)
-    entries = sorted(config.providers.items(), key=lambda item: item[1].priority)
-    built = [(name, pc, create_provider(name, pc, paths)) for name, pc in entries]
-
-    async def check(provider: Provider, enabled: bool) -> Health | None:
-        return await provider.health() if enabled else None
-
+    router = Router(config, paths)
     try:
-        results = await asyncio.gather(*(check(p, pc.enabled) for _, pc, p in built))
+        checks = await router.check_health()
     finally:
-        await asyncio.gather(*(p.aclose() for _, _, p in built))
+        await router.aclose()
     rows: list[dict[str, Any]] = []
-    for (name, pc, _), health in zip(built, results, strict=True):
+    for name, pc in sorted(config.providers.items(), key=lambda item: item[1].priority):
+        state = router.states.get(name)
+        health = checks.get(name)
         rows.append(
             {
                 "name": name,
@@ -65,6 +61,12 @@ async def providers(paths: Paths, as_json: bool) -> int:
                 "enabled": pc.enabled,
                 "origin": pc.origin,
                 "base_url": _public_url(pc.base_url),
+                "status": state.status.value if state else None,
+                "circuit": state.circuit.value if state else None,
+                "consecutive_failures": state.consecutive_failures if state else None,
+                "rate_limited_until": state.rate_limited_until if state else None,
+                "last_error": strip_control(state.last_error) if state and state.last_error
+                else None,
                 "health": None
                 if health is None
                 else {
@@ -78,15 +80,17 @@ async def providers(paths: Paths, as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
-    header = ("NAME", "KIND", "MODEL", "PRIO", "HEALTH", "LATENCY", "DETAIL")
+    header = ("NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CIRCUIT", "LATENCY", "DETAIL")
     table = [header]
     for row in rows:
         health = row["health"]
         status = "disabled" if health is None else ("ok" if health["ok"] else "down")
         latency = "" if health is None else f"{health['latency_ms']:.0f} ms"
         detail = "" if health is None else health["detail"]
+        circuit = (row["circuit"] or "-").replace("_", "-")
         table.append(
-            (row["name"], row["kind"], row["model"], str(row["priority"]), status, latency, detail)
+            (row["name"], row["kind"], row["model"], str(row["priority"]), status, circuit,
+             latency, detail)
         )
     widths = [max(len(line[i]) for line in table) for i in range(len(header) - 1)]
     for line in table:
@@ -110,17 +114,59 @@ def _read_schema(path: Any) -> dict[str, Any]:
     return schema
 
 
-def _choose(config: Config, spec: str | None) -> tuple[str, Any]:
-    if spec:
-        return select_provider(config, spec)
-    ranked = config.by_priority()
-    if not ranked:
-        raise ConfigError("no enabled provider: enable one in the config file")
-    return ranked[0]
+def _note(message: str) -> None:
+    print(f"detektiv: {strip_control(message)}", file=sys.stderr, flush=True)
+
+
+class _Printer:
+    """Writes streamed text to stdout as it comes, control characters stripped."""
+
+    def __init__(self) -> None:
+        self.at_line_start = True
+
+    def write(self, text: str) -> None:
+        text = strip_control(text)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def end_line(self) -> None:
+        if not self.at_line_start:
+            self.write("\n")
+
+
+async def _ask_one(provider: Provider, request: StreamRequest, out: _Printer) -> None:
+    async for event in provider.stream(request):
+        if type(event) is TokenDelta:
+            out.write(event.text)
+        elif type(event) is Done and event.finish_reason == "length":
+            out.end_line()
+            _note("stopped: max tokens reached")
+
+
+async def _ask_routed(router: Router, request: StreamRequest, out: _Printer) -> None:
+    async for event in router.stream(request):
+        match event:
+            case TokenDelta(text):
+                out.write(text)
+            case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
+                _note(f"switching from {old} to {new}")
+            case ProviderEvent(from_provider=name, reason=reason):
+                _note(f"{name}: {reason}")
+            case PartialDiscarded(provider=name):
+                out.end_line()
+                _note(f"the partial answer from {name} above is discarded; starting over")
+            case Done(finish_reason="length"):
+                out.end_line()
+                _note("stopped: max tokens reached")
 
 
 async def ask(paths: Paths, args: argparse.Namespace) -> int:
-    """Stream one answer to stdout; with --schema, print JSON valid against it."""
+    """Stream one answer to stdout; with --schema, print JSON valid against it.
+
+    With -p, that one provider answers; without, the router does (fallback chain).
+    """
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         raise ConfigError("the prompt is empty")
@@ -130,35 +176,37 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     config = load_config(paths)
     if not args.provider or (args.provider not in config.providers and ":" not in args.provider):
         await discover_ollama(config)  # `providers` may have shown a discovered one
-    name, provider_config = _choose(config, args.provider)
-    provider = create_provider(name, provider_config, paths)
     request = StreamRequest.of(
         prompt, schema=schema, max_tokens=args.max_tokens, temperature=args.temperature
     )
-    out = sys.stdout
+    out = _Printer()
+    if args.provider:
+        name, provider_config = select_provider(config, args.provider)
+        provider = create_provider(name, provider_config, paths)
+        try:
+            if schema is not None:
+                value = await complete_json(provider, request)
+                out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+            else:
+                await _ask_one(provider, request, out)
+        finally:
+            out.end_line()
+            await provider.aclose()
+        return 0
+    router = Router(config, paths)
     try:
         if schema is not None:
-            value = await complete_json(provider, request)
+            value, done = await router.complete_json(request)
+            for event in done.events:
+                if isinstance(event, ProviderEvent) and event.type != "provider_switch":
+                    _note(f"{event.from_provider}: {event.reason}")
             out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-            return 0
-        ended_with_newline = True
-        async for event in provider.stream(request):
-            if type(event) is TokenDelta:
-                text = strip_control(event.text)
-                if text:
-                    out.write(text)
-                    out.flush()
-                    ended_with_newline = text.endswith("\n")
-            elif type(event) is Done and event.finish_reason == "length":
-                print("\n[stopped: max tokens reached]", file=sys.stderr)
-        if not ended_with_newline:
-            out.write("\n")
-        return 0
-    except ProviderError:
-        out.flush()
-        raise
+        else:
+            await _ask_routed(router, request, out)
     finally:
-        await provider.aclose()
+        out.end_line()
+        await router.aclose()
+    return 0
 
 
 def _port_free(port: int) -> bool:

@@ -3,8 +3,9 @@
 A subclass implements `_stream` (its wire protocol, raising `engine.errors` for what it knows)
 and `_health`. This base class owns what every kind shares:
 
-- deadlines: time to first token and total, enforced while *we* wait for the provider and never
-  while the caller handles an event (a slow consumer is not the provider's fault);
+- deadlines: time to first token, between tokens (a stall) and total, enforced while *we* wait
+  for the provider and never while the caller handles an event (a slow consumer is not the
+  provider's fault);
 - a stream that ends without the model saying it finished is a cut stream
   (`ProviderConnectionError`), never silently accepted as a complete answer;
 - anything unexpected from a library becomes `BadResponseError`, never a crash;
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +29,8 @@ from engine.errors import (
     FirstTokenTimeout,
     ProviderConnectionError,
     ProviderError,
+    ProviderTimeout,
+    StallTimeout,
     TotalTimeout,
 )
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
@@ -65,6 +68,7 @@ class StreamRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     first_token_timeout: float | None = None
+    stall_timeout: float | None = None
     timeout: float | None = None
 
     @classmethod
@@ -185,19 +189,21 @@ class Provider(ABC):
             )
         return None
 
-    async def stream(self, request: StreamRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream the answer to `request` as typed events, ending with `Done`.
 
         Raises a `ProviderError` subclass on any failure. Closing the iterator early (or
         cancelling the task consuming it) closes the provider's stream immediately.
         """
         first_timeout = request.first_token_timeout or self.config.ttft_timeout
+        stall_timeout = request.stall_timeout or self.config.between_tokens_timeout
         total_timeout = request.timeout or self.config.total_timeout
         first_timeout = min(first_timeout, total_timeout)
-        start = asyncio.get_running_loop().time()
-        first_deadline = start + first_timeout
+        loop = asyncio.get_running_loop()
+        start = loop.time()
         total_deadline = start + total_timeout
-        deadline = first_deadline
+        deadline = start + first_timeout
+        phase: type[ProviderTimeout] = FirstTokenTimeout  # which deadline `deadline` is
         raw = self._stream(request)
         finished = False
         try:
@@ -211,15 +217,14 @@ class Provider(ABC):
                 except TimeoutError:
                     if not scope.expired():
                         raise ProviderConnectionError(self.name, "timed out") from None
-                    if deadline is first_deadline:
-                        raise FirstTokenTimeout(
-                            self.name,
-                            f"no token within {first_timeout:g} s",
-                            first_timeout,
-                        ) from None
-                    raise TotalTimeout(
-                        self.name, f"answer not finished within {total_timeout:g} s", total_timeout
-                    ) from None
+                    if phase is FirstTokenTimeout:
+                        message, limit = f"no token within {first_timeout:g} s", first_timeout
+                    elif phase is StallTimeout:
+                        message, limit = f"no token for {stall_timeout:g} s", stall_timeout
+                    else:
+                        message = f"answer not finished within {total_timeout:g} s"
+                        limit = total_timeout
+                    raise phase(self.name, message, limit) from None
                 except DetektivError:
                     raise
                 except Exception as exc:
@@ -227,7 +232,11 @@ class Provider(ABC):
                         self.name, f"unexpected {type(exc).__name__}: {exc}"
                     ) from exc
                 if type(event) is TokenDelta:
-                    deadline = total_deadline
+                    stall_deadline = loop.time() + stall_timeout
+                    if stall_deadline < total_deadline:
+                        deadline, phase = stall_deadline, StallTimeout
+                    else:
+                        deadline, phase = total_deadline, TotalTimeout
                 elif type(event) is Done:
                     finished = True
                 yield event

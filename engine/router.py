@@ -1,0 +1,371 @@
+"""The router: provider chains by role, failover, circuit breakers, health checks (SPEC §2).
+
+    router = Router(config, paths)
+    async for event in router.stream(request, role="detective"):
+        match event:
+            case Attempt(provider):             # now streaming from `provider` (badge)
+            case TokenDelta(text):              # answer text
+            case PartialDiscarded(provider, text, reason):
+                                                # everything since the last Attempt is void
+            case ProviderEvent(type, from_provider, to_provider, reason):
+                                                # skip, switch, failure: for the audit trail
+            case Usage() | Done():
+
+A failure before the first token moves to the next provider. A failure mid-stream (cut,
+stall, malformed chunk, invalid structured output) restarts the turn on the next provider from
+the start, after a `PartialDiscarded` that carries the partial text: text from two providers is
+never spliced. When the chain runs out, `AllProvidersFailed` names every provider and why.
+
+Breaker state survives the process (`data_dir/providers.json`), so a provider that keeps
+failing is skipped by the next `detektiv ask` too, instead of costing it a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.breaker import Breaker, ProviderState
+from engine.config import Config
+from engine.errors import (
+    AllProvidersFailed,
+    ConfigError,
+    ProviderError,
+    ProviderTimeout,
+    RateLimitedError,
+)
+from engine.paths import Paths
+from engine.providers import (
+    Done,
+    Health,
+    Provider,
+    StreamEvent,
+    StreamRequest,
+    TokenDelta,
+    Usage,
+    create_provider,
+)
+from engine.storage.atomic import atomic_write_text
+from engine.structured import parse_json
+
+__all__ = [
+    "Attempt",
+    "PartialDiscarded",
+    "ProviderEvent",
+    "RoutedCompletion",
+    "Router",
+    "RouterEvent",
+    "chain_for",
+]
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["provider_switch", "circuit_open", "rate_limited", "timeout", "error"]
+Accept = Callable[[str, str], None]
+"""Called with (provider, whole text) before `Done`; raising `BadResponseError` rejects it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """The router is now streaming from `provider`; `trial` when it is a half-open trial."""
+
+    provider: str
+    label: str
+    trial: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderEvent:
+    """A skip, a failure or a switch, shaped for the session's audit trail."""
+
+    type: EventType
+    from_provider: str | None
+    to_provider: str | None
+    reason: str
+    at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
+class PartialDiscarded:
+    """The answer streamed since the last `Attempt` is void; `text` is kept for the audit."""
+
+    provider: str
+    text: str
+    reason: str
+
+
+RouterEvent = StreamEvent | Attempt | ProviderEvent | PartialDiscarded
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedCompletion:
+    """A whole answer from the router, with who gave it and what happened on the way."""
+
+    text: str
+    finish_reason: str
+    usage: Usage | None
+    provider: str
+    label: str
+    events: tuple[ProviderEvent | PartialDiscarded, ...]
+
+
+def chain_for(config: Config, role: str, config_file: Path | None = None) -> list[str]:
+    """The provider names a role tries, in order.
+
+    From `[roles]` when set (unknown names are a `ConfigError`; disabled ones are left out).
+    Otherwise: `witness` = local providers (embedded, Ollama, loopback servers) by priority;
+    `detective` = cloud providers by priority, then the witness chain as the last resort;
+    any other role = every enabled provider by priority.
+    """
+    enabled = {name for name, p in config.providers.items() if p.enabled}
+    if role in config.roles:
+        for name in config.roles[role]:
+            if name not in config.providers:
+                where = f"{config_file}: " if config_file else ""
+                raise ConfigError(f"{where}roles.{role}: unknown provider {name!r}")
+        return [name for name in config.roles[role] if name in enabled]
+    ranked = config.by_priority()
+    if role == "witness":
+        return [name for name, p in ranked if p.is_local]
+    if role == "detective":
+        return [name for name, p in ranked if not p.is_local] + chain_for(config, "witness")
+    return [name for name, _ in ranked]
+
+
+class _StateStore:
+    """Breaker state in one JSON file, shared by every detektiv process of a user."""
+
+    VERSION = 1
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    def load(self) -> dict[str, ProviderState]:
+        if self.path is None:
+            return {}
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = raw["providers"] if raw.get("version") == self.VERSION else {}
+            return {name: ProviderState.from_json(data) for name, data in entries.items()}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # Only remembered health is lost: start fresh, keep the bad file for a look.
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            with contextlib.suppress(OSError):
+                self.path.replace(aside)
+            log.warning("provider state %s unreadable (%s); moved to %s", self.path, exc, aside)
+            return {}
+
+    def save(self, states: Mapping[str, ProviderState], names: set[str]) -> None:
+        """Write the states of `names`, keeping what other processes wrote for the rest."""
+        if self.path is None or not names:
+            return
+        current = {n: s.to_json() for n, s in self.load().items()}
+        current.update({name: states[name].to_json() for name in names})
+        try:
+            atomic_write_text(
+                self.path, json.dumps({"version": self.VERSION, "providers": current}, indent=1)
+            )
+        except OSError as exc:
+            log.warning("cannot save provider state to %s: %s", self.path, exc)
+
+
+def _event_type(error: ProviderError) -> EventType:
+    if isinstance(error, RateLimitedError):
+        return "rate_limited"
+    if isinstance(error, ProviderTimeout):
+        return "timeout"
+    return "error"
+
+
+class Router:
+    """Routes requests over provider chains; owns breakers, state and the health loop."""
+
+    def __init__(
+        self,
+        config: Config,
+        paths: Paths,
+        *,
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+        persist: bool = True,
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        settings = config.router
+        self.breaker = Breaker(
+            threshold=settings.failure_threshold,
+            cooldown=settings.cooldown,
+            retry_after_cap=settings.retry_after_cap,
+            rate_limit_default=settings.rate_limit_default,
+            clock=clock,
+        )
+        self.providers: dict[str, Provider] = {
+            name: create_provider(name, provider, paths, env)
+            for name, provider in config.providers.items()
+            if provider.enabled
+        }
+        self._store = _StateStore(paths.data_dir / "providers.json" if persist else None)
+        saved = self._store.load()
+        self.states = {name: saved.get(name, ProviderState()) for name in self.providers}
+        self._dirty: set[str] = set()
+        self._health_task: asyncio.Task[None] | None = None
+
+    def chain(self, role: str) -> list[str]:
+        """The enabled providers `role` tries, in order."""
+        return chain_for(self.config, role, self.paths.config_file)
+
+    def save(self) -> None:
+        """Persist the states that changed since the last save."""
+        dirty, self._dirty = self._dirty, set()
+        self._store.save(self.states, dirty)
+
+    async def stream(
+        self, request: StreamRequest, role: str = "default", accept: Accept | None = None
+    ) -> AsyncGenerator[RouterEvent, None]:
+        """Stream `request` over the role's chain; see the module docstring for the events."""
+        failures: list[tuple[str, str]] = []
+        previous: tuple[str, str] | None = None  # (provider, why) of the last one that failed
+        try:
+            for name in self.chain(role):
+                state = self.states[name]
+                admission = self.breaker.admit(state)
+                if not admission.allowed:
+                    kind: EventType = "rate_limited" if admission.kind == "rate_limited" \
+                        else "circuit_open"
+                    yield ProviderEvent(kind, name, None, admission.reason)
+                    failures.append((name, admission.reason))
+                    previous = (name, admission.reason)
+                    continue
+                if previous is not None:
+                    yield ProviderEvent("provider_switch", previous[0], name, previous[1])
+                provider = self.providers[name]
+                yield Attempt(name, provider.label, admission.trial)
+                partial: list[str] = []
+                done: Done | None = None
+                try:
+                    async with aclosing(provider.stream(request)) as events:
+                        async for event in events:
+                            if type(event) is TokenDelta:
+                                partial.append(event.text)
+                                yield event
+                            elif type(event) is Done:
+                                done = event
+                            else:
+                                yield event
+                    if accept is not None:
+                        accept(name, "".join(partial))
+                except ProviderError as exc:
+                    self._dirty.add(name)
+                    yield ProviderEvent(_event_type(exc), name, None, exc.detail)
+                    for caused, reason in self.breaker.failure(state, exc):
+                        yield ProviderEvent(caused, name, None, reason)
+                    if partial:
+                        yield PartialDiscarded(name, "".join(partial), exc.detail)
+                    failures.append((name, exc.detail))
+                    previous = (name, exc.detail)
+                    continue
+                except BaseException:  # cancelled or closed by the caller: no verdict
+                    self.breaker.release(state)
+                    raise
+                if self.breaker.success(state):
+                    self._dirty.add(name)
+                assert done is not None  # Provider.stream guarantees Done at the end
+                yield done
+                return
+            raise AllProvidersFailed(role, failures)
+        finally:
+            if self._dirty:
+                self.save()
+
+    async def complete(
+        self, request: StreamRequest, role: str = "default", accept: Accept | None = None
+    ) -> RoutedCompletion:
+        """Stream to the end; the answer of the provider that finished, and the events."""
+        parts: list[str] = []
+        usage: Usage | None = None
+        attempt: Attempt | None = None
+        trail: list[ProviderEvent | PartialDiscarded] = []
+        async with aclosing(self.stream(request, role, accept)) as events:
+            async for event in events:
+                match event:
+                    case TokenDelta(text):
+                        parts.append(text)
+                    case Attempt():
+                        attempt, parts = event, []
+                    case ProviderEvent() | PartialDiscarded():
+                        trail.append(event)
+                    case Usage():
+                        usage = event
+                    case Done(reason):
+                        assert attempt is not None
+                        return RoutedCompletion(
+                            "".join(parts), reason, usage, attempt.provider, attempt.label,
+                            tuple(trail),
+                        )
+        raise AssertionError("the router ended without Done or an error")  # pragma: no cover
+
+    async def complete_json(
+        self, request: StreamRequest, role: str = "default"
+    ) -> tuple[Any, RoutedCompletion]:
+        """A structured answer valid against `request.schema`; a provider whose answer is not
+        valid counts as failed and the next one is asked."""
+        schema = request.schema
+        if schema is None:
+            raise ValueError("complete_json needs a request with a schema")
+        values: dict[str, Any] = {}
+
+        def accept(provider: str, text: str) -> None:
+            values[provider] = parse_json(provider, text, schema)
+
+        done = await self.complete(request, role, accept)
+        return values[done.provider], done
+
+    async def check_health(self) -> dict[str, Health]:
+        """One health round over every enabled provider, concurrently; updates breakers."""
+        names = list(self.providers)
+        results = await asyncio.gather(*(self.providers[n].health() for n in names))
+        for name, health in zip(names, results, strict=True):
+            self.breaker.health(self.states[name], health.ok, health.detail, health.latency_ms)
+            self._dirty.add(name)
+        self.save()
+        return dict(zip(names, results, strict=True))
+
+    async def _health_loop(self, interval: float) -> None:
+        while True:
+            try:
+                await self.check_health()
+            except Exception:  # the loop must outlive any one bad round
+                log.exception("health round failed")
+            await asyncio.sleep(interval)
+
+    def start_health_checks(self, interval: float | None = None) -> None:
+        """Check every provider now and then every `interval` s (default from config), in the
+        background; `aclose` stops it."""
+        if self._health_task is None or self._health_task.done():
+            every = interval if interval is not None else self.config.router.health_interval
+            self._health_task = asyncio.create_task(
+                self._health_loop(every), name="detektiv-health-checks"
+            )
+
+    async def stop_health_checks(self) -> None:
+        """Stop the background health checks (waits for the task to end)."""
+        task, self._health_task = self._health_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def aclose(self) -> None:
+        """Stop health checks and close every provider's connections."""
+        await self.stop_health_checks()
+        await asyncio.gather(*(p.aclose() for p in self.providers.values()))

@@ -1,0 +1,163 @@
+"""A fault-injecting HTTP proxy on 127.0.0.1, in front of the real llama.cpp server.
+
+Each connection takes the next fault from `plan` (then `default`) and serves one request:
+
+    pass            forward to the real server, response streamed through unchanged
+    500             answer HTTP 500 with an OpenAI-style error body
+    429:VALUE       answer HTTP 429 with `Retry-After: VALUE` (seconds or an HTTP date)
+    hold            read the request, never send a byte
+    stall:N         forward N SSE data events, then go silent (connection kept open)
+    cut:N           forward N SSE data events, then drop the connection
+    malformed:N     forward N SSE data events, then a `data:` line that is not JSON
+    invalid_json    a well-formed stream whose content is not JSON (for structured requests)
+
+`refuse()` stops listening (connections are refused, so none are counted); `accept()` listens
+again on the same port. `connections` counts every connection accepted; `open` those open now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import httpx
+
+
+class FaultProxy:
+    """See the module docstring."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.plan: list[str] = []
+        self.default = "pass"
+        self.connections = 0
+        self.open = 0
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._client = httpx.AsyncClient(base_url=upstream, timeout=None)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(
+            self._handle, "127.0.0.1", self.port, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def refuse(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def accept(self) -> None:
+        if self._server is None:
+            await self.start()
+
+    async def stop(self) -> None:
+        await self.refuse()
+        await self._client.aclose()
+
+    def _next_fault(self) -> str:
+        return self.plan.pop(0) if self.plan else self.default
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.open += 1
+        fault = self._next_fault()
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            method, path, _ = lines[0].split(" ", 2)
+            headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+            length = int({k.lower(): v for k, v in headers.items()}.get("content-length", 0))
+            body = await reader.readexactly(length) if length else b""
+            await self._serve(fault, method, path, headers, body, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.open -= 1
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    @staticmethod
+    def _start(writer: asyncio.StreamWriter, status: int, headers: dict[str, str]) -> None:
+        lines = [f"HTTP/1.1 {status} X"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        lines += ["transfer-encoding: chunked", "connection: close", "", ""]
+        writer.write("\r\n".join(lines).encode())
+
+    @staticmethod
+    async def _chunk(writer: asyncio.StreamWriter, data: bytes) -> None:
+        writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        await writer.drain()
+
+    @staticmethod
+    async def _end(writer: asyncio.StreamWriter) -> None:
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    async def _serve(
+        self,
+        fault: str,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        kind, _, arg = fault.partition(":")
+        if kind == "hold":
+            await reader.read()  # until the client gives up and closes
+            return
+        if kind in ("500", "429"):
+            status = int(kind)
+            extra = {"retry-after": arg} if kind == "429" else {}
+            error = {"error": {"message": f"injected {status}", "type": "server_error",
+                               "code": status}}
+            self._start(writer, status, {"content-type": "application/json", **extra})
+            await self._chunk(writer, json.dumps(error).encode())
+            await self._end(writer)
+            return
+        if kind == "invalid_json":
+            self._start(writer, 200, {"content-type": "text/event-stream"})
+            base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+            for content, finish in (('{"answer": ', None), ("not json at all", None),
+                                    (None, "stop")):
+                delta = {"content": content} if content else {}
+                chunk = {**base, "choices": [{"index": 0, "delta": delta,
+                                              "finish_reason": finish}]}
+                await self._chunk(writer, f"data: {json.dumps(chunk)}\n\n".encode())
+            await self._chunk(writer, b"data: [DONE]\n\n")
+            await self._end(writer)
+            return
+        forward = {k: v for k, v in headers.items()
+                   if k.lower() not in ("host", "content-length", "connection")}
+        request = self._client.build_request(method, path, headers=forward, content=body)
+        upstream = await self._client.send(request, stream=True)
+        try:
+            content_type = upstream.headers.get("content-type", "application/json")
+            self._start(writer, upstream.status_code, {"content-type": content_type})
+            limit = int(arg) if arg else None
+            events = 0
+            async for line in upstream.aiter_lines():
+                if limit is not None and line.startswith("data:"):
+                    if events == limit:
+                        if kind == "cut":
+                            writer.transport.abort()
+                            return
+                        if kind == "stall":
+                            await reader.read()
+                            return
+                        if kind == "malformed":
+                            await self._chunk(writer, b"data: {oops, not json\n\n")
+                            limit = None
+                    events += 1
+                await self._chunk(writer, (line + "\n").encode())
+            await self._end(writer)
+        finally:
+            await upstream.aclose()

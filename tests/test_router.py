@@ -1,0 +1,405 @@
+"""The router against the real llama.cpp server: `flaky` goes through the fault proxy,
+`steady` straight to the server. Every fault must end on `steady` with the right events in the
+right order, or in one clear error when nothing is left."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import (
+    AllProvidersFailed,
+    Attempt,
+    Config,
+    Done,
+    PartialDiscarded,
+    Paths,
+    ProviderConfig,
+    ProviderEvent,
+    Router,
+    StreamRequest,
+    TokenDelta,
+    complete,
+    create_provider,
+)
+from engine.breaker import CircuitState, ProviderStatus
+from engine.config import RouterConfig
+from tests.conftest import LlamaServer, closed_port
+from tests.faults import FaultProxy
+
+REQUEST = StreamRequest.of(
+    "Count from one to twenty.", max_tokens=24, temperature=0,
+    first_token_timeout=1.5, stall_timeout=1.0,
+)
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "maxLength": 30}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture
+async def proxy(llama_server: LlamaServer) -> AsyncIterator[FaultProxy]:
+    fault_proxy = FaultProxy(llama_server.base)
+    await fault_proxy.start()
+    try:
+        yield fault_proxy
+    finally:
+        await fault_proxy.stop()
+
+
+class Clock:
+    """A wall clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_router(paths: Paths, proxy: FaultProxy, llama_server: LlamaServer,
+                steady_url: str | None = None, persist: bool = False,
+                clock: Clock | None = None, **settings: Any) -> Router:
+    config = Config(
+        providers={
+            "flaky": ProviderConfig(kind="openai", model="m", base_url=proxy.url, priority=1),
+            "steady": ProviderConfig(kind="openai", model="m",
+                                     base_url=steady_url or llama_server.url, priority=2),
+        },
+        router=RouterConfig(**settings),
+    )
+    return Router(config, paths, persist=persist, clock=clock or time.time)
+
+
+async def run(router: Router, request: StreamRequest = REQUEST) -> list[Any]:
+    return [event async for event in router.stream(request)]
+
+
+def trace(events: list[Any]) -> list[tuple[Any, ...]]:
+    """Events in a compact form; a run of tokens becomes one ("tokens", provider) entry."""
+    out: list[tuple[Any, ...]] = []
+    current = None
+    for event in events:
+        match event:
+            case Attempt(provider):
+                current = provider
+                out.append(("attempt", provider))
+            case TokenDelta():
+                if out[-1] != ("tokens", current):
+                    out.append(("tokens", current))
+            case ProviderEvent(kind, source, target):
+                out.append((kind, source, target))
+            case PartialDiscarded(provider):
+                out.append(("discarded", provider))
+            case Done():
+                out.append(("done",))
+    return out
+
+
+def text_of(events: list[Any]) -> str:
+    """The answer as a caller keeps it: tokens since the last Attempt."""
+    parts: list[str] = []
+    for event in events:
+        if isinstance(event, Attempt):
+            parts = []
+        elif isinstance(event, TokenDelta):
+            parts.append(event.text)
+    return "".join(parts)
+
+
+SWITCH_BEFORE_FIRST_TOKEN = [
+    ("attempt", "flaky"), ("error", "flaky", None), ("provider_switch", "flaky", "steady"),
+    ("attempt", "steady"), ("tokens", "steady"), ("done",),
+]
+
+
+async def reference_answer(llama_server: LlamaServer, paths: Paths) -> str:
+    provider = create_provider("direct", ProviderConfig(kind="openai", model="m",
+                                                        base_url=llama_server.url), paths)
+    try:
+        return (await complete(provider, REQUEST)).text
+    finally:
+        await provider.aclose()
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected", "reason"),
+    [
+        ("refuse", SWITCH_BEFORE_FIRST_TOKEN, "Connection error"),
+        ("500", SWITCH_BEFORE_FIRST_TOKEN, "HTTP 500: injected 500"),
+        ("429:7", [("attempt", "flaky"), ("rate_limited", "flaky", None),
+                   ("provider_switch", "flaky", "steady"), ("attempt", "steady"),
+                   ("tokens", "steady"), ("done",)], "HTTP 429"),
+        ("hold", [("attempt", "flaky"), ("timeout", "flaky", None),
+                  ("provider_switch", "flaky", "steady"), ("attempt", "steady"),
+                  ("tokens", "steady"), ("done",)], "no token within 1.5 s"),
+        ("stall:4", [("attempt", "flaky"), ("tokens", "flaky"), ("timeout", "flaky", None),
+                     ("discarded", "flaky"), ("provider_switch", "flaky", "steady"),
+                     ("attempt", "steady"), ("tokens", "steady"), ("done",)],
+         "no token for 1 s"),
+        ("cut:4", [("attempt", "flaky"), ("tokens", "flaky"), ("error", "flaky", None),
+                   ("discarded", "flaky"), ("provider_switch", "flaky", "steady"),
+                   ("attempt", "steady"), ("tokens", "steady"), ("done",)], "Connection error"),
+        ("malformed:4", [("attempt", "flaky"), ("tokens", "flaky"), ("error", "flaky", None),
+                         ("discarded", "flaky"), ("provider_switch", "flaky", "steady"),
+                         ("attempt", "steady"), ("tokens", "steady"), ("done",)],
+         "malformed chunk"),
+    ],
+)
+async def test_fault_matrix(
+    fault: str, expected: list[tuple[Any, ...]], reason: str,
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths,
+) -> None:
+    router = make_router(paths, proxy, llama_server)
+    if fault == "refuse":
+        await proxy.refuse()
+    else:
+        proxy.plan = [fault]
+    events = await run(router)
+    await router.aclose()
+    assert trace(events) == expected
+    failure = next(e for e in events if isinstance(e, ProviderEvent))
+    assert reason in failure.reason
+    switch = next(e for e in events if isinstance(e, ProviderEvent)
+                  and e.type == "provider_switch")
+    assert switch.reason == failure.reason
+    # What the caller keeps is steady's whole answer, never spliced with flaky's partial one.
+    assert text_of(events) == await reference_answer(llama_server, paths)
+    discarded = [e for e in events if isinstance(e, PartialDiscarded)]
+    if discarded:
+        flaky_tokens = []
+        for event in events:
+            if isinstance(event, TokenDelta):
+                flaky_tokens.append(event.text)
+            if isinstance(event, PartialDiscarded):
+                break
+        assert discarded[0].text == "".join(flaky_tokens) != ""
+    assert proxy.connections == (0 if fault == "refuse" else 1), "one call, no SDK retries"
+
+
+async def test_invalid_json_to_a_structured_request_moves_on(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    router = make_router(paths, proxy, llama_server)
+    proxy.plan = ["invalid_json"]
+    request = StreamRequest.of("Is water wet? Answer as JSON.", schema=SCHEMA, temperature=0,
+                               max_tokens=60)
+    value, done = await router.complete_json(request)
+    await router.aclose()
+    assert set(value) == {"answer"} and done.provider == "steady"
+    kinds = [(type(e).__name__, getattr(e, "type", None)) for e in done.events]
+    assert kinds == [("ProviderEvent", "error"), ("PartialDiscarded", None),
+                     ("ProviderEvent", "provider_switch")]
+    assert "not JSON" in done.events[0].reason  # type: ignore[union-attr]
+
+
+async def test_all_down_is_one_clear_error(proxy: FaultProxy, llama_server: LlamaServer,
+                                           paths: Paths) -> None:
+    router = make_router(paths, proxy, llama_server,
+                         steady_url=f"http://127.0.0.1:{closed_port()}/v1")
+    proxy.default = "500"
+    with pytest.raises(AllProvidersFailed) as caught:
+        await run(router)
+    await router.aclose()
+    message = str(caught.value)
+    assert message.startswith("every provider for default failed — flaky: HTTP 500")
+    assert "; steady: Connection error" in message
+    assert "\n" not in message
+    assert [name for name, _ in caught.value.failures] == ["flaky", "steady"]
+
+
+async def test_breaker_opens_at_three_skips_without_calls_and_half_opens(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    clock = Clock()
+    router = make_router(paths, proxy, llama_server, clock=clock, failure_threshold=3,
+                         cooldown=60)
+    state = router.states["flaky"]
+    proxy.default = "500"
+    for attempt in (1, 2):
+        events = await run(router)
+        assert not any(isinstance(e, ProviderEvent) and e.type == "circuit_open" for e in events)
+        assert state.circuit is CircuitState.CLOSED and state.consecutive_failures == attempt
+    events = await run(router)
+    assert ("circuit_open", "flaky", None) in trace(events)
+    assert state.circuit is CircuitState.OPEN and proxy.connections == 3
+
+    skipped = await run(router)
+    assert trace(skipped)[:3] == [("circuit_open", "flaky", None),
+                                  ("provider_switch", "flaky", "steady"), ("attempt", "steady")]
+    assert proxy.connections == 3, "an open circuit makes no call"
+
+    clock.now += 59
+    assert trace(await run(router))[0] == ("circuit_open", "flaky", None)
+    clock.now += 1
+    proxy.default = "pass"
+    recovered = await run(router)
+    assert recovered[0] == Attempt("flaky", "flaky:m", trial=True)
+    assert trace(recovered) == [("attempt", "flaky"), ("tokens", "flaky"), ("done",)]
+    assert proxy.connections == 4
+    assert state.circuit is CircuitState.CLOSED and state.consecutive_failures == 0
+    await router.aclose()
+
+
+async def test_mid_stream_failures_count_toward_the_breaker(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    router = make_router(paths, proxy, llama_server, failure_threshold=3)
+    proxy.default = "cut:3"
+    for _ in range(3):
+        await run(router)
+    assert router.states["flaky"].circuit is CircuitState.OPEN
+    await router.aclose()
+
+
+async def test_half_open_lets_exactly_one_trial_through(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    clock = Clock()
+    router = make_router(paths, proxy, llama_server, clock=clock, failure_threshold=3,
+                         cooldown=60)
+    proxy.default = "500"
+    for _ in range(3):
+        await run(router)
+    clock.now += 60
+    proxy.default = "hold"  # the trial hangs until its first-token timeout
+    results = await asyncio.gather(*(run(router) for _ in range(5)))
+    assert proxy.connections == 3 + 1
+    trials = [events for events in results if isinstance(events[0], Attempt)]
+    assert len(trials) == 1 and trials[0][0].trial
+    assert ("circuit_open", "flaky", None) in trace(trials[0]), "a failed trial re-opens"
+    for events in results:
+        assert trace(events)[-2:] == [("tokens", "steady"), ("done",)]
+    await router.aclose()
+
+
+async def test_retry_after_seconds_is_honoured(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    router = make_router(paths, proxy, llama_server)
+    proxy.plan = ["429:1"]
+    await run(router)
+    state = router.states["flaky"]
+    assert state.status is ProviderStatus.RATE_LIMITED
+    skipped = await run(router)
+    assert trace(skipped)[0] == ("rate_limited", "flaky", None)
+    assert proxy.connections == 1, "no call while rate limited"
+    await asyncio.sleep(1.1)
+    again = await run(router)
+    assert trace(again) == [("attempt", "flaky"), ("tokens", "flaky"), ("done",)]
+    assert proxy.connections == 2 and state.status is ProviderStatus.AVAILABLE
+    await router.aclose()
+
+
+async def test_retry_after_http_date_and_cap(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    router = make_router(paths, proxy, llama_server, retry_after_cap=5)
+    proxy.plan = [f"429:{formatdate(time.time() + 3, usegmt=True)}"]
+    await run(router)
+    wait = router.states["flaky"].rate_limited_until - time.time()  # type: ignore[operator]
+    assert 1.0 < wait <= 3.0
+    router.states["flaky"].rate_limited_until = None
+    proxy.plan = ["429:3600"]
+    events = await run(router)
+    capped = [e for e in events if isinstance(e, ProviderEvent) and e.type == "rate_limited"]
+    assert "HTTP 429" in capped[0].reason
+    assert capped[1].reason == "Retry-After of 60 min 00 s capped to 5.0 s"
+    wait = router.states["flaky"].rate_limited_until - time.time()  # type: ignore[operator]
+    assert 4.0 < wait <= 5.0
+    await router.aclose()
+
+
+async def test_health_loop_brings_a_recovered_provider_back(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    router = make_router(paths, proxy, llama_server, failure_threshold=3, cooldown=3600)
+    await proxy.refuse()
+    for _ in range(3):
+        await run(router)
+    state = router.states["flaky"]
+    assert state.circuit is CircuitState.OPEN
+    await proxy.accept()
+    router.start_health_checks(interval=0.1)
+    deadline = time.monotonic() + 5
+    while state.circuit is not CircuitState.CLOSED and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert state.circuit is CircuitState.CLOSED and state.last_health_ok is True
+    assert state.last_health_detail == "1 model listed"
+    events = await run(router)
+    assert trace(events)[0] == ("attempt", "flaky")
+    await router.aclose()
+    assert router._health_task is None
+
+
+async def test_health_checks_never_block_the_loop(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    router = make_router(paths, proxy, llama_server)
+    proxy.default = "hold"  # flaky's health check hangs until its own timeout
+    router.start_health_checks(interval=30)
+    start = time.perf_counter()
+    for _ in range(10):
+        await asyncio.sleep(0.01)
+    assert time.perf_counter() - start < 0.5
+    await router.aclose()
+
+
+async def test_cancelling_during_failover_leaves_nothing_running(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    router = make_router(paths, proxy, llama_server)
+    proxy.default = "hold"
+    before = asyncio.all_tasks()
+    request = StreamRequest.of("hi", first_token_timeout=10)
+    task = asyncio.create_task(run(router, request))
+    while proxy.open == 0:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    deadline = time.monotonic() + 2
+    while proxy.open and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert proxy.open == 0, "the held connection was closed by the client"
+    await asyncio.sleep(0.05)
+    assert asyncio.all_tasks() - before == set()
+    state = router.states["flaky"]
+    assert state.consecutive_failures == 0 and not state.trial_in_flight
+    await router.aclose()
+
+
+async def test_breaker_state_survives_the_process(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    first = make_router(paths, proxy, llama_server, persist=True)
+    proxy.default = "500"
+    for _ in range(3):
+        await run(first)
+    await first.aclose()
+    second = make_router(paths, proxy, llama_server, persist=True)
+    assert second.states["flaky"].circuit is CircuitState.OPEN
+    events = await run(second)
+    assert trace(events)[0] == ("circuit_open", "flaky", None)
+    assert proxy.connections == 3
+    await second.aclose()
+
+
+async def test_corrupt_state_file_is_kept_aside(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    paths.data_dir.mkdir(parents=True)
+    (paths.data_dir / "providers.json").write_text('{"version": 1, "providers": {"flaky": [')
+    router = make_router(paths, proxy, llama_server, persist=True)
+    assert router.states["flaky"].circuit is CircuitState.CLOSED
+    aside = [p.name for p in Path(paths.data_dir).iterdir() if ".corrupt-" in p.name]
+    assert len(aside) == 1
+    await router.aclose()
