@@ -43,9 +43,32 @@ async def test_answer_streams_live_and_escape_stops_the_model(
     assert llama_server.wait_idle(timeout=2.0) < 2.0, "Esc stops the model, not just the view"
 
 
-async def test_a_dead_provider_is_a_notification_not_a_crash(home: Path) -> None:
+async def test_a_dead_provider_falls_over_with_a_notification(
+    home: Path, llama_server: LlamaServer
+) -> None:
     app = app_for(home, f'[providers.dead]\nkind = "openai"\nmodel = "m"\n'
-                        f'base_url = "http://127.0.0.1:{closed_port()}/v1"\npriority = 1\n')
+                        f'base_url = "http://127.0.0.1:{closed_port()}/v1"\npriority = 1\n'
+                        f'[providers.srv]\nkind = "openai"\nmodel = "gemma"\n'
+                        f'base_url = "{llama_server.url}"\npriority = 2\n')
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        assert str(app.query_one("#provider", Static).render()) == "provider: dead:m"
+        await pilot.press(*"Say hi.", "enter")
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if str(app.query_one("#provider", Static).render()) == "provider: srv:gemma":
+                break
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        notes = [(n.title, n.message) for n in app._notifications]
+    assert ("Provider switch", "dead failed; switched to srv") in notes
+
+
+async def test_no_provider_left_is_a_notification_not_a_crash(home: Path) -> None:
+    app = app_for(home, f'[providers.dead]\nkind = "openai"\nmodel = "m"\n'
+                        f'base_url = "http://127.0.0.1:{closed_port()}/v1"\npriority = 1\n'
+                        '[providers.local]\nkind = "local"\nmodel = "gemma-3-270m"\n'
+                        'enabled = false\n')
     async with app.run_test(size=(100, 30)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press(*"hello", "enter")
@@ -54,8 +77,8 @@ async def test_a_dead_provider_is_a_notification_not_a_crash(home: Path) -> None
         status = str(app.query_one("#status", Static).render())
         notes = [n.message for n in app._notifications]
         assert app.is_running
-    assert status.startswith("failed: dead: ")
-    assert any(note.startswith("dead: ") for note in notes)
+    assert status.startswith("failed: every provider for default failed — dead: Connection error")
+    assert any(note.startswith("every provider for default failed — dead: ") for note in notes)
 
 
 def test_first_frame_imports_no_provider_sdk(home: Path) -> None:

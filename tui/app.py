@@ -1,4 +1,4 @@
-"""The terminal app. For now one screen: ask the default provider and watch the answer stream.
+"""The terminal app. For now one screen: ask through the router and watch the answer stream.
 
 The Sessions, Live and Providers tabs arrive with the terminal-app issue; this app already
 follows its rules: model text is plain data (a `Log`, no markup, control characters
@@ -14,14 +14,16 @@ from textual.widgets import Footer, Header, Input, Log, Static
 from textual.worker import Worker, WorkerState
 
 from engine import (
+    Attempt,
     Config,
+    DetektivError,
     Done,
+    PartialDiscarded,
     Paths,
-    Provider,
-    ProviderError,
+    ProviderEvent,
+    Router,
     StreamRequest,
     TokenDelta,
-    create_provider,
     discover_ollama,
     load_config,
     redact,
@@ -50,7 +52,7 @@ class DetektivApp(App[int]):
         super().__init__()
         self.paths = paths
         self.config = config
-        self.provider: Provider | None = None
+        self.router: Router | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -70,15 +72,12 @@ class DetektivApp(App[int]):
 
     @work(exclusive=True, group="choose", exit_on_error=False)
     async def choose_provider(self) -> None:
-        """Pick the first enabled provider by priority (probing Ollama off the UI path)."""
+        """Build the router (probing Ollama off the UI path) and show its first choice."""
         await discover_ollama(self.config)
-        ranked = self.config.by_priority()
-        if not ranked:
-            self.query_one("#provider", Static).update("provider: none enabled")
-            return
-        name, provider_config = ranked[0]
-        self.provider = create_provider(name, provider_config, self.paths)
-        self.query_one("#provider", Static).update(f"provider: {self.provider.label}")
+        self.router = Router(self.config, self.paths)
+        chain = self.router.chain("default")
+        label = self.router.providers[chain[0]].label if chain else "none enabled"
+        self.query_one("#provider", Static).update(f"provider: {label}")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         prompt = event.value.strip()
@@ -89,23 +88,32 @@ class DetektivApp(App[int]):
 
     @work(exclusive=True, group="ask", exit_on_error=False)
     async def ask(self, prompt: str) -> None:
-        """Stream one answer into the log."""
+        """Stream one answer into the log, through the router."""
         answer = self.query_one("#answer", Log)
         status = self.query_one("#status", Static)
-        if self.provider is None:
+        if self.router is None:
             status.update("no provider yet")
             return
         answer.write(f"\n> {strip_control(prompt)}\n")
-        status.update(f"{self.provider.label} is answering…")
         try:
-            async for event in self.provider.stream(StreamRequest.of(prompt)):
-                if type(event) is TokenDelta:
-                    answer.write(strip_control(event.text))
-                elif type(event) is Done:
-                    status.update(f"done ({event.finish_reason})")
-        except ProviderError as exc:
+            async for event in self.router.stream(StreamRequest.of(prompt)):
+                match event:
+                    case TokenDelta(text):
+                        answer.write(strip_control(text))
+                    case Attempt(label=label):
+                        self.query_one("#provider", Static).update(f"provider: {label}")
+                        status.update(f"{label} is answering…")
+                    case PartialDiscarded(provider=name):
+                        answer.write(f"\n[discarded: the partial answer from {name} above]\n")
+                    case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
+                        self.notify(f"{old} failed; switched to {new}", title="Provider switch",
+                                    severity="warning", markup=False)
+                    case Done(finish_reason=reason):
+                        status.update(f"done ({reason})")
+        except DetektivError as exc:
             status.update(f"failed: {exc.message}")
-            self.notify(exc.message, title="Provider failed", severity="error", markup=False)
+            self.notify(exc.message, title="No provider answered", severity="error",
+                        markup=False)
         finally:
             answer.write("\n")
 
@@ -127,8 +135,8 @@ class DetektivApp(App[int]):
             self.notify(message, title="Something failed", severity="error", markup=False)
 
     async def on_unmount(self) -> None:
-        if self.provider is not None:
-            await self.provider.aclose()
+        if self.router is not None:
+            await self.router.aclose()
 
 
 def run_app(paths: Paths) -> int:
