@@ -6,6 +6,7 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
     500             answer HTTP 500 with an OpenAI-style error body
     429:VALUE       answer HTTP 429 with `Retry-After: VALUE` (seconds or an HTTP date)
     hold            read the request, never send a byte
+    drop            read the request, close the connection without a byte (a stale keep-alive)
     stall:N         forward N SSE data events, then go silent (connection kept open)
     cut:N           forward N SSE data events, then drop the connection
     malformed:N     forward N SSE data events, then a `data:` line that is not JSON
@@ -114,6 +115,8 @@ class FaultProxy:
         if kind == "hold":
             await reader.read()  # until the client gives up and closes
             return
+        if kind == "drop":
+            return  # _handle closes the connection
         if kind in ("500", "429"):
             status = int(kind)
             extra = {"retry-after": arg} if kind == "429" else {}

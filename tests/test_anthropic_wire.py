@@ -28,7 +28,7 @@ from engine import (
     complete_json,
     create_provider,
 )
-from tests.wire import CUT, Recorded, Reply, WireServer, json_reply
+from tests.wire import CUT, DROP, Recorded, Reply, WireServer, json_reply
 
 KEY = "sk-ant-api03-TESTKEY-abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -238,3 +238,15 @@ async def test_key_command_runs_once_per_provider(home: object, paths: Paths,
     assert [r.headers["x-api-key"] for r in server.requests] == [
         "sk-ant-from-command-0123456789"] * 3
     assert counter.read_text().count("run") == 1
+
+
+async def test_a_dropped_connection_is_retried_once(env: None, paths: Paths) -> None:
+    replies = iter([DROP, streaming(message_stream(["ok"]))])
+    with WireServer({"POST /v1/messages": lambda r: next(replies)}) as server:
+        events = await collect(make(server, paths), StreamRequest.of("x"))
+    assert events[0] == TokenDelta("ok") and len(server.requests) == 2
+    replies = iter([DROP, DROP])
+    with WireServer({"POST /v1/messages": lambda r: next(replies)}) as server:
+        with pytest.raises(ProviderConnectionError):
+            await collect(make(server, paths), StreamRequest.of("x"))
+    assert len(server.requests) == 2

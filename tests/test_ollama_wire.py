@@ -25,7 +25,7 @@ from engine import (
 )
 from engine.providers._ollama import OllamaProvider, PullProgress, ollama_host
 from tests.conftest import closed_port
-from tests.wire import CUT, Reply, WireServer, json_reply
+from tests.wire import CUT, DROP, Reply, WireServer, json_reply
 
 STAMP = "2026-11-22T10:00:00.000000Z"
 
@@ -215,3 +215,15 @@ async def test_not_added_when_nothing_answers(paths: Paths) -> None:
     config = load_config(paths)  # the home fixture points OLLAMA_HOST at a closed port
     assert await discover_ollama(config) is False
     assert list(config.providers) == ["local"]
+
+
+async def test_a_dropped_connection_is_retried_once(paths: Paths) -> None:
+    replies = iter([DROP, ndjson(chat_stream(["ok"]))])
+    with WireServer({"POST /api/chat": lambda r: next(replies)}) as server:
+        events = await collect(make(server, paths), StreamRequest.of("?"))
+    assert events[0] == TokenDelta("ok") and len(server.requests) == 2
+    replies = iter([DROP, DROP])
+    with WireServer({"POST /api/chat": lambda r: next(replies)}) as server:
+        with pytest.raises(ProviderConnectionError):
+            await collect(make(server, paths), StreamRequest.of("?"))
+    assert len(server.requests) == 2

@@ -206,3 +206,27 @@ async def test_connection_refused(paths: Paths) -> None:
     health = await provider.health()
     assert not health.ok
     await provider.aclose()
+
+
+@pytest.mark.parametrize("drops", [1, 2])
+async def test_a_dropped_connection_is_retried_once(
+    drops: int, llama_server: LlamaServer, paths: Paths
+) -> None:
+    from tests.faults import FaultProxy
+
+    proxy = FaultProxy(llama_server.base)
+    await proxy.start()
+    proxy.plan = ["drop"] * drops
+    provider = create_provider("p", ProviderConfig(kind="openai", model="m",
+                                                   base_url=proxy.url), paths)
+    try:
+        if drops == 1:
+            done = await complete(provider, StreamRequest.of("Say hi.", max_tokens=3))
+            assert done.finish_reason == "length"
+        else:
+            with pytest.raises(ProviderConnectionError):
+                await complete(provider, StreamRequest.of("Say hi.", max_tokens=3))
+    finally:
+        await provider.aclose()
+        await proxy.stop()
+    assert proxy.connections == 2, "one retry, never more"

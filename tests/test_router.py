@@ -83,6 +83,14 @@ async def run(router: Router, request: StreamRequest = REQUEST) -> list[Any]:
     return [event async for event in router.stream(request)]
 
 
+async def open_flaky_circuit(router: Router, proxy: FaultProxy) -> None:
+    """Three HTTP 500s in a row from flaky."""
+    proxy.default = "500"
+    for _ in range(3):
+        await run(router)
+    assert router.states["flaky"].circuit is CircuitState.OPEN
+
+
 def trace(events: list[Any]) -> list[tuple[Any, ...]]:
     """Events in a compact form; a run of tokens becomes one ("tokens", provider) entry."""
     out: list[tuple[Any, ...]] = []
@@ -266,9 +274,7 @@ async def test_half_open_lets_exactly_one_trial_through(
     clock = Clock()
     router = make_router(paths, proxy, llama_server, clock=clock, failure_threshold=3,
                          cooldown=60)
-    proxy.default = "500"
-    for _ in range(3):
-        await run(router)
+    await open_flaky_circuit(router, proxy)
     clock.now += 60
     proxy.default = "hold"  # the trial hangs until its first-token timeout
     results = await asyncio.gather(*(run(router) for _ in range(5)))
@@ -381,9 +387,7 @@ async def test_breaker_state_survives_the_process(
     proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
 ) -> None:
     first = make_router(paths, proxy, llama_server, persist=True)
-    proxy.default = "500"
-    for _ in range(3):
-        await run(first)
+    await open_flaky_circuit(first, proxy)
     await first.aclose()
     second = make_router(paths, proxy, llama_server, persist=True)
     assert second.states["flaky"].circuit is CircuitState.OPEN

@@ -33,6 +33,9 @@ class Recorded:
 CUT = object()
 """Yield this from a body to drop the connection without finishing the chunked body."""
 
+DROP = object()
+"""Return this from a route to close the connection without answering at all."""
+
 
 @dataclass
 class Reply:
@@ -43,7 +46,7 @@ class Reply:
     body: Iterable[Any] = ()
 
 
-Route = Callable[[Recorded], Reply]
+Route = Callable[[Recorded], Any]  # a Reply, or DROP
 
 
 class WireServer:
@@ -71,6 +74,10 @@ class WireServer:
                 server.requests.append(recorded)
                 route = server.routes.get(f"{self.command} {self.path.split('?')[0]}")
                 reply = route(recorded) if route else Reply(404, body=[b'{"error":"no route"}'])
+                if reply is DROP:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
                     self.send_header(name, value)

@@ -7,6 +7,7 @@ import json
 import signal
 import socket
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 from engine import (
@@ -17,6 +18,7 @@ from engine import (
     Provider,
     ProviderEvent,
     Router,
+    RouterEvent,
     StreamRequest,
     TokenDelta,
     complete_json,
@@ -136,17 +138,9 @@ class _Printer:
             self.write("\n")
 
 
-async def _ask_one(provider: Provider, request: StreamRequest, out: _Printer) -> None:
-    async for event in provider.stream(request):
-        if type(event) is TokenDelta:
-            out.write(event.text)
-        elif type(event) is Done and event.finish_reason == "length":
-            out.end_line()
-            _note("stopped: max tokens reached")
-
-
-async def _ask_routed(router: Router, request: StreamRequest, out: _Printer) -> None:
-    async for event in router.stream(request):
+async def _print_stream(events: AsyncIterator[RouterEvent], out: _Printer) -> None:
+    """Answer text to stdout; skips, switches and discarded partial answers noted on stderr."""
+    async for event in events:
         match event:
             case TokenDelta(text):
                 out.write(text)
@@ -180,32 +174,27 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
         prompt, schema=schema, max_tokens=args.max_tokens, temperature=args.temperature
     )
     out = _Printer()
-    if args.provider:
+    source: Provider | Router
+    if args.provider:  # that one provider, tried whatever the router remembers about it
         name, provider_config = select_provider(config, args.provider)
-        provider = create_provider(name, provider_config, paths)
-        try:
-            if schema is not None:
-                value = await complete_json(provider, request)
-                out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-            else:
-                await _ask_one(provider, request, out)
-        finally:
-            out.end_line()
-            await provider.aclose()
-        return 0
-    router = Router(config, paths)
+        source = create_provider(name, provider_config, paths)
+    else:
+        source = Router(config, paths)
     try:
-        if schema is not None:
-            value, done = await router.complete_json(request)
+        if schema is None:
+            await _print_stream(source.stream(request), out)
+        elif isinstance(source, Router):
+            value, done = await source.complete_json(request)
             for event in done.events:
                 if isinstance(event, ProviderEvent) and event.type != "provider_switch":
                     _note(f"{event.from_provider}: {event.reason}")
             out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
         else:
-            await _ask_routed(router, request, out)
+            value = await complete_json(source, request)
+            out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
     finally:
         out.end_line()
-        await router.aclose()
+        await source.aclose()
     return 0
 
 

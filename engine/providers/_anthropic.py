@@ -7,8 +7,9 @@ validated by `engine.structured`, like every other kind's.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -92,7 +93,7 @@ class AnthropicProvider(Provider):
         output_tokens: int | None = None
         stop_reason: str | None = None
         try:
-            async with client.stream("POST", "/v1/messages", json=body, headers=headers) as reply:
+            async with self._open(client, body, headers) as reply:
                 if reply.status_code >= 400:
                     content = await reply.aread()
                     retry_after = parse_retry_after(reply.headers.get("retry-after"))
@@ -128,6 +129,27 @@ class AnthropicProvider(Provider):
             raise ProviderConnectionError(self.name, f"timed out ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
             raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
+
+    @contextlib.asynccontextmanager
+    async def _open(
+        self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]
+    ) -> AsyncIterator[httpx.Response]:
+        """POST the request and yield the streaming response, retrying once on a fresh
+        connection when the server dropped a pooled one without answering."""
+        try:
+            reply = await client.send(
+                client.build_request("POST", "/v1/messages", json=body, headers=headers),
+                stream=True,
+            )
+        except httpx.RemoteProtocolError:
+            reply = await client.send(
+                client.build_request("POST", "/v1/messages", json=body, headers=headers),
+                stream=True,
+            )
+        try:
+            yield reply
+        finally:
+            await reply.aclose()
 
     async def _health(self) -> str:
         client = self._get_client()

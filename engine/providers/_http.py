@@ -9,7 +9,31 @@ from email.utils import parsedate_to_datetime
 
 from engine.errors import AuthError, ProviderError, RateLimitedError, RequestError, ServerError
 
-__all__ = ["error_for_status", "error_message", "iter_sse", "parse_retry_after"]
+__all__ = [
+    "error_for_status",
+    "error_message",
+    "iter_sse",
+    "parse_retry_after",
+    "server_dropped_connection",
+]
+
+
+def server_dropped_connection(exc: BaseException) -> bool:
+    """True when a request failed because the server closed a kept-alive connection without
+    sending any response (httpx's RemoteProtocolError, possibly wrapped by an SDK).
+
+    Servers close idle pooled connections; a request that races the close never reached the
+    application, so one immediate retry on a fresh connection is safe. The SDKs do this with
+    their own retries, which we turn off; this is the one retry we keep.
+    """
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if type(seen).__name__ == "RemoteProtocolError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

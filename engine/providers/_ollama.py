@@ -16,7 +16,7 @@ import httpx
 from engine.config import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
 from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
-from engine.providers._http import error_for_status, error_message
+from engine.providers._http import error_for_status, error_message, server_dropped_connection
 
 if TYPE_CHECKING:
     import ollama
@@ -92,17 +92,31 @@ class OllamaProvider(Provider):
             options["num_predict"] = request.max_tokens
         if request.temperature is not None:
             options["temperature"] = request.temperature
+        arguments: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "stream": True,
+            "format": request.schema,
+            "options": options or None,
+            "keep_alive": self.config.keep_alive,
+        }
         parts: Any = None
         try:
-            parts = await client.chat(
-                model=self.config.model,
-                messages=[{"role": m.role, "content": m.content} for m in request.messages],
-                stream=True,
-                format=request.schema,
-                options=options or None,
-                keep_alive=self.config.keep_alive,
-            )
-            async for part in parts:
+            # The request goes out on the first iteration; a server that dropped a pooled
+            # connection without answering gets one retry on a fresh one.
+            parts = await client.chat(**arguments)
+            try:
+                first = await anext(parts)
+            except StopAsyncIteration:
+                first = None
+            except Exception as exc:
+                if not server_dropped_connection(exc):
+                    raise
+                await parts.aclose()
+                parts = await client.chat(**arguments)
+                first = await anext(parts, None)
+            part = first
+            while part is not None:
                 text = part.message.content if part.message is not None else None
                 if text:
                     yield TokenDelta(text)
@@ -110,6 +124,7 @@ class OllamaProvider(Provider):
                     yield Usage(part.prompt_eval_count, part.eval_count)
                     yield Done(part.done_reason or "stop")
                     return
+                part = await anext(parts, None)
         except Exception as exc:
             raise self._map(exc) from None
         finally:

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
 from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
-from engine.providers._http import error_for_status, error_message, parse_retry_after
+from engine.providers._http import (
+    error_for_status,
+    error_message,
+    parse_retry_after,
+    server_dropped_connection,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -96,8 +101,14 @@ class OpenAIProvider(Provider):
 
     async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
         client = await self._get_client()
+        body = self._body(request)
         try:
-            stream = await client.chat.completions.create(**self._body(request))
+            try:
+                stream = await client.chat.completions.create(**body)
+            except Exception as exc:
+                if not server_dropped_connection(exc):
+                    raise
+                stream = await client.chat.completions.create(**body)  # on a fresh connection
         except Exception as exc:
             raise self._map(exc) from None
         finish: str | None = None
