@@ -100,6 +100,8 @@ class ProviderConfig(BaseModel):
     """local: context size shared by the parallel slots."""
     n_parallel: int = Field(default=4, ge=1, le=16)
     """local: how many streams the embedded model serves at once."""
+    n_threads: int | None = Field(default=None, ge=1, le=256)
+    """local: CPU threads; default all cores but one (see `default_threads`)."""
     origin: Literal["config", "env", "default", "adhoc"] = Field(default="config", exclude=True)
     """Where this provider came from (not written back to the file)."""
 

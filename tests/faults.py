@@ -9,7 +9,8 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
     drop            read the request, close the connection without a byte (a stale keep-alive)
     stall:N         forward N SSE data events, then go silent (connection kept open)
     cut:N           forward N SSE data events, then drop the connection
-    malformed:N     forward N SSE data events, then a `data:` line that is not JSON
+    malformed:N     forward N SSE data events, then a `data:` line that is not JSON, then
+                    nothing (the real server's generation stops when the client leaves)
     invalid_json    a well-formed stream whose content is not JSON (for structured requests)
 
 `refuse()` stops listening (connections are refused, so none are counted); `accept()` listens
@@ -158,7 +159,8 @@ class FaultProxy:
                             return
                         if kind == "malformed":
                             await self._chunk(writer, b"data: {oops, not json\n\n")
-                            limit = None
+                            await reader.read()  # the client gives up; stop generating
+                            return
                     events += 1
                 await self._chunk(writer, (line + "\n").encode())
             await self._end(writer)

@@ -230,6 +230,7 @@ def local_server(paths: Paths, args: argparse.Namespace) -> int:
             public=True,
             n_parallel=args.parallel,
             n_ctx=args.ctx,
+            n_threads=max(0, args.threads),
         )
     )
     try:

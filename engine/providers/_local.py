@@ -37,7 +37,10 @@ class LocalProvider(Provider):
             except Exception as exc:
                 raise ServerError(self.name, f"cannot prepare the bundled model: {exc}") from None
             options = LlamaOptions(
-                model_path=path, n_ctx=self.config.n_ctx, n_parallel=self.config.n_parallel
+                model_path=path,
+                n_ctx=self.config.n_ctx,
+                n_parallel=self.config.n_parallel,
+                n_threads=self.config.n_threads or 0,
             )
             self._engine = LlamaEngine.shared(options)
         return self._engine
