@@ -122,3 +122,44 @@ def test_save_is_private_atomic_and_round_trips(paths: Paths, tmp_path: Path) ->
     assert again.providers["a"].api_key.get_secret_value() == "sk-ant-kept-in-file"  # type: ignore[union-attr]
     assert again.ui.theme == "detektiv-light"
     assert [p.name for p in target.parent.iterdir()] == ["config.toml"], "no temp file left"
+
+
+def test_the_readme_example_is_a_valid_config(paths: Paths) -> None:
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    write(paths, example)
+    config = load_config(paths, env={})
+    assert [name for name, _ in config.by_priority()] == ["localsrv", "work-ollama", "local"]
+    from engine import chain_for
+
+    assert chain_for(config, "witness") == ["work-ollama", "local"]
+    assert chain_for(config, "detective") == ["localsrv", "work-ollama", "local"]
+    assert config.providers["localsrv"].between_tokens_timeout == 10
+
+
+def test_role_chains(paths: Paths) -> None:
+    from engine import chain_for
+
+    write(paths, '[providers.ollama]\nkind = "ollama"\nmodel = "llama3.2"\npriority = 5\n'
+                 '[providers.srv]\nkind = "openai"\nbase_url = "http://127.0.0.1:8080/v1"\n'
+                 'model = "m"\npriority = 3\n'
+                 '[providers.off]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                 'model = "m"\nenabled = false\n')
+    config = load_config(paths, env={"OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "a"})
+    assert chain_for(config, "detective") == ["openai", "anthropic", "srv", "ollama", "local"]
+    assert chain_for(config, "witness") == ["srv", "ollama", "local"]
+    assert chain_for(config, "default") == ["srv", "ollama", "openai", "anthropic", "local"]
+    config.roles["witness"] = ["off", "ollama"]
+    assert chain_for(config, "witness") == ["ollama"], "disabled providers are left out"
+    config.roles["witness"] = ["ollama", "nope"]
+    with pytest.raises(ConfigError, match=r"roles\.witness: unknown provider 'nope'"):
+        chain_for(config, "witness", paths.config_file)
+
+
+def test_a_disabled_provider_is_a_decision_the_environment_respects(paths: Paths) -> None:
+    write(paths, '[providers.gpt]\nkind = "openai"\nmodel = "gpt-4o"\nenabled = false\n')
+    config = load_config(paths, env={"OPENAI_API_KEY": "sk-x"})
+    assert "openai" not in config.providers
+    assert [name for name, _ in config.by_priority()] == ["local"]
