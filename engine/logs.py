@@ -1,17 +1,29 @@
 """The log file: where tracebacks and library noise go, never the user's terminal.
 
-Every record passes through `redact`, so a key that reaches a log message is masked.
+Every record passes through `redact`, so a key that reaches a log message is masked. The files
+are private (0600): they hold prompts and error details.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
+import os
 from pathlib import Path
 
 from engine.secrets import redact
 
 __all__ = ["configure_logging", "log_file"]
+
+
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Log files readable by their owner only (0600), rotated ones included."""
+
+    def _open(self) -> io.TextIOWrapper:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
 class _RedactingFormatter(logging.Formatter):
@@ -28,9 +40,7 @@ def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
     """Send the `engine` and `tui` loggers (and warnings) to a rotating, redacted log file."""
     log_dir.mkdir(parents=True, exist_ok=True)
     path = log_file(log_dir)
-    handler = logging.handlers.RotatingFileHandler(
-        path, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
-    )
+    handler = _PrivateRotatingFileHandler(path, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
     handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     for existing in list(root.handlers):

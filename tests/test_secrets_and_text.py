@@ -53,3 +53,25 @@ def test_strip_control_leaves_no_control_character(text: str) -> None:
                + "éü€漢[]/\\@="))
 def test_strip_control_keeps_ordinary_text(text: str) -> None:
     assert strip_control(text) == text
+
+
+def test_log_file_is_private_and_redacted(tmp_path: object) -> None:
+    import logging
+    import stat
+    from pathlib import Path
+
+    from engine.logs import configure_logging
+
+    directory = Path(str(tmp_path)) / "logs"
+    path = configure_logging(directory)
+    register_secret("log-secret-0123456789")
+    logging.getLogger("engine.test").warning("leaked log-secret-0123456789 here")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    text = path.read_text()
+    assert "leaked [redacted] here" in text and "log-secret" not in text
+    handler = next(h for h in logging.getLogger().handlers if hasattr(h, "doRollover"))
+    handler.doRollover()  # type: ignore[attr-defined]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(Path(f"{path}.1").stat().st_mode) == 0o600
