@@ -25,7 +25,13 @@ from engine.errors import (
 )
 from engine.prompts import load_prompt
 from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
-from engine.providers._http import error_for_status, error_message, iter_sse, parse_retry_after
+from engine.providers._http import (
+    error_for_status,
+    error_message,
+    iter_sse,
+    parse_retry_after,
+    server_dropped_connection,
+)
 
 __all__ = ["AnthropicProvider"]
 
@@ -136,16 +142,13 @@ class AnthropicProvider(Provider):
     ) -> AsyncIterator[httpx.Response]:
         """POST the request and yield the streaming response, retrying once on a fresh
         connection when the server dropped a pooled one without answering."""
+        request = client.build_request("POST", "/v1/messages", json=body, headers=headers)
         try:
-            reply = await client.send(
-                client.build_request("POST", "/v1/messages", json=body, headers=headers),
-                stream=True,
-            )
-        except httpx.RemoteProtocolError:
-            reply = await client.send(
-                client.build_request("POST", "/v1/messages", json=body, headers=headers),
-                stream=True,
-            )
+            reply = await client.send(request, stream=True)
+        except Exception as exc:
+            if not server_dropped_connection(exc):
+                raise
+            reply = await client.send(request, stream=True)  # on a fresh connection
         try:
             yield reply
         finally:

@@ -106,16 +106,13 @@ class OllamaProvider(Provider):
             # connection without answering gets one retry on a fresh one.
             parts = await client.chat(**arguments)
             try:
-                first = await anext(parts)
-            except StopAsyncIteration:
-                first = None
+                part = await anext(parts, None)
             except Exception as exc:
                 if not server_dropped_connection(exc):
                     raise
                 await parts.aclose()
                 parts = await client.chat(**arguments)
-                first = await anext(parts, None)
-            part = first
+                part = await anext(parts, None)
             while part is not None:
                 text = part.message.content if part.message is not None else None
                 if text:
