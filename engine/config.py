@@ -38,6 +38,7 @@ __all__ = [
     "BUNDLED_MODEL",
     "Config",
     "GEMINI_URL",
+    "InterrogationConfig",
     "OLLAMA_URL",
     "OracleConfig",
     "ProviderConfig",
@@ -196,6 +197,27 @@ class RouterConfig(BaseModel):
     """Seconds between background health checks of each enabled provider."""
 
 
+class InterrogationConfig(BaseModel):
+    """The `[interrogation]` table (SPEC §1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iteration_limit: int = Field(default=10, ge=5, le=20)
+    """Rounds a run may take when `--limit` is not given (5–20)."""
+    max_gaps: int = Field(default=5, ge=1, le=20)
+    """Most gaps one gap analysis may list."""
+    question_max_tokens: int = Field(default=256, ge=8, le=8192)
+    """Token budget of one detective question."""
+    answer_max_tokens: int = Field(default=1024, ge=8, le=32768)
+    """Token budget of one witness answer."""
+    analysis_max_tokens: int = Field(default=1024, ge=64, le=32768)
+    """Token budget of one gap analysis (JSON)."""
+    audit_max_tokens: int = Field(default=2048, ge=64, le=32768)
+    """Token budget of the audit (JSON with the markdown summary)."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature for both roles; unset leaves each provider's default."""
+
+
 class Config(BaseModel):
     """The whole configuration."""
 
@@ -208,6 +230,7 @@ class Config(BaseModel):
     router: RouterConfig = Field(default_factory=RouterConfig)
     ui: UIConfig = Field(default_factory=UIConfig)
     oracles: OracleConfig = Field(default_factory=OracleConfig)
+    interrogation: InterrogationConfig = Field(default_factory=InterrogationConfig)
 
     @model_validator(mode="after")
     def _check_providers(self) -> Config:

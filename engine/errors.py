@@ -3,6 +3,11 @@
     DetektivError                     anything the engine raises on purpose
     ├── ConfigError                   a config file or value is invalid (names file and field)
     ├── AllProvidersFailed            the router ran out of providers; `failures` says each why
+    ├── InterrogationFailed           a model's structured reply stayed invalid after a retry
+    ├── SessionError                  a stored session cannot be used
+    │   ├── SessionNotFound           no session matches the id given (or it is ambiguous)
+    │   ├── SessionBusy               another live process is running the session
+    │   └── SessionCorrupt            a session file is damaged; names the file, changes nothing
     └── ProviderError                 a model provider failed; carries `provider`
         ├── AuthError                 401/403: missing, wrong or unauthorised API key
         ├── RateLimitedError          429: carries `retry_after` seconds when the server said
@@ -31,12 +36,17 @@ __all__ = [
     "ConfigError",
     "DetektivError",
     "FirstTokenTimeout",
+    "InterrogationFailed",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitedError",
     "RequestError",
     "ServerError",
+    "SessionBusy",
+    "SessionCorrupt",
+    "SessionError",
+    "SessionNotFound",
     "StallTimeout",
     "TotalTimeout",
 ]
@@ -153,3 +163,27 @@ class AllProvidersFailed(DetektivError):
             super().__init__(f"every provider for {role} failed — {detail}")
         else:
             super().__init__(f"no enabled provider for {role}")
+
+
+class InterrogationFailed(DetektivError):
+    """The interrogation cannot go on: a structured reply stayed invalid after one retry."""
+
+
+class SessionError(DetektivError):
+    """A stored session cannot be used as asked."""
+
+
+class SessionNotFound(SessionError):
+    """No session matches the id (or prefix, or folder name) given, or several do."""
+
+
+class SessionBusy(SessionError):
+    """The session is being run by another live process."""
+
+
+class SessionCorrupt(SessionError):
+    """A session file is damaged. The message names the file; nothing was changed on disk."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {problem}")

@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
+    from tui.session_commands import add_parsers
+
+    add_parsers(commands, common)
     return parser
 
 
@@ -80,8 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui.app import run_app
 
             return run_app(paths)
-        from tui import commands
+        from tui import commands, session_commands
 
+        if args.command in session_commands.SESSION_COMMANDS:
+            return asyncio.run(session_commands.dispatch(paths, args))
         match args.command:
             case "providers":
                 return asyncio.run(commands.providers(paths, as_json=args.json))

@@ -1,0 +1,91 @@
+"""Sessions as markdown (for people) or JSON (loads back into an equal session)."""
+
+from __future__ import annotations
+
+from engine.models.session import InterrogationSession
+from engine.text import strip_control
+
+__all__ = ["to_json", "to_markdown"]
+
+
+def to_json(session: InterrogationSession) -> str:
+    """The whole session as JSON, schema version included (model text kept verbatim)."""
+    return session.model_dump_json(indent=2) + "\n"
+
+
+def _quote(text: str) -> str:
+    """Model text as a markdown block quote, control characters removed."""
+    clean = strip_control(text).strip() or "(no answer)"
+    return "\n".join(f"> {line}" if line else ">" for line in clean.splitlines())
+
+
+def to_markdown(session: InterrogationSession, status: str | None = None) -> str:
+    """A readable report: every question and answer, gaps per round, the audit, the trail.
+
+    `status` overrides the stored one for display (`interrupted`).
+    """
+    out = [
+        f"# Interrogation: {strip_control(session.hypothesis.text).strip()}",
+        "",
+        f"- Session: `{session.id}`",
+        f"- Status: {status or session.status}",
+        f"- Started: {session.start_time.isoformat(timespec='seconds')}",
+    ]
+    if session.end_time:
+        out.append(f"- Ended: {session.end_time.isoformat(timespec='seconds')}")
+    out.append(f"- Rounds: {len(session.qa_pairs)} of at most {session.iteration_limit}")
+    if session.audit_result:
+        out.append(f"- Consistency score: {session.audit_result.consistency_score}/100")
+    if session.error:
+        out.append(f"- Error: {strip_control(session.error)}")
+    for pair in session.qa_pairs:
+        analysis = pair.gap_analysis
+        out += [
+            "",
+            f"## Round {pair.sequence}",
+            "",
+            f"**Question** ({pair.provider_used.detective})",
+            "",
+            _quote(pair.question),
+            "",
+            f"**Answer** ({pair.provider_used.witness})",
+            "",
+            _quote(pair.answer),
+            "",
+            f"**Completeness:** {analysis.completeness_score}/100"
+            + ("" if analysis.requires_follow_up else " — no follow-up needed"),
+        ]
+        if analysis.gaps:
+            out.append("")
+            out += [f"- {g.severity} · {g.category}: {strip_control(g.description)}"
+                    for g in analysis.gaps]
+    audit = session.audit_result
+    if audit:
+        out += ["", "## Audit", "", f"**Consistency score:** {audit.consistency_score}/100", ""]
+        if audit.contradictions:
+            out.append("**Contradictions**")
+            out.append("")
+            out += [
+                f"- Q{c.qa_pair_indexes[0] + 1} vs Q{c.qa_pair_indexes[1] + 1}: "
+                f"{strip_control(c.description)}"
+                for c in audit.contradictions
+            ]
+            out.append("")
+        if audit.remaining_gaps:
+            out.append("**Remaining gaps**")
+            out.append("")
+            out += [f"- {g.severity} · {g.category}: {strip_control(g.description)}"
+                    for g in audit.remaining_gaps]
+            out.append("")
+        out += ["**Summary**", "", strip_control(audit.summary).strip()]
+    if session.audit_trail:
+        out += ["", "## Audit trail", ""]
+        for entry in session.audit_trail:
+            route = " → ".join(p for p in (entry.from_provider, entry.to_provider) if p)
+            out.append(
+                f"- {entry.timestamp.isoformat(timespec='seconds')} {entry.event}"
+                + (f" ({entry.role})" if entry.role else "")
+                + (f" {route}" if route else "")
+                + f": {strip_control(entry.reason)}"
+            )
+    return "\n".join(out) + "\n"

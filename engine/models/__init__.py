@@ -1,0 +1,1 @@
+"""Pydantic entities, one module per seed area."""

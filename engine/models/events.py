@@ -1,0 +1,183 @@
+"""What an interrogation yields as it happens, and how each event is stored in events.jsonl.
+
+Every event is a small frozen pydantic model with a `type` tag. The live stream carries one
+`QuestionDelta`/`AnswerDelta` per token; the stored log batches consecutive deltas, so a
+watcher replaying events.jsonl sees the same text in the same order in fewer, larger pieces.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from engine.models.session import (
+    AuditResult,
+    AuditTrailEntry,
+    GapAnalysis,
+    QuestionAnswerPair,
+    SessionStatus,
+)
+
+__all__ = [
+    "AnswerDelta",
+    "AuditReady",
+    "Discarded",
+    "Finished",
+    "GapAnalysisReady",
+    "InterrogationEvent",
+    "PairCompleted",
+    "Phase",
+    "ProviderChosen",
+    "QuestionDelta",
+    "Record",
+    "Started",
+    "TrailAdded",
+    "decode_record",
+    "encode_record",
+]
+
+Role = Literal["detective", "witness"]
+PhaseName = Literal["question", "answer", "analysis", "audit"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Started(_Event):
+    """The run began (`resumed_after` = pairs already done when it is a resume)."""
+
+    type: Literal["started"] = "started"
+    session_id: str
+    hypothesis: str
+    iteration_limit: int
+    resumed_after: int | None = None
+
+
+class Phase(_Event):
+    """What the run is doing now, in which round."""
+
+    type: Literal["phase"] = "phase"
+    phase: PhaseName
+    sequence: int
+
+
+class ProviderChosen(_Event):
+    """`provider` (`"{name}:{model}"`) now plays `role`; `trial` on a half-open circuit."""
+
+    type: Literal["provider"] = "provider"
+    role: Role
+    provider: str
+    trial: bool = False
+
+
+class QuestionDelta(_Event):
+    """A piece of the detective's question, in order."""
+
+    type: Literal["question_delta"] = "question_delta"
+    sequence: int
+    text: str
+
+
+class AnswerDelta(_Event):
+    """A piece of the witness's answer, in order."""
+
+    type: Literal["answer_delta"] = "answer_delta"
+    sequence: int
+    text: str
+
+
+class Discarded(_Event):
+    """The text streamed for `role` since the last `ProviderChosen` is void (failover)."""
+
+    type: Literal["discarded"] = "discarded"
+    role: Role
+    provider: str
+    text: str
+    reason: str
+
+
+class TrailAdded(_Event):
+    """An entry was added to the session's audit trail."""
+
+    type: Literal["trail"] = "trail"
+    entry: AuditTrailEntry
+
+
+class GapAnalysisReady(_Event):
+    """The detective's analysis of the answer of round `sequence`."""
+
+    type: Literal["analysis"] = "analysis"
+    sequence: int
+    analysis: GapAnalysis
+
+
+class PairCompleted(_Event):
+    """A round is complete and durably stored."""
+
+    type: Literal["pair"] = "pair"
+    pair: QuestionAnswerPair
+
+
+class AuditReady(_Event):
+    """The audit of the whole session."""
+
+    type: Literal["audit"] = "audit"
+    audit: AuditResult
+
+
+class Finished(_Event):
+    """The run ended with `status`; `reason` says why when it failed or was cancelled."""
+
+    type: Literal["finished"] = "finished"
+    status: SessionStatus
+    reason: str | None = None
+
+
+InterrogationEvent = (
+    Started
+    | Phase
+    | ProviderChosen
+    | QuestionDelta
+    | AnswerDelta
+    | Discarded
+    | TrailAdded
+    | GapAnalysisReady
+    | PairCompleted
+    | AuditReady
+    | Finished
+)
+
+_ADAPTER: TypeAdapter[InterrogationEvent] = TypeAdapter(
+    Annotated[InterrogationEvent, Field(discriminator="type")]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One line of events.jsonl: the event, its number (1, 2, …) and when it was written."""
+
+    n: int
+    at: float
+    event: InterrogationEvent
+
+
+def encode_record(record: Record) -> bytes:
+    """The JSON line (with its newline) for `record`."""
+    data: dict[str, Any] = {"n": record.n, "at": round(record.at, 3)}
+    data.update(record.event.model_dump(mode="json"))
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def decode_record(line: bytes | str) -> Record:
+    """Parse one JSON line; raises `ValueError` when it is not a valid record."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    n, at = data.pop("n", None), data.pop("at", None)
+    if not isinstance(n, int) or not isinstance(at, int | float):
+        raise ValueError("bad event number or time")
+    return Record(n, float(at), _ADAPTER.validate_python(data))

@@ -1,0 +1,188 @@
+"""The interrogation entities of SPEC §1 (seed 002): what a session is, as stored and exported.
+
+The consistency score is computed here, not by a model, so it can be recomputed from any
+stored session:
+
+    score = max(0, 100 - 10 × contradictions - gap penalty)
+    gap penalty = Σ over the remaining gaps of GAP_WEIGHTS[severity]  (high 15, medium 8, low 3)
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "CONTRADICTION_PENALTY",
+    "GAP_WEIGHTS",
+    "SCHEMA_VERSION",
+    "AuditResult",
+    "AuditTrailEntry",
+    "Contradiction",
+    "Gap",
+    "GapAnalysis",
+    "Hypothesis",
+    "InterrogationSession",
+    "ProvidersUsed",
+    "QuestionAnswerPair",
+    "SessionStatus",
+    "TrailEvent",
+    "consistency_score",
+    "now",
+]
+
+SCHEMA_VERSION = 1
+"""Version of the stored session format (metadata.json and the JSON export)."""
+
+#: Points one remaining gap costs the consistency score, by severity.
+GAP_WEIGHTS: dict[str, int] = {"high": 15, "medium": 8, "low": 3}
+#: Points one contradiction costs the consistency score.
+CONTRADICTION_PENALTY = 10
+
+SessionStatus = Literal["running", "completed", "failed", "limit-reached", "cancelled"]
+TrailEvent = Literal[
+    "provider_switch",
+    "timeout",
+    "error",
+    "cache_hit",
+    "circuit_open",
+    "rate_limited",
+    "partial_discarded",
+    "resumed",
+]
+GapCategory = Literal["missing_information", "ambiguity", "inconsistency", "vagueness"]
+Severity = Literal["low", "medium", "high"]
+
+
+def now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Hypothesis(_Model):
+    """What the interrogation sets out to test."""
+
+    text: Annotated[str, Field(min_length=1)]
+    created_at: datetime = Field(default_factory=now)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the hypothesis is empty")
+        return value
+
+
+class Gap(_Model):
+    """One thing the witness left missing, ambiguous, inconsistent or vague."""
+
+    category: GapCategory
+    description: Annotated[str, Field(min_length=1)]
+    severity: Severity
+
+
+class GapAnalysis(_Model):
+    """The detective's verdict on one answer."""
+
+    gaps: list[Gap] = Field(default_factory=list)
+    completeness_score: Annotated[int, Field(ge=0, le=100)]
+    requires_follow_up: bool
+
+
+class ProvidersUsed(_Model):
+    """`"{provider}:{model}"` that played each role in one round."""
+
+    detective: str
+    witness: str
+
+
+class QuestionAnswerPair(_Model):
+    """One completed round: question, answer, and the detective's analysis of it."""
+
+    sequence: Annotated[int, Field(ge=1)]
+    question: Annotated[str, Field(min_length=1)]
+    answer: str
+    timestamp: datetime = Field(default_factory=now)
+    gap_analysis: GapAnalysis
+    provider_used: ProvidersUsed
+
+
+class Contradiction(_Model):
+    """Two answers that cannot both be true; indexes are 0-based into `qa_pairs`."""
+
+    qa_pair_indexes: tuple[int, int]
+    description: Annotated[str, Field(min_length=1)]
+
+
+class AuditResult(_Model):
+    """The verdict on a whole session."""
+
+    consistency_score: Annotated[int, Field(ge=0, le=100)]
+    contradictions: list[Contradiction] = Field(default_factory=list)
+    remaining_gaps: list[Gap] = Field(default_factory=list)
+    summary: Annotated[str, Field(min_length=1)]
+
+
+class AuditTrailEntry(_Model):
+    """Something that happened on the way: a failover, a timeout, an error, a resume."""
+
+    timestamp: datetime = Field(default_factory=now)
+    event: TrailEvent
+    role: str | None = None
+    from_provider: str | None = None
+    to_provider: str | None = None
+    reason: str
+
+
+def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
+    """The audit's consistency score (see the module docstring for the formula)."""
+    penalty = sum(GAP_WEIGHTS[gap.severity] for gap in remaining_gaps)
+    return max(0, 100 - CONTRADICTION_PENALTY * contradictions - penalty)
+
+
+class InterrogationSession(_Model):
+    """A whole interrogation, as stored in metadata.json and exported as JSON."""
+
+    schema_version: Literal[1] = 1
+    id: uuid.UUID = Field(default_factory=uuid.uuid4)
+    hypothesis: Hypothesis
+    start_time: datetime = Field(default_factory=now)
+    end_time: datetime | None = None
+    status: SessionStatus = "running"
+    iteration_limit: Annotated[int, Field(ge=5, le=20)]
+    current_iteration: Annotated[int, Field(ge=0)] = 0
+    """Rounds completed so far (equals `len(qa_pairs)`)."""
+    qa_pairs: list[QuestionAnswerPair] = Field(default_factory=list)
+    audit_result: AuditResult | None = None
+    audit_trail: list[AuditTrailEntry] = Field(default_factory=list)
+    detective: list[str] = Field(default_factory=list)
+    """The detective chain asked for (`--detective`), empty for the configured one."""
+    witness: list[str] = Field(default_factory=list)
+    """The witness chain asked for (`--witness`), empty for the configured one."""
+    error: str | None = None
+    """Why the session failed, in one line."""
+    events_recorded: Annotated[int, Field(ge=0)] = 0
+    """How many events events.jsonl held when this was saved (finds a truncated log)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> InterrogationSession:
+        for index, pair in enumerate(self.qa_pairs, start=1):
+            if pair.sequence != index:
+                raise ValueError(f"qa_pairs[{index - 1}] has sequence {pair.sequence}")
+        if self.audit_result is not None:
+            for contradiction in self.audit_result.contradictions:
+                if not all(0 <= i < len(self.qa_pairs) for i in contradiction.qa_pair_indexes):
+                    raise ValueError("a contradiction refers to a QA pair that does not exist")
+        return self
+
+    @property
+    def short_id(self) -> str:
+        """The first 8 characters of the id, as used in the folder name."""
+        return str(self.id)[:8]

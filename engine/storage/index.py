@@ -1,0 +1,132 @@
+"""sessions/index.jsonl: one small line per change of a session, so listing reads one file.
+
+The index is a cache, never the truth: each line repeats what a session's metadata.json says
+(the last line for a folder wins), appends are serialised with `flock` and written in one
+`write`, and the store re-reads metadata.json wherever the index could be stale (a session it
+does not know, or one it says is running). When the file holds far more lines than sessions it is
+rewritten atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from engine.models.session import InterrogationSession
+from engine.storage.atomic import atomic_write_bytes
+
+__all__ = ["SessionIndex", "SessionSummary", "summarize"]
+
+_HYPOTHESIS_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One row of the session list.
+
+    `status` is the stored status, or `interrupted` (stored as running, but no live process
+    runs it), or `damaged` (its metadata.json cannot be read; `error` says why).
+    """
+
+    dir: str
+    id: str
+    hypothesis: str
+    status: str
+    score: int | None
+    started: str
+    pairs: int
+    iteration_limit: int
+    error: str | None = None
+
+    def with_status(self, status: str, error: str | None = None) -> SessionSummary:
+        """A copy with another display status."""
+        return replace(self, status=status, error=error)
+
+
+def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
+    """The index row for `session`."""
+    audit = session.audit_result
+    return SessionSummary(
+        dir=directory,
+        id=str(session.id),
+        hypothesis=session.hypothesis.text[:_HYPOTHESIS_CHARS],
+        status=session.status,
+        score=audit.consistency_score if audit else None,
+        started=session.start_time.isoformat(),
+        pairs=len(session.qa_pairs),
+        iteration_limit=session.iteration_limit,
+    )
+
+
+class SessionIndex:
+    """Append-only JSON lines; see the module docstring."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / "index.jsonl"
+        self._lock_path = root / ".index.lock"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def append(self, *rows: SessionSummary | dict[str, Any]) -> None:
+        """Add rows (a dict `{"dir": …, "deleted": true}` marks a deletion)."""
+        if not rows:
+            return
+        lines = b"".join(
+            json.dumps(asdict(row) if isinstance(row, SessionSummary) else row,
+                       ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            for row in rows
+        )
+        with self._locked():
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    lines = b"\n" + lines  # a writer was killed mid-line: keep ours apart
+                os.write(fd, lines)
+            finally:
+                os.close(fd)
+
+    def read(self) -> tuple[dict[str, SessionSummary], int]:
+        """The latest row per folder, and how many lines the file has."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}, 0
+        rows: dict[str, SessionSummary] = {}
+        lines = data.splitlines()
+        for line in lines:
+            try:
+                raw = json.loads(line)
+                if raw.get("deleted"):
+                    rows.pop(raw["dir"], None)
+                else:
+                    rows[raw["dir"]] = SessionSummary(**raw)
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue  # a torn or foreign line: the folder is re-read from metadata.json
+        return rows, len(lines)
+
+    def compact(self, keep: set[str]) -> None:
+        """Rewrite the file with one line per folder in `keep` (atomic; under the lock, so an
+        append from another process is never lost)."""
+        with self._locked():
+            rows, _ = self.read()
+            data = b"".join(
+                json.dumps(asdict(row), ensure_ascii=False, separators=(",", ":")).encode()
+                + b"\n"
+                for name, row in sorted(rows.items())
+                if name in keep
+            )
+            atomic_write_bytes(self.path, data)

@@ -1,0 +1,353 @@
+"""The session store: one folder per session under `data_dir/sessions/`.
+
+    sessions/
+      index.jsonl                          one line per change (see `engine.storage.index`)
+      2026-11-22_14-30-22_1a2b3c4d/
+        metadata.json                      the whole session, replaced atomically
+        events.jsonl                       every event, numbered, append-only
+        lock                               flock-ed by the process running the session
+
+A session stored as running whose lock nobody holds was left by a process that died: it lists
+as `interrupted` and `SessionStore.open` (resume) takes it over. A damaged file is reported with
+its path and never rewritten; the other sessions are unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from engine.errors import SessionBusy, SessionCorrupt, SessionNotFound
+from engine.models.events import InterrogationEvent, PairCompleted, Record
+from engine.models.session import Hypothesis, InterrogationSession
+from engine.storage.atomic import TEMP_PREFIX, atomic_write_text
+from engine.storage.eventlog import EventLogWriter, EventTail, read_events
+from engine.storage.index import SessionIndex, SessionSummary, summarize
+
+__all__ = ["SessionJournal", "SessionStore"]
+
+_DIR = re.compile(r"^\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_[0-9a-f]{8}$")
+METADATA = "metadata.json"
+EVENTS = "events.jsonl"
+LOCK = "lock"
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "unknown problem"
+
+
+def _load_metadata(path: Path) -> InterrogationSession:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SessionCorrupt(path, "missing") from None
+    except OSError as exc:
+        raise SessionCorrupt(path, f"unreadable: {exc.strerror}") from None
+    try:
+        return InterrogationSession.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(root)"
+        kind = "not valid JSON" if first["type"] == "json_invalid" else "not a valid session"
+        raise SessionCorrupt(path, f"{kind} ({where}: {first['msg']}); left as it is") from None
+
+
+def _is_locked(directory: Path) -> bool:
+    """True while a live process holds the session's lock."""
+    try:
+        fd = os.open(directory / LOCK, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _sweep_temp_files(directory: Path) -> None:
+    """Remove temp files a killed atomic write left behind."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.name.startswith(TEMP_PREFIX):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+class SessionJournal:
+    """Writes one session while it runs: events as they happen, metadata at each milestone.
+
+    Holds the session's lock until `close`. Milestones (`save`) flush pending events first, so
+    metadata.json never refers to an event the log does not have.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        directory: Path,
+        session: InterrogationSession,
+        lock_fd: int,
+        log: EventLogWriter,
+    ) -> None:
+        self.store = store
+        self.directory = directory
+        self.session = session
+        self._lock_fd = lock_fd
+        self._log = log
+
+    @property
+    def events_path(self) -> Path:
+        """This session's events.jsonl."""
+        return self.directory / EVENTS
+
+    def record(self, event: InterrogationEvent) -> None:
+        """Append `event` to events.jsonl (deltas batched)."""
+        self._log.append(event)
+
+    def save(self) -> None:
+        """Flush events, replace metadata.json atomically, and update the index."""
+        self._log.flush()
+        self.session.events_recorded = self._log.last_n
+        atomic_write_text(
+            self.directory / METADATA, self.session.model_dump_json(indent=1)
+        )
+        self.store.index.append(summarize(self.directory.name, self.session))
+
+    def close(self) -> None:
+        """Flush, close the log and release the lock (idempotent)."""
+        self._log.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+
+class SessionStore:
+    """Creates, lists, loads, resumes, follows and deletes sessions under `root`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.index = SessionIndex(root)
+
+    def _lock(self, directory: Path) -> int:
+        fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SessionBusy(
+                f"session {directory.name} is being run by another detektiv process"
+            ) from None
+        return fd
+
+    def create(
+        self,
+        hypothesis: str,
+        iteration_limit: int,
+        *,
+        detective: list[str] | None = None,
+        witness: list[str] | None = None,
+        on_record: Callable[[Record], None] | None = None,
+    ) -> SessionJournal:
+        """A new running session, stored at once (metadata, index, lock held)."""
+        session = InterrogationSession(
+            hypothesis=Hypothesis(text=hypothesis),
+            iteration_limit=iteration_limit,
+            detective=detective or [],
+            witness=witness or [],
+        )
+        stamp = session.start_time.astimezone().strftime("%Y-%m-%d_%H-%M-%S")
+        directory = self.root / f"{stamp}_{session.short_id}"
+        directory.mkdir(parents=True)
+        fd = self._lock(directory)
+        journal = SessionJournal(
+            self, directory, session, fd, EventLogWriter(directory / EVENTS, 1, on_record)
+        )
+        journal.save()
+        return journal
+
+    def open(
+        self, ref: str, on_record: Callable[[Record], None] | None = None
+    ) -> SessionJournal:
+        """Take over a stored session to continue it (it must not be running elsewhere)."""
+        directory = self.resolve(ref)
+        fd = self._lock(directory)
+        try:
+            _sweep_temp_files(directory)
+            session = _load_metadata(directory / METADATA)
+            records = self._checked_events(directory, session)
+            log = EventLogWriter(directory / EVENTS, len(records) + 1, on_record)
+        except BaseException:
+            os.close(fd)
+            raise
+        logged = {r.event.pair.sequence for r in records if isinstance(r.event, PairCompleted)}
+        for pair in session.qa_pairs:  # killed between saving a pair and logging it
+            if pair.sequence not in logged:
+                log.append(PairCompleted(pair=pair))
+        return SessionJournal(self, directory, session, fd, log)
+
+    def _checked_events(
+        self, directory: Path, session: InterrogationSession
+    ) -> list[Record]:
+        path = directory / EVENTS
+        records = read_events(path)
+        if len(records) < session.events_recorded:
+            raise SessionCorrupt(
+                path,
+                f"truncated: it ends at event {len(records)} but {METADATA} was saved after "
+                f"event {session.events_recorded}",
+            )
+        return records
+
+    def directories(self) -> list[str]:
+        """Every session folder name, oldest first."""
+        try:
+            names = [
+                entry.name
+                for entry in os.scandir(self.root)
+                if _DIR.match(entry.name) and entry.is_dir()
+            ]
+        except FileNotFoundError:
+            return []
+        return sorted(names)
+
+    def resolve(self, ref: str) -> Path:
+        """The folder of the session `ref` names: a folder name, an id, or an id prefix."""
+        ref = ref.strip().lower()
+        if not ref:
+            raise SessionNotFound("no session id given")
+        names = self.directories()
+        if ref in names:
+            return self.root / ref
+        matches = [n for n in names if n[-8:].startswith(ref[:8])]
+        if len(ref) > 8:  # a longer prefix or a whole UUID: check it against the stored ids
+            rows, _ = self.index.read()
+            matches = [
+                n for n in matches
+                if (rows[n].id if n in rows else self._id_of(n)).startswith(ref)
+            ]
+        if len(matches) == 1:
+            return self.root / matches[0]
+        if not matches:
+            raise SessionNotFound(f"no session matches {ref!r} (see `detektiv sessions`)")
+        raise SessionNotFound(
+            f"{ref!r} matches {len(matches)} sessions: {', '.join(matches[:5])}; give more of "
+            "the id"
+        )
+
+    def _id_of(self, name: str) -> str:
+        try:
+            return str(_load_metadata(self.root / name / METADATA).id)
+        except SessionCorrupt:
+            return ""
+
+    def load(self, ref: str) -> InterrogationSession:
+        """The stored session (its status as stored: see `is_live` for interrupted ones)."""
+        return _load_metadata(self.resolve(ref) / METADATA)
+
+    def events(self, ref: str) -> list[Record]:
+        """Every event recorded so far; `SessionCorrupt` when the log is damaged."""
+        directory = self.resolve(ref)
+        return self._checked_events(directory, _load_metadata(directory / METADATA))
+
+    def is_live(self, ref: str) -> bool:
+        """True while a process is running the session."""
+        return _is_locked(self.resolve(ref))
+
+    def list(self) -> list[SessionSummary]:
+        """Every session, newest first, from the index; metadata.json is read only where the
+        index may be stale. Damaged sessions are listed with status `damaged`."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        names = self.directories()
+        rows, lines = self.index.read()
+        heal: list[SessionSummary] = []
+        listed: list[SessionSummary] = []
+        for name in names:
+            row = rows.get(name)
+            if row is None or (row.status == "running" and not _is_locked(self.root / name)):
+                directory = self.root / name
+                try:
+                    fresh = summarize(name, _load_metadata(directory / METADATA))
+                except SessionCorrupt as exc:
+                    listed.append(_damaged(name, row, exc.message))
+                    continue
+                if fresh != row:
+                    heal.append(fresh)
+                row = fresh
+                if row.status == "running" and not _is_locked(directory):
+                    _sweep_temp_files(directory)
+                    row = row.with_status("interrupted")
+            listed.append(row)
+        self.index.append(*heal)
+        if lines > 2 * len(names) + 100:
+            self.index.compact(set(names))
+        listed.sort(key=lambda r: (r.started, r.dir), reverse=True)
+        return listed
+
+    def sweep(self) -> None:
+        """Remove temp files left in the store's root by a killed write."""
+        if self.root.is_dir():
+            _sweep_temp_files(self.root)
+
+    def delete(self, ref: str) -> None:
+        """Remove a session (refused while it runs)."""
+        directory = self.resolve(ref)
+        fd = self._lock(directory)
+        try:
+            trash = directory.with_name(f".deleted-{directory.name}")
+            directory.rename(trash)
+        finally:
+            os.close(fd)
+        self.index.append({"dir": directory.name, "deleted": True})
+        shutil.rmtree(trash, ignore_errors=True)
+
+    async def follow(
+        self, ref: str, poll_interval: float = 0.05
+    ) -> AsyncIterator[Record]:
+        """Every event so far, then new ones as they are written, until the run ends.
+
+        Ends after a `finished` event that is the last in the log, or when no live process is
+        running the session any more (it was killed: the caller reports it as interrupted).
+        """
+        directory = self.resolve(ref)
+        session = _load_metadata(directory / METADATA)
+        tail = EventTail(directory / EVENTS)
+        last: Record | None = None
+        first = True
+        while True:
+            records = tail.poll()
+            if first:
+                first = False
+                if tail.last_n < session.events_recorded:
+                    raise SessionCorrupt(
+                        directory / EVENTS,
+                        f"truncated: it ends at event {tail.last_n} but {METADATA} was saved "
+                        f"after event {session.events_recorded}",
+                    )
+            for record in records:
+                yield record
+                last = record
+            if records:
+                continue
+            if last is not None and last.event.type == "finished":
+                return
+            if not _is_locked(directory):
+                for record in tail.poll():  # written just before the process let go
+                    yield record
+                return
+            await asyncio.sleep(poll_interval)
+
+
+def _damaged(name: str, row: SessionSummary | None, error: str) -> SessionSummary:
+    if row is not None:
+        return row.with_status("damaged", error)
+    return SessionSummary(name, name[-8:], "", "damaged", None, "", 0, 0, error)

@@ -1,0 +1,237 @@
+"""The headless interrogation commands: run, sessions, show, watch, resume, export.
+
+No Textual here. Exit codes: 0 when a run ends completed or limit-reached, 1 when it failed
+(or, for watch, when the process running it died), 130 when it was stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+
+from engine import ConfigError, Paths, Router, load_config
+from engine.config import Config
+from engine.errors import SessionError
+from engine.export import to_json, to_markdown
+from engine.interrogation import Interrogation, apply_roles, check_resumable
+from engine.models.events import Record, encode_record
+from engine.providers import discover_ollama
+from engine.storage.atomic import atomic_write_text
+from engine.storage.sessions import SessionJournal, SessionStore
+from engine.text import strip_control
+from tui.transcript import TranscriptPrinter
+
+__all__ = ["export", "resume", "run", "sessions", "show", "store_for", "watch"]
+
+_EXIT = {"completed": 0, "limit-reached": 0, "failed": 1, "cancelled": 130}
+
+
+def store_for(paths: Paths) -> SessionStore:
+    """The session store under the data dir, with temp files of killed writes swept."""
+    store = SessionStore(paths.data_dir / "sessions")
+    store.sweep()
+    return store
+
+
+def _chain(value: str | None) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()] if value else []
+
+
+def _print_record(record: Record) -> None:
+    sys.stdout.buffer.write(encode_record(record))
+    sys.stdout.buffer.flush()
+
+
+async def _drive(
+    paths: Paths, config: Config, journal: SessionJournal, as_json: bool, resumed: bool
+) -> int:
+    session = journal.session
+    config = apply_roles(config, session.detective, session.witness)
+    if not session.detective or not session.witness:
+        await discover_ollama(config)
+    router = Router(config, paths)
+    printer = TranscriptPrinter()
+    interrogation = Interrogation(router, journal, config.interrogation, resumed=resumed)
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if task is not None:  # SIGTERM stops a run the way Ctrl-C does: stored as cancelled
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        async for event in interrogation.run():
+            if not as_json:
+                printer.show(event)
+    finally:
+        journal.close()
+        with contextlib.suppress(Exception):
+            loop.remove_signal_handler(signal.SIGTERM)
+        await router.aclose()
+    return _EXIT.get(session.status, 1)
+
+
+async def run(paths: Paths, args: argparse.Namespace) -> int:
+    """Run an interrogation, streaming the transcript (or the event records with --json)."""
+    hypothesis = sys.stdin.read() if args.hypothesis == "-" else args.hypothesis
+    if not hypothesis.strip():
+        raise ConfigError("the hypothesis is empty")
+    config = load_config(paths)
+    limit = args.limit if args.limit is not None else config.interrogation.iteration_limit
+    if not 5 <= limit <= 20:
+        raise ConfigError(f"--limit {limit}: the iteration limit must be between 5 and 20")
+    detective, witness = _chain(args.detective), _chain(args.witness)
+    apply_roles(config, detective, witness)  # unknown names fail before anything is stored
+    journal = store_for(paths).create(
+        hypothesis.strip(), limit, detective=detective, witness=witness,
+        on_record=_print_record if args.json else None,
+    )
+    return await _drive(paths, config, journal, args.json, resumed=False)
+
+
+async def resume(paths: Paths, args: argparse.Namespace) -> int:
+    """Continue an interrupted, failed or cancelled session from its last completed round."""
+    config = load_config(paths)
+    store = store_for(paths)
+    check_resumable(store.load(args.session))
+    journal = store.open(args.session, on_record=_print_record if args.json else None)
+    return await _drive(paths, config, journal, args.json, resumed=True)
+
+
+def _status(store: SessionStore, ref: str, status: str) -> str:
+    if status == "running" and not store.is_live(ref):
+        return "interrupted"
+    return status
+
+
+def sessions(paths: Paths, as_json: bool) -> int:
+    """List sessions, newest first."""
+    rows = store_for(paths).list()
+    if as_json:
+        print(json.dumps([asdict(row) for row in rows], indent=1, ensure_ascii=False))
+        return 0
+    for row in rows:
+        if row.error:
+            print(f"detektiv: session {row.dir} is damaged: {strip_control(row.error)}",
+                  file=sys.stderr)
+    if not rows:
+        print("No sessions yet. Start one with: detektiv run \"your hypothesis\"")
+        return 0
+    print(f"{'ID':8}  {'STATUS':13}  {'SCORE':>5}  {'STARTED':16}  {'ROUNDS':>6}  HYPOTHESIS")
+    for row in rows:
+        started = _local_time(row.started)
+        score = "" if row.score is None else str(row.score)
+        text = " ".join(strip_control(row.hypothesis).split())
+        if len(text) > 60:
+            text = text[:59] + "…"
+        print(f"{row.id[:8]:8}  {row.status:13}  {score:>5}  {started:16}  "
+              f"{row.pairs:>3}/{row.iteration_limit:<2}  {text}")
+    return 0
+
+
+def _local_time(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return "?"
+
+
+def show(paths: Paths, args: argparse.Namespace) -> int:
+    """Print a stored session as a readable report."""
+    store = store_for(paths)
+    session = store.load(args.session)
+    sys.stdout.write(to_markdown(session, _status(store, args.session, session.status)))
+    return 0
+
+
+def export(paths: Paths, args: argparse.Namespace) -> int:
+    """Write a session as markdown or JSON, to a file (atomically) or stdout."""
+    store = store_for(paths)
+    session = store.load(args.session)
+    if args.format == "json":
+        text = to_json(session)
+    else:
+        text = to_markdown(session, _status(store, args.session, session.status))
+    if args.output is None or str(args.output) == "-":
+        sys.stdout.write(text)
+        return 0
+    output: Path = args.output
+    try:
+        atomic_write_text(output, text)
+    except OSError as exc:
+        raise ConfigError(f"{output}: cannot write: {exc.strerror}") from None
+    print(f"detektiv: wrote {output}", file=sys.stderr)
+    return 0
+
+
+async def watch(paths: Paths, args: argparse.Namespace) -> int:
+    """Replay a session's events so far, then follow it live until it ends."""
+    store = store_for(paths)
+    printer = TranscriptPrinter()
+    last = None
+    async for record in store.follow(args.session):
+        last = record
+        if args.json:
+            _print_record(record)
+        else:
+            printer.show(record.event)
+    if last is not None and last.event.type == "finished":
+        return _EXIT.get(last.event.status, 1)
+    session = store.load(args.session)
+    if session.status != "running":  # ended between the last event and the final save
+        return _EXIT.get(session.status, 1)
+    printer.note(f"session {session.short_id} was interrupted (no process runs it any more); "
+                 f"continue it with: detektiv resume {session.short_id}")
+    return 1
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                common: argparse.ArgumentParser) -> None:
+    """Register the session commands on the `detektiv` parser."""
+    run_parser = commands.add_parser("run", parents=[common], help="run an interrogation")
+    run_parser.add_argument("hypothesis", help="what to examine; - reads it from stdin")
+    run_parser.add_argument("--detective", metavar="P",
+                            help="provider name or kind:model; a comma-separated chain")
+    run_parser.add_argument("--witness", metavar="P",
+                            help="provider name or kind:model; a comma-separated chain")
+    run_parser.add_argument("--limit", type=int, metavar="N", help="iteration limit, 5-20")
+    run_parser.add_argument("--json", action="store_true",
+                            help="print the event records (as in events.jsonl)")
+    listing = commands.add_parser("sessions", parents=[common], help="list sessions")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    for name, text in (("show", "print a session"), ("watch", "follow a session live"),
+                       ("resume", "continue an interrupted session")):
+        sub = commands.add_parser(name, parents=[common], help=text)
+        sub.add_argument("session", help="session id, id prefix or folder name")
+        if name != "show":
+            sub.add_argument("--json", action="store_true", help="print the event records")
+    exporting = commands.add_parser("export", parents=[common], help="export a session")
+    exporting.add_argument("session", help="session id, id prefix or folder name")
+    exporting.add_argument("--format", choices=("md", "json"), default="md")
+    exporting.add_argument("-o", "--output", type=Path, metavar="FILE",
+                           help="write to FILE instead of stdout")
+
+
+async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
+    """Run the session command `args.command`."""
+    match args.command:
+        case "run":
+            return await run(paths, args)
+        case "resume":
+            return await resume(paths, args)
+        case "watch":
+            return await watch(paths, args)
+        case "sessions":
+            return sessions(paths, args.json)
+        case "show":
+            return show(paths, args)
+        case "export":
+            return export(paths, args)
+    raise SessionError(f"unknown command {args.command}")  # pragma: no cover
+
+
+SESSION_COMMANDS = ("run", "resume", "watch", "sessions", "show", "export")

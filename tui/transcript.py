@@ -1,0 +1,121 @@
+"""A readable transcript on stdout from interrogation events, live or replayed from a log.
+
+Model text passes through `strip_control` on its way to the terminal; notes about providers
+go to stderr so stdout stays the transcript.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from engine.models.events import (
+    AnswerDelta,
+    AuditReady,
+    Discarded,
+    Finished,
+    GapAnalysisReady,
+    InterrogationEvent,
+    PairCompleted,
+    Phase,
+    ProviderChosen,
+    QuestionDelta,
+    Started,
+    TrailAdded,
+)
+from engine.models.session import AuditResult, GapAnalysis
+from engine.text import strip_control
+
+__all__ = ["TranscriptPrinter"]
+
+_PREFIX = {"question": "Q", "answer": "A"}
+
+
+class TranscriptPrinter:
+    """Prints events as they come; `status` holds the final status once `Finished` is seen."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.at_line_start = True
+        self.phase = ""
+        self.status: str | None = None
+        self.session_id = ""
+
+    def write(self, text: str) -> None:
+        text = strip_control(text)
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def end_line(self) -> None:
+        if not self.at_line_start:
+            self.write("\n")
+
+    def note(self, message: str) -> None:
+        self.end_line()
+        print(f"detektiv: {strip_control(message)}", file=self.err, flush=True)
+
+    def show(self, event: InterrogationEvent) -> None:
+        match event:
+            case Started(session_id=sid, hypothesis=text, iteration_limit=limit,
+                         resumed_after=after):
+                self.session_id = sid
+                self.end_line()
+                if after is None:
+                    self.write(f"Session {sid[:8]} · up to {limit} rounds\nHypothesis: "
+                               f"{text.strip()}\n")
+                else:
+                    self.write(f"Session {sid[:8]} resumed after round {after}\n")
+            case Phase(phase=phase, sequence=sequence):
+                self.phase = phase
+                self.end_line()
+                if phase == "question":
+                    self.write(f"\n── Round {sequence} " + "─" * 40 + "\n")
+                elif phase == "audit":
+                    self.write("\n── Audit " + "─" * 44 + "\n")
+            case ProviderChosen(role=role, provider=provider):
+                if self.phase in _PREFIX and (role == "detective") == (self.phase == "question"):
+                    self.end_line()
+                    self.write(f"{_PREFIX[self.phase]} [{provider}] ")
+            case QuestionDelta(text=text) | AnswerDelta(text=text):
+                self.write(text)
+            case Discarded(provider=provider, text=text, reason=reason):
+                self.end_line()
+                self.write(f"  (the {len(text)} characters above from {provider} are discarded:"
+                           f" {reason})\n")
+            case TrailAdded(entry=entry) if entry.event not in ("partial_discarded", "resumed"):
+                route = " → ".join(p for p in (entry.from_provider, entry.to_provider) if p)
+                self.note(f"{entry.event.replace('_', ' ')}"
+                          + (f" ({entry.role})" if entry.role else "")
+                          + (f" {route}" if route else "") + f": {entry.reason}")
+            case GapAnalysisReady(analysis=analysis):
+                self._analysis(analysis)
+            case AuditReady(audit=audit):
+                self._audit(audit)
+            case Finished(status=status, reason=reason):
+                self.status = status
+                self.end_line()
+                why = f": {reason}" if reason and status != "cancelled" else ""
+                self.write(f"\nSession {self.session_id} {status}{why}\n")
+            case PairCompleted() | TrailAdded():
+                pass
+
+    def _analysis(self, analysis: GapAnalysis) -> None:
+        self.end_line()
+        follow = "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
+        self.write(f"  completeness {analysis.completeness_score}/100 · {follow}\n")
+        for gap in analysis.gaps:
+            self.write(f"  - {gap.severity} · {gap.category}: {gap.description.strip()}\n")
+
+    def _audit(self, audit: AuditResult) -> None:
+        self.end_line()
+        self.write(f"Consistency score: {audit.consistency_score}/100\n")
+        for item in audit.contradictions:
+            first, second = (i + 1 for i in item.qa_pair_indexes)
+            self.write(f"Contradiction Q{first} vs Q{second}: {item.description.strip()}\n")
+        for gap in audit.remaining_gaps:
+            self.write(f"Remaining gap · {gap.severity} · {gap.category}: "
+                       f"{gap.description.strip()}\n")
+        self.write(f"Summary:\n{audit.summary.strip()}\n")
