@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from engine import Paths, ProviderConfig
+from tests.faults import FaultProxy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,6 +120,17 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
             process.kill()
             process.wait()
         process.stdout.close()
+
+
+@pytest.fixture
+async def proxy(llama_server: LlamaServer) -> AsyncIterator[FaultProxy]:
+    """A fault-injecting proxy in front of the real server (passes everything by default)."""
+    fault_proxy = FaultProxy(llama_server.base)
+    await fault_proxy.start()
+    try:
+        yield fault_proxy
+    finally:
+        await fault_proxy.stop()
 
 
 class HangingServer:

@@ -14,7 +14,8 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
     invalid_json    a well-formed stream whose content is not JSON (for structured requests)
 
 `refuse()` stops listening (connections are refused, so none are counted); `accept()` listens
-again on the same port. `connections` counts every connection accepted; `open` those open now.
+again on the same port. `connections` counts every connection accepted; `open` those open now;
+`requests` holds every request body received, in order.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class FaultProxy:
         self.default = "pass"
         self.connections = 0
         self.open = 0
+        self.requests: list[bytes] = []
         self.port = 0
         self._server: asyncio.Server | None = None
         self._client = httpx.AsyncClient(base_url=upstream, timeout=None)
@@ -77,6 +79,7 @@ class FaultProxy:
             headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
             length = int({k.lower(): v for k, v in headers.items()}.get("content-length", 0))
             body = await reader.readexactly(length) if length else b""
+            self.requests.append(body)
             await self._serve(fault, method, path, headers, body, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
@@ -39,16 +38,6 @@ SCHEMA = {
     "required": ["answer"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-async def proxy(llama_server: LlamaServer) -> AsyncIterator[FaultProxy]:
-    fault_proxy = FaultProxy(llama_server.base)
-    await fault_proxy.start()
-    try:
-        yield fault_proxy
-    finally:
-        await fault_proxy.stop()
 
 
 class Clock:

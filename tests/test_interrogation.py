@@ -1,0 +1,238 @@
+"""The interrogation loop against the real llama.cpp server, in process.
+
+The tiny model's words are nonsense; what is tested is the plumbing: the loop's events, the
+structured replies held to their schemas, failover and invalid replies landing in the audit
+trail, cancellation, and what is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from engine import Config, Paths, Router
+from engine.casefile import audit_schema, gap_schema
+from engine.interrogation import Interrogation
+from engine.models.events import (
+    AnswerDelta,
+    Finished,
+    GapAnalysisReady,
+    InterrogationEvent,
+    PairCompleted,
+    Phase,
+    ProviderChosen,
+    QuestionDelta,
+    Started,
+)
+from engine.models.session import consistency_score
+from engine.storage.eventlog import read_events
+from engine.storage.sessions import SessionStore
+from tests.conftest import LlamaServer
+from tests.faults import FaultProxy
+
+#: Small budgets so a round takes a few seconds on the tiny model.
+FAST = {
+    "max_gaps": 1,
+    "question_max_tokens": 24,
+    "answer_max_tokens": 32,
+    "analysis_max_tokens": 160,
+    "audit_max_tokens": 200,
+    "temperature": 0,
+}
+
+
+def make_config(providers: dict[str, str], detective: list[str], witness: list[str],
+                **settings: Any) -> Config:
+    return Config.model_validate({
+        "providers": {
+            name: {"kind": "openai", "model": "gemma", "base_url": url, "priority": i + 1,
+                   "first_token_timeout": 20, "stall_timeout": 10}
+            for i, (name, url) in enumerate(providers.items())
+        },
+        "roles": {"detective": detective, "witness": witness},
+        "interrogation": {**FAST, **settings},
+    })
+
+
+async def interrogate(
+    config: Config, paths: Paths, store: SessionStore, hypothesis: str = "Water boils at 100 C"
+) -> tuple[list[InterrogationEvent], Path]:
+    router = Router(config, paths, persist=False)
+    journal = store.create(hypothesis, 5)
+    try:
+        events = [e async for e in Interrogation(router, journal, config.interrogation).run()]
+    finally:
+        await router.aclose()
+    return events, journal.directory
+
+
+def stored(directory: Path) -> dict[str, Any]:
+    data = json.loads((directory / "metadata.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+async def test_a_whole_interrogation_ends_with_a_schema_valid_audit(
+    llama_server: LlamaServer, paths: Paths, tmp_path: Path
+) -> None:
+    config = make_config({"llama": llama_server.url}, ["llama"], ["llama"])
+    store = SessionStore(tmp_path / "sessions")
+    events, directory = await interrogate(config, paths, store)
+
+    kinds = [type(e) for e in events]
+    assert kinds[0] is Started and kinds[-1] is Finished
+    final = events[-1]
+    assert isinstance(final, Finished) and final.status in ("completed", "limit-reached")
+    assert any(isinstance(e, QuestionDelta) for e in events), "the question was not streamed"
+    assert any(isinstance(e, AnswerDelta) for e in events), "the answer was not streamed"
+    roles = {e.role for e in events if isinstance(e, ProviderChosen)}
+    assert roles == {"detective", "witness"}
+    # each round in order: question, answer, analysis, then the pair is complete
+    phases = [(e.phase, e.sequence) for e in events if isinstance(e, Phase)]
+    rounds = [e.pair.sequence for e in events if isinstance(e, PairCompleted)]
+    assert rounds == list(range(1, len(rounds) + 1)) and rounds
+    for n in rounds:
+        assert phases.index(("question", n)) < phases.index(("answer", n)) \
+            < phases.index(("analysis", n))
+    assert phases[-1] == ("audit", len(rounds))
+
+    session = stored(directory)
+    assert session["status"] == final.status and session["end_time"] is not None
+    assert len(session["qa_pairs"]) == len(rounds) == session["current_iteration"]
+    for pair in session["qa_pairs"]:
+        jsonschema.validate(pair["gap_analysis"], gap_schema(1, FAST["analysis_max_tokens"]))
+        assert pair["question"].strip()
+        assert pair["provider_used"] == {"detective": "llama:gemma", "witness": "llama:gemma"}
+    audit = session["audit_result"]
+    assert audit is not None and audit["summary"].strip()
+    reply = {
+        "contradictions": [
+            {"questions": [i + 1 for i in c["qa_pair_indexes"]], "description": c["description"]}
+            for c in audit["contradictions"]
+        ],
+        "summary": audit["summary"],
+    }
+    jsonschema.validate(reply, audit_schema(len(rounds), FAST["audit_max_tokens"]))
+    assert audit["remaining_gaps"] == session["qa_pairs"][-1]["gap_analysis"]["gaps"]
+    # the score is recomputable from what is stored
+    loaded = store.load(directory.name)
+    assert loaded.audit_result is not None
+    assert loaded.audit_result.consistency_score == consistency_score(
+        len(loaded.audit_result.contradictions), loaded.audit_result.remaining_gaps
+    )
+    # the log holds the same events, deltas batched into fewer records
+    records = read_events(directory / "events.jsonl")
+    assert [r.n for r in records] == list(range(1, len(records) + 1))
+    live_text = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    logged_text = "".join(r.event.text for r in records if isinstance(r.event, AnswerDelta))
+    assert logged_text == live_text
+    deltas = (AnswerDelta, QuestionDelta)
+    assert [type(r.event) for r in records if not isinstance(r.event, deltas)] \
+        == [k for k in kinds if k not in deltas]
+
+
+async def test_a_fault_mid_interrogation_lands_in_the_audit_trail_and_the_run_finishes(
+    llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    config = make_config(
+        {"flaky": proxy.url, "steady": llama_server.url}, ["flaky", "steady"], ["steady"]
+    )
+    proxy.plan = ["cut:4"]  # the first question is cut after four chunks
+    events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+
+    final = events[-1]
+    assert isinstance(final, Finished) and final.status in ("completed", "limit-reached")
+    session = stored(directory)
+    trail = [(t["event"], t["role"], t["from_provider"], t["to_provider"])
+             for t in session["audit_trail"]]
+    assert ("error", "detective", "flaky:gemma", None) in trail
+    assert ("partial_discarded", "detective", "flaky:gemma", None) in trail
+    assert ("provider_switch", "detective", "flaky:gemma", "steady:gemma") in trail
+    first = session["qa_pairs"][0]
+    assert first["provider_used"]["detective"] == "steady:gemma"
+    # the question stored is the one steady asked, not flaky's partial text spliced in
+    chosen = [e.provider for e in events if isinstance(e, ProviderChosen)
+              and e.role == "detective"]
+    assert chosen[:2] == ["flaky:gemma", "steady:gemma"]
+
+
+async def test_an_invalid_structured_reply_is_retried_once_with_the_error(
+    llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    config = make_config({"via": proxy.url}, ["via"], ["via"])
+    # question, answer, then a gap analysis that is not JSON, then the real one
+    proxy.plan = ["pass", "pass", "invalid_json"]
+    events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+
+    assert isinstance(events[-1], Finished) and events[-1].status != "failed"
+    session = stored(directory)
+    retries = [t for t in session["audit_trail"] if t["event"] == "error"]
+    assert len(retries) == 1 and "asking again" in retries[0]["reason"]
+    assert "not JSON" in retries[0]["reason"]
+    retry_request = json.loads(proxy.requests[3])
+    last = retry_request["messages"][-1]["content"]
+    assert last.startswith("That reply was not valid:") and "not JSON" in last
+    assert retry_request["messages"][-2]["role"] == "assistant"
+    assert any(isinstance(e, GapAnalysisReady) for e in events)
+
+
+async def test_a_reply_still_invalid_after_the_retry_fails_the_session_cleanly(
+    llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    config = make_config({"via": proxy.url}, ["via"], ["via"])
+    proxy.plan = ["pass", "pass", "invalid_json", "invalid_json"]
+    events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+
+    final = events[-1]
+    assert isinstance(final, Finished) and final.status == "failed"
+    assert final.reason is not None and "still invalid after a retry" in final.reason
+    session = stored(directory)
+    assert session["status"] == "failed" and session["error"] == final.reason
+    assert session["audit_result"] is None and session["qa_pairs"] == []
+    errors = [t["reason"] for t in session["audit_trail"] if t["event"] == "error"]
+    assert len(errors) == 2 and "asking again" in errors[0] and "asking again" not in errors[1]
+    # what the witness said is not lost: it is in the event log
+    records = read_events(directory / "events.jsonl")
+    assert "".join(r.event.text for r in records if isinstance(r.event, AnswerDelta))
+
+
+@pytest.mark.parametrize("phase", ["question", "answer"])
+async def test_cancelling_stops_both_models_within_a_second(
+    phase: str, llama_server: LlamaServer, paths: Paths, tmp_path: Path
+) -> None:
+    config = make_config({"llama": llama_server.url}, ["llama"], ["llama"],
+                         question_max_tokens=400, answer_max_tokens=400)
+    router = Router(config, paths, persist=False)
+    store = SessionStore(tmp_path / "s")
+    journal = store.create("Cancel me", 5)
+    streaming = asyncio.Event()
+    delta = QuestionDelta if phase == "question" else AnswerDelta
+
+    async def consume() -> None:
+        async for event in Interrogation(router, journal, config.interrogation).run():
+            if isinstance(event, delta):
+                streaming.set()
+
+    task = asyncio.create_task(consume())
+    try:
+        await asyncio.wait_for(streaming.wait(), 60)
+        assert llama_server.busy_slots() >= 1
+        start = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        idle_after = llama_server.wait_idle(timeout=1.0)
+        assert time.monotonic() - start < 1.0 + 0.1, idle_after
+    finally:
+        await router.aclose()
+    session = store.load(journal.directory.name)
+    assert session.status == "cancelled" and session.end_time is not None
+    records = read_events(journal.directory / "events.jsonl")
+    assert isinstance(records[-1].event, Finished) and records[-1].event.status == "cancelled"
+    assert not store.is_live(journal.directory.name)
