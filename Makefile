@@ -23,6 +23,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/stream_overhead.py
 	$(PY) bench/failover.py
+	$(PY) bench/sessions.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

@@ -3,7 +3,7 @@
 The public API is what `__all__` lists; everything else is private and may change.
 """
 
-from engine.config import Config, ProviderConfig, load_config, save_config
+from engine.config import Config, InterrogationConfig, ProviderConfig, load_config, save_config
 from engine.errors import (
     AllProvidersFailed,
     AuthError,
@@ -11,14 +11,47 @@ from engine.errors import (
     ConfigError,
     DetektivError,
     FirstTokenTimeout,
+    InterrogationFailed,
     ProviderConnectionError,
     ProviderError,
     ProviderTimeout,
     RateLimitedError,
     RequestError,
     ServerError,
+    SessionBusy,
+    SessionCorrupt,
+    SessionError,
+    SessionNotFound,
     StallTimeout,
     TotalTimeout,
+)
+from engine.export import to_json, to_markdown
+from engine.interrogation import Interrogation, apply_roles, check_resumable
+from engine.models.events import (
+    AnswerDelta,
+    AuditReady,
+    Discarded,
+    Finished,
+    GapAnalysisReady,
+    InterrogationEvent,
+    PairCompleted,
+    Phase,
+    ProviderChosen,
+    QuestionDelta,
+    Record,
+    Started,
+    TrailAdded,
+)
+from engine.models.session import (
+    AuditResult,
+    AuditTrailEntry,
+    Contradiction,
+    Gap,
+    GapAnalysis,
+    Hypothesis,
+    InterrogationSession,
+    QuestionAnswerPair,
+    consistency_score,
 )
 from engine.paths import Paths
 from engine.providers import (
@@ -44,6 +77,8 @@ from engine.router import (
     chain_for,
 )
 from engine.secrets import redact
+from engine.storage.index import SessionSummary
+from engine.storage.sessions import SessionJournal, SessionStore
 from engine.structured import Completion, complete, complete_json
 from engine.text import strip_control
 
@@ -51,40 +86,74 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AllProvidersFailed",
+    "AnswerDelta",
     "Attempt",
+    "AuditReady",
+    "AuditResult",
+    "AuditTrailEntry",
     "AuthError",
     "BadResponseError",
     "Completion",
     "Config",
     "ConfigError",
+    "Contradiction",
     "DetektivError",
+    "Discarded",
     "Done",
+    "Finished",
     "FirstTokenTimeout",
+    "Gap",
+    "GapAnalysis",
+    "GapAnalysisReady",
     "Health",
+    "Hypothesis",
+    "Interrogation",
+    "InterrogationConfig",
+    "InterrogationEvent",
+    "InterrogationFailed",
+    "InterrogationSession",
     "Message",
+    "PairCompleted",
     "PartialDiscarded",
     "Paths",
+    "Phase",
     "Provider",
+    "ProviderChosen",
     "ProviderConfig",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderEvent",
     "ProviderTimeout",
+    "QuestionAnswerPair",
+    "QuestionDelta",
     "RateLimitedError",
+    "Record",
     "RequestError",
     "RoutedCompletion",
     "Router",
     "RouterEvent",
     "ServerError",
+    "SessionBusy",
+    "SessionCorrupt",
+    "SessionError",
+    "SessionJournal",
+    "SessionNotFound",
+    "SessionStore",
+    "SessionSummary",
     "StallTimeout",
+    "Started",
     "StreamEvent",
     "StreamRequest",
     "TokenDelta",
     "TotalTimeout",
+    "TrailAdded",
     "Usage",
+    "apply_roles",
     "chain_for",
+    "check_resumable",
     "complete",
     "complete_json",
+    "consistency_score",
     "create_provider",
     "discover_ollama",
     "load_config",
@@ -92,5 +161,7 @@ __all__ = [
     "save_config",
     "select_provider",
     "strip_control",
+    "to_json",
+    "to_markdown",
     "__version__",
 ]

@@ -206,8 +206,8 @@ async def test_a_reply_still_invalid_after_the_retry_fails_the_session_cleanly(
 async def test_cancelling_stops_both_models_within_a_second(
     phase: str, llama_server: LlamaServer, paths: Paths, tmp_path: Path
 ) -> None:
-    config = make_config({"llama": llama_server.url}, ["llama"], ["llama"],
-                         question_max_tokens=400, answer_max_tokens=400)
+    long = {"question_max_tokens": 400} if phase == "question" else {"answer_max_tokens": 400}
+    config = make_config({"llama": llama_server.url}, ["llama"], ["llama"], **long)
     router = Router(config, paths, persist=False)
     store = SessionStore(tmp_path / "s")
     journal = store.create("Cancel me", 5)

@@ -157,7 +157,7 @@ def test_watch_reports_a_run_that_was_killed(configured: SessionStore) -> None:
     assert len(watcher.lines) >= len(run.lines) - 1  # all but a line torn by the kill
 
 
-def test_ctrl_c_stores_the_run_as_cancelled_and_resume_finishes_it(
+def test_ctrl_c_and_sigterm_store_the_run_as_cancelled_and_resume_finishes_it(
     configured: SessionStore,
 ) -> None:
     run = Running("run", "Salt dissolves in water", "--limit", "5")
@@ -167,14 +167,21 @@ def test_ctrl_c_stores_the_run_as_cancelled_and_resume_finishes_it(
     run.process.send_signal(signal.SIGINT)
     assert run.finish(timeout=10) == 130
     assert time.monotonic() - stopped < 3
+    assert "watch it from another terminal: detektiv watch " in run.err
     (row,) = configured.list()
     assert row.status == "cancelled"
+    terminated = Running("resume", row.id)
+    terminated.wait_for("A [llama:gemma]")
+    terminated.process.send_signal(signal.SIGTERM)
+    assert terminated.finish(timeout=10) == 130
+    assert "Traceback" not in terminated.err
+    assert configured.load(row.dir).status == "cancelled"
     resumed = detektiv("resume", row.id)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed after round 0" in resumed.stdout
     session = configured.load(row.dir)
     assert session.status in ("completed", "limit-reached")
-    assert [t.event for t in session.audit_trail].count("resumed") == 1
+    assert [t.event for t in session.audit_trail].count("resumed") == 2
     again = detektiv("resume", row.id)
     assert again.returncode == 1 and "already ended" in again.stderr
 

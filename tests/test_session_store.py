@@ -125,7 +125,7 @@ def test_listing_comes_from_the_index_and_heals_it(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     names = [complete_pair(store, f"h{i}", pairs=i) for i in range(3)]
     rows = store.list()
-    assert [r.dir for r in rows] == sorted(names, reverse=True)
+    assert [r.dir for r in rows] == names[::-1]  # newest first
     assert {r.dir: r.pairs for r in rows} == {names[i]: i for i in range(3)}
     assert all(r.status == "completed" for r in rows)
     (tmp_path / "index.jsonl").unlink()  # lost index: rebuilt from metadata

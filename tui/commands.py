@@ -29,6 +29,7 @@ from engine import (
     strip_control,
 )
 from engine.structured import SchemaError, check_schema
+from tui.transcript import StreamPrinter
 
 __all__ = ["ask", "local_server", "providers"]
 
@@ -120,25 +121,7 @@ def _note(message: str) -> None:
     print(f"detektiv: {strip_control(message)}", file=sys.stderr, flush=True)
 
 
-class _Printer:
-    """Writes streamed text to stdout as it comes, control characters stripped."""
-
-    def __init__(self) -> None:
-        self.at_line_start = True
-
-    def write(self, text: str) -> None:
-        text = strip_control(text)
-        if text:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            self.at_line_start = text.endswith("\n")
-
-    def end_line(self) -> None:
-        if not self.at_line_start:
-            self.write("\n")
-
-
-async def _print_stream(events: AsyncIterator[RouterEvent], out: _Printer) -> None:
+async def _print_stream(events: AsyncIterator[RouterEvent], out: StreamPrinter) -> None:
     """Answer text to stdout; skips, switches and discarded partial answers noted on stderr."""
     async for event in events:
         match event:
@@ -173,7 +156,7 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     request = StreamRequest.of(
         prompt, schema=schema, max_tokens=args.max_tokens, temperature=args.temperature
     )
-    out = _Printer()
+    out = StreamPrinter()
     source: Provider | Router
     if args.provider:  # that one provider, tried whatever the router remembers about it
         name, provider_config = select_provider(config, args.provider)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import signal
 import sys
@@ -59,18 +58,30 @@ async def _drive(
     router = Router(config, paths)
     printer = TranscriptPrinter()
     interrogation = Interrogation(router, journal, config.interrogation, resumed=resumed)
+    if not as_json and not resumed:
+        printer.note(f"watch it from another terminal: detektiv watch {session.short_id}")
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
-    if task is not None:  # SIGTERM stops a run the way Ctrl-C does: stored as cancelled
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    terminated: list[int] = []
+
+    def on_sigterm() -> None:  # stop the way Ctrl-C does: the session is stored as cancelled
+        terminated.append(signal.SIGTERM)
+        if task is not None:
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     try:
         async for event in interrogation.run():
             if not as_json:
                 printer.show(event)
+    except asyncio.CancelledError:
+        if not terminated:
+            raise  # Ctrl-C: asyncio.run turns it into KeyboardInterrupt (exit 130)
+        if task is not None:
+            task.uncancel()
     finally:
         journal.close()
-        with contextlib.suppress(Exception):
-            loop.remove_signal_handler(signal.SIGTERM)
+        loop.remove_signal_handler(signal.SIGTERM)
         await router.aclose()
     return _EXIT.get(session.status, 1)
 

@@ -26,23 +26,21 @@ from engine.models.events import (
 from engine.models.session import AuditResult, GapAnalysis
 from engine.text import strip_control
 
-__all__ = ["TranscriptPrinter"]
+__all__ = ["StreamPrinter", "TranscriptPrinter"]
 
 _PREFIX = {"question": "Q", "answer": "A"}
 
 
-class TranscriptPrinter:
-    """Prints events as they come; `status` holds the final status once `Finished` is seen."""
+class StreamPrinter:
+    """Writes streamed model text to stdout as it comes, control characters stripped."""
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.at_line_start = True
-        self.phase = ""
-        self.status: str | None = None
-        self.session_id = ""
 
     def write(self, text: str) -> None:
+        """Write model text (control characters removed) and flush."""
         text = strip_control(text)
         if text:
             self.out.write(text)
@@ -50,14 +48,27 @@ class TranscriptPrinter:
             self.at_line_start = text.endswith("\n")
 
     def end_line(self) -> None:
+        """Start a new line unless at the start of one."""
         if not self.at_line_start:
             self.write("\n")
 
     def note(self, message: str) -> None:
+        """One line on stderr, after ending the current stdout line."""
         self.end_line()
         print(f"detektiv: {strip_control(message)}", file=self.err, flush=True)
 
+
+class TranscriptPrinter(StreamPrinter):
+    """Prints events as they come; `status` holds the final status once `Finished` is seen."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        super().__init__(out, err)
+        self.phase = ""
+        self.status: str | None = None
+        self.session_id = ""
+
     def show(self, event: InterrogationEvent) -> None:
+        """Print one event."""
         match event:
             case Started(session_id=sid, hypothesis=text, iteration_limit=limit,
                          resumed_after=after):
