@@ -10,8 +10,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.models.session import QuestionAnswerPair
+from engine.providers import Message
 
-__all__ = ["audit_schema", "fill", "gap_schema", "transcript"]
+__all__ = ["audit_schema", "fill", "gap_schema", "transcript", "witness_messages"]
 
 _CATEGORIES = ["missing_information", "ambiguity", "inconsistency", "vagueness"]
 
@@ -93,3 +94,13 @@ def fill(template: str, **values: object) -> str:
     for key, value in values.items():
         template = template.replace("{{" + key + "}}", str(value))
     return template
+
+
+def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str) -> list[Message]:
+    """The witness's side of the conversation: the questions and its own answers, then the new
+    question. Never an analysis."""
+    history: list[Message] = []
+    for pair in pairs:
+        history += [Message("user", pair.question),
+                    Message("assistant", pair.answer or "(no answer)")]
+    return [*history, Message("user", question)]

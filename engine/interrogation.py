@@ -25,7 +25,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.casefile import audit_schema, fill, gap_schema, transcript
+from engine.casefile import audit_schema, fill, gap_schema, transcript, witness_messages
 from engine.config import Config, InterrogationConfig, ProviderConfig
 from engine.errors import (
     AllProvidersFailed,
@@ -250,12 +250,8 @@ class Interrogation:
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
         answered = _Turn()
-        history: list[Message] = []
-        for pair in session.qa_pairs:
-            history += [Message("user", pair.question),
-                        Message("assistant", pair.answer or "(no answer)")]
         request = self._request(
-            load_prompt("witness"), [*history, Message("user", question)],
+            load_prompt("witness"), witness_messages(session.qa_pairs, question),
             settings.answer_max_tokens,
         )
         async for event in self._call(request, "witness", answered, sequence):

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine import Config
-from engine.casefile import audit_schema, gap_schema, transcript
+from engine.casefile import audit_schema, gap_schema, transcript, witness_messages
 from engine.errors import ConfigError, SessionError
 from engine.export import to_json, to_markdown
 from engine.interrogation import apply_roles, check_resumable
@@ -150,6 +150,11 @@ def test_the_witness_transcript_never_holds_analyses_the_detective_one_does() ->
     assert "gap 1" in transcript(pairs, analyses=True)
     assert "gap 1" not in transcript(pairs, analyses=False)
     assert "Q2: question 2?" in transcript(pairs, analyses=False)
+    seen = witness_messages(pairs, "question 3?")
+    assert [(m.role, m.content) for m in seen] == [
+        ("user", "question 1?"), ("assistant", "an answer"),
+        ("user", "question 2?"), ("assistant", "an answer"), ("user", "question 3?"),
+    ]
 
 
 def test_apply_roles_takes_names_and_kind_model_specs() -> None:
