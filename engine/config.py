@@ -231,6 +231,8 @@ class Config(BaseModel):
     ui: UIConfig = Field(default_factory=UIConfig)
     oracles: OracleConfig = Field(default_factory=OracleConfig)
     interrogation: InterrogationConfig = Field(default_factory=InterrogationConfig)
+    keymap: dict[str, str] = Field(default_factory=dict)
+    """Key bindings by id (`stop = "ctrl+c"`); the app's help screen lists every id."""
 
     @model_validator(mode="after")
     def _check_providers(self) -> Config:

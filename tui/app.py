@@ -1,40 +1,57 @@
-"""The terminal app. For now one screen: ask through the router and watch the answer stream.
+"""The terminal app: Sessions, Live and Providers tabs over the engine.
 
-The Sessions, Live and Providers tabs arrive with the terminal-app issue; this app already
-follows its rules: model text is plain data (a `Log`, no markup, control characters
-stripped), network work runs in workers, and every failure ends as a notification.
+`MODES` give each tab its own screen stack; number keys switch. Global bindings live here and
+everything else on the screen that owns it. One error funnel: a failed worker, or any exception
+in a handler, becomes a notification and a log record, never a traceback on the screen.
 """
 
 from __future__ import annotations
 
-from textual import work
-from textual.app import App, ComposeResult
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.widgets import Footer, Header, Input, Log, Static
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from engine import (
-    Attempt,
     Config,
     DetektivError,
-    Done,
-    PartialDiscarded,
     Paths,
-    ProviderEvent,
+    ProviderConfig,
     Router,
-    StreamRequest,
-    TokenDelta,
+    SessionStore,
     discover_ollama,
     load_config,
     redact,
+    save_config,
     strip_control,
 )
 from engine.logs import log_file
+from tui.screens.dialogs import HelpScreen
+from tui.screens.live import LiveScreen
+from tui.screens.providers import ProvidersScreen
+from tui.screens.sessions import SessionsScreen
 from tui.themes import load_themes
+from tui.widgets.tabs import TABS
 
 __all__ = ["DetektivApp", "run_app"]
 
+log = logging.getLogger(__name__)
+
 DEFAULT_THEME = "detektiv-dark"
+
+
+def _preimport() -> None:
+    """Import the provider SDKs (slow) on a worker thread, not on the event loop."""
+    import openai  # noqa: F401
+
+    import engine.providers._ollama  # noqa: F401
+    import engine.providers._openai  # noqa: F401
 
 
 class DetektivApp(App[int]):
@@ -42,9 +59,13 @@ class DetektivApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "detektiv"
+    DEFAULT_MODE = "sessions"
     BINDINGS = [
-        Binding("escape", "stop", "Stop", id="stop"),
-        Binding("ctrl+l", "clear", "Clear", id="clear"),
+        Binding("1", "tab('sessions')", "Sessions", id="tab-sessions", show=False),
+        Binding("2", "tab('live')", "Live", id="tab-live", show=False),
+        Binding("3", "tab('providers')", "Providers", id="tab-providers", show=False),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("ctrl+t", "toggle_theme", "Theme", id="toggle-theme"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -52,87 +73,137 @@ class DetektivApp(App[int]):
         super().__init__()
         self.paths = paths
         self.config = config
+        self.store = SessionStore(paths.data_dir / "sessions")
         self.router: Router | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("provider: choosing…", id="provider", markup=False)
-        yield Log(id="answer")
-        yield Static("", id="status", markup=False)
-        yield Input(placeholder="Ask the model…  (Enter sends)", id="prompt")
-        yield Footer()
-
-    def on_mount(self) -> None:
+        self._router_lock = asyncio.Lock()
+        self.internal_errors: list[BaseException] = []
+        self.notices: list[tuple[str, str]] = []
+        self.live = LiveScreen()
+        for mode, screen in (("sessions", SessionsScreen), ("live", lambda: self.live),
+                             ("providers", ProvidersScreen)):
+            self.add_mode(mode, screen)
         for theme in load_themes():
             self.register_theme(theme)
-        wanted = self.config.ui.theme
+        wanted = config.ui.theme
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
-        self.query_one("#prompt", Input).focus()
-        self.choose_provider()
+        self.set_keymap(config.keymap)
 
-    @work(exclusive=True, group="choose", exit_on_error=False)
-    async def choose_provider(self) -> None:
-        """Build the router (probing Ollama off the UI path) and show its first choice."""
-        await discover_ollama(self.config)
-        self.router = Router(self.config, self.paths)
-        chain = self.router.chain("default")
-        label = self.router.providers[chain[0]].label if chain else "none enabled"
-        self.query_one("#provider", Static).update(f"provider: {label}")
+    def on_mount(self) -> None:
+        self.store.sweep()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        prompt = event.value.strip()
-        if not prompt:
+    # ---- shared engine objects ---------------------------------------------------------------
+
+    async def get_router(self, config: Config | None = None) -> Router:
+        """The app's router (built on first use, off the UI path), or a new one for `config`."""
+        async with self._router_lock:
+            if config is not None and config is not self.config:
+                await asyncio.to_thread(_preimport)
+                return Router(config, self.paths)
+            if self.router is None:
+                await asyncio.to_thread(_preimport)
+                await discover_ollama(self.config)
+                self.router = Router(self.config, self.paths)
+            return self.router
+
+    def update_provider(self, name: str, provider: ProviderConfig) -> None:
+        """Change one provider and write the config file; the router is rebuilt."""
+        self.config.providers[name] = provider
+        save_config(self.config, self.paths.config_file)
+        old, self.router = self.router, None
+        if old is not None:
+            self.run_worker(old.aclose(), exit_on_error=False)
+
+    def live_screen(self) -> LiveScreen:
+        """The Live tab's screen."""
+        return self.live
+
+    async def open_session(self, directory: str) -> None:
+        """Show a session in the Live tab (following it while it runs)."""
+        await self.switch_mode("live")
+        self.live.attach(directory)
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def action_tab(self, mode: str) -> None:
+        self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        rows: list[tuple[str, str, str]] = []
+        seen: set[str] = set()
+        for binding in [*self.screen.BINDINGS, *self.BINDINGS]:
+            if isinstance(binding, Binding) and binding.id and binding.id not in seen:
+                seen.add(binding.id)
+                keys = self._keymap.get(binding.id, binding.key)
+                rows.append((keys, binding.description, binding.id))
+        self.push_screen(HelpScreen(rows))
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "detektiv-light" if self.theme == "detektiv-dark" else "detektiv-dark"
+
+    def watch_theme(self, theme: str) -> None:
+        """Remember the theme in the config file."""
+        if not self.is_running or theme == self.config.ui.theme:
             return
-        event.input.clear()
-        self.ask(prompt)
-
-    @work(exclusive=True, group="ask", exit_on_error=False)
-    async def ask(self, prompt: str) -> None:
-        """Stream one answer into the log, through the router."""
-        answer = self.query_one("#answer", Log)
-        status = self.query_one("#status", Static)
-        if self.router is None:
-            status.update("no provider yet")
-            return
-        answer.write(f"\n> {strip_control(prompt)}\n")
+        self.config.ui.theme = theme
         try:
-            async for event in self.router.stream(StreamRequest.of(prompt)):
-                match event:
-                    case TokenDelta(text):
-                        answer.write(strip_control(text))
-                    case Attempt(label=label):
-                        self.query_one("#provider", Static).update(f"provider: {label}")
-                        status.update(f"{label} is answering…")
-                    case PartialDiscarded(provider=name):
-                        answer.write(f"\n[discarded: the partial answer from {name} above]\n")
-                    case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
-                        self.notify(f"{old} failed; switched to {new}", title="Provider switch",
-                                    severity="warning", markup=False)
-                    case Done(finish_reason=reason):
-                        status.update(f"done ({reason})")
-        except DetektivError as exc:
-            status.update(f"failed: {exc.message}")
-            self.notify(exc.message, title="No provider answered", severity="error",
+            save_config(self.config, self.paths.config_file)
+        except OSError as exc:
+            self.notify(f"Cannot save the theme: {exc.strerror}", severity="warning",
                         markup=False)
-        finally:
-            answer.write("\n")
 
-    def action_stop(self) -> None:
-        """Stop the answer being streamed."""
-        if self.workers.cancel_group(self, "ask"):
-            self.query_one("#status", Static).update("stopped")
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The command palette lists every action of this tab and the global ones."""
+        yield from super().get_system_commands(screen)
+        for mode, label in TABS:
+            yield SystemCommand(f"Go to {label}", f"Switch to the {label} tab",
+                                lambda mode=mode: self.switch_mode(mode))
+        for binding in screen.BINDINGS:
+            if isinstance(binding, Binding) and binding.id:
+                action = binding.action
+                yield SystemCommand(binding.description, f"{binding.id} ({binding.key})",
+                                    lambda action=action: self.run_action(
+                                        action, screen))
 
-    def action_clear(self) -> None:
-        """Clear the answers."""
-        self.query_one("#answer", Log).clear()
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notify, always without markup, control characters stripped (the text is often a
+        model's or a server's); every notification is kept in `notices`."""
+        message, title = strip_control(message), strip_control(title)
+        self.notices.append((title, message))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    # ---- the one error funnel ----------------------------------------------------------------
+
+    def _report(self, error: BaseException) -> None:
+        if isinstance(error, DetektivError):
+            self.notify(error.message, title="Failed", severity="error", markup=False)
+            return
+        if isinstance(error, OSError):
+            self.notify(redact(f"{error.strerror or error}: {error.filename or ''}"),
+                        title="File error", severity="error", markup=False)
+            return
+        self.internal_errors.append(error)
+        log.error("internal error", exc_info=error)
+        self.notify(f"Internal error: {type(error).__name__} (details in "
+                    f"{log_file(self.paths.log_dir)})", severity="error", markup=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one error funnel: a worker that failed becomes a notification, not a crash."""
         if event.state is WorkerState.ERROR and event.worker.error is not None:
-            error = event.worker.error
-            self.log.error(repr(error))
-            message = redact(f"{type(error).__name__}: {error}")
-            self.notify(message, title="Something failed", severity="error", markup=False)
+            self._report(event.worker.error)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception in a handler: report it and keep running (never a traceback)."""
+        try:
+            self._report(error)
+        except Exception:  # pragma: no cover - reporting itself failed: fall back to Textual
+            super()._handle_exception(error)
 
     async def on_unmount(self) -> None:
         if self.router is not None:

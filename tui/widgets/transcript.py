@@ -101,10 +101,13 @@ class TranscriptView(ScrollView, can_focus=True):
     # ---- writing -------------------------------------------------------------------------
 
     def add(self, kind: Kind, text: str, title: str = "", markdown: bool = False) -> None:
-        """Append a finished block (ends any live block first)."""
-        self.end_stream()
-        self.blocks.append(Block(kind, strip_control(text), strip_control(title), markdown))
-        self._relayout(from_block=len(self.blocks) - 1)
+        """Add a finished block; while a block streams, it goes just above it."""
+        block = Block(kind, strip_control(text), strip_control(title), markdown)
+        index = len(self.blocks) - 1 if self._live is not None else len(self.blocks)
+        self.blocks.insert(index, block)
+        if self.selected is not None and self.selected >= index:
+            self.selected += 1
+        self._relayout(from_block=index)
 
     def start_stream(self, kind: Kind, title: str = "", markdown: bool = True) -> None:
         """Begin a block that grows with `append`."""

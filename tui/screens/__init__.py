@@ -1,0 +1,1 @@
+"""One module per tab or dialog, each beside its stylesheet."""

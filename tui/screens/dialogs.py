@@ -1,0 +1,90 @@
+"""Small modal dialogs: confirm, ask for a line of text, help."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+__all__ = ["ConfirmDialog", "HelpScreen", "PromptDialog"]
+
+DIALOG_CSS = """
+ConfirmDialog, PromptDialog, HelpScreen { align: center middle; }
+#dialog { width: 70; height: auto; max-height: 90%; border: round $accent; padding: 1 2;
+          background: $panel; }
+#dialog Static { width: 100%; }
+"""
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """Yes or no; `y`/`enter` confirm, `n`/`escape` cancel."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Yes", id="confirm-yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm-no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content(self.question))
+            yield Static(Content.styled("y / enter: yes    n / esc: no", "dim"))
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class PromptDialog(ModalScreen[str | None]):
+    """One line of text; `enter` accepts, `escape` cancels (None)."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
+
+    def __init__(self, question: str, value: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content(self.question))
+            yield Input(value=self.value, id="answer")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every binding of the tab it was opened from, and the global ones."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help-close")]
+
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        width = max((len(keys) for keys, _, _ in self.rows), default=4)
+        lines = [Content.styled("Keys (remap any by its id in [keymap])", "bold"), Content("")]
+        for keys, description, binding_id in self.rows:
+            lines.append(Content.assemble(
+                Content.styled(keys.ljust(width + 2), "bold"),
+                Content(description.ljust(28)),
+                Content.styled(binding_id, "dim"),
+            ))
+        with Vertical(id="dialog"):
+            yield Static(Content("\n").join(lines))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

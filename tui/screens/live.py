@@ -1,0 +1,305 @@
+"""The Live tab: start an interrogation or attach to any running one, and watch it stream.
+
+One worker per stream (group "live", exclusive), consuming the engine's typed events, or the
+records of events.jsonl when attached to a run in another process; both go through `show`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Input, ProgressBar, Static
+
+from engine import (
+    AnswerDelta,
+    AuditReady,
+    AuditResult,
+    DetektivError,
+    Discarded,
+    Finished,
+    GapAnalysis,
+    GapAnalysisReady,
+    Interrogation,
+    InterrogationEvent,
+    PairCompleted,
+    Phase,
+    ProviderChosen,
+    QuestionDelta,
+    SessionJournal,
+    Started,
+    TrailAdded,
+    apply_roles,
+    check_resumable,
+    strip_control,
+)
+from tui.widgets.tabs import ModeTabs
+from tui.widgets.transcript import TranscriptView
+
+if TYPE_CHECKING:
+    from tui.app import DetektivApp
+
+__all__ = ["LiveScreen"]
+
+
+def _chain(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+class LiveScreen(Screen[None]):
+    """See the module docstring."""
+
+    CSS_PATH = "live.tcss"
+    BINDINGS = [
+        Binding("ctrl+s", "start", "Start", id="start"),
+        Binding("escape", "stop", "Stop", id="stop"),
+        Binding("ctrl+r", "resume", "Resume", id="resume"),
+        Binding("left_square_bracket", "select(-1)", "Prev answer", id="previous-answer"),
+        Binding("right_square_bracket", "select(1)", "Next answer", id="next-answer"),
+        Binding("c", "copy_answer", "Copy answer", id="copy-answer"),
+        Binding("C", "copy_transcript", "Copy all", id="copy-transcript"),
+    ]
+
+    app: DetektivApp
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session_dir: str | None = None
+        self.attached = False
+        self.phase = ""
+        self.badges: dict[str, str] = {}
+        self.status_text = "idle"
+        self.limit = 0
+
+    def compose(self) -> ComposeResult:
+        yield ModeTabs("live")
+        with Horizontal(id="form"):
+            yield Input(placeholder="Hypothesis… (Enter starts)", id="hypothesis")
+            yield Input(placeholder="detective (default chain)", id="detective")
+            yield Input(placeholder="witness (default chain)", id="witness")
+            yield Input(value=str(self.app.config.interrogation.iteration_limit), id="limit",
+                        type="integer", max_length=2)
+        with Horizontal(id="badges"):
+            yield Static(Content("detective: –"), id="detective-badge", classes="badge")
+            yield Static(Content("witness: –"), id="witness-badge", classes="badge")
+            yield Static(Content("idle"), id="status")
+        with Horizontal(id="main"):
+            yield TranscriptView(id="transcript")
+            with Vertical(id="side"):
+                yield Static(Content.styled("Gap analysis", "bold"), classes="heading")
+                yield ProgressBar(total=100, show_eta=False, id="completeness")
+                yield Static(Content("no analysis yet"), id="gaps")
+                yield Static(Content.styled("Audit", "bold"), classes="heading")
+                yield Static(Content("not yet"), id="audit")
+        yield Footer()
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def focus_form(self) -> None:
+        """Put the cursor in the hypothesis field."""
+        self.query_one("#hypothesis", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id in ("hypothesis", "detective", "witness", "limit"):
+            self.action_start()
+
+    def action_start(self) -> None:
+        hypothesis = self.query_one("#hypothesis", Input).value.strip()
+        if not hypothesis:
+            self.notify("Type a hypothesis first.", severity="warning", markup=False)
+            self.focus_form()
+            return
+        try:
+            limit = int(self.query_one("#limit", Input).value or "0")
+        except ValueError:
+            limit = 0
+        if not 5 <= limit <= 20:
+            self.notify("The iteration limit must be between 5 and 20.", severity="warning",
+                        markup=False)
+            return
+        detective = _chain(self.query_one("#detective", Input).value)
+        witness = _chain(self.query_one("#witness", Input).value)
+        apply_roles(self.app.config, detective, witness)  # a bad name fails here, clearly
+        journal = self.app.store.create(hypothesis, limit, detective=detective, witness=witness)
+        self.query_one(TranscriptView).focus()
+        self.run_interrogation(journal, resumed=False)
+
+    def action_stop(self) -> None:
+        if self.workers.cancel_group(self, "live"):
+            if self.attached:
+                self.set_status("detached; the run goes on in its own process")
+            else:
+                self.set_status("stopping…")
+
+    def action_resume(self) -> None:
+        if self.session_dir is None:
+            self.notify("Open a session first (Sessions tab).", severity="warning",
+                        markup=False)
+            return
+        if self.app.store.is_live(self.session_dir):
+            self.notify("That session is running; it is shown live already.", markup=False)
+            return
+        check_resumable(self.app.store.load(self.session_dir))
+        journal = self.app.store.open(self.session_dir)
+        self.run_interrogation(journal, resumed=True)
+
+    def action_select(self, step: int) -> None:
+        self.query_one(TranscriptView).select_answer(step)
+
+    def action_copy_answer(self) -> None:
+        view = self.query_one(TranscriptView)
+        block = view.blocks[view.selected] if view.selected is not None else \
+            view.select_answer(0)
+        if block is None:
+            self.notify("No answer to copy yet.", severity="warning", markup=False)
+            return
+        self.app.copy_to_clipboard(block.text)
+        self.notify(f"Copied the answer ({len(block.text)} characters).", markup=False)
+
+    def action_copy_transcript(self) -> None:
+        text = self.query_one(TranscriptView).plain_text()
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied the transcript ({len(text)} characters).", markup=False)
+
+    # ---- streams -----------------------------------------------------------------------------
+
+    @work(exclusive=True, group="live", exit_on_error=False)
+    async def run_interrogation(self, journal: SessionJournal, resumed: bool) -> None:
+        """Run a session in this process, showing every event as it comes."""
+        self.session_dir, self.attached = journal.directory.name, False
+        session = journal.session
+        config = apply_roles(self.app.config, session.detective, session.witness)
+        router = await self.app.get_router(config)
+        interrogation = Interrogation(router, journal, config.interrogation, resumed=resumed)
+        self.query_one(TranscriptView).clear()
+        async for event in interrogation.run():
+            self.show(event)
+
+    @work(exclusive=True, group="live", exit_on_error=False)
+    async def attach(self, directory: str) -> None:
+        """Show a stored session, then follow it live while its process runs it."""
+        self.session_dir, self.attached = directory, True
+        self.query_one(TranscriptView).clear()
+        self.reset_side()
+        live = self.app.store.is_live(directory)
+        self.set_status("following a live run…" if live else "replaying…")
+        last: InterrogationEvent | None = None
+        async for record in self.app.store.follow(directory):
+            self.show(record.event)
+            last = record.event
+        if not isinstance(last, Finished):
+            session = self.app.store.load(directory)
+            if session.status == "running":
+                self.set_status("interrupted: no process runs it any more (ctrl+r resumes)")
+            else:
+                self.set_status(session.status)
+
+    # ---- showing events ----------------------------------------------------------------------
+
+    def set_status(self, text: str) -> None:
+        self.status_text = text
+        self.query_one("#status", Static).update(Content(strip_control(text)))
+
+    def reset_side(self) -> None:
+        self.badges.clear()
+        for role in ("detective", "witness"):
+            self.query_one(f"#{role}-badge", Static).update(Content(f"{role}: –"))
+        self.query_one("#completeness", ProgressBar).update(progress=0)
+        self.query_one("#gaps", Static).update(Content("no analysis yet"))
+        self.query_one("#audit", Static).update(Content("not yet"))
+
+    def show(self, event: InterrogationEvent) -> None:
+        """Render one event (live, or replayed from a log)."""
+        view = self.query_one(TranscriptView)
+        match event:
+            case Started(hypothesis=text, iteration_limit=limit, resumed_after=after):
+                if after is None:
+                    self.reset_side()
+                    view.add("heading", text, title="Hypothesis", markdown=False)
+                else:
+                    view.add("note", f"resumed after round {after}")
+                self.limit = limit
+                self.set_status("running")
+            case Phase(phase=phase, sequence=sequence):
+                self.phase = phase
+                view.end_stream()
+                if phase == "question":
+                    view.add("heading", "", title=f"── Round {sequence} of {self.limit}")
+                label = {"question": "asking", "answer": "answering", "analysis": "analysing",
+                         "audit": "auditing"}[phase]
+                self.set_status(f"round {sequence}: {label}…" if phase != "audit"
+                                else "auditing…")
+            case ProviderChosen(role=role, provider=provider):
+                previous = self.badges.get(role)
+                self.badges[role] = provider
+                self.query_one(f"#{role}-badge", Static).update(
+                    Content(f"{role}: {strip_control(provider)}"))
+                if previous is not None and previous != provider:
+                    self.notify(f"{role}: {previous} → {provider}", title="Provider switch",
+                                severity="warning", markup=False)
+                if (role, self.phase) == ("detective", "question"):
+                    view.start_stream("question", title=f"Question · {provider}")
+                elif (role, self.phase) == ("witness", "answer"):
+                    view.start_stream("answer", title=f"Answer · {provider}")
+            case QuestionDelta(text=text) | AnswerDelta(text=text):
+                view.append(text)
+            case Discarded(provider=provider, reason=reason, text=text):
+                view.discard_stream(reason)
+                self.notify(f"{len(text)} characters from {provider} discarded: {reason}",
+                            title="Partial answer discarded", severity="warning", markup=False)
+            case TrailAdded(entry=entry) if entry.event not in ("partial_discarded", "resumed"):
+                route = " → ".join(p for p in (entry.from_provider, entry.to_provider) if p)
+                view.add("note", f"{entry.event.replace('_', ' ')} {route}: {entry.reason}")
+            case GapAnalysisReady(analysis=analysis, sequence=sequence):
+                view.end_stream()
+                self.show_analysis(analysis, sequence)
+            case AuditReady(audit=audit):
+                self.show_audit(audit)
+            case Finished(status=status, reason=reason):
+                view.end_stream()
+                self.set_status(status + (f": {reason}" if reason else ""))
+                ok = status in ("completed", "limit-reached")
+                self.notify(f"Interrogation {status}" + (f": {reason}" if reason else ""),
+                            severity="information" if ok else "warning", markup=False)
+            case PairCompleted() | TrailAdded():
+                pass
+
+    def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
+        follow = "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
+        lines = [f"completeness {analysis.completeness_score}/100 · {follow}"]
+        lines += [f"- {g.severity} · {g.category}: {g.description.strip()}" for g in analysis.gaps]
+        self.query_one(TranscriptView).add("analysis", "\n".join(lines),
+                                           title=f"Gap analysis {sequence}")
+        self.query_one("#completeness", ProgressBar).update(
+            progress=analysis.completeness_score)
+        side = [f"round {sequence}: {analysis.completeness_score}/100"]
+        side += [f"• {g.severity} {g.category}: {g.description.strip()}" for g in analysis.gaps]
+        self.query_one("#gaps", Static).update(Content(strip_control("\n".join(side))))
+
+    def show_audit(self, audit: AuditResult) -> None:
+        lines = [f"consistency {audit.consistency_score}/100"]
+        lines += [f"contradiction Q{a + 1} vs Q{b + 1}: {c.description.strip()}"
+                  for c in audit.contradictions for a, b in [c.qa_pair_indexes]]
+        lines += [f"remaining {g.severity} {g.category}: {g.description.strip()}"
+                  for g in audit.remaining_gaps]
+        self.query_one("#audit", Static).update(Content(strip_control("\n".join(lines))))
+        view = self.query_one(TranscriptView)
+        view.add("audit", "\n".join(lines), title="Audit", markdown=False)
+        view.add("audit", audit.summary, title="Summary", markdown=True)
+
+    def on_worker_state_changed(self, event: object) -> None:
+        """Errors are the app's funnel; here only the status line follows the worker."""
+        from textual.worker import Worker, WorkerState
+
+        assert isinstance(event, Worker.StateChanged)
+        if event.worker.group != "live":
+            return
+        if event.state is WorkerState.CANCELLED and not self.attached:
+            self.set_status("cancelled")
+        elif event.state is WorkerState.ERROR and isinstance(event.worker.error, DetektivError):
+            self.set_status(f"failed: {event.worker.error.message}")

@@ -1,0 +1,194 @@
+"""The Providers tab: health, circuit state and latency; enable, reorder, and Ollama models.
+
+Health checks run in the router's background task while this tab exists; the table is redrawn
+from the router's state every second. Changes are written to the config file at once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, ProgressBar, Static
+
+from engine import ProviderConfig, strip_control
+from tui.screens.dialogs import PromptDialog
+from tui.widgets.tabs import ModeTabs
+
+if TYPE_CHECKING:
+    from tui.app import DetektivApp
+
+__all__ = ["ProvidersScreen"]
+
+
+def _ago(when: float | None) -> str:
+    if when is None:
+        return "never"
+    seconds = max(0, int(time.time() - when))
+    return f"{seconds} s ago" if seconds < 120 else f"{seconds // 60} min ago"
+
+
+class ProvidersScreen(Screen[None]):
+    """See the module docstring."""
+
+    CSS_PATH = "providers.tcss"
+    BINDINGS = [
+        Binding("space", "toggle_enabled", "Enable/disable", id="toggle-provider"),
+        Binding("plus,equals_sign", "move(-1)", "Earlier", id="raise-priority"),
+        Binding("minus", "move(1)", "Later", id="lower-priority"),
+        Binding("h", "check", "Check now", id="check-health"),
+        Binding("m", "models", "Ollama models", id="ollama-models"),
+        Binding("p", "pull", "Pull model", id="ollama-pull"),
+    ]
+
+    app: DetektivApp
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield ModeTabs("providers")
+        table: DataTable[str | Text] = DataTable(id="providers", cursor_type="row")
+        yield table
+        with Vertical(id="detail"):
+            yield Static(Content("Select a provider."), id="provider-detail")
+            yield ProgressBar(total=100, id="pull-progress")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("Name", "Kind", "Model", "Prio", "Enabled", "Status", "Circuit",
+                          "Checked", "Latency", "Detail")
+        self.query_one("#pull-progress", ProgressBar).display = False
+        table.focus()
+        self.redraw()
+        self.set_interval(1.0, self.redraw)
+        self.start_checks()
+
+    @work(exclusive=True, group="health-start", exit_on_error=False)
+    async def start_checks(self) -> None:
+        """Start the router's health loop (the SDKs are imported off the event loop first)."""
+        router = await self.app.get_router()
+        router.start_health_checks()
+
+    def redraw(self) -> None:
+        config = self.app.config
+        router = self.app.router
+        table = self.query_one(DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        self.names = [name for name, _ in sorted(config.providers.items(),
+                                                 key=lambda item: item[1].priority)]
+        for name in self.names:
+            provider = config.providers[name]
+            state = router.states.get(name) if router else None
+            latency = state.last_health_latency_ms if state else None
+            detail = (state.last_health_detail or state.last_error or "") if state else ""
+            table.add_row(
+                Text(name), provider.kind, Text(provider.model), str(provider.priority),
+                "yes" if provider.enabled else "no",
+                state.status.value if state else ("disabled" if not provider.enabled else "–"),
+                state.circuit.value.replace("_", "-") if state else "–",
+                _ago(state.last_health_check if state else None),
+                "" if latency is None else f"{latency:.0f} ms",
+                Text(strip_control(detail)[:80]),
+                key=name,
+            )
+        if 0 <= cursor < len(self.names):
+            table.move_cursor(row=cursor, animate=False)
+
+    def selected(self) -> str | None:
+        row = self.query_one(DataTable).cursor_row
+        return self.names[row] if 0 <= row < len(self.names) else None
+
+    def _change(self, name: str, **changes: object) -> None:
+        provider = self.app.config.providers[name]
+        updated = ProviderConfig.model_validate(
+            {**provider.model_dump(), **changes, "origin": "config"})
+        self.app.update_provider(name, updated)
+        self.redraw()
+
+    def action_toggle_enabled(self) -> None:
+        name = self.selected()
+        if name is not None:
+            enabled = not self.app.config.providers[name].enabled
+            self._change(name, enabled=enabled)
+            self.notify(f"{name} {'enabled' if enabled else 'disabled'}", markup=False)
+
+    def action_move(self, step: int) -> None:
+        """Swap priorities with the neighbour above (-1) or below (+1)."""
+        name = self.selected()
+        if name is None:
+            return
+        index = self.names.index(name)
+        other_index = index + step
+        if not 0 <= other_index < len(self.names):
+            return
+        other = self.names[other_index]
+        providers = self.app.config.providers
+        mine, theirs = providers[name].priority, providers[other].priority
+        self._change(other, priority=-1, enabled=providers[other].enabled)  # free the number
+        self._change(name, priority=theirs)
+        self._change(other, priority=mine)
+        self.query_one(DataTable).move_cursor(row=other_index, animate=False)
+
+    @work(exclusive=True, group="health-now", exit_on_error=False)
+    async def action_check(self) -> None:
+        router = await self.app.get_router()
+        await router.check_health()
+        self.redraw()
+        self.notify("Health checked.", markup=False)
+
+    def _ollama(self) -> str | None:
+        name = self.selected()
+        if name is None or self.app.config.providers[name].kind != "ollama":
+            self.notify("Select an Ollama provider.", severity="warning", markup=False)
+            return None
+        return name
+
+    @work(exclusive=True, group="ollama", exit_on_error=False)
+    async def action_models(self) -> None:
+        name = self._ollama()
+        if name is None:
+            return
+        provider = (await self.app.get_router()).providers[name]
+        models = await provider.list_models()  # type: ignore[attr-defined]
+        text = f"{name}: {len(models)} models\n" + "\n".join(f"• {m}" for m in models)
+        self.query_one("#provider-detail", Static).update(Content(strip_control(text)))
+
+    def action_pull(self) -> None:
+        name = self._ollama()
+        if name is None:
+            return
+
+        def chosen(model: str | None) -> None:
+            if model and model.strip():
+                self.pull(name, model.strip())
+
+        self.app.push_screen(PromptDialog(f"Pull which model into {name}?"), chosen)
+
+    @work(exclusive=True, group="ollama", exit_on_error=False)
+    async def pull(self, name: str, model: str) -> None:
+        """Pull `model` with a progress bar."""
+        provider = (await self.app.get_router()).providers[name]
+        bar = self.query_one("#pull-progress", ProgressBar)
+        detail = self.query_one("#provider-detail", Static)
+        bar.display = True
+        bar.update(total=100, progress=0)
+        try:
+            async for part in provider.pull(model):  # type: ignore[attr-defined]
+                if part.total:
+                    bar.update(total=part.total, progress=part.completed or 0)
+                detail.update(Content(strip_control(f"pulling {model}: {part.status}")))
+            detail.update(Content(f"pulled {model}"))
+            self.notify(f"Pulled {model}.", markup=False)
+        finally:
+            bar.display = False

@@ -1,0 +1,172 @@
+"""The Sessions tab: every session from the index, filtered as you type."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from engine import SessionSummary, to_json, to_markdown
+from engine.storage.atomic import atomic_write_text
+from engine.text import strip_control
+from tui.screens.dialogs import ConfirmDialog
+from tui.widgets.tabs import ModeTabs
+
+if TYPE_CHECKING:
+    from tui.app import DetektivApp
+
+__all__ = ["SessionsScreen"]
+
+REFRESH_SECONDS = 3.0
+
+
+def _started(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return "?"
+
+
+class SessionsScreen(Screen[None]):
+    """See the module docstring."""
+
+    CSS_PATH = "sessions.tcss"
+    BINDINGS = [
+        Binding("o", "open", "Open", id="open"),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("n", "new", "New", id="new"),
+        Binding("e", "export('md')", "Export md", id="export-md"),
+        Binding("j", "export('json')", "Export json", id="export-json"),
+        Binding("d", "delete", "Delete", id="delete"),
+        Binding("r", "refresh", "Refresh", id="refresh"),
+    ]
+
+    app: DetektivApp
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[SessionSummary] = []
+        self.shown: list[SessionSummary] = []
+
+    def compose(self) -> ComposeResult:
+        yield ModeTabs("sessions")
+        yield Input(placeholder="Filter sessions… (hypothesis, id or status)", id="filter")
+        table: DataTable[str | Text] = DataTable(id="sessions", cursor_type="row")
+        yield table
+        yield Static(Content("loading sessions…"), id="sessions-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("ID", "Status", "Score", "Started", "Rounds", "Hypothesis")
+        table.focus()
+        self.refresh_rows()
+        self.set_interval(REFRESH_SECONDS, self.refresh_rows)
+
+    @work(exclusive=True, thread=True, group="sessions-list", exit_on_error=False)
+    def refresh_rows(self) -> None:
+        """Read the index off the event loop, then show it."""
+        rows = self.app.store.list()
+        self.app.call_from_thread(self._show_rows, rows)
+
+    def _show_rows(self, rows: list[SessionSummary]) -> None:
+        if rows == self.rows and self.shown:
+            return
+        self.rows = rows
+        self._apply_filter()
+        damaged = [r for r in rows if r.status == "damaged"]
+        status = f"{len(rows)} sessions"
+        if damaged:
+            status += f" · {len(damaged)} damaged: {strip_control(damaged[0].error or '')}"
+        self.query_one("#sessions-status", Static).update(Content(status))
+
+    def _apply_filter(self) -> None:
+        needle = self.query_one("#filter", Input).value.strip().lower()
+        table = self.query_one(DataTable)
+        current = self.selected()
+        self.shown = [
+            r for r in self.rows
+            if not needle or needle in r.hypothesis.lower() or r.id.startswith(needle)
+            or needle in r.status
+        ]
+        table.clear()
+        for row in self.shown:
+            hypothesis = " ".join(strip_control(row.hypothesis).split())
+            table.add_row(
+                row.id[:8],
+                Text(row.status),
+                "" if row.score is None else str(row.score),
+                _started(row.started),
+                f"{row.pairs}/{row.iteration_limit}",
+                Text(hypothesis[:200]),
+                key=row.dir,
+            )
+        if current is not None and current in self.shown:
+            table.move_cursor(row=self.shown.index(current), animate=False)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self._apply_filter()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(DataTable).focus()
+
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        await self.action_open()
+
+    def selected(self) -> SessionSummary | None:
+        table = self.query_one(DataTable)
+        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    def action_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_refresh(self) -> None:
+        self.refresh_rows()
+
+    def action_new(self) -> None:
+        self.app.switch_mode("live")
+        self.app.live_screen().focus_form()
+
+    async def action_open(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        if row.status == "damaged":
+            self.notify(row.error or "damaged", title="Cannot open", severity="error",
+                        markup=False)
+            return
+        await self.app.open_session(row.dir)
+
+    def action_export(self, fmt: str) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        session = self.app.store.load(row.dir)
+        target = Path.cwd() / f"detektiv-{row.id[:8]}.{fmt}"
+        atomic_write_text(target, to_json(session) if fmt == "json" else to_markdown(session))
+        self.notify(f"Exported to {target}", title="Export", markup=False)
+
+    def action_delete(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        text = " ".join(strip_control(row.hypothesis).split())[:80]
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.app.store.delete(row.dir)
+                self.notify(f"Deleted session {row.id[:8]}", markup=False)
+                self.refresh_rows()
+
+        self.app.push_screen(ConfirmDialog(f"Delete session {row.id[:8]}?\n{text}"), confirmed)

@@ -1,0 +1,35 @@
+"""The tab bar at the top of every tab: number keys switch, the current one is lit."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+__all__ = ["TABS", "ModeTabs"]
+
+#: (mode name, label) in the order of the number keys.
+TABS = (("sessions", "Sessions"), ("live", "Live"), ("providers", "Providers"))
+
+
+class ModeTabs(Static):
+    """Shows `1 Sessions  2 Live  3 Providers` with `current` highlighted."""
+
+    DEFAULT_CSS = """
+    ModeTabs { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    """
+
+    def __init__(self, current: str) -> None:
+        super().__init__()
+        self.current = current
+
+    def on_mount(self) -> None:
+        parts: list[Content | str] = []
+        for number, (mode, label) in enumerate(TABS, start=1):
+            text = f" {number} {label} "
+            if mode == self.current:
+                parts.append(Content.styled(text, "bold reverse"))
+            else:
+                parts.append(Content(text))
+            parts.append(" ")
+        parts.append(Content.styled("  ? help  ctrl+p commands", "dim"))
+        self.update(Content.assemble(*parts))
