@@ -215,7 +215,10 @@ def run_app(paths: Paths) -> int:
     config = load_config(paths)  # a bad config stops here, before the screen is taken
     from tui._stderr import divert_native_stderr
 
+    from tui._input import harden_input_decoder
+
     divert_native_stderr(log_file(paths.log_dir))
+    harden_input_decoder()
     app = DetektivApp(paths, config)
     app.run()
     return app.return_code or 0

@@ -75,6 +75,7 @@ class LiveScreen(Screen[None]):
         self.badges: dict[str, str] = {}
         self.status_text = "idle"
         self.limit = 0
+        self.analysed: set[int] = set()
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
@@ -220,6 +221,7 @@ class LiveScreen(Screen[None]):
             case Started(hypothesis=text, iteration_limit=limit, resumed_after=after):
                 if after is None:
                     self.reset_side()
+                    self.analysed.clear()
                     view.add("heading", text, title="Hypothesis", markdown=False)
                 else:
                     view.add("note", f"resumed after round {after}")
@@ -266,10 +268,20 @@ class LiveScreen(Screen[None]):
                 ok = status in ("completed", "limit-reached")
                 self.notify(f"Interrogation {status}" + (f": {reason}" if reason else ""),
                             severity="information" if ok else "warning", markup=False)
+            case PairCompleted(pair=pair) if pair.sequence not in self.analysed:
+                # a log without the round's stream (re-logged after a crash): show the pair
+                view.end_stream()
+                view.add("heading", "", title=f"── Round {pair.sequence} of {self.limit}")
+                view.add("question", pair.question, f"Question · {pair.provider_used.detective}",
+                         markdown=True)
+                view.add("answer", pair.answer, f"Answer · {pair.provider_used.witness}",
+                         markdown=True)
+                self.show_analysis(pair.gap_analysis, pair.sequence)
             case PairCompleted() | TrailAdded():
                 pass
 
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
+        self.analysed.add(sequence)
         follow = "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
         lines = [f"completeness {analysis.completeness_score}/100 · {follow}"]
         lines += [f"- {g.severity} · {g.category}: {g.description.strip()}" for g in analysis.gaps]

@@ -1,0 +1,138 @@
+"""One snapshot per tab, at a fixed terminal size, from fixed data."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Paths, load_config
+from engine.models.events import (
+    AnswerDelta,
+    AuditReady,
+    Finished,
+    GapAnalysisReady,
+    PairCompleted,
+    Phase,
+    ProviderChosen,
+    QuestionDelta,
+    Started,
+)
+from engine.models.session import (
+    AuditResult,
+    Gap,
+    GapAnalysis,
+    Hypothesis,
+    InterrogationSession,
+    ProvidersUsed,
+    QuestionAnswerPair,
+)
+from engine.storage.eventlog import EventLogWriter
+from engine.storage.index import SessionIndex, summarize
+from tui.app import DetektivApp
+from tui.screens.providers import ProvidersScreen
+
+SIZE = (110, 32)
+START = datetime(2026, 3, 14, 9, 26, 53, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+def fixed_session(root: Path, n: int, status: str = "completed") -> InterrogationSession:
+    begun = START + timedelta(hours=n)
+    gaps = [Gap(category="vagueness", description="the dates stay vague", severity="medium")]
+    pair = QuestionAnswerPair(
+        sequence=1, question="Where was the shipment on the third?",
+        answer="At the **harbour**, as far as I know.\n\n- loaded at 03:10\n- left at dawn",
+        timestamp=begun, gap_analysis=GapAnalysis(gaps=gaps, completeness_score=70,
+                                                  requires_follow_up=False),
+        provider_used=ProvidersUsed(detective="cloud:gpt-4o", witness="local:gemma-3-270m"),
+    )
+    audit = AuditResult(consistency_score=92, remaining_gaps=gaps,
+                        summary="The witness places the shipment at the harbour.")
+    session = InterrogationSession(
+        id=uuid.UUID(hex=f"{(n + 1) * 0x1234567:08x}" + "0" * 24), hypothesis=Hypothesis(
+            text=f"Hypothesis {n}: the shipment left on the third", created_at=begun),
+        start_time=begun, end_time=begun + timedelta(minutes=2), status=status,  # type: ignore[arg-type]
+        iteration_limit=8, current_iteration=1, qa_pairs=[pair], audit_result=audit,
+    )
+    name = f"{begun.strftime('%Y-%m-%d_%H-%M-%S')}_{session.short_id}"
+    directory = root / name
+    directory.mkdir(parents=True)
+    log = EventLogWriter(directory / "events.jsonl", clock=lambda: 1000.0)
+    for event in (
+        Started(session_id=str(session.id), hypothesis=session.hypothesis.text,
+                iteration_limit=8),
+        Phase(phase="question", sequence=1),
+        ProviderChosen(role="detective", provider="cloud:gpt-4o"),
+        QuestionDelta(sequence=1, text=pair.question),
+        Phase(phase="answer", sequence=1),
+        ProviderChosen(role="witness", provider="local:gemma-3-270m"),
+        AnswerDelta(sequence=1, text=pair.answer),
+        Phase(phase="analysis", sequence=1),
+        GapAnalysisReady(sequence=1, analysis=pair.gap_analysis),
+        PairCompleted(pair=pair),
+        Phase(phase="audit", sequence=1),
+        AuditReady(audit=audit),
+        Finished(status=status),  # type: ignore[arg-type]
+    ):
+        log.append(event)
+    log.close()
+    session.events_recorded = log.last_n
+    (directory / "metadata.json").write_text(session.model_dump_json())
+    SessionIndex(root).append(summarize(name, session))
+    return session
+
+
+def make_app(home: Path, sessions: int = 3) -> DetektivApp:
+    (home / "config.toml").write_text(
+        '[providers.cloud]\nkind = "openai"\nmodel = "gpt-4o"\napi_key_env = "X_KEY"\n'
+        'priority = 1\n\n[providers.spare]\nkind = "openai"\nmodel = "m"\n'
+        'base_url = "http://127.0.0.1:9/v1"\npriority = 2\nenabled = false\n')
+    for n in range(sessions):
+        fixed_session(home / "data" / "sessions", n, "completed" if n else "failed")
+    paths = Paths.from_env()
+    return DetektivApp(paths, load_config(paths))
+
+
+def test_sessions_tab(home: Path, snap_compare: Any) -> None:
+    assert snap_compare(make_app(home), terminal_size=SIZE, run_before=settle)
+
+
+def test_live_tab(home: Path, snap_compare: Any) -> None:
+    async def open_newest(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("o")
+        await pilot.pause(0.5)
+        app = pilot.app
+        app.clear_notifications()
+        app.live.query_one("#transcript").focus()
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(home), terminal_size=SIZE, run_before=open_newest)
+
+
+def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
+
+    async def providers(pilot: Any) -> None:
+        await pilot.press("3")
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=providers)
+
+
+async def settle(pilot: Any) -> None:
+    for _ in range(100):
+        await pilot.pause(0.05)
+        table = pilot.app.screen.query("DataTable")
+        if table and table.first().row_count:
+            return
