@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from engine.errors import ConfigError
@@ -392,4 +391,6 @@ def save_config(config: Config, path: Path) -> None:
         data["providers"] = providers
     else:
         data.pop("providers", None)
+    import tomli_w  # only needed to write
+
     atomic_write_text(path, tomli_w.dumps(data), mode=0o600)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -18,32 +19,33 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from engine import (
-    Config,
-    DetektivError,
-    Paths,
-    ProviderConfig,
-    Router,
-    SessionStore,
-    discover_ollama,
-    load_config,
-    redact,
-    save_config,
-    strip_control,
-)
+from engine.config import Config, ProviderConfig, load_config, save_config
+from engine.errors import DetektivError
 from engine.logs import log_file
+from engine.paths import Paths
+from engine.secrets import redact
+from engine.storage.sessions import SessionStore
+from engine.text import strip_control
 from tui.screens.dialogs import HelpScreen
-from tui.screens.live import LiveScreen
-from tui.screens.providers import ProvidersScreen
 from tui.screens.sessions import SessionsScreen
 from tui.themes import load_themes
 from tui.widgets.tabs import TABS
+
+if TYPE_CHECKING:
+    from engine.router import Router
+    from tui.screens.live import LiveScreen
 
 __all__ = ["DetektivApp", "run_app"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_THEME = "detektiv-dark"
+
+
+def _providers_screen() -> Screen[Any]:
+    from tui.screens.providers import ProvidersScreen
+
+    return ProvidersScreen()
 
 
 def _preimport() -> None:
@@ -57,7 +59,7 @@ def _preimport() -> None:
 class DetektivApp(App[int]):
     """detektiv's Textual application."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "detektiv"
     DEFAULT_MODE = "sessions"
     BINDINGS = [
@@ -78,9 +80,9 @@ class DetektivApp(App[int]):
         self._router_lock = asyncio.Lock()
         self.internal_errors: list[BaseException] = []
         self.notices: list[tuple[str, str]] = []
-        self.live = LiveScreen()
+        self._live: LiveScreen | None = None
         for mode, screen in (("sessions", SessionsScreen), ("live", lambda: self.live),
-                             ("providers", ProvidersScreen)):
+                             ("providers", _providers_screen)):
             self.add_mode(mode, screen)
         for theme in load_themes():
             self.register_theme(theme)
@@ -93,8 +95,20 @@ class DetektivApp(App[int]):
 
     # ---- shared engine objects ---------------------------------------------------------------
 
+    @property
+    def live(self) -> LiveScreen:
+        """The Live tab's screen (its module loads on first use, not before the first frame)."""
+        if self._live is None:
+            from tui.screens.live import LiveScreen
+
+            self._live = LiveScreen()
+        return self._live
+
     async def get_router(self, config: Config | None = None) -> Router:
         """The app's router (built on first use, off the UI path), or a new one for `config`."""
+        from engine.providers import discover_ollama
+        from engine.router import Router
+
         async with self._router_lock:
             if config is not None and config is not self.config:
                 await asyncio.to_thread(_preimport)
@@ -112,10 +126,6 @@ class DetektivApp(App[int]):
         old, self.router = self.router, None
         if old is not None:
             self.run_worker(old.aclose(), exit_on_error=False)
-
-    def live_screen(self) -> LiveScreen:
-        """The Live tab's screen."""
-        return self.live
 
     async def open_session(self, directory: str) -> None:
         """Show a session in the Live tab (following it while it runs)."""
@@ -213,9 +223,8 @@ class DetektivApp(App[int]):
 def run_app(paths: Paths) -> int:
     """Open the app full-screen; returns its exit code."""
     config = load_config(paths)  # a bad config stops here, before the screen is taken
-    from tui._stderr import divert_native_stderr
-
     from tui._input import harden_input_decoder
+    from tui._stderr import divert_native_stderr
 
     divert_native_stderr(log_file(paths.log_dir))
     harden_input_decoder()

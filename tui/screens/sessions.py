@@ -14,8 +14,8 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine import SessionSummary, to_json, to_markdown
 from engine.storage.atomic import atomic_write_text
+from engine.storage.index import SessionSummary
 from engine.text import strip_control
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["SessionsScreen"]
 
 REFRESH_SECONDS = 3.0
+MAX_ROWS = 500
+"""Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
+seconds to build and nobody scrolls through it)."""
 
 
 def _started(iso: str) -> str:
@@ -55,6 +58,7 @@ class SessionsScreen(Screen[None]):
         super().__init__()
         self.rows: list[SessionSummary] = []
         self.shown: list[SessionSummary] = []
+        self.matches = 0
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("sessions")
@@ -84,6 +88,8 @@ class SessionsScreen(Screen[None]):
         self._apply_filter()
         damaged = [r for r in rows if r.status == "damaged"]
         status = f"{len(rows)} sessions"
+        if self.matches > len(self.shown):
+            status += f" · showing the newest {len(self.shown)} of {self.matches}; type to filter"
         if damaged:
             status += f" · {len(damaged)} damaged: {strip_control(damaged[0].error or '')}"
         self.query_one("#sessions-status", Static).update(Content(status))
@@ -92,11 +98,13 @@ class SessionsScreen(Screen[None]):
         needle = self.query_one("#filter", Input).value.strip().lower()
         table = self.query_one(DataTable)
         current = self.selected()
-        self.shown = [
+        matches = [
             r for r in self.rows
             if not needle or needle in r.hypothesis.lower() or r.id.startswith(needle)
             or needle in r.status
         ]
+        self.matches = len(matches)
+        self.shown = matches[:MAX_ROWS]
         table.clear()
         for row in self.shown:
             hypothesis = " ".join(strip_control(row.hypothesis).split())
@@ -136,7 +144,7 @@ class SessionsScreen(Screen[None]):
 
     def action_new(self) -> None:
         self.app.switch_mode("live")
-        self.app.live_screen().focus_form()
+        self.app.live.focus_form()
 
     async def action_open(self) -> None:
         row = self.selected()
@@ -152,6 +160,8 @@ class SessionsScreen(Screen[None]):
         row = self.selected()
         if row is None:
             return
+        from engine.export import to_json, to_markdown
+
         session = self.app.store.load(row.dir)
         target = Path.cwd() / f"detektiv-{row.id[:8]}.{fmt}"
         atomic_write_text(target, to_json(session) if fmt == "json" else to_markdown(session))

@@ -13,10 +13,9 @@ characters stripped and links shown as text, never opened.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from rich.console import RenderableType
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -27,6 +26,9 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from engine.text import strip_control
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["Block", "TranscriptView"]
 
@@ -217,6 +219,8 @@ class TranscriptView(ScrollView, can_focus=True):
     def _render_block(self, index: int, block: Block, width: int) -> list[Strip]:
         if block.width == width:
             return block.strips
+        from rich.markdown import Markdown  # ~40 ms to import: not before the first frame
+
         parts: list[RenderableType | list[Strip]] = []
         title_style = self._style(block)
         if block.title:
