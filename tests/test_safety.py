@@ -27,6 +27,7 @@ NASTY = [
     "\x1b]0;title\x07 \x1b]8;;http://e\x1b\\l\x1b]8;;\x1b\\ \x1b]52;c;ZXZpbA==\x07",
     "\x9b31m C1 \x85 \x90",
     "\\[bold]not bold\\[/bold] \\",
+    "a [markdown link](http://evil.example) and <http://evil.example/auto>",
 ]
 
 
@@ -65,6 +66,7 @@ async def test_hostile_text_shows_literally_fires_nothing_raises_nothing() -> No
             for segment in strip:
                 assert "\x1b" not in segment.text and "\x9b" not in segment.text
                 assert not (segment.style and segment.style.meta.get("@click")), segment
+                assert not (segment.style and segment.style.link), segment  # no live links
 
 
 async def test_hostile_session_in_every_tab_raises_nothing(home: Path) -> None:

@@ -119,9 +119,9 @@ class DetektivApp(App[int]):
                 self.router = Router(self.config, self.paths)
             return self.router
 
-    def update_provider(self, name: str, provider: ProviderConfig) -> None:
-        """Change one provider and write the config file; the router is rebuilt."""
-        self.config.providers[name] = provider
+    def update_providers(self, providers: dict[str, ProviderConfig]) -> None:
+        """Change providers and write the config file once; the router is rebuilt."""
+        self.config.providers.update(providers)
         save_config(self.config, self.paths.config_file)
         old, self.router = self.router, None
         if old is not None:

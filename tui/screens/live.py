@@ -283,7 +283,9 @@ class LiveScreen(Screen[None]):
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
         self.analysed.add(sequence)
         follow = "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
-        lines = [f"completeness {analysis.completeness_score}/100 · {follow}"]
+        filled = round(analysis.completeness_score / 5)
+        bar = "█" * filled + "░" * (20 - filled)
+        lines = [f"completeness {bar} {analysis.completeness_score}/100 · {follow}"]
         lines += [f"- {g.severity} · {g.category}: {g.description.strip()}" for g in analysis.gaps]
         self.query_one(TranscriptView).add("analysis", "\n".join(lines),
                                            title=f"Gap analysis {sequence}")

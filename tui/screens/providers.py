@@ -112,18 +112,23 @@ class ProvidersScreen(Screen[None]):
         row = self.query_one(DataTable).cursor_row
         return self.names[row] if 0 <= row < len(self.names) else None
 
-    def _change(self, name: str, **changes: object) -> None:
-        provider = self.app.config.providers[name]
-        updated = ProviderConfig.model_validate(
-            {**provider.model_dump(), **changes, "origin": "config"})
-        self.app.update_provider(name, updated)
+    def _change(self, changes: dict[str, dict[str, object]]) -> None:
+        """Apply field changes to providers, then write the config once."""
+        updated = {
+            name: ProviderConfig.model_validate(
+                {**self.app.config.providers[name].model_dump(), **fields, "origin": "config"})
+            for name, fields in changes.items()
+        }
+        self.app.update_providers(updated)
+        if self.AUTO_CHECK:
+            self.start_checks()  # on the rebuilt router
         self.redraw()
 
     def action_toggle_enabled(self) -> None:
         name = self.selected()
         if name is not None:
             enabled = not self.app.config.providers[name].enabled
-            self._change(name, enabled=enabled)
+            self._change({name: {"enabled": enabled}})
             self.notify(f"{name} {'enabled' if enabled else 'disabled'}", markup=False)
 
     def action_move(self, step: int) -> None:
@@ -138,9 +143,7 @@ class ProvidersScreen(Screen[None]):
         other = self.names[other_index]
         providers = self.app.config.providers
         mine, theirs = providers[name].priority, providers[other].priority
-        self._change(other, priority=-1, enabled=providers[other].enabled)  # free the number
-        self._change(name, priority=theirs)
-        self._change(other, priority=mine)
+        self._change({name: {"priority": theirs}, other: {"priority": mine}})
         self.query_one(DataTable).move_cursor(row=other_index, animate=False)
 
     @work(exclusive=True, group="health-now", exit_on_error=False)
