@@ -24,6 +24,8 @@ bench: $(STAMP)
 	$(PY) bench/stream_overhead.py
 	$(PY) bench/failover.py
 	$(PY) bench/sessions.py
+	$(PY) bench/render.py
+	$(PY) bench/startup.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from engine import Paths, load_config
 from tests.conftest import ROOT, LlamaServer, cli, closed_port
@@ -195,15 +195,20 @@ async def test_filter_as_you_type(home: Path) -> None:
 
 
 async def test_keymap_help_and_palette_list_every_action(home: Path) -> None:
-    app = app_for(home, '[keymap]\ntab-providers = "f3"\n')
+    app = app_for(home, '[keymap]\ntab-providers = "f9"\n')
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.press("f3")
+        await pilot.press("f2")
+        app.live.focus_form()
+        await pilot.press(*"2 + 3?")  # digits typed in a field are text, not tab switches
+        assert app.current_mode == "live"
+        assert app.live.query_one("#hypothesis", Input).value == "2 + 3?"
+        await pilot.press("f9")
         assert app.current_mode == "providers"
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         ids = {row[2] for row in app.screen.rows}
         assert {"toggle-provider", "check-health", "tab-live", "help", "quit"} <= ids
-        assert ("f3", "Providers", "tab-providers") in app.screen.rows
+        assert ("f9", "Providers", "tab-providers") in app.screen.rows
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {"Enable/disable", "Check now", "Pull model", "Go to Live"} <= titles

@@ -63,9 +63,10 @@ class DetektivApp(App[int]):
     TITLE = "detektiv"
     DEFAULT_MODE = "sessions"
     BINDINGS = [
-        Binding("1", "tab('sessions')", "Sessions", id="tab-sessions", show=False),
-        Binding("2", "tab('live')", "Live", id="tab-live", show=False),
-        Binding("3", "tab('providers')", "Providers", id="tab-providers", show=False),
+        # F-keys switch tabs even while typing in a field, where the digits are text
+        Binding("1,f1", "tab('sessions')", "Sessions", id="tab-sessions", show=False),
+        Binding("2,f2", "tab('live')", "Live", id="tab-live", show=False),
+        Binding("3,f3", "tab('providers')", "Providers", id="tab-providers", show=False),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("ctrl+t", "toggle_theme", "Theme", id="toggle-theme"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),

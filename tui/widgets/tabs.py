@@ -12,7 +12,7 @@ TABS = (("sessions", "Sessions"), ("live", "Live"), ("providers", "Providers"))
 
 
 class ModeTabs(Static):
-    """Shows `1 Sessions  2 Live  3 Providers` with `current` highlighted."""
+    """Shows `1 Sessions  2 Live  3 Providers` with `current` highlighted (F1–F3 work too)."""
 
     DEFAULT_CSS = """
     ModeTabs { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
