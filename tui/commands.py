@@ -29,7 +29,7 @@ from engine import (
     strip_control,
 )
 from engine.structured import SchemaError, check_schema
-from tui.transcript import StreamPrinter
+from tui.printer import StreamPrinter
 
 __all__ = ["ask", "local_server", "providers"]
 

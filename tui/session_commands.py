@@ -25,7 +25,7 @@ from engine.providers import discover_ollama
 from engine.storage.atomic import atomic_write_text
 from engine.storage.sessions import SessionJournal, SessionStore
 from engine.text import strip_control
-from tui.transcript import TranscriptPrinter
+from tui.printer import TranscriptPrinter
 
 __all__ = ["export", "resume", "run", "sessions", "show", "store_for", "watch"]
 
