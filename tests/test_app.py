@@ -211,7 +211,8 @@ async def test_keymap_help_and_palette_list_every_action(home: Path) -> None:
         assert ("f9", "Providers", "tab-providers") in app.screen.rows
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Enable/disable", "Check now", "Pull model", "Go to Live"} <= titles
+        assert {"Enable/disable", "Check now", "Pull model", "Go to Live", "Help",
+                "Theme"} <= titles
 
 
 async def test_a_dead_backend_fails_the_run_not_the_app(home: Path) -> None:

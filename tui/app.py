@@ -168,8 +168,8 @@ class DetektivApp(App[int]):
         for mode, label in TABS:
             yield SystemCommand(f"Go to {label}", f"Switch to the {label} tab",
                                 lambda mode=mode: self.switch_mode(mode))
-        for binding in screen.BINDINGS:
-            if isinstance(binding, Binding) and binding.id:
+        for binding in [*screen.BINDINGS, *self.BINDINGS]:
+            if isinstance(binding, Binding) and binding.id and not binding.id.startswith("tab-"):
                 action = binding.action
                 yield SystemCommand(binding.description, f"{binding.id} ({binding.key})",
                                     lambda action=action: self.run_action(

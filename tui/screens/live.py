@@ -174,12 +174,20 @@ class LiveScreen(Screen[None]):
         """Run a session in this process, showing every event as it comes."""
         self.session_dir, self.attached = journal.directory.name, False
         session = journal.session
-        config = apply_roles(self.app.config, session.detective, session.witness)
-        router = await self.app.get_router(config)
+        if session.detective or session.witness:  # chains of its own: a router of its own
+            config = apply_roles(self.app.config, session.detective, session.witness)
+            router = await self.app.get_router(config)
+        else:
+            config, router = self.app.config, await self.app.get_router()
         interrogation = Interrogation(router, journal, config.interrogation, resumed=resumed)
         self.query_one(TranscriptView).clear()
-        async for event in interrogation.run():
-            self.show(event)
+        try:
+            async for event in interrogation.run():
+                self.show(event)
+        finally:
+            journal.close()
+            if router is not self.app.router:
+                await router.aclose()
 
     @work(exclusive=True, group="live", exit_on_error=False)
     async def attach(self, directory: str) -> None:
