@@ -81,7 +81,7 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
     if session.audit_trail:
         out += ["", "## Audit trail", ""]
         for entry in session.audit_trail:
-            route = " → ".join(p for p in (entry.from_provider, entry.to_provider) if p)
+            route = entry.route
             out.append(
                 f"- {entry.timestamp.isoformat(timespec='seconds')} {entry.event}"
                 + (f" ({entry.role})" if entry.role else "")

@@ -97,7 +97,7 @@ class TranscriptPrinter(StreamPrinter):
                 self.write(f"  (the {len(text)} characters above from {provider} are discarded:"
                            f" {reason})\n")
             case TrailAdded(entry=entry) if entry.event not in ("partial_discarded", "resumed"):
-                route = " → ".join(p for p in (entry.from_provider, entry.to_provider) if p)
+                route = entry.route
                 self.note(f"{entry.event.replace('_', ' ')}"
                           + (f" ({entry.role})" if entry.role else "")
                           + (f" {route}" if route else "") + f": {entry.reason}")

@@ -140,6 +140,11 @@ class AuditTrailEntry(_Model):
     to_provider: str | None = None
     reason: str
 
+    @property
+    def route(self) -> str:
+        """`"a → b"`, `"a"`, or `""`: the providers the entry is about."""
+        return " → ".join(p for p in (self.from_provider, self.to_provider) if p)
+
 
 def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
     """The audit's consistency score (see the module docstring for the formula)."""

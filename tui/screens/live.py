@@ -263,7 +263,7 @@ class LiveScreen(Screen[None]):
                 self.notify(f"{len(text)} characters from {provider} discarded: {reason}",
                             title="Partial answer discarded", severity="warning", markup=False)
             case TrailAdded(entry=entry) if entry.event not in ("partial_discarded", "resumed"):
-                route = " → ".join(p for p in (entry.from_provider, entry.to_provider) if p)
+                route = entry.route
                 view.add("note", f"{entry.event.replace('_', ' ')} {route}: {entry.reason}")
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 view.end_stream()
