@@ -39,8 +39,8 @@ Minimal().run(headless=True, size=(120, 40))
 
 DETEKTIV = """
 import time
-from engine import Paths, load_config
-from tui.app import DetektivApp
+from engine.paths import Paths
+from tui.app import DetektivApp, build_app
 class Probe(DetektivApp):
     first = True
     def _display(self, screen, renderable):
@@ -54,8 +54,7 @@ class Probe(DetektivApp):
         if tables and tables.first().row_count:
             print("rows", time.time(), flush=True)
             self.exit()
-paths = Paths.from_env()
-Probe(paths, load_config(paths)).run(headless=True, size=(120, 40))
+build_app(Paths.from_env(), Probe).run(headless=True, size=(120, 40))
 """
 
 

@@ -17,7 +17,7 @@ from tests.conftest import ROOT, LlamaServer, cli, closed_port
 from tests.faults import FaultProxy
 from tests.test_interrogation import FAST
 from tests.test_session_store import complete_pair
-from tui.app import DetektivApp
+from tui.app import DetektivApp, build_app
 from tui.screens.dialogs import ConfirmDialog, HelpScreen
 from tui.widgets.transcript import TranscriptView
 
@@ -234,7 +234,7 @@ def test_first_frame_imports_no_provider_sdk(home: Path) -> None:
     script = """
 import asyncio, sys
 from engine import Paths, load_config
-from tui.app import DetektivApp
+from tui.app import DetektivApp, build_app
 
 async def main():
     paths = Paths.from_env()
@@ -249,3 +249,22 @@ asyncio.run(main())
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120, check=True).stdout.splitlines()
     assert out == ["3", "[]"]
+
+
+async def test_the_config_is_validated_right_after_the_first_frame(home: Path) -> None:
+    (home / "config.toml").write_text('[ui]\ntheme = "detektiv-light"\n[keymap]\nhelp = "f8"\n')
+    app = build_app(Paths.from_env())
+    assert app._config is None  # nothing validated before the screen
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert app.theme == "detektiv-light"  # from the TOML preview
+        await until(pilot, lambda: app._config is not None, timeout=10)
+        assert app.config.ui.theme == "detektiv-light"
+        await pilot.press("f8")
+        assert isinstance(app.screen, HelpScreen)
+    (home / "config.toml").write_text('[interrogation]\niteration_limit = 99\n')
+    broken = build_app(Paths.from_env())
+    async with broken.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: not broken.is_running, timeout=10)
+    assert broken.return_code == 2
+    assert broken.config_error is not None
+    assert "interrogation.iteration_limit" in broken.config_error

@@ -132,9 +132,29 @@ def test_ask_a_dead_provider_is_one_clear_line(configured: Path) -> None:
 def test_broken_config_is_one_line_and_exit_2(home: Path) -> None:
     (home / "config.toml").write_text('[providers.x]\nkind = "openai"\nmodel = "m"\n'
                                       'priority = -1\n')
-    for args in (["providers"], ["ask", "hi"], []):
+    for args in (["providers"], ["ask", "hi"]):
         line = assert_one_line_error(run(*args), 2)
         assert str(home / "config.toml") in line and "providers.x.priority" in line
+
+
+def test_the_app_with_a_broken_config_ends_with_one_line_and_exit_2(home: Path) -> None:
+    """The app validates its config right after the first frame (not before: pydantic is slow
+    to load), so the screen opens, closes, and the error is the last line, after the terminal
+    is restored."""
+    (home / "config.toml").write_text('[providers.x]\nkind = "openai"\nmodel = "m"\n'
+                                      'priority = -1\n')
+    result = run()
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    last = result.stderr.rsplit("\x1b[?1006l", 1)[-1].strip()  # after the terminal reset
+    assert last.startswith(f"detektiv: {home / 'config.toml'}: providers.x.priority")
+    assert len(last.splitlines()) == 1
+
+
+def test_the_app_with_unparsable_toml_never_opens(home: Path) -> None:
+    (home / "config.toml").write_text("[ui\n")
+    line = assert_one_line_error(run(), 2)
+    assert "invalid TOML" in line
 
 
 def test_unreadable_toml_is_one_line_and_exit_2(home: Path) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,12 +21,10 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from engine.config import Config, ProviderConfig, load_config, save_config
-from engine.errors import DetektivError
+from engine.errors import ConfigError, DetektivError
 from engine.logs import log_file
 from engine.paths import Paths
 from engine.secrets import redact
-from engine.storage.sessions import SessionStore
 from engine.text import strip_control
 from tui.screens.dialogs import HelpScreen
 from tui.screens.sessions import SessionsScreen
@@ -32,10 +32,12 @@ from tui.themes import load_themes
 from tui.widgets.tabs import TABS
 
 if TYPE_CHECKING:
+    from engine.config import Config, ProviderConfig
     from engine.router import Router
+    from engine.storage.sessions import SessionStore
     from tui.screens.live import LiveScreen
 
-__all__ = ["DetektivApp", "run_app"]
+__all__ = ["DetektivApp", "build_app", "run_app"]
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +74,18 @@ class DetektivApp(App[int]):
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
-    def __init__(self, paths: Paths, config: Config) -> None:
+    def __init__(self, paths: Paths, config: Config | None = None,
+                 preview: dict[str, Any] | None = None) -> None:
+        """`config` validated already, or None: then it is validated on a worker thread right
+        after the first frame (pydantic costs ~110 ms to load), with `preview` (the config
+        file's TOML, parsed) giving the theme and keymap until then. A config that fails
+        validation ends the app with exit code 2 and `config_error` set."""
         super().__init__()
         self.paths = paths
-        self.config = config
-        self.store = SessionStore(paths.data_dir / "sessions")
+        self._config = config
+        self._config_lock = threading.Lock()
+        self.config_error: str | None = None
+        self._store: SessionStore | None = None
         self.router: Router | None = None
         self._router_lock = asyncio.Lock()
         self.internal_errors: list[BaseException] = []
@@ -87,12 +96,50 @@ class DetektivApp(App[int]):
             self.add_mode(mode, screen)
         for theme in load_themes():
             self.register_theme(theme)
-        wanted = config.ui.theme
+        if config is not None:
+            wanted, keymap = config.ui.theme, config.keymap
+        else:
+            wanted, keymap = _preview_ui(preview or {})
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
-        self.set_keymap(config.keymap)
+        self.set_keymap(keymap)
 
     def on_mount(self) -> None:
-        self.store.sweep()
+        if self._config is None:
+            self.call_after_refresh(self.run_worker, self._validate_config, thread=True,
+                                    exit_on_error=False, group="config")
+
+    # ---- configuration and storage, loaded off the path to the first frame -------------------
+
+    @property
+    def config(self) -> Config:
+        """The validated configuration (loaded now if the worker has not done it yet)."""
+        if self._config is None:
+            with self._config_lock:
+                if self._config is None:
+                    from engine.config import load_config
+
+                    self._config = load_config(self.paths)
+        return self._config
+
+    def _validate_config(self) -> None:
+        try:
+            self.config  # noqa: B018 - loads and validates it
+        except ConfigError as exc:
+            self.call_from_thread(self._config_failed, exc.message)
+
+    def _config_failed(self, message: str) -> None:
+        self.config_error = message
+        self.exit(return_code=2)
+
+    @property
+    def store(self) -> SessionStore:
+        """The session store (its temp files swept the first time)."""
+        if self._store is None:
+            from engine.storage.sessions import SessionStore
+
+            self._store = SessionStore(self.paths.data_dir / "sessions")
+            self._store.sweep()
+        return self._store
 
     # ---- shared engine objects ---------------------------------------------------------------
 
@@ -122,6 +169,8 @@ class DetektivApp(App[int]):
 
     def update_providers(self, providers: dict[str, ProviderConfig]) -> None:
         """Change providers and write the config file once; the router is rebuilt."""
+        from engine.config import save_config
+
         self.config.providers.update(providers)
         save_config(self.config, self.paths.config_file)
         old, self.router = self.router, None
@@ -156,6 +205,8 @@ class DetektivApp(App[int]):
         if not self.is_running or theme == self.config.ui.theme:
             return
         self.config.ui.theme = theme
+        from engine.config import save_config
+
         try:
             save_config(self.config, self.paths.config_file)
         except OSError as exc:
@@ -221,14 +272,43 @@ class DetektivApp(App[int]):
             await self.router.aclose()
 
 
+def _preview_ui(raw: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """Theme and keymap from the unvalidated TOML (anything odd falls back to defaults)."""
+    ui = raw.get("ui")
+    theme = ui.get("theme") if isinstance(ui, dict) else None
+    keymap = raw.get("keymap")
+    if not isinstance(keymap, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in keymap.items()
+    ):
+        keymap = {}
+    return (theme if isinstance(theme, str) else DEFAULT_THEME), keymap
+
+
+def build_app(paths: Paths, app_class: type[DetektivApp] | None = None) -> DetektivApp:
+    """The app as `detektiv` opens it: the config file is read (TOML only) before the screen is
+    taken, so a syntax error is one line on stderr; it is validated right after the first
+    frame. Raises `ConfigError` for a file that cannot be read or parsed."""
+    path = paths.config_file
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        from engine.config import load_config
+
+        load_config(paths)  # raises the ConfigError that names the file and the problem
+        raw = {}
+    return (app_class or DetektivApp)(paths, preview=raw)
+
+
 def run_app(paths: Paths) -> int:
-    """Open the app full-screen; returns its exit code."""
-    config = load_config(paths)  # a bad config stops here, before the screen is taken
+    """Open the app full-screen; returns its exit code (2 with one line on stderr for a bad
+    config)."""
+    app = build_app(paths)
     from tui._input import harden_input_decoder
     from tui._stderr import divert_native_stderr
 
     divert_native_stderr(log_file(paths.log_dir))
     harden_input_decoder()
-    app = DetektivApp(paths, config)
     app.run()
+    if app.config_error is not None:
+        raise ConfigError(app.config_error)
     return app.return_code or 0

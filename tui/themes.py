@@ -6,7 +6,6 @@ import logging
 import tomllib
 from pathlib import Path
 
-from pydantic import ValidationError
 from textual.theme import Theme
 
 from engine.paths import resource_dir
@@ -25,7 +24,7 @@ def load_themes(directory: Path | None = None) -> list[Theme]:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
             themes.append(Theme(**data))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, ValueError,
-                ValidationError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError,
+                ValueError) as exc:  # pydantic's ValidationError is a ValueError
             log.warning("theme %s skipped: %s", path, exc)
     return themes

@@ -16,10 +16,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.models.session import InterrogationSession
 from engine.storage.atomic import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from engine.models.session import InterrogationSession
 
 __all__ = ["SessionIndex", "SessionSummary", "summarize"]
 
