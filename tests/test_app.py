@@ -103,6 +103,8 @@ async def test_attach_to_a_run_started_by_the_cli(home: Path, llama_server: Llam
             session = app.store.load(first["session_id"])
             for pair in session.qa_pairs:
                 assert pair.question.strip().splitlines()[0] in view.plain_text()
+            # followed live, so its end is announced
+            assert any(m.startswith("Interrogation ") for _, m in app.notices)
         assert run.wait(timeout=60) == 0
     finally:
         run.kill()

@@ -111,6 +111,8 @@ async def test_copy_the_selected_answer_or_the_whole_transcript(home: Path) -> N
         view = app.live.query_one(TranscriptView)
         await until(pilot, lambda: app.live.status_text.startswith("failed")
                     or app.live.status_text.startswith("completed"))
+        # opening an old session replays it without announcing its old news
+        assert not [m for _, m in app.notices if m.startswith("Interrogation")]
         view.focus()
         await pilot.press("left_square_bracket", "c")
         answer = app.store.load(app.store.list()[0].dir).qa_pairs[0].answer

@@ -6,6 +6,7 @@ records of events.jsonl when attached to a run in another process; both go throu
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -198,8 +199,10 @@ class LiveScreen(Screen[None]):
         live = self.app.store.is_live(directory)
         self.set_status("following a live run…" if live else "replaying…")
         last: InterrogationEvent | None = None
+        opened = time.time()
         async for record in self.app.store.follow(directory):
-            self.show(record.event)
+            # what happened before it was opened is history: shown, not announced
+            self.show(record.event, announce=record.at >= opened - 1.0)
             last = record.event
         if not isinstance(last, Finished):
             session = self.app.store.load(directory)
@@ -222,8 +225,9 @@ class LiveScreen(Screen[None]):
         self.query_one("#gaps", Static).update(Content("no analysis yet"))
         self.query_one("#audit", Static).update(Content("not yet"))
 
-    def show(self, event: InterrogationEvent) -> None:
-        """Render one event (live, or replayed from a log)."""
+    def show(self, event: InterrogationEvent, announce: bool = True) -> None:
+        """Render one event (live, or replayed from a log); `announce` raises notifications
+        for switches, discarded answers and the end."""
         view = self.query_one(TranscriptView)
         match event:
             case Started(hypothesis=text, iteration_limit=limit, resumed_after=after):
@@ -249,7 +253,7 @@ class LiveScreen(Screen[None]):
                 self.badges[role] = provider
                 self.query_one(f"#{role}-badge", Static).update(
                     Content(f"{role}: {strip_control(provider)}"))
-                if previous is not None and previous != provider:
+                if previous is not None and previous != provider and announce:
                     self.notify(f"{role}: {previous} → {provider}", title="Provider switch",
                                 severity="warning", markup=False)
                 if (role, self.phase) == ("detective", "question"):
@@ -260,8 +264,10 @@ class LiveScreen(Screen[None]):
                 view.append(text)
             case Discarded(provider=provider, reason=reason, text=text):
                 view.discard_stream(reason)
-                self.notify(f"{len(text)} characters from {provider} discarded: {reason}",
-                            title="Partial answer discarded", severity="warning", markup=False)
+                if announce:
+                    self.notify(f"{len(text)} characters from {provider} discarded: {reason}",
+                                title="Partial answer discarded", severity="warning",
+                                markup=False)
             case TrailAdded(entry=entry) if entry.event not in ("partial_discarded", "resumed"):
                 route = entry.route
                 view.add("note", f"{entry.event.replace('_', ' ')} {route}: {entry.reason}")
@@ -274,8 +280,9 @@ class LiveScreen(Screen[None]):
                 view.end_stream()
                 self.set_status(status + (f": {reason}" if reason else ""))
                 ok = status in ("completed", "limit-reached")
-                self.notify(f"Interrogation {status}" + (f": {reason}" if reason else ""),
-                            severity="information" if ok else "warning", markup=False)
+                if announce:
+                    self.notify(f"Interrogation {status}" + (f": {reason}" if reason else ""),
+                                severity="information" if ok else "warning", markup=False)
             case PairCompleted(pair=pair) if pair.sequence not in self.analysed:
                 # a log without the round's stream (re-logged after a crash): show the pair
                 view.end_stream()
