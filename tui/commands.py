@@ -117,10 +117,6 @@ def _read_schema(path: Any) -> dict[str, Any]:
     return schema
 
 
-def _note(message: str) -> None:
-    print(f"detektiv: {strip_control(message)}", file=sys.stderr, flush=True)
-
-
 async def _print_stream(events: AsyncIterator[RouterEvent], out: StreamPrinter) -> None:
     """Answer text to stdout; skips, switches and discarded partial answers noted on stderr."""
     async for event in events:
@@ -128,15 +124,13 @@ async def _print_stream(events: AsyncIterator[RouterEvent], out: StreamPrinter) 
             case TokenDelta(text):
                 out.write(text)
             case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
-                _note(f"switching from {old} to {new}")
+                out.note(f"switching from {old} to {new}")
             case ProviderEvent(from_provider=name, reason=reason):
-                _note(f"{name}: {reason}")
+                out.note(f"{name}: {reason}")
             case PartialDiscarded(provider=name):
-                out.end_line()
-                _note(f"the partial answer from {name} above is discarded; starting over")
+                out.note(f"the partial answer from {name} above is discarded; starting over")
             case Done(finish_reason="length"):
-                out.end_line()
-                _note("stopped: max tokens reached")
+                out.note("stopped: max tokens reached")
 
 
 async def ask(paths: Paths, args: argparse.Namespace) -> int:
@@ -170,7 +164,7 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
             value, done = await source.complete_json(request)
             for event in done.events:
                 if isinstance(event, ProviderEvent) and event.type != "provider_switch":
-                    _note(f"{event.from_provider}: {event.reason}")
+                    out.note(f"{event.from_provider}: {event.reason}")
             out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
         else:
             value = await complete_json(source, request)

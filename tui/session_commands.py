@@ -12,7 +12,6 @@ import json
 import signal
 import sys
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 
 from engine import ConfigError, Paths, Router, load_config
@@ -25,6 +24,7 @@ from engine.providers import discover_ollama
 from engine.storage.atomic import atomic_write_text
 from engine.storage.sessions import SessionJournal, SessionStore
 from engine.text import strip_control
+from tui._format import local_minute
 from tui.printer import TranscriptPrinter
 
 __all__ = ["export", "resume", "run", "sessions", "show", "store_for", "watch"]
@@ -134,7 +134,7 @@ def sessions(paths: Paths, as_json: bool) -> int:
         return 0
     print(f"{'ID':8}  {'STATUS':13}  {'SCORE':>5}  {'STARTED':16}  {'ROUNDS':>6}  HYPOTHESIS")
     for row in rows:
-        started = _local_time(row.started)
+        started = local_minute(row.started)
         score = "" if row.score is None else str(row.score)
         text = " ".join(strip_control(row.hypothesis).split())
         if len(text) > 60:
@@ -142,13 +142,6 @@ def sessions(paths: Paths, as_json: bool) -> int:
         print(f"{row.id[:8]:8}  {row.status:13}  {score:>5}  {started:16}  "
               f"{row.pairs:>3}/{row.iteration_limit:<2}  {text}")
     return 0
-
-
-def _local_time(iso: str) -> str:
-    try:
-        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return "?"
 
 
 def show(paths: Paths, args: argparse.Namespace) -> int:

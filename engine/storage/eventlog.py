@@ -176,11 +176,6 @@ class EventTail:
             records.append(record)
         return records
 
-    @property
-    def torn(self) -> bool:
-        """True when the file ends in a line without its newline."""
-        return bool(self._rest)
-
 
 def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -198,14 +198,8 @@ class SessionStore:
     def _checked_events(
         self, directory: Path, session: InterrogationSession
     ) -> list[Record]:
-        path = directory / EVENTS
-        records = read_events(path)
-        if len(records) < session.events_recorded:
-            raise SessionCorrupt(
-                path,
-                f"truncated: it ends at event {len(records)} but {METADATA} was saved after "
-                f"event {session.events_recorded}",
-            )
+        records = read_events(directory / EVENTS)
+        _check_length(directory, len(records), session)
         return records
 
     def directories(self) -> list[str]:
@@ -327,12 +321,7 @@ class SessionStore:
             records = tail.poll()
             if first:
                 first = False
-                if tail.last_n < session.events_recorded:
-                    raise SessionCorrupt(
-                        directory / EVENTS,
-                        f"truncated: it ends at event {tail.last_n} but {METADATA} was saved "
-                        f"after event {session.events_recorded}",
-                    )
+                _check_length(directory, tail.last_n, session)
             for record in records:
                 yield record
                 last = record
@@ -345,6 +334,16 @@ class SessionStore:
                     yield record
                 return
             await asyncio.sleep(poll_interval)
+
+
+def _check_length(directory: Path, events: int, session: InterrogationSession) -> None:
+    """A log shorter than metadata.json says it was when saved has lost its end."""
+    if events < session.events_recorded:
+        raise SessionCorrupt(
+            directory / EVENTS,
+            f"truncated: it ends at event {events} but {METADATA} was saved after event "
+            f"{session.events_recorded}",
+        )
 
 
 def _damaged(name: str, row: SessionSummary | None, error: str) -> SessionSummary:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from engine.storage.atomic import atomic_write_text
 from engine.storage.index import SessionSummary
 from engine.text import strip_control
+from tui._format import local_minute
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
 
@@ -29,13 +29,6 @@ REFRESH_SECONDS = 3.0
 MAX_ROWS = 500
 """Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
 seconds to build and nobody scrolls through it)."""
-
-
-def _started(iso: str) -> str:
-    try:
-        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return "?"
 
 
 class SessionsScreen(Screen[None]):
@@ -112,7 +105,7 @@ class SessionsScreen(Screen[None]):
                 row.id[:8],
                 Text(row.status),
                 "" if row.score is None else str(row.score),
-                _started(row.started),
+                local_minute(row.started),
                 f"{row.pairs}/{row.iteration_limit}",
                 Text(hypothesis[:200]),
                 key=row.dir,

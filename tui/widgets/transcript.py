@@ -98,7 +98,6 @@ class TranscriptView(ScrollView, can_focus=True):
         """Keep the end in view as text arrives (turned off when the user scrolls up)."""
         self.selected: int | None = None
         """Index in `blocks` of the selected answer, for copying."""
-        self.frames = 0
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -299,8 +298,6 @@ class TranscriptView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        if y == 0:
-            self.frames += 1
         if index >= len(self._lines):
             return Strip.blank(width, self.rich_style)
         return self._lines[index].crop_extend(scroll_x, scroll_x + width, self.rich_style)
