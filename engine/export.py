@@ -57,8 +57,7 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
         ]
         if analysis.gaps:
             out.append("")
-            out += [f"- {g.severity} · {g.category}: {strip_control(g.description)}"
-                    for g in analysis.gaps]
+            out += [f"- {g.line}" for g in analysis.gaps]
     audit = session.audit_result
     if audit:
         out += ["", "## Audit", "", f"**Consistency score:** {audit.consistency_score}/100", ""]
@@ -74,8 +73,7 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
         if audit.remaining_gaps:
             out.append("**Remaining gaps**")
             out.append("")
-            out += [f"- {g.severity} · {g.category}: {strip_control(g.description)}"
-                    for g in audit.remaining_gaps]
+            out += [f"- {g.line}" for g in audit.remaining_gaps]
             out.append("")
         out += ["**Summary**", "", strip_control(audit.summary).strip()]
     if session.audit_trail:

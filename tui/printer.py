@@ -118,7 +118,7 @@ class TranscriptPrinter(StreamPrinter):
         follow = "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
         self.write(f"  completeness {analysis.completeness_score}/100 · {follow}\n")
         for gap in analysis.gaps:
-            self.write(f"  - {gap.severity} · {gap.category}: {gap.description.strip()}\n")
+            self.write(f"  - {gap.line}\n")
 
     def _audit(self, audit: AuditResult) -> None:
         self.end_line()
@@ -127,6 +127,5 @@ class TranscriptPrinter(StreamPrinter):
             first, second = (i + 1 for i in item.qa_pair_indexes)
             self.write(f"Contradiction Q{first} vs Q{second}: {item.description.strip()}\n")
         for gap in audit.remaining_gaps:
-            self.write(f"Remaining gap · {gap.severity} · {gap.category}: "
-                       f"{gap.description.strip()}\n")
+            self.write(f"Remaining gap · {gap.line}\n")
         self.write(f"Summary:\n{audit.summary.strip()}\n")

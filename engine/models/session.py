@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.text import strip_control
+
 __all__ = [
     "CONTRADICTION_PENALTY",
     "GAP_WEIGHTS",
@@ -86,6 +88,11 @@ class Gap(_Model):
     category: GapCategory
     description: Annotated[str, Field(min_length=1)]
     severity: Severity
+
+    @property
+    def line(self) -> str:
+        """`"high · vagueness: …"`, safe for a terminal (control characters removed)."""
+        return f"{self.severity} · {self.category}: {strip_control(self.description).strip()}"
 
 
 class GapAnalysis(_Model):

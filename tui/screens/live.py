@@ -301,7 +301,7 @@ class LiveScreen(Screen[None]):
         filled = round(analysis.completeness_score / 5)
         bar = "█" * filled + "░" * (20 - filled)
         lines = [f"completeness {bar} {analysis.completeness_score}/100 · {follow}"]
-        lines += [f"- {g.severity} · {g.category}: {g.description.strip()}" for g in analysis.gaps]
+        lines += [f"- {g.line}" for g in analysis.gaps]
         self.query_one(TranscriptView).add("analysis", "\n".join(lines),
                                            title=f"Gap analysis {sequence}")
         self.query_one("#completeness", ProgressBar).update(
