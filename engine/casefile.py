@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from engine.models.session import QuestionAnswerPair
+from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair
 from engine.providers import Message
 
-__all__ = ["audit_schema", "fill", "gap_schema", "transcript", "witness_messages"]
+__all__ = ["audit_schema", "gap_schema", "transcript", "witness_messages"]
 
 _CATEGORIES = ["missing_information", "ambiguity", "inconsistency", "vagueness"]
 
@@ -76,7 +76,8 @@ def transcript(pairs: Iterable[QuestionAnswerPair], analyses: bool) -> str:
     lines: list[str] = []
     for pair in pairs:
         lines.append(f"Q{pair.sequence}: {pair.question}")
-        lines.append(f"A{pair.sequence}: {pair.answer or '(no answer)'}")
+        lines.append(f"A{pair.sequence}: {pair.answer or '(no answer)'}"
+                     + (f" [{ANSWER_CUT_OFF}]" if pair.answer_cut_off else ""))
         if analyses:
             analysis = pair.gap_analysis
             gaps = "; ".join(
@@ -88,12 +89,6 @@ def transcript(pairs: Iterable[QuestionAnswerPair], analyses: bool) -> str:
             )
         lines.append("")
     return "\n".join(lines).strip() or "(no questions yet)"
-
-
-def fill(template: str, **values: object) -> str:
-    for key, value in values.items():
-        template = template.replace("{{" + key + "}}", str(value))
-    return template
 
 
 def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str) -> list[Message]:

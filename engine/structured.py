@@ -9,15 +9,24 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import BadResponseError
 from engine.providers import Done, Provider, StreamRequest, TokenDelta, Usage
 
-__all__ = ["Completion", "SchemaError", "check_schema", "complete", "complete_json", "parse_json"]
+__all__ = [
+    "Completion",
+    "SchemaError",
+    "check_schema",
+    "complete",
+    "complete_json",
+    "json_candidates",
+    "parse_json",
+]
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 class SchemaError(ValueError):
@@ -46,26 +55,79 @@ def check_schema(schema: Any) -> None:
         raise SchemaError(exc.message) from None
 
 
+_MAX_CANDIDATES = 64
+
+
+def json_candidates(text: str) -> Iterator[Any]:
+    """Every JSON object or array in `text`, in the order a reader would take them: the whole
+    text, then each code fence's body, then each value that starts at a `{` or `[` in prose.
+
+    Servers that ignore `response_format`, and models that were asked for JSON only, still
+    wrap it in a fence or in a sentence ("Here is the analysis: {…} Hope this helps").
+    At most 64 starting points are tried, so a reply full of braces stays cheap.
+    """
+    stripped = text.strip()
+    try:
+        yield json.loads(stripped)
+        return
+    except ValueError:
+        pass
+    for fenced in _FENCE.finditer(text):
+        try:
+            yield json.loads(fenced.group(1))
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    tried = 0
+    position = 0
+    while tried < _MAX_CANDIDATES:
+        starts = [i for i in (text.find("{", position), text.find("[", position)) if i != -1]
+        if not starts:
+            return
+        start = min(starts)
+        tried += 1
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            position = start + 1
+            continue
+        if isinstance(value, dict | list):
+            yield value
+        position = end
+
+
+def _no_json(text: str) -> str:
+    stripped = text.strip()
+    if not stripped:
+        return "the answer is empty"
+    if stripped[0] in "{[":
+        try:
+            json.loads(stripped)
+        except ValueError as exc:
+            return f"the answer is not JSON: {exc}"
+    return "the answer is not JSON: there is no JSON value in it"
+
+
 def parse_json(provider: str, text: str, schema: dict[str, Any]) -> Any:
-    """The JSON value in `text` (a code fence around it is tolerated), valid against `schema`.
+    """The one JSON value in `text` that is valid against `schema`: the whole reply, or the
+    value inside a code fence or surrounding prose (see `json_candidates`).
 
     Raises `BadResponseError` naming the first problem.
     """
     from jsonschema.validators import validator_for
 
-    fenced = _FENCE.match(text)
-    body = fenced.group(1) if fenced else text
-    try:
-        value = json.loads(body)
-    except ValueError as exc:
-        raise BadResponseError(provider, f"the answer is not JSON: {exc}") from None
     validator = validator_for(schema)(schema)
-    error = next(iter(validator.iter_errors(value)), None)
-    if error is not None:
-        where = "/".join(str(part) for part in error.absolute_path) or "(root)"
-        raise BadResponseError(provider, f"the answer does not match the schema at {where}: "
-                               f"{error.message}")
-    return value
+    first_error: Any = None
+    for value in json_candidates(text):
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is None:
+            return value
+        first_error = first_error or error
+    if first_error is None:
+        raise BadResponseError(provider, _no_json(text))
+    where = "/".join(str(part) for part in first_error.absolute_path) or "(root)"
+    raise BadResponseError(provider, f"the answer does not match the schema at {where}: "
+                           f"{first_error.message}")
 
 
 async def complete(provider: Provider, request: StreamRequest) -> Completion:

@@ -20,6 +20,11 @@ from tests.faults import FaultProxy
 
 ROOT = Path(__file__).resolve().parent.parent
 
+LONG_PROMPT = ("The quick brown fox jumps over the lazy dog, and then the lazy dog sleeps under "
+               "the old oak tree by the river bank at dawn while the birds sing their songs.")
+"""A prompt the tiny bundled model answers at length (to its token limit). Most short prompts
+it answers with an immediate end of turn, now that the server stops there."""
+
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

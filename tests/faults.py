@@ -12,6 +12,13 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
     malformed:N     forward N SSE data events, then a `data:` line that is not JSON, then
                     nothing (the real server's generation stops when the client leaves)
     invalid_json    a well-formed stream whose content is not JSON (for structured requests)
+    script:NAME     a well-formed stream of `scripts[NAME]` = (text, finish_reason), in pieces;
+                    finish_reason "cut" drops the connection after the text instead
+    html            HTTP 200 with an HTML sign-in page (text/html), as a captive proxy sends
+    json200         HTTP 200 with a JSON error body (application/json)
+    whole           the real server's answer asked for without streaming: one JSON completion,
+                    as from a server that ignores `stream`
+    relabel         the real stream with its content type rewritten to text/plain
 
 `refuse()` stops listening (connections are refused, so none are counted); `accept()` listens
 again on the same port. `connections` counts every connection accepted; `open` those open now;
@@ -37,6 +44,7 @@ class FaultProxy:
         self.connections = 0
         self.open = 0
         self.requests: list[bytes] = []
+        self.scripts: dict[str, tuple[str, str]] = {}
         self.port = 0
         self._server: asyncio.Server | None = None
         self._client = httpx.AsyncClient(base_url=upstream, timeout=None)
@@ -105,6 +113,23 @@ class FaultProxy:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
 
+    async def _sse(self, writer: asyncio.StreamWriter, text: str, finish: str) -> None:
+        """A well-formed OpenAI stream of `text` in five pieces, then `finish`."""
+        self._start(writer, 200, {"content-type": "text/event-stream"})
+        base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+        step = max(1, len(text) // 5 + 1)
+        pieces: list[str | None] = [text[i:i + step] for i in range(0, len(text), step)]
+        for content in [*pieces, None]:
+            if content is None and finish == "cut":
+                writer.transport.abort()
+                return
+            delta = {"content": content} if content else {}
+            choice = {"index": 0, "delta": delta, "finish_reason": None if content else finish}
+            await self._chunk(writer, f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
+                              .encode())
+        await self._chunk(writer, b"data: [DONE]\n\n")
+        await self._end(writer)
+
     async def _serve(
         self,
         fault: str,
@@ -142,12 +167,31 @@ class FaultProxy:
             await self._chunk(writer, b"data: [DONE]\n\n")
             await self._end(writer)
             return
+        if kind == "script":
+            text, finish = self.scripts[arg]
+            await self._sse(writer, text, finish)
+            return
+        if kind in ("html", "json200"):
+            html = ("<!DOCTYPE html>\n<html><head><title>Sign in - Corporate Proxy</title></head>"
+                    "<body>Please sign in</body></html>")
+            error = json.dumps({"error": {"message": "quota exhausted for this key"}})
+            self._start(writer, 200, {"content-type": "text/html; charset=utf-8" if kind == "html"
+                                      else "application/json"})
+            await self._chunk(writer, (html if kind == "html" else error).encode())
+            await self._end(writer)
+            return
+        if kind == "whole":
+            data = {**json.loads(body), "stream": False}
+            data.pop("stream_options", None)
+            body = json.dumps(data).encode()
         forward = {k: v for k, v in headers.items()
                    if k.lower() not in ("host", "content-length", "connection")}
         request = self._client.build_request(method, path, headers=forward, content=body)
         upstream = await self._client.send(request, stream=True)
         try:
             content_type = upstream.headers.get("content-type", "application/json")
+            if kind == "relabel":
+                content_type = "text/plain"
             self._start(writer, upstream.status_code, {"content-type": content_type})
             limit = int(arg) if arg else None
             events = 0

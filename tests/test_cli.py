@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from engine import __version__
-from tests.conftest import ROOT, LlamaServer, cli, closed_port
+from tests.conftest import LONG_PROMPT, ROOT, LlamaServer, cli, closed_port
 
 SCHEMA = {
     "type": "object",
@@ -87,7 +87,7 @@ def test_providers_table(configured: Path) -> None:
 
 def test_ask_streams_to_stdout_as_it_arrives(configured: Path) -> None:
     process = subprocess.Popen(
-        cli("ask", "-p", "localsrv", "--max-tokens", "60", "Tell a story about a cat."),
+        cli("ask", "-p", "localsrv", "--max-tokens", "60", LONG_PROMPT),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
@@ -117,7 +117,7 @@ def test_ask_with_schema_prints_valid_json(configured: Path, tmp_path: Path) -> 
 
 
 def test_ask_adhoc_local_model(home: Path) -> None:
-    result = run("ask", "-p", "local:gemma-3-270m", "--max-tokens", "12", "Name a colour.")
+    result = run("ask", "-p", "local:gemma-3-270m", "--max-tokens", "12", LONG_PROMPT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     assert "\x1b" not in result.stdout
@@ -211,7 +211,7 @@ def test_ask_a_discovered_ollama_by_name(home: Path, monkeypatch: pytest.MonkeyP
               "POST /api/chat": lambda r: Reply(200, {}, [line.encode() for line in chat])}
     with WireServer(routes) as server:
         monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.port}")
-        result = run("ask", "-p", "ollama", "Name a colour.")
+        result = run("ask", "-p", "ollama", LONG_PROMPT)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Blue it is.\n"
 

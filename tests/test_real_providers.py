@@ -26,7 +26,7 @@ from engine import (
     complete_json,
     create_provider,
 )
-from tests.conftest import HangingServer, LlamaServer, closed_port
+from tests.conftest import LONG_PROMPT, HangingServer, LlamaServer, closed_port
 
 KINDS = ["openai", "local"]
 
@@ -73,7 +73,7 @@ async def assert_generation_stopped(provider: Provider, llama_server: LlamaServe
 
 async def test_streams_incrementally(provider: Provider) -> None:
     arrivals: list[tuple[float, object]] = []
-    request = StreamRequest.of("Write a long story about a lighthouse.", max_tokens=40)
+    request = StreamRequest.of(LONG_PROMPT, max_tokens=40, temperature=0)
     async for event in provider.stream(request):
         arrivals.append((time.perf_counter(), event))
     deltas = [t for t, e in arrivals if isinstance(e, TokenDelta)]
@@ -86,8 +86,8 @@ async def test_streams_incrementally(provider: Provider) -> None:
 
 
 async def test_honours_max_tokens(provider: Provider) -> None:
-    events = [e async for e in provider.stream(StreamRequest.of("Count to one hundred.",
-                                                                 max_tokens=7))]
+    events = [e async for e in provider.stream(StreamRequest.of(LONG_PROMPT,
+                                                                 max_tokens=7, temperature=0))]
     usage = next(e for e in events if isinstance(e, Usage))
     assert usage.completion_tokens == 7
     assert events[-1] == Done("length")
@@ -106,7 +106,7 @@ async def test_structured_output_is_schema_valid(provider: Provider) -> None:
 async def test_cancel_mid_stream_stops_generation(
     provider: Provider, llama_server: LlamaServer
 ) -> None:
-    stream = provider.stream(StreamRequest.of("Tell a very long story.", max_tokens=1500))
+    stream = provider.stream(StreamRequest.of(LONG_PROMPT, max_tokens=1500, temperature=0))
     seen = 0
     async for event in stream:
         if isinstance(event, TokenDelta):
@@ -125,8 +125,8 @@ async def test_cancelling_the_consumer_task_stops_generation(
     first = asyncio.Event()
 
     async def consume() -> None:
-        async for event in provider.stream(StreamRequest.of("Tell a long story.",
-                                                            max_tokens=1500)):
+        async for event in provider.stream(StreamRequest.of(LONG_PROMPT,
+                                                            max_tokens=1500, temperature=0)):
             if isinstance(event, TokenDelta):
                 first.set()
 
@@ -139,7 +139,7 @@ async def test_cancelling_the_consumer_task_stops_generation(
 
 
 async def test_total_timeout(provider: Provider) -> None:
-    request = StreamRequest.of("Tell a very long story.", max_tokens=1500, timeout=1.0)
+    request = StreamRequest.of(LONG_PROMPT, max_tokens=1500, timeout=1.0, temperature=0)
     start = time.perf_counter()
     with pytest.raises(TotalTimeout) as caught:
         async for _ in provider.stream(request):

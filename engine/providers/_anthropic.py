@@ -23,12 +23,15 @@ from engine.errors import (
     RequestError,
     ServerError,
 )
-from engine.prompts import load_prompt
+from engine.prompts import fill, load_prompt
 from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
 from engine.providers._http import (
     error_for_status,
     error_message,
+    is_event_stream,
     iter_sse,
+    looks_like_sse,
+    not_a_stream,
     parse_retry_after,
     server_dropped_connection,
 )
@@ -64,7 +67,7 @@ class AnthropicProvider(Provider):
         system = [m.content for m in request.messages if m.role == "system"]
         if request.schema is not None:
             schema = json.dumps(request.schema, indent=2)
-            system.append(load_prompt("structured_output").replace("{{SCHEMA}}", schema))
+            system.append(fill(load_prompt("structured_output"), SCHEMA=schema))
         body: dict[str, Any] = {
             "model": self.config.model,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
@@ -105,6 +108,13 @@ class AnthropicProvider(Provider):
                     retry_after = parse_retry_after(reply.headers.get("retry-after"))
                     message = error_message(content, reply.reason_phrase)
                     raise error_for_status(self.name, reply.status_code, message, retry_after)
+                content_type = reply.headers.get("content-type")
+                if not is_event_stream(content_type):
+                    raw_body = await reply.aread()  # aiter_lines() then reads what was read
+                    if not looks_like_sse(raw_body):
+                        for whole in self._whole_message(content_type, raw_body):
+                            yield whole
+                        return
                 async for event, raw in iter_sse(reply.aiter_lines()):
                     if event == "ping":
                         continue
@@ -135,6 +145,23 @@ class AnthropicProvider(Provider):
             raise ProviderConnectionError(self.name, f"timed out ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
             raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
+
+    def _whole_message(self, content_type: str | None, body: bytes) -> list[StreamEvent]:
+        """A whole Messages API reply (a server that ignored `stream`) as events; anything
+        else is a `BadResponseError` saying what the reply was."""
+        try:
+            data = json.loads(body)
+            if data.get("type") != "message":
+                raise ValueError("not a message")
+            text = "".join(part.get("text") or "" for part in data["content"]
+                           if isinstance(part, dict) and part.get("type") == "text")
+            usage = data.get("usage") or {}
+            reason = data.get("stop_reason") or "end_turn"
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
+        events: list[StreamEvent] = [TokenDelta(text)] if text else []
+        events.append(Usage(usage.get("input_tokens"), usage.get("output_tokens")))
+        return [*events, Done(_STOP_REASONS.get(reason, str(reason)))]
 
     @contextlib.asynccontextmanager
     async def _open(

@@ -8,6 +8,8 @@ and `_health`. This base class owns what every kind shares:
   provider's fault);
 - a stream that ends without the model saying it finished is a cut stream
   (`ProviderConnectionError`), never silently accepted as a complete answer;
+- chat-template markers (`<|im_end|>`…) a server lets through never reach the answer
+  (`engine.text.TemplateMarkers`);
 - anything unexpected from a library becomes `BadResponseError`, never a crash;
 - closing the iterator (or cancelling its task) closes the underlying stream at once.
 """
@@ -34,6 +36,7 @@ from engine.errors import (
     TotalTimeout,
 )
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
+from engine.text import TemplateMarkers
 
 __all__ = [
     "Done",
@@ -112,7 +115,7 @@ class Health:
     checked_at: float = field(default_factory=time.time)
 
 
-def _standard_key_env(config: ProviderConfig) -> str | None:
+def standard_key_env(config: ProviderConfig) -> str | None:
     """The conventional key variable for official endpoints; None for self-hosted servers."""
     if config.kind == "anthropic":
         base = (config.base_url or ANTHROPIC_URL).rstrip("/")
@@ -133,6 +136,10 @@ class Provider(ABC):
         self.config = config
         self._env = env
         self._key: tuple[str | None] | None = None  # resolved once, then reused
+
+    stops_at_markers = False
+    """True for a kind whose model runs under a template it may not know (the embedded one):
+    the first chat-template marker ends the answer. Other kinds lose only trailing markers."""
 
     @property
     def kind(self) -> str:
@@ -174,7 +181,7 @@ class Provider(ABC):
                 return run_key_command(config.api_key_cmd)
             except KeyResolutionError as exc:
                 raise AuthError(self.name, f"no API key: {exc}") from None
-        standard = _standard_key_env(config)
+        standard = standard_key_env(config)
         if standard and self._env.get(standard, "").strip():
             value = self._env[standard].strip()
             register_secret(value)
@@ -206,6 +213,7 @@ class Provider(ABC):
         phase: type[ProviderTimeout] = FirstTokenTimeout  # which deadline `deadline` is
         raw = self._stream(request)
         finished = False
+        markers = TemplateMarkers(stop=self.stops_at_markers)
         try:
             while True:
                 scope = asyncio.timeout_at(deadline)
@@ -237,8 +245,19 @@ class Provider(ABC):
                         deadline, phase = stall_deadline, StallTimeout
                     else:
                         deadline, phase = total_deadline, TotalTimeout
-                elif type(event) is Done:
+                    text = markers.feed(event.text)
+                    if text:
+                        yield TokenDelta(text)
+                    if markers.stopped:  # the model left its turn: that is its answer
+                        finished = True
+                        yield Done("stop")
+                        break
+                    continue
+                if type(event) is Done:
                     finished = True
+                    rest = markers.finish()
+                    if rest:
+                        yield TokenDelta(rest)
                 yield event
         finally:
             await raw.aclose()

@@ -1,4 +1,5 @@
-"""HTTP facts shared by the providers: status codes to errors, Retry-After, SSE framing."""
+"""HTTP facts shared by the providers: status codes to errors, Retry-After, SSE framing, and
+what a reply that is not a stream was."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from engine.errors import AuthError, ProviderError, RateLimitedError, RequestErr
 __all__ = [
     "error_for_status",
     "error_message",
+    "is_event_stream",
     "iter_sse",
+    "looks_like_sse",
+    "not_a_stream",
     "parse_retry_after",
     "server_dropped_connection",
 ]
@@ -108,3 +112,33 @@ async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
             data.append(value)
     if data:
         yield event, "\n".join(data)
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """True for a `text/event-stream` response (parameters such as charset ignored)."""
+    return (content_type or "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+def looks_like_sse(body: bytes) -> bool:
+    """True when a body is server-sent events whatever its content type says (some proxies
+    drop or rewrite the header): its first non-blank line is an SSE field."""
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.startswith(("data:", "event:", ":", "id:", "retry:"))
+    return False
+
+
+def not_a_stream(content_type: str | None, body: bytes) -> str:
+    """What a successful reply that is not a model stream was, for the error message: its
+    content type and the first line of its body (an HTML login page from a proxy, a JSON error
+    body…). Secrets in it are masked by the error that carries it."""
+    kind = (content_type or "").split(";")[0].strip() or "no content type"
+    text = body.decode("utf-8", "replace").strip()
+    if kind.endswith("json"):
+        message = error_message(body, "")
+        if message:
+            return f"the server answered {kind}, not a stream: {message[:200]}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    first = "".join(ch for ch in first if ch.isprintable())[:160]
+    return (f"the server answered {kind}, not a stream"
+            + (f": {first}" if first else " (an empty body)"))

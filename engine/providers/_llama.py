@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.text import END_OF_TURN_MARKERS
+
 __all__ = [
     "LlamaEngine",
     "LlamaOptions",
@@ -148,6 +150,12 @@ class LlamaEngine:
             # llama.cpp logs every request to stderr; -1 keeps it quiet (the TUI also sends
             # fd 2 to a log file, for what still gets through).
             params.verbosity = -1
+            # The bundled GGUF carries no chat template; llama.cpp falls back to ChatML, which
+            # the base model does not know: it writes `<|im_end|>` and then turns of its own.
+            # Every request that names no `stop` stops at the markers of the common templates
+            # (served ones too, for `local-server`). Gemma's own template was tried: the model
+            # then pads JSON with whitespace until the token limit, and structured output fails.
+            params.antiprompt = list(END_OF_TURN_MARKERS)
             params.endpoint_slots = True
             params.endpoint_metrics = True
             if not self.options.public:

@@ -22,6 +22,8 @@ __all__ = ["LocalProvider"]
 class LocalProvider(Provider):
     """Streams from the embedded llama.cpp engine."""
 
+    stops_at_markers = True
+
     def __init__(
         self, name: str, config: ProviderConfig, env: Mapping[str, str], model_dir: Path
     ) -> None:

@@ -16,7 +16,12 @@ import httpx
 from engine.config import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
 from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
-from engine.providers._http import error_for_status, error_message, server_dropped_connection
+from engine.providers._http import (
+    error_for_status,
+    error_message,
+    not_a_stream,
+    server_dropped_connection,
+)
 
 if TYPE_CHECKING:
     import ollama
@@ -62,9 +67,25 @@ class OllamaProvider(Provider):
             import ollama
 
             self._client = ollama.AsyncClient(
-                host=self.host, timeout=httpx.Timeout(self.config.total_timeout, connect=10.0)
+                host=self.host,
+                timeout=httpx.Timeout(self.config.total_timeout, connect=10.0),
+                event_hooks={"response": [self._check_chat_reply]},
             )
         return self._client
+
+    async def _check_chat_reply(self, response: httpx.Response) -> None:
+        """A successful chat reply must be JSON lines: anything else (an HTML page from a
+        proxy) fails with what it was, not as a "malformed line". An unlabelled body that
+        starts with JSON is let through; it streams from what was read."""
+        if response.status_code >= 400 or not response.url.path.endswith("/api/chat"):
+            return
+        content_type = response.headers.get("content-type")
+        if "json" in (content_type or "").lower():
+            return
+        body = await response.aread()
+        if body.lstrip().startswith(b"{"):
+            return
+        raise BadResponseError(self.name, not_a_stream(content_type, body))
 
     def _map(self, exc: BaseException) -> ProviderError:
         import ollama

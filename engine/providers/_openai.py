@@ -17,6 +17,9 @@ from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, T
 from engine.providers._http import (
     error_for_status,
     error_message,
+    is_event_stream,
+    looks_like_sse,
+    not_a_stream,
     parse_retry_after,
     server_dropped_connection,
 )
@@ -111,6 +114,11 @@ class OpenAIProvider(Provider):
                 stream = await client.chat.completions.create(**body)  # on a fresh connection
         except Exception as exc:
             raise self._map(exc) from None
+        whole = await self._not_streamed(stream)
+        if whole is not None:
+            for event in whole:
+                yield event
+            return
         finish: str | None = None
         usage: Any = None
         try:
@@ -134,6 +142,39 @@ class OpenAIProvider(Provider):
         if usage is not None:
             yield Usage(usage.prompt_tokens, usage.completion_tokens)
         yield Done(finish)
+
+    async def _not_streamed(self, stream: Any) -> list[StreamEvent] | None:
+        """None for a real event stream. A reply of another content type is read whole: SSE
+        after all (a proxy rewrote the header) is None again, so it streams from what was read;
+        a whole chat completion (a server that ignored `stream`) is its events; anything else
+        (an HTML login page, a JSON error with status 200) is a `BadResponseError` that says
+        what it was."""
+        response = stream.response
+        content_type = response.headers.get("content-type")
+        if is_event_stream(content_type):
+            return None
+        try:
+            body = await response.aread()
+        except Exception as exc:
+            await stream.close()
+            raise self._map(exc) from None
+        if looks_like_sse(body):
+            return None
+        await stream.close()
+        try:
+            data = json.loads(body)
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            finish = choice.get("finish_reason") or "stop"
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
+        if not isinstance(text, str) or not isinstance(finish, str):
+            raise BadResponseError(self.name, not_a_stream(content_type, body))
+        events: list[StreamEvent] = [TokenDelta(text)] if text else []
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            events.append(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")))
+        return [*events, Done(finish)]
 
     async def _health(self) -> str:
         client = await self._get_client()
