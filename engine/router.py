@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.breaker import Breaker, ProviderState
-from engine.config import Config
+from engine.config import Config, ProviderConfig
 from engine.errors import (
     AllProvidersFailed,
     ConfigError,
@@ -53,6 +55,7 @@ from engine.providers import (
     Usage,
     create_provider,
 )
+from engine.providers._base import standard_key_env
 from engine.storage.atomic import atomic_write_text
 from engine.structured import parse_json
 
@@ -140,6 +143,31 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
     return [name for name, _ in ranked]
 
 
+_FINGERPRINT = "config"
+
+
+def fingerprint(config: ProviderConfig, env: Mapping[str, str]) -> str:
+    """What identifies a provider's configuration for its remembered state: kind, base URL,
+    model and key reference (the variable's name and a hash of its value, the key command, a
+    hash of a key in the file). A user who fixes any of them starts with a closed circuit.
+    Only a short hash is stored: no key, and nothing a key could be recovered from."""
+    key_env = config.api_key_env or standard_key_env(config)
+    parts = {
+        "kind": config.kind,
+        "base_url": (config.base_url or "").rstrip("/"),
+        "model": config.model,
+        "key_env": config.api_key_env,
+        "key_value": _digest(env.get(key_env, "")) if key_env else None,
+        "key_cmd": config.api_key_cmd,
+        "key_file": _digest(config.api_key.get_secret_value()) if config.api_key else None,
+    }
+    return _digest(json.dumps(parts, sort_keys=True))[:16]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class _StateStore:
     """Breaker state in one JSON file, shared by every detektiv process of a user."""
 
@@ -147,14 +175,25 @@ class _StateStore:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self.stale: set[str] = set()
+        """Providers whose saved state belonged to another configuration of theirs."""
 
-    def load(self) -> dict[str, ProviderState]:
+    def load(self, fingerprints: Mapping[str, str] | None = None) -> dict[str, ProviderState]:
+        """The saved states; with `fingerprints`, only those saved for the same provider
+        configuration (a state saved before fingerprints existed is taken as the same)."""
         if self.path is None:
             return {}
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
             entries = raw["providers"] if raw.get("version") == self.VERSION else {}
-            return {name: ProviderState.from_json(data) for name, data in entries.items()}
+            states: dict[str, ProviderState] = {}
+            for name, data in entries.items():
+                saved = data.get(_FINGERPRINT) if isinstance(data, dict) else None
+                if fingerprints is None or saved is None or saved == fingerprints.get(name):
+                    states[name] = ProviderState.from_json(data)
+                else:
+                    self.stale.add(name)
+            return states
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -165,12 +204,18 @@ class _StateStore:
             log.warning("provider state %s unreadable (%s); moved to %s", self.path, exc, aside)
             return {}
 
-    def save(self, states: Mapping[str, ProviderState], names: set[str]) -> None:
+    def save(
+        self,
+        states: Mapping[str, ProviderState],
+        names: set[str],
+        fingerprints: Mapping[str, str],
+    ) -> None:
         """Write the states of `names`, keeping what other processes wrote for the rest."""
         if self.path is None or not names:
             return
         current = {n: s.to_json() for n, s in self.load().items()}
-        current.update({name: states[name].to_json() for name in names})
+        current.update({name: {**states[name].to_json(), _FINGERPRINT: fingerprints[name]}
+                        for name in names})
         try:
             atomic_write_text(
                 self.path, json.dumps({"version": self.VERSION, "providers": current}, indent=1)
@@ -214,10 +259,15 @@ class Router:
             for name, provider in config.providers.items()
             if provider.enabled
         }
+        environ = os.environ if env is None else env
+        self.fingerprints = {
+            name: fingerprint(config.providers[name], environ) for name in self.providers
+        }
         self._store = _StateStore(paths.data_dir / "providers.json" if persist else None)
-        saved = self._store.load()
+        saved = self._store.load(self.fingerprints)
         self.states = {name: saved.get(name, ProviderState()) for name in self.providers}
-        self._dirty: set[str] = set()
+        # a state left by an earlier configuration is replaced at the next save
+        self._dirty: set[str] = self._store.stale & set(self.providers)
         self._health_task: asyncio.Task[None] | None = None
 
     def chain(self, role: str) -> list[str]:
@@ -227,7 +277,7 @@ class Router:
     def save(self) -> None:
         """Persist the states that changed since the last save."""
         dirty, self._dirty = self._dirty, set()
-        self._store.save(self.states, dirty)
+        self._store.save(self.states, dirty, self.fingerprints)
 
     async def stream(
         self, request: StreamRequest, role: str = "default", accept: Accept | None = None

@@ -28,10 +28,11 @@ from engine import (
 )
 from engine.breaker import CircuitState, ProviderStatus
 from engine.config import RouterConfig
-from tests.conftest import LlamaServer, closed_port
+from engine.router import fingerprint
+from tests.conftest import LONG_PROMPT, LlamaServer, closed_port
 from tests.faults import FaultProxy
 
-REQUEST = StreamRequest.of("Count from one to twenty.", max_tokens=24, temperature=0)
+REQUEST = StreamRequest.of(LONG_PROMPT, max_tokens=24, temperature=0)
 SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string", "maxLength": 30}},
@@ -395,3 +396,43 @@ async def test_corrupt_state_file_is_kept_aside(
     aside = [p.name for p in Path(paths.data_dir).iterdir() if ".corrupt-" in p.name]
     assert len(aside) == 1
     await router.aclose()
+
+
+async def test_a_provider_whose_configuration_changed_starts_fresh(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    """Breaker state belongs to a provider's configuration: a user who fixes a wrong base URL
+    (or model, or key) is not kept out for the rest of the cooldown."""
+    first = make_router(paths, proxy, llama_server, persist=True)
+    await open_flaky_circuit(first, proxy)
+    await first.aclose()
+
+    def reopened(**change: Any) -> Router:
+        router = make_router(paths, proxy, llama_server, persist=True)
+        config = router.config.model_copy(deep=True)
+        config.providers["flaky"] = config.providers["flaky"].model_copy(update=change)
+        return Router(config, paths, persist=True, env={"FLAKY_KEY": "sk-second-key-0000"})
+
+    same = make_router(paths, proxy, llama_server, persist=True)
+    assert same.states["flaky"].circuit is CircuitState.OPEN  # unchanged: state kept
+    assert same.states["steady"].circuit is CircuitState.CLOSED
+    for change in ({"base_url": llama_server.url}, {"model": "other"},
+                   {"api_key_env": "FLAKY_KEY"}):
+        router = reopened(**change)
+        assert router.states["flaky"].circuit is CircuitState.CLOSED, change
+        assert router.states["flaky"].consecutive_failures == 0
+    # the fixed provider is called at once, and what it answers is saved under its new identity
+    fixed = reopened(base_url=llama_server.url)
+    events = await run(fixed)
+    assert trace(events)[:2] == [("attempt", "flaky"), ("tokens", "flaky")]
+    await fixed.aclose()
+    saved = (paths.data_dir / "providers.json").read_text()
+    assert "sk-second-key" not in saved
+    again = reopened(base_url=llama_server.url)
+    assert again.states["flaky"].circuit is CircuitState.CLOSED
+    assert again.fingerprints["flaky"] in saved
+    # a changed key behind the same variable name counts as a change too
+    keyed = same.config.providers["flaky"].model_copy(update={"api_key_env": "FLAKY_KEY"})
+    assert fingerprint(keyed, {"FLAKY_KEY": "a"}) != fingerprint(keyed, {"FLAKY_KEY": "b"})
+    assert fingerprint(keyed, {"FLAKY_KEY": "a"}) == fingerprint(keyed, {"FLAKY_KEY": "a"})
+    await same.aclose()
