@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from engine.export import to_json, to_markdown
     from engine.interrogation import Interrogation, apply_roles, check_resumable
     from engine.models.events import (
+        AnswerCutOff,
         AnswerDelta,
         AuditReady,
         Discarded,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         TrailAdded,
     )
     from engine.models.session import (
+        ANSWER_CUT_OFF,
         AuditResult,
         AuditTrailEntry,
         Contradiction,
@@ -92,9 +94,11 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "AllProvidersFailed": "engine.errors",
+    "AnswerCutOff": "engine.models.events",
     "AnswerDelta": "engine.models.events",
     "Attempt": "engine.router",
     "AuditReady": "engine.models.events",
+    "ANSWER_CUT_OFF": "engine.models.session",
     "AuditResult": "engine.models.session",
     "AuditTrailEntry": "engine.models.session",
     "AuthError": "engine.errors",
@@ -189,9 +193,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AllProvidersFailed",
+    "AnswerCutOff",
     "AnswerDelta",
     "Attempt",
     "AuditReady",
+    "ANSWER_CUT_OFF",
     "AuditResult",
     "AuditTrailEntry",
     "AuthError",

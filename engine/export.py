@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.models.session import InterrogationSession
+from engine.models.session import ANSWER_CUT_OFF, InterrogationSession
 from engine.text import strip_control
 
 __all__ = ["to_json", "to_markdown"]
@@ -51,6 +51,7 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
             f"**Answer** ({pair.provider_used.witness})",
             "",
             _quote(pair.answer),
+            *(["", f"_({ANSWER_CUT_OFF})_"] if pair.answer_cut_off else []),
             "",
             f"**Completeness:** {analysis.completeness_score}/100"
             + ("" if analysis.requires_follow_up else " — no follow-up needed"),

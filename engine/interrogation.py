@@ -25,7 +25,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.casefile import audit_schema, fill, gap_schema, transcript, witness_messages
+from engine.casefile import audit_schema, gap_schema, transcript, witness_messages
 from engine.config import Config, InterrogationConfig, ProviderConfig
 from engine.errors import (
     AllProvidersFailed,
@@ -35,6 +35,7 @@ from engine.errors import (
     SessionError,
 )
 from engine.models.events import (
+    AnswerCutOff,
     AnswerDelta,
     AuditReady,
     Discarded,
@@ -61,7 +62,7 @@ from engine.models.session import (
     consistency_score,
     now,
 )
-from engine.prompts import load_prompt
+from engine.prompts import fill, load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
 from engine.router import Attempt, PartialDiscarded, ProviderEvent, Router
 from engine.storage.sessions import SessionJournal
@@ -124,9 +125,12 @@ class _Turn:
     value: Any = None
 
 
+_EMPTY = "the question is empty"
+
+
 def _nonempty(provider: str, text: str) -> None:
     if not text.strip():
-        raise BadResponseError(provider, "the question is empty")
+        raise BadResponseError(provider, _EMPTY)
 
 
 class Interrogation:
@@ -244,8 +248,23 @@ class Interrogation:
             ))],
             settings.question_max_tokens,
         )
-        async for event in self._call(request, "detective", asked, sequence, _nonempty):
-            yield event
+        try:
+            async for event in self._call(request, "detective", asked, sequence, _nonempty):
+                yield event
+        except AllProvidersFailed as exc:
+            # Models do reply with nothing now and then (a small one ends its turn at once, a
+            # reasoning one spends its budget thinking): ask once more, saying so.
+            if not any(why.endswith(_EMPTY) for _, why in exc.failures):
+                raise
+            yield self._trail(AuditTrailEntry(event="error", role="detective",
+                                              reason=f"{_EMPTY}, asking again"))
+            request = replace(request, messages=(
+                *request.messages,
+                Message("assistant", "(empty)"),
+                Message("user", fill(load_prompt("empty_question"), SEQUENCE=sequence)),
+            ))
+            async for event in self._call(request, "detective", asked, sequence, _nonempty):
+                yield event
         question = asked.text.strip()
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
@@ -256,10 +275,13 @@ class Interrogation:
         )
         async for event in self._call(request, "witness", answered, sequence):
             yield event
+        cut_off = answered.finish_reason == "length"
+        if cut_off:
+            yield self._emit(AnswerCutOff(sequence=sequence, provider=answered.provider))
 
         yield self._emit(Phase(phase="analysis", sequence=sequence))
         pending = QuestionAnswerPair.model_construct(
-            sequence=sequence, question=question, answer=answered.text
+            sequence=sequence, question=question, answer=answered.text, answer_cut_off=cut_off
         )
         analysed = _Turn()
         request = self._request(
@@ -282,6 +304,7 @@ class Interrogation:
             answer=answered.text,
             gap_analysis=analysis,
             provider_used=ProvidersUsed(detective=asked.provider, witness=answered.provider),
+            answer_cut_off=cut_off,
         )
         session.qa_pairs.append(pair)
         session.current_iteration = len(session.qa_pairs)

@@ -143,7 +143,8 @@ async def test_a_fault_mid_interrogation_lands_in_the_audit_trail_and_the_run_fi
     config = make_config(
         {"flaky": proxy.url, "steady": llama_server.url}, ["flaky", "steady"], ["steady"]
     )
-    proxy.plan = ["cut:4"]  # the first question is cut after four chunks
+    proxy.scripts["partial"] = ("What exactly happens to the water when", "cut")
+    proxy.plan = ["script:partial"]  # the first question is cut mid-stream
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
 
     final = events[-1]
@@ -167,7 +168,8 @@ async def test_an_invalid_structured_reply_is_retried_once_with_the_error(
 ) -> None:
     config = make_config({"via": proxy.url}, ["via"], ["via"])
     # question, answer, then a gap analysis that is not JSON, then the real one
-    proxy.plan = ["pass", "pass", "invalid_json"]
+    proxy.scripts["q"] = ("At what temperature does water boil?", "stop")
+    proxy.plan = ["script:q", "pass", "invalid_json"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
 
     assert isinstance(events[-1], Finished) and events[-1].status != "failed"
@@ -186,7 +188,8 @@ async def test_a_reply_still_invalid_after_the_retry_fails_the_session_cleanly(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     config = make_config({"via": proxy.url}, ["via"], ["via"])
-    proxy.plan = ["pass", "pass", "invalid_json", "invalid_json"]
+    proxy.scripts["q"] = ("At what temperature does water boil?", "stop")
+    proxy.plan = ["script:q", "pass", "invalid_json", "invalid_json"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
 
     final = events[-1]

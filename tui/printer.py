@@ -10,6 +10,7 @@ import sys
 from typing import TextIO
 
 from engine.models.events import (
+    AnswerCutOff,
     AnswerDelta,
     AuditReady,
     Discarded,
@@ -23,7 +24,7 @@ from engine.models.events import (
     Started,
     TrailAdded,
 )
-from engine.models.session import AuditResult, GapAnalysis
+from engine.models.session import ANSWER_CUT_OFF, AuditResult, GapAnalysis
 from engine.text import strip_control
 
 __all__ = ["StreamPrinter", "TranscriptPrinter"]
@@ -92,6 +93,9 @@ class TranscriptPrinter(StreamPrinter):
                     self.write(f"{_PREFIX[self.phase]} [{provider}] ")
             case QuestionDelta(text=text) | AnswerDelta(text=text):
                 self.write(text)
+            case AnswerCutOff():
+                self.end_line()
+                self.write(f"  ({ANSWER_CUT_OFF})\n")
             case Discarded(provider=provider, text=text, reason=reason):
                 self.end_line()
                 self.write(f"  (the {len(text)} characters above from {provider} are discarded:"

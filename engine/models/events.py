@@ -22,6 +22,7 @@ from engine.models.session import (
 )
 
 __all__ = [
+    "AnswerCutOff",
     "AnswerDelta",
     "AuditReady",
     "Discarded",
@@ -90,6 +91,14 @@ class AnswerDelta(_Event):
     text: str
 
 
+class AnswerCutOff(_Event):
+    """The witness's answer of round `sequence` ended at its token limit, unfinished."""
+
+    type: Literal["answer_cut_off"] = "answer_cut_off"
+    sequence: int
+    provider: str
+
+
 class Discarded(_Event):
     """The text streamed for `role` since the last `ProviderChosen` is void (failover)."""
 
@@ -143,6 +152,7 @@ InterrogationEvent = (
     | ProviderChosen
     | QuestionDelta
     | AnswerDelta
+    | AnswerCutOff
     | Discarded
     | TrailAdded
     | GapAnalysisReady

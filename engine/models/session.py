@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from engine.text import strip_control
 
 __all__ = [
+    "ANSWER_CUT_OFF",
     "CONTRADICTION_PENALTY",
     "GAP_WEIGHTS",
     "SCHEMA_VERSION",
@@ -110,6 +111,10 @@ class ProvidersUsed(_Model):
     witness: str
 
 
+ANSWER_CUT_OFF = "the answer was cut off at the token limit"
+"""How a cut-off answer is marked, for the user and for the detective alike."""
+
+
 class QuestionAnswerPair(_Model):
     """One completed round: question, answer, and the detective's analysis of it."""
 
@@ -119,6 +124,9 @@ class QuestionAnswerPair(_Model):
     timestamp: datetime = Field(default_factory=now)
     gap_analysis: GapAnalysis
     provider_used: ProvidersUsed
+    answer_cut_off: bool = False
+    """The witness's answer ended at its token limit (`finish_reason: length`): it is only the
+    first part of what the witness would have said."""
 
 
 class Contradiction(_Model):

@@ -1,0 +1,165 @@
+"""Model text in prompts: placeholders filled once, JSON in prose, cut-off answers marked.
+
+Whole interrogations through the fault proxy: scripted replies where a test needs exact text
+(an answer with placeholders in it, a cut-off answer, JSON wrapped in prose), the real server
+for the rest. What is checked is what the server received and what was stored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from engine import Paths, Router, to_markdown
+from engine.interrogation import Interrogation
+from engine.models.events import AnswerCutOff, Finished, PairCompleted
+from engine.models.session import ANSWER_CUT_OFF
+from engine.prompts import fill, fill_tokens
+from engine.storage.sessions import SessionStore
+from tests.faults import FaultProxy
+from tests.test_interrogation import make_config
+from tui.printer import TranscriptPrinter
+
+PLACEHOLDERS = ("{{HYPOTHESIS}}", "{{TRANSCRIPT}}", "{{SEQUENCE}}", "{{LIMIT}}", "{{SCHEMA}}",
+                "{{ERROR}}", "{{CONTEXT}}")
+EVERY = " ".join(PLACEHOLDERS)
+
+
+def gap(follow_up: bool, description: str = "the year is missing") -> str:
+    return json.dumps({"gaps": [{"category": "vagueness", "description": description,
+                                 "severity": "low"}],
+                       "completeness_score": 40, "requires_follow_up": follow_up})
+
+
+AUDIT = json.dumps({"contradictions": [], "summary": "The witness said little."})
+QUESTIONS = {"q1": ("When was it built?", "stop"), "q2": ("Who built it?", "stop")}
+
+
+def test_fill_is_one_pass() -> None:
+    template = "H: {{HYPOTHESIS}} / T: {{TRANSCRIPT}} / N: {{SEQUENCE}} / {{UNKNOWN}}"
+    filled = fill(template, HYPOTHESIS="about {{TRANSCRIPT}}", TRANSCRIPT="A1: {{SEQUENCE}}",
+                  SEQUENCE=2)
+    assert filled == "H: about {{TRANSCRIPT}} / T: A1: {{SEQUENCE}} / N: 2 / {{UNKNOWN}}"
+    assert fill_tokens("[[C]] and [[C]]", {"[[C]]": "{{CONTEXT}} [[C]]"}) == \
+        "{{CONTEXT}} [[C]] and {{CONTEXT}} [[C]]"
+
+
+async def run(proxy: FaultProxy, paths: Paths, store: SessionStore, hypothesis: str,
+              limit: int = 5) -> tuple[list[Any], str]:
+    config = make_config({"via": proxy.url}, ["via"], ["via"])
+    router = Router(config, paths, persist=False)
+    journal = store.create(hypothesis, limit)
+    try:
+        events = [e async for e in Interrogation(router, journal, config.interrogation).run()]
+    finally:
+        await router.aclose()
+    return events, journal.directory.name
+
+
+def sent(proxy: FaultProxy, index: int) -> str:
+    """Everything the server was shown in request `index`, as one text."""
+    body = json.loads(proxy.requests[index])
+    return "\n".join(m["content"] for m in body["messages"])
+
+
+async def test_placeholders_in_model_and_user_text_reach_the_model_as_typed(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    hypothesis = f"Hypothesis with {EVERY}"
+    answer = f"The witness quotes {EVERY}."
+    proxy.scripts |= QUESTIONS | {
+        "answer": (answer, "stop"),
+        "gap1": (gap(True, f"gap quoting {EVERY}"), "stop"),
+        "gap2": (gap(False), "stop"),
+        "audit": (AUDIT, "stop"),
+    }
+    # q1, a1, analysis 1, q2, a2 (the real model), analysis 2, audit
+    proxy.plan = ["script:q1", "script:answer", "script:gap1", "script:q2", "pass",
+                  "script:gap2", "script:audit"]
+    events, _ = await run(proxy, paths, SessionStore(tmp_path / "s"), hypothesis)
+    assert isinstance(events[-1], Finished) and events[-1].status == "completed", events[-1]
+
+    question2 = sent(proxy, 3)  # the detective's prompt for question 2
+    assert question2.count(hypothesis) == 1  # the hypothesis verbatim, placeholders included
+    assert answer in question2 and f"gap quoting {EVERY}" in question2
+    assert question2.count("Q1:") == 1  # the transcript went in once
+    assert "Write question 2 of at most 5" in question2
+    analysis1 = sent(proxy, 2)
+    assert analysis1.count(hypothesis) == 1 and answer in analysis1
+    witness2 = json.loads(proxy.requests[4])["messages"]
+    assert {"role": "assistant", "content": answer} in witness2
+    assert hypothesis in sent(proxy, 6) and answer in sent(proxy, 6)
+
+
+async def test_structured_replies_wrapped_in_prose_or_fences_are_accepted(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    proxy.scripts |= QUESTIONS | {
+        "gap": (f"Here is the analysis you asked for:\n```json\n{gap(False)}\n```\nThanks!",
+                "stop"),
+        "audit": (f"Sure. {AUDIT} Let me know if you need more.", "stop"),
+    }
+    proxy.plan = ["script:q1", "pass", "script:gap", "script:audit"]
+    store = SessionStore(tmp_path / "s")
+    events, directory = await run(proxy, paths, store, "Ice floats on water")
+    assert isinstance(events[-1], Finished) and events[-1].status == "completed"
+    session = store.load(directory)
+    assert not [t for t in session.audit_trail if t.event == "error"]
+    assert len(proxy.requests) == 4  # no retry was needed
+    assert session.audit_result is not None
+    assert session.audit_result.summary == "The witness said little."
+
+
+async def test_an_empty_question_is_asked_for_again_once(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    proxy.scripts |= QUESTIONS | {"empty": ("", "stop"), "gap": (gap(False), "stop"),
+                                  "audit": (AUDIT, "stop")}
+    proxy.plan = ["script:empty", "script:q1", "pass", "script:gap", "script:audit"]
+    store = SessionStore(tmp_path / "s")
+    events, directory = await run(proxy, paths, store, "Rain is wet")
+    assert isinstance(events[-1], Finished) and events[-1].status == "completed"
+    session = store.load(directory)
+    assert session.qa_pairs[0].question == "When was it built?"
+    assert "the question is empty, asking again" in [t.reason for t in session.audit_trail]
+    again = json.loads(proxy.requests[1])["messages"]
+    assert again[-1]["content"].startswith("Your reply was empty. Write question 1 now")
+
+    proxy.plan = ["script:empty", "script:empty"]
+    events, directory = await run(proxy, paths, store, "Snow is cold")
+    assert isinstance(events[-1], Finished) and events[-1].status == "failed"
+    assert "the question is empty" in (events[-1].reason or "")
+
+
+async def test_an_answer_cut_off_at_the_token_limit_is_marked_everywhere(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path, capsys: Any
+) -> None:
+    proxy.scripts |= QUESTIONS | {
+        "cut": ("The tower was built in", "length"),
+        "gap1": (gap(True), "stop"),
+        "gap2": (gap(False), "stop"),
+        "audit": (AUDIT, "stop"),
+    }
+    proxy.plan = ["script:q1", "script:cut", "script:gap1", "script:q2", "pass",
+                  "script:gap2", "script:audit"]
+    store = SessionStore(tmp_path / "s")
+    events, directory = await run(proxy, paths, store, "The tower is old")
+    assert isinstance(events[-1], Finished) and events[-1].status == "completed"
+    cut = [e for e in events if isinstance(e, AnswerCutOff)]
+    assert [e.sequence for e in cut] == [1]
+    pairs = [e.pair for e in events if isinstance(e, PairCompleted)]
+    assert [p.answer_cut_off for p in pairs] == [True, False]
+    # the detective is told, in the analysis of that answer and in the next question's prompt
+    assert f"A1: The tower was built in [{ANSWER_CUT_OFF}]" in sent(proxy, 2)
+    assert f"A1: The tower was built in [{ANSWER_CUT_OFF}]" in sent(proxy, 3)
+    # stored, exported, shown
+    session = store.load(directory)
+    assert session.qa_pairs[0].answer_cut_off and not session.qa_pairs[1].answer_cut_off
+    report = to_markdown(session)
+    assert report.count(ANSWER_CUT_OFF) == 1
+    assert report.index(ANSWER_CUT_OFF) < report.index("## Round 2")
+    printer = TranscriptPrinter()
+    for event in events:
+        printer.show(event)
+    assert capsys.readouterr().out.count(ANSWER_CUT_OFF) == 1
