@@ -270,3 +270,48 @@ async def test_the_config_is_validated_right_after_the_first_frame(home: Path) -
     assert broken.return_code == 2
     assert broken.config_error is not None
     assert "interrogation.iteration_limit" in broken.config_error
+
+
+async def test_a_cut_off_answer_is_marked_in_the_live_view(home: Path) -> None:
+    from engine.models.events import (
+        AnswerCutOff,
+        AnswerDelta,
+        Finished,
+        Phase,
+        ProviderChosen,
+        Started,
+    )
+    from engine.models.session import (
+        ANSWER_CUT_OFF,
+        GapAnalysis,
+        ProvidersUsed,
+        QuestionAnswerPair,
+    )
+
+    app = app_for(home)
+    journal = app.store.create("The bridge is old", 5)
+    journal.record(Started(session_id=str(journal.session.id), hypothesis="The bridge is old",
+                           iteration_limit=5))
+    journal.record(Phase(phase="answer", sequence=1))
+    journal.record(ProviderChosen(role="witness", provider="w:m"))
+    journal.record(AnswerDelta(sequence=1, text="It was built in"))
+    journal.record(AnswerCutOff(sequence=1, provider="w:m"))
+    pair = QuestionAnswerPair(
+        sequence=1, question="When?", answer="It was built in", answer_cut_off=True,
+        gap_analysis=GapAnalysis(completeness_score=20, requires_follow_up=True),
+        provider_used=ProvidersUsed(detective="d:m", witness="w:m"),
+    )
+    journal.session.qa_pairs.append(pair)
+    journal.session.status = "cancelled"
+    journal.save()
+    journal.record(Finished(status="cancelled"))
+    journal.close()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: table.row_count == 1)
+        await pilot.press("o")
+        await until(pilot, lambda: app.live.status_text.startswith("cancelled"))
+        text = app.live.query_one(TranscriptView).plain_text()
+        assert "It was built in" in text
+        assert text.count(ANSWER_CUT_OFF) == 1
+        assert text.index("It was built in") < text.index(ANSWER_CUT_OFF)

@@ -30,10 +30,12 @@ from tests.test_app import config_text
 HOSTILE = (
     "plain start \x1b]0;PWNED-TITLE\x07 \x1b]52;c;bWFsaWNpb3Vz\x07 \x1b[2J\x1b[31mred\x1b[0m "
     "\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ \x9b31mC1 [@click=app.quit] quit "
-    "[/] [link=http://evil.example]x[/link] \\[bold] end"
+    "[/] [link=http://evil.example]x[/link] \\[bold] "
+    "bidi \u202eDESREVER\u202c \u2066isolated\u2069 \u200fmark zero\u200bwidth\ufeff\u2060 end"
 )
+BIDI = ("\u202e", "\u202c", "\u2066", "\u2069", "\u200f", "\u200b", "\ufeff", "\u2060")
 FORBIDDEN = (b"\x1b]0;PWNED", b"\x1b]52;c;bWFsaWNpb3Vz", b"\x1b]8;;http://evil", b"\xc2\x9b31m",
-             b"\x9b31m")
+             b"\x9b31m", *(ch.encode() for ch in BIDI))
 
 
 class Terminal:
@@ -210,8 +212,9 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
             time.sleep(0.2)
 
     try:
-        wait("1 Sessions")
-        subprocess.run([*tmux, "send-keys", "2"], check=True)
+        # the first run: an empty Sessions tab says what to do; `n`, a hypothesis, Enter
+        wait("No sessions yet")
+        subprocess.run([*tmux, "send-keys", "n"], check=True)
         wait("Hypothesis…")
         subprocess.run([*tmux, "send-keys", "Bees make honey", "Enter"], check=True)
         screen = wait("Answer · llama:gemma")
@@ -221,3 +224,29 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
         subprocess.run([*tmux, "send-keys", "C-q"], check=True)
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def test_invisible_reordering_text_never_reaches_the_cli_but_stays_in_the_data(
+    home: Path,
+) -> None:
+    """`show` and `export md` neutralise bidi overrides and zero-width characters; the stored
+    session and the JSON export keep the text exactly as the model wrote it."""
+    store = SessionStore(home / "data" / "sessions")
+    session = hostile_session(store)
+    env = env_for(home)
+
+    def run(*args: str) -> bytes:
+        done = subprocess.run(cli(*args), env=env, cwd=ROOT, capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    shown = run("show", str(session.id)[:8])
+    markdown = run("export", str(session.id)[:8], "--format", "md")
+    exported = run("export", str(session.id)[:8], "--format", "json")
+    for output in (shown, markdown):
+        assert b"DESREVER" in output and b"isolated" in output
+        for ch in BIDI:
+            assert ch.encode() not in output, ch
+    for ch in BIDI:
+        assert ch.encode("unicode_escape") in exported or ch.encode() in exported, ch
+    assert store.load(store.list()[0].dir).qa_pairs[0].answer == f"A: {HOSTILE}"

@@ -10,22 +10,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import tomllib
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.dom import DOMNode
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerFailed, WorkerState
 
 from engine.errors import ConfigError, DetektivError
 from engine.logs import log_file
 from engine.paths import Paths
 from engine.secrets import redact
 from engine.text import strip_control
+from tui.funnel import Guarded
 from tui.screens.dialogs import HelpScreen
 from tui.screens.sessions import SessionsScreen
 from tui.themes import load_themes
@@ -58,7 +62,7 @@ def _preimport() -> None:
     import engine.providers._openai  # noqa: F401
 
 
-class DetektivApp(App[int]):
+class DetektivApp(Guarded, App[int]):
     """detektiv's Textual application."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
@@ -89,6 +93,9 @@ class DetektivApp(App[int]):
         self.router: Router | None = None
         self._router_lock = asyncio.Lock()
         self.internal_errors: list[BaseException] = []
+        self._reported: deque[BaseException] = deque(maxlen=32)
+        self._last_notice: tuple[str, str] | None = None
+        self._last_notice_at = 0.0
         self.notices: list[tuple[str, str]] = []
         self._live: LiveScreen | None = None
         for mode, screen in (("sessions", SessionsScreen), ("live", lambda: self.live),
@@ -182,6 +189,10 @@ class DetektivApp(App[int]):
         await self.switch_mode("live")
         self.live.attach(directory)
 
+    def key_for(self, binding_id: str, default: str) -> str:
+        """The key the user's keymap gives a binding (for texts that name it)."""
+        return self._keymap.get(binding_id, default).split(",")[0]
+
     # ---- actions -----------------------------------------------------------------------------
 
     def action_tab(self, mode: str) -> None:
@@ -244,28 +255,52 @@ class DetektivApp(App[int]):
     # ---- the one error funnel ----------------------------------------------------------------
 
     def _report(self, error: BaseException) -> None:
+        """One notification per failure (a worker's error arrives twice: as a state change
+        and from the worker); the same message again within a few seconds is only logged."""
+        if isinstance(error, WorkerFailed):
+            error = error.error
+        if any(seen is error for seen in self._reported):
+            return
+        self._reported.append(error)
         if isinstance(error, DetektivError):
-            self.notify(error.message, title="Failed", severity="error", markup=False)
+            title, message = "Failed", error.message
+        elif isinstance(error, OSError):
+            title = "File error"
+            message = redact(f"{error.strerror or error}: {error.filename or ''}")
+        else:
+            self.internal_errors.append(error)
+            log.error("internal error", exc_info=error)
+            detail = redact(strip_control(str(error)).strip())[:160]
+            title = "Internal error"
+            message = (f"{type(error).__name__}" + (f": {detail}" if detail else "")
+                       + f" — the app goes on; details in {log_file(self.paths.log_dir)}")
+        now = time.monotonic()
+        if self._last_notice == (title, message) and now - self._last_notice_at < 5.0:
+            log.info("repeated: %s: %s", title, message)
             return
-        if isinstance(error, OSError):
-            self.notify(redact(f"{error.strerror or error}: {error.filename or ''}"),
-                        title="File error", severity="error", markup=False)
-            return
-        self.internal_errors.append(error)
-        log.error("internal error", exc_info=error)
-        self.notify(f"Internal error: {type(error).__name__} (details in "
-                    f"{log_file(self.paths.log_dir)})", severity="error", markup=False)
+        self._last_notice, self._last_notice_at = (title, message), now
+        self.notify(message, title=title, severity="error", markup=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             self._report(event.worker.error)
 
     def _handle_exception(self, error: Exception) -> None:
-        """An exception in a handler: report it and keep running (never a traceback)."""
+        """An exception in a handler, an action, a timer or a worker: report it and keep
+        running (never a traceback, never an exit; see `tui.funnel`)."""
         try:
             self._report(error)
         except Exception:  # pragma: no cover - reporting itself failed: fall back to Textual
             super()._handle_exception(error)
+
+    async def _dispatch_action(self, namespace: DOMNode, action_name: str, params: Any) -> bool:
+        """Run an action (a key binding, the palette, a link); one that raises is reported
+        and counts as handled, so the key is not passed on."""
+        try:
+            return await super()._dispatch_action(namespace, action_name, params)
+        except Exception as error:
+            self._handle_exception(error)
+            return True
 
     async def on_unmount(self) -> None:
         if self.router is not None:

@@ -9,6 +9,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from tui.funnel import Guarded
+
 __all__ = ["ConfirmDialog", "HelpScreen", "PromptDialog"]
 
 DIALOG_CSS = """
@@ -19,7 +21,7 @@ ConfirmDialog, PromptDialog, HelpScreen { align: center middle; }
 """
 
 
-class ConfirmDialog(ModalScreen[bool]):
+class ConfirmDialog(Guarded, ModalScreen[bool]):
     """Yes or no; `y`/`enter` confirm, `n`/`escape` cancel."""
 
     DEFAULT_CSS = DIALOG_CSS
@@ -41,7 +43,7 @@ class ConfirmDialog(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-class PromptDialog(ModalScreen[str | None]):
+class PromptDialog(Guarded, ModalScreen[str | None]):
     """One line of text; `enter` accepts, `escape` cancels (None)."""
 
     DEFAULT_CSS = DIALOG_CSS
@@ -64,7 +66,7 @@ class PromptDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Guarded, ModalScreen[None]):
     """Every binding of the tab it was opened from, and the global ones."""
 
     DEFAULT_CSS = DIALOG_CSS

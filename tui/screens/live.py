@@ -18,6 +18,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, ProgressBar, Static
 
 from engine import (
+    ANSWER_CUT_OFF,
+    AnswerCutOff,
     AnswerDelta,
     AuditReady,
     AuditResult,
@@ -39,6 +41,7 @@ from engine import (
     check_resumable,
     strip_control,
 )
+from tui.funnel import Guarded
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
 
@@ -52,11 +55,15 @@ def _chain(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-class LiveScreen(Screen[None]):
+class LiveScreen(Guarded, Screen[None]):
     """See the module docstring."""
 
     CSS_PATH = "live.tcss"
+    AUTO_FOCUS = "#transcript"
+    """Showing the tab never puts the cursor in a field: the next key is a command (`2` then
+    `1` goes back); `n`, Enter on the transcript or a click go to the field."""
     BINDINGS = [
+        Binding("n,enter", "focus_form", "New", id="focus-form"),
         Binding("ctrl+s", "start", "Start", id="start"),
         Binding("escape", "stop", "Stop", id="stop"),
         Binding("ctrl+r", "resume", "Resume", id="resume"),
@@ -77,6 +84,8 @@ class LiveScreen(Screen[None]):
         self.status_text = "idle"
         self.limit = 0
         self.analysed: set[int] = set()
+        self._form_wanted = False
+        self._built = False
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
@@ -102,9 +111,31 @@ class LiveScreen(Screen[None]):
 
     # ---- actions -----------------------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        self._built = True
+        self.query_one(TranscriptView).add("note", self.empty_text())
+        if self._form_wanted:
+            self.focus_form()
+
+    def empty_text(self) -> str:
+        """What the Live tab says before anything runs in it: how to start or open one."""
+        keys = self.app.key_for
+        return (f"Nothing is running here yet. To start an interrogation, press "
+                f"{keys('focus-form', 'n')}, type a hypothesis and press Enter. To watch or "
+                f"resume one, open it from the Sessions tab ({keys('tab-sessions', '1')}, then "
+                f"Enter).")
+
     def focus_form(self) -> None:
-        """Put the cursor in the hypothesis field."""
+        """Put the cursor in the hypothesis field (as soon as the tab is built, when it is
+        not yet: an action from another tab may ask before this one was ever shown)."""
+        if not self._built:
+            self._form_wanted = True
+            return
+        self._form_wanted = False
         self.query_one("#hypothesis", Input).focus()
+
+    def action_focus_form(self) -> None:
+        self.focus_form()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id in ("hypothesis", "detective", "witness", "limit"):
@@ -262,6 +293,9 @@ class LiveScreen(Screen[None]):
                     view.start_stream("answer", title=f"Answer · {provider}")
             case QuestionDelta(text=text) | AnswerDelta(text=text):
                 view.append(text)
+            case AnswerCutOff():
+                view.end_stream()
+                view.add("note", ANSWER_CUT_OFF)
             case Discarded(provider=provider, reason=reason, text=text):
                 view.discard_stream(reason)
                 if announce:
@@ -291,6 +325,8 @@ class LiveScreen(Screen[None]):
                          markdown=True)
                 view.add("answer", pair.answer, f"Answer · {pair.provider_used.witness}",
                          markdown=True)
+                if pair.answer_cut_off:
+                    view.add("note", ANSWER_CUT_OFF)
                 self.show_analysis(pair.gap_analysis, pair.sequence)
             case PairCompleted() | TrailAdded():
                 pass

@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 
 from engine import ProviderConfig, strip_control
+from tui.funnel import Guarded
 from tui.screens.dialogs import PromptDialog
 from tui.widgets.tabs import ModeTabs
 
@@ -35,7 +36,7 @@ def _ago(when: float | None) -> str:
     return f"{seconds} s ago" if seconds < 120 else f"{seconds // 60} min ago"
 
 
-class ProvidersScreen(Screen[None]):
+class ProvidersScreen(Guarded, Screen[None]):
     """See the module docstring."""
 
     CSS_PATH = "providers.tcss"

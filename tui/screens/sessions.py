@@ -17,6 +17,7 @@ from engine.storage.atomic import atomic_write_text
 from engine.storage.index import SessionSummary
 from engine.text import strip_control
 from tui._format import local_minute
+from tui.funnel import Guarded
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
 
@@ -31,7 +32,7 @@ MAX_ROWS = 500
 seconds to build and nobody scrolls through it)."""
 
 
-class SessionsScreen(Screen[None]):
+class SessionsScreen(Guarded, Screen[None]):
     """See the module docstring."""
 
     CSS_PATH = "sessions.tcss"
@@ -79,8 +80,16 @@ class SessionsScreen(Screen[None]):
             return
         self.rows = rows
         self._apply_filter()
+        self._show_status()
+
+    def _show_status(self) -> None:
+        rows = self.rows
         damaged = [r for r in rows if r.status == "damaged"]
         status = f"{len(rows)} sessions"
+        if not rows:
+            status = self.empty_text()
+        elif not self.matches:
+            status += " · none matches the filter"
         if self.matches > len(self.shown):
             status += f" · showing the newest {len(self.shown)} of {self.matches}; type to filter"
         if damaged:
@@ -113,15 +122,31 @@ class SessionsScreen(Screen[None]):
         if current is not None and current in self.shown:
             table.move_cursor(row=self.shown.index(current), animate=False)
 
+    def empty_text(self) -> str:
+        """What an empty Sessions tab says: how to start the first interrogation."""
+        return (f"No sessions yet. Press {self.app.key_for('new', 'n')} to start your first "
+                "interrogation: type a hypothesis, press Enter, and watch the detective "
+                "question the witness. (Headless: detektiv run \"your hypothesis\".)")
+
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
             self._apply_filter()
+            if self.rows:
+                self._show_status()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.query_one(DataTable).focus()
 
     async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         await self.action_open()
+
+    def chosen(self) -> SessionSummary | None:
+        """The selected session, or None after saying why there is none."""
+        row = self.selected()
+        if row is None:
+            self.notify(self.empty_text() if not self.rows else "No session is selected.",
+                        severity="warning", markup=False)
+        return row
 
     def selected(self) -> SessionSummary | None:
         table = self.query_one(DataTable)
@@ -135,12 +160,12 @@ class SessionsScreen(Screen[None]):
     def action_refresh(self) -> None:
         self.refresh_rows()
 
-    def action_new(self) -> None:
-        self.app.switch_mode("live")
+    async def action_new(self) -> None:
+        await self.app.switch_mode("live")  # builds the Live tab the first time
         self.app.live.focus_form()
 
     async def action_open(self) -> None:
-        row = self.selected()
+        row = self.chosen()
         if row is None:
             return
         if row.status == "damaged":
@@ -150,7 +175,7 @@ class SessionsScreen(Screen[None]):
         await self.app.open_session(row.dir)
 
     def action_export(self, fmt: str) -> None:
-        row = self.selected()
+        row = self.chosen()
         if row is None:
             return
         from engine.export import to_json, to_markdown
@@ -161,7 +186,7 @@ class SessionsScreen(Screen[None]):
         self.notify(f"Exported to {target}", title="Export", markup=False)
 
     def action_delete(self) -> None:
-        row = self.selected()
+        row = self.chosen()
         if row is None:
             return
         text = " ".join(strip_control(row.hypothesis).split())[:80]

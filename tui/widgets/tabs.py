@@ -5,13 +5,15 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from tui.funnel import Guarded
+
 __all__ = ["TABS", "ModeTabs"]
 
 #: (mode name, label) in the order of the number keys.
 TABS = (("sessions", "Sessions"), ("live", "Live"), ("providers", "Providers"))
 
 
-class ModeTabs(Static):
+class ModeTabs(Guarded, Static):
     """Shows `1 Sessions  2 Live  3 Providers` with `current` highlighted (F1–F3 work too)."""
 
     DEFAULT_CSS = """

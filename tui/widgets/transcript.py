@@ -26,6 +26,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from engine.text import strip_control
+from tui.funnel import Guarded
 
 if TYPE_CHECKING:
     pass
@@ -66,7 +67,7 @@ def _safe_split(text: str) -> int:
     return split
 
 
-class TranscriptView(ScrollView, can_focus=True):
+class TranscriptView(Guarded, ScrollView, can_focus=True):
     """See the module docstring."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
