@@ -91,9 +91,12 @@ if TYPE_CHECKING:
     from engine.storage.sessions import SessionJournal, SessionStore
     from engine.structured import Completion, complete, complete_json
     from engine.text import strip_control
+    from engine.workspace import Run, Workspace
 
 _LAZY: dict[str, str] = {
     "AllProvidersFailed": "engine.errors",
+    "Run": "engine.workspace",
+    "Workspace": "engine.workspace",
     "AnswerCutOff": "engine.models.events",
     "AnswerDelta": "engine.models.events",
     "Attempt": "engine.router",
@@ -192,6 +195,8 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Run",
+    "Workspace",
     "AllProvidersFailed",
     "AnswerCutOff",
     "AnswerDelta",

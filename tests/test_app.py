@@ -256,10 +256,10 @@ asyncio.run(main())
 async def test_the_config_is_validated_right_after_the_first_frame(home: Path) -> None:
     (home / "config.toml").write_text('[ui]\ntheme = "detektiv-light"\n[keymap]\nhelp = "f8"\n')
     app = build_app(Paths.from_env())
-    assert app._config is None  # nothing validated before the screen
+    assert not app.workspace.config_loaded  # nothing validated before the screen
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.theme == "detektiv-light"  # from the TOML preview
-        await until(pilot, lambda: app._config is not None, timeout=10)
+        await until(pilot, lambda: app.workspace.config_loaded, timeout=10)
         assert app.config.ui.theme == "detektiv-light"
         await pilot.press("f8")
         assert isinstance(app.screen, HelpScreen)

@@ -87,7 +87,7 @@ def test_providers_table(configured: Path) -> None:
 
 def test_ask_streams_to_stdout_as_it_arrives(configured: Path) -> None:
     process = subprocess.Popen(
-        cli("ask", "-p", "localsrv", "--max-tokens", "60", LONG_PROMPT),
+        cli("ask", "-p", "localsrv", "--max-tokens", "60", "--temperature", "0", LONG_PROMPT),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
@@ -117,7 +117,8 @@ def test_ask_with_schema_prints_valid_json(configured: Path, tmp_path: Path) -> 
 
 
 def test_ask_adhoc_local_model(home: Path) -> None:
-    result = run("ask", "-p", "local:gemma-3-270m", "--max-tokens", "12", LONG_PROMPT)
+    result = run("ask", "-p", "local:gemma-3-270m", "--max-tokens", "12", "--temperature", "0",
+                 LONG_PROMPT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     assert "\x1b" not in result.stdout

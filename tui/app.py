@@ -7,9 +7,7 @@ in a handler, becomes a notification and a log record, never a traceback on the 
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 import time
 import tomllib
 from collections import deque
@@ -29,6 +27,7 @@ from engine.logs import log_file
 from engine.paths import Paths
 from engine.secrets import redact
 from engine.text import strip_control
+from engine.workspace import Workspace
 from tui.funnel import Guarded
 from tui.screens.dialogs import HelpScreen
 from tui.screens.sessions import SessionsScreen
@@ -52,14 +51,6 @@ def _providers_screen() -> Screen[Any]:
     from tui.screens.providers import ProvidersScreen
 
     return ProvidersScreen()
-
-
-def _preimport() -> None:
-    """Import the provider SDKs (slow) on a worker thread, not on the event loop."""
-    import openai  # noqa: F401
-
-    import engine.providers._ollama  # noqa: F401
-    import engine.providers._openai  # noqa: F401
 
 
 class DetektivApp(Guarded, App[int]):
@@ -86,12 +77,9 @@ class DetektivApp(Guarded, App[int]):
         validation ends the app with exit code 2 and `config_error` set."""
         super().__init__()
         self.paths = paths
-        self._config = config
-        self._config_lock = threading.Lock()
+        self.workspace = Workspace(paths, config, preimport=True)
+        self._unvalidated = config is None
         self.config_error: str | None = None
-        self._store: SessionStore | None = None
-        self.router: Router | None = None
-        self._router_lock = asyncio.Lock()
         self.internal_errors: list[BaseException] = []
         self._reported: deque[BaseException] = deque(maxlen=32)
         self._last_notice: tuple[str, str] | None = None
@@ -111,7 +99,7 @@ class DetektivApp(Guarded, App[int]):
         self.set_keymap(keymap)
 
     def on_mount(self) -> None:
-        if self._config is None:
+        if self._unvalidated:
             self.call_after_refresh(self.run_worker, self._validate_config, thread=True,
                                     exit_on_error=False, group="config")
 
@@ -120,13 +108,7 @@ class DetektivApp(Guarded, App[int]):
     @property
     def config(self) -> Config:
         """The validated configuration (loaded now if the worker has not done it yet)."""
-        if self._config is None:
-            with self._config_lock:
-                if self._config is None:
-                    from engine.config import load_config
-
-                    self._config = load_config(self.paths)
-        return self._config
+        return self.workspace.config
 
     def _validate_config(self) -> None:
         try:
@@ -141,12 +123,7 @@ class DetektivApp(Guarded, App[int]):
     @property
     def store(self) -> SessionStore:
         """The session store (its temp files swept the first time)."""
-        if self._store is None:
-            from engine.storage.sessions import SessionStore
-
-            self._store = SessionStore(self.paths.data_dir / "sessions")
-            self._store.sweep()
-        return self._store
+        return self.workspace.store
 
     # ---- shared engine objects ---------------------------------------------------------------
 
@@ -159,20 +136,14 @@ class DetektivApp(Guarded, App[int]):
             self._live = LiveScreen()
         return self._live
 
-    async def get_router(self, config: Config | None = None) -> Router:
-        """The app's router (built on first use, off the UI path), or a new one for `config`."""
-        from engine.providers import discover_ollama
-        from engine.router import Router
+    @property
+    def router(self) -> Router | None:
+        """The shared router, if it was built."""
+        return self.workspace.shared_router
 
-        async with self._router_lock:
-            if config is not None and config is not self.config:
-                await asyncio.to_thread(_preimport)
-                return Router(config, self.paths)
-            if self.router is None:
-                await asyncio.to_thread(_preimport)
-                await discover_ollama(self.config)
-                self.router = Router(self.config, self.paths)
-            return self.router
+    async def get_router(self) -> Router:
+        """The shared router (built on first use, off the UI path)."""
+        return await self.workspace.router()
 
     def update_providers(self, providers: dict[str, ProviderConfig]) -> None:
         """Change providers and write the config file once; the router is rebuilt."""
@@ -180,9 +151,7 @@ class DetektivApp(Guarded, App[int]):
 
         self.config.providers.update(providers)
         save_config(self.config, self.paths.config_file)
-        old, self.router = self.router, None
-        if old is not None:
-            self.run_worker(old.aclose(), exit_on_error=False)
+        self.run_worker(self.workspace.reset_router(), exit_on_error=False)
 
     async def open_session(self, directory: str) -> None:
         """Show a session in the Live tab (following it while it runs)."""
@@ -303,8 +272,7 @@ class DetektivApp(Guarded, App[int]):
             return True
 
     async def on_unmount(self) -> None:
-        if self.router is not None:
-            await self.router.aclose()
+        await self.workspace.aclose()
 
 
 def _preview_ui(raw: dict[str, Any]) -> tuple[str, dict[str, str]]:

@@ -21,11 +21,8 @@ from engine import (
     RouterEvent,
     StreamRequest,
     TokenDelta,
+    Workspace,
     complete_json,
-    create_provider,
-    discover_ollama,
-    load_config,
-    select_provider,
     strip_control,
 )
 from engine.structured import SchemaError, check_schema
@@ -44,9 +41,9 @@ def _public_url(url: str | None) -> str | None:
 
 async def providers(paths: Paths, as_json: bool) -> int:
     """List every provider with kind, model, priority, circuit state and a live health check."""
-    config = load_config(paths)
-    await discover_ollama(config)
-    router = Router(config, paths)
+    workspace = Workspace(paths)
+    config = workspace.config
+    router = await workspace.new_router()
     try:
         checks = await router.check_health()
     finally:
@@ -144,19 +141,17 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     if args.max_tokens is not None and args.max_tokens < 1:
         raise ConfigError("--max-tokens must be at least 1")
     schema = _read_schema(args.schema) if args.schema else None
-    config = load_config(paths)
-    if not args.provider or (args.provider not in config.providers and ":" not in args.provider):
-        await discover_ollama(config)  # `providers` may have shown a discovered one
+    workspace = Workspace(paths)
+    workspace.config  # noqa: B018 - a bad config fails first
     request = StreamRequest.of(
         prompt, schema=schema, max_tokens=args.max_tokens, temperature=args.temperature
     )
     out = StreamPrinter()
     source: Provider | Router
     if args.provider:  # that one provider, tried whatever the router remembers about it
-        name, provider_config = select_provider(config, args.provider)
-        source = create_provider(name, provider_config, paths)
+        source = await workspace.provider(args.provider)
     else:
-        source = Router(config, paths)
+        source = await workspace.new_router()
     try:
         if schema is None:
             await _print_stream(source.stream(request), out)

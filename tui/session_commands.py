@@ -14,29 +14,17 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from engine import ConfigError, Paths, Router, load_config
-from engine.config import Config
+from engine import ConfigError, Paths, Run, Workspace
 from engine.errors import SessionError
-from engine.export import to_json, to_markdown
-from engine.interrogation import Interrogation, apply_roles, check_resumable
 from engine.models.events import Record, encode_record
-from engine.providers import discover_ollama
 from engine.storage.atomic import atomic_write_text
-from engine.storage.sessions import SessionJournal, SessionStore
 from engine.text import strip_control
 from tui._format import local_minute
 from tui.printer import TranscriptPrinter
 
-__all__ = ["export", "resume", "run", "sessions", "show", "store_for", "watch"]
+__all__ = ["export", "resume", "run", "sessions", "show", "watch"]
 
 _EXIT = {"completed": 0, "limit-reached": 0, "failed": 1, "cancelled": 130}
-
-
-def store_for(paths: Paths) -> SessionStore:
-    """The session store under the data dir, with temp files of killed writes swept."""
-    store = SessionStore(paths.data_dir / "sessions")
-    store.sweep()
-    return store
 
 
 def _chain(value: str | None) -> list[str]:
@@ -48,17 +36,10 @@ def _print_record(record: Record) -> None:
     sys.stdout.buffer.flush()
 
 
-async def _drive(
-    paths: Paths, config: Config, journal: SessionJournal, as_json: bool, resumed: bool
-) -> int:
-    session = journal.session
-    config = apply_roles(config, session.detective, session.witness)
-    if not session.detective or not session.witness:
-        await discover_ollama(config)
-    router = Router(config, paths)
+async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
+    session = started.session
     printer = TranscriptPrinter()
-    interrogation = Interrogation(router, journal, config.interrogation, resumed=resumed)
-    if not as_json and not resumed:
+    if not as_json and not started.resumed:
         printer.note(f"watch it from another terminal: detektiv watch {session.short_id}")
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -71,7 +52,7 @@ async def _drive(
 
     loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     try:
-        async for event in interrogation.run():
+        async for event in started.events():
             if not as_json:
                 printer.show(event)
     except asyncio.CancelledError:
@@ -80,48 +61,33 @@ async def _drive(
         if task is not None:
             task.uncancel()
     finally:
-        journal.close()
         loop.remove_signal_handler(signal.SIGTERM)
-        await router.aclose()
+        await workspace.aclose()
     return _EXIT.get(session.status, 1)
 
 
 async def run(paths: Paths, args: argparse.Namespace) -> int:
     """Run an interrogation, streaming the transcript (or the event records with --json)."""
     hypothesis = sys.stdin.read() if args.hypothesis == "-" else args.hypothesis
-    if not hypothesis.strip():
-        raise ConfigError("the hypothesis is empty")
-    config = load_config(paths)
-    limit = args.limit if args.limit is not None else config.interrogation.iteration_limit
-    if not 5 <= limit <= 20:
-        raise ConfigError(f"--limit {limit}: the iteration limit must be between 5 and 20")
-    detective, witness = _chain(args.detective), _chain(args.witness)
-    apply_roles(config, detective, witness)  # unknown names fail before anything is stored
-    journal = store_for(paths).create(
-        hypothesis.strip(), limit, detective=detective, witness=witness,
+    workspace = Workspace(paths)
+    started = workspace.start(
+        hypothesis, args.limit, _chain(args.detective), _chain(args.witness),
         on_record=_print_record if args.json else None,
     )
-    return await _drive(paths, config, journal, args.json, resumed=False)
+    return await _drive(workspace, started, args.json)
 
 
 async def resume(paths: Paths, args: argparse.Namespace) -> int:
     """Continue an interrupted, failed or cancelled session from its last completed round."""
-    config = load_config(paths)
-    store = store_for(paths)
-    check_resumable(store.load(args.session))
-    journal = store.open(args.session, on_record=_print_record if args.json else None)
-    return await _drive(paths, config, journal, args.json, resumed=True)
-
-
-def _status(store: SessionStore, ref: str, status: str) -> str:
-    if status == "running" and not store.is_live(ref):
-        return "interrupted"
-    return status
+    workspace = Workspace(paths)
+    workspace.config  # noqa: B018 - a bad config fails before the session is taken
+    started = workspace.resume(args.session, on_record=_print_record if args.json else None)
+    return await _drive(workspace, started, args.json)
 
 
 def sessions(paths: Paths, as_json: bool) -> int:
     """List sessions, newest first."""
-    rows = store_for(paths).list()
+    rows = Workspace(paths).store.list()
     if as_json:
         print(json.dumps([asdict(row) for row in rows], indent=1, ensure_ascii=False))
         return 0
@@ -146,20 +112,13 @@ def sessions(paths: Paths, as_json: bool) -> int:
 
 def show(paths: Paths, args: argparse.Namespace) -> int:
     """Print a stored session as a readable report."""
-    store = store_for(paths)
-    session = store.load(args.session)
-    sys.stdout.write(to_markdown(session, _status(store, args.session, session.status)))
+    sys.stdout.write(Workspace(paths).export(args.session, "md"))
     return 0
 
 
 def export(paths: Paths, args: argparse.Namespace) -> int:
     """Write a session as markdown or JSON, to a file (atomically) or stdout."""
-    store = store_for(paths)
-    session = store.load(args.session)
-    if args.format == "json":
-        text = to_json(session)
-    else:
-        text = to_markdown(session, _status(store, args.session, session.status))
+    text = Workspace(paths).export(args.session, args.format)
     if args.output is None or str(args.output) == "-":
         sys.stdout.write(text)
         return 0
@@ -174,10 +133,10 @@ def export(paths: Paths, args: argparse.Namespace) -> int:
 
 async def watch(paths: Paths, args: argparse.Namespace) -> int:
     """Replay a session's events so far, then follow it live until it ends."""
-    store = store_for(paths)
+    workspace = Workspace(paths)
     printer = TranscriptPrinter()
     last = None
-    async for record in store.follow(args.session):
+    async for record in workspace.follow(args.session):
         last = record
         if args.json:
             _print_record(record)
@@ -185,7 +144,7 @@ async def watch(paths: Paths, args: argparse.Namespace) -> int:
             printer.show(record.event)
     if last is not None and last.event.type == "finished":
         return _EXIT.get(last.event.status, 1)
-    session = store.load(args.session)
+    session = workspace.store.load(args.session)
     if session.status != "running":  # ended between the last event and the final save
         return _EXIT.get(session.status, 1)
     printer.note(f"session {session.short_id} was interrupted (no process runs it any more); "

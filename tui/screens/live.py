@@ -23,22 +23,20 @@ from engine import (
     AnswerDelta,
     AuditReady,
     AuditResult,
+    ConfigError,
     DetektivError,
     Discarded,
     Finished,
     GapAnalysis,
     GapAnalysisReady,
-    Interrogation,
     InterrogationEvent,
     PairCompleted,
     Phase,
     ProviderChosen,
     QuestionDelta,
-    SessionJournal,
+    Run,
     Started,
     TrailAdded,
-    apply_roles,
-    check_resumable,
     strip_control,
 )
 from tui.funnel import Guarded
@@ -142,25 +140,24 @@ class LiveScreen(Guarded, Screen[None]):
             self.action_start()
 
     def action_start(self) -> None:
-        hypothesis = self.query_one("#hypothesis", Input).value.strip()
-        if not hypothesis:
-            self.notify("Type a hypothesis first.", severity="warning", markup=False)
-            self.focus_form()
-            return
         try:
-            limit = int(self.query_one("#limit", Input).value or "0")
+            limit: int | None = int(self.query_one("#limit", Input).value or "0")
         except ValueError:
             limit = 0
-        if not 5 <= limit <= 20:
-            self.notify("The iteration limit must be between 5 and 20.", severity="warning",
+        try:
+            run = self.app.workspace.start(
+                self.query_one("#hypothesis", Input).value, limit,
+                _chain(self.query_one("#detective", Input).value),
+                _chain(self.query_one("#witness", Input).value),
+            )
+        except ConfigError as exc:  # the engine's rule, said as a hint: nothing was stored
+            self.notify(exc.message[:1].upper() + exc.message[1:] + ".", severity="warning",
                         markup=False)
+            if "hypothesis" in exc.message:
+                self.focus_form()
             return
-        detective = _chain(self.query_one("#detective", Input).value)
-        witness = _chain(self.query_one("#witness", Input).value)
-        apply_roles(self.app.config, detective, witness)  # a bad name fails here, clearly
-        journal = self.app.store.create(hypothesis, limit, detective=detective, witness=witness)
         self.query_one(TranscriptView).focus()
-        self.run_interrogation(journal, resumed=False)
+        self.run_interrogation(run)
 
     def action_stop(self) -> None:
         if self.workers.cancel_group(self, "live"):
@@ -177,9 +174,7 @@ class LiveScreen(Guarded, Screen[None]):
         if self.app.store.is_live(self.session_dir):
             self.notify("That session is running; it is shown live already.", markup=False)
             return
-        check_resumable(self.app.store.load(self.session_dir))
-        journal = self.app.store.open(self.session_dir)
-        self.run_interrogation(journal, resumed=True)
+        self.run_interrogation(self.app.workspace.resume(self.session_dir))
 
     def action_select(self, step: int) -> None:
         self.query_one(TranscriptView).select_answer(step)
@@ -202,24 +197,12 @@ class LiveScreen(Guarded, Screen[None]):
     # ---- streams -----------------------------------------------------------------------------
 
     @work(exclusive=True, group="live", exit_on_error=False)
-    async def run_interrogation(self, journal: SessionJournal, resumed: bool) -> None:
+    async def run_interrogation(self, run: Run) -> None:
         """Run a session in this process, showing every event as it comes."""
-        self.session_dir, self.attached = journal.directory.name, False
-        session = journal.session
-        if session.detective or session.witness:  # chains of its own: a router of its own
-            config = apply_roles(self.app.config, session.detective, session.witness)
-            router = await self.app.get_router(config)
-        else:
-            config, router = self.app.config, await self.app.get_router()
-        interrogation = Interrogation(router, journal, config.interrogation, resumed=resumed)
+        self.session_dir, self.attached = run.journal.directory.name, False
         self.query_one(TranscriptView).clear()
-        try:
-            async for event in interrogation.run():
-                self.show(event)
-        finally:
-            journal.close()
-            if router is not self.app.router:
-                await router.aclose()
+        async for event in run.events():
+            self.show(event)
 
     @work(exclusive=True, group="live", exit_on_error=False)
     async def attach(self, directory: str) -> None:
@@ -231,16 +214,16 @@ class LiveScreen(Guarded, Screen[None]):
         self.set_status("following a live run…" if live else "replaying…")
         last: InterrogationEvent | None = None
         opened = time.time()
-        async for record in self.app.store.follow(directory):
+        async for record in self.app.workspace.follow(directory):
             # what happened before it was opened is history: shown, not announced
             self.show(record.event, announce=record.at >= opened - 1.0)
             last = record.event
         if not isinstance(last, Finished):
-            session = self.app.store.load(directory)
-            if session.status == "running":
+            status = self.app.workspace.status(directory)
+            if status == "interrupted":
                 self.set_status("interrupted: no process runs it any more (ctrl+r resumes)")
             else:
-                self.set_status(session.status)
+                self.set_status(status)
 
     # ---- showing events ----------------------------------------------------------------------
 

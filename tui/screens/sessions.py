@@ -178,11 +178,9 @@ class SessionsScreen(Guarded, Screen[None]):
         row = self.chosen()
         if row is None:
             return
-        from engine.export import to_json, to_markdown
-
-        session = self.app.store.load(row.dir)
+        text = self.app.workspace.export(row.dir, "json" if fmt == "json" else "md")
         target = Path.cwd() / f"detektiv-{row.id[:8]}.{fmt}"
-        atomic_write_text(target, to_json(session) if fmt == "json" else to_markdown(session))
+        atomic_write_text(target, text)
         self.notify(f"Exported to {target}", title="Export", markup=False)
 
     def action_delete(self) -> None:
@@ -193,7 +191,7 @@ class SessionsScreen(Guarded, Screen[None]):
 
         def confirmed(yes: bool | None) -> None:
             if yes:
-                self.app.store.delete(row.dir)
+                self.app.workspace.delete(row.dir)
                 self.notify(f"Deleted session {row.id[:8]}", markup=False)
                 self.refresh_rows()
 

@@ -1,0 +1,250 @@
+"""The engine's one door for the front ends: configuration, the session store and the
+router's lifecycle, and the session operations.
+
+    workspace = Workspace(paths)                 # config loaded on first use
+    run = workspace.start("Tea contains caffeine", limit=8, detective=["cloud"])
+    async for event in run.events():             # typed events, each stored before it comes
+        ...
+    workspace.resume(ref) / follow(ref) / status(ref) / export(ref, "md") / delete(ref)
+
+The CLI and the app both come through here and build no router, interrogation or store of
+their own. Every rule about a session (the iteration limit, an empty hypothesis, what can be
+resumed, when a stored `running` session is `interrupted`) is checked here or below, once;
+the front ends present the errors it raises. Features to come add their operations here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from engine.config import Config
+    from engine.models.events import InterrogationEvent, Record
+    from engine.models.session import InterrogationSession
+    from engine.paths import Paths
+    from engine.providers import Provider
+    from engine.router import Router
+    from engine.storage.sessions import SessionJournal, SessionStore
+
+__all__ = ["LIMITS", "Run", "Workspace"]
+
+LIMITS = (5, 20)
+"""The smallest and largest iteration limit a session may have."""
+
+OnRecord = Callable[["Record"], None]
+
+
+def _preimport() -> None:
+    """Import the provider SDKs (slow) on a worker thread, not on an event loop."""
+    import openai  # noqa: F401
+
+    import engine.providers._ollama  # noqa: F401
+    import engine.providers._openai  # noqa: F401
+
+
+class Run:
+    """A session taken to be run (new or resumed), its lock held; `events()` runs it."""
+
+    def __init__(self, workspace: Workspace, journal: SessionJournal, resumed: bool) -> None:
+        self.workspace = workspace
+        self.journal = journal
+        self.resumed = resumed
+
+    @property
+    def session(self) -> InterrogationSession:
+        """The session being run (updated as it goes)."""
+        return self.journal.session
+
+    async def events(self) -> AsyncIterator[InterrogationEvent]:
+        """Run the interrogation to its end, yielding every event; see
+        `engine.interrogation`. The session's own chains (set at start) get a router of their
+        own, closed at the end; otherwise the workspace's shared router is used."""
+        from engine.interrogation import Interrogation, apply_roles
+
+        session = self.journal.session
+        workspace = self.workspace
+        own = bool(session.detective or session.witness)
+        if own:
+            config = apply_roles(workspace.config, session.detective, session.witness)
+            router = await workspace.new_router(config,
+                                                discover=not (session.detective
+                                                              and session.witness))
+        else:
+            config, router = workspace.config, await workspace.router()
+        interrogation = Interrogation(router, self.journal, config.interrogation,
+                                      resumed=self.resumed)
+        try:
+            async for event in interrogation.run():
+                yield event
+        finally:
+            self.journal.close()
+            if own:
+                await router.aclose()
+
+
+class Workspace:
+    """Config, store and router for one user's data; see the module docstring."""
+
+    def __init__(self, paths: Paths, config: Config | None = None, *,
+                 preimport: bool = False) -> None:
+        """`preimport`: import the provider SDKs on a worker thread before a router is built
+        (an app's event loop must not stall for them; a command-line run does not care)."""
+        self.paths = paths
+        self.preimport = preimport
+        self._config = config
+        self._config_lock = threading.Lock()
+        self._store: SessionStore | None = None
+        self._router: Router | None = None
+        self._router_lock: asyncio.Lock | None = None
+
+    # ---- configuration, store, router -----------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        """The validated configuration (loaded on first use; `ConfigError` when invalid)."""
+        if self._config is None:
+            with self._config_lock:
+                if self._config is None:
+                    from engine.config import load_config
+
+                    self._config = load_config(self.paths)
+        return self._config
+
+    @property
+    def config_loaded(self) -> bool:
+        """True once the configuration has been loaded and validated."""
+        return self._config is not None
+
+    @property
+    def store(self) -> SessionStore:
+        """The session store (temp files of killed writes swept the first time)."""
+        if self._store is None:
+            from engine.storage.sessions import SessionStore
+
+            store = SessionStore(self.paths.data_dir / "sessions")
+            store.sweep()
+            self._store = store
+        return self._store
+
+    async def new_router(self, config: Config | None = None, discover: bool = True) -> Router:
+        """A router of its own for `config` (default: the workspace's), Ollama discovered
+        when `discover`; the caller closes it."""
+        from engine.providers import discover_ollama
+        from engine.router import Router
+
+        config = self.config if config is None else config
+        if self.preimport:
+            await asyncio.to_thread(_preimport)
+        if discover:
+            await discover_ollama(config)
+        return Router(config, self.paths)
+
+    async def provider(self, spec: str) -> Provider:
+        """One provider by configured name or ad hoc `kind:model`, called directly (whatever
+        the router remembers about it). An unknown name makes Ollama be looked for first."""
+        from engine.providers import create_provider, discover_ollama, select_provider
+
+        config = self.config
+        if spec not in config.providers and ":" not in spec:
+            await discover_ollama(config)  # `providers` may have shown a discovered one
+        name, provider_config = select_provider(config, spec)
+        return create_provider(name, provider_config, self.paths)
+
+    async def router(self) -> Router:
+        """The shared router (built on first use; `reset_router` drops it)."""
+        if self._router_lock is None:
+            self._router_lock = asyncio.Lock()
+        async with self._router_lock:
+            if self._router is None:
+                self._router = await self.new_router()
+            return self._router
+
+    @property
+    def shared_router(self) -> Router | None:
+        """The shared router if it was built, else None."""
+        return self._router
+
+    async def reset_router(self) -> None:
+        """Close the shared router; the next `router()` builds one for the current config."""
+        old, self._router = self._router, None
+        if old is not None:
+            await old.aclose()
+
+    async def aclose(self) -> None:
+        """Release what the workspace holds (the shared router's connections and tasks)."""
+        await self.reset_router()
+
+    # ---- the rules ------------------------------------------------------------------------
+
+    def check_limit(self, limit: int | None) -> int:
+        """`limit`, or the configured default when None; `ConfigError` outside 5–20."""
+        value = self.config.interrogation.iteration_limit if limit is None else limit
+        low, high = LIMITS
+        if not low <= value <= high:
+            raise ConfigError(f"the iteration limit must be between {low} and {high} "
+                              f"(got {value})")
+        return value
+
+    def status(self, ref: str, session: InterrogationSession | None = None) -> str:
+        """The session's status as a user should read it: `interrupted` for a stored
+        `running` one that no live process runs any more."""
+        session = self.store.load(ref) if session is None else session
+        if session.status == "running" and not self.store.is_live(ref):
+            return "interrupted"
+        return session.status
+
+    # ---- operations -----------------------------------------------------------------------
+
+    def start(
+        self,
+        hypothesis: str,
+        limit: int | None = None,
+        detective: Sequence[str] = (),
+        witness: Sequence[str] = (),
+        on_record: OnRecord | None = None,
+    ) -> Run:
+        """A new session, stored at once; `Run.events()` runs it. Raises `ConfigError` for an
+        empty hypothesis, a limit outside 5–20 or an unknown provider, before anything is
+        stored."""
+        from engine.interrogation import apply_roles
+
+        text = hypothesis.strip()
+        if not text:
+            raise ConfigError("the hypothesis is empty")
+        value = self.check_limit(limit)
+        apply_roles(self.config, list(detective), list(witness))  # unknown names fail here
+        journal = self.store.create(text, value, detective=list(detective),
+                                    witness=list(witness), on_record=on_record)
+        return Run(self, journal, resumed=False)
+
+    def resume(self, ref: str, on_record: OnRecord | None = None) -> Run:
+        """Take a stored session to continue it from its last completed round. Raises
+        `SessionError` when it ended already or another process runs it."""
+        from engine.interrogation import check_resumable
+
+        check_resumable(self.store.load(ref))
+        return Run(self, self.store.open(ref, on_record=on_record), resumed=True)
+
+    def follow(self, ref: str) -> AsyncIterator[Record]:
+        """Every event of a session so far, then new ones until its run ends (or its process
+        dies: then `status` says `interrupted`)."""
+        return self.store.follow(ref)
+
+    def export(self, ref: str, fmt: Literal["md", "json"]) -> str:
+        """A session as markdown (for people, with its status as a user reads it) or JSON
+        (the whole session; loads back equal)."""
+        from engine.export import to_json, to_markdown
+
+        session = self.store.load(ref)
+        if fmt == "json":
+            return to_json(session)
+        return to_markdown(session, self.status(ref, session))
+
+    def delete(self, ref: str) -> None:
+        """Remove a session (refused while it runs)."""
+        self.store.delete(ref)
