@@ -20,9 +20,12 @@ __all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "strip_control", "strip_mar
 # (U+202A–U+202E, U+2066–U+2069) and marks (U+200E, U+200F, U+061C) reorder what a reader sees
 # ("Trojan Source") and break the cell arithmetic of boxes and tables; the zero-width
 # characters (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E) hide text and desynchronise
-# widths. U+2028/U+2029 are line breaks only some terminals honour: they become a space.
+# widths; so do the interlinear annotation marks (U+FFF9–U+FFFB) and the tag characters
+# (U+E0000–U+E007F), invisible letters that can smuggle text past a reader. U+2028/U+2029 are
+# line breaks only some terminals honour: they become a space.
 _INVISIBLE = (
     "\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\ufff9-\ufffb\U000e0000-\U000e007f"
 )
 _CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 _SEPARATORS = re.compile("[\u2028\u2029]")

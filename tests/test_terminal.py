@@ -31,9 +31,11 @@ HOSTILE = (
     "plain start \x1b]0;PWNED-TITLE\x07 \x1b]52;c;bWFsaWNpb3Vz\x07 \x1b[2J\x1b[31mred\x1b[0m "
     "\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ \x9b31mC1 [@click=app.quit] quit "
     "[/] [link=http://evil.example]x[/link] \\[bold] "
-    "bidi \u202eDESREVER\u202c \u2066isolated\u2069 \u200fmark zero\u200bwidth\ufeff\u2060 end"
+    "bidi \u202eDESREVER\u202c \u2066isolated\u2069 \u200fmark zero\u200bwidth\ufeff\u2060 "
+    "tag\U000e0041\U000e007f end"
 )
-BIDI = ("\u202e", "\u202c", "\u2066", "\u2069", "\u200f", "\u200b", "\ufeff", "\u2060")
+BIDI = ("\u202e", "\u202c", "\u2066", "\u2069", "\u200f", "\u200b", "\ufeff", "\u2060",
+        "\U000e0041", "\U000e007f")
 FORBIDDEN = (b"\x1b]0;PWNED", b"\x1b]52;c;bWFsaWNpb3Vz", b"\x1b]8;;http://evil", b"\xc2\x9b31m",
              b"\x9b31m", *(ch.encode() for ch in BIDI))
 

@@ -122,7 +122,7 @@ def is_event_stream(content_type: str | None) -> bool:
 def looks_like_sse(body: bytes) -> bool:
     """True when a body is server-sent events whatever its content type says (some proxies
     drop or rewrite the header): its first non-blank line is an SSE field."""
-    for line in body.decode("utf-8", "replace").splitlines():
+    for line in body.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
         if line.strip():
             return line.startswith(("data:", "event:", ":", "id:", "retry:"))
     return False
