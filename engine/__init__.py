@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         TotalTimeout,
     )
     from engine.export import to_json, to_markdown
-    from engine.interrogation import Interrogation, apply_roles, check_resumable
+    from engine.interrogation import Interrogation
     from engine.models.events import (
         AnswerCutOff,
         AnswerDelta,
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         Hypothesis,
         InterrogationSession,
         QuestionAnswerPair,
+        check_resumable,
         consistency_score,
     )
     from engine.paths import Paths
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
         discover_ollama,
         select_provider,
     )
+    from engine.roles import apply_roles
     from engine.router import (
         Attempt,
         PartialDiscarded,
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
         chain_for,
     )
     from engine.secrets import redact
+    from engine.storage.atomic import atomic_write_text
     from engine.storage.index import SessionSummary
     from engine.storage.sessions import SessionJournal, SessionStore
     from engine.structured import Completion, complete, complete_json
@@ -161,9 +164,10 @@ _LAZY: dict[str, str] = {
     "TotalTimeout": "engine.errors",
     "TrailAdded": "engine.models.events",
     "Usage": "engine.providers",
-    "apply_roles": "engine.interrogation",
+    "apply_roles": "engine.roles",
+    "atomic_write_text": "engine.storage.atomic",
     "chain_for": "engine.router",
-    "check_resumable": "engine.interrogation",
+    "check_resumable": "engine.models.session",
     "complete": "engine.structured",
     "complete_json": "engine.structured",
     "consistency_score": "engine.models.session",
@@ -263,6 +267,7 @@ __all__ = [
     "TrailAdded",
     "Usage",
     "apply_roles",
+    "atomic_write_text",
     "chain_for",
     "check_resumable",
     "complete",

@@ -18,12 +18,18 @@ process; the clock is injectable for tests.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
+from engine.config import ProviderConfig
 from engine.errors import (
     ProviderConnectionError,
     ProviderError,
@@ -31,8 +37,20 @@ from engine.errors import (
     RateLimitedError,
     RequestError,
 )
+from engine.providers._base import standard_key_env
+from engine.storage.atomic import atomic_write_text
 
-__all__ = ["Breaker", "CircuitState", "Admission", "ProviderState", "ProviderStatus"]
+__all__ = [
+    "Admission",
+    "Breaker",
+    "CircuitState",
+    "ProviderState",
+    "ProviderStatus",
+    "StateStore",
+    "fingerprint",
+]
+
+log = logging.getLogger(__name__)
 
 
 class ProviderStatus(StrEnum):
@@ -237,3 +255,83 @@ class Breaker:
         elif state.status is ProviderStatus.AVAILABLE:
             state.status = ProviderStatus.UNAVAILABLE
 
+
+_FINGERPRINT = "config"
+
+
+def fingerprint(config: ProviderConfig, env: Mapping[str, str]) -> str:
+    """What identifies a provider's configuration for its remembered state: kind, base URL,
+    model and key reference (the variable's name and a hash of its value, the key command, a
+    hash of a key in the file). A user who fixes any of them starts with a closed circuit.
+    Only a short hash is stored: no key, and nothing a key could be recovered from."""
+    key_env = config.api_key_env or standard_key_env(config)
+    parts = {
+        "kind": config.kind,
+        "base_url": (config.base_url or "").rstrip("/"),
+        "model": config.model,
+        "key_env": config.api_key_env,
+        "key_value": _digest(env.get(key_env, "")) if key_env else None,
+        "key_cmd": config.api_key_cmd,
+        "key_file": _digest(config.api_key.get_secret_value()) if config.api_key else None,
+    }
+    return _digest(json.dumps(parts, sort_keys=True))[:16]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class StateStore:
+    """Breaker state in one JSON file, shared by every detektiv process of a user."""
+
+    VERSION = 1
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.stale: set[str] = set()
+        """Providers whose saved state belonged to another configuration of theirs."""
+
+    def load(self, fingerprints: Mapping[str, str] | None = None) -> dict[str, ProviderState]:
+        """The saved states; with `fingerprints`, only those saved for the same provider
+        configuration (a state saved before fingerprints existed is taken as the same)."""
+        if self.path is None:
+            return {}
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = raw["providers"] if raw.get("version") == self.VERSION else {}
+            states: dict[str, ProviderState] = {}
+            for name, data in entries.items():
+                saved = data.get(_FINGERPRINT) if isinstance(data, dict) else None
+                if fingerprints is None or saved is None or saved == fingerprints.get(name):
+                    states[name] = ProviderState.from_json(data)
+                else:
+                    self.stale.add(name)
+            return states
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # Only remembered health is lost: start fresh, keep the bad file for a look.
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            with contextlib.suppress(OSError):
+                self.path.replace(aside)
+            log.warning("provider state %s unreadable (%s); moved to %s", self.path, exc, aside)
+            return {}
+
+    def save(
+        self,
+        states: Mapping[str, ProviderState],
+        names: set[str],
+        fingerprints: Mapping[str, str],
+    ) -> None:
+        """Write the states of `names`, keeping what other processes wrote for the rest."""
+        if self.path is None or not names:
+            return
+        current = {n: s.to_json() for n, s in self.load().items()}
+        current.update({name: {**states[name].to_json(), _FINGERPRINT: fingerprints[name]}
+                        for name in names})
+        try:
+            atomic_write_text(
+                self.path, json.dumps({"version": self.VERSION, "providers": current}, indent=1)
+            )
+        except OSError as exc:
+            log.warning("cannot save provider state to %s: %s", self.path, exc)

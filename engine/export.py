@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from engine.models.session import ANSWER_CUT_OFF, InterrogationSession
+from engine.models.session import InterrogationSession
+from engine.report import ANSWER_CUT_OFF, contradiction, follow_up, round_title, trail_line
 from engine.text import strip_control
 
 __all__ = ["to_json", "to_markdown"]
@@ -42,7 +43,7 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
         analysis = pair.gap_analysis
         out += [
             "",
-            f"## Round {pair.sequence}",
+            f"## {round_title(pair.sequence)}",
             "",
             f"**Question** ({pair.provider_used.detective})",
             "",
@@ -54,7 +55,7 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
             *(["", f"_({ANSWER_CUT_OFF})_"] if pair.answer_cut_off else []),
             "",
             f"**Completeness:** {analysis.completeness_score}/100"
-            + ("" if analysis.requires_follow_up else " — no follow-up needed"),
+            + ("" if analysis.requires_follow_up else f" — {follow_up(analysis)}"),
         ]
         if analysis.gaps:
             out.append("")
@@ -65,11 +66,7 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
         if audit.contradictions:
             out.append("**Contradictions**")
             out.append("")
-            out += [
-                f"- Q{c.qa_pair_indexes[0] + 1} vs Q{c.qa_pair_indexes[1] + 1}: "
-                f"{strip_control(c.description)}"
-                for c in audit.contradictions
-            ]
+            out += [f"- {contradiction(c)}" for c in audit.contradictions]
             out.append("")
         if audit.remaining_gaps:
             out.append("**Remaining gaps**")
@@ -80,11 +77,5 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
     if session.audit_trail:
         out += ["", "## Audit trail", ""]
         for entry in session.audit_trail:
-            route = entry.route
-            out.append(
-                f"- {entry.timestamp.isoformat(timespec='seconds')} {entry.event}"
-                + (f" ({entry.role})" if entry.role else "")
-                + (f" {route}" if route else "")
-                + f": {strip_control(entry.reason)}"
-            )
+            out.append(f"- {entry.timestamp.isoformat(timespec='seconds')} {trail_line(entry)}")
     return "\n".join(out) + "\n"

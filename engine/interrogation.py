@@ -26,13 +26,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.casefile import audit_schema, gap_schema, transcript, witness_messages
-from engine.config import Config, InterrogationConfig, ProviderConfig
+from engine.config import InterrogationConfig
 from engine.errors import (
     AllProvidersFailed,
     BadResponseError,
     DetektivError,
     InterrogationFailed,
-    SessionError,
 )
 from engine.models.events import (
     AnswerCutOff,
@@ -55,10 +54,10 @@ from engine.models.session import (
     AuditTrailEntry,
     Contradiction,
     GapAnalysis,
-    InterrogationSession,
     ProvidersUsed,
     QuestionAnswerPair,
     SessionStatus,
+    check_resumable,
     consistency_score,
     now,
 )
@@ -66,54 +65,11 @@ from engine.prompts import fill, load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
 from engine.router import Attempt, PartialDiscarded, ProviderEvent, Router
 from engine.storage.sessions import SessionJournal
-from engine.structured import parse_json
+from engine.structured import collect_json
 
-__all__ = ["Interrogation", "apply_roles", "check_resumable"]
+__all__ = ["Interrogation"]
 
 log = logging.getLogger(__name__)
-
-def check_resumable(session: InterrogationSession) -> None:
-    """Raise `SessionError` unless the session can be continued."""
-    if session.status in ("completed", "limit-reached"):
-        raise SessionError(
-            f"session {session.short_id} already ended ({session.status}); nothing to resume"
-        )
-
-
-def apply_roles(config: Config, detective: list[str], witness: list[str]) -> Config:
-    """A copy of `config` whose detective/witness chains are the given providers.
-
-    Each entry is a configured provider name or an ad hoc `kind:model`.
-    """
-    from engine.providers import select_provider
-
-    config = config.model_copy(deep=True)
-    top = max((p.priority for p in config.providers.values()), default=0)
-    for role, specs in (("detective", detective), ("witness", witness)):
-        if not specs:
-            continue
-        names: list[str] = []
-        for spec in specs:
-            name, provider = select_provider(config, spec)
-            if name not in config.providers:
-                name = _adhoc_name(config, provider)
-                top += 10
-                provider = provider.model_copy(update={"priority": top})
-                config.providers[name] = provider
-            elif not provider.enabled:
-                config.providers[name] = provider.model_copy(update={"enabled": True})
-            names.append(name)
-        config.roles[role] = names
-    return config
-
-
-def _adhoc_name(config: Config, provider: ProviderConfig) -> str:
-    for suffix in ("", *(f"-{i}" for i in range(2, 100))):
-        name = f"{provider.kind}{suffix}"
-        if name not in config.providers:
-            return name
-    raise SessionError("too many ad hoc providers")  # pragma: no cover
-
 
 @dataclass(slots=True)
 class _Turn:
@@ -128,7 +84,7 @@ class _Turn:
 _EMPTY = "the question is empty"
 
 
-def _nonempty(provider: str, text: str) -> None:
+def _nonempty(provider: str, text: str, finish_reason: str) -> None:
     if not text.strip():
         raise BadResponseError(provider, _EMPTY)
 
@@ -360,10 +316,8 @@ class Interrogation:
             async for event in self._call(request, "detective", turn, None):
                 yield event
             try:
-                if turn.finish_reason == "length":
-                    raise BadResponseError(turn.provider, "the reply was cut off by the token "
-                                           "limit before the JSON was complete")
-                turn.value = validate(parse_json(turn.provider, turn.text, request.schema))
+                turn.value = validate(collect_json(turn.provider, turn.text,
+                                                   turn.finish_reason, request.schema))
                 return
             except (BadResponseError, ValueError) as exc:
                 detail = exc.detail if isinstance(exc, BadResponseError) else str(exc)
@@ -389,7 +343,7 @@ class Interrogation:
         role: Role,
         turn: _Turn,
         sequence: int | None,
-        accept: Callable[[str, str], None] | None = None,
+        accept: Callable[[str, str, str], None] | None = None,
     ) -> AsyncGenerator[InterrogationEvent, None]:
         """Stream one call over the role's chain; deltas only when `sequence` is given."""
         delta = QuestionDelta if role == "detective" else AnswerDelta

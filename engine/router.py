@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import time
@@ -35,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.breaker import Breaker, ProviderState
+from engine.breaker import Breaker, ProviderState, StateStore, fingerprint
 from engine.config import Config, ProviderConfig
 from engine.errors import (
     AllProvidersFailed,
@@ -55,9 +53,7 @@ from engine.providers import (
     Usage,
     create_provider,
 )
-from engine.providers._base import standard_key_env
-from engine.storage.atomic import atomic_write_text
-from engine.structured import parse_json
+from engine.structured import collect_json
 
 __all__ = [
     "Attempt",
@@ -72,8 +68,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 EventType = Literal["provider_switch", "circuit_open", "rate_limited", "timeout", "error"]
-Accept = Callable[[str, str], None]
-"""Called with (provider, whole text) before `Done`; raising `BadResponseError` rejects it."""
+ProviderFactory = Callable[[str, ProviderConfig], Provider]
+"""Builds the provider for a (name, configuration) of the config."""
+
+Accept = Callable[[str, str, str], None]
+"""Called with (provider, whole text, finish reason) before `Done`; raising
+`BadResponseError` rejects the answer (the next provider is asked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,87 +143,6 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
     return [name for name, _ in ranked]
 
 
-_FINGERPRINT = "config"
-
-
-def fingerprint(config: ProviderConfig, env: Mapping[str, str]) -> str:
-    """What identifies a provider's configuration for its remembered state: kind, base URL,
-    model and key reference (the variable's name and a hash of its value, the key command, a
-    hash of a key in the file). A user who fixes any of them starts with a closed circuit.
-    Only a short hash is stored: no key, and nothing a key could be recovered from."""
-    key_env = config.api_key_env or standard_key_env(config)
-    parts = {
-        "kind": config.kind,
-        "base_url": (config.base_url or "").rstrip("/"),
-        "model": config.model,
-        "key_env": config.api_key_env,
-        "key_value": _digest(env.get(key_env, "")) if key_env else None,
-        "key_cmd": config.api_key_cmd,
-        "key_file": _digest(config.api_key.get_secret_value()) if config.api_key else None,
-    }
-    return _digest(json.dumps(parts, sort_keys=True))[:16]
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-class _StateStore:
-    """Breaker state in one JSON file, shared by every detektiv process of a user."""
-
-    VERSION = 1
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.stale: set[str] = set()
-        """Providers whose saved state belonged to another configuration of theirs."""
-
-    def load(self, fingerprints: Mapping[str, str] | None = None) -> dict[str, ProviderState]:
-        """The saved states; with `fingerprints`, only those saved for the same provider
-        configuration (a state saved before fingerprints existed is taken as the same)."""
-        if self.path is None:
-            return {}
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-            entries = raw["providers"] if raw.get("version") == self.VERSION else {}
-            states: dict[str, ProviderState] = {}
-            for name, data in entries.items():
-                saved = data.get(_FINGERPRINT) if isinstance(data, dict) else None
-                if fingerprints is None or saved is None or saved == fingerprints.get(name):
-                    states[name] = ProviderState.from_json(data)
-                else:
-                    self.stale.add(name)
-            return states
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            # Only remembered health is lost: start fresh, keep the bad file for a look.
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            with contextlib.suppress(OSError):
-                self.path.replace(aside)
-            log.warning("provider state %s unreadable (%s); moved to %s", self.path, exc, aside)
-            return {}
-
-    def save(
-        self,
-        states: Mapping[str, ProviderState],
-        names: set[str],
-        fingerprints: Mapping[str, str],
-    ) -> None:
-        """Write the states of `names`, keeping what other processes wrote for the rest."""
-        if self.path is None or not names:
-            return
-        current = {n: s.to_json() for n, s in self.load().items()}
-        current.update({name: {**states[name].to_json(), _FINGERPRINT: fingerprints[name]}
-                        for name in names})
-        try:
-            atomic_write_text(
-                self.path, json.dumps({"version": self.VERSION, "providers": current}, indent=1)
-            )
-        except OSError as exc:
-            log.warning("cannot save provider state to %s: %s", self.path, exc)
-
-
 def _event_type(error: ProviderError) -> EventType:
     if isinstance(error, RateLimitedError):
         return "rate_limited"
@@ -243,7 +162,11 @@ class Router:
         env: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
         persist: bool = True,
+        factory: ProviderFactory | None = None,
     ) -> None:
+        """`factory` builds each enabled provider from its name and configuration (default:
+        `create_provider`): the seam where a cache layer wraps a provider, or a test puts in
+        one of its own."""
         self.config = config
         self.paths = paths
         settings = config.router
@@ -254,8 +177,12 @@ class Router:
             rate_limit_default=settings.rate_limit_default,
             clock=clock,
         )
+        if factory is None:
+            def factory(name: str, provider: ProviderConfig) -> Provider:
+                return create_provider(name, provider, paths, env)
+
         self.providers: dict[str, Provider] = {
-            name: create_provider(name, provider, paths, env)
+            name: factory(name, provider)
             for name, provider in config.providers.items()
             if provider.enabled
         }
@@ -263,7 +190,7 @@ class Router:
         self.fingerprints = {
             name: fingerprint(config.providers[name], environ) for name in self.providers
         }
-        self._store = _StateStore(paths.data_dir / "providers.json" if persist else None)
+        self._store = StateStore(paths.data_dir / "providers.json" if persist else None)
         saved = self._store.load(self.fingerprints)
         self.states = {name: saved.get(name, ProviderState()) for name in self.providers}
         # a state left by an earlier configuration is replaced at the next save
@@ -313,7 +240,7 @@ class Router:
                             else:
                                 yield event
                     if accept is not None:
-                        accept(name, "".join(partial))
+                        accept(name, "".join(partial), done.finish_reason if done else "")
                 except ProviderError as exc:
                     self._dirty.add(name)
                     yield ProviderEvent(_event_type(exc), name, None, exc.detail)
@@ -374,8 +301,8 @@ class Router:
             raise ValueError("complete_json needs a request with a schema")
         values: dict[str, Any] = {}
 
-        def accept(provider: str, text: str) -> None:
-            values[provider] = parse_json(provider, text, schema)
+        def accept(provider: str, text: str, finish_reason: str) -> None:
+            values[provider] = collect_json(provider, text, finish_reason, schema)
 
         done = await self.complete(request, role, accept)
         return values[done.provider], done

@@ -20,6 +20,7 @@ __all__ = [
     "Completion",
     "SchemaError",
     "check_schema",
+    "collect_json",
     "complete",
     "complete_json",
     "json_candidates",
@@ -146,12 +147,19 @@ async def complete(provider: Provider, request: StreamRequest) -> Completion:
     return Completion("".join(parts), reason, usage)
 
 
+def collect_json(provider: str, text: str, finish_reason: str, schema: dict[str, Any]) -> Any:
+    """The one check of a whole structured answer, for every caller (a provider asked
+    directly, the router, the interrogation): not cut off by the token limit, and holding one
+    JSON value valid against `schema` (see `parse_json`). Raises `BadResponseError`."""
+    if finish_reason == "length":
+        raise BadResponseError(provider, "the answer was cut off by the token limit before the "
+                               "JSON was complete")
+    return parse_json(provider, text, schema)
+
+
 async def complete_json(provider: Provider, request: StreamRequest) -> Any:
     """Stream a structured request to the end; the validated JSON value."""
     if request.schema is None:
         raise ValueError("complete_json needs a request with a schema")
     done = await complete(provider, request)
-    if done.finish_reason == "length":
-        raise BadResponseError(provider.name, "the answer was cut off by max tokens before the "
-                               "JSON was complete")
-    return parse_json(provider.name, done.text, request.schema)
+    return collect_json(provider.name, done.text, done.finish_reason, request.schema)

@@ -64,7 +64,8 @@ class Run:
         """Run the interrogation to its end, yielding every event; see
         `engine.interrogation`. The session's own chains (set at start) get a router of their
         own, closed at the end; otherwise the workspace's shared router is used."""
-        from engine.interrogation import Interrogation, apply_roles
+        from engine.interrogation import Interrogation
+        from engine.roles import apply_roles
 
         session = self.journal.session
         workspace = self.workspace
@@ -211,7 +212,7 @@ class Workspace:
         """A new session, stored at once; `Run.events()` runs it. Raises `ConfigError` for an
         empty hypothesis, a limit outside 5–20 or an unknown provider, before anything is
         stored."""
-        from engine.interrogation import apply_roles
+        from engine.roles import apply_roles
 
         text = hypothesis.strip()
         if not text:
@@ -225,7 +226,7 @@ class Workspace:
     def resume(self, ref: str, on_record: OnRecord | None = None) -> Run:
         """Take a stored session to continue it from its last completed round. Raises
         `SessionError` when it ended already or another process runs it."""
-        from engine.interrogation import check_resumable
+        from engine.models.session import check_resumable
 
         check_resumable(self.store.load(ref))
         return Run(self, self.store.open(ref, on_record=on_record), resumed=True)

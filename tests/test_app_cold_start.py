@@ -23,11 +23,11 @@ from tui.app import DetektivApp, build_app
 from tui.screens.live import LiveScreen
 from tui.screens.providers import ProvidersScreen
 from tui.screens.sessions import SessionsScreen
-from tui.widgets.tabs import TABS
+from tui.tabs import TABS
 from tui.widgets.transcript import TranscriptView
 
 SCREENS = {"sessions": SessionsScreen, "live": LiveScreen, "providers": ProvidersScreen}
-TAB_KEY = {mode: str(number) for number, (mode, _) in enumerate(TABS, start=1)}
+TAB_KEY = {tab.mode: str(number) for number, tab in enumerate(TABS, start=1)}
 ENDS_THE_APP = {"quit"}
 
 
@@ -41,7 +41,7 @@ def bindings(mode: str) -> list[tuple[str, str]]:
     return found
 
 
-CASES = [(mode, bid, key) for mode, _ in TABS for bid, key in bindings(mode)]
+CASES = [(tab.mode, bid, key) for tab in TABS for bid, key in bindings(tab.mode)]
 
 
 @pytest.fixture(params=["empty", "one session"])
@@ -97,7 +97,7 @@ async def count_commands(paths: Paths, mode: str) -> int:
         return len(palette_commands(app))
 
 
-@pytest.mark.parametrize("mode", [m for m, _ in TABS])
+@pytest.mark.parametrize("mode", [tab.mode for tab in TABS])
 async def test_every_palette_command_works_from_a_cold_start(cold_home: Paths, mode: str) -> None:
     total = await count_commands(cold_home, mode)
     assert total >= len(bindings(mode))

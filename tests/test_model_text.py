@@ -19,7 +19,7 @@ from engine.prompts import fill, fill_tokens
 from engine.storage.sessions import SessionStore
 from tests.faults import FaultProxy
 from tests.test_interrogation import make_config
-from tui.printer import TranscriptPrinter
+from tui.cli.printer import TranscriptPrinter
 
 PLACEHOLDERS = ("{{HYPOTHESIS}}", "{{TRANSCRIPT}}", "{{SEQUENCE}}", "{{LIMIT}}", "{{SCHEMA}}",
                 "{{ERROR}}", "{{CONTEXT}}")

@@ -23,7 +23,8 @@ from engine import (
     complete_json,
     create_provider,
 )
-from engine.providers._ollama import OllamaProvider, PullProgress, ollama_host
+from engine.providers import PullProgress
+from engine.providers._ollama import OllamaProvider, ollama_host
 from tests.conftest import closed_port
 from tests.wire import CUT, DROP, Reply, WireServer, json_reply
 
@@ -227,3 +228,19 @@ async def test_a_dropped_connection_is_retried_once(paths: Paths) -> None:
         with pytest.raises(ProviderConnectionError):
             await collect(make(server, paths), StreamRequest.of("?"))
     assert len(server.requests) == 2
+
+
+async def test_model_listing_and_pull_are_capabilities_of_the_provider_interface(
+    paths: Paths,
+) -> None:
+    from engine import RequestError
+
+    other = create_provider("srv", ProviderConfig(kind="openai", model="m",
+                                                  base_url="http://127.0.0.1:9/v1"), paths)
+    assert not other.can_list_models and not other.can_pull
+    with pytest.raises(RequestError, match="cannot list its models"):
+        await other.list_models()
+    with pytest.raises(RequestError, match="cannot pull models"):
+        [p async for p in other.pull("m")]
+    ollama = create_provider("o", ProviderConfig(kind="ollama", model="m"), paths, env={})
+    assert ollama.can_list_models and ollama.can_pull

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncGenerator
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
@@ -19,16 +20,18 @@ from engine import (
     Done,
     PartialDiscarded,
     Paths,
+    Provider,
     ProviderConfig,
     ProviderEvent,
     Router,
     StreamRequest,
     TokenDelta,
     Usage,
+    create_provider,
 )
-from engine.breaker import CircuitState, ProviderStatus
+from engine.breaker import CircuitState, ProviderStatus, fingerprint
 from engine.config import RouterConfig
-from engine.router import fingerprint
+from engine.providers import StreamEvent
 from tests.conftest import LONG_PROMPT, LlamaServer, closed_port
 from tests.faults import FaultProxy
 
@@ -436,3 +439,57 @@ async def test_a_provider_whose_configuration_changed_starts_fresh(
     assert fingerprint(keyed, {"FLAKY_KEY": "a"}) != fingerprint(keyed, {"FLAKY_KEY": "b"})
     assert fingerprint(keyed, {"FLAKY_KEY": "a"}) == fingerprint(keyed, {"FLAKY_KEY": "a"})
     await same.aclose()
+
+
+async def test_providers_come_from_a_factory_so_a_layer_can_wrap_them(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    """The router's seam: every provider is built by a factory, so a cache layer (or a test)
+    can wrap one; the router calls what the factory gave it."""
+    base = make_router(paths, proxy, llama_server)
+    wrapped: dict[str, Counting] = {}
+
+    class Counting(Provider):
+        def __init__(self, inner: Provider) -> None:
+            super().__init__(inner.name, inner.config, {})
+            self.inner, self.calls = inner, 0
+
+        async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+            self.calls += 1
+            async for event in self.inner.stream(request):
+                yield event
+
+        async def _health(self) -> str:
+            return (await self.inner.health()).detail
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    def factory(name: str, config: ProviderConfig) -> Provider:
+        wrapped[name] = Counting(create_provider(name, config, paths))
+        return wrapped[name]
+
+    router = Router(base.config, paths, persist=False, factory=factory)
+    proxy.plan = ["500"]
+    events = await run(router)
+    await router.aclose()
+    await base.aclose()
+    assert router.providers == wrapped
+    assert wrapped["flaky"].calls == 1 and wrapped["steady"].calls == 1
+    assert trace(events)[-2:] == [("tokens", "steady"), ("done",)]
+
+
+async def test_a_structured_answer_cut_at_the_token_limit_moves_on(
+    proxy: FaultProxy, llama_server: LlamaServer, paths: Paths
+) -> None:
+    """The one "collect JSON" check holds in the router too: a reply cut by its token limit
+    is not taken, even when what arrived happens to parse."""
+    router = make_router(paths, proxy, llama_server)
+    proxy.scripts["cut"] = ('{"answer": "yes"}', "length")
+    proxy.plan = ["script:cut"]
+    request = StreamRequest.of("Is water wet? Answer as JSON.", schema=SCHEMA, temperature=0,
+                               max_tokens=60)
+    value, done = await router.complete_json(request)
+    await router.aclose()
+    assert done.provider == "steady" and set(value) == {"answer"}
+    assert "cut off by the token limit" in done.events[0].reason  # type: ignore[union-attr]

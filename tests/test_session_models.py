@@ -13,7 +13,6 @@ from engine import Config
 from engine.casefile import audit_schema, gap_schema, transcript, witness_messages
 from engine.errors import ConfigError, SessionError
 from engine.export import to_json, to_markdown
-from engine.interrogation import apply_roles, check_resumable
 from engine.models.events import (
     AnswerDelta,
     Finished,
@@ -35,8 +34,10 @@ from engine.models.session import (
     InterrogationSession,
     ProvidersUsed,
     QuestionAnswerPair,
+    check_resumable,
     consistency_score,
 )
+from engine.roles import apply_roles
 from engine.structured import check_schema
 
 

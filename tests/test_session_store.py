@@ -252,3 +252,28 @@ def test_delete_removes_the_folder_and_the_row(tmp_path: Path) -> None:
     assert [r.dir for r in store.list()] == [keep]
     assert not (tmp_path / gone).exists()
     assert sorted(os.listdir(tmp_path)) == sorted([keep, "index.jsonl", ".index.lock"])
+
+
+def test_the_log_batches_any_delta_type(tmp_path: Path) -> None:
+    """An event type added later that streams text (an oracle's answer, say) is one class:
+    the log merges its consecutive pieces like the question and answer deltas."""
+    from typing import Literal
+
+    from engine.models.events import Delta
+    from engine.storage.eventlog import EventLogWriter
+
+    class OracleDelta(Delta):
+        type: Literal["oracle_delta"] = "oracle_delta"
+        oracle: str
+        text: str
+
+    now = [0.0]
+    log = EventLogWriter(tmp_path / "events.jsonl", clock=lambda: now[0])
+    for oracle, text in [("sceptic", "Doubt "), ("sceptic", "it."), ("optimist", "Yes!")]:
+        log.append(OracleDelta(oracle=oracle, text=text))  # type: ignore[arg-type]
+        now[0] += 0.01
+    log.close()
+    lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(r["type"], r["oracle"], r["text"]) for r in lines] == [
+        ("oracle_delta", "sceptic", "Doubt it."), ("oracle_delta", "optimist", "Yes!")]
+    assert list(lines[0])[:3] == ["n", "at", "type"]

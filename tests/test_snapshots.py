@@ -135,4 +135,7 @@ async def settle(pilot: Any) -> None:
         await pilot.pause(0.05)
         table = pilot.app.screen.query("DataTable")
         if table and table.first().row_count:
+            # the rows are in; let the table size its columns and repaint before the shot
+            await pilot.pause(0.2)
+            await pilot.wait_for_scheduled_animations()
             return

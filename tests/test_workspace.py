@@ -68,3 +68,14 @@ def test_the_front_ends_build_no_engine_internals() -> None:
                     and node.func.id in ("Router", "Interrogation", "SessionStore"):
                 built.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.func.id}")
     assert built == []
+
+
+def test_the_front_ends_import_no_private_engine_module() -> None:
+    private: list[str] = []
+    for path in (ROOT / "tui").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("engine") and \
+                    any(part.startswith("_") for part in node.module.split(".")):
+                private.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.module}")
+    assert private == []

@@ -12,6 +12,7 @@ import time
 import tomllib
 from collections import deque
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,14 +31,13 @@ from engine.text import strip_control
 from engine.workspace import Workspace
 from tui.funnel import Guarded
 from tui.screens.dialogs import HelpScreen
-from tui.screens.sessions import SessionsScreen
+from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
-from tui.widgets.tabs import TABS
 
 if TYPE_CHECKING:
+    from engine import SessionStore
     from engine.config import Config, ProviderConfig
     from engine.router import Router
-    from engine.storage.sessions import SessionStore
     from tui.screens.live import LiveScreen
 
 __all__ = ["DetektivApp", "build_app", "run_app"]
@@ -45,12 +45,6 @@ __all__ = ["DetektivApp", "build_app", "run_app"]
 log = logging.getLogger(__name__)
 
 DEFAULT_THEME = "detektiv-dark"
-
-
-def _providers_screen() -> Screen[Any]:
-    from tui.screens.providers import ProvidersScreen
-
-    return ProvidersScreen()
 
 
 class DetektivApp(Guarded, App[int]):
@@ -61,9 +55,7 @@ class DetektivApp(Guarded, App[int]):
     DEFAULT_MODE = "sessions"
     BINDINGS = [
         # F-keys switch tabs even while typing in a field, where the digits are text
-        Binding("1,f1", "tab('sessions')", "Sessions", id="tab-sessions", show=False),
-        Binding("2,f2", "tab('live')", "Live", id="tab-live", show=False),
-        Binding("3,f3", "tab('providers')", "Providers", id="tab-providers", show=False),
+        *tab_bindings(),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("ctrl+t", "toggle_theme", "Theme", id="toggle-theme"),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
@@ -85,10 +77,9 @@ class DetektivApp(Guarded, App[int]):
         self._last_notice: tuple[str, str] | None = None
         self._last_notice_at = 0.0
         self.notices: list[tuple[str, str]] = []
-        self._live: LiveScreen | None = None
-        for mode, screen in (("sessions", SessionsScreen), ("live", lambda: self.live),
-                             ("providers", _providers_screen)):
-            self.add_mode(mode, screen)
+        self._screens: dict[str, Screen[Any]] = {}
+        for tab in TABS:
+            self.add_mode(tab.mode, partial(self.tab_screen, tab.mode))
         for theme in load_themes():
             self.register_theme(theme)
         if config is not None:
@@ -127,14 +118,20 @@ class DetektivApp(Guarded, App[int]):
 
     # ---- shared engine objects ---------------------------------------------------------------
 
+    def tab_screen(self, mode: str) -> Screen[Any]:
+        """The base screen of a tab (built, and its module imported, on first use)."""
+        if mode not in self._screens:
+            self._screens[mode] = next(t for t in TABS if t.mode == mode).build()
+        return self._screens[mode]
+
     @property
     def live(self) -> LiveScreen:
         """The Live tab's screen (its module loads on first use, not before the first frame)."""
-        if self._live is None:
-            from tui.screens.live import LiveScreen
+        from tui.screens.live import LiveScreen
 
-            self._live = LiveScreen()
-        return self._live
+        screen = self.tab_screen("live")
+        assert isinstance(screen, LiveScreen)
+        return screen
 
     @property
     def router(self) -> Router | None:
@@ -196,9 +193,9 @@ class DetektivApp(Guarded, App[int]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The command palette lists every action of this tab and the global ones."""
         yield from super().get_system_commands(screen)
-        for mode, label in TABS:
-            yield SystemCommand(f"Go to {label}", f"Switch to the {label} tab",
-                                lambda mode=mode: self.switch_mode(mode))
+        for tab in TABS:
+            yield SystemCommand(f"Go to {tab.label}", f"Switch to the {tab.label} tab",
+                                lambda mode=tab.mode: self.switch_mode(mode))
         for binding in [*screen.BINDINGS, *self.BINDINGS]:
             if isinstance(binding, Binding) and binding.id and not binding.id.startswith("tab-"):
                 action = binding.action

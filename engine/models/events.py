@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -25,6 +25,7 @@ __all__ = [
     "AnswerCutOff",
     "AnswerDelta",
     "AuditReady",
+    "Delta",
     "Discarded",
     "Finished",
     "GapAnalysisReady",
@@ -40,7 +41,9 @@ __all__ = [
     "encode_record",
 ]
 
-Role = Literal["detective", "witness"]
+Role = Literal["detective", "witness", "oracle", "agent"]
+"""Who produced a piece of text: the two roles of an interrogation, and the oracles and the
+case agent that come next."""
 PhaseName = Literal["question", "answer", "analysis", "audit"]
 
 
@@ -75,7 +78,21 @@ class ProviderChosen(_Event):
     trial: bool = False
 
 
-class QuestionDelta(_Event):
+class Delta(_Event):
+    """A piece of streamed text. The event log merges consecutive deltas of the same type whose
+    other fields are equal (`merge_key`), so any new delta type is batched as it is. Each
+    subclass declares `text` after its own fields (records keep `type` first)."""
+
+    if TYPE_CHECKING:
+        text: str
+
+    def merge_key(self) -> tuple[object, ...]:
+        """What must match for two deltas to be one piece of text: the type and every field
+        but `text`."""
+        return (type(self), *(v for k, v in self if k != "text"))
+
+
+class QuestionDelta(Delta):
     """A piece of the detective's question, in order."""
 
     type: Literal["question_delta"] = "question_delta"
@@ -83,7 +100,7 @@ class QuestionDelta(_Event):
     text: str
 
 
-class AnswerDelta(_Event):
+class AnswerDelta(Delta):
     """A piece of the witness's answer, in order."""
 
     type: Literal["answer_delta"] = "answer_delta"

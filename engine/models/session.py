@@ -15,10 +15,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.errors import SessionError
 from engine.text import strip_control
 
 __all__ = [
     "ANSWER_CUT_OFF",
+    "check_resumable",
     "CONTRADICTION_PENALTY",
     "GAP_WEIGHTS",
     "SCHEMA_VERSION",
@@ -206,3 +208,11 @@ class InterrogationSession(_Model):
     def short_id(self) -> str:
         """The first 8 characters of the id, as used in the folder name."""
         return str(self.id)[:8]
+
+
+def check_resumable(session: InterrogationSession) -> None:
+    """Raise `SessionError` unless the session can be continued."""
+    if session.status in ("completed", "limit-reached"):
+        raise SessionError(
+            f"session {session.short_id} already ended ({session.status}); nothing to resume"
+        )

@@ -22,23 +22,29 @@ from engine.providers._base import (
     Health,
     Message,
     Provider,
+    PullProgress,
     StreamEvent,
     StreamRequest,
     TokenDelta,
     Usage,
 )
+from engine.providers._llama import LlamaEngine, LlamaOptions, resolve_model_path
 
 __all__ = [
     "Done",
     "Health",
+    "LlamaEngine",
+    "LlamaOptions",
     "Message",
     "Provider",
+    "PullProgress",
     "StreamEvent",
     "StreamRequest",
     "TokenDelta",
     "Usage",
     "create_provider",
     "discover_ollama",
+    "resolve_model_path",
     "select_provider",
 ]
 

@@ -32,6 +32,7 @@ from engine.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderTimeout,
+    RequestError,
     StallTimeout,
     TotalTimeout,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "Health",
     "Message",
     "Provider",
+    "PullProgress",
     "StreamEvent",
     "StreamRequest",
     "TokenDelta",
@@ -103,6 +105,16 @@ class Done:
 
 
 StreamEvent = TokenDelta | Usage | Done
+
+
+@dataclass(frozen=True, slots=True)
+class PullProgress:
+    """One progress report of a model pull: `completed`/`total` bytes when known."""
+
+    status: str
+    digest: str | None
+    completed: int | None
+    total: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +290,23 @@ class Provider(ABC):
         except Exception as exc:  # a health check must never take the caller down
             detail = BadResponseError(self.name, f"{type(exc).__name__}: {exc}").detail
         return Health(ok, (time.perf_counter() - start) * 1000, detail)
+
+    # ---- capabilities some kinds have (Ollama: both) ----------------------------------------
+
+    can_list_models = False
+    """True when `list_models` asks the server (the others raise `RequestError`)."""
+    can_pull = False
+    """True when `pull` can fetch a model onto the server."""
+
+    async def list_models(self) -> list[str]:
+        """Names of the models the server has; `RequestError` for a kind that cannot say."""
+        raise RequestError(self.name, f"a {self.kind} provider cannot list its models")
+
+    async def pull(self, model: str) -> AsyncGenerator[PullProgress, None]:
+        """Fetch `model` onto the server, yielding progress; `RequestError` for a kind that
+        cannot."""
+        raise RequestError(self.name, f"a {self.kind} provider cannot pull models")
+        yield  # pragma: no cover - makes this an async generator, like the real ones
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections; the provider can still be used afterwards (they reopen)."""

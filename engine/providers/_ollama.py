@@ -7,15 +7,22 @@ provider's `base_url`, else `OLLAMA_HOST`, else http://127.0.0.1:11434.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from engine.config import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
-from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.providers._base import (
+    Done,
+    Provider,
+    PullProgress,
+    StreamEvent,
+    StreamRequest,
+    TokenDelta,
+    Usage,
+)
 from engine.providers._http import (
     error_for_status,
     error_message,
@@ -26,7 +33,7 @@ from engine.providers._http import (
 if TYPE_CHECKING:
     import ollama
 
-__all__ = ["OllamaProvider", "PullProgress", "ollama_host"]
+__all__ = ["OllamaProvider", "ollama_host"]
 
 
 def ollama_host(base_url: str | None, env: Mapping[str, str]) -> str:
@@ -42,18 +49,11 @@ def ollama_host(base_url: str | None, env: Mapping[str, str]) -> str:
     return f"{scheme}://{host}{slash}{path}"
 
 
-@dataclass(frozen=True, slots=True)
-class PullProgress:
-    """One progress report of `ollama pull`: `completed`/`total` bytes when known."""
-
-    status: str
-    digest: str | None
-    completed: int | None
-    total: int | None
-
-
 class OllamaProvider(Provider):
     """Streams from an Ollama server."""
+
+    can_list_models = True
+    can_pull = True
 
     _client: ollama.AsyncClient | None = None
 
@@ -172,7 +172,7 @@ class OllamaProvider(Provider):
             raise self._map(exc) from None
         return [m.model for m in listing.models if m.model]
 
-    async def pull(self, model: str) -> AsyncIterator[PullProgress]:
+    async def pull(self, model: str) -> AsyncGenerator[PullProgress, None]:
         """Pull `model`, yielding progress until the server reports success."""
         parts: Any = None
         try:

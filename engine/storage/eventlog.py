@@ -15,14 +15,14 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from engine.errors import SessionCorrupt
 from engine.models.events import (
-    AnswerDelta,
+    Delta,
     Finished,
     InterrogationEvent,
     PairCompleted,
-    QuestionDelta,
     Record,
     Started,
     decode_record,
@@ -74,7 +74,7 @@ class EventLogWriter:
         self._on_record = on_record
         self._clock = clock
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._pending: QuestionDelta | AnswerDelta | None = None
+        self._pending: Delta | None = None
         self._parts: list[str] = []
         self._last_write = 0.0
         self._timer: asyncio.TimerHandle | None = None
@@ -87,11 +87,9 @@ class EventLogWriter:
 
     def append(self, event: InterrogationEvent) -> None:
         """Record `event`, in order; deltas may wait up to FLUSH_INTERVAL."""
-        if isinstance(event, QuestionDelta | AnswerDelta):
+        if isinstance(event, Delta):
             pending = self._pending
-            if pending is not None and (type(pending), pending.sequence) != (
-                type(event), event.sequence
-            ):
+            if pending is not None and pending.merge_key() != event.merge_key():
                 self.flush()
                 pending = None
             if pending is None:
@@ -117,7 +115,8 @@ class EventLogWriter:
             self._timer = None
         pending, self._pending = self._pending, None
         if pending is not None and self._fd >= 0:
-            self._write(pending.model_copy(update={"text": "".join(self._parts)}))
+            merged = pending.model_copy(update={"text": "".join(self._parts)})
+            self._write(cast(InterrogationEvent, merged))  # a Delta is always one of them
             self._parts = []
 
     def _write(self, event: InterrogationEvent) -> None:

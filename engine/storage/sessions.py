@@ -40,10 +40,6 @@ EVENTS = "events.jsonl"
 LOCK = "lock"
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else "unknown problem"
-
-
 def _load_metadata(path: Path) -> InterrogationSession:
     try:
         data = path.read_bytes()

@@ -18,7 +18,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, ProgressBar, Static
 
 from engine import (
-    ANSWER_CUT_OFF,
     AnswerCutOff,
     AnswerDelta,
     AuditReady,
@@ -37,6 +36,7 @@ from engine import (
     Run,
     Started,
     TrailAdded,
+    report,
     strip_control,
 )
 from tui.funnel import Guarded
@@ -257,7 +257,7 @@ class LiveScreen(Guarded, Screen[None]):
                 self.phase = phase
                 view.end_stream()
                 if phase == "question":
-                    view.add("heading", "", title=f"── Round {sequence} of {self.limit}")
+                    view.add("heading", "", title=f"── {report.round_title(sequence, self.limit)}")
                 label = {"question": "asking", "answer": "answering", "analysis": "analysing",
                          "audit": "auditing"}[phase]
                 self.set_status(f"round {sequence}: {label}…" if phase != "audit"
@@ -278,16 +278,15 @@ class LiveScreen(Guarded, Screen[None]):
                 view.append(text)
             case AnswerCutOff():
                 view.end_stream()
-                view.add("note", ANSWER_CUT_OFF)
+                view.add("note", report.ANSWER_CUT_OFF)
             case Discarded(provider=provider, reason=reason, text=text):
                 view.discard_stream(reason)
                 if announce:
                     self.notify(f"{len(text)} characters from {provider} discarded: {reason}",
                                 title="Partial answer discarded", severity="warning",
                                 markup=False)
-            case TrailAdded(entry=entry) if entry.event not in ("partial_discarded", "resumed"):
-                route = entry.route
-                view.add("note", f"{entry.event.replace('_', ' ')} {route}: {entry.reason}")
+            case TrailAdded(entry=entry) if report.in_transcript(entry):
+                view.add("note", report.trail_line(entry))
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 view.end_stream()
                 self.show_analysis(analysis, sequence)
@@ -303,23 +302,24 @@ class LiveScreen(Guarded, Screen[None]):
             case PairCompleted(pair=pair) if pair.sequence not in self.analysed:
                 # a log without the round's stream (re-logged after a crash): show the pair
                 view.end_stream()
-                view.add("heading", "", title=f"── Round {pair.sequence} of {self.limit}")
+                view.add("heading", "",
+                         title=f"── {report.round_title(pair.sequence, self.limit)}")
                 view.add("question", pair.question, f"Question · {pair.provider_used.detective}",
                          markdown=True)
                 view.add("answer", pair.answer, f"Answer · {pair.provider_used.witness}",
                          markdown=True)
                 if pair.answer_cut_off:
-                    view.add("note", ANSWER_CUT_OFF)
+                    view.add("note", report.ANSWER_CUT_OFF)
                 self.show_analysis(pair.gap_analysis, pair.sequence)
             case PairCompleted() | TrailAdded():
                 pass
 
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
         self.analysed.add(sequence)
-        follow = "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
         filled = round(analysis.completeness_score / 5)
         bar = "█" * filled + "░" * (20 - filled)
-        lines = [f"completeness {bar} {analysis.completeness_score}/100 · {follow}"]
+        lines = [f"completeness {bar} {analysis.completeness_score}/100 · "
+                 f"{report.follow_up(analysis)}"]
         lines += [f"- {g.line}" for g in analysis.gaps]
         self.query_one(TranscriptView).add("analysis", "\n".join(lines),
                                            title=f"Gap analysis {sequence}")
@@ -331,8 +331,7 @@ class LiveScreen(Guarded, Screen[None]):
 
     def show_audit(self, audit: AuditResult) -> None:
         lines = [f"consistency {audit.consistency_score}/100"]
-        lines += [f"contradiction Q{a + 1} vs Q{b + 1}: {c.description.strip()}"
-                  for c in audit.contradictions for a, b in [c.qa_pair_indexes]]
+        lines += [f"contradiction {report.contradiction(c)}" for c in audit.contradictions]
         lines += [f"remaining {g.severity} {g.category}: {g.description.strip()}"
                   for g in audit.remaining_gaps]
         self.query_one("#audit", Static).update(Content(strip_control("\n".join(lines))))

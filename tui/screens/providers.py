@@ -167,7 +167,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         if name is None:
             return
         provider = (await self.app.get_router()).providers[name]
-        models = await provider.list_models()  # type: ignore[attr-defined]
+        models = await provider.list_models()
         text = f"{name}: {len(models)} models\n" + "\n".join(f"• {m}" for m in models)
         self.query_one("#provider-detail", Static).update(Content(strip_control(text)))
 
@@ -191,7 +191,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         bar.display = True
         bar.update(total=100, progress=0)
         try:
-            async for part in provider.pull(model):  # type: ignore[attr-defined]
+            async for part in provider.pull(model):
                 if part.total:
                     bar.update(total=part.total, progress=part.completed or 0)
                 detail.update(Content(strip_control(f"pulling {model}: {part.status}")))

@@ -13,8 +13,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine.storage.atomic import atomic_write_text
-from engine.storage.index import SessionSummary
+from engine import SessionSummary, atomic_write_text
 from engine.text import strip_control
 from tui._format import local_minute
 from tui.funnel import Guarded

@@ -6,11 +6,9 @@ from textual.content import Content
 from textual.widgets import Static
 
 from tui.funnel import Guarded
+from tui.tabs import TABS
 
-__all__ = ["TABS", "ModeTabs"]
-
-#: (mode name, label) in the order of the number keys.
-TABS = (("sessions", "Sessions"), ("live", "Live"), ("providers", "Providers"))
+__all__ = ["ModeTabs"]
 
 
 class ModeTabs(Guarded, Static):
@@ -26,9 +24,9 @@ class ModeTabs(Guarded, Static):
 
     def on_mount(self) -> None:
         parts: list[Content | str] = []
-        for number, (mode, label) in enumerate(TABS, start=1):
-            text = f" {number} {label} "
-            if mode == self.current:
+        for number, tab in enumerate(TABS, start=1):
+            text = f" {number} {tab.label} "
+            if tab.mode == self.current:
                 parts.append(Content.styled(text, "bold reverse"))
             else:
                 parts.append(Content(text))

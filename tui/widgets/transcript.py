@@ -13,7 +13,7 @@ characters stripped and links shown as text, never opened.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from rich.console import RenderableType
 from rich.segment import Segment
@@ -27,9 +27,6 @@ from textual.timer import Timer
 
 from engine.text import strip_control
 from tui.funnel import Guarded
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Block", "TranscriptView"]
 

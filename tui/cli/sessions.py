@@ -14,13 +14,12 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from engine import ConfigError, Paths, Run, Workspace
+from engine import ConfigError, Paths, Run, Workspace, atomic_write_text
 from engine.errors import SessionError
 from engine.models.events import Record, encode_record
-from engine.storage.atomic import atomic_write_text
 from engine.text import strip_control
 from tui._format import local_minute
-from tui.printer import TranscriptPrinter
+from tui.cli.printer import TranscriptPrinter
 
 __all__ = ["export", "resume", "run", "sessions", "show", "watch"]
 

@@ -26,7 +26,7 @@ from engine import (
     strip_control,
 )
 from engine.structured import SchemaError, check_schema
-from tui.printer import StreamPrinter
+from tui.cli.printer import StreamPrinter
 
 __all__ = ["ask", "local_server", "providers"]
 
@@ -182,7 +182,7 @@ def _port_free(port: int) -> bool:
 def local_server(paths: Paths, args: argparse.Namespace) -> int:
     """Serve the embedded model on 127.0.0.1 until SIGINT or SIGTERM."""
     from engine.config import BUNDLED_MODEL
-    from engine.providers._llama import LlamaEngine, LlamaOptions, resolve_model_path
+    from engine.providers import LlamaEngine, LlamaOptions, resolve_model_path
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: not a port number")

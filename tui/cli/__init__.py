@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
-    from tui.session_commands import add_parsers
+    from tui.cli.sessions import add_parsers
 
     add_parsers(commands, common)
     return parser
@@ -83,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui.app import run_app
 
             return run_app(paths)
-        from tui import commands, session_commands
+        from tui.cli import commands
+        from tui.cli import sessions as session_commands
 
         if args.command in session_commands.SESSION_COMMANDS:
             return asyncio.run(session_commands.dispatch(paths, args))

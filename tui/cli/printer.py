@@ -24,7 +24,15 @@ from engine.models.events import (
     Started,
     TrailAdded,
 )
-from engine.models.session import ANSWER_CUT_OFF, AuditResult, GapAnalysis
+from engine.models.session import AuditResult, GapAnalysis
+from engine.report import (
+    ANSWER_CUT_OFF,
+    completeness,
+    contradiction,
+    in_transcript,
+    round_title,
+    trail_line,
+)
 from engine.text import strip_control
 
 __all__ = ["StreamPrinter", "TranscriptPrinter"]
@@ -84,7 +92,7 @@ class TranscriptPrinter(StreamPrinter):
                 self.phase = phase
                 self.end_line()
                 if phase == "question":
-                    self.write(f"\n── Round {sequence} " + "─" * 40 + "\n")
+                    self.write(f"\n── {round_title(sequence)} " + "─" * 40 + "\n")
                 elif phase == "audit":
                     self.write("\n── Audit " + "─" * 44 + "\n")
             case ProviderChosen(role=role, provider=provider):
@@ -100,11 +108,8 @@ class TranscriptPrinter(StreamPrinter):
                 self.end_line()
                 self.write(f"  (the {len(text)} characters above from {provider} are discarded:"
                            f" {reason})\n")
-            case TrailAdded(entry=entry) if entry.event not in ("partial_discarded", "resumed"):
-                route = entry.route
-                self.note(f"{entry.event.replace('_', ' ')}"
-                          + (f" ({entry.role})" if entry.role else "")
-                          + (f" {route}" if route else "") + f": {entry.reason}")
+            case TrailAdded(entry=entry) if in_transcript(entry):
+                self.note(trail_line(entry))
             case GapAnalysisReady(analysis=analysis):
                 self._analysis(analysis)
             case AuditReady(audit=audit):
@@ -119,8 +124,7 @@ class TranscriptPrinter(StreamPrinter):
 
     def _analysis(self, analysis: GapAnalysis) -> None:
         self.end_line()
-        follow = "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
-        self.write(f"  completeness {analysis.completeness_score}/100 · {follow}\n")
+        self.write(f"  {completeness(analysis)}\n")
         for gap in analysis.gaps:
             self.write(f"  - {gap.line}\n")
 
@@ -128,8 +132,7 @@ class TranscriptPrinter(StreamPrinter):
         self.end_line()
         self.write(f"Consistency score: {audit.consistency_score}/100\n")
         for item in audit.contradictions:
-            first, second = (i + 1 for i in item.qa_pair_indexes)
-            self.write(f"Contradiction Q{first} vs Q{second}: {item.description.strip()}\n")
+            self.write(f"Contradiction {contradiction(item)}\n")
         for gap in audit.remaining_gaps:
             self.write(f"Remaining gap · {gap.line}\n")
         self.write(f"Summary:\n{audit.summary.strip()}\n")

@@ -1,0 +1,64 @@
+"""The words: how a round, an analysis, a contradiction and a trail entry read.
+
+The CLI's transcript, the Live view and the markdown export all take their lines from here, so
+a wording changes in one place. Every function returns text safe for a terminal (model text
+passes through `strip_control`); the front ends add only their layout (indent, markdown,
+colour).
+"""
+
+from __future__ import annotations
+
+from engine.models.session import (
+    ANSWER_CUT_OFF,
+    AuditTrailEntry,
+    Contradiction,
+    GapAnalysis,
+)
+from engine.text import strip_control
+
+__all__ = [
+    "ANSWER_CUT_OFF",
+    "completeness",
+    "contradiction",
+    "follow_up",
+    "in_transcript",
+    "round_title",
+    "trail_line",
+]
+
+_QUIET_IN_TRANSCRIPT = frozenset({"partial_discarded", "resumed"})
+"""Trail entries a transcript shows otherwise (struck-through text, a "resumed" note)."""
+
+
+def round_title(sequence: int, limit: int | None = None) -> str:
+    """`"Round 3 of 10"`, or `"Round 3"` when the limit is not known."""
+    return f"Round {sequence}" + (f" of {limit}" if limit else "")
+
+
+def follow_up(analysis: GapAnalysis) -> str:
+    """Whether the detective wants another question."""
+    return "follow-up needed" if analysis.requires_follow_up else "no follow-up needed"
+
+
+def completeness(analysis: GapAnalysis) -> str:
+    """`"completeness 40/100 · follow-up needed"`."""
+    return f"completeness {analysis.completeness_score}/100 · {follow_up(analysis)}"
+
+
+def contradiction(item: Contradiction) -> str:
+    """`"Q2 vs Q4: what conflicts"` (question numbers from 1)."""
+    first, second = (index + 1 for index in item.qa_pair_indexes)
+    return f"Q{first} vs Q{second}: {strip_control(item.description).strip()}"
+
+
+def in_transcript(entry: AuditTrailEntry) -> bool:
+    """Whether a transcript (the CLI's, the Live view) shows the entry as a note."""
+    return entry.event not in _QUIET_IN_TRANSCRIPT
+
+
+def trail_line(entry: AuditTrailEntry, role: bool = True) -> str:
+    """`"provider switch (detective) a → b: why"`; without the role when `role` is False."""
+    return (entry.event.replace("_", " ")
+            + (f" ({entry.role})" if role and entry.role else "")
+            + (f" {entry.route}" if entry.route else "")
+            + f": {strip_control(entry.reason)}")

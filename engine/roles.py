@@ -1,0 +1,48 @@
+"""Which providers play which role in a session: the session's own chains over the config.
+
+A session may name its detective and witness chains (`--detective`, `--witness`, the Live
+form): configured provider names or ad hoc `kind:model` entries, stored in the session so that
+resuming it uses them again.
+"""
+
+from __future__ import annotations
+
+from engine.config import Config, ProviderConfig
+from engine.errors import SessionError
+
+__all__ = ["apply_roles"]
+
+
+def apply_roles(config: Config, detective: list[str], witness: list[str]) -> Config:
+    """A copy of `config` whose detective/witness chains are the given providers.
+
+    Each entry is a configured provider name or an ad hoc `kind:model`.
+    """
+    from engine.providers import select_provider
+
+    config = config.model_copy(deep=True)
+    top = max((p.priority for p in config.providers.values()), default=0)
+    for role, specs in (("detective", detective), ("witness", witness)):
+        if not specs:
+            continue
+        names: list[str] = []
+        for spec in specs:
+            name, provider = select_provider(config, spec)
+            if name not in config.providers:
+                name = _adhoc_name(config, provider)
+                top += 10
+                provider = provider.model_copy(update={"priority": top})
+                config.providers[name] = provider
+            elif not provider.enabled:
+                config.providers[name] = provider.model_copy(update={"enabled": True})
+            names.append(name)
+        config.roles[role] = names
+    return config
+
+
+def _adhoc_name(config: Config, provider: ProviderConfig) -> str:
+    for suffix in ("", *(f"-{i}" for i in range(2, 100))):
+        name = f"{provider.kind}{suffix}"
+        if name not in config.providers:
+            return name
+    raise SessionError("too many ad hoc providers")  # pragma: no cover
