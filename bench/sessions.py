@@ -29,13 +29,11 @@ sys.path.insert(0, str(ROOT))
 from engine.models.session import (  # noqa: E402
     AuditResult,
     Gap,
-    GapAnalysis,
     Hypothesis,
     InterrogationSession,
-    ProvidersUsed,
-    QuestionAnswerPair,
 )
 from engine.storage.index import SessionIndex, summarize  # noqa: E402
+from tests.factory import sample_pair  # noqa: E402
 
 MEASURE = {
     "index": """
@@ -83,13 +81,9 @@ def make_sessions(root: Path, count: int) -> None:
             iteration_limit=10,
             current_iteration=5,
             qa_pairs=[
-                QuestionAnswerPair(
-                    sequence=n, question=f"Question {n}: what exactly happened?",
-                    answer=answer, timestamp=begun,
-                    gap_analysis=GapAnalysis(gaps=gaps, completeness_score=60,
-                                             requires_follow_up=n < 5),
-                    provider_used=ProvidersUsed(detective="openai:gpt-4o", witness="local:g"),
-                )
+                sample_pair(n, question=f"Question {n}: what exactly happened?", answer=answer,
+                            when=begun, gaps=gaps, completeness=60, follow_up=n < 5,
+                            detective="openai:gpt-4o", witness="local:g")
                 for n in range(1, 6)
             ],
             audit_result=AuditResult(consistency_score=92, remaining_gaps=gaps,

@@ -3,6 +3,10 @@
 The public API is what `__all__` lists; everything else is private and may change. Names are
 imported on first use, so `import engine` (and the app's first frame) pays only for what it
 touches.
+
+The names are written once, as the imports below (which type checkers read). At run time the
+same block is read back from this file's source to know which module holds which name: a new
+public name is one import line.
 """
 
 from __future__ import annotations
@@ -11,176 +15,280 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.config import Config, InterrogationConfig, ProviderConfig, load_config, save_config
-    from engine.errors import (
-        AllProvidersFailed,
-        AuthError,
-        BadResponseError,
-        ConfigError,
-        DetektivError,
-        FirstTokenTimeout,
-        InterrogationFailed,
-        ProviderConnectionError,
-        ProviderError,
-        ProviderTimeout,
-        RateLimitedError,
-        RequestError,
-        ServerError,
-        SessionBusy,
-        SessionCorrupt,
-        SessionError,
-        SessionNotFound,
-        StallTimeout,
-        TotalTimeout,
+    from engine.config import (
+        Config as Config,
     )
-    from engine.export import to_json, to_markdown
-    from engine.interrogation import Interrogation
+    from engine.config import (
+        InterrogationConfig as InterrogationConfig,
+    )
+    from engine.config import (
+        ProviderConfig as ProviderConfig,
+    )
+    from engine.config import (
+        load_config as load_config,
+    )
+    from engine.config import (
+        save_config as save_config,
+    )
+    from engine.errors import (
+        AllProvidersFailed as AllProvidersFailed,
+    )
+    from engine.errors import (
+        AuthError as AuthError,
+    )
+    from engine.errors import (
+        BadResponseError as BadResponseError,
+    )
+    from engine.errors import (
+        ConfigError as ConfigError,
+    )
+    from engine.errors import (
+        DetektivError as DetektivError,
+    )
+    from engine.errors import (
+        FirstTokenTimeout as FirstTokenTimeout,
+    )
+    from engine.errors import (
+        InterrogationFailed as InterrogationFailed,
+    )
+    from engine.errors import (
+        ProviderConnectionError as ProviderConnectionError,
+    )
+    from engine.errors import (
+        ProviderError as ProviderError,
+    )
+    from engine.errors import (
+        ProviderTimeout as ProviderTimeout,
+    )
+    from engine.errors import (
+        RateLimitedError as RateLimitedError,
+    )
+    from engine.errors import (
+        RequestError as RequestError,
+    )
+    from engine.errors import (
+        ServerError as ServerError,
+    )
+    from engine.errors import (
+        SessionBusy as SessionBusy,
+    )
+    from engine.errors import (
+        SessionCorrupt as SessionCorrupt,
+    )
+    from engine.errors import (
+        SessionError as SessionError,
+    )
+    from engine.errors import (
+        SessionNotFound as SessionNotFound,
+    )
+    from engine.errors import (
+        StallTimeout as StallTimeout,
+    )
+    from engine.errors import (
+        TotalTimeout as TotalTimeout,
+    )
+    from engine.export import (
+        to_json as to_json,
+    )
+    from engine.export import (
+        to_markdown as to_markdown,
+    )
+    from engine.interrogation import (
+        Interrogation as Interrogation,
+    )
     from engine.models.events import (
-        AnswerCutOff,
-        AnswerDelta,
-        AuditReady,
-        Discarded,
-        Finished,
-        GapAnalysisReady,
-        InterrogationEvent,
-        PairCompleted,
-        Phase,
-        ProviderChosen,
-        QuestionDelta,
-        Record,
-        Started,
-        TrailAdded,
+        AnswerCutOff as AnswerCutOff,
+    )
+    from engine.models.events import (
+        AnswerDelta as AnswerDelta,
+    )
+    from engine.models.events import (
+        AuditReady as AuditReady,
+    )
+    from engine.models.events import (
+        Discarded as Discarded,
+    )
+    from engine.models.events import (
+        Finished as Finished,
+    )
+    from engine.models.events import (
+        GapAnalysisReady as GapAnalysisReady,
+    )
+    from engine.models.events import (
+        InterrogationEvent as InterrogationEvent,
+    )
+    from engine.models.events import (
+        PairCompleted as PairCompleted,
+    )
+    from engine.models.events import (
+        Phase as Phase,
+    )
+    from engine.models.events import (
+        ProviderChosen as ProviderChosen,
+    )
+    from engine.models.events import (
+        QuestionDelta as QuestionDelta,
+    )
+    from engine.models.events import (
+        Record as Record,
+    )
+    from engine.models.events import (
+        Started as Started,
+    )
+    from engine.models.events import (
+        TrailAdded as TrailAdded,
     )
     from engine.models.session import (
-        ANSWER_CUT_OFF,
-        AuditResult,
-        AuditTrailEntry,
-        Contradiction,
-        Gap,
-        GapAnalysis,
-        Hypothesis,
-        InterrogationSession,
-        QuestionAnswerPair,
-        check_resumable,
-        consistency_score,
+        ANSWER_CUT_OFF as ANSWER_CUT_OFF,
     )
-    from engine.paths import Paths
+    from engine.models.session import (
+        AuditResult as AuditResult,
+    )
+    from engine.models.session import (
+        AuditTrailEntry as AuditTrailEntry,
+    )
+    from engine.models.session import (
+        Contradiction as Contradiction,
+    )
+    from engine.models.session import (
+        Gap as Gap,
+    )
+    from engine.models.session import (
+        GapAnalysis as GapAnalysis,
+    )
+    from engine.models.session import (
+        Hypothesis as Hypothesis,
+    )
+    from engine.models.session import (
+        InterrogationSession as InterrogationSession,
+    )
+    from engine.models.session import (
+        QuestionAnswerPair as QuestionAnswerPair,
+    )
+    from engine.models.session import (
+        check_resumable as check_resumable,
+    )
+    from engine.models.session import (
+        consistency_score as consistency_score,
+    )
+    from engine.paths import (
+        Paths as Paths,
+    )
     from engine.providers import (
-        Done,
-        Health,
-        Message,
-        Provider,
-        StreamEvent,
-        StreamRequest,
-        TokenDelta,
-        Usage,
-        create_provider,
-        discover_ollama,
-        select_provider,
+        Done as Done,
     )
-    from engine.roles import apply_roles
+    from engine.providers import (
+        Health as Health,
+    )
+    from engine.providers import (
+        Message as Message,
+    )
+    from engine.providers import (
+        Provider as Provider,
+    )
+    from engine.providers import (
+        StreamEvent as StreamEvent,
+    )
+    from engine.providers import (
+        StreamRequest as StreamRequest,
+    )
+    from engine.providers import (
+        TokenDelta as TokenDelta,
+    )
+    from engine.providers import (
+        Usage as Usage,
+    )
+    from engine.providers import (
+        create_provider as create_provider,
+    )
+    from engine.providers import (
+        discover_ollama as discover_ollama,
+    )
+    from engine.providers import (
+        select_provider as select_provider,
+    )
+    from engine.roles import (
+        apply_roles as apply_roles,
+    )
     from engine.router import (
-        Attempt,
-        PartialDiscarded,
-        ProviderEvent,
-        RoutedCompletion,
-        Router,
-        RouterEvent,
-        chain_for,
+        Attempt as Attempt,
     )
-    from engine.secrets import redact
-    from engine.storage.atomic import atomic_write_text
-    from engine.storage.index import SessionSummary
-    from engine.storage.sessions import SessionJournal, SessionStore
-    from engine.structured import Completion, complete, complete_json
-    from engine.text import strip_control
-    from engine.workspace import Run, Workspace
+    from engine.router import (
+        PartialDiscarded as PartialDiscarded,
+    )
+    from engine.router import (
+        ProviderEvent as ProviderEvent,
+    )
+    from engine.router import (
+        RoutedCompletion as RoutedCompletion,
+    )
+    from engine.router import (
+        Router as Router,
+    )
+    from engine.router import (
+        RouterEvent as RouterEvent,
+    )
+    from engine.router import (
+        chain_for as chain_for,
+    )
+    from engine.secrets import (
+        redact as redact,
+    )
+    from engine.storage.atomic import (
+        atomic_write_text as atomic_write_text,
+    )
+    from engine.storage.index import (
+        SessionSummary as SessionSummary,
+    )
+    from engine.storage.sessions import (
+        SessionJournal as SessionJournal,
+    )
+    from engine.storage.sessions import (
+        SessionStore as SessionStore,
+    )
+    from engine.structured import (
+        Completion as Completion,
+    )
+    from engine.structured import (
+        complete as complete,
+    )
+    from engine.structured import (
+        complete_json as complete_json,
+    )
+    from engine.text import (
+        strip_control as strip_control,
+    )
+    from engine.workspace import (
+        Run as Run,
+    )
+    from engine.workspace import (
+        Workspace as Workspace,
+    )
 
-_LAZY: dict[str, str] = {
-    "AllProvidersFailed": "engine.errors",
-    "Run": "engine.workspace",
-    "Workspace": "engine.workspace",
-    "AnswerCutOff": "engine.models.events",
-    "AnswerDelta": "engine.models.events",
-    "Attempt": "engine.router",
-    "AuditReady": "engine.models.events",
-    "ANSWER_CUT_OFF": "engine.models.session",
-    "AuditResult": "engine.models.session",
-    "AuditTrailEntry": "engine.models.session",
-    "AuthError": "engine.errors",
-    "BadResponseError": "engine.errors",
-    "Completion": "engine.structured",
-    "Config": "engine.config",
-    "ConfigError": "engine.errors",
-    "Contradiction": "engine.models.session",
-    "DetektivError": "engine.errors",
-    "Discarded": "engine.models.events",
-    "Done": "engine.providers",
-    "Finished": "engine.models.events",
-    "FirstTokenTimeout": "engine.errors",
-    "Gap": "engine.models.session",
-    "GapAnalysis": "engine.models.session",
-    "GapAnalysisReady": "engine.models.events",
-    "Health": "engine.providers",
-    "Hypothesis": "engine.models.session",
-    "Interrogation": "engine.interrogation",
-    "InterrogationConfig": "engine.config",
-    "InterrogationEvent": "engine.models.events",
-    "InterrogationFailed": "engine.errors",
-    "InterrogationSession": "engine.models.session",
-    "Message": "engine.providers",
-    "PairCompleted": "engine.models.events",
-    "PartialDiscarded": "engine.router",
-    "Paths": "engine.paths",
-    "Phase": "engine.models.events",
-    "Provider": "engine.providers",
-    "ProviderChosen": "engine.models.events",
-    "ProviderConfig": "engine.config",
-    "ProviderConnectionError": "engine.errors",
-    "ProviderError": "engine.errors",
-    "ProviderEvent": "engine.router",
-    "ProviderTimeout": "engine.errors",
-    "QuestionAnswerPair": "engine.models.session",
-    "QuestionDelta": "engine.models.events",
-    "RateLimitedError": "engine.errors",
-    "Record": "engine.models.events",
-    "RequestError": "engine.errors",
-    "RoutedCompletion": "engine.router",
-    "Router": "engine.router",
-    "RouterEvent": "engine.router",
-    "ServerError": "engine.errors",
-    "SessionBusy": "engine.errors",
-    "SessionCorrupt": "engine.errors",
-    "SessionError": "engine.errors",
-    "SessionJournal": "engine.storage.sessions",
-    "SessionNotFound": "engine.errors",
-    "SessionStore": "engine.storage.sessions",
-    "SessionSummary": "engine.storage.index",
-    "StallTimeout": "engine.errors",
-    "Started": "engine.models.events",
-    "StreamEvent": "engine.providers",
-    "StreamRequest": "engine.providers",
-    "TokenDelta": "engine.providers",
-    "TotalTimeout": "engine.errors",
-    "TrailAdded": "engine.models.events",
-    "Usage": "engine.providers",
-    "apply_roles": "engine.roles",
-    "atomic_write_text": "engine.storage.atomic",
-    "chain_for": "engine.router",
-    "check_resumable": "engine.models.session",
-    "complete": "engine.structured",
-    "complete_json": "engine.structured",
-    "consistency_score": "engine.models.session",
-    "create_provider": "engine.providers",
-    "discover_ollama": "engine.providers",
-    "load_config": "engine.config",
-    "redact": "engine.secrets",
-    "save_config": "engine.config",
-    "select_provider": "engine.providers",
-    "strip_control": "engine.text",
-    "to_json": "engine.export",
-    "to_markdown": "engine.export",
-}
+
+def _exports() -> dict[str, str]:
+    """Name → module, read back from the `if TYPE_CHECKING:` imports of this file: lines
+    `from MODULE import (` then `NAME as NAME,` (a plain scan: no parser to import)."""
+    found: dict[str, str] = {}
+    module = ""
+    with open(__file__, encoding="utf-8") as source:
+        lines = source.read().split("if TYPE_CHECKING:\n", 1)[1].splitlines()
+    for line in lines:
+        if line and not line.startswith(" "):
+            break
+        words = line.split()
+        if words[:1] == ["from"]:
+            module = words[1]
+        elif len(words) == 3 and words[1] == "as":
+            found[words[2].rstrip(",")] = module
+    return found
+
+
+_LAZY = _exports()
+
+__version__ = "0.1.0"
+
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
@@ -194,93 +302,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-__version__ = "0.1.0"
-
-__all__ = [
-    "Run",
-    "Workspace",
-    "AllProvidersFailed",
-    "AnswerCutOff",
-    "AnswerDelta",
-    "Attempt",
-    "AuditReady",
-    "ANSWER_CUT_OFF",
-    "AuditResult",
-    "AuditTrailEntry",
-    "AuthError",
-    "BadResponseError",
-    "Completion",
-    "Config",
-    "ConfigError",
-    "Contradiction",
-    "DetektivError",
-    "Discarded",
-    "Done",
-    "Finished",
-    "FirstTokenTimeout",
-    "Gap",
-    "GapAnalysis",
-    "GapAnalysisReady",
-    "Health",
-    "Hypothesis",
-    "Interrogation",
-    "InterrogationConfig",
-    "InterrogationEvent",
-    "InterrogationFailed",
-    "InterrogationSession",
-    "Message",
-    "PairCompleted",
-    "PartialDiscarded",
-    "Paths",
-    "Phase",
-    "Provider",
-    "ProviderChosen",
-    "ProviderConfig",
-    "ProviderConnectionError",
-    "ProviderError",
-    "ProviderEvent",
-    "ProviderTimeout",
-    "QuestionAnswerPair",
-    "QuestionDelta",
-    "RateLimitedError",
-    "Record",
-    "RequestError",
-    "RoutedCompletion",
-    "Router",
-    "RouterEvent",
-    "ServerError",
-    "SessionBusy",
-    "SessionCorrupt",
-    "SessionError",
-    "SessionJournal",
-    "SessionNotFound",
-    "SessionStore",
-    "SessionSummary",
-    "StallTimeout",
-    "Started",
-    "StreamEvent",
-    "StreamRequest",
-    "TokenDelta",
-    "TotalTimeout",
-    "TrailAdded",
-    "Usage",
-    "apply_roles",
-    "atomic_write_text",
-    "chain_for",
-    "check_resumable",
-    "complete",
-    "complete_json",
-    "consistency_score",
-    "create_provider",
-    "discover_ollama",
-    "load_config",
-    "redact",
-    "save_config",
-    "select_provider",
-    "strip_control",
-    "to_json",
-    "to_markdown",
-    "__version__",
-]

@@ -14,9 +14,9 @@ from textual.widgets import DataTable, Input
 
 from engine import Paths, load_config
 from tests.conftest import ROOT, LlamaServer, cli, closed_port
+from tests.factory import stored_session
 from tests.faults import FaultProxy
 from tests.test_interrogation import FAST
-from tests.test_session_store import complete_pair
 from tui.app import DetektivApp, build_app
 from tui.screens.dialogs import ConfirmDialog, HelpScreen
 from tui.widgets.transcript import TranscriptView
@@ -169,8 +169,8 @@ async def test_theme_switch_is_remembered(home: Path) -> None:
 
 async def test_delete_asks_first(home: Path) -> None:
     app = app_for(home)
-    keep = complete_pair(app.store, "keep me")
-    gone = complete_pair(app.store, "delete me")
+    keep = stored_session(app.store, "keep me")
+    gone = stored_session(app.store, "delete me")
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 2)
@@ -186,7 +186,7 @@ async def test_delete_asks_first(home: Path) -> None:
 async def test_filter_as_you_type(home: Path) -> None:
     app = app_for(home)
     for text in ("apples are red", "bananas are yellow", "cherries are red"):
-        complete_pair(app.store, text)
+        stored_session(app.store, text)
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 3)
@@ -230,7 +230,7 @@ async def test_a_dead_backend_fails_the_run_not_the_app(home: Path) -> None:
 
 def test_first_frame_imports_no_provider_sdk(home: Path) -> None:
     for i in range(3):
-        complete_pair(__import__("engine").SessionStore(home / "data" / "sessions"), f"h{i}")
+        stored_session(__import__("engine").SessionStore(home / "data" / "sessions"), f"h{i}")
     (home / "config.toml").write_text(
         '[providers.cloud]\nkind = "openai"\nmodel = "gpt-4o"\napi_key_env = "X_KEY"\n')
     script = """

@@ -18,7 +18,7 @@ from textual.widgets import Input, Static
 
 from engine import Paths
 from engine.storage.sessions import SessionStore
-from tests.test_session_store import complete_pair
+from tests.factory import stored_session
 from tui.app import DetektivApp, build_app
 from tui.screens.live import LiveScreen
 from tui.screens.providers import ProvidersScreen
@@ -51,7 +51,7 @@ def cold_home(request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
     paths = Paths.from_env()
     if request.param == "one session":
-        complete_pair(SessionStore(paths.data_dir / "sessions"), "Stored hypothesis", 2)
+        stored_session(SessionStore(paths.data_dir / "sessions"), "Stored hypothesis", 2)
     return paths
 
 

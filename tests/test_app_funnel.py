@@ -17,7 +17,7 @@ import tui
 from engine import Paths
 from engine.logs import log_file
 from engine.storage.sessions import SessionStore
-from tests.test_session_store import complete_pair
+from tests.factory import stored_session
 from tui.app import DetektivApp, build_app
 from tui.funnel import Guarded
 from tui.screens.sessions import SessionsScreen
@@ -74,8 +74,8 @@ async def test_a_failing_handler_on_a_screen_does_not_stop_that_screen(
     paths: Paths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = SessionStore(paths.data_dir / "sessions")
-    complete_pair(store, "Bees sleep at night")
-    complete_pair(store, "Whales are fish")
+    stored_session(store, "Bees sleep at night")
+    stored_session(store, "Whales are fish")
     original = SessionsScreen._apply_filter
     fail = {"on": False}
 

@@ -18,8 +18,8 @@ from engine.models.session import InterrogationSession
 from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.sessions import SessionStore
 from tests.conftest import ROOT, LlamaServer, cli
+from tests.factory import stored_session
 from tests.test_interrogation import FAST
-from tests.test_session_store import complete_pair
 
 
 def write_config(home: Path, server: LlamaServer) -> None:
@@ -273,7 +273,7 @@ def test_damaged_sessions_give_a_clear_error_and_the_rest_still_list(
     configured: SessionStore,
 ) -> None:
     for hypothesis in ("One", "Two", "Three"):  # stored sessions; no model needed here
-        complete_pair(configured, hypothesis, pairs=2)
+        stored_session(configured, hypothesis, pairs=2)
     rows = configured.list()
     corrupt, truncated, fine = rows[0], rows[1], rows[2]
     metadata = configured.root / corrupt.dir / "metadata.json"

@@ -29,39 +29,16 @@ from engine.models.session import (
     AuditTrailEntry,
     Contradiction,
     Gap,
-    GapAnalysis,
-    Hypothesis,
     InterrogationSession,
-    ProvidersUsed,
-    QuestionAnswerPair,
     check_resumable,
     consistency_score,
 )
 from engine.roles import apply_roles
 from engine.structured import check_schema
+from tests.factory import sample_pair, sample_session
 
-
-def pair(n: int, answer: str = "an answer", severity: str = "high") -> QuestionAnswerPair:
-    return QuestionAnswerPair(
-        sequence=n,
-        question=f"question {n}?",
-        answer=answer,
-        gap_analysis=GapAnalysis(
-            gaps=[Gap(category="vagueness", description=f"gap {n}", severity=severity)],  # type: ignore[arg-type]
-            completeness_score=50,
-            requires_follow_up=True,
-        ),
-        provider_used=ProvidersUsed(detective="d:m", witness="w:m"),
-    )
-
-
-def session(pairs: int = 2, **extra: object) -> InterrogationSession:
-    return InterrogationSession(
-        hypothesis=Hypothesis(text="The sky is green"),
-        iteration_limit=5,
-        qa_pairs=[pair(i + 1) for i in range(pairs)],
-        **extra,  # type: ignore[arg-type]
-    )
+pair = sample_pair
+session = sample_session
 
 
 def test_consistency_score_follows_the_documented_weights() -> None:

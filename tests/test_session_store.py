@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import SessionBusy, SessionCorrupt, SessionNotFound
-from engine.models.events import AnswerDelta, Finished, PairCompleted, Phase, QuestionDelta
+from engine.models.events import AnswerDelta, PairCompleted, Phase, QuestionDelta
 from engine.models.session import (
     GapAnalysis,
     ProvidersUsed,
@@ -22,24 +22,7 @@ from engine.storage import eventlog
 from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.eventlog import EventLogWriter, read_events
 from engine.storage.sessions import SessionStore
-
-
-def complete_pair(store: SessionStore, hypothesis: str = "h", pairs: int = 1) -> str:
-    journal = store.create(hypothesis, 5)
-    for n in range(1, pairs + 1):
-        pair = QuestionAnswerPair(
-            sequence=n, question=f"q{n}", answer=f"a{n}",
-            gap_analysis=GapAnalysis(completeness_score=10, requires_follow_up=True),
-            provider_used=ProvidersUsed(detective="d:m", witness="w:m"),
-        )
-        journal.session.qa_pairs.append(pair)
-        journal.save()
-        journal.record(PairCompleted(pair=pair))
-    journal.session.status = "completed"
-    journal.save()
-    journal.record(Finished(status="completed"))
-    journal.close()
-    return journal.directory.name
+from tests.factory import stored_session
 
 
 def test_metadata_is_replaced_atomically_and_folders_are_named_by_time_and_id(
@@ -123,7 +106,7 @@ def test_a_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
 
 def test_listing_comes_from_the_index_and_heals_it(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
-    names = [complete_pair(store, f"h{i}", pairs=i) for i in range(3)]
+    names = [stored_session(store, f"h{i}", pairs=i) for i in range(3)]
     rows = store.list()
     assert [r.dir for r in rows] == names[::-1]  # newest first
     assert {r.dir: r.pairs for r in rows} == {names[i]: i for i in range(3)}
@@ -134,7 +117,7 @@ def test_listing_comes_from_the_index_and_heals_it(tmp_path: Path) -> None:
     with (tmp_path / "index.jsonl").open("a") as handle:
         handle.write('{"dir": "torn')  # a writer killed mid-line
     store.index.append(*[])
-    complete_pair(store, "after the tear")
+    stored_session(store, "after the tear")
     assert len(store.list()) == 4
 
 
@@ -175,7 +158,7 @@ def test_a_running_session_is_locked_to_its_process(tmp_path: Path) -> None:
 
 def test_ids_resolve_by_prefix_folder_or_uuid(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
-    name = complete_pair(store)
+    name = stored_session(store)
     session = store.load(name)
     for ref in (name, str(session.id), str(session.id)[:6], str(session.id).upper()[:12]):
         assert store.resolve(ref).name == name
@@ -189,7 +172,7 @@ def test_a_corrupt_metadata_file_is_named_kept_and_the_others_still_list(
     tmp_path: Path,
 ) -> None:
     store = SessionStore(tmp_path)
-    good, bad = complete_pair(store, "good"), complete_pair(store, "bad")
+    good, bad = stored_session(store, "good"), stored_session(store, "bad")
     broken = tmp_path / bad / "metadata.json"
     broken.write_text('{"schema_version": 1, "id": ')
     (tmp_path / "index.jsonl").unlink()
@@ -212,7 +195,7 @@ def test_a_corrupt_metadata_file_is_named_kept_and_the_others_still_list(
 
 def test_a_truncated_event_log_is_a_clear_error_for_its_session_only(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
-    ok, cut = complete_pair(store, "ok", 2), complete_pair(store, "cut", 2)
+    ok, cut = stored_session(store, "ok", 2), stored_session(store, "cut", 2)
     log = tmp_path / cut / "events.jsonl"
     data = log.read_bytes()
     log.write_bytes(data[: len(data) // 2])
@@ -247,7 +230,7 @@ def test_resume_relogs_a_pair_saved_just_before_a_kill(tmp_path: Path) -> None:
 
 def test_delete_removes_the_folder_and_the_row(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
-    keep, gone = complete_pair(store, "keep"), complete_pair(store, "gone")
+    keep, gone = stored_session(store, "keep"), stored_session(store, "gone")
     store.delete(gone)
     assert [r.dir for r in store.list()] == [keep]
     assert not (tmp_path / gone).exists()

@@ -25,14 +25,12 @@ from engine.models.events import (
 from engine.models.session import (
     AuditResult,
     Gap,
-    GapAnalysis,
     Hypothesis,
     InterrogationSession,
-    ProvidersUsed,
-    QuestionAnswerPair,
 )
 from engine.storage.eventlog import EventLogWriter
 from engine.storage.index import SessionIndex, summarize
+from tests.factory import sample_pair
 from tui.app import DetektivApp
 from tui.screens.providers import ProvidersScreen
 
@@ -49,12 +47,11 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> None:
 def fixed_session(root: Path, n: int, status: str = "completed") -> InterrogationSession:
     begun = START + timedelta(hours=n)
     gaps = [Gap(category="vagueness", description="the dates stay vague", severity="medium")]
-    pair = QuestionAnswerPair(
-        sequence=1, question="Where was the shipment on the third?",
+    pair = sample_pair(
+        1, question="Where was the shipment on the third?",
         answer="At the **harbour**, as far as I know.\n\n- loaded at 03:10\n- left at dawn",
-        timestamp=begun, gap_analysis=GapAnalysis(gaps=gaps, completeness_score=70,
-                                                  requires_follow_up=False),
-        provider_used=ProvidersUsed(detective="cloud:gpt-4o", witness="local:gemma-3-270m"),
+        when=begun, gaps=gaps, completeness=70, follow_up=False,
+        detective="cloud:gpt-4o", witness="local:gemma-3-270m",
     )
     audit = AuditResult(consistency_score=92, remaining_gaps=gaps,
                         summary="The witness places the shipment at the harbour.")

@@ -18,12 +18,10 @@ import pytest
 
 from engine import SessionStore
 from engine.models.session import (
-    GapAnalysis,
     InterrogationSession,
-    ProvidersUsed,
-    QuestionAnswerPair,
 )
 from tests.conftest import ROOT, LlamaServer, cli
+from tests.factory import sample_pair
 from tests.test_app import config_text
 
 #: Model text that tries every trick: title, clipboard, hyperlink, clear screen, C1 CSI, markup.
@@ -95,11 +93,7 @@ def env_for(home: Path) -> dict[str, str]:
 
 
 def hostile_session(store: SessionStore) -> InterrogationSession:
-    pair = QuestionAnswerPair(
-        sequence=1, question=f"Q? {HOSTILE}", answer=f"A: {HOSTILE}",
-        gap_analysis=GapAnalysis(completeness_score=50, requires_follow_up=True),
-        provider_used=ProvidersUsed(detective="d:m", witness="w:m"),
-    )
+    pair = sample_pair(1, question=f"Q? {HOSTILE}", answer=f"A: {HOSTILE}", gaps=[])
     journal = store.create(f"H {HOSTILE}", 5)
     from engine.models.events import Finished, PairCompleted, Started
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine import ConfigError, Paths, SessionError, Workspace
 from tests.conftest import ROOT
-from tests.test_session_store import complete_pair
+from tests.factory import stored_session
 
 
 @pytest.mark.parametrize(("hypothesis", "limit", "says"), [
@@ -50,7 +50,7 @@ def test_the_default_limit_comes_from_the_config(home: Path, paths: Paths) -> No
 
 def test_an_ended_session_cannot_be_resumed_and_exports_agree(paths: Paths) -> None:
     workspace = Workspace(paths)
-    name = complete_pair(workspace.store, "Bees sleep")
+    name = stored_session(workspace.store, "Bees sleep")
     with pytest.raises(SessionError, match="already ended"):
         workspace.resume(name)
     assert '"status": "completed"' in workspace.export(name, "json")

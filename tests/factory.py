@@ -1,0 +1,76 @@
+"""Sample sessions for tests and benchmarks: one factory instead of a copy in every file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from engine.models.events import Finished, PairCompleted
+from engine.models.session import (
+    Gap,
+    GapAnalysis,
+    Hypothesis,
+    InterrogationSession,
+    ProvidersUsed,
+    QuestionAnswerPair,
+    now,
+)
+from engine.storage.sessions import SessionStore
+
+__all__ = ["sample_pair", "sample_session", "stored_session"]
+
+
+def sample_pair(
+    n: int,
+    *,
+    question: str | None = None,
+    answer: str = "an answer",
+    gaps: Sequence[Gap] | None = None,
+    severity: str = "high",
+    completeness: int = 50,
+    follow_up: bool = True,
+    when: datetime | None = None,
+    detective: str = "d:m",
+    witness: str = "w:m",
+) -> QuestionAnswerPair:
+    """Round `n`: by default one `severity` vagueness gap, completeness 50, follow-up wanted."""
+    if gaps is None:
+        gaps = [Gap(category="vagueness", description=f"gap {n}",
+                    severity=severity)]  # type: ignore[arg-type]
+    return QuestionAnswerPair(
+        sequence=n,
+        question=f"question {n}?" if question is None else question,
+        answer=answer,
+        timestamp=when or now(),
+        gap_analysis=GapAnalysis(gaps=list(gaps), completeness_score=completeness,
+                                 requires_follow_up=follow_up),
+        provider_used=ProvidersUsed(detective=detective, witness=witness),
+    )
+
+
+def sample_session(pairs: int = 2, *, hypothesis: str = "The sky is green",
+                   **extra: Any) -> InterrogationSession:
+    """A session of `pairs` sample rounds (not stored); `extra` sets any other field."""
+    return InterrogationSession(
+        hypothesis=Hypothesis(text=hypothesis),
+        iteration_limit=extra.pop("iteration_limit", 5),
+        qa_pairs=extra.pop("qa_pairs", None) or [sample_pair(i + 1) for i in range(pairs)],
+        **extra,
+    )
+
+
+def stored_session(store: SessionStore, hypothesis: str = "h", pairs: int = 1) -> str:
+    """A completed session of `pairs` rounds written through the store, its events logged;
+    returns its folder name."""
+    journal = store.create(hypothesis, 5)
+    for n in range(1, pairs + 1):
+        pair = sample_pair(n, question=f"q{n}", answer=f"a{n}", gaps=[], completeness=10)
+        journal.session.qa_pairs.append(pair)
+        journal.save()
+        journal.record(PairCompleted(pair=pair))
+    journal.session.status = "completed"
+    journal.save()
+    journal.record(Finished(status="completed"))
+    journal.close()
+    return journal.directory.name
