@@ -30,6 +30,7 @@ from engine.secrets import redact
 from engine.text import strip_control
 from engine.workspace import Workspace
 from tui.funnel import Guarded
+from tui.messages import NewSessionWanted, SessionOpened
 from tui.screens.dialogs import HelpScreen
 from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
@@ -150,14 +151,20 @@ class DetektivApp(Guarded, App[int]):
         save_config(self.config, self.paths.config_file)
         self.run_worker(self.workspace.reset_router(), exit_on_error=False)
 
-    async def open_session(self, directory: str) -> None:
-        """Show a session in the Live tab (following it while it runs)."""
-        await self.switch_mode("live")
-        self.live.attach(directory)
-
     def key_for(self, binding_id: str, default: str) -> str:
         """The key the user's keymap gives a binding (for texts that name it)."""
         return self._keymap.get(binding_id, default).split(",")[0]
+
+    # ---- messages between screens (the app routes them) ---------------------------------------
+
+    async def on_session_opened(self, message: SessionOpened) -> None:
+        """Show a session in the Live tab (following it while it runs)."""
+        await self.switch_mode("live")  # builds the Live tab the first time
+        self.live.attach(message.directory)
+
+    async def on_new_session_wanted(self, message: NewSessionWanted) -> None:
+        await self.switch_mode("live")
+        self.live.focus_form()
 
     # ---- actions -----------------------------------------------------------------------------
 

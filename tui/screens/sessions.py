@@ -17,6 +17,7 @@ from engine import SessionSummary, atomic_write_text
 from engine.text import strip_control
 from tui._format import local_minute
 from tui.funnel import Guarded
+from tui.messages import NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
 
@@ -136,8 +137,8 @@ class SessionsScreen(Guarded, Screen[None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.query_one(DataTable).focus()
 
-    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        await self.action_open()
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
 
     def chosen(self) -> SessionSummary | None:
         """The selected session, or None after saying why there is none."""
@@ -159,11 +160,10 @@ class SessionsScreen(Guarded, Screen[None]):
     def action_refresh(self) -> None:
         self.refresh_rows()
 
-    async def action_new(self) -> None:
-        await self.app.switch_mode("live")  # builds the Live tab the first time
-        self.app.live.focus_form()
+    def action_new(self) -> None:
+        self.post_message(NewSessionWanted())
 
-    async def action_open(self) -> None:
+    def action_open(self) -> None:
         row = self.chosen()
         if row is None:
             return
@@ -171,7 +171,7 @@ class SessionsScreen(Guarded, Screen[None]):
             self.notify(row.error or "damaged", title="Cannot open", severity="error",
                         markup=False)
             return
-        await self.app.open_session(row.dir)
+        self.post_message(SessionOpened(row.dir))
 
     def action_export(self, fmt: str) -> None:
         row = self.chosen()
