@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from engine.config import Config
+    from engine.config import Config, ProviderConfig
     from engine.models.events import InterrogationEvent, Record
     from engine.models.session import InterrogationSession
     from engine.paths import Paths
@@ -175,6 +175,21 @@ class Workspace:
         old, self._router = self._router, None
         if old is not None:
             await old.aclose()
+
+    def save_config(self) -> None:
+        """Write the configuration (as changed in place) to the config file, atomically."""
+        from engine.config import save_config
+
+        save_config(self.config, self.paths.config_file)
+
+    def update_providers(self, providers: dict[str, ProviderConfig]) -> Router | None:
+        """Change providers and write the config file once, now. The shared router is let go
+        (the next `router()` builds one for the new config); it is returned for the caller
+        to close."""
+        self.config.providers.update(providers)
+        self.save_config()
+        old, self._router = self._router, None
+        return old
 
     async def aclose(self) -> None:
         """Release what the workspace holds (the shared router's connections and tasks)."""

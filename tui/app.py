@@ -145,11 +145,9 @@ class DetektivApp(Guarded, App[int]):
 
     def update_providers(self, providers: dict[str, ProviderConfig]) -> None:
         """Change providers and write the config file once; the router is rebuilt."""
-        from engine.config import save_config
-
-        self.config.providers.update(providers)
-        save_config(self.config, self.paths.config_file)
-        self.run_worker(self.workspace.reset_router(), exit_on_error=False)
+        old = self.workspace.update_providers(providers)
+        if old is not None:
+            self.run_worker(old.aclose(), exit_on_error=False)
 
     def key_for(self, binding_id: str, default: str) -> str:
         """The key the user's keymap gives a binding (for texts that name it)."""
@@ -189,10 +187,8 @@ class DetektivApp(Guarded, App[int]):
         if not self.is_running or theme == self.config.ui.theme:
             return
         self.config.ui.theme = theme
-        from engine.config import save_config
-
         try:
-            save_config(self.config, self.paths.config_file)
+            self.workspace.save_config()
         except OSError as exc:
             self.notify(f"Cannot save the theme: {exc.strerror}", severity="warning",
                         markup=False)
