@@ -8,6 +8,9 @@ colour).
 
 from __future__ import annotations
 
+from functools import singledispatch
+
+from engine.models.events import AnswerCutOff, InterrogationEvent, TrailAdded
 from engine.models.session import (
     ANSWER_CUT_OFF,
     AuditTrailEntry,
@@ -22,6 +25,7 @@ __all__ = [
     "contradiction",
     "follow_up",
     "in_transcript",
+    "note",
     "round_title",
     "trail_line",
 ]
@@ -62,3 +66,21 @@ def trail_line(entry: AuditTrailEntry, role: bool = True) -> str:
             + (f" ({entry.role})" if role and entry.role else "")
             + (f" {entry.route}" if entry.route else "")
             + f": {strip_control(entry.reason)}")
+
+
+@singledispatch
+def note(event: InterrogationEvent | object) -> str | None:
+    """The one line a transcript shows for an event that is a note rather than text (None:
+    nothing to show). A new event type registers its formatter here, and the CLI and the Live
+    view show it without a change of their own."""
+    return None
+
+
+@note.register
+def _cut_off(event: AnswerCutOff) -> str | None:
+    return ANSWER_CUT_OFF
+
+
+@note.register
+def _trail(event: TrailAdded) -> str | None:
+    return trail_line(event.entry) if in_transcript(event.entry) else None

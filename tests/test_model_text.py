@@ -163,3 +163,23 @@ async def test_an_answer_cut_off_at_the_token_limit_is_marked_everywhere(
     for event in events:
         printer.show(event)
     assert capsys.readouterr().out.count(ANSWER_CUT_OFF) == 1
+
+
+def test_a_new_event_type_needs_only_its_class_and_one_formatter(capsys: Any) -> None:
+    """The front ends fall back on `engine.report.note` for any event they do not know."""
+    from typing import Literal
+
+    from engine import report
+    from engine.models.events import _Event
+
+    class OracleConsulted(_Event):
+        type: Literal["oracle_consulted"] = "oracle_consulted"
+        oracle: str
+
+    @report.note.register(OracleConsulted)
+    def _(event: OracleConsulted) -> str | None:
+        return f"consulted the {event.oracle}"
+
+    TranscriptPrinter().show(OracleConsulted(oracle="sceptic"))  # type: ignore[arg-type]
+    assert "detektiv: consulted the sceptic" in capsys.readouterr().err
+    assert report.note(object()) is None

@@ -30,6 +30,7 @@ from engine.report import (
     completeness,
     contradiction,
     in_transcript,
+    note,
     round_title,
     trail_line,
 )
@@ -121,6 +122,10 @@ class TranscriptPrinter(StreamPrinter):
                 self.write(f"\nSession {self.session_id} {status}{why}\n")
             case PairCompleted() | TrailAdded():
                 pass
+            case _:  # any other event: its one line from engine.report, if it has one
+                line = note(event)
+                if line:
+                    self.note(line)
 
     def _analysis(self, analysis: GapAnalysis) -> None:
         self.end_line()

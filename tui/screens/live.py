@@ -313,6 +313,10 @@ class LiveScreen(Guarded, Screen[None]):
                 self.show_analysis(pair.gap_analysis, pair.sequence)
             case PairCompleted() | TrailAdded():
                 pass
+            case _:  # any other event: its one line from engine.report, if it has one
+                line = report.note(event)
+                if line:
+                    view.add("note", line)
 
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
         self.analysed.add(sequence)
