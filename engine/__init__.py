@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.config import (
+        BUNDLED_MODEL as BUNDLED_MODEL,
+    )
+    from engine.config import (
         Config as Config,
     )
     from engine.config import (
@@ -96,6 +99,12 @@ if TYPE_CHECKING:
     from engine.interrogation import (
         Interrogation as Interrogation,
     )
+    from engine.logs import (
+        configure_logging as configure_logging,
+    )
+    from engine.logs import (
+        log_file as log_file,
+    )
     from engine.models.events import (
         AnswerCutOff as AnswerCutOff,
     )
@@ -138,6 +147,9 @@ if TYPE_CHECKING:
     from engine.models.events import (
         TrailAdded as TrailAdded,
     )
+    from engine.models.events import (
+        encode_record as encode_record,
+    )
     from engine.models.session import (
         ANSWER_CUT_OFF as ANSWER_CUT_OFF,
     )
@@ -174,11 +186,20 @@ if TYPE_CHECKING:
     from engine.paths import (
         Paths as Paths,
     )
+    from engine.paths import (
+        resource_dir as resource_dir,
+    )
     from engine.providers import (
         Done as Done,
     )
     from engine.providers import (
         Health as Health,
+    )
+    from engine.providers import (
+        LlamaEngine as LlamaEngine,
+    )
+    from engine.providers import (
+        LlamaOptions as LlamaOptions,
     )
     from engine.providers import (
         Message as Message,
@@ -205,7 +226,31 @@ if TYPE_CHECKING:
         discover_ollama as discover_ollama,
     )
     from engine.providers import (
+        resolve_model_path as resolve_model_path,
+    )
+    from engine.providers import (
         select_provider as select_provider,
+    )
+    from engine.report import (
+        completeness as completeness,
+    )
+    from engine.report import (
+        contradiction as contradiction,
+    )
+    from engine.report import (
+        follow_up as follow_up,
+    )
+    from engine.report import (
+        in_transcript as in_transcript,
+    )
+    from engine.report import (
+        note as note,
+    )
+    from engine.report import (
+        round_title as round_title,
+    )
+    from engine.report import (
+        trail_line as trail_line,
     )
     from engine.roles import (
         apply_roles as apply_roles,
@@ -250,6 +295,12 @@ if TYPE_CHECKING:
         Completion as Completion,
     )
     from engine.structured import (
+        SchemaError as SchemaError,
+    )
+    from engine.structured import (
+        check_schema as check_schema,
+    )
+    from engine.structured import (
         complete as complete,
     )
     from engine.structured import (
@@ -267,20 +318,18 @@ if TYPE_CHECKING:
 
 
 def _exports() -> dict[str, str]:
-    """Name → module, read back from the `if TYPE_CHECKING:` imports of this file: lines
-    `from MODULE import (` then `NAME as NAME,` (a plain scan: no parser to import)."""
+    """Name → module, read back from the `if TYPE_CHECKING:` imports of this file (each name
+    imported `as` itself, which marks it re-exported); a plain scan, no parser to import."""
     found: dict[str, str] = {}
-    module = ""
     with open(__file__, encoding="utf-8") as source:
-        lines = source.read().split("if TYPE_CHECKING:\n", 1)[1].splitlines()
-    for line in lines:
-        if line and not line.startswith(" "):
-            break
-        words = line.split()
-        if words[:1] == ["from"]:
-            module = words[1]
-        elif len(words) == 3 and words[1] == "as":
-            found[words[2].rstrip(",")] = module
+        block = source.read().split("if TYPE_CHECKING:\n", 1)[1].split("\n\n", 1)[0]
+    words = block.replace("(", " ").replace(")", " ").replace(",", " ").split()
+    module = ""
+    for word, following in zip(words, words[1:], strict=False):
+        if word == "from":
+            module = following
+        elif word == "as":
+            found[following] = module
     return found
 
 
@@ -288,7 +337,7 @@ _LAZY = _exports()
 
 __version__ = "0.1.0"
 
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, "__version__"])
 
 
 def __getattr__(name: str) -> Any:

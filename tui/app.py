@@ -23,12 +23,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerFailed, WorkerState
 
-from engine.errors import ConfigError, DetektivError
-from engine.logs import log_file
-from engine.paths import Paths
-from engine.secrets import redact
-from engine.text import strip_control
-from engine.workspace import Workspace
+from engine import ConfigError, DetektivError, Paths, Workspace, log_file, redact, strip_control
 from tui.funnel import Guarded
 from tui.messages import NewSessionWanted, SessionOpened
 from tui.screens.dialogs import HelpScreen
@@ -36,9 +31,7 @@ from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
 
 if TYPE_CHECKING:
-    from engine import SessionStore
-    from engine.config import Config, ProviderConfig
-    from engine.router import Router
+    from engine import Config, ProviderConfig, Router, SessionStore
     from tui.screens.live import LiveScreen
 
 __all__ = ["DetektivApp", "build_app", "run_app"]
@@ -295,7 +288,7 @@ def build_app(paths: Paths, app_class: type[DetektivApp] | None = None) -> Detek
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        from engine.config import load_config
+        from engine import load_config
 
         load_config(paths)  # raises the ConfigError that names the file and the problem
         raw = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.theme import Theme
 
-from engine.paths import resource_dir
+from engine import resource_dir
 
 __all__ = ["load_themes"]
 

@@ -13,9 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import ConfigError, DetektivError, __version__
-from engine.logs import configure_logging
-from engine.paths import Paths
+from engine import ConfigError, DetektivError, Paths, __version__, configure_logging
 
 __all__ = ["main"]
 

@@ -19,13 +19,14 @@ from engine import (
     ProviderEvent,
     Router,
     RouterEvent,
+    SchemaError,
     StreamRequest,
     TokenDelta,
     Workspace,
+    check_schema,
     complete_json,
     strip_control,
 )
-from engine.structured import SchemaError, check_schema
 from tui.cli.printer import StreamPrinter
 
 __all__ = ["ask", "local_server", "providers"]
@@ -181,8 +182,7 @@ def _port_free(port: int) -> bool:
 
 def local_server(paths: Paths, args: argparse.Namespace) -> int:
     """Serve the embedded model on 127.0.0.1 until SIGINT or SIGTERM."""
-    from engine.config import BUNDLED_MODEL
-    from engine.providers import LlamaEngine, LlamaOptions, resolve_model_path
+    from engine import BUNDLED_MODEL, LlamaEngine, LlamaOptions, resolve_model_path
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: not a port number")

@@ -9,12 +9,15 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from engine.models.events import (
+from engine import (
+    ANSWER_CUT_OFF,
     AnswerCutOff,
     AnswerDelta,
     AuditReady,
+    AuditResult,
     Discarded,
     Finished,
+    GapAnalysis,
     GapAnalysisReady,
     InterrogationEvent,
     PairCompleted,
@@ -23,18 +26,14 @@ from engine.models.events import (
     QuestionDelta,
     Started,
     TrailAdded,
-)
-from engine.models.session import AuditResult, GapAnalysis
-from engine.report import (
-    ANSWER_CUT_OFF,
     completeness,
     contradiction,
     in_transcript,
     note,
     round_title,
+    strip_control,
     trail_line,
 )
-from engine.text import strip_control
 
 __all__ = ["StreamPrinter", "TranscriptPrinter"]
 

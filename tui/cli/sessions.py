@@ -14,10 +14,17 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from engine import ConfigError, Paths, Run, Workspace, atomic_write_text
-from engine.errors import SessionError
-from engine.models.events import Record, encode_record
-from engine.text import strip_control
+from engine import (
+    ConfigError,
+    Paths,
+    Record,
+    Run,
+    SessionError,
+    Workspace,
+    atomic_write_text,
+    encode_record,
+    strip_control,
+)
 from tui._format import local_minute
 from tui.cli.printer import TranscriptPrinter
 

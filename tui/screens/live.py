@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, ProgressBar, Static
 
 from engine import (
+    ANSWER_CUT_OFF,
     AnswerCutOff,
     AnswerDelta,
     AuditReady,
@@ -36,8 +37,13 @@ from engine import (
     Run,
     Started,
     TrailAdded,
-    report,
+    contradiction,
+    follow_up,
+    in_transcript,
+    note,
+    round_title,
     strip_control,
+    trail_line,
 )
 from tui.funnel import Guarded
 from tui.widgets.tabs import ModeTabs
@@ -257,7 +263,7 @@ class LiveScreen(Guarded, Screen[None]):
                 self.phase = phase
                 view.end_stream()
                 if phase == "question":
-                    view.add("heading", "", title=f"── {report.round_title(sequence, self.limit)}")
+                    view.add("heading", "", title=f"── {round_title(sequence, self.limit)}")
                 label = {"question": "asking", "answer": "answering", "analysis": "analysing",
                          "audit": "auditing"}[phase]
                 self.set_status(f"round {sequence}: {label}…" if phase != "audit"
@@ -278,15 +284,15 @@ class LiveScreen(Guarded, Screen[None]):
                 view.append(text)
             case AnswerCutOff():
                 view.end_stream()
-                view.add("note", report.ANSWER_CUT_OFF)
+                view.add("note", ANSWER_CUT_OFF)
             case Discarded(provider=provider, reason=reason, text=text):
                 view.discard_stream(reason)
                 if announce:
                     self.notify(f"{len(text)} characters from {provider} discarded: {reason}",
                                 title="Partial answer discarded", severity="warning",
                                 markup=False)
-            case TrailAdded(entry=entry) if report.in_transcript(entry):
-                view.add("note", report.trail_line(entry))
+            case TrailAdded(entry=entry) if in_transcript(entry):
+                view.add("note", trail_line(entry))
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 view.end_stream()
                 self.show_analysis(analysis, sequence)
@@ -303,18 +309,18 @@ class LiveScreen(Guarded, Screen[None]):
                 # a log without the round's stream (re-logged after a crash): show the pair
                 view.end_stream()
                 view.add("heading", "",
-                         title=f"── {report.round_title(pair.sequence, self.limit)}")
+                         title=f"── {round_title(pair.sequence, self.limit)}")
                 view.add("question", pair.question, f"Question · {pair.provider_used.detective}",
                          markdown=True)
                 view.add("answer", pair.answer, f"Answer · {pair.provider_used.witness}",
                          markdown=True)
                 if pair.answer_cut_off:
-                    view.add("note", report.ANSWER_CUT_OFF)
+                    view.add("note", ANSWER_CUT_OFF)
                 self.show_analysis(pair.gap_analysis, pair.sequence)
             case PairCompleted() | TrailAdded():
                 pass
             case _:  # any other event: its one line from engine.report, if it has one
-                line = report.note(event)
+                line = note(event)
                 if line:
                     view.add("note", line)
 
@@ -323,7 +329,7 @@ class LiveScreen(Guarded, Screen[None]):
         filled = round(analysis.completeness_score / 5)
         bar = "█" * filled + "░" * (20 - filled)
         lines = [f"completeness {bar} {analysis.completeness_score}/100 · "
-                 f"{report.follow_up(analysis)}"]
+                 f"{follow_up(analysis)}"]
         lines += [f"- {g.line}" for g in analysis.gaps]
         self.query_one(TranscriptView).add("analysis", "\n".join(lines),
                                            title=f"Gap analysis {sequence}")
@@ -335,7 +341,7 @@ class LiveScreen(Guarded, Screen[None]):
 
     def show_audit(self, audit: AuditResult) -> None:
         lines = [f"consistency {audit.consistency_score}/100"]
-        lines += [f"contradiction {report.contradiction(c)}" for c in audit.contradictions]
+        lines += [f"contradiction {contradiction(c)}" for c in audit.contradictions]
         lines += [f"remaining {g.severity} {g.category}: {g.description.strip()}"
                   for g in audit.remaining_gaps]
         self.query_one("#audit", Static).update(Content(strip_control("\n".join(lines))))

@@ -13,8 +13,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine import SessionSummary, atomic_write_text
-from engine.text import strip_control
+from engine import SessionSummary, atomic_write_text, strip_control
 from tui._format import local_minute
 from tui.funnel import Guarded
 from tui.messages import NewSessionWanted, SessionOpened

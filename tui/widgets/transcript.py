@@ -25,7 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
-from engine.text import strip_control
+from engine import strip_control
 from tui.funnel import Guarded
 
 __all__ = ["Block", "TranscriptView"]
