@@ -124,8 +124,7 @@ class SessionsScreen(Guarded, Screen[None]):
     def empty_text(self) -> str:
         """What an empty Sessions tab says: how to start the first interrogation."""
         return (f"No sessions yet. Press {self.app.key_for('new', 'n')} to start your first "
-                "interrogation: type a hypothesis, press Enter, and watch the detective "
-                "question the witness. (Headless: detektiv run \"your hypothesis\".)")
+                "interrogation (headless: detektiv run \"…\").")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
