@@ -219,7 +219,7 @@ def test_ask_a_discovered_ollama_by_name(home: Path, monkeypatch: pytest.MonkeyP
 
 def test_ask_without_provider_goes_through_the_router(configured: Path) -> None:
     """The router issue's Done-when: a dead provider first, a running local-server second."""
-    result = run("ask", "--max-tokens", "8", "Say hi.")
+    result = run("ask", "--max-tokens", "8", "--temperature", "0", LONG_PROMPT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     notes = result.stderr.splitlines()

@@ -40,6 +40,9 @@ SCHEMA = {
     "additionalProperties": False,
 }
 
+SHORT = StreamRequest.of(LONG_PROMPT, max_tokens=3, temperature=0)
+"""Three tokens the tiny model is sure to write (it ends most short prompts at once)."""
+
 
 @pytest.fixture(params=KINDS)
 async def provider(
@@ -190,7 +193,7 @@ async def test_local_first_token_timeout_while_reading_a_long_prompt(paths: Path
         async for _ in provider.stream(request):
             pass
     # The engine is free again afterwards.
-    done = await complete(provider, StreamRequest.of("Say hi.", max_tokens=3))
+    done = await complete(provider, SHORT)
     assert done.finish_reason == "length"
 
 
@@ -221,11 +224,11 @@ async def test_a_dropped_connection_is_retried_once(
                                                    base_url=proxy.url), paths)
     try:
         if drops == 1:
-            done = await complete(provider, StreamRequest.of("Say hi.", max_tokens=3))
+            done = await complete(provider, SHORT)
             assert done.finish_reason == "length"
         else:
             with pytest.raises(ProviderConnectionError):
-                await complete(provider, StreamRequest.of("Say hi.", max_tokens=3))
+                await complete(provider, SHORT)
     finally:
         await provider.aclose()
         await proxy.stop()
