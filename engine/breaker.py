@@ -291,31 +291,46 @@ class StateStore:
         self.stale: set[str] = set()
         """Providers whose saved state belonged to another configuration of theirs."""
 
-    def load(self, fingerprints: Mapping[str, str] | None = None) -> dict[str, ProviderState]:
-        """The saved states; with `fingerprints`, only those saved for the same provider
-        configuration (a state saved before fingerprints existed is taken as the same)."""
+    def _entries(self) -> dict[str, Any]:
+        """The file's entries as stored (fingerprints included); empty when there is none.
+        A file that cannot be read is moved aside."""
         if self.path is None:
             return {}
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
             entries = raw["providers"] if raw.get("version") == self.VERSION else {}
-            states: dict[str, ProviderState] = {}
-            for name, data in entries.items():
+            if not isinstance(entries, dict):
+                raise TypeError("providers is not an object")
+            return entries
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            self._set_aside(exc)
+            return {}
+
+    def _set_aside(self, exc: Exception) -> None:
+        # Only remembered health is lost: start fresh, keep the bad file for a look.
+        assert self.path is not None
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        with contextlib.suppress(OSError):
+            self.path.replace(aside)
+        log.warning("provider state %s unreadable (%s); moved to %s", self.path, exc, aside)
+
+    def load(self, fingerprints: Mapping[str, str] | None = None) -> dict[str, ProviderState]:
+        """The saved states; with `fingerprints`, only those saved for the same provider
+        configuration (a state saved before fingerprints existed is taken as the same)."""
+        states: dict[str, ProviderState] = {}
+        try:
+            for name, data in self._entries().items():
                 saved = data.get(_FINGERPRINT) if isinstance(data, dict) else None
                 if fingerprints is None or saved is None or saved == fingerprints.get(name):
                     states[name] = ProviderState.from_json(data)
                 else:
                     self.stale.add(name)
-            return states
-        except FileNotFoundError:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            self._set_aside(exc)
             return {}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            # Only remembered health is lost: start fresh, keep the bad file for a look.
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            with contextlib.suppress(OSError):
-                self.path.replace(aside)
-            log.warning("provider state %s unreadable (%s); moved to %s", self.path, exc, aside)
-            return {}
+        return states
 
     def save(
         self,
@@ -323,10 +338,11 @@ class StateStore:
         names: set[str],
         fingerprints: Mapping[str, str],
     ) -> None:
-        """Write the states of `names`, keeping what other processes wrote for the rest."""
+        """Write the states of `names`, keeping what other processes wrote for the rest as
+        they wrote it (their configuration fingerprints too)."""
         if self.path is None or not names:
             return
-        current = {n: s.to_json() for n, s in self.load().items()}
+        current = self._entries()
         current.update({name: {**states[name].to_json(), _FINGERPRINT: fingerprints[name]}
                         for name in names})
         try:

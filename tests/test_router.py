@@ -5,6 +5,7 @@ right order, or in one clear error when nothing is left."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncGenerator
 from email.utils import formatdate
@@ -29,7 +30,7 @@ from engine import (
     Usage,
     create_provider,
 )
-from engine.breaker import CircuitState, ProviderStatus, fingerprint
+from engine.breaker import CircuitState, ProviderState, ProviderStatus, fingerprint
 from engine.config import RouterConfig
 from engine.providers import StreamEvent
 from tests.conftest import LONG_PROMPT, LlamaServer, closed_port
@@ -493,3 +494,19 @@ async def test_a_structured_answer_cut_at_the_token_limit_moves_on(
     await router.aclose()
     assert done.provider == "steady" and set(value) == {"answer"}
     assert "cut off by the token limit" in done.events[0].reason  # type: ignore[union-attr]
+
+
+def test_saving_one_provider_keeps_the_others_configuration_fingerprint(tmp_path: Path) -> None:
+    """Another process saving its provider's state must not strip the fingerprint from the
+    rest: otherwise a changed configuration would inherit an old open circuit."""
+    from engine.breaker import StateStore
+
+    path = tmp_path / "providers.json"
+    opened = ProviderState(circuit=CircuitState.OPEN, consecutive_failures=3)
+    StateStore(path).save({"a": opened}, {"a"}, {"a": "fp-a-1"})
+    StateStore(path).save({"b": ProviderState()}, {"b"}, {"b": "fp-b-1"})
+    assert json.loads(path.read_text())["providers"]["a"]["config"] == "fp-a-1"
+    changed = StateStore(path)
+    assert "a" not in changed.load({"a": "fp-a-2", "b": "fp-b-1"})
+    assert changed.stale == {"a"}
+    assert StateStore(path).load({"a": "fp-a-1"})["a"].circuit is CircuitState.OPEN
