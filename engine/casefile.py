@@ -2,17 +2,32 @@
 
 Prompts are files in `prompts/` (editable without touching code); `{{NAME}}` placeholders are
 filled here. The witness sees only the questions and its own answers, never an analysis.
+
+Every transcript a model is shown is a `Prompt` fitted to the window of the provider about to
+receive it (`engine.context`): what is stored is never trimmed, only what is sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
+from engine.context.budget import Prompt
+from engine.context.fit import Plan, RoundCost, Trim, plan_all_rounds, plan_rounds, shorten, span
+from engine.context.tokens import MESSAGE_OVERHEAD
 from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair
-from engine.providers import Message
+from engine.providers import Message, StreamRequest
 
-__all__ = ["audit_schema", "gap_schema", "transcript", "witness_messages"]
+__all__ = [
+    "audit_schema",
+    "digest",
+    "gap_schema",
+    "transcript",
+    "transcript_prompt",
+    "witness_messages",
+    "witness_prompt",
+]
 
 _CATEGORIES = ["missing_information", "ambiguity", "inconsistency", "vagueness"]
 
@@ -72,23 +87,117 @@ def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
     }
 
 
+def _round_lines(
+    pair: QuestionAnswerPair, analyses: bool, cap: int | None = None, qcap: int | None = None
+) -> str:
+    lines = [f"Q{pair.sequence}: {shorten(pair.question, qcap)}",
+             f"A{pair.sequence}: {shorten(pair.answer, cap) or '(no answer)'}"
+             + (f" [{ANSWER_CUT_OFF}]" if pair.answer_cut_off else "")]
+    if analyses:
+        lines.append(f"Analysis of A{pair.sequence}: {_analysis_line(pair)}")
+    return "\n".join(lines)
+
+
+def _analysis_line(pair: QuestionAnswerPair, gap_chars: int | None = None) -> str:
+    analysis = pair.gap_analysis
+    gaps = "; ".join(
+        f"[{g.severity}] {g.category}: {_one_line(g.description, gap_chars)}" for g in analysis.gaps
+    )
+    return f"completeness {analysis.completeness_score}/100" + (
+        f"; gaps: {gaps}" if gaps else "; no gaps"
+    )
+
+
+def _one_line(text: str, cap: int | None) -> str:
+    flat = " ".join(text.split())
+    return flat if cap is None or len(flat) <= cap else flat[: cap - 1].rstrip() + "…"
+
+
+def digest(pair: QuestionAnswerPair) -> str:
+    """Round `pair` in one line, for the detective: the question, the completeness, the gaps.
+    Built by code, never by a model."""
+    return (f"Q{pair.sequence} (digest): {_one_line(pair.question, DIGEST_QUESTION)} | "
+            + _analysis_line(pair, DIGEST_GAP))
+
+
+def _witness_digest(pair: QuestionAnswerPair) -> str:
+    return (f"Q{pair.sequence}: {_one_line(pair.question, DIGEST_QUESTION)} | you answered: "
+            + _one_line(pair.answer or "(no answer)", DIGEST_ANSWER))
+
+
+DIGEST_QUESTION = 160
+DIGEST_GAP = 90
+DIGEST_ANSWER = 120
+
+
+def _left_out(numbers: Iterable[int]) -> str:
+    return f"(rounds {span(list(numbers))} are left out here, to fit the context window)"
+
+
+def _omitted_cost(count: Callable[[str], int]) -> Callable[[int], int]:
+    return lambda k: count(_left_out(range(2, 2 + 2 * k, 2))) + 1
+
+
 def transcript(pairs: Iterable[QuestionAnswerPair], analyses: bool) -> str:
-    lines: list[str] = []
-    for pair in pairs:
-        lines.append(f"Q{pair.sequence}: {pair.question}")
-        lines.append(f"A{pair.sequence}: {pair.answer or '(no answer)'}"
-                     + (f" [{ANSWER_CUT_OFF}]" if pair.answer_cut_off else ""))
-        if analyses:
-            analysis = pair.gap_analysis
-            gaps = "; ".join(
-                f"[{g.severity}] {g.category}: {g.description}" for g in analysis.gaps
-            )
-            lines.append(
-                f"Analysis of A{pair.sequence}: completeness {analysis.completeness_score}/100"
-                + (f"; gaps: {gaps}" if gaps else "; no gaps")
-            )
-        lines.append("")
-    return "\n".join(lines).strip() or "(no questions yet)"
+    """Every round whole (the stored session's full text)."""
+    text = "\n\n".join(_round_lines(pair, analyses) for pair in pairs)
+    return text or "(no questions yet)"
+
+
+def _costs(
+    pairs: Sequence[QuestionAnswerPair], analyses: bool, count: Callable[[str], int]
+) -> list[RoundCost[QuestionAnswerPair]]:
+    return [
+        RoundCost(
+            item=pair, number=pair.sequence, question=pair.question, answer=pair.answer,
+            whole=partial(_round_lines, pair, analyses), digest=partial(digest, pair),
+            count=count, extra=1,  # the blank line between rounds
+        )
+        for pair in pairs
+    ]
+
+
+def _render(plan: Plan[QuestionAnswerPair], analyses: bool) -> str:
+    parts: list[str] = []
+    left_out: list[int] = []
+    for cost, mode, cap, qcap in plan.rounds:
+        if mode == "omitted":
+            left_out.append(cost.number)
+            continue
+        if left_out:
+            parts.append(_left_out(left_out))
+            left_out = []
+        pair = cost.item
+        parts.append(digest(pair) if mode == "digest" else _round_lines(pair, analyses, cap, qcap))
+    if left_out:
+        parts.append(_left_out(left_out))
+    return "\n\n".join(parts) or "(no questions yet)"
+
+
+def transcript_prompt(
+    request: StreamRequest,
+    pairs: Sequence[QuestionAnswerPair],
+    frame: Callable[[str], list[Message]],
+    *,
+    analyses: bool,
+    every_round: bool = False,
+    reshape: Callable[[int], dict[str, Any]] | None = None,
+) -> Prompt:
+    """A prompt whose messages are `frame(transcript)`, the transcript fitted to the limit:
+    the first and newest rounds whole and the middle digested, or (`every_round`, the audit)
+    every round with its answer shortened evenly. The frame (the hypothesis, the instructions)
+    is always sent whole."""
+
+    def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
+        fixed = sum(count(m.content) + MESSAGE_OVERHEAD for m in frame(""))
+        rounds = _costs(pairs, analyses, count)
+        if every_round:
+            plan = plan_all_rounds(rounds, limit - fixed)
+        else:
+            plan = plan_rounds(rounds, limit - fixed, _omitted_cost(count))
+        return frame(_render(plan, analyses)), plan.trim
+
+    return Prompt(request=request, compose=compose, reshape=reshape)
 
 
 def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str) -> list[Message]:
@@ -99,3 +208,45 @@ def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str) -> list
         history += [Message("user", pair.question),
                     Message("assistant", pair.answer or "(no answer)")]
     return [*history, Message("user", question)]
+
+
+def witness_prompt(
+    request: StreamRequest, system: str, pairs: Sequence[QuestionAnswerPair], question: str
+) -> Prompt:
+    """The witness's conversation fitted to the limit: its first and newest exchanges whole,
+    the ones between recalled in one line each in the system message (still no analysis)."""
+
+    def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
+        recall = "\n\nEarlier in this interview (shortened to fit the context window):\n"
+        fixed = count(system) + count(recall) + count(question) + 3 * MESSAGE_OVERHEAD
+        rounds = [
+            RoundCost(
+                item=pair, number=pair.sequence, question=pair.question, answer=pair.answer,
+                whole=partial(_exchange, pair), digest=partial(_witness_digest, pair),
+                count=count, extra=2 * MESSAGE_OVERHEAD,
+            )
+            for pair in pairs
+        ]
+        plan = plan_rounds(rounds, limit - fixed, _omitted_cost(count))
+        recalled: list[str] = []
+        left_out: list[int] = []
+        history: list[Message] = []
+        for cost, mode, cap, qcap in plan.rounds:
+            pair = cost.item
+            if mode == "whole":
+                history += [Message("user", shorten(pair.question, qcap)),
+                            Message("assistant", shorten(pair.answer, cap) or "(no answer)")]
+            elif mode == "digest":
+                recalled.append(_witness_digest(pair))
+            else:
+                left_out.append(pair.sequence)
+        if left_out:
+            recalled.append(_left_out(left_out))
+        head = system + (recall + "\n".join(recalled) if recalled else "")
+        return [Message("system", head), *history, Message("user", question)], plan.trim
+
+    return Prompt(request=request, compose=compose)
+
+
+def _exchange(pair: QuestionAnswerPair, cap: int | None, qcap: int | None) -> str:
+    return f"{shorten(pair.question, qcap)}\n{shorten(pair.answer, cap) or '(no answer)'}"

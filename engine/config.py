@@ -96,8 +96,11 @@ class ProviderConfig(BaseModel):
     """Ollama: how long the model stays loaded after a call (e.g. "5m")."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Ollama: model options (num_ctx, top_p …); merged under per-request settings."""
-    n_ctx: int = Field(default=8192, ge=512)
-    """local: context size shared by the parallel slots."""
+    context_window: int | None = Field(default=None, ge=256)
+    """Tokens one request may use, prompt and reply together; unset: asked of the server, else
+    the kind's default (see `engine.context`)."""
+    n_ctx: int = Field(default=32768, ge=512)
+    """local: context size shared by the parallel slots (each gets n_ctx / n_parallel)."""
     n_parallel: int = Field(default=4, ge=1, le=16)
     """local: how many streams the embedded model serves at once."""
     n_threads: int | None = Field(default=None, ge=1, le=256)

@@ -19,6 +19,7 @@
         ├── BadResponseError          the reply cannot be understood (malformed chunk, bad JSON,
         │                             structured output that does not match its schema)
         ├── RequestError              4xx other than the above: unknown model, bad parameters
+        │   └── ContextOverflowError      the prompt was longer than the provider's window
         └── ServerError               5xx or an error event inside the stream; carries `status`
 
 Messages never contain secrets: every message passes through `engine.secrets.redact` when the
@@ -34,6 +35,7 @@ __all__ = [
     "AuthError",
     "BadResponseError",
     "ConfigError",
+    "ContextOverflowError",
     "DetektivError",
     "FirstTokenTimeout",
     "InterrogationFailed",
@@ -49,6 +51,7 @@ __all__ = [
     "SessionNotFound",
     "StallTimeout",
     "TotalTimeout",
+    "is_context_overflow",
 ]
 
 
@@ -140,6 +143,32 @@ class RequestError(ProviderError):
     def __init__(self, provider: str, message: str, status: int | None = None) -> None:
         super().__init__(provider, message)
         self.status = status
+
+
+class ContextOverflowError(RequestError):
+    """The provider refused the prompt as longer than its context window."""
+
+    reason = "context"
+
+
+_OVERFLOW_WORDS = (
+    "context size",
+    "context length",
+    "context window",
+    "context_length_exceeded",
+    "exceed_context_size",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+    "input is too long",
+    "reduce the length",
+)
+
+
+def is_context_overflow(message: str) -> bool:
+    """Whether a provider's error message says the prompt did not fit its window."""
+    lowered = message.lower()
+    return any(words in lowered for words in _OVERFLOW_WORDS)
 
 
 class ServerError(ProviderError):

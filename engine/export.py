@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from engine.models.session import InterrogationSession
-from engine.report import ANSWER_CUT_OFF, contradiction, follow_up, round_title, trail_line
+from engine.report import (
+    ANSWER_CUT_OFF,
+    context_summary,
+    contradiction,
+    fit_line,
+    follow_up,
+    round_title,
+    trail_line,
+)
 from engine.text import strip_control
 
 __all__ = ["to_json", "to_markdown"]
+
+MAX_FIT_LINES = 8
+"""Trimmed calls a report lists (the newest); the summary line counts them all."""
 
 
 def to_json(session: InterrogationSession) -> str:
@@ -74,6 +85,15 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
             out += [f"- {g.line}" for g in audit.remaining_gaps]
             out.append("")
         out += ["**Summary**", "", strip_control(audit.summary).strip()]
+    summary = context_summary(session.context_fits)
+    if summary:
+        out += ["", "## Context", "", summary]
+        trimmed = [fit for fit in session.context_fits if fit.trimmed]
+        if trimmed:
+            out.append("")
+            if len(trimmed) > MAX_FIT_LINES:
+                out.append(f"- {len(trimmed) - MAX_FIT_LINES} earlier trimmed calls, then:")
+            out += [f"- {fit_line(fit)}" for fit in trimmed[-MAX_FIT_LINES:]]
     if session.audit_trail:
         out += ["", "## Audit trail", ""]
         for entry in session.audit_trail:

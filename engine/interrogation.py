@@ -22,11 +22,19 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from engine.casefile import audit_schema, gap_schema, transcript, witness_messages
+from engine.casefile import (
+    audit_schema,
+    gap_schema,
+    transcript,
+    transcript_prompt,
+    witness_messages,
+    witness_prompt,
+)
 from engine.config import InterrogationConfig
+from engine.context.budget import FitReport, Prompt
 from engine.errors import (
     AllProvidersFailed,
     BadResponseError,
@@ -37,6 +45,7 @@ from engine.models.events import (
     AnswerCutOff,
     AnswerDelta,
     AuditReady,
+    ContextFitted,
     Discarded,
     Finished,
     GapAnalysisReady,
@@ -52,6 +61,7 @@ from engine.models.events import (
 from engine.models.session import (
     AuditResult,
     AuditTrailEntry,
+    ContextFit,
     Contradiction,
     GapAnalysis,
     ProvidersUsed,
@@ -63,7 +73,7 @@ from engine.models.session import (
 )
 from engine.prompts import fill, load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
-from engine.router import Attempt, PartialDiscarded, ProviderEvent, Router
+from engine.router import Attempt, Fitted, PartialDiscarded, ProviderEvent, Router
 from engine.storage.sessions import SessionJournal
 from engine.structured import collect_json
 
@@ -178,11 +188,12 @@ class Interrogation:
             self.journal.close()
 
     def _request(
-        self, system: str, messages: list[Message], max_tokens: int,
+        self, messages: list[Message], max_tokens: int,
         schema: dict[str, Any] | None = None, name: str = "answer",
     ) -> StreamRequest:
+        """The unfitted request: every round whole (what a window large enough is sent)."""
         return StreamRequest(
-            messages=(Message("system", system), *messages),
+            messages=tuple(messages),
             schema=schema,
             schema_name=name,
             max_tokens=max_tokens,
@@ -194,15 +205,18 @@ class Interrogation:
         hypothesis = session.hypothesis.text
         yield self._emit(Phase(phase="question", sequence=sequence))
         asked = _Turn()
-        request = self._request(
-            fill(load_prompt("detective_question"), HYPOTHESIS=hypothesis),
-            [Message("user", fill(
-                load_prompt("detective_turn"),
-                TRANSCRIPT=transcript(session.qa_pairs, analyses=True),
-                SEQUENCE=sequence,
-                LIMIT=session.iteration_limit,
-            ))],
-            settings.question_max_tokens,
+        system = fill(load_prompt("detective_question"), HYPOTHESIS=hypothesis)
+        turn = load_prompt("detective_turn")
+
+        def frame(text: str) -> list[Message]:
+            return [Message("system", system), Message("user", fill(
+                turn, TRANSCRIPT=text, SEQUENCE=sequence, LIMIT=session.iteration_limit,
+            ))]
+
+        request: Prompt = transcript_prompt(
+            self._request(frame(transcript(session.qa_pairs, analyses=True)),
+                          settings.question_max_tokens),
+            session.qa_pairs, frame, analyses=True,
         )
         try:
             async for event in self._call(request, "detective", asked, sequence, _nonempty):
@@ -214,20 +228,22 @@ class Interrogation:
                 raise
             yield self._trail(AuditTrailEntry(event="error", role="detective",
                                               reason=f"{_EMPTY}, asking again"))
-            request = replace(request, messages=(
-                *request.messages,
+            request = request.then(
                 Message("assistant", "(empty)"),
                 Message("user", fill(load_prompt("empty_question"), SEQUENCE=sequence)),
-            ))
+            )
             async for event in self._call(request, "detective", asked, sequence, _nonempty):
                 yield event
         question = asked.text.strip()
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
         answered = _Turn()
-        request = self._request(
-            load_prompt("witness"), witness_messages(session.qa_pairs, question),
-            settings.answer_max_tokens,
+        witness = load_prompt("witness")
+        request = witness_prompt(
+            self._request([Message("system", witness),
+                           *witness_messages(session.qa_pairs, question)],
+                          settings.answer_max_tokens),
+            witness, session.qa_pairs, question,
         )
         async for event in self._call(request, "witness", answered, sequence):
             yield event
@@ -240,16 +256,25 @@ class Interrogation:
             sequence=sequence, question=question, answer=answered.text, answer_cut_off=cut_off
         )
         analysed = _Turn()
-        request = self._request(
-            fill(load_prompt("gap_analysis"), HYPOTHESIS=hypothesis,
-                  TRANSCRIPT=transcript([*session.qa_pairs, pending], analyses=False)),
-            [Message("user", "Analyse the last answer.")],
-            settings.analysis_max_tokens,
-            gap_schema(settings.max_gaps, settings.analysis_max_tokens),
-            "gap_analysis",
+        analysis_prompt = load_prompt("gap_analysis")
+
+        def analysis_frame(text: str) -> list[Message]:
+            return [Message("system", fill(analysis_prompt, HYPOTHESIS=hypothesis,
+                                           TRANSCRIPT=text)),
+                    Message("user", "Analyse the last answer.")]
+
+        rounds = [*session.qa_pairs, pending]
+        request = transcript_prompt(
+            self._request(
+                analysis_frame(transcript(rounds, analyses=False)),
+                settings.analysis_max_tokens,
+                gap_schema(settings.max_gaps, settings.analysis_max_tokens), "gap_analysis",
+            ),
+            rounds, analysis_frame, analyses=False,
+            reshape=lambda reply: gap_schema(settings.max_gaps, reply),
         )
         async for event in self._structured(
-            request, analysed, "gap analysis", GapAnalysis.model_validate
+            request, analysed, "gap analysis", GapAnalysis.model_validate, sequence
         ):
             yield event
         analysis: GapAnalysis = analysed.value
@@ -271,12 +296,19 @@ class Interrogation:
         session = self.session
         pairs = session.qa_pairs
         audited = _Turn()
-        request = self._request(
-            fill(load_prompt("audit"), HYPOTHESIS=session.hypothesis.text,
-                  TRANSCRIPT=transcript(pairs, analyses=False)),
-            [Message("user", "Write the audit.")],
-            self.settings.audit_max_tokens,
-            audit_schema(len(pairs), self.settings.audit_max_tokens), "audit",
+        audit_prompt = load_prompt("audit")
+
+        def frame(text: str) -> list[Message]:
+            return [Message("system", fill(audit_prompt, HYPOTHESIS=session.hypothesis.text,
+                                           TRANSCRIPT=text)),
+                    Message("user", "Write the audit.")]
+
+        request = transcript_prompt(
+            self._request(frame(transcript(pairs, analyses=False)),
+                          self.settings.audit_max_tokens,
+                          audit_schema(len(pairs), self.settings.audit_max_tokens), "audit"),
+            pairs, frame, analyses=False, every_round=True,
+            reshape=lambda reply: audit_schema(len(pairs), reply),
         )
 
         def validate(value: Any) -> tuple[list[Contradiction], str]:
@@ -308,16 +340,18 @@ class Interrogation:
         yield self._emit(AuditReady(audit=audit))
 
     async def _structured(
-        self, request: StreamRequest, turn: _Turn, what: str, validate: Callable[[Any], Any]
+        self, request: Prompt, turn: _Turn, what: str, validate: Callable[[Any], Any],
+        sequence: int | None = None,
     ) -> AsyncGenerator[InterrogationEvent, None]:
         """A detective call whose reply must be valid JSON; retried once with the error."""
-        assert request.schema is not None
+        schema = request.request.schema
+        assert schema is not None
         for attempt in (1, 2):
-            async for event in self._call(request, "detective", turn, None):
+            async for event in self._call(request, "detective", turn, None, fit_for=sequence):
                 yield event
             try:
                 turn.value = validate(collect_json(turn.provider, turn.text,
-                                                   turn.finish_reason, request.schema))
+                                                   turn.finish_reason, schema))
                 return
             except (BadResponseError, ValueError) as exc:
                 detail = exc.detail if isinstance(exc, BadResponseError) else str(exc)
@@ -331,21 +365,22 @@ class Interrogation:
                 raise InterrogationFailed(
                     f"the {what} from {turn.provider} was still invalid after a retry: {detail}"
                 )
-            request = replace(request, messages=(
-                *request.messages,
+            request = request.then(
                 Message("assistant", turn.text or "(empty)"),
                 Message("user", fill(load_prompt("validation_retry"), ERROR=detail)),
-            ))
+            )
 
     async def _call(
         self,
-        request: StreamRequest,
+        request: Prompt,
         role: Role,
         turn: _Turn,
         sequence: int | None,
         accept: Callable[[str, str, str], None] | None = None,
+        fit_for: int | None = None,
     ) -> AsyncGenerator[InterrogationEvent, None]:
-        """Stream one call over the role's chain; deltas only when `sequence` is given."""
+        """Stream one call over the role's chain; deltas only when `sequence` is given (the
+        round the call belongs to is `fit_for` when no delta is wanted)."""
         delta = QuestionDelta if role == "detective" else AnswerDelta
         parts: list[str] = []
         label = self._label
@@ -376,8 +411,23 @@ class Interrogation:
                             event=kind, role=role, from_provider=label(from_provider),
                             to_provider=label(to_provider), reason=reason,
                         ))
+                    case Fitted(_, report):
+                        yield self._fitted(role, sequence or fit_for, report)
                     case Done(finish_reason):
                         turn.text, turn.finish_reason = "".join(parts), finish_reason
+
+    def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> InterrogationEvent:
+        trim = report.trim
+        fit = ContextFit(
+            role=role, sequence=sequence, provider=report.provider, used=report.used,
+            window=report.window, window_source=report.window_source, counted=report.counted,
+            reply=report.reply,
+            asked_reply=report.asked_reply if report.reply_lowered else None,
+            digested=list(trim.digested), shortened=list(trim.shortened),
+            omitted=list(trim.omitted),
+        )
+        self.session.context_fits.append(fit)
+        return self._emit(ContextFitted(fit=fit))
 
     def _label(self, name: str | None) -> str | None:
         return None if name is None else self._labels.get(name, name)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from engine.models.events import AnswerCutOff, InterrogationEvent, TrailAdded
+from engine.context.fit import span
+from engine.models.events import AnswerCutOff, ContextFitted, InterrogationEvent, TrailAdded
 from engine.models.session import (
     ANSWER_CUT_OFF,
     AuditTrailEntry,
+    ContextFit,
     Contradiction,
     GapAnalysis,
 )
@@ -22,7 +24,9 @@ from engine.text import strip_control
 __all__ = [
     "ANSWER_CUT_OFF",
     "completeness",
+    "context_summary",
     "contradiction",
+    "fit_line",
     "follow_up",
     "in_transcript",
     "note",
@@ -68,6 +72,34 @@ def trail_line(entry: AuditTrailEntry, role: bool = True) -> str:
             + f": {strip_control(entry.reason)}")
 
 
+def fit_line(fit: ContextFit) -> str:
+    """`"context (detective, a:m): 1890/2048 tokens, exact · rounds 2–5 digested"`."""
+    parts = [f"context ({fit.role}, {strip_control(fit.provider)}): {fit.used}/{fit.window} "
+             f"tokens, {'counted exactly' if fit.counted == 'exact' else 'estimated'}"]
+    for numbers, what in ((fit.digested, "digested"), (fit.shortened, "shortened"),
+                          (fit.omitted, "left out")):
+        if numbers:
+            parts.append(f"round{'s' if len(numbers) > 1 else ''} {span(numbers)} {what}")
+    if fit.asked_reply and fit.reply < fit.asked_reply:
+        parts.append(f"reply {fit.reply} of {fit.asked_reply} tokens")
+    return " · ".join(parts)
+
+
+def context_summary(fits: list[ContextFit]) -> str | None:
+    """One line over a session's calls: how many, how many were trimmed, the fullest."""
+    if not fits:
+        return None
+    fullest = max(fits, key=lambda f: f.used / f.window)
+    trimmed = sum(1 for f in fits if f.trimmed)
+    exact = sum(1 for f in fits if f.counted == "exact")
+    lowered = sum(1 for f in fits if f.asked_reply)
+    return (f"{len(fits)} model call{'s' if len(fits) != 1 else ''} fitted to their windows"
+            f" ({exact} counted exactly), {trimmed} with rounds trimmed"
+            + (f", {lowered} with a smaller reply budget" if lowered else "")
+            + f"; fullest {fullest.used}/{fullest.window} tokens ({fullest.role}, "
+            f"{strip_control(fullest.provider)})")
+
+
 @singledispatch
 def note(event: InterrogationEvent | object) -> str | None:
     """The one line a transcript shows for an event that is a note rather than text (None:
@@ -84,3 +116,8 @@ def _cut_off(event: AnswerCutOff) -> str | None:
 @note.register
 def _trail(event: TrailAdded) -> str | None:
     return trail_line(event.entry) if in_transcript(event.entry) else None
+
+
+@note.register
+def _fitted(event: ContextFitted) -> str | None:
+    return fit_line(event.fit) if event.fit.trimmed else None

@@ -9,7 +9,15 @@
                                                 # everything since the last Attempt is void
             case ProviderEvent(type, from_provider, to_provider, reason):
                                                 # skip, switch, failure: for the audit trail
+            case Fitted(provider, report):      # how the prompt was fitted to its window
             case Usage() | Done():
+
+Every request is fitted to the window of the provider about to receive it
+(`engine.context.fit`): a `Prompt` is built anew for each provider of the chain, so a failover
+to a smaller window sends a smaller prompt; a provider whose window cannot hold the prompt at
+all is skipped (`context_too_small`), which is no failure of the provider. A server that
+rejects a prompt as too long gets it once more, fitted to the window it then reports (or a
+quarter smaller).
 
 A failure before the first token moves to the next provider. A failure mid-stream (cut,
 stall, malformed chunk, invalid structured output) restarts the turn on the next provider from
@@ -35,9 +43,12 @@ from typing import Any, Literal
 
 from engine.breaker import Breaker, ProviderState, StateStore, fingerprint
 from engine.config import Config, ProviderConfig
+from engine.context.budget import FitReport, Prompt, fit, forget_window
+from engine.context.fit import DoesNotFit
 from engine.errors import (
     AllProvidersFailed,
     ConfigError,
+    ContextOverflowError,
     ProviderError,
     ProviderTimeout,
     RateLimitedError,
@@ -57,6 +68,7 @@ from engine.structured import collect_json
 
 __all__ = [
     "Attempt",
+    "Fitted",
     "PartialDiscarded",
     "ProviderEvent",
     "RoutedCompletion",
@@ -67,7 +79,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-EventType = Literal["provider_switch", "circuit_open", "rate_limited", "timeout", "error"]
+EventType = Literal[
+    "provider_switch", "circuit_open", "rate_limited", "timeout", "error", "context_too_small"
+]
 ProviderFactory = Callable[[str, ProviderConfig], Provider]
 """Builds the provider for a (name, configuration) of the config."""
 
@@ -105,7 +119,15 @@ class PartialDiscarded:
     reason: str
 
 
-RouterEvent = StreamEvent | Attempt | ProviderEvent | PartialDiscarded
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """How the prompt sent to `provider` (just named by `Attempt`) was fitted to its window."""
+
+    provider: str
+    report: FitReport
+
+
+RouterEvent = StreamEvent | Attempt | ProviderEvent | PartialDiscarded | Fitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +228,18 @@ class Router:
         dirty, self._dirty = self._dirty, set()
         self._store.save(self.states, dirty, self.fingerprints)
 
+    async def _fit(
+        self, name: str, prompt: Prompt | StreamRequest, shrink: float = 1.0
+    ) -> tuple[StreamRequest, FitReport] | str:
+        """The request fitted for provider `name`, or why it cannot be."""
+        try:
+            fitted = await fit(self.providers[name], prompt, shrink)
+        except DoesNotFit as exc:
+            return f"the prompt does not fit its context window: {exc}"
+        return fitted.request, fitted.report
+
     async def stream(
-        self, request: StreamRequest, role: str = "default", accept: Accept | None = None
+        self, request: StreamRequest | Prompt, role: str = "default", accept: Accept | None = None
     ) -> AsyncGenerator[RouterEvent, None]:
         """Stream `request` over the role's chain; see the module docstring for the events."""
         failures: list[tuple[str, str]] = []
@@ -223,49 +255,78 @@ class Router:
                     failures.append((name, admission.reason))
                     previous = (name, admission.reason)
                     continue
-                if previous is not None:
-                    yield ProviderEvent("provider_switch", previous[0], name, previous[1])
                 provider = self.providers[name]
-                yield Attempt(name, provider.label, admission.trial)
-                partial: list[str] = []
-                done: Done | None = None
-                try:
-                    async with aclosing(provider.stream(request)) as events:
-                        async for event in events:
-                            if type(event) is TokenDelta:
-                                partial.append(event.text)
-                                yield event
-                            elif type(event) is Done:
-                                done = event
-                            else:
-                                yield event
-                    if accept is not None:
-                        accept(name, "".join(partial), done.finish_reason if done else "")
-                except ProviderError as exc:
+                shrink = 1.0
+                while True:  # twice at most: again after the server said the prompt was too long
+                    try:
+                        fitted = await self._fit(name, request, shrink)
+                    except BaseException:
+                        self.breaker.release(state)
+                        raise
+                    if isinstance(fitted, str):
+                        self.breaker.release(state)
+                        yield ProviderEvent("context_too_small", name, None, fitted)
+                        failures.append((name, fitted))
+                        previous = (name, fitted)
+                        break
+                    sent, report = fitted
+                    if previous is not None:
+                        yield ProviderEvent("provider_switch", previous[0], name, previous[1])
+                        previous = None
+                    yield Attempt(name, provider.label, admission.trial)
+                    yield Fitted(name, report)
+                    partial: list[str] = []
+                    done: Done | None = None
+                    try:
+                        async with aclosing(provider.stream(sent)) as events:
+                            async for event in events:
+                                if type(event) is TokenDelta:
+                                    partial.append(event.text)
+                                    yield event
+                                elif type(event) is Done:
+                                    done = event
+                                else:
+                                    yield event
+                        if accept is not None:
+                            accept(name, "".join(partial), done.finish_reason if done else "")
+                    except ContextOverflowError as exc:
+                        if shrink < 1.0:  # fitted twice and still too long: a failure
+                            failed: ProviderError | None = exc
+                        else:
+                            forget_window(provider)
+                            yield ProviderEvent("error", name, None, f"{exc.detail}; fitting "
+                                                "the prompt again for a smaller window")
+                            shrink, failed = 0.75, None
+                    except ProviderError as exc:
+                        failed = exc
+                    except BaseException:  # cancelled or closed by the caller: no verdict
+                        self.breaker.release(state)
+                        raise
+                    else:
+                        if self.breaker.success(state):
+                            self._dirty.add(name)
+                        assert done is not None  # Provider.stream guarantees Done at the end
+                        yield done
+                        return
+                    if failed is None:
+                        continue
                     self._dirty.add(name)
-                    yield ProviderEvent(_event_type(exc), name, None, exc.detail)
-                    for caused, reason in self.breaker.failure(state, exc):
+                    yield ProviderEvent(_event_type(failed), name, None, failed.detail)
+                    for caused, reason in self.breaker.failure(state, failed):
                         yield ProviderEvent(caused, name, None, reason)
                     if partial:
-                        yield PartialDiscarded(name, "".join(partial), exc.detail)
-                    failures.append((name, exc.detail))
-                    previous = (name, exc.detail)
-                    continue
-                except BaseException:  # cancelled or closed by the caller: no verdict
-                    self.breaker.release(state)
-                    raise
-                if self.breaker.success(state):
-                    self._dirty.add(name)
-                assert done is not None  # Provider.stream guarantees Done at the end
-                yield done
-                return
+                        yield PartialDiscarded(name, "".join(partial), failed.detail)
+                    failures.append((name, failed.detail))
+                    previous = (name, failed.detail)
+                    break
             raise AllProvidersFailed(role, failures)
         finally:
             if self._dirty:
                 self.save()
 
     async def complete(
-        self, request: StreamRequest, role: str = "default", accept: Accept | None = None
+        self, request: StreamRequest | Prompt, role: str = "default",
+        accept: Accept | None = None,
     ) -> RoutedCompletion:
         """Stream to the end; the answer of the provider that finished, and the events."""
         parts: list[str] = []
@@ -292,11 +353,12 @@ class Router:
         raise AssertionError("the router ended without Done or an error")  # pragma: no cover
 
     async def complete_json(
-        self, request: StreamRequest, role: str = "default"
+        self, request: StreamRequest | Prompt, role: str = "default"
     ) -> tuple[Any, RoutedCompletion]:
         """A structured answer valid against `request.schema`; a provider whose answer is not
         valid counts as failed and the next one is asked."""
-        schema = request.schema
+        base = request.request if isinstance(request, Prompt) else request
+        schema = base.schema
         if schema is None:
             raise ValueError("complete_json needs a request with a schema")
         values: dict[str, Any] = {}

@@ -20,9 +20,13 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
                     as from a server that ignores `stream`
     relabel         the real stream with its content type rewritten to text/plain
 
+Only chat requests (`…/chat/completions`) take a fault and are counted: llama.cpp's own
+endpoints that detektiv asks before a call (`/props`, `/apply-template`, `/tokenize`: the
+window and the exact token count) always pass, and are listed in `side_requests`.
+
 `refuse()` stops listening (connections are refused, so none are counted); `accept()` listens
-again on the same port. `connections` counts every connection accepted; `open` those open now;
-`requests` holds every request body received, in order.
+again on the same port. `connections` counts every chat connection accepted; `open` the
+connections open now; `requests` holds every chat request body received, in order.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class FaultProxy:
         self.connections = 0
         self.open = 0
         self.requests: list[bytes] = []
+        self.side_requests: list[str] = []
         self.scripts: dict[str, tuple[str, str]] = {}
         self.port = 0
         self._server: asyncio.Server | None = None
@@ -77,15 +82,20 @@ class FaultProxy:
         return self.plan.pop(0) if self.plan else self.default
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
         self.open += 1
-        fault = self._next_fault()
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
             method, path, _ = lines[0].split(" ", 2)
             headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
             length = int({k.lower(): v for k, v in headers.items()}.get("content-length", 0))
+            if not path.endswith("/chat/completions"):  # the window, a token count: no fault
+                self.side_requests.append(path)
+                body = await reader.readexactly(length) if length else b""
+                await self._serve("pass", method, path, headers, body, reader, writer)
+                return
+            self.connections += 1
+            fault = self._next_fault()
             body = await reader.readexactly(length) if length else b""
             self.requests.append(body)
             await self._serve(fault, method, path, headers, body, reader, writer)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from engine.models.session import (
     AuditResult,
     AuditTrailEntry,
+    ContextFit,
     GapAnalysis,
     QuestionAnswerPair,
     SessionStatus,
@@ -25,6 +26,7 @@ __all__ = [
     "AnswerCutOff",
     "AnswerDelta",
     "AuditReady",
+    "ContextFitted",
     "Delta",
     "Discarded",
     "Finished",
@@ -116,6 +118,13 @@ class AnswerCutOff(_Event):
     provider: str
 
 
+class ContextFitted(_Event):
+    """A model call's prompt was fitted to its provider's window (every call has one)."""
+
+    type: Literal["context_fitted"] = "context_fitted"
+    fit: ContextFit
+
+
 class Discarded(_Event):
     """The text streamed for `role` since the last `ProviderChosen` is void (failover)."""
 
@@ -170,6 +179,7 @@ InterrogationEvent = (
     | QuestionDelta
     | AnswerDelta
     | AnswerCutOff
+    | ContextFitted
     | Discarded
     | TrailAdded
     | GapAnalysisReady

@@ -57,6 +57,7 @@ TrailEvent = Literal[
     "rate_limited",
     "partial_discarded",
     "resumed",
+    "context_too_small",
 ]
 GapCategory = Literal["missing_information", "ambiguity", "inconsistency", "vagueness"]
 Severity = Literal["low", "medium", "high"]
@@ -163,6 +164,36 @@ class AuditTrailEntry(_Model):
         return " → ".join(p for p in (self.from_provider, self.to_provider) if p)
 
 
+class ContextFit(_Model):
+    """How one model call was fitted to its provider's context window (SPEC §5): what was
+    sent, not what is stored (the stored session is never trimmed)."""
+
+    role: str
+    sequence: int | None = None
+    """The round the call belongs to; None for the audit."""
+    provider: str
+    used: Annotated[int, Field(ge=0)]
+    """Prompt tokens sent (counted as `counted` says)."""
+    window: Annotated[int, Field(ge=1)]
+    window_source: Literal["config", "server", "model", "default"]
+    counted: Literal["exact", "estimate"]
+    reply: Annotated[int, Field(ge=0)]
+    """Tokens kept for the reply."""
+    asked_reply: int | None = None
+    """The reply budget asked for, when the window made it smaller."""
+    digested: list[int] = Field(default_factory=list)
+    """Rounds sent as one-line digests."""
+    shortened: list[int] = Field(default_factory=list)
+    """Rounds sent with their answer (or question) shortened."""
+    omitted: list[int] = Field(default_factory=list)
+    """Rounds not sent at all."""
+
+    @property
+    def trimmed(self) -> bool:
+        """Whether any round was digested, shortened or left out."""
+        return bool(self.digested or self.shortened or self.omitted)
+
+
 def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
     """The audit's consistency score (see the module docstring for the formula)."""
     penalty = sum(GAP_WEIGHTS[gap.severity] for gap in remaining_gaps)
@@ -192,6 +223,8 @@ class InterrogationSession(_Model):
     """Why the session failed, in one line."""
     events_recorded: Annotated[int, Field(ge=0)] = 0
     """How many events events.jsonl held when this was saved (finds a truncated log)."""
+    context_fits: list[ContextFit] = Field(default_factory=list)
+    """How each model call was fitted to its window, in order."""
 
     @model_validator(mode="after")
     def _check(self) -> InterrogationSession:

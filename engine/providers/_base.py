@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -292,6 +292,23 @@ class Provider(ABC):
         return Health(ok, (time.perf_counter() - start) * 1000, detail)
 
     # ---- capabilities some kinds have (Ollama: both) ----------------------------------------
+
+    # ---- the context window (engine.context asks; each kind says what it knows) -----------
+
+    @property
+    def official(self) -> bool:
+        """True for the vendor's own endpoint (its model names mean what they say)."""
+        return self.kind == "anthropic" or standard_key_env(self.config) is not None
+
+    async def context_window(self) -> int | None:
+        """The context window the server gives one request, in tokens; None when it cannot
+        say (then `engine.context` uses the configured or default figure)."""
+        return None
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        """The exact prompt tokens of `messages` as the server would see them, template
+        included; None when this kind cannot count."""
+        return None
 
     can_list_models = False
     """True when `list_models` asks the server (the others raise `RequestError`)."""

@@ -8,7 +8,15 @@ import time
 from collections.abc import AsyncIterator
 from email.utils import parsedate_to_datetime
 
-from engine.errors import AuthError, ProviderError, RateLimitedError, RequestError, ServerError
+from engine.errors import (
+    AuthError,
+    ContextOverflowError,
+    ProviderError,
+    RateLimitedError,
+    RequestError,
+    ServerError,
+    is_context_overflow,
+)
 
 __all__ = [
     "error_for_status",
@@ -87,6 +95,8 @@ def error_for_status(
     if status == 429:
         return RateLimitedError(provider, text, retry_after)
     if 400 <= status < 500:
+        if is_context_overflow(message):
+            return ContextOverflowError(provider, text, status)
         return RequestError(provider, text, status)
     return ServerError(provider, text, status)
 

@@ -92,7 +92,7 @@ class LlamaOptions:
     """How to load a model. Engines are shared per distinct options within a process."""
 
     model_path: Path
-    n_ctx: int = 8192
+    n_ctx: int = 32768
     n_parallel: int = 4
     n_threads: int = 0
     """CPU threads; 0 means `default_threads()`."""
@@ -113,6 +113,8 @@ class LlamaEngine:
         self._server: Any = None
         self._load_lock = threading.Lock()
         self.address: str | None = None
+        self.auth: dict[str, str] = {}
+        """Headers that open the HTTP port (its random key, in-process)."""
 
     @classmethod
     def shared(cls, options: LlamaOptions) -> LlamaEngine:
@@ -159,7 +161,9 @@ class LlamaEngine:
             params.endpoint_slots = True
             params.endpoint_metrics = True
             if not self.options.public:
-                params.api_keys = [secrets.token_hex(16)]
+                key = secrets.token_hex(16)
+                params.api_keys = [key]
+                self.auth = {"Authorization": f"Bearer {key}"}
             self._server = xllamacpp.Server(params)
             self.address = self._server.listening_address
 

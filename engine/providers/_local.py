@@ -6,15 +6,33 @@ Works with no server and no key. The model loads on first use, on a worker threa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from engine.config import ProviderConfig
-from engine.errors import BadResponseError, ProviderError, RequestError, ServerError
-from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.errors import (
+    BadResponseError,
+    ContextOverflowError,
+    ProviderError,
+    RequestError,
+    ServerError,
+    is_context_overflow,
+)
+from engine.providers._base import (
+    Done,
+    Message,
+    Provider,
+    StreamEvent,
+    StreamRequest,
+    TokenDelta,
+    Usage,
+)
 from engine.providers._http import error_for_status
 from engine.providers._llama import LlamaEngine, LlamaOptions, resolve_model_path
+from engine.providers._llamacpp import count_chat_tokens
 
 __all__ = ["LocalProvider"]
 
@@ -30,6 +48,7 @@ class LocalProvider(Provider):
         super().__init__(name, config, env)
         self._model_dir = model_dir
         self._engine: LlamaEngine | None = None
+        self._http: httpx.AsyncClient | None = None
 
     def engine(self) -> LlamaEngine:
         """The shared engine for this provider's model (resolving the model file once)."""
@@ -101,6 +120,8 @@ class LocalProvider(Provider):
                     if choice.get("finish_reason"):
                         finish = choice["finish_reason"]
         except ValueError as exc:  # llama.cpp rejected the request before generating
+            if is_context_overflow(str(exc)):
+                raise ContextOverflowError(self.name, str(exc)) from None
             raise RequestError(self.name, str(exc)) from None
         finally:
             await chunks.aclose()
@@ -109,6 +130,23 @@ class LocalProvider(Provider):
         if usage is not None:
             yield Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
         yield Done(finish)
+
+    async def context_window(self) -> int | None:
+        return self.config.n_ctx // self.config.n_parallel
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        engine = await self._shared_engine()
+        await engine.ensure_loaded()
+        if engine.address is None:
+            return None
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        return await count_chat_tokens(self._http, engine.address, engine.auth, messages)
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()
 
     async def _health(self) -> str:
         engine = await self._shared_engine()

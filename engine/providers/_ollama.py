@@ -33,7 +33,7 @@ from engine.providers._http import (
 if TYPE_CHECKING:
     import ollama
 
-__all__ = ["OllamaProvider", "ollama_host"]
+__all__ = ["OLLAMA_DEFAULT_CTX", "OllamaProvider", "ollama_host", "ollama_window"]
 
 
 def ollama_host(base_url: str | None, env: Mapping[str, str]) -> str:
@@ -185,6 +185,19 @@ class OllamaProvider(Provider):
             if parts is not None:
                 await parts.aclose()
 
+    async def context_window(self) -> int | None:
+        """`num_ctx` (this provider's options, else the model's parameters, else Ollama's
+        default of 4096), never more than the model's own context length (POST /api/show)."""
+        async with httpx.AsyncClient(base_url=self.host, timeout=5.0) as http:
+            reply = await http.post("/api/show", json={"model": self.config.model})
+        if reply.status_code != 200:
+            return None
+        try:
+            data = reply.json()
+        except ValueError:
+            return None
+        return ollama_window(data, self.config.options.get("num_ctx"))
+
     async def _health(self) -> str:
         return f"Ollama {await self.version()}"
 
@@ -192,6 +205,41 @@ class OllamaProvider(Provider):
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()  # type: ignore[no-untyped-call]
+
+
+OLLAMA_DEFAULT_CTX = 4096
+"""The context Ollama gives a model whose request and Modelfile set no `num_ctx` (on most
+machines; the server's OLLAMA_CONTEXT_LENGTH can raise it, which a client cannot see)."""
+
+
+def _positive(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+    return number if 0 < number <= 10_000_000 else None
+
+
+def ollama_window(show: object, num_ctx: object = None) -> int | None:
+    """The window from an /api/show reply and the provider's own `num_ctx` option."""
+    if not isinstance(show, dict):
+        return None
+    trained = None
+    info = show.get("model_info")
+    if isinstance(info, dict):
+        for key, value in info.items():
+            if isinstance(key, str) and key.endswith(".context_length"):
+                trained = _positive(value)
+    runtime = _positive(num_ctx)
+    if runtime is None and isinstance(show.get("parameters"), str):
+        for line in show["parameters"].splitlines():
+            name, _, value = line.strip().partition(" ")
+            if name == "num_ctx":
+                runtime = _positive(value.strip())
+    runtime = runtime or OLLAMA_DEFAULT_CTX
+    return min(runtime, trained) if trained else runtime
 
 
 async def probe_ollama(env: Mapping[str, str], timeout: float = 0.5) -> list[str] | None:

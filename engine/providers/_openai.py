@@ -9,11 +9,21 @@ not a deadline.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
-from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.providers._base import (
+    Done,
+    Message,
+    Provider,
+    StreamEvent,
+    StreamRequest,
+    TokenDelta,
+    Usage,
+)
 from engine.providers._http import (
     error_for_status,
     error_message,
@@ -23,6 +33,7 @@ from engine.providers._http import (
     parse_retry_after,
     server_dropped_connection,
 )
+from engine.providers._llamacpp import api_root, count_chat_tokens, slot_window
 
 if TYPE_CHECKING:
     import openai
@@ -176,6 +187,42 @@ class OpenAIProvider(Provider):
             events.append(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")))
         return [*events, Done(finish)]
 
+    # ---- a llama.cpp server behind the OpenAI-compatible API: its window and its tokenizer --
+
+    _http: httpx.AsyncClient | None = None
+    _llamacpp: bool | None = None
+    """None: not asked yet; False: not a llama.cpp server (or it does not say)."""
+
+    async def _llamacpp_api(self) -> tuple[httpx.AsyncClient, str, dict[str, str]] | None:
+        if self._official or self.config.base_url is None or self._llamacpp is False:
+            return None
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        key = await self.resolved_key()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return self._http, api_root(self.config.base_url), headers
+
+    async def context_window(self) -> int | None:
+        api = await self._llamacpp_api()
+        if api is None:
+            return None
+        try:
+            window = await slot_window(*api)
+        except httpx.TransportError:  # no answer: ask again next time
+            raise
+        except httpx.HTTPError:
+            window = None
+        self._llamacpp = window is not None
+        return window
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        if self._llamacpp is None:
+            await self.context_window()
+        api = await self._llamacpp_api()
+        if api is None:
+            return None
+        return await count_chat_tokens(*api, messages)
+
     async def _health(self) -> str:
         client = await self._get_client()
         try:
@@ -189,3 +236,6 @@ class OpenAIProvider(Provider):
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()

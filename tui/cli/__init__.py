@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, default=8080, metavar="N", help="0 picks a free port")
     server.add_argument("--model", metavar="GGUF", help="a GGUF file (default: bundled Gemma)")
     server.add_argument("--parallel", type=int, default=4, metavar="N", help="concurrent slots")
-    server.add_argument("--ctx", type=int, default=8192, metavar="N", help="total context size")
+    server.add_argument("--ctx", type=int, default=32768, metavar="N",
+                        help="total context size, shared by the slots")
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )

@@ -1,0 +1,292 @@
+"""Budgets: how many tokens a provider takes, and fitting a prompt into them.
+
+    fitted = await fit(provider, prompt)      # before every call the router makes
+    fitted.request                            # what is sent: within the provider's window
+    fitted.report                             # tokens used / window, how counted, what was cut
+
+The window is, first found: `context_window` in the provider's configuration; what the server
+says (llama.cpp: the slot's `n_ctx`; the `local` kind: `n_ctx / n_parallel`; Ollama: the
+model's context length, capped by `num_ctx`); the default for its model or kind
+(`DEFAULT_WINDOWS`). What was discovered is kept per provider configuration, for the process.
+
+The reply's `max_tokens` is reserved (lowered to a third of a small window, and said so), plus
+a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`), a tenth of
+the window when the count is an estimate, so an estimate never lets a request overflow.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.context.fit import DoesNotFit, Trim
+from engine.context.tokens import MESSAGE_OVERHEAD, estimate, estimate_messages
+from engine.providers import Message, StreamRequest
+
+if TYPE_CHECKING:
+    from engine.providers import Provider
+
+__all__ = [
+    "DEFAULT_WINDOWS",
+    "Composer",
+    "FitReport",
+    "FittedRequest",
+    "Prompt",
+    "Window",
+    "default_window",
+    "fit",
+    "forget_window",
+    "window_of",
+]
+
+log = logging.getLogger(__name__)
+
+Counted = Literal["exact", "estimate"]
+WindowSource = Literal["config", "server", "model", "default"]
+
+DEFAULT_WINDOWS: dict[str, int] = {
+    "openai": 128_000,
+    "openai-compatible": 8_192,
+    "anthropic": 200_000,
+    "ollama": 4_096,
+    "local": 8_192,
+}
+"""Per kind, when neither the configuration nor the server says: OpenAI's models take 128k,
+Anthropic's 200k; an unknown OpenAI-compatible server gets a cautious 8k; Ollama runs a model at
+4k unless `num_ctx` (or OLLAMA_CONTEXT_LENGTH on the server) says otherwise."""
+
+_MODEL_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-4.1", 1_047_576),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("gemini", 1_048_576),
+    ("claude", 200_000),
+)
+"""Known model families (by name prefix) on the official endpoints."""
+
+EXACT_MARGIN = 16
+ESTIMATE_MARGIN = 0.10
+MIN_ESTIMATE_MARGIN = 64
+SMALL_REPLY_SHARE = 3
+"""A reply never takes more than a third of the window: the prompt needs the rest."""
+UNSET_REPLY = 4096
+"""Tokens kept for a reply whose request sets no `max_tokens` (sent as the limit only when a
+small window lowers it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A provider's context window in tokens, where that figure came from, and whether the
+    provider counts a prompt's tokens exactly."""
+
+    tokens: int
+    source: WindowSource
+    exact: bool = False
+
+
+def default_window(kind: str, model: str, official: bool) -> Window:
+    """The window of a model nobody asked: by model family on the official endpoints, else by
+    kind (`DEFAULT_WINDOWS`)."""
+    if official:
+        name = model.lower().rsplit("/", 1)[-1]
+        for prefix, tokens in _MODEL_WINDOWS:
+            if name.startswith(prefix):
+                return Window(tokens, "model")
+    key = kind if official or kind != "openai" else "openai-compatible"
+    return Window(DEFAULT_WINDOWS[key], "default")
+
+
+_windows: dict[tuple[str, str], Window] = {}
+
+
+def _key(provider: Provider) -> tuple[str, str]:
+    return provider.name, provider.config.model_dump_json()
+
+
+async def _discover(provider: Provider) -> tuple[int | None, bool, bool]:
+    """(window, counts exactly, worth keeping): a server that did not answer is asked again
+    next time, one that answered (whatever it said) is not."""
+    keep = True
+    try:
+        told = await provider.context_window()
+    except Exception as exc:  # a server that cannot say is not a failed call
+        log.info("%s: window not discovered: %s", provider.name, exc)
+        told, keep = None, False
+    try:
+        exact = await provider.count_tokens([Message("user", "ok")]) is not None
+    except Exception as exc:
+        log.info("%s: cannot count tokens: %s", provider.name, exc)
+        exact = False
+    return told, exact, keep
+
+
+async def window_of(provider: Provider) -> Window:
+    """The provider's window (see the module docstring); asks the server once per process and
+    provider configuration."""
+    key = _key(provider)
+    found = _windows.get(key)
+    if found is None:
+        told, exact, keep = await _discover(provider)
+        if told is not None and told > 0:
+            found = Window(told, "server", exact)
+        else:
+            found = replace(default_window(provider.kind, provider.model, provider.official),
+                            exact=exact)
+        if keep:
+            _windows[key] = found
+    configured = provider.config.context_window
+    if configured is not None:
+        return replace(found, tokens=configured, source="config")
+    return found
+
+
+def forget_window(provider: Provider) -> None:
+    """Drop what was discovered about `provider` (its server rejected a prompt as too long)."""
+    _windows.pop(_key(provider), None)
+
+
+Composer = Callable[[int, Callable[[str], int]], tuple[list[Message], Trim]]
+"""Builds the messages within a limit of tokens, as measured by the given count; raises
+`DoesNotFit` when it cannot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A request before it is fitted: `compose` builds its messages for a given limit.
+
+    `request` carries everything else (schema, max_tokens, temperature, timeouts); its
+    messages are the unfitted ones. `reshape(reply_tokens)` gives the schema for a lowered
+    reply budget. `extra` messages are appended whole after the composed ones (a retry)."""
+
+    request: StreamRequest
+    compose: Composer | None = None
+    reshape: Callable[[int], dict[str, Any]] | None = None
+    extra: tuple[Message, ...] = ()
+
+    @classmethod
+    def whole(cls, request: StreamRequest) -> Prompt:
+        """A prompt sent as it is, or not at all."""
+        return cls(request)
+
+    def then(self, *messages: Message) -> Prompt:
+        """The same prompt with `messages` appended (kept whole)."""
+        return replace(self, extra=(*self.extra, *messages))
+
+    def messages(self, limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
+        """The messages within `limit` tokens; `DoesNotFit` when impossible."""
+        tail = list(self.extra)
+        fixed = sum(count(m.content) + MESSAGE_OVERHEAD for m in tail)
+        if self.compose is None:
+            messages = [*self.request.messages, *tail]
+            needed = sum(count(m.content) + MESSAGE_OVERHEAD for m in messages)
+            if needed > limit:
+                raise DoesNotFit(needed, limit)
+            return messages, Trim()
+        composed, trim = self.compose(limit - fixed, count)
+        return [*composed, *tail], trim
+
+
+@dataclass(frozen=True, slots=True)
+class FitReport:
+    """How one call was fitted: the `context_fitted` event's figures."""
+
+    provider: str
+    used: int
+    window: int
+    window_source: WindowSource
+    counted: Counted
+    reply: int
+    asked_reply: int | None
+    trim: Trim = field(default_factory=Trim)
+
+    @property
+    def reply_lowered(self) -> bool:
+        return self.asked_reply is not None and self.reply < self.asked_reply
+
+
+@dataclass(frozen=True, slots=True)
+class FittedRequest:
+    """The request to send, and how it was fitted."""
+
+    request: StreamRequest
+    report: FitReport
+
+
+def _schema_tokens(schema: dict[str, Any] | None) -> int:
+    if schema is None:
+        return 0
+    import json
+
+    return estimate(json.dumps(schema, separators=(",", ":")))
+
+
+async def _count(provider: Provider, messages: Sequence[Message]) -> int | None:
+    try:
+        return await provider.count_tokens(messages)
+    except Exception as exc:  # fall back to the estimate, and say so in the report
+        log.info("%s: cannot count tokens: %s", provider.name, exc)
+        return None
+
+
+async def fit(
+    provider: Provider, prompt: Prompt | StreamRequest, shrink: float = 1.0
+) -> FittedRequest:
+    """`prompt` built within `provider`'s window (its prompt share scaled by `shrink`, after
+    the server refused a prompt as too long); raises `DoesNotFit` when impossible."""
+    if isinstance(prompt, StreamRequest):
+        prompt = Prompt.whole(prompt)
+    window = await window_of(provider)
+    request = prompt.request
+    asked = request.max_tokens
+    reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))
+    exact = window.exact
+    margin = EXACT_MARGIN if exact else max(
+        MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN)
+    )
+    schema = prompt.reshape(reply) if prompt.reshape is not None else request.schema
+    # an exact count is of the messages; llama.cpp turns the schema into a grammar, not text.
+    # Other providers may send it as text (Anthropic's system prompt): it is estimated then.
+    schema_cost = 0 if exact else _schema_tokens(schema)
+    limit = int((window.tokens - reply - margin - schema_cost) * shrink)
+    if limit <= 0:
+        raise DoesNotFit(-limit + 1, 0)
+    target = limit
+    counted: Counted = "exact" if exact else "estimate"
+    for _ in range(5):
+        messages, trim = prompt.messages(target - 3, estimate)  # 3: the reply's header
+        used: int | None = None
+        if counted == "exact":
+            used = await _count(provider, messages)
+            if used is None:  # the server could not count after all: estimate, with margin
+                counted = "estimate"
+                margin = max(MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))
+                schema_cost = _schema_tokens(schema)
+                limit = int((window.tokens - reply - margin - schema_cost) * shrink)
+                target = min(target, limit)
+                if limit <= 0:
+                    raise DoesNotFit(-limit + 1, 0)
+                continue
+        if used is None:
+            used = estimate_messages(messages)
+        if used <= limit:
+            fitted = replace(
+                request,
+                messages=tuple(messages),
+                max_tokens=reply if asked is not None or reply < UNSET_REPLY else None,
+                schema=schema,
+            )
+            return FittedRequest(fitted, FitReport(
+                provider=provider.label, used=used + schema_cost, window=window.tokens,
+                window_source=window.source, counted=counted, reply=reply, asked_reply=asked,
+                trim=trim,
+            ))
+        # the estimate was short of the real count: aim lower by the ratio, and try again
+        target = min(target - 1, target * limit // used - 8)
+        if target <= 0:
+            break
+    raise DoesNotFit(used if used is not None else limit + 1, limit)

@@ -1,0 +1,88 @@
+"""llama.cpp's own endpoints beside the OpenAI-compatible ones: the slot's window and exact
+token counts. Used by the `local` kind (its in-process server) and by `openai` providers that
+point at a llama.cpp server.
+
+- `GET /props` → `default_generation_settings.n_ctx` (the context one slot gives a request);
+  `GET /slots` → `[0].n_ctx` when /props does not say.
+- `POST /apply-template {messages}` → `{prompt}`, the chat template applied, then
+  `POST /tokenize {content, add_special, parse_special}` → `{tokens}`: the prompt exactly as
+  the chat endpoint will see it.
+
+Whatever a server answers is checked: anything but the expected shape is `None` (window) or a
+`ValueError` (count), and the caller falls back to its defaults and estimates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from engine.providers._base import Message
+
+__all__ = ["api_root", "count_chat_tokens", "slot_window"]
+
+_TIMEOUT = httpx.Timeout(5.0)
+_MAX_WINDOW = 10_000_000
+
+
+def api_root(base_url: str) -> str:
+    """`http://host:port/v1` → `http://host:port` (llama.cpp's own endpoints sit at the root)."""
+    root = base_url.rstrip("/")
+    return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
+def _window(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_WINDOW:
+        return value
+    return None
+
+
+async def _get_json(client: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> Any:
+    response = await client.get(url, headers=dict(headers), timeout=_TIMEOUT)
+    if response.status_code != 200:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+async def slot_window(
+    client: httpx.AsyncClient, root: str, headers: Mapping[str, str]
+) -> int | None:
+    """The context window of one slot of the llama.cpp server at `root`; None when the server
+    does not say (not llama.cpp, or the endpoints are off)."""
+    props = await _get_json(client, f"{root}/props", headers)
+    if isinstance(props, dict):
+        settings = props.get("default_generation_settings")
+        if isinstance(settings, dict) and _window(settings.get("n_ctx")):
+            return _window(settings.get("n_ctx"))
+    slots = await _get_json(client, f"{root}/slots", headers)
+    if isinstance(slots, list) and slots and isinstance(slots[0], dict):
+        return _window(slots[0].get("n_ctx"))
+    return None
+
+
+async def count_chat_tokens(
+    client: httpx.AsyncClient, root: str, headers: Mapping[str, str], messages: Sequence[Message]
+) -> int:
+    """The exact prompt tokens of `messages` on the llama.cpp server at `root`."""
+    body = {"messages": [{"role": m.role, "content": m.content} for m in messages]}
+    response = await client.post(f"{root}/apply-template", json=body, headers=dict(headers),
+                                 timeout=_TIMEOUT)
+    response.raise_for_status()
+    prompt = response.json().get("prompt")
+    if not isinstance(prompt, str):
+        raise ValueError("/apply-template gave no prompt")
+    response = await client.post(
+        f"{root}/tokenize",
+        json={"content": prompt, "add_special": True, "parse_special": True},
+        headers=dict(headers), timeout=_TIMEOUT,
+    )
+    response.raise_for_status()
+    tokens = response.json().get("tokens")
+    if not isinstance(tokens, list):
+        raise ValueError("/tokenize gave no token list")
+    return len(tokens)
