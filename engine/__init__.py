@@ -33,6 +33,84 @@ if TYPE_CHECKING:
     from engine.config import (
         save_config as save_config,
     )
+    from engine.context.budget import (
+        FitReport as FitReport,
+    )
+    from engine.context.budget import (
+        Prompt as Prompt,
+    )
+    from engine.context.budget import (
+        Window as Window,
+    )
+    from engine.context.budget import (
+        fit as fit,
+    )
+    from engine.context.budget import (
+        window_of as window_of,
+    )
+    from engine.context.conversations import (
+        ConversationInfo as ConversationInfo,
+    )
+    from engine.context.conversations import (
+        ConversationStore as ConversationStore,
+    )
+    from engine.context.conversations import (
+        ConversationTurn as ConversationTurn,
+    )
+    from engine.context.conversations import (
+        MemoryConversations as MemoryConversations,
+    )
+    from engine.context.conversations import (
+        SQLiteConversations as SQLiteConversations,
+    )
+    from engine.context.conversations import (
+        conversation_prompt as conversation_prompt,
+    )
+    from engine.context.conversations import (
+        load_recent as load_recent,
+    )
+    from engine.context.conversations import (
+        select_recent as select_recent,
+    )
+    from engine.context.fit import (
+        DoesNotFit as DoesNotFit,
+    )
+    from engine.context.fit import (
+        Trim as Trim,
+    )
+    from engine.context.policy import (
+        ContextPolicy as ContextPolicy,
+    )
+    from engine.context.policy import (
+        Limits as Limits,
+    )
+    from engine.context.policy import (
+        load_policy as load_policy,
+    )
+    from engine.context.reference import (
+        LastReference as LastReference,
+    )
+    from engine.context.reference import (
+        Mention as Mention,
+    )
+    from engine.context.reference import (
+        Resolution as Resolution,
+    )
+    from engine.context.reference import (
+        find_mentions as find_mentions,
+    )
+    from engine.context.reference import (
+        remember as remember,
+    )
+    from engine.context.reference import (
+        resolve_reference as resolve_reference,
+    )
+    from engine.context.tokens import (
+        estimate as estimate,
+    )
+    from engine.context.tokens import (
+        estimate_messages as estimate_messages,
+    )
     from engine.errors import (
         AllProvidersFailed as AllProvidersFailed,
     )
@@ -44,6 +122,9 @@ if TYPE_CHECKING:
     )
     from engine.errors import (
         ConfigError as ConfigError,
+    )
+    from engine.errors import (
+        ContextOverflowError as ContextOverflowError,
     )
     from engine.errors import (
         DetektivError as DetektivError,
@@ -115,6 +196,9 @@ if TYPE_CHECKING:
         AuditReady as AuditReady,
     )
     from engine.models.events import (
+        ContextFitted as ContextFitted,
+    )
+    from engine.models.events import (
         Discarded as Discarded,
     )
     from engine.models.events import (
@@ -158,6 +242,9 @@ if TYPE_CHECKING:
     )
     from engine.models.session import (
         AuditTrailEntry as AuditTrailEntry,
+    )
+    from engine.models.session import (
+        ContextFit as ContextFit,
     )
     from engine.models.session import (
         Contradiction as Contradiction,
@@ -235,7 +322,13 @@ if TYPE_CHECKING:
         completeness as completeness,
     )
     from engine.report import (
+        context_summary as context_summary,
+    )
+    from engine.report import (
         contradiction as contradiction,
+    )
+    from engine.report import (
+        fit_line as fit_line,
     )
     from engine.report import (
         follow_up as follow_up,
@@ -257,6 +350,9 @@ if TYPE_CHECKING:
     )
     from engine.router import (
         Attempt as Attempt,
+    )
+    from engine.router import (
+        Fitted as Fitted,
     )
     from engine.router import (
         PartialDiscarded as PartialDiscarded,
@@ -308,6 +404,9 @@ if TYPE_CHECKING:
     )
     from engine.text import (
         strip_control as strip_control,
+    )
+    from engine.workspace import (
+        Asked as Asked,
     )
     from engine.workspace import (
         Run as Run,

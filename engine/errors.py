@@ -28,6 +28,8 @@ exception is built, so an API key echoed back by a server is masked before anyon
 
 from __future__ import annotations
 
+import re
+
 from engine.secrets import redact
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "StallTimeout",
     "TotalTimeout",
     "is_context_overflow",
+    "overflow_window",
 ]
 
 
@@ -146,9 +149,31 @@ class RequestError(ProviderError):
 
 
 class ContextOverflowError(RequestError):
-    """The provider refused the prompt as longer than its context window."""
+    """The provider refused the prompt as longer than its context window; `window` is the
+    window its message names, when it names one."""
 
     reason = "context"
+
+    def __init__(self, provider: str, message: str, status: int | None = None) -> None:
+        super().__init__(provider, message, status)
+        self.window = overflow_window(message)
+
+
+_WINDOW_IN_MESSAGE = (
+    re.compile(r"context size \((\d+) tokens?\)", re.IGNORECASE),       # llama.cpp
+    re.compile(r"maximum context length is (\d+) tokens?", re.IGNORECASE),  # OpenAI, vLLM
+    re.compile(r"context (?:window|length) of (\d+) tokens?", re.IGNORECASE),
+)
+
+
+def overflow_window(message: str) -> int | None:
+    """The window a context-overflow message names (`… context size (2048 tokens)`)."""
+    for pattern in _WINDOW_IN_MESSAGE:
+        match = pattern.search(message)
+        if match:
+            value = int(match.group(1))
+            return value if 0 < value <= 10_000_000 else None
+    return None
 
 
 _OVERFLOW_WORDS = (

@@ -229,13 +229,14 @@ class Router:
         self._store.save(self.states, dirty, self.fingerprints)
 
     async def _fit(
-        self, name: str, prompt: Prompt | StreamRequest, shrink: float = 1.0
+        self, name: str, prompt: Prompt | StreamRequest, shrink: float = 1.0,
+        told: int | None = None,
     ) -> tuple[StreamRequest, FitReport] | str:
         """The request fitted for provider `name`, or why it cannot be."""
         try:
-            fitted = await fit(self.providers[name], prompt, shrink)
+            fitted = await fit(self.providers[name], prompt, shrink, told)
         except DoesNotFit as exc:
-            return f"the prompt does not fit its context window: {exc}"
+            return f"too small a context window: {exc.message}"
         return fitted.request, fitted.report
 
     async def stream(
@@ -256,10 +257,10 @@ class Router:
                     previous = (name, admission.reason)
                     continue
                 provider = self.providers[name]
-                shrink = 1.0
+                shrink, told, retried = 1.0, None, False
                 while True:  # twice at most: again after the server said the prompt was too long
                     try:
-                        fitted = await self._fit(name, request, shrink)
+                        fitted = await self._fit(name, request, shrink, told)
                     except BaseException:
                         self.breaker.release(state)
                         raise
@@ -290,13 +291,14 @@ class Router:
                         if accept is not None:
                             accept(name, "".join(partial), done.finish_reason if done else "")
                     except ContextOverflowError as exc:
-                        if shrink < 1.0:  # fitted twice and still too long: a failure
+                        if retried:  # fitted twice and still too long: a failure
                             failed: ProviderError | None = exc
                         else:
                             forget_window(provider)
                             yield ProviderEvent("error", name, None, f"{exc.detail}; fitting "
                                                 "the prompt again for a smaller window")
-                            shrink, failed = 0.75, None
+                            told, retried, failed = exc.window, True, None
+                            shrink = 1.0 if told else 0.75
                     except ProviderError as exc:
                         failed = exc
                     except BaseException:  # cancelled or closed by the caller: no verdict

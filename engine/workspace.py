@@ -24,14 +24,17 @@ from engine.errors import ConfigError
 
 if TYPE_CHECKING:
     from engine.config import Config, ProviderConfig
+    from engine.context.budget import Prompt
+    from engine.context.conversations import ConversationStore, ConversationTurn
+    from engine.context.policy import ContextPolicy
     from engine.models.events import InterrogationEvent, Record
     from engine.models.session import InterrogationSession
     from engine.paths import Paths
-    from engine.providers import Provider
+    from engine.providers import Provider, StreamRequest
     from engine.router import Router
     from engine.storage.sessions import SessionJournal, SessionStore
 
-__all__ = ["LIMITS", "Run", "Workspace"]
+__all__ = ["LIMITS", "Asked", "Run", "Workspace"]
 
 LIMITS = (5, 20)
 """The smallest and largest iteration limit a session may have."""
@@ -88,6 +91,32 @@ class Run:
                 await router.aclose()
 
 
+class Asked:
+    """A question put through the workspace: the prompt to send (the conversation's history
+    in it, fitted to each provider's window), and the conversation its answer goes to."""
+
+    def __init__(self, workspace: Workspace, prompt: Prompt, client_id: str,
+                 conversation_id: str | None, history: list[ConversationTurn]) -> None:
+        self.workspace = workspace
+        self.prompt = prompt
+        self.client_id = client_id
+        self.conversation_id = conversation_id
+        """None when conversations are off (`context.toml`)."""
+        self.history = history
+        """The earlier turns loaded for it (before fitting to a window)."""
+
+    def answered(self, text: str, provider: str | None = None) -> None:
+        """Keep the answer as the conversation's next turn."""
+        if self.conversation_id is None:
+            return
+        from engine.context.conversations import ConversationTurn
+
+        self.workspace.conversations.append(
+            self.client_id, self.conversation_id,
+            ConversationTurn("assistant", text, meta={"provider": provider} if provider else {}),
+        )
+
+
 class Workspace:
     """Config, store and router for one user's data; see the module docstring."""
 
@@ -102,6 +131,10 @@ class Workspace:
         self._store: SessionStore | None = None
         self._router: Router | None = None
         self._router_lock: asyncio.Lock | None = None
+        self._policy: ContextPolicy | None = None
+        self._conversations: ConversationStore | None = None
+        self.warnings: list[str] = []
+        """Problems that changed nothing but should be seen (an invalid context.toml)."""
 
     # ---- configuration, store, router -----------------------------------------------------
 
@@ -191,9 +224,34 @@ class Workspace:
         old, self._router = self._router, None
         return old
 
+    @property
+    def context_policy(self) -> ContextPolicy:
+        """`context.toml` beside the config file, over the defaults (read once). An invalid
+        file gives the defaults and a line in `warnings`."""
+        if self._policy is None:
+            from engine.context.policy import load_policy
+
+            self._policy, warnings = load_policy(self.paths.config_file.parent / "context.toml")
+            self.warnings += warnings
+        return self._policy
+
+    @property
+    def conversations(self) -> ConversationStore:
+        """The conversation store (`conversations.sqlite3` in the data directory)."""
+        if self._conversations is None:
+            from engine.context.conversations import SQLiteConversations
+
+            self._conversations = SQLiteConversations(
+                self.paths.data_dir / "conversations.sqlite3"
+            )
+        return self._conversations
+
     async def aclose(self) -> None:
         """Release what the workspace holds (the shared router's connections and tasks)."""
         await self.reset_router()
+        if self._conversations is not None:
+            self._conversations.close()
+            self._conversations = None
 
     # ---- the rules ------------------------------------------------------------------------
 
@@ -264,3 +322,49 @@ class Workspace:
     def delete(self, ref: str) -> None:
         """Remove a session (refused while it runs)."""
         self.store.delete(ref)
+
+    def ask(
+        self,
+        request: StreamRequest,
+        *,
+        client_id: str = "cli",
+        conversation: str | None = None,
+        continue_last: bool = False,
+    ) -> Asked:
+        """A question in a conversation: a new one, `conversation` (by id; created when
+        new) or, with `continue_last`, the client's most recent one. Its history comes from
+        `load_recent` under the `ask` policy; the user's turn is stored now, before any
+        provider is called. With conversations off in `context.toml`, the question is asked
+        alone and nothing is kept (`ConfigError` when a conversation was asked for)."""
+        import secrets
+
+        from engine.context.budget import Prompt
+        from engine.context.conversations import (
+            ConversationTurn,
+            conversation_prompt,
+            load_recent,
+        )
+
+        limits = self.context_policy.limits("ask")
+        if not limits.enabled:
+            if conversation or continue_last:
+                raise ConfigError("conversations are off for ask in context.toml "
+                                  "(enabled = false)")
+            return Asked(self, Prompt.whole(request), client_id, None, [])
+        store = self.conversations
+        if conversation is not None:
+            name = conversation.strip()
+            if not name or len(name) > 64 or not name.isprintable():
+                raise ConfigError(f"--conversation {conversation!r}: use 1–64 printable "
+                                  "characters")
+            conversation_id = name
+        elif continue_last:
+            latest = store.conversations(client_id)
+            conversation_id = latest[0].conversation_id if latest else secrets.token_hex(4)
+        else:
+            conversation_id = secrets.token_hex(4)
+        history = load_recent(store, client_id, conversation_id, limits).turns
+        store.append(client_id, conversation_id,
+                     ConversationTurn("user", request.messages[-1].content))
+        prompt = conversation_prompt(request, history, limits)
+        return Asked(self, prompt, client_id, conversation_id, history)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -93,15 +94,14 @@ class LlamaServer:
         return time.monotonic() - start
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    """The real llama.cpp server, started through our own `detektiv local-server --port 0`."""
-    home = tmp_path_factory.mktemp("server-home")
+@contextlib.contextmanager
+def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
+    """`detektiv local-server --port 0 ARGS…` running, stopped on exit."""
     env = {**os.environ, "DETEKTIV_HOME": str(home)}
     stderr_path = home / "stderr.txt"
     with stderr_path.open("w") as stderr:
         process = subprocess.Popen(
-            cli("local-server", "--port", "0", "--parallel", "2", "--ctx", "4096"),
+            cli("local-server", "--port", "0", *args),
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
@@ -125,6 +125,15 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
             process.kill()
             process.wait()
         process.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """The real llama.cpp server, started through our own `detektiv local-server --port 0`:
+    2 slots of 2048 tokens."""
+    with local_server(tmp_path_factory.mktemp("server-home"), "--parallel", "2",
+                      "--ctx", "4096") as server:
+        yield server
 
 
 @pytest.fixture

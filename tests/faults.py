@@ -20,6 +20,9 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
                     as from a server that ignores `stream`
     relabel         the real stream with its content type rewritten to text/plain
 
+`schema_scripts` maps a structured request's schema name (`gap_analysis`) to a script: such a
+request is answered by it, whatever the plan (the plan is not consumed).
+
 Only chat requests (`…/chat/completions`) take a fault and are counted: llama.cpp's own
 endpoints that detektiv asks before a call (`/props`, `/apply-template`, `/tokenize`: the
 window and the exact token count) always pass, and are listed in `side_requests`.
@@ -49,6 +52,7 @@ class FaultProxy:
         self.open = 0
         self.requests: list[bytes] = []
         self.side_requests: list[str] = []
+        self.schema_scripts: dict[str, str] = {}
         self.scripts: dict[str, tuple[str, str]] = {}
         self.port = 0
         self._server: asyncio.Server | None = None
@@ -78,6 +82,17 @@ class FaultProxy:
         await self.refuse()
         await self._client.aclose()
 
+    def _by_schema(self, body: bytes) -> str | None:
+        """`script:NAME` when the request asks for a schema named in `schema_scripts`."""
+        if not self.schema_scripts:
+            return None
+        try:
+            name = json.loads(body)["response_format"]["json_schema"]["name"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        script = self.schema_scripts.get(name)
+        return f"script:{script}" if script else None
+
     def _next_fault(self) -> str:
         return self.plan.pop(0) if self.plan else self.default
 
@@ -95,8 +110,8 @@ class FaultProxy:
                 await self._serve("pass", method, path, headers, body, reader, writer)
                 return
             self.connections += 1
-            fault = self._next_fault()
             body = await reader.readexactly(length) if length else b""
+            fault = self._by_schema(body) or self._next_fault()
             self.requests.append(body)
             await self._serve(fault, method, path, headers, body, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):

@@ -87,6 +87,15 @@ class DetektivApp(Guarded, App[int]):
         if self._unvalidated:
             self.call_after_refresh(self.run_worker, self._validate_config, thread=True,
                                     exit_on_error=False, group="config")
+        self.call_after_refresh(self.run_worker, self._read_policies, thread=True,
+                                exit_on_error=False, group="config")
+
+    def _read_policies(self) -> None:
+        """Read context.toml now, off the first frame: an invalid one is a warning, shown."""
+        self.workspace.context_policy  # noqa: B018 - reads it; problems land in `warnings`
+        for warning in self.workspace.warnings:
+            self.call_from_thread(self.notify, warning, title="Defaults in use",
+                                  severity="warning", timeout=12)
 
     # ---- configuration and storage, loaded off the path to the first frame -------------------
 

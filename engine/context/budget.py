@@ -234,13 +234,18 @@ async def _count(provider: Provider, messages: Sequence[Message]) -> int | None:
 
 
 async def fit(
-    provider: Provider, prompt: Prompt | StreamRequest, shrink: float = 1.0
+    provider: Provider, prompt: Prompt | StreamRequest, shrink: float = 1.0,
+    told: int | None = None,
 ) -> FittedRequest:
-    """`prompt` built within `provider`'s window (its prompt share scaled by `shrink`, after
-    the server refused a prompt as too long); raises `DoesNotFit` when impossible."""
+    """`prompt` built within `provider`'s window; raises `DoesNotFit` when impossible.
+
+    After the server refused a prompt as too long: `told` is the window its error named (it
+    wins over anything else), else the prompt's share is scaled by `shrink`."""
     if isinstance(prompt, StreamRequest):
         prompt = Prompt.whole(prompt)
     window = await window_of(provider)
+    if told is not None and told < window.tokens:
+        window = replace(window, tokens=told, source="server")
     request = prompt.request
     asked = request.max_tokens
     reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
+from engine.errors import DetektivError
+
 __all__ = [
     "DoesNotFit",
     "Plan",
@@ -44,11 +46,11 @@ MIN_QUESTION_ALL = 40
 """The same, for the audit: every round must be there, however briefly."""
 
 
-class DoesNotFit(Exception):
+class DoesNotFit(DetektivError):
     """Even the smallest form of the prompt needs more tokens than the limit."""
 
     def __init__(self, needed: int, limit: int) -> None:
-        super().__init__(f"needs at least {needed} tokens, {limit} available")
+        super().__init__(f"the prompt needs at least {needed} tokens, {limit} available")
         self.needed = needed
         self.limit = limit
 

@@ -47,7 +47,15 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--schema", type=Path, metavar="FILE", help="JSON schema the answer must meet")
     ask.add_argument("--max-tokens", type=int, metavar="N")
     ask.add_argument("--temperature", type=float, metavar="T")
+    ask.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                     help="continue the last conversation")
+    ask.add_argument("--conversation", metavar="ID", help="continue (or start) conversation ID")
     ask.add_argument("prompt", help="the prompt; - reads it from stdin")
+
+    conversations = commands.add_parser(
+        "conversations", parents=[common], help="list the conversations kept for ask"
+    )
+    conversations.add_argument("--json", action="store_true", help="print JSON")
 
     server = commands.add_parser(
         "local-server",
@@ -92,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(commands.providers(paths, as_json=args.json))
             case "ask":
                 return asyncio.run(commands.ask(paths, args))
+            case "conversations":
+                return commands.conversations(paths, as_json=args.json)
             case "local-server":
                 return commands.local_server(paths, args)
     except ConfigError as exc:

@@ -1,4 +1,5 @@
-"""The headless commands: `providers`, `ask`, `local-server`. No Textual here."""
+"""The headless commands: `providers`, `ask`, `conversations`, `local-server`. No Textual
+here."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import json
 import signal
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from engine import (
+    Attempt,
     ConfigError,
     Done,
+    FitReport,
+    Fitted,
     PartialDiscarded,
     Paths,
     Provider,
@@ -20,16 +25,18 @@ from engine import (
     Router,
     RouterEvent,
     SchemaError,
+    StreamEvent,
     StreamRequest,
     TokenDelta,
     Workspace,
     check_schema,
     complete_json,
+    fit,
     strip_control,
 )
 from tui.cli.printer import StreamPrinter
 
-__all__ = ["ask", "local_server", "providers"]
+__all__ = ["ask", "conversations", "local_server", "providers"]
 
 
 def _public_url(url: str | None) -> str | None:
@@ -115,12 +122,21 @@ def _read_schema(path: Any) -> dict[str, Any]:
     return schema
 
 
-async def _print_stream(events: AsyncIterator[RouterEvent], out: StreamPrinter) -> None:
-    """Answer text to stdout; skips, switches and discarded partial answers noted on stderr."""
+async def _print_stream(events: AsyncIterator[RouterEvent | StreamEvent],
+                        out: StreamPrinter) -> tuple[str, str | None]:
+    """Answer text to stdout; skips, switches and discarded partial answers noted on stderr.
+    Returns the answer and the provider that gave it."""
+    parts: list[str] = []
+    provider: str | None = None
     async for event in events:
         match event:
             case TokenDelta(text):
+                parts.append(text)
                 out.write(text)
+            case Attempt(label=label):
+                parts, provider = [], label
+            case Fitted(report=report) if report.trim:
+                out.note(_history_note(report))
             case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
                 out.note(f"switching from {old} to {new}")
             case ProviderEvent(from_provider=name, reason=reason):
@@ -129,12 +145,21 @@ async def _print_stream(events: AsyncIterator[RouterEvent], out: StreamPrinter) 
                 out.note(f"the partial answer from {name} above is discarded; starting over")
             case Done(finish_reason="length"):
                 out.note("stopped: max tokens reached")
+    return "".join(parts), provider
+
+
+def _history_note(report: FitReport) -> str:
+    left_out = len(report.trim.omitted)
+    return (f"{left_out} earlier turn{'s' if left_out != 1 else ''} of the conversation left "
+            f"out to fit {report.provider}'s window of {report.window} tokens")
 
 
 async def ask(paths: Paths, args: argparse.Namespace) -> int:
     """Stream one answer to stdout; with --schema, print JSON valid against it.
 
-    With -p, that one provider answers; without, the router does (fallback chain).
+    With -p, that one provider answers; without, the router does (fallback chain). The
+    question and its answer are kept as a conversation (-c continues the last one,
+    --conversation ID a named one); its id is printed on stderr.
     """
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
@@ -144,6 +169,9 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     schema = _read_schema(args.schema) if args.schema else None
     workspace = Workspace(paths)
     workspace.config  # noqa: B018 - a bad config fails first
+    policy = workspace.context_policy  # noqa: F841 - its warnings are shown before the answer
+    for warning in workspace.warnings:
+        print(f"detektiv: warning: {warning}", file=sys.stderr)
     request = StreamRequest.of(
         prompt, schema=schema, max_tokens=args.max_tokens, temperature=args.temperature
     )
@@ -154,20 +182,64 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     else:
         source = await workspace.new_router()
     try:
+        asked = workspace.ask(request, conversation=args.conversation,
+                              continue_last=args.continue_last)
+        if args.continue_last and not asked.history and asked.conversation_id:
+            out.note("no earlier conversation to continue; starting a new one")
         if schema is None:
-            await _print_stream(source.stream(request), out)
+            if isinstance(source, Router):
+                text, label = await _print_stream(source.stream(asked.prompt), out)
+            else:
+                fitted = await fit(source, asked.prompt)
+                if fitted.report.trim:
+                    out.note(_history_note(fitted.report))
+                text, label = await _print_stream(source.stream(fitted.request), out)
+                label = source.label
         elif isinstance(source, Router):
-            value, done = await source.complete_json(request)
+            value, done = await source.complete_json(asked.prompt)
             for event in done.events:
                 if isinstance(event, ProviderEvent) and event.type != "provider_switch":
                     out.note(f"{event.from_provider}: {event.reason}")
-            out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+            text, label = json.dumps(value, indent=2, ensure_ascii=False), done.label
+            out.write(text + "\n")
         else:
-            value = await complete_json(source, request)
-            out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+            fitted = await fit(source, asked.prompt)
+            value = await complete_json(source, fitted.request)
+            text, label = json.dumps(value, indent=2, ensure_ascii=False), source.label
+            out.write(text + "\n")
+        out.end_line()
+        asked.answered(text, label)
+        if asked.conversation_id is not None:
+            out.note(f"conversation {asked.conversation_id} (continue it with: detektiv ask -c "
+                     "\"…\")")
     finally:
         out.end_line()
         await source.aclose()
+        await workspace.aclose()
+    return 0
+
+
+def conversations(paths: Paths, as_json: bool) -> int:
+    """List the conversations kept for `ask`, newest first."""
+    store = Workspace(paths).conversations
+    try:
+        found = store.conversations("cli")
+    finally:
+        store.close()
+    if as_json:
+        rows = [{"id": c.conversation_id, "turns": c.turns, "created_at": c.created_at,
+                 "updated_at": c.updated_at, "first_question": c.first_question} for c in found]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not found:
+        print('No conversations yet. Start one with: detektiv ask "…"')
+        return 0
+    for info in found:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
+        question = " ".join(strip_control(info.first_question).split())
+        if len(question) > 60:
+            question = question[:59] + "…"
+        print(f"{info.conversation_id:<10} {when}  {info.turns:>3} turns  {question}")
     return 0
 
 
