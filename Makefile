@@ -26,6 +26,7 @@ bench: $(STAMP)
 	$(PY) bench/sessions.py
 	$(PY) bench/render.py
 	$(PY) bench/startup.py
+	$(PY) bench/context.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

@@ -409,3 +409,71 @@ async def test_ten_rounds_in_a_1024_token_window_complete_without_overflow(
     assert run.session.context_fits == fits  # stored with the session, for `show`
     report = workspace.export(run.session.short_id, "md")
     assert "## Context" in report and "fitted to their windows" in report
+
+
+def _sse(text: str) -> Reply:
+    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    end = {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return Reply(200, {"content-type": "text/event-stream"},
+                 [f"data: {json.dumps(chunk)}\n\n".encode(), f"data: {json.dumps(end)}\n\n"
+                  .encode(), b"data: [DONE]\n\n"])
+
+
+async def test_a_tokenizer_that_answers_nonsense_is_not_believed(paths) -> None:
+    routes = {
+        "GET /props": lambda _: json_reply({"default_generation_settings": {"n_ctx": 2048}}),
+        "POST /apply-template": lambda _: json_reply({"prompt": "whatever"}),
+        "POST /tokenize": lambda _: json_reply({"tokens": []}),
+    }
+    with WireServer(routes) as server:
+        from engine import ProviderConfig
+
+        provider = create_provider(
+            "liar", ProviderConfig(kind="openai", model="m", base_url=server.url + "/v1"), paths)
+        try:
+            fitted = await fit(provider, StreamRequest.of("tell me " * 200, max_tokens=100))
+            assert fitted.report.counted == "estimate" and fitted.report.window == 2048
+            assert fitted.report.used == estimate("tell me " * 200) + 7  # template allowance
+            with pytest.raises(DoesNotFit):  # 2048 − 100 − 204 tokens: this is too long
+                await fit(provider, StreamRequest.of("tell me " * 900, max_tokens=100))
+        finally:
+            forget_window(provider)
+            await provider.aclose()
+
+
+async def test_a_server_that_refuses_a_prompt_as_too_long_gets_it_refitted(paths) -> None:
+    """A server claims a window it does not have: its 400 names the real one, and the router
+    fits the prompt again to that, once, without counting it against the circuit."""
+    from engine import Config, ProviderConfig, Router, TokenDelta
+
+    received: list[int] = []
+
+    def chat(recorded) -> Reply:  # type: ignore[no-untyped-def]
+        messages = recorded.json()["messages"]
+        size = sum(estimate(m["content"]) for m in messages)
+        received.append(size)
+        if size > 900:
+            return json_reply({"error": {"message": f"request ({size} tokens) exceeds the "
+                                         "available context size (1024 tokens), try increasing "
+                                         "it", "code": 400}}, status=400)
+        return _sse("fitted")
+
+    routes = {"GET /props": lambda _: json_reply({"default_generation_settings":
+                                                  {"n_ctx": 100_000}}),
+              "POST /v1/chat/completions": chat}
+    with WireServer(routes) as server:
+        config = Config(providers={"srv": ProviderConfig(kind="openai", model="m",
+                                                         base_url=server.url + "/v1")})
+        router = Router(config, paths, persist=False)
+        pairs = rounds_of(30)
+        request = StreamRequest(messages=tuple(frame(transcript(pairs, True))), max_tokens=50)
+        prompt = transcript_prompt(request, pairs, frame, analyses=True)
+        try:
+            events = [event async for event in router.stream(prompt)]
+        finally:
+            forget_window(router.providers["srv"])
+            await router.aclose()
+    assert [e.text for e in events if isinstance(e, TokenDelta)] == ["fitted"]
+    assert len(received) == 2 and received[0] > 1024 >= received[1]
+    assert router.states["srv"].consecutive_failures == 0

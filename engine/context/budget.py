@@ -225,12 +225,28 @@ def _schema_tokens(schema: dict[str, Any] | None) -> int:
     return estimate(json.dumps(schema, separators=(",", ":")))
 
 
+PLAUSIBLE = 5
+"""An exact count more than this many times off the estimate is not believed (a server that
+answers /tokenize with an empty list would otherwise let any prompt through)."""
+
+
 async def _count(provider: Provider, messages: Sequence[Message]) -> int | None:
+    """The provider's exact count, or None (then this provider is estimated from now on)."""
     try:
-        return await provider.count_tokens(messages)
+        counted = await provider.count_tokens(messages)
     except Exception as exc:  # fall back to the estimate, and say so in the report
         log.info("%s: cannot count tokens: %s", provider.name, exc)
-        return None
+        counted = None
+    guess = estimate_messages(messages)
+    if counted is not None and guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
+        return counted
+    if counted is not None:
+        log.info("%s: a count of %d tokens for about %d is not believed", provider.name,
+                 counted, guess)
+    key = _key(provider)
+    if key in _windows:
+        _windows[key] = replace(_windows[key], exact=False)
+    return None
 
 
 async def fit(
