@@ -315,3 +315,31 @@ async def test_a_cut_off_answer_is_marked_in_the_live_view(home: Path) -> None:
         assert "It was built in" in text
         assert text.count(ANSWER_CUT_OFF) == 1
         assert text.index("It was built in") < text.index(ANSWER_CUT_OFF)
+
+
+async def test_a_trimmed_prompt_is_noted_in_the_live_view(home: Path) -> None:
+    from engine.models.events import ContextFitted, Finished, Phase, ProviderChosen, Started
+    from engine.models.session import ContextFit
+
+    app = app_for(home)
+    journal = app.store.create("The bridge is old", 5)
+    journal.record(Started(session_id=str(journal.session.id), hypothesis="The bridge is old",
+                           iteration_limit=5))
+    journal.record(Phase(phase="question", sequence=4))
+    journal.record(ProviderChosen(role="detective", provider="d:m"))
+    base = ContextFit(role="detective", sequence=4, provider="d:m", used=900, window=1024,
+                      window_source="server", counted="exact", reply=100)
+    journal.record(ContextFitted(fit=base))  # nothing trimmed: no line
+    journal.record(ContextFitted(fit=base.model_copy(update={"digested": [2], "used": 1000})))
+    journal.session.status = "cancelled"
+    journal.save()
+    journal.record(Finished(status="cancelled"))
+    journal.close()
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: table.row_count == 1)
+        await pilot.press("o")
+        await until(pilot, lambda: app.live.status_text.startswith("cancelled"))
+        text = app.live.query_one(TranscriptView).plain_text()
+        assert text.count("context (detective, d:m)") == 1
+        assert "1000/1024 tokens, counted exactly · round 2 digested" in text

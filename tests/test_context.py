@@ -477,3 +477,34 @@ async def test_a_server_that_refuses_a_prompt_as_too_long_gets_it_refitted(paths
     assert [e.text for e in events if isinstance(e, TokenDelta)] == ["fitted"]
     assert len(received) == 2 and received[0] > 1024 >= received[1]
     assert router.states["srv"].consecutive_failures == 0
+
+
+async def test_a_failover_to_a_smaller_window_refits_the_prompt(llama_server: LlamaServer,
+                                                                paths, proxy) -> None:
+    """The first provider claims 100k tokens and fails; the prompt the second one (2048)
+    receives is fitted for 2048, not the one built for 100k."""
+    from engine import Attempt, Config, Done, Fitted, ProviderConfig, Router
+
+    proxy.default = "500"
+    config = Config(providers={
+        "big": ProviderConfig(kind="openai", model="m", base_url=proxy.url,
+                              context_window=100_000, priority=1),
+        "small": llama_server.provider_config(priority=2),
+    })
+    router = Router(config, paths, persist=False)
+    pairs = rounds_of(30)
+    request = StreamRequest(messages=tuple(frame(transcript(pairs, True))), max_tokens=8,
+                            temperature=0)
+    prompt = transcript_prompt(request, pairs, frame, analyses=True)
+    try:
+        events = [event async for event in router.stream(prompt)]
+    finally:
+        await router.aclose()
+    fits = {event.provider: event.report for event in events if isinstance(event, Fitted)}
+    assert [e.provider for e in events if isinstance(e, Attempt)] == ["big", "small"]
+    assert not fits["big"].trim and fits["big"].window == 100_000
+    assert fits["small"].window == 2048 and fits["small"].trim
+    assert fits["small"].used <= 2048 - 8 and fits["small"].counted == "exact"
+    sent_to_big = json.loads(proxy.requests[0])["messages"][1]["content"]
+    assert sent_rounds(sent_to_big) == {n: "whole" for n in range(1, 31)}
+    assert isinstance(events[-1], Done)  # the small one answered (perhaps nothing: a tiny model)

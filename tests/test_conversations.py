@@ -335,3 +335,19 @@ def test_a_corrupt_policy_warns_and_ask_still_answers(tmp_path: Path,
     assert result.returncode == 0, result.stderr
     assert "context.toml: max_turns" in result.stderr and "using the defaults" in result.stderr
     assert "conversation " in result.stderr
+
+
+def test_a_fitted_call_shows_a_line_only_when_rounds_were_trimmed() -> None:
+    from engine import ContextFit, ContextFitted, context_summary, note
+
+    whole = ContextFit(role="witness", sequence=2, provider="srv:gemma", used=300,
+                       window=8192, window_source="server", counted="exact", reply=1024)
+    trimmed = whole.model_copy(update={"digested": [2, 3, 4], "omitted": [5],
+                                       "reply": 341, "asked_reply": 1024})
+    assert note(ContextFitted(fit=whole)) is None
+    line = note(ContextFitted(fit=trimmed))
+    assert line is not None
+    assert "300/8192 tokens" in line and "rounds 2–4 digested" in line
+    assert "round 5 left out" in line and "reply 341 of 1024 tokens" in line
+    summary = context_summary([whole, trimmed])
+    assert summary is not None and "2 model calls" in summary and "1 with rounds trimmed" in summary

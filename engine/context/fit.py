@@ -230,17 +230,21 @@ def plan_rounds(
     whole: Mode = "whole"
     middle: list[Mode] = ["digest"] * max(0, n - 2)
     modes: list[Mode] = [whole, *middle, whole] if n > 1 else [whole]
-    if _total(plan(modes), omitted_cost) <= limit:
-        for i in range(n - 2, 0, -1):
-            modes[i] = "whole"
-            if _total(plan(modes), omitted_cost) > limit:
-                modes[i] = "digest"
+    total = _total(plan(modes), omitted_cost)
+    if total <= limit:
+        for i in range(n - 2, 0, -1):  # counted by difference: no re-adding of every round
+            grown = total + rounds[i].cost("whole") - rounds[i].cost("digest")
+            if grown > limit:
                 break
+            modes[i], total = "whole", grown
         return done(plan(modes))
     # digests left out, oldest first
     for i in range(1, n - 1):
+        # rounds 2..i+1 are out now: one more for the line that says so, one digest less
+        total += (omitted_cost(i) - (omitted_cost(i - 1) if i > 1 else 0)
+                  - rounds[i].cost("digest"))
         modes[i] = "omitted"
-        if _total(plan(modes), omitted_cost) <= limit:
+        if total <= limit:
             return done(plan(modes))
     # the first and last answers shortened evenly; then the first round left out too
     starts: list[list[Mode]] = [["whole"], ["omitted"]] if n > 1 else [[]]
