@@ -508,3 +508,21 @@ async def test_a_failover_to_a_smaller_window_refits_the_prompt(llama_server: Ll
     sent_to_big = json.loads(proxy.requests[0])["messages"][1]["content"]
     assert sent_rounds(sent_to_big) == {n: "whole" for n in range(1, 31)}
     assert isinstance(events[-1], Done)  # the small one answered (perhaps nothing: a tiny model)
+
+
+async def test_a_vllm_server_lists_its_window(paths) -> None:
+    routes = {"GET /v1/models": lambda _: json_reply({"object": "list", "data": [
+        {"id": "other", "max_model_len": 4096},
+        {"id": "qwen", "object": "model", "max_model_len": 32768}]})}
+    with WireServer(routes) as server:
+        from engine import ProviderConfig
+
+        provider = create_provider(
+            "vllm", ProviderConfig(kind="openai", model="qwen", base_url=server.url + "/v1"),
+            paths)
+        try:
+            window = await window_of(provider)
+            assert (window.tokens, window.source, window.exact) == (32768, "server", False)
+        finally:
+            forget_window(provider)
+            await provider.aclose()

@@ -28,6 +28,8 @@ _PIECES = re.compile(r"[A-Za-z]{1,7}|[^\sA-Za-z]|\s{2,}|[^\S ]")
 a digit, a symbol, a character outside ASCII, a run of whitespace, or a newline or tab (a
 single space joins the next word for free)."""
 _RUNS = re.compile(r"([^\w\s])\1{2,}")
+_COMMON_RUNS = ("---", "===", "___", "***", "###", "...", "~~~", "───", "━━━", "═══")
+"""The runs worth looking for (other runs count a token a character: an overestimate)."""
 _ASTRAL = re.compile(r"[\U00010000-\U0010FFFF]")
 
 
@@ -38,9 +40,10 @@ def estimate(text: str) -> int:
     total = len(_PIECES.findall(text))
     if not text.isascii():
         total += len(_ASTRAL.findall(text))  # emoji and the like: two tokens or more
-    for match in _RUNS.finditer(text):  # `-----` is a few tokens, not one a dash
-        length = match.end() - match.start()
-        total -= length - (1 + length // 8)
+    if any(run in text for run in _COMMON_RUNS):  # a few substring searches, not a scan
+        for match in _RUNS.finditer(text):  # `-----` is a few tokens, not one a dash
+            length = match.end() - match.start()
+            total -= length - (1 + length // 8)
     return total
 
 

@@ -1,6 +1,6 @@
 """llama.cpp's own endpoints beside the OpenAI-compatible ones: the slot's window and exact
 token counts. Used by the `local` kind (its in-process server) and by `openai` providers that
-point at a llama.cpp server.
+point at a llama.cpp server. (`listed_window` reads vLLM's `max_model_len` from /models.)
 
 - `GET /props` → `default_generation_settings.n_ctx` (the context one slot gives a request);
   `GET /slots` → `[0].n_ctx` when /props does not say.
@@ -21,7 +21,7 @@ import httpx
 
 from engine.providers._base import Message
 
-__all__ = ["api_root", "count_chat_tokens", "slot_window"]
+__all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_window"]
 
 _TIMEOUT = httpx.Timeout(5.0)
 _MAX_WINDOW = 10_000_000
@@ -62,6 +62,20 @@ async def slot_window(
     slots = await _get_json(client, f"{root}/slots", headers)
     if isinstance(slots, list) and slots and isinstance(slots[0], dict):
         return _window(slots[0].get("n_ctx"))
+    return None
+
+
+async def listed_window(
+    client: httpx.AsyncClient, base_url: str, model: str, headers: Mapping[str, str]
+) -> int | None:
+    """`max_model_len` of `model` in the server's /models list (vLLM says it there)."""
+    listing = await _get_json(client, f"{base_url.rstrip('/')}/models", headers)
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("id") == model:
+            return _window(entry.get("max_model_len"))
     return None
 
 

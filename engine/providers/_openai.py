@@ -33,7 +33,12 @@ from engine.providers._http import (
     parse_retry_after,
     server_dropped_connection,
 )
-from engine.providers._llamacpp import api_root, count_chat_tokens, slot_window
+from engine.providers._llamacpp import (
+    api_root,
+    count_chat_tokens,
+    listed_window,
+    slot_window,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -206,13 +211,18 @@ class OpenAIProvider(Provider):
         api = await self._llamacpp_api()
         if api is None:
             return None
+        client, root, headers = api
         try:
-            window = await slot_window(*api)
+            window = await slot_window(client, root, headers)
+            self._llamacpp = window is not None
+            if window is None and self.config.base_url is not None:  # vLLM lists it
+                window = await listed_window(client, self.config.base_url, self.config.model,
+                                             headers)
         except httpx.TransportError:  # no answer: ask again next time
             raise
         except httpx.HTTPError:
             window = None
-        self._llamacpp = window is not None
+            self._llamacpp = False
         return window
 
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
