@@ -114,8 +114,8 @@ class FaultProxy:
             fault = self._by_schema(body) or self._next_fault()
             self.requests.append(body)
             await self._serve(fault, method, path, headers, body, reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, httpx.TransportError):
+            pass  # the client (or the server behind) went away: so does this connection
         finally:
             self.open -= 1
             with contextlib.suppress(Exception):

@@ -231,22 +231,32 @@ answers /tokenize with an empty list would otherwise let any prompt through)."""
 
 
 async def _count(provider: Provider, messages: Sequence[Message]) -> int | None:
-    """The provider's exact count, or None (then this provider is estimated from now on)."""
+    """The provider's exact count, or None: this call is estimated. A server that cannot
+    count (an error status, a reply of the wrong shape, a count nobody could mean) is
+    estimated from then on; one that did not answer this time is asked again next time."""
     try:
         counted = await provider.count_tokens(messages)
     except Exception as exc:  # fall back to the estimate, and say so in the report
         log.info("%s: cannot count tokens: %s", provider.name, exc)
-        counted = None
+        if _transient(exc):
+            return None
+        counted = -1
     guess = estimate_messages(messages)
     if counted is not None and guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
         return counted
-    if counted is not None:
+    if counted is not None and counted >= 0:
         log.info("%s: a count of %d tokens for about %d is not believed", provider.name,
                  counted, guess)
     key = _key(provider)
     if key in _windows:
         _windows[key] = replace(_windows[key], exact=False)
     return None
+
+
+def _transient(exc: Exception) -> bool:
+    import httpx
+
+    return isinstance(exc, httpx.TransportError)
 
 
 async def fit(
