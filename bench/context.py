@@ -194,19 +194,22 @@ async def interrogations(base: str, home: Path, runs: int, concurrency: int, fit
     return context_failures, complete, others
 
 
-async def estimate_error(base: str, prompts: list[list[Message]]) -> None:
+async def estimate_error(base: str, prompts: list[list[Message]], window: int) -> None:
     errors = []
+    shortfall = 0
     async with httpx.AsyncClient() as client:
         for messages in prompts:
             exact = await count_chat_tokens(client, base, {}, messages)
-            errors.append((estimate_messages(messages) - exact) / exact)
+            guess = estimate_messages(messages)
+            errors.append((guess - exact) / exact)
+            shortfall = max(shortfall, exact - guess)
     mean_abs = statistics.mean(abs(e) for e in errors)
-    worst_under = min(errors)
-    print(f"  {len(errors)} prompts: mean |error| {mean_abs * 100:.1f} %, mean "
+    margin = max(64, window // 10)
+    print(f"  (b) {len(errors)} prompts: mean |error| {mean_abs * 100:.1f} %, mean "
           f"{statistics.mean(errors) * 100:+.1f} %, worst underestimate "
-          f"{worst_under * 100:+.1f} %, worst overestimate {max(errors) * 100:+.1f} %")
-    print(f"  margin kept when estimating: 10 % of the window; worst underestimate covered: "
-          f"{'yes' if -worst_under < 0.10 else 'NO'}")
+          f"{min(errors) * 100:+.1f} %, worst overestimate {max(errors) * 100:+.1f} %")
+    print(f"  largest shortfall {shortfall} tokens; the margin kept when estimating a "
+          f"{window}-token window is {margin}: {'covered' if shortfall < margin else 'NOT'}")
 
 
 async def main() -> None:
@@ -238,7 +241,7 @@ async def main() -> None:
                   f"10 rounds ({time.monotonic() - start:.0f} s)"
                   + (f"; other endings: {others}" if others else ""))
             if fitted and prompts:
-                await estimate_error(base, prompts)
+                await estimate_error(base, prompts, 2048 if server_args else 8192)
                 prompts.clear()
         finally:
             server.terminate()

@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.casefile import (
@@ -92,6 +92,10 @@ class _Turn:
 
 
 _EMPTY = "the question is empty"
+EMPTY_RETRIES = 2
+"""Times an empty question is asked for again before the session fails."""
+RETRY_TEMPERATURE = 0.8
+"""The temperature those retries use at least (the configured one when higher)."""
 
 
 def _nonempty(provider: str, text: str, finish_reason: str) -> None:
@@ -223,17 +227,29 @@ class Interrogation:
                 yield event
         except AllProvidersFailed as exc:
             # Models do reply with nothing now and then (a small one ends its turn at once, a
-            # reasoning one spends its budget thinking): ask once more, saying so.
+            # reasoning one spends its budget thinking): ask again, saying so, and sampled (at
+            # temperature 0 a model that said nothing says nothing again).
             if not any(why.endswith(_EMPTY) for _, why in exc.failures):
                 raise
-            yield self._trail(AuditTrailEntry(event="error", role="detective",
-                                              reason=f"{_EMPTY}, asking again"))
             request = request.then(
                 Message("assistant", "(empty)"),
                 Message("user", fill(load_prompt("empty_question"), SEQUENCE=sequence)),
             )
-            async for event in self._call(request, "detective", asked, sequence, _nonempty):
-                yield event
+            if settings.temperature is not None and settings.temperature < RETRY_TEMPERATURE:
+                request = replace(request, request=replace(request.request,
+                                                           temperature=RETRY_TEMPERATURE))
+            for attempt in range(1, EMPTY_RETRIES + 1):
+                yield self._trail(AuditTrailEntry(event="error", role="detective",
+                                                  reason=f"{_EMPTY}, asking again"))
+                try:
+                    async for event in self._call(request, "detective", asked, sequence,
+                                                  _nonempty):
+                        yield event
+                    break
+                except AllProvidersFailed as again:
+                    empty = any(why.endswith(_EMPTY) for _, why in again.failures)
+                    if not empty or attempt == EMPTY_RETRIES:
+                        raise
         question = asked.text.strip()
 
         yield self._emit(Phase(phase="answer", sequence=sequence))

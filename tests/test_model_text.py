@@ -46,8 +46,9 @@ def test_fill_is_one_pass() -> None:
 
 
 async def run(proxy: FaultProxy, paths: Paths, store: SessionStore, hypothesis: str,
-              limit: int = 5) -> tuple[list[Any], str]:
+              limit: int = 5, temperature: float | None = None) -> tuple[list[Any], str]:
     config = make_config({"via": proxy.url}, ["via"], ["via"])
+    config.interrogation.temperature = temperature
     router = Router(config, paths, persist=False)
     journal = store.create(hypothesis, limit)
     try:
@@ -111,25 +112,30 @@ async def test_structured_replies_wrapped_in_prose_or_fences_are_accepted(
     assert session.audit_result.summary == "The witness said little."
 
 
-async def test_an_empty_question_is_asked_for_again_once(
+async def test_an_empty_question_is_asked_for_again_sampled(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     proxy.scripts |= QUESTIONS | {"empty": ("", "stop"), "gap": (gap(False), "stop"),
                                   "audit": (AUDIT, "stop")}
     proxy.plan = ["script:empty", "script:q1", "pass", "script:gap", "script:audit"]
     store = SessionStore(tmp_path / "s")
-    events, directory = await run(proxy, paths, store, "Rain is wet")
+    events, directory = await run(proxy, paths, store, "Rain is wet", temperature=0)
     assert isinstance(events[-1], Finished) and events[-1].status == "completed"
     session = store.load(directory)
     assert session.qa_pairs[0].question == "When was it built?"
     assert "the question is empty, asking again" in [t.reason for t in session.audit_trail]
-    again = json.loads(proxy.requests[1])["messages"]
-    assert again[-1]["content"].startswith("Your reply was empty. Write question 1 now")
+    again = json.loads(proxy.requests[1])
+    assert again["messages"][-1]["content"].startswith("Your reply was empty. Write question 1")
+    assert json.loads(proxy.requests[0])["temperature"] == 0
+    assert again["temperature"] == 0.8  # sampled: greedy, it would say nothing again
 
-    proxy.plan = ["script:empty", "script:empty"]
+    proxy.plan = ["script:empty", "script:empty", "script:empty"]  # asked twice more, then out
     events, directory = await run(proxy, paths, store, "Snow is cold")
     assert isinstance(events[-1], Finished) and events[-1].status == "failed"
     assert "the question is empty" in (events[-1].reason or "")
+    session = store.load(directory)
+    assert [t.reason for t in session.audit_trail].count("the question is empty, asking again") \
+        == 2
 
 
 async def test_an_answer_cut_off_at_the_token_limit_is_marked_everywhere(

@@ -18,9 +18,11 @@ from engine.providers import Message
 
 __all__ = ["MESSAGE_OVERHEAD", "estimate", "estimate_messages"]
 
-MESSAGE_OVERHEAD = 4
-"""Tokens a chat template adds around each message (role markers, separators)."""
-_REPLY_PRIMER = 3
+MESSAGE_OVERHEAD = 12
+"""Tokens a chat template adds around each message (role markers, separators). Measured:
+ChatML on a model whose vocabulary lacks its markers (the bundled Gemma) costs 11; templates
+with special tokens (OpenAI's, Qwen's) about 4. The larger figure is kept: it is safe."""
+_REPLY_PRIMER = 10
 """Tokens of the assistant header that opens the reply."""
 
 _PIECES = re.compile(r"[A-Za-z]{1,7}|[^\sA-Za-z]|\s{2,}|[^\S ]")
