@@ -95,7 +95,8 @@ _EMPTY = "the question is empty"
 EMPTY_RETRIES = 2
 """Times an empty question is asked for again before the session fails."""
 RETRY_TEMPERATURE = 0.8
-"""The temperature those retries use at least (the configured one when higher)."""
+"""The temperature the last of those retries uses at least (the configured one when
+higher); the first keeps the configured one."""
 
 
 def _nonempty(provider: str, text: str, finish_reason: str) -> None:
@@ -227,18 +228,19 @@ class Interrogation:
                 yield event
         except AllProvidersFailed as exc:
             # Models do reply with nothing now and then (a small one ends its turn at once, a
-            # reasoning one spends its budget thinking): ask again, saying so, and sampled (at
-            # temperature 0 a model that said nothing says nothing again).
+            # reasoning one spends its budget thinking): ask again, saying so; the last time
+            # sampled (at temperature 0 a model that said nothing twice says nothing again).
             if not any(why.endswith(_EMPTY) for _, why in exc.failures):
                 raise
             request = request.then(
                 Message("assistant", "(empty)"),
                 Message("user", fill(load_prompt("empty_question"), SEQUENCE=sequence)),
             )
-            if settings.temperature is not None and settings.temperature < RETRY_TEMPERATURE:
-                request = replace(request, request=replace(request.request,
-                                                           temperature=RETRY_TEMPERATURE))
             for attempt in range(1, EMPTY_RETRIES + 1):
+                if attempt == EMPTY_RETRIES and (settings.temperature is not None
+                                                 and settings.temperature < RETRY_TEMPERATURE):
+                    request = replace(request, request=replace(
+                        request.request, temperature=RETRY_TEMPERATURE))
                 yield self._trail(AuditTrailEntry(event="error", role="detective",
                                                   reason=f"{_EMPTY}, asking again"))
                 try:

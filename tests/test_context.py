@@ -22,6 +22,7 @@ from engine import (
     StreamRequest,
     Workspace,
     estimate,
+    estimate_messages,
     fit,
     window_of,
 )
@@ -434,7 +435,7 @@ async def test_a_tokenizer_that_answers_nonsense_is_not_believed(paths) -> None:
         try:
             fitted = await fit(provider, StreamRequest.of("tell me " * 200, max_tokens=100))
             assert fitted.report.counted == "estimate" and fitted.report.window == 2048
-            assert fitted.report.used == estimate("tell me " * 200) + 7  # template allowance
+            assert fitted.report.used == estimate_messages(fitted.request.messages)
             with pytest.raises(DoesNotFit):  # 2048 − 100 − 204 tokens: this is too long
                 await fit(provider, StreamRequest.of("tell me " * 900, max_tokens=100))
         finally:

@@ -36,6 +36,7 @@ from engine import (
 )
 from engine.context.conversations import ConversationsError
 from engine.context.policy import ReferencePolicy
+from engine.context.tokens import MESSAGE_OVERHEAD
 from tests.conftest import ROOT, LlamaServer, cli
 
 NOW = 1_800_000_000.0
@@ -155,7 +156,7 @@ def test_max_chars_keeps_the_newest_whole_turns() -> None:
 def test_the_token_budget_drops_oldest_and_never_opens_with_an_answer() -> None:
     history = turns("question one " * 5, "answer one " * 5, "question two " * 5,
                     "answer two " * 5)
-    cost = estimate("answer two " * 5) + 4
+    cost = estimate("answer two " * 5) + MESSAGE_OVERHEAD
     recent = select_recent(history, LIMITS, now=NOW, budget=cost * 3 - 1)
     # three turns do not fit; two do, and a history never starts with an orphaned answer
     assert [t.index for t in recent.turns] == [2, 3]

@@ -126,11 +126,13 @@ async def test_an_empty_question_is_asked_for_again_sampled(
     assert "the question is empty, asking again" in [t.reason for t in session.audit_trail]
     again = json.loads(proxy.requests[1])
     assert again["messages"][-1]["content"].startswith("Your reply was empty. Write question 1")
-    assert json.loads(proxy.requests[0])["temperature"] == 0
-    assert again["temperature"] == 0.8  # sampled: greedy, it would say nothing again
+    assert json.loads(proxy.requests[0])["temperature"] == again["temperature"] == 0
 
     proxy.plan = ["script:empty", "script:empty", "script:empty"]  # asked twice more, then out
-    events, directory = await run(proxy, paths, store, "Snow is cold")
+    before = len(proxy.requests)
+    events, directory = await run(proxy, paths, store, "Snow is cold", temperature=0)
+    temperatures = [json.loads(body)["temperature"] for body in proxy.requests[before:]]
+    assert temperatures == [0, 0, 0.8]  # the last time sampled: greedy says nothing again
     assert isinstance(events[-1], Finished) and events[-1].status == "failed"
     assert "the question is empty" in (events[-1].reason or "")
     session = store.load(directory)
