@@ -143,6 +143,12 @@ class RoundCost(Generic[T]):
             self._counts[what] = found
         return found
 
+    def floor(self) -> int:
+        """About the least the whole form can cost (an estimate piece covers at most 8
+        characters, but for long runs of whitespace): enough to see that a transcript cannot
+        fit whole without measuring every round. Only ever skips work, never decides a fit."""
+        return len(self.whole(None, None)) // 8 + self.extra
+
     def cost(self, mode: Mode, cap: int | None = None, qcap: int | None = None) -> int:
         if mode == "omitted":
             return 0
@@ -224,7 +230,7 @@ def plan_rounds(
         return Plan(tuple(chosen), _trim(chosen), _total(chosen, omitted_cost))
 
     everything = plan(["whole"] * n)
-    if _total(everything, omitted_cost) <= limit:
+    if sum(r.floor() for r in rounds) <= limit and _total(everything, omitted_cost) <= limit:
         return done(everything)
     # first and last whole, the middle digested; then newest middle rounds promoted
     whole: Mode = "whole"
