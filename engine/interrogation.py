@@ -35,6 +35,7 @@ from engine.casefile import (
 )
 from engine.config import InterrogationConfig
 from engine.context.budget import FitReport, Prompt
+from engine.context.fit import shorten
 from engine.errors import (
     AllProvidersFailed,
     BadResponseError,
@@ -92,6 +93,8 @@ class _Turn:
 
 
 _EMPTY = "the question is empty"
+RETRY_ECHO = 400
+"""Characters of an invalid structured reply shown back to the model with the error."""
 EMPTY_RETRIES = 2
 """Times an empty question is asked for again before the session fails."""
 RETRY_TEMPERATURE = 0.8
@@ -384,7 +387,9 @@ class Interrogation:
                     f"the {what} from {turn.provider} was still invalid after a retry: {detail}"
                 )
             request = request.then(
-                Message("assistant", turn.text or "(empty)"),
+                # the invalid reply is shown again only in part: it is there to point at the
+                # error, and all of it would take the window from the transcript
+                Message("assistant", shorten(turn.text, RETRY_ECHO) or "(empty)"),
                 Message("user", fill(load_prompt("validation_retry"), ERROR=detail)),
             )
 

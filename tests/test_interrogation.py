@@ -239,3 +239,21 @@ async def test_cancelling_stops_both_models_within_a_second(
     records = read_events(journal.directory / "events.jsonl")
     assert isinstance(records[-1].event, Finished) and records[-1].event.status == "cancelled"
     assert not store.is_live(journal.directory.name)
+
+
+async def test_a_long_invalid_reply_is_shown_back_only_in_part(
+    llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    """All of it would take the window from the transcript the retry must still carry."""
+    config = make_config({"via": proxy.url}, ["via"], ["via"])
+    rambling = "I think the analysis is as follows, " * 120 + "and that is all."
+    proxy.scripts |= {"q": ("At what temperature does water boil?", "stop"),
+                      "ramble": (rambling, "stop")}
+    proxy.plan = ["script:q", "pass", "script:ramble"]
+    events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+    retry_request = json.loads(proxy.requests[3])
+    echoed = retry_request["messages"][-2]
+    assert echoed["role"] == "assistant"
+    assert len(echoed["content"]) < 500 < len(rambling)
+    assert echoed["content"].startswith("I think the analysis") and \
+        echoed["content"].endswith("and that is all.") and "chars cut" in echoed["content"]
