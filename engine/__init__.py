@@ -136,6 +136,12 @@ if TYPE_CHECKING:
         InterrogationFailed as InterrogationFailed,
     )
     from engine.errors import (
+        NoteRefused as NoteRefused,
+    )
+    from engine.errors import (
+        OracleError as OracleError,
+    )
+    from engine.errors import (
         ProviderConnectionError as ProviderConnectionError,
     )
     from engine.errors import (
@@ -234,6 +240,15 @@ if TYPE_CHECKING:
     from engine.models.events import (
         encode_record as encode_record,
     )
+    from engine.models.notes import (
+        ContextSnapshot as ContextSnapshot,
+    )
+    from engine.models.notes import (
+        LlmEntry as LlmEntry,
+    )
+    from engine.models.notes import (
+        NoteEntry as NoteEntry,
+    )
     from engine.models.session import (
         ANSWER_CUT_OFF as ANSWER_CUT_OFF,
     )
@@ -269,6 +284,42 @@ if TYPE_CHECKING:
     )
     from engine.models.session import (
         consistency_score as consistency_score,
+    )
+    from engine.oracles.catalog import (
+        Oracle as Oracle,
+    )
+    from engine.oracles.catalog import (
+        OracleCatalog as OracleCatalog,
+    )
+    from engine.oracles.consult import (
+        Consultation as Consultation,
+    )
+    from engine.oracles.consult import (
+        OracleAttempt as OracleAttempt,
+    )
+    from engine.oracles.consult import (
+        OracleDelta as OracleDelta,
+    )
+    from engine.oracles.consult import (
+        OracleEvent as OracleEvent,
+    )
+    from engine.oracles.consult import (
+        OracleFailed as OracleFailed,
+    )
+    from engine.oracles.consult import (
+        OracleNote as OracleNote,
+    )
+    from engine.oracles.consult import (
+        OracleSaved as OracleSaved,
+    )
+    from engine.oracles.consult import (
+        Preview as Preview,
+    )
+    from engine.oracles.consult import (
+        PreviewPart as PreviewPart,
+    )
+    from engine.oracles.notes import (
+        NOTE_TYPES as NOTE_TYPES,
     )
     from engine.paths import (
         Paths as Paths,
@@ -319,6 +370,9 @@ if TYPE_CHECKING:
         select_provider as select_provider,
     )
     from engine.report import (
+        answer_title as answer_title,
+    )
+    from engine.report import (
         completeness as completeness,
     )
     from engine.report import (
@@ -340,7 +394,13 @@ if TYPE_CHECKING:
         note as note,
     )
     from engine.report import (
+        note_title as note_title,
+    )
+    from engine.report import (
         round_title as round_title,
+    )
+    from engine.report import (
+        snapshot_line as snapshot_line,
     )
     from engine.report import (
         trail_line as trail_line,

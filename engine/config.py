@@ -173,13 +173,17 @@ class OracleConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dir: str | None = None
-    """Extra oracles directory (env ORACLES_DIR); the shipped ones are always read."""
+    """The oracles directory read first (env ORACLES_DIR); unset: the shipped
+    `prompts/oracles`. The user's `oracles/` beside the config file is read after it and
+    overrides a file of the same name."""
     placeholder: str = "{{CONTEXT}}"
     """Where the context goes in an oracle prompt (env ORACLE_PLACEHOLDER)."""
     cache_ttl: float = Field(default=10.0, ge=0)
     """Seconds between re-reads of the oracle list (env ORACLE_CACHE_TTL)."""
     timeout: float = Field(default=30.0, gt=0, le=600)
     """Seconds that bound one oracle call (env LLM_TIMEOUT_SECONDS)."""
+    max_tokens: int = Field(default=1024, ge=16, le=32768)
+    """Token budget of one oracle answer, unless its front matter sets `max_tokens`."""
 
 
 class RouterConfig(BaseModel):

@@ -7,7 +7,9 @@
     ├── SessionError                  a stored session cannot be used
     │   ├── SessionNotFound           no session matches the id given (or it is ambiguous)
     │   ├── SessionBusy               another live process is running the session
-    │   └── SessionCorrupt            a session file is damaged; names the file, changes nothing
+    │   ├── SessionCorrupt            a session file is damaged; names the file, changes nothing
+    │   └── NoteRefused               a file cannot be a note (its type, size or encoding)
+    ├── OracleError                   no oracle matches, or the one named is invalid (says why)
     └── ProviderError                 a model provider failed; carries `provider`
         ├── AuthError                 401/403: missing, wrong or unauthorised API key
         ├── RateLimitedError          429: carries `retry_after` seconds when the server said
@@ -41,6 +43,8 @@ __all__ = [
     "DetektivError",
     "FirstTokenTimeout",
     "InterrogationFailed",
+    "NoteRefused",
+    "OracleError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeout",
@@ -241,3 +245,11 @@ class SessionCorrupt(SessionError):
     def __init__(self, path: object, problem: str) -> None:
         self.path = path
         super().__init__(f"{path}: {problem}")
+
+
+class NoteRefused(SessionError):
+    """A file cannot be taken as a note; the message names it and says why."""
+
+
+class OracleError(DetektivError):
+    """No oracle matches the name, id or slug given, or the one named is invalid."""

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
 from engine.report import (
     ANSWER_CUT_OFF,
+    answer_title,
     context_summary,
     contradiction,
     fit_line,
     follow_up,
+    note_title,
     round_title,
+    snapshot_line,
     trail_line,
 )
 from engine.text import strip_control
@@ -31,21 +35,42 @@ def _quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in clean.splitlines())
 
 
-def to_markdown(session: InterrogationSession, status: str | None = None) -> str:
-    """A readable report: every question and answer, gaps per round, the audit, the trail.
-
-    `status` overrides the stored one for display (`interrupted`).
-    """
-    out = [
-        f"# Interrogation: {strip_control(session.hypothesis.text).strip()}",
-        "",
+def to_markdown(
+    session: InterrogationSession,
+    status: str | None = None,
+    notes: list[tuple[NoteEntry, str]] | None = None,
+    answers: list[tuple[LlmEntry, str]] | None = None,
+) -> str:
+    """A readable report: the notes, every question and answer, gaps per round, the audit,
+    the oracle answers, the trail. `status` overrides the stored one for display
+    (`interrupted`); `notes` and `answers` are the case file's texts (entries alone when not
+    given)."""
+    hypothesis = session.hypothesis
+    heading = (f"# Interrogation: {strip_control(hypothesis.text).strip()}" if hypothesis
+               else f"# Case: {strip_control(session.name).strip()}")
+    out = [heading, ""]
+    if session.title and hypothesis:
+        out.append(f"- Case: {strip_control(session.title).strip()}")
+    out += [
         f"- Session: `{session.id}`",
         f"- Status: {status or session.status}",
         f"- Started: {session.start_time.isoformat(timespec='seconds')}",
     ]
     if session.end_time:
         out.append(f"- Ended: {session.end_time.isoformat(timespec='seconds')}")
-    out.append(f"- Rounds: {len(session.qa_pairs)} of at most {session.iteration_limit}")
+    if hypothesis:
+        out.append(f"- Rounds: {len(session.qa_pairs)} of at most {session.iteration_limit}")
+    else:
+        out.append("- No interrogation yet")
+    out.append(f"- Notes: {len(session.notes)} · oracle answers: {len(session.llm_entries)}")
+    note_texts: list[tuple[NoteEntry, str | None]] = (
+        [(e, None) for e in session.notes] if notes is None else list(notes))
+    if note_texts:
+        out += ["", "## Notes"]
+        for note, content in note_texts:
+            out += ["", f"### {note_title(note)}", ""]
+            if content is not None:
+                out.append(_quote(content))
     if session.audit_result:
         out.append(f"- Consistency score: {session.audit_result.consistency_score}/100")
     if session.error:
@@ -85,6 +110,14 @@ def to_markdown(session: InterrogationSession, status: str | None = None) -> str
             out += [f"- {g.line}" for g in audit.remaining_gaps]
             out.append("")
         out += ["**Summary**", "", strip_control(audit.summary).strip()]
+    answer_texts: list[tuple[LlmEntry, str | None]] = (
+        [(e, None) for e in session.llm_entries] if answers is None else list(answers))
+    if answer_texts:
+        out += ["", "## Oracle answers"]
+        for answer, content in answer_texts:
+            out += ["", f"### {answer_title(answer)}", "", f"- {snapshot_line(answer)}"]
+            if content is not None:
+                out += ["", _quote(content)]
     summary = context_summary(session.context_fits)
     if summary:
         out += ["", "## Context", "", summary]

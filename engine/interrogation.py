@@ -158,7 +158,7 @@ class Interrogation:
             self.journal.save()
         yield self._emit(Started(
             session_id=str(session.id),
-            hypothesis=session.hypothesis.text,
+            hypothesis=session.hypothesis_text,
             iteration_limit=session.iteration_limit,
             resumed_after=len(session.qa_pairs) if self.resumed else None,
         ))
@@ -210,7 +210,7 @@ class Interrogation:
 
     async def _round(self, sequence: int) -> AsyncGenerator[InterrogationEvent, None]:
         session, settings = self.session, self.settings
-        hypothesis = session.hypothesis.text
+        hypothesis = session.hypothesis_text
         yield self._emit(Phase(phase="question", sequence=sequence))
         asked = _Turn()
         system = fill(load_prompt("detective_question"), HYPOTHESIS=hypothesis)
@@ -320,7 +320,7 @@ class Interrogation:
         audit_prompt = load_prompt("audit")
 
         def frame(text: str) -> list[Message]:
-            return [Message("system", fill(audit_prompt, HYPOTHESIS=session.hypothesis.text,
+            return [Message("system", fill(audit_prompt, HYPOTHESIS=session.hypothesis_text,
                                            TRANSCRIPT=text)),
                     Message("user", "Write the audit.")]
 

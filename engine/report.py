@@ -12,6 +12,7 @@ from functools import singledispatch
 
 from engine.context.fit import span
 from engine.models.events import AnswerCutOff, ContextFitted, InterrogationEvent, TrailAdded
+from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import (
     ANSWER_CUT_OFF,
     AuditTrailEntry,
@@ -23,6 +24,7 @@ from engine.text import strip_control
 
 __all__ = [
     "ANSWER_CUT_OFF",
+    "answer_title",
     "completeness",
     "context_summary",
     "contradiction",
@@ -30,7 +32,9 @@ __all__ = [
     "follow_up",
     "in_transcript",
     "note",
+    "note_title",
     "round_title",
+    "snapshot_line",
     "trail_line",
 ]
 
@@ -121,3 +125,40 @@ def _trail(event: TrailAdded) -> str | None:
 @note.register
 def _fitted(event: ContextFitted) -> str | None:
     return fit_line(event.fit) if event.fit.trimmed else None
+
+
+def note_title(entry: NoteEntry) -> str:
+    """`"Note 2 · call.vtt (imported, 1,204 chars, 2026-11-22 14:30)"`."""
+    when = entry.received_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    return (f"Note {entry.sequence} · {strip_control(entry.source)} ({entry.kind}, "
+            f"{entry.characters:,} chars, {when})")
+
+
+def answer_title(entry: LlmEntry) -> str:
+    """`"Answer 3 · Sceptic (local:gemma-3-270m, 2026-11-22 14:31)"`."""
+    when = entry.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    by = f"{strip_control(entry.provider_used)}, " if entry.provider_used else ""
+    cut = {"length": ", cut at its token limit",
+           "timeout": ", cut at the time limit"}.get(entry.finish_reason, "")
+    return f"Answer {entry.sequence} · {strip_control(entry.oracle_name)} ({by}{when}{cut})"
+
+
+def snapshot_line(entry: LlmEntry) -> str:
+    """What the oracle was shown: `"shown 3 notes, 5 rounds and the audit, 1 earlier
+    answer (history on) · ~1,850 tokens of 8,192"` and what was trimmed."""
+    shot = entry.context_snapshot
+    parts = [f"{shot.transcript_count} note{'s' if shot.transcript_count != 1 else ''}",
+             f"{shot.qa_count} round{'s' if shot.qa_count != 1 else ''}"]
+    if shot.audit_included:
+        parts.append("the audit")
+    history = (f"{shot.llm_response_count} earlier answer"
+               f"{'s' if shot.llm_response_count != 1 else ''} (history on)"
+               if shot.include_llm_history else "no earlier answers (history off)")
+    line = f"shown {', '.join(parts)}, {history}"
+    if shot.total_tokens_estimate is not None:
+        line += f" · ~{shot.total_tokens_estimate:,} tokens"
+        if shot.window:
+            line += f" of {shot.window:,}"
+    if shot.trimmed:
+        line += " · trimmed: " + "; ".join(shot.trimmed)
+    return line

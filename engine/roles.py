@@ -10,7 +10,7 @@ from __future__ import annotations
 from engine.config import Config, ProviderConfig
 from engine.errors import SessionError
 
-__all__ = ["apply_roles"]
+__all__ = ["apply_chains", "apply_roles"]
 
 
 def apply_roles(config: Config, detective: list[str], witness: list[str]) -> Config:
@@ -18,11 +18,17 @@ def apply_roles(config: Config, detective: list[str], witness: list[str]) -> Con
 
     Each entry is a configured provider name or an ad hoc `kind:model`.
     """
+    return apply_chains(config, {"detective": detective, "witness": witness})
+
+
+def apply_chains(config: Config, chains: dict[str, list[str]]) -> Config:
+    """A copy of `config` whose chain for each role in `chains` is the given providers
+    (configured names or ad hoc `kind:model`; an empty list leaves the role as it is)."""
     from engine.providers import select_provider
 
     config = config.model_copy(deep=True)
     top = max((p.priority for p in config.providers.values()), default=0)
-    for role, specs in (("detective", detective), ("witness", witness)):
+    for role, specs in chains.items():
         if not specs:
             continue
         names: list[str] = []

@@ -147,8 +147,8 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
 
     From `[roles]` when set (unknown names are a `ConfigError`; disabled ones are left out).
     Otherwise: `witness` = local providers (embedded, Ollama, loopback servers) by priority;
-    `detective` = cloud providers by priority, then the witness chain as the last resort;
-    any other role = every enabled provider by priority.
+    `detective` and `oracle` = cloud providers by priority, then the witness chain as the last
+    resort; any other role = every enabled provider by priority.
     """
     enabled = {name for name, p in config.providers.items() if p.enabled}
     if role in config.roles:
@@ -160,7 +160,7 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
     ranked = config.by_priority()
     if role == "witness":
         return [name for name, p in ranked if p.is_local]
-    if role == "detective":
+    if role in ("detective", "oracle"):
         return [name for name, p in ranked if not p.is_local] + chain_for(config, "witness")
     return [name for name, _ in ranked]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "strip_control", "strip_markers"]
+__all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "slug", "strip_control", "strip_markers"]
 
 # Every C0 control except TAB and LF, DEL, and every C1 control (U+0080–U+009F). Removing ESC
 # and CSI/OSC introducers character by character is enough to defuse any escape sequence, and it
@@ -147,3 +147,15 @@ def _hold_from(buffer: str) -> int:
         ):
             start = lt
     return min(start, _tail_start(buffer[:start]))
+
+
+def slug(text: str, fallback: str = "note", limit: int = 40) -> str:
+    """`text` as a file-name part: accents folded, lower case, runs of anything but letters
+    and digits as one `-` (`"Cético: o Céu!"` → `cetico-o-ceu`); `fallback` when nothing is
+    left."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", text)
+    ascii_only = folded.encode("ascii", "ignore").decode("ascii").lower()
+    parts = re.sub(r"[^a-z0-9]+", "-", ascii_only).strip("-")
+    return parts[:limit].rstrip("-") or fallback

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.errors import SessionError
+from engine.models.notes import LlmEntry, NoteEntry, UIPreferences
 from engine.text import strip_control
 
 __all__ = [
@@ -39,15 +40,17 @@ __all__ = [
     "now",
 ]
 
-SCHEMA_VERSION = 1
-"""Version of the stored session format (metadata.json and the JSON export)."""
+SCHEMA_VERSION = 2
+"""Version of the stored session format (metadata.json and the JSON export). Version 1 (before
+notes and oracle consultations) still loads: the fields it lacks take their defaults."""
 
 #: Points one remaining gap costs the consistency score, by severity.
 GAP_WEIGHTS: dict[str, int] = {"high": 15, "medium": 8, "low": 3}
 #: Points one contradiction costs the consistency score.
 CONTRADICTION_PENALTY = 10
 
-SessionStatus = Literal["running", "completed", "failed", "limit-reached", "cancelled"]
+SessionStatus = Literal["notes", "running", "completed", "failed", "limit-reached", "cancelled"]
+"""`notes`: a case file whose interrogation has not been started yet."""
 TrailEvent = Literal[
     "provider_switch",
     "timeout",
@@ -203,9 +206,12 @@ def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
 class InterrogationSession(_Model):
     """A whole interrogation, as stored in metadata.json and exported as JSON."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = 2
     id: uuid.UUID = Field(default_factory=uuid.uuid4)
-    hypothesis: Hypothesis
+    title: str | None = None
+    """The case's name (`detektiv new TITLE`); None: the hypothesis names it."""
+    hypothesis: Hypothesis | None = None
+    """None only while the status is `notes` (no interrogation yet)."""
     start_time: datetime = Field(default_factory=now)
     end_time: datetime | None = None
     status: SessionStatus = "running"
@@ -225,9 +231,23 @@ class InterrogationSession(_Model):
     """How many events events.jsonl held when this was saved (finds a truncated log)."""
     context_fits: list[ContextFit] = Field(default_factory=list)
     """How each model call was fitted to its window, in order."""
+    notes: list[NoteEntry] = Field(default_factory=list)
+    """Notes and transcripts the user typed or imported, in order (`transcripts/`)."""
+    llm_entries: list[LlmEntry] = Field(default_factory=list)
+    """Oracle consultations, in order (`llm_responses/`)."""
+    ui_preferences: UIPreferences = Field(default_factory=UIPreferences)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _upgrade(cls, value: int) -> Literal[1, 2]:
+        return 2  # version 1 lacks only fields that have defaults: it is version 2 as read
 
     @model_validator(mode="after")
     def _check(self) -> InterrogationSession:
+        if self.hypothesis is None and self.status != "notes":
+            raise ValueError(f"a {self.status} session needs a hypothesis")
+        if self.title is None and self.hypothesis is None:
+            raise ValueError("a session needs a title or a hypothesis")
         for index, pair in enumerate(self.qa_pairs, start=1):
             if pair.sequence != index:
                 raise ValueError(f"qa_pairs[{index - 1}] has sequence {pair.sequence}")
@@ -242,9 +262,28 @@ class InterrogationSession(_Model):
         """The first 8 characters of the id, as used in the folder name."""
         return str(self.id)[:8]
 
+    @property
+    def name(self) -> str:
+        """What the session is called: its title, else its hypothesis."""
+        if self.title:
+            return self.title
+        return self.hypothesis.text if self.hypothesis is not None else ""
+
+    @property
+    def hypothesis_text(self) -> str:
+        """The hypothesis; `SessionError` for a notes-only session (no interrogation)."""
+        if self.hypothesis is None:
+            raise SessionError(f"session {self.short_id} has no interrogation yet")
+        return self.hypothesis.text
+
 
 def check_resumable(session: InterrogationSession) -> None:
     """Raise `SessionError` unless the session can be continued."""
+    if session.status == "notes":
+        raise SessionError(
+            f"session {session.short_id} has no interrogation yet; start one with: "
+            f"detektiv run --session {session.short_id} \"HYPOTHESIS\""
+        )
     if session.status in ("completed", "limit-reached"):
         raise SessionError(
             f"session {session.short_id} already ended ({session.status}); nothing to resume"

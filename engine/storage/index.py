@@ -57,7 +57,7 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
     return SessionSummary(
         dir=directory,
         id=str(session.id),
-        hypothesis=session.hypothesis.text[:_HYPOTHESIS_CHARS],
+        hypothesis=session.name[:_HYPOTHESIS_CHARS],
         status=session.status,
         score=audit.consistency_score if audit else None,
         started=session.start_time.isoformat(),

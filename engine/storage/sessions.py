@@ -6,10 +6,19 @@
         metadata.json                      the whole session, replaced atomically
         events.jsonl                       every event, numbered, append-only
         lock                               flock-ed by the process running the session
+        case.lock                          flock-ed for the moment metadata.json is replaced
+        transcripts/001_call.txt           notes (SPEC §4), each written before its entry
+        llm_responses/001_sceptic.txt      oracle answers, each written before its entry
 
 A session stored as running whose lock nobody holds was left by a process that died: it lists
 as `interrupted` and `SessionStore.open` (resume) takes it over. A damaged file is reported with
 its path and never rewritten; the other sessions are unaffected.
+
+Two writers may share metadata.json: the process running the interrogation (it owns the
+interrogation's fields) and any process adding a note or an oracle answer (`update`, which owns
+the case-file fields: title, notes, llm_entries, ui_preferences). Both replace the file under
+`case.lock`, and each takes the other's fields from the file on disk, so neither loses what the
+other wrote.
 """
 
 from __future__ import annotations
@@ -20,12 +29,13 @@ import fcntl
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import ValidationError
 
-from engine.errors import SessionBusy, SessionCorrupt, SessionNotFound
+from engine.errors import SessionBusy, SessionCorrupt, SessionError, SessionNotFound
 from engine.models.events import InterrogationEvent, PairCompleted, Record
 from engine.models.session import Hypothesis, InterrogationSession
 from engine.storage.atomic import TEMP_PREFIX, atomic_write_text
@@ -38,6 +48,32 @@ _DIR = re.compile(r"^\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_[0-9a-f]{8}$")
 METADATA = "metadata.json"
 EVENTS = "events.jsonl"
 LOCK = "lock"
+CASE_LOCK = "case.lock"
+NOTES_DIR = "transcripts"
+RESPONSES_DIR = "llm_responses"
+#: The fields a case-file update owns; everything else belongs to the interrogation's journal.
+CASE_FIELDS = ("title", "notes", "llm_entries", "ui_preferences")
+
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def case_locked(directory: Path) -> Iterator[None]:
+    """Hold the session's `case.lock` (blocking; held only while metadata.json is replaced)."""
+    fd = os.open(directory / CASE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _load_metadata(path: Path) -> InterrogationSession:
@@ -100,6 +136,7 @@ class SessionJournal:
         self.session = session
         self._lock_fd = lock_fd
         self._log = log
+        self._written: tuple[int, int] | None = None
 
     @property
     def events_path(self) -> Path:
@@ -114,9 +151,19 @@ class SessionJournal:
         """Flush events, replace metadata.json atomically, and update the index."""
         self._log.flush()
         self.session.events_recorded = self._log.last_n
-        atomic_write_text(
-            self.directory / METADATA, self.session.model_dump_json(indent=1)
-        )
+        path = self.directory / METADATA
+        with case_locked(self.directory):
+            stamp = _stamp(path)
+            if stamp is not None and stamp != self._written:  # a note or answer came in
+                try:
+                    disk = _load_metadata(path)
+                except SessionCorrupt:
+                    disk = None
+                if disk is not None:
+                    for name in CASE_FIELDS:
+                        setattr(self.session, name, getattr(disk, name))
+            atomic_write_text(path, self.session.model_dump_json(indent=1))
+            self._written = _stamp(path)
         self.store.index.append(summarize(self.directory.name, self.session))
 
     def close(self) -> None:
@@ -170,6 +217,74 @@ class SessionStore:
         )
         journal.save()
         return journal
+
+    def create_notes(self, title: str, iteration_limit: int) -> InterrogationSession:
+        """A new case file with no interrogation yet (status `notes`), stored at once."""
+        session = InterrogationSession(title=title, status="notes",
+                                       iteration_limit=iteration_limit)
+        stamp = session.start_time.astimezone().strftime("%Y-%m-%d_%H-%M-%S")
+        directory = self.root / f"{stamp}_{session.short_id}"
+        directory.mkdir(parents=True)
+        with case_locked(directory):
+            atomic_write_text(directory / METADATA, session.model_dump_json(indent=1))
+        self.index.append(summarize(directory.name, session))
+        return session
+
+    def begin(
+        self,
+        ref: str,
+        hypothesis: str,
+        iteration_limit: int,
+        *,
+        detective: list[str] | None = None,
+        witness: list[str] | None = None,
+        on_record: Callable[[Record], None] | None = None,
+    ) -> SessionJournal:
+        """Start the interrogation of a notes-only session (its notes stay)."""
+        directory = self.resolve(ref)
+        fd = self._lock(directory)
+        try:
+            session = _load_metadata(directory / METADATA)
+            if session.status != "notes":
+                raise SessionError(f"session {session.short_id} already has an interrogation "
+                                   f"({session.status})")
+            session.hypothesis = Hypothesis(text=hypothesis)
+            session.status = "running"
+            session.iteration_limit = iteration_limit
+            session.detective = detective or []
+            session.witness = witness or []
+            journal = SessionJournal(
+                self, directory, session, fd, EventLogWriter(directory / EVENTS, 1, on_record)
+            )
+            journal.save()
+        except BaseException:
+            os.close(fd)
+            raise
+        return journal
+
+    def update(self, ref: str, change: Callable[[InterrogationSession, Path], T]) -> T:
+        """Change a session's case file: `change(session, folder)` runs under `case.lock` on
+        the session as stored, and may write files in the folder first; the session is then
+        replaced atomically (unless `change` raised). Works while an interrogation runs."""
+        directory = self.resolve(ref)
+        path = directory / METADATA
+        with case_locked(directory):
+            session = _load_metadata(path)
+            result = change(session, directory)
+            atomic_write_text(path, session.model_dump_json(indent=1))
+        self.index.append(summarize(directory.name, session))
+        return result
+
+    def case_text(self, ref: str, folder: str, filename: str) -> str:
+        """The text of one note (`transcripts`) or answer (`llm_responses`) file."""
+        directory = self.resolve(ref)
+        path = directory / folder / filename
+        if os.sep in filename or filename.startswith("."):
+            raise SessionCorrupt(path, "not a file name of the session")
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise SessionCorrupt(path, f"unreadable: {exc.strerror}") from None
 
     def open(
         self, ref: str, on_record: Callable[[Record], None] | None = None

@@ -78,7 +78,7 @@ async def run(paths: Paths, args: argparse.Namespace) -> int:
     workspace = Workspace(paths)
     started = workspace.start(
         hypothesis, args.limit, _chain(args.detective), _chain(args.witness),
-        on_record=_print_record if args.json else None,
+        on_record=_print_record if args.json else None, session=args.session,
     )
     return await _drive(workspace, started, args.json)
 
@@ -104,7 +104,8 @@ def sessions(paths: Paths, as_json: bool) -> int:
     if not rows:
         print("No sessions yet. Start one with: detektiv run \"your hypothesis\"")
         return 0
-    print(f"{'ID':8}  {'STATUS':13}  {'SCORE':>5}  {'STARTED':16}  {'ROUNDS':>6}  HYPOTHESIS")
+    print(f"{'ID':8}  {'STATUS':13}  {'SCORE':>5}  {'STARTED':16}  {'ROUNDS':>6}  "
+          "HYPOTHESIS OR TITLE")
     for row in rows:
         started = local_minute(row.started)
         score = "" if row.score is None else str(row.score)
@@ -168,6 +169,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run_parser.add_argument("--witness", metavar="P",
                             help="provider name or kind:model; a comma-separated chain")
     run_parser.add_argument("--limit", type=int, metavar="N", help="iteration limit, 5-20")
+    run_parser.add_argument("--session", metavar="ID",
+                            help="interrogate in this notes-only session (`detektiv new`)")
     run_parser.add_argument("--json", action="store_true",
                             help="print the event records (as in events.jsonl)")
     listing = commands.add_parser("sessions", parents=[common], help="list sessions")

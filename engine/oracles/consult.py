@@ -1,0 +1,318 @@
+"""Consulting oracles: one or several, concurrently, on one frozen case context (SPEC §4).
+
+    consultation = workspace.consultation(ref, ["sceptic", "visionary"])   # prompts built
+    consultation.preview()                       # the final prompts and their parts' tokens
+    async for event in consultation.events():    # typed events of every oracle, interleaved
+        match event: case OracleDelta(oracle_id=..., text=...): ...
+
+Each oracle runs in a task of its own under `LLM_TIMEOUT_SECONDS` (the router's fallback
+inside that bound). Its answer is stored when it ends: the text to
+`llm_responses/{seq:03d}_{slug}.txt` first, atomically, then its `LlmEntry` in metadata.json,
+atomically, both under the session's case lock (sequence numbers never collide, across
+processes too). A process killed before that leaves the session as it was; killed between the
+two writes, it leaves an answer file without an entry, which the next answer's file replaces.
+An answer cut by the timeout is kept, marked `timeout`; an empty one is an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.context.budget import fit
+from engine.context.tokens import estimate
+from engine.errors import AllProvidersFailed, DetektivError
+from engine.models.notes import LlmEntry
+from engine.models.session import InterrogationSession, now
+from engine.oracles.catalog import Oracle
+from engine.oracles.context import CaseContext, Holder, oracle_prompt, snapshot
+from engine.providers import Done, StreamRequest, TokenDelta
+from engine.storage.atomic import atomic_write_text
+from engine.storage.sessions import RESPONSES_DIR
+
+if TYPE_CHECKING:
+    from engine.context.budget import Prompt
+    from engine.router import Router
+    from engine.storage.sessions import SessionStore
+
+__all__ = [
+    "Consultation",
+    "OracleAttempt",
+    "OracleDelta",
+    "OracleEvent",
+    "OracleFailed",
+    "OracleNote",
+    "OracleSaved",
+    "PreviewPart",
+    "Preview",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class OracleAttempt:
+    """`oracle_id` is now streaming from `provider` (after a failover: from the start again)."""
+
+    oracle_id: str
+    provider: str
+
+
+@dataclass(frozen=True, slots=True)
+class OracleDelta:
+    """A piece of an oracle's answer."""
+
+    oracle_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class OracleNote:
+    """Something worth a line beside the answer: a switch, a trimmed context, a timeout."""
+
+    oracle_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSaved:
+    """The answer is stored; `entry` is its record in metadata.json."""
+
+    oracle_id: str
+    entry: LlmEntry
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class OracleFailed:
+    """The oracle gave no answer; nothing was stored."""
+
+    oracle_id: str
+    error: str
+
+
+OracleEvent = OracleAttempt | OracleDelta | OracleNote | OracleSaved | OracleFailed
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewPart:
+    """Tokens (estimated) one part of a final prompt takes."""
+
+    name: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """An oracle's final prompt as it would be sent to `provider`, with its parts' sizes."""
+
+    oracle: Oracle
+    provider: str
+    prompt: str
+    parts: tuple[PreviewPart, ...]
+    total: int
+    window: int
+    trimmed: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Job:
+    oracle: Oracle
+    prompt: Prompt
+    holder: Holder
+    role: str
+    parts: list[str] = field(default_factory=list)
+
+
+EMPTY_RETRY_TEMPERATURES = (0.8, 1.0)
+"""Temperatures an empty answer is asked for again at, in turn."""
+
+
+@dataclass(slots=True)
+class _State:
+    finish: str = "stop"
+    label: str | None = None
+    tokens: int | None = None
+    window: int | None = None
+
+
+class Consultation:
+    """Several oracles, one session, one frozen context; see the module docstring."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        ref: str,
+        session: InterrogationSession,
+        case: CaseContext,
+        router: Router,
+        oracles: list[tuple[Oracle, str]],
+        max_tokens: int,
+        timeout: float,
+        own_router: bool,
+    ) -> None:
+        """`ref`: the session's folder name; `oracles`: each with the router role whose
+        chain answers it."""
+        self.store = store
+        self.ref = ref
+        self.session = session
+        self.case = case
+        self.router = router
+        self.timeout = timeout
+        self._own_router = own_router
+        self.jobs: list[_Job] = []
+        for oracle, role in oracles:
+            request = StreamRequest.of(
+                "", max_tokens=oracle.max_tokens or max_tokens, temperature=oracle.temperature
+            )
+            prompt, holder = oracle_prompt(oracle, case, request)
+            self.jobs.append(_Job(oracle, prompt, holder, role))
+
+    @property
+    def oracles(self) -> list[Oracle]:
+        """The oracles consulted, in the order asked."""
+        return [job.oracle for job in self.jobs]
+
+    async def preview(self) -> list[Preview]:
+        """Each oracle's final prompt, fitted to the first provider of its chain."""
+        out: list[Preview] = []
+        for job in self.jobs:
+            chain = self.router.chain(job.role)
+            if not chain:
+                raise AllProvidersFailed(job.role, [])
+            name = chain[0]
+            fitted = await fit(self.router.providers[name], job.prompt)
+            text = fitted.request.messages[-1].content
+            chosen = job.holder.plan
+            assert chosen is not None
+            sections = chosen.sections(self.case)
+            parts = [PreviewPart("oracle text", estimate(job.oracle.render("")))]
+            parts += [PreviewPart(label, estimate(sections[key])) for key, label in
+                      (("notes", "notes"), ("qa", "Q&A"), ("answers", "earlier responses"))]
+            out.append(Preview(job.oracle, name, text, tuple(parts), fitted.report.used,
+                               fitted.report.window, tuple(chosen.lines(self.case)),
+                               job.oracle.warnings))
+        return out
+
+    async def events(self) -> AsyncIterator[OracleEvent]:
+        """Consult every oracle concurrently; yields their events as they come. Cancelling
+        the iteration cancels every call (nothing half is stored)."""
+        queue: asyncio.Queue[OracleEvent | None] = asyncio.Queue()
+        tasks = [asyncio.create_task(self._run(job, queue)) for job in self.jobs]
+        running = len(tasks)
+        try:
+            while running:
+                event = await queue.get()
+                if event is None:
+                    running -= 1
+                    continue
+                yield event
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self._own_router:
+                await self.router.aclose()
+
+    async def _run(self, job: _Job, queue: asyncio.Queue[OracleEvent | None]) -> None:
+        oid = job.oracle.id
+        try:
+            try:
+                saved = await self._consult(job, queue)
+            except DetektivError as exc:
+                await queue.put(OracleFailed(oid, exc.message))
+            except Exception as exc:  # a bug must not take the other oracles down
+                import logging
+
+                logging.getLogger(__name__).exception("oracle %s failed", job.oracle.name)
+                await queue.put(OracleFailed(oid, f"internal error: {type(exc).__name__}"))
+            else:
+                await queue.put(saved)
+        finally:
+            await queue.put(None)
+
+    async def _consult(self, job: _Job, queue: asyncio.Queue[OracleEvent | None]) -> OracleEvent:
+        oid = job.oracle.id
+        state = _State()
+        # an empty answer is asked for again, sampled (a model that said nothing at one
+        # temperature often does again; a tiny model answers about half the time sampled)
+        temperatures = (job.prompt.request.temperature, *EMPTY_RETRY_TEMPERATURES)
+        try:
+            async with asyncio.timeout(self.timeout):
+                for attempt, temperature in enumerate(temperatures):
+                    prompt = job.prompt if attempt == 0 else replace(
+                        job.prompt, request=replace(job.prompt.request, temperature=temperature))
+                    await self._stream(job, prompt, queue, state)
+                    if "".join(job.parts).strip():
+                        break
+                    if attempt + 1 < len(temperatures):
+                        await queue.put(OracleNote(oid, "the answer was empty; asking again "
+                                                   f"(temperature {temperatures[attempt + 1]:g})"))
+        except TimeoutError:
+            state.finish = "timeout"
+            if not "".join(job.parts).strip():
+                return OracleFailed(oid, f"no answer within {self.timeout:g} s "
+                                    "(LLM_TIMEOUT_SECONDS)")
+            await queue.put(OracleNote(oid, f"stopped after {self.timeout:g} s "
+                                       "(LLM_TIMEOUT_SECONDS); the partial answer is kept"))
+        finish, label, tokens, window = state.finish, state.label, state.tokens, state.window
+        text = "".join(job.parts)
+        if not text.strip():
+            return OracleFailed(oid, "the oracle's answer was empty; nothing was stored")
+        if finish == "length":
+            await queue.put(OracleNote(oid, "stopped: max tokens reached"))
+        shot = snapshot(self.case, job.holder.plan, tokens, window)
+        oracle = job.oracle
+
+        def save(session: InterrogationSession, directory: Path) -> LlmEntry:
+            sequence = max((e.sequence for e in session.llm_entries), default=0) + 1
+            filename = f"{sequence:03d}_{oracle.slug}.txt"
+            atomic_write_text(directory / RESPONSES_DIR / filename, text)
+            entry = LlmEntry(sequence=sequence, created_at=now(), oracle_name=oracle.name,
+                             oracle_id=oracle.id, response_filename=filename,
+                             context_snapshot=shot, provider_used=label,
+                             finish_reason=finish)
+            session.llm_entries.append(entry)
+            return entry
+
+        # a cancellation now must not tear the two writes apart: finish them, then stop
+        task = asyncio.ensure_future(asyncio.to_thread(self.store.update, self.ref, save))
+        try:
+            entry = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await task
+            raise
+        return OracleSaved(oid, entry, text)
+
+    async def _stream(self, job: _Job, prompt: Prompt, queue: asyncio.Queue[OracleEvent | None],
+                      state: _State) -> None:
+        from engine.router import Attempt, Fitted, PartialDiscarded, ProviderEvent
+
+        oid = job.oracle.id
+        async for event in self.router.stream(prompt, role=job.role):
+            match event:
+                case TokenDelta(text=text):
+                    job.parts.append(text)
+                    await queue.put(OracleDelta(oid, text))
+                case Attempt(label=name):
+                    job.parts.clear()
+                    state.label = name
+                    await queue.put(OracleAttempt(oid, name))
+                case Fitted(report=report):
+                    state.tokens, state.window = report.used, report.window
+                    lines = job.holder.plan.lines(self.case) if job.holder.plan else []
+                    if lines:
+                        await queue.put(OracleNote(oid, f"context trimmed to fit "
+                                                   f"{report.window} tokens: "
+                                                   + "; ".join(lines)))
+                case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
+                    await queue.put(OracleNote(oid, f"switching from {old} to {new}"))
+                case ProviderEvent(from_provider=name, reason=reason):
+                    await queue.put(OracleNote(oid, f"{name}: {reason}"))
+                case PartialDiscarded(provider=name):
+                    await queue.put(OracleNote(oid, f"the partial answer from {name} is "
+                                               "discarded; starting over"))
+                case Done(finish_reason=reason):
+                    state.finish = "length" if reason == "length" else "stop"
