@@ -47,6 +47,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     # Ollama discovery must never find a developer's real Ollama: point it at a closed port.
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{closed_port()}")
+    # an oracle edited from the app must not open a real editor in a test
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", "true")
     return root
 
 

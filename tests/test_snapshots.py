@@ -121,7 +121,7 @@ def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.Monkey
     monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
 
     async def providers(pilot: Any) -> None:
-        await pilot.press("3")
+        await pilot.press("4")
         await pilot.pause(0.3)
 
     assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=providers)

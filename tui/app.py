@@ -1,4 +1,4 @@
-"""The terminal app: Sessions, Live and Providers tabs over the engine.
+"""The terminal app: Sessions, Live, Oracles and Providers tabs over the engine.
 
 `MODES` give each tab its own screen stack; number keys switch. Global bindings live here and
 everything else on the screen that owns it. One error funnel: a failed worker, or any exception
@@ -25,7 +25,7 @@ from textual.worker import Worker, WorkerFailed, WorkerState
 
 from engine import ConfigError, DetektivError, Paths, Workspace, log_file, redact, strip_control
 from tui.funnel import Guarded
-from tui.messages import NewSessionWanted, SessionOpened
+from tui.messages import NewSessionWanted, SessionOpened, SessionShown
 from tui.screens.dialogs import HelpScreen
 from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
@@ -72,6 +72,8 @@ class DetektivApp(Guarded, App[int]):
         self._last_notice_at = 0.0
         self.notices: list[tuple[str, str]] = []
         self._screens: dict[str, Screen[Any]] = {}
+        self.current_session: str | None = None
+        """The session the Live tab shows (the Oracles tab's default)."""
         for tab in TABS:
             self.add_mode(tab.mode, partial(self.tab_screen, tab.mode))
         for theme in load_themes():
@@ -158,9 +160,17 @@ class DetektivApp(Guarded, App[int]):
     # ---- messages between screens (the app routes them) ---------------------------------------
 
     async def on_session_opened(self, message: SessionOpened) -> None:
-        """Show a session in the Live tab (following it while it runs)."""
+        """Show a session in the Live tab (following it while it runs); a notes-only one in
+        the Oracles tab."""
+        if message.notes_only:
+            self.current_session = message.directory
+            await self.switch_mode("oracles")
+            return
         await self.switch_mode("live")  # builds the Live tab the first time
         self.live.attach(message.directory)
+
+    def on_session_shown(self, message: SessionShown) -> None:
+        self.current_session = message.directory
 
     async def on_new_session_wanted(self, message: NewSessionWanted) -> None:
         await self.switch_mode("live")

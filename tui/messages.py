@@ -5,16 +5,27 @@ from __future__ import annotations
 
 from textual.message import Message
 
-__all__ = ["NewSessionWanted", "SessionOpened"]
+__all__ = ["NewSessionWanted", "SessionOpened", "SessionShown"]
 
 
 class SessionOpened(Message):
-    """A stored session was chosen: the Live tab shows it (following it while it runs)."""
+    """A stored session was chosen: the Live tab shows it (following it while it runs), or
+    the Oracles tab when it has no interrogation yet (`notes`)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, notes_only: bool = False) -> None:
         super().__init__()
         self.directory = directory
+        self.notes_only = notes_only
 
 
 class NewSessionWanted(Message):
     """The user asked to start a new interrogation: the Live tab's form takes the cursor."""
+
+
+class SessionShown(Message):
+    """The Live tab now shows a session (opened, or started there): the Oracles tab works on
+    it unless the user picked another."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self.directory = directory

@@ -36,6 +36,7 @@ class Tab:
 TABS = (
     Tab("sessions", "Sessions", "tui.screens.sessions:SessionsScreen"),
     Tab("live", "Live", "tui.screens.live:LiveScreen"),
+    Tab("oracles", "Oracles", "tui.screens.oracles:OraclesScreen"),
     Tab("providers", "Providers", "tui.screens.providers:ProvidersScreen"),
 )
 

@@ -83,10 +83,11 @@ class Oracle:
 
     def render(self, context: str) -> str:
         """The final prompt: the context put in place of the placeholder (in one pass: a
-        placeholder inside the context stays as written), or appended."""
+        placeholder inside the context stays as written), or appended; no whitespace at
+        either end."""
         if self.mode == "placeholder":
-            return fill_tokens(self.text, {self.placeholder: context})
-        return f"{self.text.rstrip()}\n\n{context}"
+            return fill_tokens(self.text, {self.placeholder: context}).strip()
+        return f"{self.text.strip()}\n\n{context.strip()}"
 
     def stray_tokens(self) -> list[str]:
         """`{{…}}` in the text that detektiv does not fill (sent as written)."""

@@ -29,7 +29,8 @@ from engine.models.notes import LlmEntry
 from engine.models.session import InterrogationSession, now
 from engine.oracles.catalog import Oracle
 from engine.oracles.context import CaseContext, Holder, oracle_prompt, snapshot
-from engine.providers import Done, StreamRequest, TokenDelta
+from engine.prompts import load_prompt
+from engine.providers import Done, Message, StreamRequest, TokenDelta
 from engine.storage.atomic import atomic_write_text
 from engine.storage.sessions import RESPONSES_DIR
 
@@ -126,7 +127,7 @@ class _Job:
     parts: list[str] = field(default_factory=list)
 
 
-EMPTY_RETRY_TEMPERATURES = (0.8, 1.0)
+EMPTY_RETRY_TEMPERATURES = (0.8, 0.8, 1.0)
 """Temperatures an empty answer is asked for again at, in turn."""
 
 
@@ -196,6 +197,13 @@ class Consultation:
                                job.oracle.warnings))
         return out
 
+    async def aclose(self) -> None:
+        """Release the router this consultation built for itself (after `preview` alone;
+        `events` does it when it ends)."""
+        if self._own_router:
+            self._own_router = False
+            await self.router.aclose()
+
     async def events(self) -> AsyncIterator[OracleEvent]:
         """Consult every oracle concurrently; yields their events as they come. Cancelling
         the iteration cancels every call (nothing half is stored)."""
@@ -213,8 +221,7 @@ class Consultation:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            if self._own_router:
-                await self.router.aclose()
+            await self.aclose()
 
     async def _run(self, job: _Job, queue: asyncio.Queue[OracleEvent | None]) -> None:
         oid = job.oracle.id
@@ -236,14 +243,17 @@ class Consultation:
     async def _consult(self, job: _Job, queue: asyncio.Queue[OracleEvent | None]) -> OracleEvent:
         oid = job.oracle.id
         state = _State()
-        # an empty answer is asked for again, sampled (a model that said nothing at one
-        # temperature often does again; a tiny model answers about half the time sampled)
+        # an empty answer is asked for again with a nudge (the empty turn, then "your reply
+        # was empty…"), sampled: measured on the bundled model, the nudge halves the empty
+        # answers, and a model that said nothing greedily says nothing again
         temperatures = (job.prompt.request.temperature, *EMPTY_RETRY_TEMPERATURES)
         try:
             async with asyncio.timeout(self.timeout):
                 for attempt, temperature in enumerate(temperatures):
                     prompt = job.prompt if attempt == 0 else replace(
-                        job.prompt, request=replace(job.prompt.request, temperature=temperature))
+                        job.prompt, request=replace(job.prompt.request, temperature=temperature)
+                    ).then(Message("assistant", "(empty)"),
+                           Message("user", load_prompt("empty_oracle")))
                     await self._stream(job, prompt, queue, state)
                     if "".join(job.parts).strip():
                         break

@@ -16,6 +16,9 @@ what the user wrote is kept longest:
 4. notes shortened to one even cap, then left out oldest first (the newest stays, shortened).
 
 The oracle's own text is never cut; when it alone does not fit, `DoesNotFit`.
+
+The text holds no clock time (when a note was imported says nothing about the case): the same
+case file gives the same prompt, byte for byte, so a consultation can be repeated exactly.
 """
 
 from __future__ import annotations
@@ -92,9 +95,8 @@ class CaseContext:
         """The context of `session` with the given note and answer texts."""
         dropped_lines = list(dropped)
         note_pieces = tuple(
-            Piece(entry.sequence,
-                  f"### Note {entry.sequence}: {entry.source} ({entry.kind}, "
-                  f"{entry.received_at.strftime('%Y-%m-%d %H:%M')})", text)
+            Piece(entry.sequence, f"### Note {entry.sequence}: {entry.source} ({entry.kind})",
+                  text)
             for entry, text in notes
         )
         rounds = tuple(
@@ -133,9 +135,7 @@ class CaseContext:
                 dropped_lines.append(f"earlier answers shortened to {cap} characters each "
                                      f"(context.toml: max_chars = {budget})")
             answer_pieces = [
-                Piece(entry.sequence,
-                      f"### {entry.oracle_name} (answer {entry.sequence}, "
-                      f"{entry.created_at.strftime('%Y-%m-%d %H:%M')})",
+                Piece(entry.sequence, f"### {entry.oracle_name} (answer {entry.sequence})",
                       shorten(text, cap))
                 for entry, text in chosen
             ]

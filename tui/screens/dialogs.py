@@ -7,14 +7,18 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Input, Static
+from textual.widgets import Input, OptionList, Static, TextArea
+from textual.widgets.option_list import Option
 
 from tui.funnel import Guarded
 
-__all__ = ["ConfirmDialog", "HelpScreen", "PromptDialog"]
+__all__ = ["ChoiceDialog", "ConfirmDialog", "HelpScreen", "PromptDialog", "TextDialog"]
 
 DIALOG_CSS = """
-ConfirmDialog, PromptDialog, HelpScreen { align: center middle; }
+ConfirmDialog, PromptDialog, HelpScreen, ChoiceDialog, TextDialog { align: center middle; }
+TextDialog #dialog { width: 90; }
+TextDialog TextArea { height: 14; }
+ChoiceDialog OptionList { max-height: 20; }
 #dialog { width: 70; height: auto; max-height: 90%; border: round $accent; padding: 1 2;
           background: $panel; }
 #dialog Static { width: 100%; }
@@ -89,4 +93,53 @@ class HelpScreen(Guarded, ModalScreen[None]):
             yield Static(Content("\n").join(lines))
 
     def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ChoiceDialog(Guarded, ModalScreen[str | None]):
+    """Pick one of `choices` (key, label); `enter` picks, `escape` cancels (None)."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="choice-cancel")]
+
+    def __init__(self, question: str, choices: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.question = question
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content(self.question))
+            yield OptionList(*[Option(Content(label), id=key) for key, label in self.choices])
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextDialog(Guarded, ModalScreen[str | None]):
+    """Several lines of text; `ctrl+s` keeps them, `escape` cancels (None)."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="text-save", priority=True),
+        Binding("escape", "cancel", "Cancel", id="text-cancel"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content(self.question))
+            yield TextArea(id="text", soft_wrap=True)
+            yield Static(Content.styled("ctrl+s: save    esc: cancel", "dim"))
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(TextArea).text)
+
+    def action_cancel(self) -> None:
         self.dismiss(None)

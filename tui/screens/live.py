@@ -46,6 +46,7 @@ from engine import (
     trail_line,
 )
 from tui.funnel import Guarded
+from tui.messages import SessionShown
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
 
@@ -206,6 +207,7 @@ class LiveScreen(Guarded, Screen[None]):
     async def run_interrogation(self, run: Run) -> None:
         """Run a session in this process, showing every event as it comes."""
         self.session_dir, self.attached = run.journal.directory.name, False
+        self.post_message(SessionShown(self.session_dir))
         self.query_one(TranscriptView).clear()
         async for event in run.events():
             self.show(event)
@@ -214,6 +216,7 @@ class LiveScreen(Guarded, Screen[None]):
     async def attach(self, directory: str) -> None:
         """Show a stored session, then follow it live while its process runs it."""
         self.session_dir, self.attached = directory, True
+        self.post_message(SessionShown(directory))
         self.query_one(TranscriptView).clear()
         self.reset_side()
         live = self.app.store.is_live(directory)

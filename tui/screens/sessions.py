@@ -169,7 +169,7 @@ class SessionsScreen(Guarded, Screen[None]):
             self.notify(row.error or "damaged", title="Cannot open", severity="error",
                         markup=False)
             return
-        self.post_message(SessionOpened(row.dir))
+        self.post_message(SessionOpened(row.dir, notes_only=row.status == "notes"))
 
     def action_export(self, fmt: str) -> None:
         row = self.chosen()

@@ -1,0 +1,508 @@
+"""The Oracles tab: persona prompts consulted on a session's case file (SPEC §4, §7).
+
+Oracles on the left (space marks several); on the right one of four views: the final prompt
+**preview** with its token estimate per part, the **answers** streaming side by side (a column
+per oracle), the **history** of consultations with what each was shown, and the session's
+**notes**. The session is the one the Live tab shows, or any other picked with `s`. Every
+engine call goes through the workspace; model text is shown as data (TranscriptView).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import Worker
+
+from engine import (
+    LlmEntry,
+    NoteEntry,
+    Oracle,
+    OracleAttempt,
+    OracleDelta,
+    OracleFailed,
+    OracleNote,
+    OracleSaved,
+    SessionSummary,
+    answer_title,
+    note_title,
+    snapshot_line,
+    strip_control,
+)
+from tui.funnel import Guarded
+from tui.screens.dialogs import ChoiceDialog, PromptDialog, TextDialog
+from tui.widgets.tabs import ModeTabs
+from tui.widgets.transcript import TranscriptView
+
+if TYPE_CHECKING:
+    from tui.app import DetektivApp
+
+__all__ = ["OraclesScreen"]
+
+NEW_CASE = "+new"
+TEMPLATE = """+++
+description = "One line on what this oracle looks for."
++++
+# {name}
+
+You are … (who the oracle is, and what it looks for in a case).
+
+## The case
+
+{{{{CONTEXT}}}}
+
+## How to answer
+
+1. …
+"""
+
+
+class OraclesScreen(Guarded, Screen[None]):
+    """See the module docstring."""
+
+    CSS_PATH = "oracles.tcss"
+    BINDINGS = [
+        Binding("space", "mark", "Mark", id="oracle-mark"),
+        Binding("c", "consult", "Consult", id="consult"),
+        Binding("p", "preview", "Preview", id="oracle-preview"),
+        Binding("a", "view('answers')", "Answers", id="oracle-answers"),
+        Binding("h", "history", "History", id="oracle-history"),
+        Binding("o", "notes", "Notes", id="oracle-notes"),
+        Binding("i", "import_note", "Import note", id="import-note"),
+        Binding("t", "type_note", "Type note", id="type-note"),
+        Binding("s", "pick_session", "Session", id="pick-session"),
+        Binding("y", "toggle_history", "History on/off", id="toggle-history"),
+        Binding("e", "edit_oracle", "Edit oracle", id="edit-oracle"),
+        Binding("N", "new_oracle", "New oracle", id="new-oracle"),
+        Binding("escape", "cancel", "Cancel", id="cancel-consult"),
+        Binding("r", "refresh", "Refresh", id="refresh-oracles"),
+    ]
+
+    app: DetektivApp
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.oracles: list[Oracle] = []
+        self.marked: list[str] = []
+        """Ids of the oracles marked with space, in the order marked."""
+        self.session_dir: str | None = None
+        self._followed: str | None = None
+        self.include_history = True
+        self.status_text = ""
+        self.columns: dict[str, TranscriptView] = {}
+
+    def compose(self) -> ComposeResult:
+        yield ModeTabs("oracles")
+        yield Static(Content("no session"), id="case-bar")
+        with Horizontal(id="oracle-main"):
+            with Vertical(id="oracle-side"):
+                yield OptionList(id="oracle-list")
+                yield Static(Content(""), id="oracle-info")
+            with ContentSwitcher(initial="preview", id="oracle-views"):
+                yield TranscriptView(id="preview")
+                yield Horizontal(id="answers")
+                yield TranscriptView(id="history")
+                yield TranscriptView(id="notes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#preview", TranscriptView).add("note", self.empty_text())
+        self.query_one("#oracle-list", OptionList).focus()
+        self.load_oracles()
+        self._follow_live()
+
+    def on_screen_resume(self) -> None:
+        self._follow_live()
+        self.load_oracles()
+
+    def _follow_live(self) -> None:
+        """Take the session the Live tab shows, when it changed since last looked."""
+        current = self.app.current_session
+        if current is not None and current != self._followed:
+            self._followed = current
+            self.use_session(current)
+
+    def empty_text(self) -> str:
+        keys = self.app.key_for
+        return (f"Mark oracles with {keys('oracle-mark', 'space')}, then "
+                f"{keys('oracle-preview', 'p')} previews the prompt and "
+                f"{keys('consult', 'c')} consults them side by side. The session is the one "
+                f"open in Live; {keys('pick-session', 's')} picks another or starts a new case "
+                f"for notes ({keys('import-note', 'i')} imports a file, "
+                f"{keys('type-note', 't')} types one).")
+
+    # ---- oracles and the session -------------------------------------------------------------
+
+    @work(exclusive=True, thread=True, group="oracle-list", exit_on_error=False)
+    def load_oracles(self) -> None:
+        oracles = self.app.workspace.oracles()
+        self.app.call_from_thread(self._show_oracles, oracles)
+
+    def _show_oracles(self, oracles: list[Oracle]) -> None:
+        if oracles == self.oracles:
+            return
+        self.oracles = oracles
+        known = {o.id for o in oracles if o.valid}
+        self.marked = [m for m in self.marked if m in known]
+        listing = self.query_one("#oracle-list", OptionList)
+        highlighted = listing.highlighted
+        listing.clear_options()
+        listing.add_options([self._option(o) for o in oracles])
+        if oracles:
+            listing.highlighted = min(highlighted or 0, len(oracles) - 1)
+        self._show_info()
+
+    def _option(self, oracle: Oracle) -> Option:
+        mark = "✓ " if oracle.id in self.marked else "  "
+        if not oracle.valid:
+            return Option(Content.assemble(Content.styled(f"✗ {oracle.name}", "dim strike"),
+                                           Content.styled(f"  {oracle.source}", "dim")),
+                          id=oracle.id)
+        return Option(Content.assemble(Content(f"{mark}{oracle.name}"),
+                                       Content.styled(f"  {oracle.source}", "dim")),
+                      id=oracle.id)
+
+    def highlighted(self) -> Oracle | None:
+        index = self.query_one("#oracle-list", OptionList).highlighted
+        if index is None or not 0 <= index < len(self.oracles):
+            return None
+        return self.oracles[index]
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._show_info()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.action_mark()
+
+    def _show_info(self) -> None:
+        oracle = self.highlighted()
+        if oracle is None:
+            text = "no oracles"
+        elif not oracle.valid:
+            text = f"invalid: {oracle.problem}\n{oracle.path}"
+        else:
+            text = "\n".join([oracle.description or "(no description)",
+                              f"{oracle.mode} · {oracle.id} · {oracle.path.name}",
+                              *oracle.warnings])
+        self.query_one("#oracle-info", Static).update(Content(strip_control(text)))
+
+    def use_session(self, directory: str) -> None:
+        self.session_dir = directory
+        self.load_case()
+
+    @work(exclusive=True, thread=True, group="oracle-case", exit_on_error=False)
+    def load_case(self) -> None:
+        """Read the session's notes and answers (off the event loop) and show them."""
+        if self.session_dir is None:
+            return
+        workspace = self.app.workspace
+        session = workspace.store.load(self.session_dir)
+        notes = workspace.note_texts(self.session_dir, session)
+        answers = workspace.answer_texts(self.session_dir, session)
+        self.app.call_from_thread(self._show_case, session.short_id, session.name,
+                                  session.ui_preferences.include_llm_history, notes, answers)
+
+    def _show_case(self, short_id: str, name: str, history: bool,
+                   notes: list[tuple[NoteEntry, str]],
+                   answers: list[tuple[LlmEntry, str]]) -> None:
+        self.include_history = history
+        bar = (f"Session {short_id} · {' '.join(strip_control(name).split())[:60]} · "
+               f"{len(notes)} notes · {len(answers)} answers · history "
+               f"{'on' if history else 'off'}")
+        self.query_one("#case-bar", Static).update(Content(bar))
+        view = self.query_one("#notes", TranscriptView)
+        view.clear()
+        if not notes:
+            view.add("note", "No notes yet: i imports a file (.txt .md .srt .vtt), t types one.")
+        for entry, text in notes:
+            view.add("answer", text, title=note_title(entry), markdown=False)
+        history_view = self.query_one("#history", TranscriptView)
+        history_view.clear()
+        if not answers:
+            history_view.add("note", "No consultations yet.")
+        for answer, content in answers:
+            history_view.add("note", snapshot_line(answer), title=answer_title(answer))
+            history_view.add("answer", content, markdown=True)
+
+    def session_or_say(self) -> str | None:
+        if self.session_dir is None:
+            self.notify(f"No session: press {self.app.key_for('pick-session', 's')} to pick "
+                        "one or start a new case.", severity="warning")
+        return self.session_dir
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def action_view(self, name: str) -> None:
+        self.query_one("#oracle-views", ContentSwitcher).current = name
+
+    def action_history(self) -> None:
+        self.action_view("history")
+
+    def action_notes(self) -> None:
+        self.action_view("notes")
+
+    def action_mark(self) -> None:
+        oracle = self.highlighted()
+        if oracle is None:
+            return
+        if not oracle.valid:
+            self.notify(f"{oracle.name} is invalid: {oracle.problem}", severity="warning")
+            return
+        if oracle.id in self.marked:
+            self.marked.remove(oracle.id)
+        elif len(self.marked) >= 4:
+            self.notify("At most 4 oracles at once.", severity="warning")
+            return
+        else:
+            self.marked.append(oracle.id)
+        index = self.oracles.index(oracle)
+        self.query_one("#oracle-list", OptionList).replace_option_prompt_at_index(
+            index, self._option(oracle).prompt)
+
+    def chosen(self) -> list[str]:
+        """The marked oracles, else the highlighted one."""
+        if self.marked:
+            return list(self.marked)
+        oracle = self.highlighted()
+        if oracle is None or not oracle.valid:
+            return []
+        return [oracle.id]
+
+    def action_preview(self) -> None:
+        if self.session_or_say() is None or not self._have_oracles():
+            return
+        self.action_view("preview")
+        self.preview()
+
+    def _have_oracles(self) -> bool:
+        if not self.chosen():
+            self.notify("Mark an oracle first (space), or highlight a valid one.",
+                        severity="warning")
+            return False
+        return True
+
+    @work(exclusive=True, group="oracle-preview", exit_on_error=False)
+    async def preview(self) -> None:
+        assert self.session_dir is not None
+        view = self.query_one("#preview", TranscriptView)
+        view.clear()
+        view.add("note", "building the prompt…")
+        consultation = await self.app.workspace.consultation(
+            self.session_dir, self.chosen(), include_history=self.include_history)
+        try:
+            previews = await consultation.preview()
+        finally:
+            await consultation.aclose()
+        view.clear()
+        for item in previews:
+            parts = ", ".join(f"{p.name} ~{p.tokens:,}" for p in item.parts)
+            lines = [f"~{item.total:,} tokens of {item.window:,} for {item.provider} "
+                     f"({parts})", *[f"trimmed: {t}" for t in item.trimmed],
+                     *[f"warning: {w}" for w in item.warnings]]
+            view.add("heading", "\n".join(lines), title=item.oracle.name)
+            view.add("question", item.prompt, markdown=False)
+
+    def action_consult(self) -> None:
+        if self.session_or_say() is None or not self._have_oracles():
+            return
+        self.consult()
+
+    @work(exclusive=True, group="oracle-consult", exit_on_error=False)
+    async def consult(self) -> None:
+        assert self.session_dir is not None
+        consultation = await self.app.workspace.consultation(
+            self.session_dir, self.chosen(), include_history=self.include_history)
+        row = self.query_one("#answers", Horizontal)
+        await row.remove_children()
+        self.columns = {o.id: TranscriptView(id=f"col-{o.id}") for o in consultation.oracles}
+        await row.mount_all(self.columns.values())
+        names = {o.id: o.name for o in consultation.oracles}
+        for oid, column in self.columns.items():
+            column.add("heading", "waiting…", title=names[oid])
+        self.action_view("answers")
+        streaming: set[str] = set()
+        pending: dict[str, list[str]] = {oid: [] for oid in self.columns}
+
+        def close(oid: str, discard: str | None = None) -> None:
+            column = self.columns[oid]
+            if oid in streaming:
+                column.discard_stream(discard) if discard else column.end_stream()
+                streaming.discard(oid)
+            for text in pending[oid]:
+                column.add("note", text)
+            pending[oid].clear()
+
+        async for event in consultation.events():
+            oid = event.oracle_id
+            column = self.columns[oid]
+            match event:
+                case OracleAttempt(provider=provider):
+                    close(oid, "asked again")
+                    column.add("note", f"asking {provider}")
+                    column.start_stream("answer", title=names[oid])
+                    streaming.add(oid)
+                case OracleDelta(text=text):
+                    column.append(text)
+                case OracleNote(text=text):
+                    pending[oid].append(text)  # shown under the answer, not inside it
+                case OracleSaved(entry=entry):
+                    close(oid)
+                    column.add("note", f"saved as {entry.response_filename} · "
+                               f"{snapshot_line(entry)}")
+                case OracleFailed(error=error):
+                    close(oid, error)
+                    column.add("note", f"failed: {error}")
+        self.load_case()
+
+    def action_cancel(self) -> None:
+        cancelled = self.workers_in("oracle-consult")
+        for worker in cancelled:
+            worker.cancel()
+        if cancelled:
+            self.notify("Consultation cancelled; nothing half was stored.")
+
+    def workers_in(self, group: str) -> list[Worker[Any]]:
+        return [w for w in self.workers if w.group == group and w.is_running]
+
+    def action_pick_session(self) -> None:
+        self.pick_session()
+
+    @work(exclusive=True, group="oracle-pick", exit_on_error=False)
+    async def pick_session(self) -> None:
+        rows = await self._rows()
+        choices = [(NEW_CASE, "+ New case (notes only)…")]
+        choices += [(r.dir, f"{r.id[:8]}  {r.status:9}  "
+                     f"{' '.join(strip_control(r.hypothesis).split())[:50]}")
+                    for r in rows if r.status != "damaged"]
+        picked = await self.app.push_screen_wait(ChoiceDialog("Work on which session?",
+                                                              choices))
+        if picked == NEW_CASE:
+            title = await self.app.push_screen_wait(PromptDialog("Title of the new case:"))
+            if not title:
+                return
+            session = self.app.workspace.new_case(title)
+            picked = self.app.store.resolve(session.short_id).name
+            self.notify(f"Created case {session.short_id}.")
+        if picked:
+            self.use_session(picked)
+
+    async def _rows(self) -> list[SessionSummary]:
+        import asyncio
+
+        return await asyncio.to_thread(self.app.store.list)
+
+    def action_import_note(self) -> None:
+        if self.session_or_say() is None:
+            return
+        self.import_note()
+
+    @work(exclusive=True, group="oracle-note", exit_on_error=False)
+    async def import_note(self) -> None:
+        path = await self.app.push_screen_wait(
+            PromptDialog("Import a note: path to a .txt, .md, .srt or .vtt file"))
+        if not path or self.session_dir is None:
+            return
+        added, refused = self.app.workspace.import_notes(
+            self.session_dir, [Path(path.strip()).expanduser()])
+        for reason in refused:
+            self.notify(reason, title="Not imported", severity="error")
+        for entry in added:
+            self.notify(f"Added {note_title(entry)}")
+        self.load_case()
+        self.action_notes()
+
+    def action_type_note(self) -> None:
+        if self.session_or_say() is None:
+            return
+        self.type_note()
+
+    @work(exclusive=True, group="oracle-note", exit_on_error=False)
+    async def type_note(self) -> None:
+        text = await self.app.push_screen_wait(TextDialog("Type a note (the first line names "
+                                                          "it):"))
+        if not text or not text.strip() or self.session_dir is None:
+            return
+        title = text.strip().splitlines()[0][:40]
+        entry = self.app.workspace.add_note(self.session_dir, text, title)
+        self.notify(f"Added {note_title(entry)}")
+        self.load_case()
+        self.action_notes()
+
+    def action_toggle_history(self) -> None:
+        directory = self.session_or_say()
+        if directory is None:
+            return
+        self.include_history = not self.include_history
+        self.app.workspace.set_include_history(directory, self.include_history)
+        self.notify(f"Earlier answers {'go' if self.include_history else 'do not go'} into "
+                    "the next consultation.")
+        self.load_case()
+
+    def action_refresh(self) -> None:
+        self.app.workspace.oracle_catalog.refresh()
+        self.load_oracles()
+        if self.session_dir is not None:
+            self.load_case()
+
+    def action_edit_oracle(self) -> None:
+        oracle = self.highlighted()
+        if oracle is None:
+            return
+        path = oracle.path
+        if oracle.source != "user":  # never edit a shipped file: edit the user's copy
+            target = self.app.workspace.user_oracles_dir / path.name
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(path.read_bytes())
+                self.notify(f"Your copy {target} overrides the {oracle.source} oracle.")
+            path = target
+        self.edit(path)
+
+    def action_new_oracle(self) -> None:
+        self.new_oracle()
+
+    @work(exclusive=True, group="oracle-new", exit_on_error=False)
+    async def new_oracle(self) -> None:
+        from engine.text import slug
+
+        name = await self.app.push_screen_wait(PromptDialog("Name of the new oracle:"))
+        if not name or not name.strip():
+            return
+        directory = self.app.workspace.user_oracles_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{slug(name, fallback='oracle')}.md"
+        if not path.exists():
+            path.write_text(TEMPLATE.format(name=" ".join(name.split())), encoding="utf-8")
+        self.edit(path)
+
+    def edit(self, path: Path) -> None:
+        """Open `path` in $VISUAL/$EDITOR with the app suspended; re-read the oracles."""
+        from textual.app import SuspendNotSupported
+
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        command = [*shlex.split(editor), str(path)]
+        try:
+            try:
+                with self.app.suspend():
+                    result = subprocess.run(command, check=False)
+            except SuspendNotSupported:  # no real terminal (a test): run it as it is
+                result = subprocess.run(command, check=False, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError as exc:
+            self.notify(f"Cannot run the editor {editor!r} ({exc.strerror}); set $EDITOR.",
+                        severity="error")
+            return
+        if result.returncode != 0:
+            self.notify(f"The editor exited with {result.returncode}.", severity="warning")
+        self.action_refresh()
