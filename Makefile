@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(PY) bench/render.py
 	$(PY) bench/startup.py
 	$(PY) bench/context.py
+	$(PY) bench/oracles.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

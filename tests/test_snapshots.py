@@ -127,6 +127,38 @@ def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.Monkey
     assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=providers)
 
 
+def test_oracles_tab(home: Path, snap_compare: Any) -> None:
+    """A case with a note and one consultation, its history shown."""
+    from engine.models.notes import ContextSnapshot, LlmEntry, NoteEntry
+
+    app = make_app(home, sessions=0)
+    session = fixed_session(home / "data" / "sessions", 0)
+    folder = next((home / "data" / "sessions").glob(f"*_{session.short_id}"))
+    (folder / "transcripts").mkdir()
+    (folder / "transcripts" / "001_call.txt").write_text("[0:01] Alice: The shipment left.\n")
+    (folder / "llm_responses").mkdir()
+    (folder / "llm_responses" / "001_sceptic.txt").write_text(
+        "**Verdict**: the dates stay vague.\n\n1. Who saw it leave?\n")
+    session.notes = [NoteEntry(sequence=1, received_at=START, filename="001_call.txt",
+                               kind="imported", source="call.vtt", characters=33)]
+    session.llm_entries = [LlmEntry(
+        sequence=1, created_at=START, oracle_name="Sceptic", oracle_id="0a1b2c3d",
+        response_filename="001_sceptic.txt", provider_used="cloud:gpt-4o",
+        context_snapshot=ContextSnapshot(transcript_count=1, llm_response_count=0,
+                                         include_llm_history=True, total_tokens_estimate=412,
+                                         qa_count=1, audit_included=True, window=128000))]
+    (folder / "metadata.json").write_text(session.model_dump_json())
+
+    async def history(pilot: Any) -> None:
+        pilot.app.current_session = folder.name
+        await pilot.press("3")
+        await pilot.pause(0.5)
+        await pilot.press("h")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=history)
+
+
 async def settle(pilot: Any) -> None:
     for _ in range(100):
         await pilot.pause(0.05)

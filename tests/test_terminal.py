@@ -186,6 +186,9 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
     assert shutil.which("tmux"), "tmux is required in CI"
     (home / "config.toml").write_text(config_text({"llama": llama_server.url}, ["llama"],
                                                   ["llama"]))
+    (home / "oracles").mkdir()
+    (home / "oracles" / "judge.md").write_text(
+        "+++\nmax_tokens = 24\n+++\n# Judge\n\nRepeat the case.\n")
     socket = f"detektiv-test-{uuid.uuid4().hex[:8]}"
     env = env_for(home)
     command = " ".join([*cli()])
@@ -217,6 +220,12 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
         assert "Question · llama:gemma" in screen
         screen = wait("consistency", timeout=120)
         assert "Audit" in screen and "Gap analysis 1" in screen
+        # the Oracles tab works on the session Live shows: consult the highlighted oracle
+        subprocess.run([*tmux, "send-keys", "3"], check=True)
+        wait("Session ")
+        subprocess.run([*tmux, "send-keys", "c"], check=True)
+        screen = wait("saved as 001_judge.txt", timeout=120)
+        assert "asking llama:gemma" in screen
         subprocess.run([*tmux, "send-keys", "C-q"], check=True)
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)

@@ -60,14 +60,6 @@ class Piece:
         return f"{self.header}\n\n{shorten(self.body, cap).strip()}\n"
 
 
-def _cost(piece: Piece, count: Callable[[str], int], cap: int | None) -> int:
-    head, body = piece.tokens(count)
-    chars = len(piece.body)
-    if cap is None or chars <= cap:
-        return head + body
-    return head + -(-body * cap // max(chars, 1)) + MARK_TOKENS
-
-
 @dataclass(frozen=True, slots=True)
 class CaseContext:
     """The frozen material of one or several consultations."""
@@ -161,18 +153,21 @@ class ContextPlan:
         out = list(case.dropped)
         if self.answers_left_out:
             out.append(f"earlier answers {span(self.answers_left_out)} left out")
-        if self.answer_cap is not None and _cut(case.answers, self.answer_cap):
+        if self.answer_cap is not None and _cut(case.answers, self.answer_cap,
+                                                               self.answers_left_out):
             out.append(f"earlier answers shortened to {self.answer_cap} characters")
         if self.rounds_left_out:
             out.append(f"rounds {span(self.rounds_left_out)} left out")
-        if self.round_cap is not None and _cut(case.rounds, self.round_cap):
+        if self.round_cap is not None and _cut(case.rounds, self.round_cap,
+                                                             self.rounds_left_out):
             out.append(f"rounds shortened to {self.round_cap} characters")
         if case.audit is not None and self.audit_cap is not None \
                 and len(case.audit.body) > self.audit_cap:
             out.append(f"audit shortened to {self.audit_cap} characters")
         if self.notes_left_out:
             out.append(f"notes {span(self.notes_left_out)} left out")
-        if self.note_cap is not None and _cut(case.notes, self.note_cap):
+        if self.note_cap is not None and _cut(case.notes, self.note_cap,
+                                                           self.notes_left_out):
             out.append(f"notes shortened to {self.note_cap} characters")
         return out
 
@@ -214,8 +209,8 @@ class ContextPlan:
                 len(case.answers) - len(self.answers_left_out))
 
 
-def _cut(pieces: Sequence[Piece], cap: int) -> bool:
-    return any(len(p.body) > cap for p in pieces)
+def _cut(pieces: Sequence[Piece], cap: int, left_out: Sequence[int] = ()) -> bool:
+    return any(len(p.body) > cap for p in pieces if p.number not in left_out)
 
 
 def _largest(fits: Callable[[int], bool], low: int, high: int) -> int | None:
@@ -230,74 +225,100 @@ def _largest(fits: Callable[[int], bool], low: int, high: int) -> int | None:
     return low
 
 
+class _Section:
+    """One part's pieces with their token counts taken once, and its cost at a cap."""
+
+    def __init__(self, pieces: Sequence[Piece], count: Callable[[str], int]) -> None:
+        self.numbers = [p.number for p in pieces]
+        self.sizes = [(*p.tokens(count), len(p.body)) for p in pieces]
+        self.out: set[int] = set()
+
+    def cost(self, cap: int | None) -> int:
+        total = 0
+        for number, (head, body, chars) in zip(self.numbers, self.sizes, strict=True):
+            if number in self.out:
+                continue
+            if cap is None or chars <= cap:
+                total += head + body
+            else:
+                total += head + -(-body * cap // max(chars, 1)) + MARK_TOKENS
+        return total
+
+    def piece_cost(self, index: int, cap: int | None) -> int:
+        head, body, chars = self.sizes[index]
+        if cap is None or chars <= cap:
+            return head + body
+        return head + -(-body * cap // max(chars, 1)) + MARK_TOKENS
+
+    @property
+    def longest(self) -> int:
+        return max((chars for _, _, chars in self.sizes), default=0)
+
+
 def plan(case: CaseContext, fixed: int, limit: int, count: Callable[[str], int]) -> ContextPlan:
     """The fullest `ContextPlan` whose estimate is within `limit` tokens, `fixed` being the
-    oracle's own text and framing; `DoesNotFit` when not even the smallest form fits."""
+    oracle's own text and framing; `DoesNotFit` when not even the smallest form fits.
+
+    Each piece is measured once; a try costs arithmetic over the pieces, not a rendering."""
     p = ContextPlan()
-    sections = 3 * 8 + 16  # section headings and the joins between pieces
+    notes, rounds = _Section(case.notes, count), _Section(case.rounds, count)
+    audit = _Section((case.audit,) if case.audit is not None else (), count)
+    answers = _Section(case.answers, count)
+    base = fixed + 3 * 8 + 16  # section headings and the joins between pieces
+    caps = {"note_cap": notes, "round_cap": rounds, "audit_cap": audit, "answer_cap": answers}
+    costs = {name: section.cost(None) for name, section in caps.items()}
 
     def total() -> int:
-        cost = fixed + sections
-        cost += sum(_cost(x, count, p.note_cap) for x in case.notes
-                    if x.number not in p.notes_left_out)
-        cost += sum(_cost(x, count, p.round_cap) for x in case.rounds
-                    if x.number not in p.rounds_left_out)
-        if case.audit is not None:
-            cost += _cost(case.audit, count, p.audit_cap)
-        cost += sum(_cost(x, count, p.answer_cap) for x in case.answers
-                    if x.number not in p.answers_left_out)
-        return cost
+        return base + sum(costs.values())
 
-    def fits() -> bool:
-        return total() <= limit
-
-    def even_cap(pieces: Sequence[Piece], attr: str, low: int = MIN_CAP) -> bool:
+    def even_cap(attr: str, low: int = MIN_CAP) -> bool:
         """Set the largest even cap that fits; True when the prompt fits now."""
-        longest = max((len(x.body) for x in pieces), default=0)
-        if longest <= low:
-            return fits()
-
-        def trial(cap: int) -> bool:
-            setattr(p, attr, cap)
-            return fits()
-
-        best = _largest(trial, low, longest)
+        section = caps[attr]
+        others = total() - costs[attr]
+        if section.longest <= low:
+            return total() <= limit
+        best = _largest(lambda cap: others + section.cost(cap) <= limit, low, section.longest)
         setattr(p, attr, best if best is not None else low)
+        costs[attr] = section.cost(getattr(p, attr))
         return best is not None
 
-    if fits():
+    def leave_out(attr: str, index: int, left: list[int]) -> bool:
+        section = caps[attr]
+        number = section.numbers[index]
+        costs[attr] -= section.piece_cost(index, getattr(p, attr))
+        section.out.add(number)
+        left.append(number)
+        return total() <= limit
+
+    if total() <= limit:
         return p
     # 1. earlier answers
     if case.answers:
-        if even_cap(case.answers, "answer_cap"):
+        if even_cap("answer_cap"):
             return p
-        for piece in case.answers:
-            p.answers_left_out.append(piece.number)
-            if fits():
+        for index in range(len(case.answers)):
+            if leave_out("answer_cap", index, p.answers_left_out):
                 return p
     # 2. rounds: shortened, then the middle left out, then the first, then the newest
     if case.rounds:
-        if even_cap(case.rounds, "round_cap"):
+        if even_cap("round_cap"):
             return p
-        order = [x.number for x in case.rounds[1:-1]] + [case.rounds[0].number]
-        if len(case.rounds) > 1:
-            order.append(case.rounds[-1].number)
-        for number in order:
-            p.rounds_left_out.append(number)
-            if fits():
+        last = len(case.rounds) - 1
+        order = [*range(1, last), 0] + ([last] if last > 0 else [])
+        for index in order:
+            if leave_out("round_cap", index, p.rounds_left_out):
                 return p
     # 3. the audit
-    if case.audit is not None and even_cap((case.audit,), "audit_cap"):
+    if case.audit is not None and even_cap("audit_cap"):
         return p
     # 4. notes: shortened, then the oldest left out; the newest cut down to LAST_CAP
     if case.notes:
-        if even_cap(case.notes, "note_cap"):
+        if even_cap("note_cap"):
             return p
-        for piece in case.notes[:-1]:
-            p.notes_left_out.append(piece.number)
-            if fits():
+        for index in range(len(case.notes) - 1):
+            if leave_out("note_cap", index, p.notes_left_out):
                 return p
-        if even_cap(case.notes[-1:], "note_cap", LAST_CAP):
+        if even_cap("note_cap", LAST_CAP):
             return p
     raise DoesNotFit(total(), limit)
 

@@ -193,7 +193,7 @@ class OraclesScreen(Guarded, Screen[None]):
             text = f"invalid: {oracle.problem}\n{oracle.path}"
         else:
             text = "\n".join([oracle.description or "(no description)",
-                              f"{oracle.mode} · {oracle.id} · {oracle.path.name}",
+                              f"{oracle.mode} · {oracle.source}/{oracle.path.name}",
                               *oracle.warnings])
         self.query_one("#oracle-info", Static).update(Content(strip_control(text)))
 
