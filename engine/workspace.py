@@ -445,6 +445,36 @@ class Workspace:
         """Where the user's own oracles live (`oracles/` beside the config file)."""
         return self.paths.config_file.parent / "oracles"
 
+    def editable_oracle(self, oracle: Oracle) -> tuple[Path, bool]:
+        """The file to edit for `oracle`: the user's own; a shipped (or ORACLES_DIR) one is
+        copied to the user's directory first, where it overrides the original. (path, copied)"""
+        if oracle.source == "user":
+            return oracle.path, False
+        target = self.user_oracles_dir / oracle.path.name
+        if target.exists():
+            return target, False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(oracle.path.read_bytes())
+        self.oracle_catalog.refresh()
+        return target, True
+
+    def new_oracle(self, name: str) -> Path:
+        """A new oracle file in the user's directory from the template (an existing file of
+        that name is kept as it is); its path."""
+        from engine.oracles.catalog import ORACLE_TEMPLATE
+        from engine.text import slug
+
+        title = " ".join(name.split())
+        if not title:
+            raise ConfigError("the oracle's name is empty")
+        path = self.user_oracles_dir / f"{slug(title, fallback='oracle')}.md"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(ORACLE_TEMPLATE.format(
+                name=title, placeholder=self.config.oracles.placeholder), encoding="utf-8")
+        self.oracle_catalog.refresh()
+        return path
+
     def oracles(self) -> list[Oracle]:
         """Every oracle, valid or not, by name (re-read at most every ORACLE_CACHE_TTL s)."""
         return self.oracle_catalog.list()

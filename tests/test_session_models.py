@@ -25,6 +25,7 @@ from engine.models.events import (
 from engine.models.session import (
     CONTRADICTION_PENALTY,
     GAP_WEIGHTS,
+    SCHEMA_VERSION,
     AuditResult,
     AuditTrailEntry,
     Contradiction,
@@ -167,5 +168,5 @@ def test_exports_hold_every_question_and_answer_and_json_loads_back_equal() -> N
     assert "\x1b" not in markdown and "\x07" not in markdown
     loaded = InterrogationSession.model_validate_json(to_json(original))
     assert loaded == original
-    assert json.loads(to_json(original))["schema_version"] == 1
+    assert json.loads(to_json(original))["schema_version"] == SCHEMA_VERSION == 2
     assert uuid.UUID(json.loads(to_json(original))["id"]).version == 4

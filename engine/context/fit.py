@@ -26,6 +26,7 @@ from engine.errors import DetektivError
 __all__ = [
     "DoesNotFit",
     "Plan",
+    "largest_cap",
     "RoundCost",
     "Trim",
     "plan_all_rounds",
@@ -195,7 +196,7 @@ def _total(
     )
 
 
-def _largest_cap(fits: Callable[[int], bool], low: int, high: int) -> int | None:
+def largest_cap(fits: Callable[[int], bool], low: int, high: int) -> int | None:
     """The largest cap in [low, high] for which `fits` holds (it is monotone), else None."""
     if not fits(low):
         return None
@@ -262,7 +263,7 @@ def plan_rounds(
         def fits(c: int, modes: list[Mode] = modes) -> bool:
             return _total(plan(modes, c), omitted_cost) <= limit
 
-        cap = _largest_cap(fits, min(MIN_ANSWER, longest), max(longest, MIN_ANSWER))
+        cap = largest_cap(fits, min(MIN_ANSWER, longest), max(longest, MIN_ANSWER))
         if cap is not None:
             return done(plan(modes, cap))
     # the newest round alone, its question shortened too
@@ -272,7 +273,7 @@ def plan_rounds(
     def fits_question(q: int) -> bool:
         return _total(plan(modes, low, q), omitted_cost) <= limit
 
-    qcap = _largest_cap(fits_question, min(MIN_QUESTION, longest_q), max(longest_q, MIN_QUESTION))
+    qcap = largest_cap(fits_question, min(MIN_QUESTION, longest_q), max(longest_q, MIN_QUESTION))
     if qcap is not None:
         return done(plan(modes, low, qcap))
     needed = _total(plan(modes, low, min(MIN_QUESTION, longest_q)), omitted_cost)
@@ -298,13 +299,13 @@ def plan_all_rounds(rounds: Sequence[RoundCost[T]], limit: int) -> Plan[T]:
     if total(None) <= limit:
         return done(None)
     longest = max((r.answer_chars for r in rounds), default=0)
-    cap = _largest_cap(lambda c: total(c) <= limit, min(MIN_ANSWER_ALL, longest),
+    cap = largest_cap(lambda c: total(c) <= limit, min(MIN_ANSWER_ALL, longest),
                        max(longest, MIN_ANSWER_ALL))
     if cap is not None:
         return done(cap)
     low_answer = min(MIN_ANSWER_ALL, longest)
     longest_q = max((r.question_chars for r in rounds), default=0)
-    qcap = _largest_cap(lambda q: total(low_answer, q) <= limit,
+    qcap = largest_cap(lambda q: total(low_answer, q) <= limit,
                         min(MIN_QUESTION_ALL, longest_q), max(longest_q, MIN_QUESTION_ALL))
     if qcap is not None:
         return done(low_answer, qcap)

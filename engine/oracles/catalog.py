@@ -32,7 +32,7 @@ from engine.prompts import fill_tokens
 from engine.text import slug as make_slug
 from engine.text import strip_control
 
-__all__ = ["MAX_ORACLE_BYTES", "Oracle", "OracleCatalog", "parse_oracle"]
+__all__ = ["MAX_ORACLE_BYTES", "ORACLE_TEMPLATE", "Oracle", "OracleCatalog", "parse_oracle"]
 
 MAX_ORACLE_BYTES = 256 * 1024
 """Largest oracle file read; a bigger one is listed as invalid."""
@@ -42,6 +42,23 @@ _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _TOKEN = re.compile(r"\{\{[^{}\n]{0,64}\}\}")
 
 Mode = Literal["placeholder", "append"]
+
+ORACLE_TEMPLATE = """+++
+description = "One line on what this oracle looks for."
++++
+# {name}
+
+You are … (who the oracle is, and what it looks for in a case).
+
+## The case
+
+{placeholder}
+
+## How to answer
+
+1. …
+"""
+"""A new oracle file (`{name}`, `{placeholder}` filled in)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from engine.context.budget import Prompt
-from engine.context.fit import MARK_TOKENS, DoesNotFit, Trim, shorten, span
+from engine.context.fit import MARK_TOKENS, DoesNotFit, Trim, largest_cap, shorten, span
 from engine.context.policy import Limits
 from engine.context.tokens import MESSAGE_OVERHEAD
 from engine.models.notes import ContextSnapshot, LlmEntry, NoteEntry
@@ -213,18 +213,6 @@ def _cut(pieces: Sequence[Piece], cap: int, left_out: Sequence[int] = ()) -> boo
     return any(len(p.body) > cap for p in pieces if p.number not in left_out)
 
 
-def _largest(fits: Callable[[int], bool], low: int, high: int) -> int | None:
-    if high < low or not fits(low):
-        return None
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
 class _Section:
     """One part's pieces with their token counts taken once, and its cost at a cap."""
 
@@ -277,7 +265,7 @@ def plan(case: CaseContext, fixed: int, limit: int, count: Callable[[str], int])
         others = total() - costs[attr]
         if section.longest <= low:
             return total() <= limit
-        best = _largest(lambda cap: others + section.cost(cap) <= limit, low, section.longest)
+        best = largest_cap(lambda cap: others + section.cost(cap) <= limit, low, section.longest)
         setattr(p, attr, best if best is not None else low)
         costs[attr] = section.cost(getattr(p, attr))
         return best is not None

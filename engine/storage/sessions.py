@@ -208,9 +208,7 @@ class SessionStore:
             detective=detective or [],
             witness=witness or [],
         )
-        stamp = session.start_time.astimezone().strftime("%Y-%m-%d_%H-%M-%S")
-        directory = self.root / f"{stamp}_{session.short_id}"
-        directory.mkdir(parents=True)
+        directory = self._new_folder(session)
         fd = self._lock(directory)
         journal = SessionJournal(
             self, directory, session, fd, EventLogWriter(directory / EVENTS, 1, on_record)
@@ -218,13 +216,18 @@ class SessionStore:
         journal.save()
         return journal
 
+    def _new_folder(self, session: InterrogationSession) -> Path:
+        """`{local start time}_{id8}`, created."""
+        stamp = session.start_time.astimezone().strftime("%Y-%m-%d_%H-%M-%S")
+        directory = self.root / f"{stamp}_{session.short_id}"
+        directory.mkdir(parents=True)
+        return directory
+
     def create_notes(self, title: str, iteration_limit: int) -> InterrogationSession:
         """A new case file with no interrogation yet (status `notes`), stored at once."""
         session = InterrogationSession(title=title, status="notes",
                                        iteration_limit=iteration_limit)
-        stamp = session.start_time.astimezone().strftime("%Y-%m-%d_%H-%M-%S")
-        directory = self.root / f"{stamp}_{session.short_id}"
-        directory.mkdir(parents=True)
+        directory = self._new_folder(session)
         with case_locked(directory):
             atomic_write_text(directory / METADATA, session.model_dump_json(indent=1))
         self.index.append(summarize(directory.name, session))

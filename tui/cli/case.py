@@ -151,7 +151,10 @@ async def consult(workspace: Workspace, args: argparse.Namespace) -> int:
     consultation = await workspace.consultation(
         args.session, args.oracle, args.provider, False if args.no_history else None)
     if args.dry_run:
-        previews = await consultation.preview()
+        try:
+            previews = await consultation.preview()
+        finally:
+            await consultation.aclose()
         for preview in previews:
             if args.json:
                 print(json.dumps({

@@ -51,21 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["OraclesScreen"]
 
 NEW_CASE = "+new"
-TEMPLATE = """+++
-description = "One line on what this oracle looks for."
-+++
-# {name}
-
-You are … (who the oracle is, and what it looks for in a case).
-
-## The case
-
-{{{{CONTEXT}}}}
-
-## How to answer
-
-1. …
-"""
 
 
 class OraclesScreen(Guarded, Screen[None]):
@@ -459,14 +444,9 @@ class OraclesScreen(Guarded, Screen[None]):
         oracle = self.highlighted()
         if oracle is None:
             return
-        path = oracle.path
-        if oracle.source != "user":  # never edit a shipped file: edit the user's copy
-            target = self.app.workspace.user_oracles_dir / path.name
-            if not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(path.read_bytes())
-                self.notify(f"Your copy {target} overrides the {oracle.source} oracle.")
-            path = target
+        path, copied = self.app.workspace.editable_oracle(oracle)
+        if copied:
+            self.notify(f"Your copy {path} overrides the {oracle.source} oracle.")
         self.edit(path)
 
     def action_new_oracle(self) -> None:
@@ -474,17 +454,10 @@ class OraclesScreen(Guarded, Screen[None]):
 
     @work(exclusive=True, group="oracle-new", exit_on_error=False)
     async def new_oracle(self) -> None:
-        from engine.text import slug
-
         name = await self.app.push_screen_wait(PromptDialog("Name of the new oracle:"))
         if not name or not name.strip():
             return
-        directory = self.app.workspace.user_oracles_dir
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{slug(name, fallback='oracle')}.md"
-        if not path.exists():
-            path.write_text(TEMPLATE.format(name=" ".join(name.split())), encoding="utf-8")
-        self.edit(path)
+        self.edit(self.app.workspace.new_oracle(name))
 
     def edit(self, path: Path) -> None:
         """Open `path` in $VISUAL/$EDITOR with the app suspended; re-read the oracles."""
