@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from engine.errors import ConfigError
+from engine.oracles.casefile import CaseFileOperations
 
 if TYPE_CHECKING:
     from engine.config import Config, ProviderConfig
@@ -29,10 +29,7 @@ if TYPE_CHECKING:
     from engine.context.conversations import ConversationStore, ConversationTurn
     from engine.context.policy import ContextPolicy
     from engine.models.events import InterrogationEvent, Record
-    from engine.models.notes import LlmEntry, NoteEntry
     from engine.models.session import InterrogationSession
-    from engine.oracles.catalog import Oracle, OracleCatalog
-    from engine.oracles.consult import Consultation
     from engine.paths import Paths
     from engine.providers import Provider, StreamRequest
     from engine.router import Router
@@ -121,8 +118,9 @@ class Asked:
         )
 
 
-class Workspace:
-    """Config, store and router for one user's data; see the module docstring."""
+class Workspace(CaseFileOperations):
+    """Config, store and router for one user's data; see the module docstring. The case-file
+    operations (notes, oracles, consultations) come from `CaseFileOperations`."""
 
     def __init__(self, paths: Paths, config: Config | None = None, *,
                  preimport: bool = False) -> None:
@@ -137,7 +135,6 @@ class Workspace:
         self._router_lock: asyncio.Lock | None = None
         self._policy: ContextPolicy | None = None
         self._conversations: ConversationStore | None = None
-        self._catalog: OracleCatalog | None = None
         self.warnings: list[str] = []
         """Problems that changed nothing but should be seen (an invalid context.toml)."""
 
@@ -335,207 +332,6 @@ class Workspace:
             return to_json(session)
         return to_markdown(session, self.status(ref, session), self.note_texts(ref, session),
                            self.answer_texts(ref, session))
-
-    # ---- the case file: notes and oracles (SPEC §4) ---------------------------------------
-
-    def new_case(self, title: str) -> InterrogationSession:
-        """A session for notes alone (status `notes`); its interrogation can start later
-        (`start(…, session=id)`). `ConfigError` for an empty title."""
-        text = " ".join(title.split())
-        if not text:
-            raise ConfigError("the title is empty")
-        return self.store.create_notes(text, self.config.interrogation.iteration_limit)
-
-    def add_note(self, ref: str, text: str, source: str, ext: str = "txt",
-                 kind: Literal["typed", "imported"] = "typed") -> NoteEntry:
-        """Store `text` as the session's next note (file first, then its entry)."""
-        from engine.models.notes import NoteEntry
-        from engine.models.session import now
-        from engine.oracles.notes import typed_note
-        from engine.storage.atomic import atomic_write_text
-        from engine.storage.sessions import NOTES_DIR
-        from engine.text import slug
-
-        body = typed_note(text) if kind == "typed" else text
-        name = slug(source.rsplit(".", 1)[0] if kind == "imported" else source)
-
-        def change(session: InterrogationSession, directory: Path) -> NoteEntry:
-            sequence = max((n.sequence for n in session.notes), default=0) + 1
-            filename = f"{sequence:03d}_{name}.{ext}"
-            atomic_write_text(directory / NOTES_DIR / filename, body)
-            entry = NoteEntry(sequence=sequence, received_at=now(), filename=filename,
-                              kind=kind, source=source, characters=len(body))
-            session.notes.append(entry)
-            return entry
-
-        return self.store.update(ref, change)
-
-    def import_notes(self, ref: str, files: Sequence[Path]) -> tuple[list[NoteEntry],
-                                                                      list[str]]:
-        """Import each file as a note (.txt .md .srt .vtt): (the notes added, why each other
-        file was refused). The session is checked first."""
-        from engine.errors import NoteRefused
-        from engine.oracles.notes import read_note_file
-
-        self.store.resolve(ref)
-        added: list[NoteEntry] = []
-        refused: list[str] = []
-        for path in files:
-            try:
-                text, ext = read_note_file(path)
-            except NoteRefused as exc:
-                refused.append(exc.message)
-                continue
-            added.append(self.add_note(ref, text, path.name, ext, "imported"))
-        return added, refused
-
-    def note_texts(self, ref: str, session: InterrogationSession | None = None,
-                   ) -> list[tuple[NoteEntry, str]]:
-        """Every note with its text (a missing file reads as a bracketed message)."""
-        from engine.storage.sessions import NOTES_DIR
-
-        session = self.store.load(ref) if session is None else session
-        return [(entry, self._case_text(ref, NOTES_DIR, entry.filename))
-                for entry in session.notes]
-
-    def answer_texts(self, ref: str, session: InterrogationSession | None = None,
-                     ) -> list[tuple[LlmEntry, str]]:
-        """Every oracle answer with its text."""
-        from engine.storage.sessions import RESPONSES_DIR
-
-        session = self.store.load(ref) if session is None else session
-        return [(entry, self._case_text(ref, RESPONSES_DIR, entry.response_filename))
-                for entry in session.llm_entries]
-
-    def _case_text(self, ref: str, folder: str, filename: str) -> str:
-        from engine.errors import SessionCorrupt
-
-        try:
-            return self.store.case_text(ref, folder, filename)
-        except SessionCorrupt as exc:
-            return f"[{exc.message}]"
-
-    def set_include_history(self, ref: str, value: bool) -> None:
-        """Keep the session's preference: earlier oracle answers in the next context."""
-
-        def change(session: InterrogationSession, directory: Path) -> None:
-            session.ui_preferences.include_llm_history = value
-
-        self.store.update(ref, change)
-
-    @property
-    def oracle_catalog(self) -> OracleCatalog:
-        """The oracles: ORACLES_DIR (default the shipped `prompts/oracles`), then `oracles/`
-        beside the config file, which overrides a file of the same name."""
-        if self._catalog is None:
-            from engine.oracles.catalog import OracleCatalog
-            from engine.paths import resource_dir
-
-            settings = self.config.oracles
-            first = (Path(settings.dir).expanduser(), "ORACLES_DIR") if settings.dir \
-                else (resource_dir("prompts") / "oracles", "shipped")
-            self._catalog = OracleCatalog(
-                [first, (self.user_oracles_dir, "user")], settings.placeholder,
-                settings.cache_ttl,
-            )
-        return self._catalog
-
-    @property
-    def user_oracles_dir(self) -> Path:
-        """Where the user's own oracles live (`oracles/` beside the config file)."""
-        return self.paths.config_file.parent / "oracles"
-
-    def editable_oracle(self, oracle: Oracle) -> tuple[Path, bool]:
-        """The file to edit for `oracle`: the user's own; a shipped (or ORACLES_DIR) one is
-        copied to the user's directory first, where it overrides the original. (path, copied)"""
-        if oracle.source == "user":
-            return oracle.path, False
-        target = self.user_oracles_dir / oracle.path.name
-        if target.exists():
-            return target, False
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(oracle.path.read_bytes())
-        self.oracle_catalog.refresh()
-        return target, True
-
-    def new_oracle(self, name: str) -> Path:
-        """A new oracle file in the user's directory from the template (an existing file of
-        that name is kept as it is); its path."""
-        from engine.oracles.catalog import ORACLE_TEMPLATE
-        from engine.text import slug
-
-        title = " ".join(name.split())
-        if not title:
-            raise ConfigError("the oracle's name is empty")
-        path = self.user_oracles_dir / f"{slug(title, fallback='oracle')}.md"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(ORACLE_TEMPLATE.format(
-                name=title, placeholder=self.config.oracles.placeholder), encoding="utf-8")
-        self.oracle_catalog.refresh()
-        return path
-
-    def oracles(self) -> list[Oracle]:
-        """Every oracle, valid or not, by name (re-read at most every ORACLE_CACHE_TTL s)."""
-        return self.oracle_catalog.list()
-
-    async def consultation(
-        self,
-        ref: str,
-        oracles: Sequence[str],
-        provider: str | None = None,
-        include_history: bool | None = None,
-    ) -> Consultation:
-        """Oracles (by name, id or slug; 1–4, each once) ready to consult on the session's
-        case file as it is now. `provider` answers for all of them (else each oracle's own
-        chain, else the `oracle` role's); `include_history` None: the session's preference."""
-        from engine.errors import OracleError
-        from engine.oracles.consult import Consultation
-        from engine.oracles.context import CaseContext
-        from engine.roles import apply_chains
-
-        if not oracles:
-            raise OracleError("no oracle named (see `detektiv oracles`)")
-        chosen: list[Oracle] = []
-        for name in oracles:
-            oracle = self.oracle_catalog.find(name)
-            if oracle not in chosen:
-                chosen.append(oracle)
-        if len(chosen) > 4:
-            raise OracleError(f"{len(chosen)} oracles named; consult at most 4 at once")
-        directory = self.store.resolve(ref)
-        session = self.store.load(directory.name)
-        history = session.ui_preferences.include_llm_history if include_history is None \
-            else include_history
-        case = CaseContext.build(
-            session, self.note_texts(directory.name, session),
-            self.answer_texts(directory.name, session) if history else [], history,
-            self.context_policy.limits("oracle"),
-        )
-        chains: dict[str, list[str]] = {}
-        roles: list[tuple[Oracle, str]] = []
-        for oracle in chosen:
-            chain = [provider] if provider else list(oracle.provider)
-            role = f"oracle-{oracle.id}" if chain else "oracle"
-            if chain:
-                chains[role] = chain
-            roles.append((oracle, role))
-        if chains:
-            if provider and provider not in self.config.providers and ":" not in provider:
-                from engine.providers import discover_ollama
-
-                await discover_ollama(self.config)  # `providers` may have shown it
-            config = apply_chains(self.config, chains)  # unknown names fail here
-            router = await self.new_router(config, discover=len(chains) < len(chosen))
-        else:
-            router = await self.router()
-        settings = self.config.oracles
-        return Consultation(self.store, directory.name, session, case, router, roles,
-                            settings.max_tokens, settings.timeout, own_router=bool(chains))
-
-    def delete(self, ref: str) -> None:
-        """Remove a session (refused while it runs)."""
-        self.store.delete(ref)
 
     def ask(
         self,

@@ -9,9 +9,6 @@ engine call goes through the workspace; model text is shown as data (TranscriptV
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,19 +26,16 @@ from engine import (
     LlmEntry,
     NoteEntry,
     Oracle,
-    OracleAttempt,
-    OracleDelta,
-    OracleFailed,
-    OracleNote,
-    OracleSaved,
     SessionSummary,
     answer_title,
     note_title,
     snapshot_line,
     strip_control,
 )
+from tui._editor import edit_file
 from tui.funnel import Guarded
 from tui.screens.dialogs import ChoiceDialog, PromptDialog, TextDialog
+from tui.widgets.answers import AnswerColumns
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
 
@@ -85,7 +79,11 @@ class OraclesScreen(Guarded, Screen[None]):
         self._followed: str | None = None
         self.include_history = True
         self.status_text = ""
-        self.columns: dict[str, TranscriptView] = {}
+
+    @property
+    def columns(self) -> dict[str, TranscriptView]:
+        """The answer columns of the last consultation, by oracle id."""
+        return self.query_one("#answers", AnswerColumns).columns
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("oracles")
@@ -96,7 +94,7 @@ class OraclesScreen(Guarded, Screen[None]):
                 yield Static(Content(""), id="oracle-info")
             with ContentSwitcher(initial="preview", id="oracle-views"):
                 yield TranscriptView(id="preview")
-                yield Horizontal(id="answers")
+                yield AnswerColumns(id="answers")
                 yield TranscriptView(id="history")
                 yield TranscriptView(id="notes")
         yield Footer()
@@ -308,46 +306,8 @@ class OraclesScreen(Guarded, Screen[None]):
         assert self.session_dir is not None
         consultation = await self.app.workspace.consultation(
             self.session_dir, self.chosen(), include_history=self.include_history)
-        row = self.query_one("#answers", Horizontal)
-        await row.remove_children()
-        self.columns = {o.id: TranscriptView(id=f"col-{o.id}") for o in consultation.oracles}
-        await row.mount_all(self.columns.values())
-        names = {o.id: o.name for o in consultation.oracles}
-        for oid, column in self.columns.items():
-            column.add("heading", "waiting…", title=names[oid])
         self.action_view("answers")
-        streaming: set[str] = set()
-        pending: dict[str, list[str]] = {oid: [] for oid in self.columns}
-
-        def close(oid: str, discard: str | None = None) -> None:
-            column = self.columns[oid]
-            if oid in streaming:
-                column.discard_stream(discard) if discard else column.end_stream()
-                streaming.discard(oid)
-            for text in pending[oid]:
-                column.add("note", text)
-            pending[oid].clear()
-
-        async for event in consultation.events():
-            oid = event.oracle_id
-            column = self.columns[oid]
-            match event:
-                case OracleAttempt(provider=provider):
-                    close(oid, "asked again")
-                    column.add("note", f"asking {provider}")
-                    column.start_stream("answer", title=names[oid])
-                    streaming.add(oid)
-                case OracleDelta(text=text):
-                    column.append(text)
-                case OracleNote(text=text):
-                    pending[oid].append(text)  # shown under the answer, not inside it
-                case OracleSaved(entry=entry):
-                    close(oid)
-                    column.add("note", f"saved as {entry.response_filename} · "
-                               f"{snapshot_line(entry)}")
-                case OracleFailed(error=error):
-                    close(oid, error)
-                    column.add("note", f"failed: {error}")
+        await self.query_one("#answers", AnswerColumns).show(consultation)
         self.load_case()
 
     def action_cancel(self) -> None:
@@ -460,22 +420,8 @@ class OraclesScreen(Guarded, Screen[None]):
         self.edit(self.app.workspace.new_oracle(name))
 
     def edit(self, path: Path) -> None:
-        """Open `path` in $VISUAL/$EDITOR with the app suspended; re-read the oracles."""
-        from textual.app import SuspendNotSupported
-
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-        command = [*shlex.split(editor), str(path)]
-        try:
-            try:
-                with self.app.suspend():
-                    result = subprocess.run(command, check=False)
-            except SuspendNotSupported:  # no real terminal (a test): run it as it is
-                result = subprocess.run(command, check=False, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        except OSError as exc:
-            self.notify(f"Cannot run the editor {editor!r} ({exc.strerror}); set $EDITOR.",
-                        severity="error")
-            return
-        if result.returncode != 0:
-            self.notify(f"The editor exited with {result.returncode}.", severity="warning")
+        """Open `path` in the user's editor (the app suspends); re-read the oracles."""
+        problem = edit_file(self.app, path)
+        if problem:
+            self.notify(problem, severity="warning")
         self.action_refresh()
