@@ -181,3 +181,34 @@ async def test_escape_cancels_a_consultation_and_nothing_half_is_stored(
         assert data["llm_entries"] == []
     finally:
         await proxy.stop()
+
+
+async def test_a_notes_case_gets_its_interrogation_from_the_oracles_tab(
+    home: Path, tmp_path: Path, llama_server: LlamaServer
+) -> None:
+    from tests.test_app import config_text, finished
+
+    (home / "config.toml").write_text(config_text({"llama": llama_server.url}, ["llama"],
+                                                  ["llama"]))
+    workspace = Workspace(Paths.from_env())
+    ref = case_with_call(workspace, tmp_path, "Owls")
+    app = build_app(Paths.from_env())
+    app.current_session = workspace.store.resolve(ref).name
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("3")
+        screen = oracles_screen(app)
+        await until(pilot, lambda: "1 notes" in bar(screen))
+        await pilot.press("I")
+        await until(pilot, lambda: app.current_mode == "live")
+        assert app.live.status_text.startswith(f"the next interrogation goes into case {ref}")
+        await pilot.press(*"Owls hunt at night", "enter")
+        await until(pilot, lambda: finished(app), timeout=240)
+        session = workspace.store.load(ref)
+        assert session.hypothesis is not None and session.hypothesis.text == "Owls hunt at night"
+        assert session.title == "Owls" and len(session.notes) == 1 and session.qa_pairs
+        assert len(workspace.store.list()) == 1  # the same session, not a new one
+        await pilot.press("3")
+        await pilot.press("I")  # it has its interrogation now: said, nothing started
+        await until(pilot, lambda: any("has its interrogation already" in m
+                                       for _, m in app.notices))
+        assert app.internal_errors == []

@@ -25,7 +25,7 @@ from textual.worker import Worker, WorkerFailed, WorkerState
 
 from engine import ConfigError, DetektivError, Paths, Workspace, log_file, redact, strip_control
 from tui.funnel import Guarded
-from tui.messages import NewSessionWanted, SessionOpened, SessionShown
+from tui.messages import InterrogationWanted, NewSessionWanted, SessionOpened, SessionShown
 from tui.screens.dialogs import HelpScreen
 from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
@@ -171,6 +171,10 @@ class DetektivApp(Guarded, App[int]):
 
     def on_session_shown(self, message: SessionShown) -> None:
         self.current_session = message.directory
+
+    async def on_interrogation_wanted(self, message: InterrogationWanted) -> None:
+        await self.switch_mode("live")
+        self.live.start_in_case(message.directory)
 
     async def on_new_session_wanted(self, message: NewSessionWanted) -> None:
         await self.switch_mode("live")

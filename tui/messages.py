@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-__all__ = ["NewSessionWanted", "SessionOpened", "SessionShown"]
+__all__ = ["InterrogationWanted", "NewSessionWanted", "SessionOpened", "SessionShown"]
 
 
 class SessionOpened(Message):
@@ -25,6 +25,15 @@ class NewSessionWanted(Message):
 class SessionShown(Message):
     """The Live tab now shows a session (opened, or started there): the Oracles tab works on
     it unless the user picked another."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self.directory = directory
+
+
+class InterrogationWanted(Message):
+    """The user wants to interrogate in a notes-only case: the Live tab's form takes the
+    cursor, and the run it starts goes into that session (its notes kept)."""
 
     def __init__(self, directory: str) -> None:
         super().__init__()

@@ -91,6 +91,8 @@ class LiveScreen(Guarded, Screen[None]):
         self.analysed: set[int] = set()
         self._form_wanted = False
         self._built = False
+        self.case_dir: str | None = None
+        """A notes-only session the next start interrogates in (None: a new session)."""
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
@@ -146,6 +148,13 @@ class LiveScreen(Guarded, Screen[None]):
         if event.input.id in ("hypothesis", "detective", "witness", "limit"):
             self.action_start()
 
+    def start_in_case(self, directory: str) -> None:
+        """Put the cursor in the form; the run it starts goes into `directory`'s case."""
+        self.case_dir = directory
+        self.set_status(f"the next interrogation goes into case {directory[-8:]} "
+                        "(its notes stay)")
+        self.focus_form()
+
     def action_start(self) -> None:
         try:
             limit: int | None = int(self.query_one("#limit", Input).value or "0")
@@ -156,6 +165,7 @@ class LiveScreen(Guarded, Screen[None]):
                 self.query_one("#hypothesis", Input).value, limit,
                 _chain(self.query_one("#detective", Input).value),
                 _chain(self.query_one("#witness", Input).value),
+                session=self.case_dir,
             )
         except ConfigError as exc:  # the engine's rule, said as a hint: nothing was stored
             self.notify(exc.message[:1].upper() + exc.message[1:] + ".", severity="warning",
@@ -163,6 +173,11 @@ class LiveScreen(Guarded, Screen[None]):
             if "hypothesis" in exc.message:
                 self.focus_form()
             return
+        except DetektivError as exc:  # the case is gone, or has its interrogation already
+            self.case_dir = None
+            self.notify(exc.message, title="Not started", severity="error", markup=False)
+            return
+        self.case_dir = None
         self.query_one(TranscriptView).focus()
         self.run_interrogation(run)
 

@@ -34,6 +34,7 @@ from engine import (
 )
 from tui._editor import edit_file
 from tui.funnel import Guarded
+from tui.messages import InterrogationWanted
 from tui.screens.dialogs import ChoiceDialog, PromptDialog, TextDialog
 from tui.widgets.answers import AnswerColumns
 from tui.widgets.tabs import ModeTabs
@@ -64,6 +65,7 @@ class OraclesScreen(Guarded, Screen[None]):
         Binding("y", "toggle_history", "History on/off", id="toggle-history"),
         Binding("e", "edit_oracle", "Edit oracle", id="edit-oracle"),
         Binding("N", "new_oracle", "New oracle", id="new-oracle"),
+        Binding("I", "interrogate", "Interrogate", id="interrogate-case"),
         Binding("escape", "cancel", "Cancel", id="cancel-consult"),
         Binding("r", "refresh", "Refresh", id="refresh-oracles"),
     ]
@@ -106,15 +108,18 @@ class OraclesScreen(Guarded, Screen[None]):
         self._follow_live()
 
     def on_screen_resume(self) -> None:
-        self._follow_live()
+        if not self._follow_live() and self.session_dir is not None:
+            self.load_case()  # what happened to it while another tab was shown
         self.load_oracles()
 
-    def _follow_live(self) -> None:
+    def _follow_live(self) -> bool:
         """Take the session the Live tab shows, when it changed since last looked."""
         current = self.app.current_session
         if current is not None and current != self._followed:
             self._followed = current
             self.use_session(current)
+            return True
+        return False
 
     def empty_text(self) -> str:
         keys = self.app.key_for
@@ -383,6 +388,16 @@ class OraclesScreen(Guarded, Screen[None]):
         self.notify(f"Added {note_title(entry)}")
         self.load_case()
         self.action_notes()
+
+    def action_interrogate(self) -> None:
+        directory = self.session_or_say()
+        if directory is None:
+            return
+        if self.app.workspace.status(directory) != "notes":  # read now: it may have begun
+            self.notify("This session has its interrogation already; a new one starts from "
+                        "the Live tab.", severity="warning")
+            return
+        self.post_message(InterrogationWanted(directory))
 
     def action_toggle_history(self) -> None:
         directory = self.session_or_say()
