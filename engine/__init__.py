@@ -388,6 +388,9 @@ if TYPE_CHECKING:
         follow_up as follow_up,
     )
     from engine.report import (
+        history_note as history_note,
+    )
+    from engine.report import (
         in_transcript as in_transcript,
     )
     from engine.report import (

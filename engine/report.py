@@ -9,6 +9,7 @@ colour).
 from __future__ import annotations
 
 from functools import singledispatch
+from typing import TYPE_CHECKING
 
 from engine.context.fit import span
 from engine.models.events import AnswerCutOff, ContextFitted, InterrogationEvent, TrailAdded
@@ -22,6 +23,9 @@ from engine.models.session import (
 )
 from engine.text import strip_control
 
+if TYPE_CHECKING:
+    from engine.context.budget import FitReport
+
 __all__ = [
     "ANSWER_CUT_OFF",
     "answer_title",
@@ -30,6 +34,7 @@ __all__ = [
     "contradiction",
     "fit_line",
     "follow_up",
+    "history_note",
     "in_transcript",
     "note",
     "note_title",
@@ -162,3 +167,10 @@ def snapshot_line(entry: LlmEntry) -> str:
     if shot.trimmed:
         line += " · trimmed: " + "; ".join(shot.trimmed)
     return line
+
+
+def history_note(report: FitReport) -> str:
+    """`"3 earlier turns of the conversation left out to fit p's window of 2048 tokens"`."""
+    left_out = len(report.trim.omitted)
+    return (f"{left_out} earlier turn{'s' if left_out != 1 else ''} of the conversation left "
+            f"out to fit {report.provider}'s window of {report.window} tokens")

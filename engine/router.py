@@ -256,75 +256,92 @@ class Router:
                     failures.append((name, admission.reason))
                     previous = (name, admission.reason)
                     continue
-                provider = self.providers[name]
-                shrink, told, retried = 1.0, None, False
-                while True:  # twice at most: again after the server said the prompt was too long
-                    try:
-                        fitted = await self._fit(name, request, shrink, told)
-                    except BaseException:
-                        self.breaker.release(state)
-                        raise
-                    if isinstance(fitted, str):
-                        self.breaker.release(state)
-                        yield ProviderEvent("context_too_small", name, None, fitted)
-                        failures.append((name, fitted))
-                        previous = (name, fitted)
-                        break
-                    sent, report = fitted
-                    if previous is not None:
-                        yield ProviderEvent("provider_switch", previous[0], name, previous[1])
-                        previous = None
-                    yield Attempt(name, provider.label, admission.trial)
-                    yield Fitted(name, report)
-                    partial: list[str] = []
-                    done: Done | None = None
-                    try:
-                        async with aclosing(provider.stream(sent)) as events:
-                            async for event in events:
-                                if type(event) is TokenDelta:
-                                    partial.append(event.text)
-                                    yield event
-                                elif type(event) is Done:
-                                    done = event
-                                else:
-                                    yield event
-                        if accept is not None:
-                            accept(name, "".join(partial), done.finish_reason if done else "")
-                    except ContextOverflowError as exc:
-                        if retried:  # fitted twice and still too long: a failure
-                            failed: ProviderError | None = exc
-                        else:
-                            forget_window(provider)
-                            yield ProviderEvent("error", name, None, f"{exc.detail}; fitting "
-                                                "the prompt again for a smaller window")
-                            told, retried, failed = exc.window, True, None
-                            shrink = 1.0 if told else 0.75
-                    except ProviderError as exc:
-                        failed = exc
-                    except BaseException:  # cancelled or closed by the caller: no verdict
-                        self.breaker.release(state)
-                        raise
-                    else:
-                        if self.breaker.success(state):
-                            self._dirty.add(name)
-                        assert done is not None  # Provider.stream guarantees Done at the end
-                        yield done
-                        return
-                    if failed is None:
-                        continue
-                    self._dirty.add(name)
-                    yield ProviderEvent(_event_type(failed), name, None, failed.detail)
-                    for caused, reason in self.breaker.failure(state, failed):
-                        yield ProviderEvent(caused, name, None, reason)
-                    if partial:
-                        yield PartialDiscarded(name, "".join(partial), failed.detail)
-                    failures.append((name, failed.detail))
-                    previous = (name, failed.detail)
-                    break
+                outcome: list[tuple[str, str]] = []
+                # closed with this generator: a caller that stops reading stops the stream
+                async with aclosing(self._attempt(name, state, admission.trial, request,
+                                                  accept, previous, outcome)) as attempt:
+                    async for event in attempt:
+                        yield event
+                if not outcome:  # it answered
+                    return
+                failures.append(outcome[0])
+                previous = outcome[0]
             raise AllProvidersFailed(role, failures)
         finally:
             if self._dirty:
                 self.save()
+
+    async def _attempt(
+        self, name: str, state: ProviderState, trial: bool, request: StreamRequest | Prompt,
+        accept: Accept | None, previous: tuple[str, str] | None,
+        outcome: list[tuple[str, str]],
+    ) -> AsyncGenerator[RouterEvent, None]:
+        """Stream from one admitted provider: fitted to its window, and fitted once more when
+        its server says the prompt was too long. Ends after `Done` when it answered; else
+        `outcome` gets (provider, why)."""
+        provider = self.providers[name]
+        shrink, told, retried = 1.0, None, False
+        while True:  # twice at most: again after the server said the prompt was too long
+            try:
+                fitted = await self._fit(name, request, shrink, told)
+            except BaseException:
+                self.breaker.release(state)
+                raise
+            if isinstance(fitted, str):
+                self.breaker.release(state)
+                yield ProviderEvent("context_too_small", name, None, fitted)
+                outcome.append((name, fitted))
+                return
+            sent, report = fitted
+            if previous is not None:
+                yield ProviderEvent("provider_switch", previous[0], name, previous[1])
+                previous = None
+            yield Attempt(name, provider.label, trial)
+            yield Fitted(name, report)
+            partial: list[str] = []
+            done: Done | None = None
+            try:
+                async with aclosing(provider.stream(sent)) as events:
+                    async for event in events:
+                        if type(event) is TokenDelta:
+                            partial.append(event.text)
+                            yield event
+                        elif type(event) is Done:
+                            done = event
+                        else:
+                            yield event
+                if accept is not None:
+                    accept(name, "".join(partial), done.finish_reason if done else "")
+            except ContextOverflowError as exc:
+                if retried:  # fitted twice and still too long: a failure
+                    failed: ProviderError | None = exc
+                else:
+                    forget_window(provider)
+                    yield ProviderEvent("error", name, None, f"{exc.detail}; fitting "
+                                        "the prompt again for a smaller window")
+                    told, retried, failed = exc.window, True, None
+                    shrink = 1.0 if told else 0.75
+            except ProviderError as exc:
+                failed = exc
+            except BaseException:  # cancelled or closed by the caller: no verdict
+                self.breaker.release(state)
+                raise
+            else:
+                if self.breaker.success(state):
+                    self._dirty.add(name)
+                assert done is not None  # Provider.stream guarantees Done at the end
+                yield done
+                return
+            if failed is None:
+                continue
+            self._dirty.add(name)
+            yield ProviderEvent(_event_type(failed), name, None, failed.detail)
+            for caused, reason in self.breaker.failure(state, failed):
+                yield ProviderEvent(caused, name, None, reason)
+            if partial:
+                yield PartialDiscarded(name, "".join(partial), failed.detail)
+            outcome.append((name, failed.detail))
+            return
 
     async def complete(
         self, request: StreamRequest | Prompt, role: str = "default",

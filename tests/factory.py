@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from engine.models.events import Finished, PairCompleted
+from engine.models.events import Finished, InterrogationEvent, PairCompleted, Started
 from engine.models.session import (
     Gap,
     GapAnalysis,
@@ -18,7 +18,7 @@ from engine.models.session import (
 )
 from engine.storage.sessions import SessionStore
 
-__all__ = ["sample_pair", "sample_session", "stored_session"]
+__all__ = ["recorded_session", "sample_pair", "sample_session", "stored_session"]
 
 
 def sample_pair(
@@ -72,5 +72,23 @@ def stored_session(store: SessionStore, hypothesis: str = "h", pairs: int = 1) -
     journal.session.status = "completed"
     journal.save()
     journal.record(Finished(status="completed"))
+    journal.close()
+    return journal.directory.name
+
+
+def recorded_session(store: SessionStore, events: Sequence[InterrogationEvent],
+                     pairs: Sequence[QuestionAnswerPair] = (), hypothesis: str = "h",
+                     status: str = "cancelled") -> str:
+    """A session whose log holds `Started`, then `events`, then `Finished(status)`, with
+    `pairs` stored; returns its folder name."""
+    journal = store.create(hypothesis, 5)
+    journal.record(Started(session_id=str(journal.session.id), hypothesis=hypothesis,
+                           iteration_limit=5))
+    for event in events:
+        journal.record(event)
+    journal.session.qa_pairs.extend(pairs)
+    journal.session.status = status  # type: ignore[assignment]
+    journal.save()
+    journal.record(Finished(status=status))  # type: ignore[arg-type]
     journal.close()
     return journal.directory.name

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input
 
 from engine import Paths, load_config
 from tests.conftest import ROOT, LlamaServer, cli, closed_port
-from tests.factory import stored_session
+from tests.factory import recorded_session, stored_session
 from tests.faults import FaultProxy
 from tests.test_interrogation import FAST
 from tui.app import DetektivApp, build_app
@@ -276,10 +276,8 @@ async def test_a_cut_off_answer_is_marked_in_the_live_view(home: Path) -> None:
     from engine.models.events import (
         AnswerCutOff,
         AnswerDelta,
-        Finished,
         Phase,
         ProviderChosen,
-        Started,
     )
     from engine.models.session import (
         ANSWER_CUT_OFF,
@@ -289,23 +287,16 @@ async def test_a_cut_off_answer_is_marked_in_the_live_view(home: Path) -> None:
     )
 
     app = app_for(home)
-    journal = app.store.create("The bridge is old", 5)
-    journal.record(Started(session_id=str(journal.session.id), hypothesis="The bridge is old",
-                           iteration_limit=5))
-    journal.record(Phase(phase="answer", sequence=1))
-    journal.record(ProviderChosen(role="witness", provider="w:m"))
-    journal.record(AnswerDelta(sequence=1, text="It was built in"))
-    journal.record(AnswerCutOff(sequence=1, provider="w:m"))
     pair = QuestionAnswerPair(
         sequence=1, question="When?", answer="It was built in", answer_cut_off=True,
         gap_analysis=GapAnalysis(completeness_score=20, requires_follow_up=True),
         provider_used=ProvidersUsed(detective="d:m", witness="w:m"),
     )
-    journal.session.qa_pairs.append(pair)
-    journal.session.status = "cancelled"
-    journal.save()
-    journal.record(Finished(status="cancelled"))
-    journal.close()
+    recorded_session(app.store, [
+        Phase(phase="answer", sequence=1), ProviderChosen(role="witness", provider="w:m"),
+        AnswerDelta(sequence=1, text="It was built in"),
+        AnswerCutOff(sequence=1, provider="w:m"),
+    ], [pair], "The bridge is old")
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 1)
@@ -318,23 +309,17 @@ async def test_a_cut_off_answer_is_marked_in_the_live_view(home: Path) -> None:
 
 
 async def test_a_trimmed_prompt_is_noted_in_the_live_view(home: Path) -> None:
-    from engine.models.events import ContextFitted, Finished, Phase, ProviderChosen, Started
+    from engine.models.events import ContextFitted, Phase, ProviderChosen
     from engine.models.session import ContextFit
 
     app = app_for(home)
-    journal = app.store.create("The bridge is old", 5)
-    journal.record(Started(session_id=str(journal.session.id), hypothesis="The bridge is old",
-                           iteration_limit=5))
-    journal.record(Phase(phase="question", sequence=4))
-    journal.record(ProviderChosen(role="detective", provider="d:m"))
     base = ContextFit(role="detective", sequence=4, provider="d:m", used=900, window=1024,
                       window_source="server", counted="exact", reply=100)
-    journal.record(ContextFitted(fit=base))  # nothing trimmed: no line
-    journal.record(ContextFitted(fit=base.model_copy(update={"digested": [2], "used": 1000})))
-    journal.session.status = "cancelled"
-    journal.save()
-    journal.record(Finished(status="cancelled"))
-    journal.close()
+    recorded_session(app.store, [
+        Phase(phase="question", sequence=4), ProviderChosen(role="detective", provider="d:m"),
+        ContextFitted(fit=base),  # nothing trimmed: no line
+        ContextFitted(fit=base.model_copy(update={"digested": [2], "used": 1000})),
+    ], hypothesis="The bridge is old")
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 1)

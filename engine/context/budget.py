@@ -275,19 +275,23 @@ async def fit(
     request = prompt.request
     asked = request.max_tokens
     reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))
-    exact = window.exact
-    margin = EXACT_MARGIN if exact else max(
-        MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN)
-    )
     schema = prompt.reshape(reply) if prompt.reshape is not None else request.schema
-    # an exact count is of the messages; llama.cpp turns the schema into a grammar, not text.
-    # Other providers may send it as text (Anthropic's system prompt): it is estimated then.
-    schema_cost = 0 if exact else _schema_tokens(schema)
-    limit = int((window.tokens - reply - margin - schema_cost) * shrink)
-    if limit <= 0:
-        raise DoesNotFit(-limit + 1, 0)
+
+    def budget(exact: bool) -> tuple[int, int]:
+        """(tokens the messages may take, tokens the schema costs), for the way of counting.
+        An exact count is of the messages; llama.cpp turns the schema into a grammar, not
+        text. Other providers may send it as text (Anthropic's system prompt): estimated."""
+        margin = EXACT_MARGIN if exact else max(
+            MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))
+        schema_cost = 0 if exact else _schema_tokens(schema)
+        limit = int((window.tokens - reply - margin - schema_cost) * shrink)
+        if limit <= 0:
+            raise DoesNotFit(-limit + 1, 0)
+        return limit, schema_cost
+
+    counted: Counted = "exact" if window.exact else "estimate"
+    limit, schema_cost = budget(window.exact)
     target = limit
-    counted: Counted = "exact" if exact else "estimate"
     for _ in range(5):
         messages, trim = prompt.messages(target - 3, estimate)  # 3: the reply's header
         used: int | None = None
@@ -295,12 +299,8 @@ async def fit(
             used = await _count(provider, messages)
             if used is None:  # the server could not count after all: estimate, with margin
                 counted = "estimate"
-                margin = max(MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))
-                schema_cost = _schema_tokens(schema)
-                limit = int((window.tokens - reply - margin - schema_cost) * shrink)
+                limit, schema_cost = budget(False)
                 target = min(target, limit)
-                if limit <= 0:
-                    raise DoesNotFit(-limit + 1, 0)
                 continue
         if used is None:
             used = estimate_messages(messages)

@@ -16,7 +16,6 @@ from engine import (
     Attempt,
     ConfigError,
     Done,
-    FitReport,
     Fitted,
     PartialDiscarded,
     Paths,
@@ -32,6 +31,7 @@ from engine import (
     check_schema,
     complete_json,
     fit,
+    history_note,
     strip_control,
 )
 from tui.cli.printer import StreamPrinter
@@ -136,7 +136,7 @@ async def _print_stream(events: AsyncIterator[RouterEvent | StreamEvent],
             case Attempt(label=label):
                 parts, provider = [], label
             case Fitted(report=report) if report.trim:
-                out.note(_history_note(report))
+                out.note(history_note(report))
             case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
                 out.note(f"switching from {old} to {new}")
             case ProviderEvent(from_provider=name, reason=reason):
@@ -146,12 +146,6 @@ async def _print_stream(events: AsyncIterator[RouterEvent | StreamEvent],
             case Done(finish_reason="length"):
                 out.note("stopped: max tokens reached")
     return "".join(parts), provider
-
-
-def _history_note(report: FitReport) -> str:
-    left_out = len(report.trim.omitted)
-    return (f"{left_out} earlier turn{'s' if left_out != 1 else ''} of the conversation left "
-            f"out to fit {report.provider}'s window of {report.window} tokens")
 
 
 async def ask(paths: Paths, args: argparse.Namespace) -> int:
@@ -192,7 +186,7 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
             else:
                 fitted = await fit(source, asked.prompt)
                 if fitted.report.trim:
-                    out.note(_history_note(fitted.report))
+                    out.note(history_note(fitted.report))
                 text, label = await _print_stream(source.stream(fitted.request), out)
                 label = source.label
         elif isinstance(source, Router):
