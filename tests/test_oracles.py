@@ -357,3 +357,20 @@ def test_a_plan_always_fits_its_limit_or_says_it_cannot(
     assert estimate(rendered) + 80 <= limit * 1.03 + 20
     n, r, a = chosen.included(case)
     assert rendered.count("### Note ") == n and rendered.count("### Round ") == r
+
+
+async def test_a_note_whose_file_is_gone_is_left_out_and_said_so(home: Path) -> None:
+    workspace = Workspace(Paths.from_env())
+    try:
+        ref = workspace.new_case("Gone").short_id
+        first = workspace.add_note(ref, "will vanish", "First")
+        workspace.add_note(ref, "stays", "Second")
+        (workspace.store.resolve(ref) / "transcripts" / first.filename).unlink()
+        consultation = await workspace.consultation(ref, ["sceptic"])
+        await consultation.aclose()
+        assert [p.body for p in consultation.case.notes] == ["stays\n"]
+        assert consultation.case.dropped == (
+            "note 1 left out: its file 001_first.txt cannot be read",)
+        assert str(home) not in consultation.case.notes[0].body
+    finally:
+        await workspace.aclose()

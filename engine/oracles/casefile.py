@@ -205,6 +205,7 @@ class CaseFileOperations:
         case file as it is now. `provider` answers for all of them (else each oracle's own
         chain, else the `oracle` role's); `include_history` None: the session's preference."""
         from engine.errors import OracleError
+        from engine.models.notes import NoteEntry
         from engine.oracles.consult import Consultation
         from engine.oracles.context import CaseContext
         from engine.roles import apply_chains
@@ -222,10 +223,32 @@ class CaseFileOperations:
         session = self.store.load(directory.name)
         history = session.ui_preferences.include_llm_history if include_history is None \
             else include_history
+        from engine.errors import SessionCorrupt
+        from engine.storage.sessions import NOTES_DIR, RESPONSES_DIR
+
+        dropped: list[str] = []
+
+        def readable(entries: Sequence[NoteEntry | LlmEntry], folder: str, what: str
+                     ) -> list[tuple[NoteEntry | LlmEntry, str]]:
+            """The entries whose file reads; a missing one is left out and said so (its
+            path is never sent to a model)."""
+            out: list[tuple[NoteEntry | LlmEntry, str]] = []
+            for entry in entries:
+                name = entry.filename if isinstance(entry, NoteEntry) \
+                    else entry.response_filename
+                try:
+                    out.append((entry, self.store.case_text(directory.name, folder, name)))
+                except SessionCorrupt:
+                    dropped.append(f"{what} {entry.sequence} left out: its file {name} cannot "
+                                   "be read")
+            return out
+
+        notes = readable(session.notes, NOTES_DIR, "note")
+        answers = readable(session.llm_entries, RESPONSES_DIR, "earlier answer") \
+            if history else []
         case = CaseContext.build(
-            session, self.note_texts(directory.name, session),
-            self.answer_texts(directory.name, session) if history else [], history,
-            self.context_policy.limits("oracle"),
+            session, notes, answers, history,  # type: ignore[arg-type]
+            self.context_policy.limits("oracle"), dropped,
         )
         chains: dict[str, list[str]] = {}
         roles: list[tuple[Oracle, str]] = []
