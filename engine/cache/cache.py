@@ -1,0 +1,184 @@
+"""The response cache: loose on surface, strict on meaning, and every decision explained.
+
+    cache = ResponseCache(SQLiteCacheStore(path))
+    entry = cache.put("Is coffee bad for the heart?", "Not in moderation…")
+    explanation, served = cache.lookup("is coffee bad for your heart")
+
+Lookup, in order: the exact normalised question → a recorded variation → fuzzy candidates
+from the store's keyword index, scored with rapidfuzz, above `threshold`; the best candidate
+must then pass the meaning guard (`engine.cache.guard`). An accepted fuzzy hit records the new
+wording as a variation, so the same wording is an exact-speed hit next time. Only entries whose
+validation is PASSED under the current validator version are served (an older one is validated
+again first); an invalidated or time-sensitive entry never is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from engine.cache.guard import check_meaning
+from engine.cache.models import CacheEntry, CheckResult, Explanation, Tier
+from engine.cache.normalise import keywords, normalise
+from engine.cache.store import CacheStore
+from engine.cache.validate import VALIDATOR_VERSION, requires_realtime, validate
+from engine.errors import ConfigError
+from engine.models.session import now
+
+__all__ = ["DEFAULT_THRESHOLD", "ResponseCache"]
+
+DEFAULT_THRESHOLD = 85.0
+"""Fuzzy score (rapidfuzz token_set_ratio on normalised questions, 0–100) a candidate needs
+before the meaning guard looks at it."""
+NEAREST = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    """What every explanation of one lookup repeats."""
+
+    question: str
+    normalised: str
+    threshold: float
+
+    def explain(self, hit: bool, reason: str, tier: Tier | None = None,
+                score: float | None = None, entry_id: str | None = None,
+                checks: list[CheckResult] | None = None,
+                rejected: list[tuple[str, float, str]] | None = None) -> Explanation:
+        return Explanation(question=self.question, normalised=self.normalised, hit=hit,
+                           tier=tier, score=score, threshold=self.threshold,
+                           entry_id=entry_id, checks=checks or [], reason=reason,
+                           validator_version=VALIDATOR_VERSION,
+                           rejected=(rejected or [])[:NEAREST])
+
+
+class ResponseCache:
+    """See the module docstring."""
+
+    def __init__(self, store: CacheStore, threshold: float = DEFAULT_THRESHOLD,
+                 max_bytes: int = 10 * 1024 * 1024) -> None:
+        self.store = store
+        self.threshold = threshold
+        self.max_bytes = max_bytes
+
+    def put(self, question: str, answer: str, *, scope: str = "", realtime: bool = False,
+            template: bool = False, provider: str | None = None,
+            finish_reason: str = "stop") -> CacheEntry:
+        """Store an answer (a duplicate question updates its entry); validated now. A
+        time-sensitive question is stored, never served."""
+        if not question.strip():
+            raise ConfigError("the question is empty")
+        entry = CacheEntry(
+            question=question.strip(), normalised=normalise(question), scope=scope,
+            keywords=keywords(question), payload=answer, response_template=template,
+            requires_realtime=realtime or requires_realtime(question),
+            provider_used=provider, finish_reason=finish_reason,
+        )
+        result = validate(entry)
+        entry = entry.model_copy(update={"validation_metadata": result,
+                                         "validated": result.status == "PASSED",
+                                         "confidence": result.confidence})
+        stored = self.store.put(entry)
+        if self.store.size() > self.max_bytes:
+            self.store.evict_to(int(self.max_bytes * 0.9))
+        return stored
+
+    def _servable(self, entry: CacheEntry) -> tuple[CacheEntry, str | None]:
+        """(the entry, validated again when its validator is older; why it cannot be served)."""
+        meta = entry.validation_metadata
+        if meta is None or meta.validator_version != VALIDATOR_VERSION:
+            result = validate(entry)
+            entry = entry.model_copy(update={"validation_metadata": result,
+                                             "validated": result.status == "PASSED",
+                                             "confidence": result.confidence})
+            self.store.save(entry)
+            meta = result
+        if entry.invalidated:
+            return entry, "the entry was invalidated"
+        if entry.requires_realtime:
+            return entry, "the question is time-sensitive: never served from the cache"
+        if meta.status != "PASSED":
+            failed = next((c for c in meta.checks if not c.passed), None)
+            return entry, f"validation {meta.status}: {failed.detail if failed else '?'}"
+        return entry, None
+
+    def lookup(self, question: str, scope: str = "") -> tuple[Explanation, CacheEntry | None]:
+        """The entry to serve for `question` in `scope`, or None; always with why."""
+        norm = normalise(question)
+        base = _Base(question, norm, self.threshold)
+        found = self.store.find(scope, norm)
+        if found is not None:
+            entry, tier = found
+            return self._serve(entry, "exact" if tier == "exact" else "variation", 100.0, [],
+                               base, None)
+        scored = sorted(
+            ((fuzz.token_set_ratio(norm, c.normalised), c)
+             for c in self.store.candidates(scope, keywords(question))),
+            key=lambda pair: -pair[0])
+        rejected: list[tuple[str, float, str]] = []
+        for score, candidate in scored:
+            if score < self.threshold:
+                rejected.append((candidate.question, score, f"score {score:.0f} below "
+                                 f"{self.threshold:.0f}"))
+                continue
+            guard = check_meaning(question, candidate.question)
+            checks = [CheckResult(name=c.name, passed=c.passed, detail=c.detail)
+                      for c in guard.checks]
+            if not guard.passed:
+                failed = guard.rejected_by
+                rejected.append((candidate.question, score,
+                                 f"{failed.name}: {failed.detail}" if failed else "guard"))
+                self.store.count("guard_reject")
+                continue
+            return self._serve(candidate, "fuzzy", score, checks, base, rejected)
+        if any(score >= self.threshold for score, _ in scored):
+            self.store.count("near_miss")
+        self.store.count("miss")
+        reason = "no entry" if not scored else \
+            f"no candidate passed ({len(scored)} looked at)"
+        return base.explain(False, reason, rejected=rejected), None
+
+    def _serve(self, entry: CacheEntry, tier: Tier, score: float, checks: list[CheckResult],
+               base: _Base, rejected: list[tuple[str, float, str]] | None,
+               ) -> tuple[Explanation, CacheEntry | None]:
+        entry, problem = self._servable(entry)
+        if problem is not None:
+            self.store.count("near_miss")
+            self.store.count("miss")
+            return base.explain(False, f"matched ({tier}) but {problem}", tier, score,
+                                entry.entry_id, checks, rejected), None
+        norm = base.normalised
+        variations = entry.variations
+        if tier == "fuzzy" and norm not in variations:
+            variations = sorted({*variations, norm})
+        entry = entry.model_copy(update={"usage_count": entry.usage_count + 1,
+                                         "last_used": now(), "variations": variations})
+        self.store.save(entry)
+        self.store.count("hit")
+        reason = {"exact": "the same question", "variation": "a wording seen before",
+                  "fuzzy": f"score {score:.0f} and every meaning check passed"}[tier]
+        return base.explain(True, reason, tier, score, entry.entry_id, checks, rejected), entry
+
+    def invalidate(self, entry_id: str) -> CacheEntry:
+        """Never serve this entry again (it stays listed)."""
+        entry = self._get(entry_id)
+        entry = entry.model_copy(update={"invalidated": True, "validated": False})
+        self.store.save(entry)
+        return entry
+
+    def delete(self, entry_id: str) -> None:
+        """Remove an entry."""
+        self.store.delete(self._get(entry_id).entry_id)
+
+    def _get(self, entry_id: str) -> CacheEntry:
+        entry = self.store.get(entry_id)
+        if entry is None:
+            raise ConfigError(f"no cache entry matches {entry_id!r} (see `detektiv cache list`)")
+        return entry
+
+    def stats(self) -> dict[str, int]:
+        """Counters, entries and size in bytes."""
+        counters = self.store.counters()
+        return {"entries": len(self.store.entries(limit=1_000_000)), "bytes": self.store.size(),
+                **{k: counters.get(k, 0) for k in ("hit", "miss", "near_miss", "guard_reject")}}

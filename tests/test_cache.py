@@ -1,0 +1,133 @@
+"""The response cache on SQLite: matching tiers, the guard on fuzzy hits, explanations,
+validation, time-sensitive questions, the size cap, and four processes writing at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.cache.cache import ResponseCache
+from engine.cache.normalise import keywords
+from engine.cache.store import SQLiteCacheStore
+from engine.cache.validate import requires_realtime
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Iterator[ResponseCache]:
+    store = SQLiteCacheStore(tmp_path / "cache.sqlite3")
+    yield ResponseCache(store)
+    store.close()
+
+
+def test_exact_variation_and_fuzzy_tiers_each_explain_themselves(cache: ResponseCache) -> None:
+    entry = cache.put("Is coffee bad for the heart?", "Not in moderation.")
+    assert entry.validated and entry.keywords == keywords("coffee bad heart")
+    why, served = cache.lookup("IS COFFEE BAD FOR THE HEART")
+    assert why.hit and why.tier == "exact" and served is not None
+    assert served.payload == "Not in moderation." and served.usage_count == 1
+    why, served = cache.lookup("Is coffee bad for your heart?")
+    assert why.hit and why.tier == "fuzzy" and why.score is not None and why.score >= 85
+    assert [c.name for c in why.checks] == ["negation", "antonyms", "quantities", "content",
+                                            "order"] and all(c.passed for c in why.checks)
+    why, _ = cache.lookup("Is coffee bad for your heart?")
+    assert why.tier == "variation"  # the accepted wording was recorded
+    why, served = cache.lookup("Is coffee good for the heart?")
+    assert not why.hit and served is None
+    assert why.rejected and why.rejected[0][2].startswith("antonyms: opposites: good/bad")
+    why, _ = cache.lookup("What is the boiling point of water?")
+    assert not why.hit and why.reason == "no entry"
+    stats = cache.stats()
+    assert (stats["hit"], stats["miss"], stats["guard_reject"]) == (3, 2, 1)
+    assert stats["entries"] == 1 and stats["bytes"] > 0
+
+
+def test_a_duplicate_updates_its_entry(cache: ResponseCache) -> None:
+    first = cache.put("Who wrote Hamlet?", "Shakespeare.")
+    second = cache.put("who wrote hamlet", "William Shakespeare.")
+    assert second.entry_id == first.entry_id and len(cache.store.entries()) == 1
+    assert cache.lookup("Who wrote Hamlet?")[1].payload == "William Shakespeare."  # type: ignore[union-attr]
+
+
+def test_only_validated_answers_are_served(cache: ResponseCache) -> None:
+    cut = cache.put("Explain entropy", "Entropy is", finish_reason="length")
+    refusal = cache.put("Explain gravity", "I'm sorry, I cannot help with that.")
+    empty = cache.put("Explain light", "  ")
+    for entry, check in ((cut, "finished"), (refusal, "not_refusal"), (empty, "non_empty")):
+        assert entry.validation_metadata is not None
+        assert entry.validation_metadata.status == "FAILED" and not entry.validated
+        assert any(c.name == check and not c.passed for c in entry.validation_metadata.checks)
+        why, served = cache.lookup(entry.question)
+        assert served is None and "validation FAILED" in why.reason
+    fine = cache.put("Explain heat", "Heat is energy in transfer.")
+    cache.invalidate(fine.entry_id[:8])
+    why, served = cache.lookup("Explain heat")
+    assert served is None and "invalidated" in why.reason
+
+
+def test_time_sensitive_questions_are_never_served(cache: ResponseCache) -> None:
+    assert requires_realtime("What is the weather in Paris today?")
+    assert not requires_realtime("What is the capital of France?")
+    entry = cache.put("What is the latest Python version?", "3.14")
+    assert entry.requires_realtime
+    why, served = cache.lookup("What is the latest Python version?")
+    assert served is None and "time-sensitive" in why.reason
+    marked = cache.put("Who is the CEO of Acme?", "Jane", realtime=True)
+    assert marked.requires_realtime and cache.lookup("Who is the CEO of Acme?")[1] is None
+
+
+def test_scopes_never_mix(cache: ResponseCache) -> None:
+    cache.put("Who wrote Hamlet?", "Shakespeare.", scope="oracle:abc")
+    assert cache.lookup("Who wrote Hamlet?", scope="oracle:abc")[1] is not None
+    assert cache.lookup("Who wrote Hamlet?", scope="ask:def")[1] is None
+    assert cache.lookup("Who wrote Hamlet?")[1] is None
+
+
+def test_the_size_cap_evicts_the_least_recently_used(tmp_path: Path) -> None:
+    store = SQLiteCacheStore(tmp_path / "small.sqlite3")
+    cache = ResponseCache(store, max_bytes=400_000)
+    try:
+        for i in range(300):
+            cache.put(f"Question number {i} about topic {i}", f"answer {i} " + "x" * 2000)
+        assert store.size() <= 400_000
+        kept = {e.question for e in store.entries(limit=10_000)}
+        assert "Question number 299 about topic 299" in kept
+        assert "Question number 0 about topic 0" not in kept
+    finally:
+        store.close()
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from engine.cache.cache import ResponseCache
+from engine.cache.normalise import keywords
+from engine.cache.store import SQLiteCacheStore
+store = SQLiteCacheStore(Path(sys.argv[1]))
+cache = ResponseCache(store)
+for i in range(150):
+    cache.put(f"writer {sys.argv[2]} question {i}", f"answer {i}")
+    cache.lookup(f"writer {sys.argv[2]} question {i}")
+store.close()
+"""
+
+
+def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    SQLiteCacheStore(path).close()
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n)], cwd=ROOT,
+                                stderr=subprocess.PIPE, text=True) for n in range(4)]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+        assert "locked" not in err
+    store = SQLiteCacheStore(path)
+    try:
+        assert len(store.entries(limit=10_000)) == 600
+        assert store.counters()["hit"] == 600
+    finally:
+        store.close()
