@@ -24,6 +24,7 @@ from engine.errors import ConfigError
 from engine.oracles.casefile import CaseFileOperations
 
 if TYPE_CHECKING:
+    from engine.cache.cache import ResponseCache
     from engine.config import Config, ProviderConfig
     from engine.context.budget import Prompt
     from engine.context.conversations import ConversationStore, ConversationTurn
@@ -135,6 +136,7 @@ class Workspace(CaseFileOperations):
         self._router_lock: asyncio.Lock | None = None
         self._policy: ContextPolicy | None = None
         self._conversations: ConversationStore | None = None
+        self._cache: ResponseCache | None = None
         self.warnings: list[str] = []
         """Problems that changed nothing but should be seen (an invalid context.toml)."""
 
@@ -248,8 +250,21 @@ class Workspace(CaseFileOperations):
             )
         return self._conversations
 
+    @property
+    def cache(self) -> ResponseCache:
+        """The response cache (`cache.sqlite3` in the data directory)."""
+        if self._cache is None:
+            from engine.cache.cache import ResponseCache
+            from engine.cache.store import SQLiteCacheStore
+
+            self._cache = ResponseCache(SQLiteCacheStore(self.paths.data_dir / "cache.sqlite3"))
+        return self._cache
+
     async def aclose(self) -> None:
         """Release what the workspace holds (the shared router's connections and tasks)."""
+        if self._cache is not None:
+            self._cache.store.close()
+            self._cache = None
         await self.reset_router()
         if self._conversations is not None:
             self._conversations.close()

@@ -3,6 +3,7 @@ validation, time-sensitive questions, the size cap, and four processes writing a
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -131,3 +132,31 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         assert store.counters()["hit"] == 600
     finally:
         store.close()
+
+
+def test_the_cache_commands(home: Path, tmp_path: Path) -> None:
+    from tests.test_session_cli import detektiv
+
+    put = detektiv("cache", "put", "Is coffee bad for the heart?", "--answer", "Not really.")
+    assert put.returncode == 0 and "stored (PASSED)" in put.stderr
+    entry_id = put.stdout.strip()
+    hit = detektiv("cache", "match", "is coffee bad for your heart")
+    assert hit.returncode == 0 and hit.stdout.startswith("HIT: score")
+    assert "✓ negation" in hit.stdout and "Not really." in hit.stdout
+    miss = detektiv("cache", "match", "Is coffee good for the heart?", "--json")
+    data = json.loads(miss.stdout)
+    assert miss.returncode == 1 and data["answer"] is None
+    assert data["explanation"]["rejected"][0][2].startswith("antonyms")
+    assert entry_id[:8] in detektiv("cache", "list").stdout
+    exported = tmp_path / "cache.json"
+    assert detektiv("cache", "export", "-o", str(exported)).returncode == 0
+    assert detektiv("cache", "delete", entry_id[:8]).returncode == 0
+    assert detektiv("cache", "list", "--json").stdout.strip() == "[]"
+    assert detektiv("cache", "import", str(exported)).returncode == 0
+    assert detektiv("cache", "match", "Is coffee bad for the heart?").returncode == 0
+    bad = detektiv("cache", "import", str(ROOT / "README.md"))
+    assert bad.returncode == 2 and "not a cache export" in bad.stderr
+    gone = detektiv("cache", "invalidate", "ffffffff")
+    assert gone.returncode == 2 and "no cache entry matches" in gone.stderr
+    stats = json.loads(detektiv("cache", "stats", "--json").stdout)
+    assert stats["entries"] == 1 and stats["guard_reject"] == 1

@@ -70,10 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
-    from tui.cli import case, sessions
+    from tui.cli import cache, case, sessions
 
     sessions.add_parsers(commands, common)
     case.add_parsers(commands, common)
+    cache.add_parser(commands, common)
     return parser
 
 
@@ -105,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(commands.ask(paths, args))
             case "conversations":
                 return commands.conversations(paths, as_json=args.json)
+            case "cache":
+                from tui.cli import cache as cache_commands
+
+                return cache_commands.run(paths, args)
             case "local-server":
                 return commands.local_server(paths, args)
     except ConfigError as exc:
