@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from engine.errors import ConfigError
 from engine.paths import Paths
@@ -186,6 +194,26 @@ class OracleConfig(BaseModel):
     """Token budget of one oracle answer, unless its front matter sets `max_tokens`."""
 
 
+class CacheConfig(BaseModel):
+    """The `[cache]` table (SPEC §3)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    """`postgresql://…` for a cache shared by a team; unset: SQLite in the data directory."""
+    threshold: float = Field(default=85.0, ge=50, le=100)
+    """Fuzzy score (0–100) a candidate needs before the meaning guard looks at it."""
+    max_mb: float = Field(default=10.0, gt=0, le=100_000)
+    """Size cap; the least recently used entries go beyond it (down to 90 %)."""
+
+    @field_validator("url")
+    @classmethod
+    def _postgres(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("use a postgresql:// URL, or leave it unset for SQLite")
+        return value
+
+
 class RouterConfig(BaseModel):
     """The `[router]` table: circuit breakers, rate limits, health checks (SPEC §2)."""
 
@@ -236,6 +264,7 @@ class Config(BaseModel):
     router: RouterConfig = Field(default_factory=RouterConfig)
     ui: UIConfig = Field(default_factory=UIConfig)
     oracles: OracleConfig = Field(default_factory=OracleConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     interrogation: InterrogationConfig = Field(default_factory=InterrogationConfig)
     keymap: dict[str, str] = Field(default_factory=dict)
     """Key bindings by id (`stop = "ctrl+c"`); the app's help screen lists every id."""

@@ -252,12 +252,22 @@ class Workspace(CaseFileOperations):
 
     @property
     def cache(self) -> ResponseCache:
-        """The response cache (`cache.sqlite3` in the data directory)."""
+        """The response cache: PostgreSQL at `[cache] url`, else `cache.sqlite3` in the data
+        directory (`ConfigError` when the server cannot be reached)."""
         if self._cache is None:
             from engine.cache.cache import ResponseCache
-            from engine.cache.store import SQLiteCacheStore
+            from engine.cache.store import CacheStore, SQLiteCacheStore
 
-            self._cache = ResponseCache(SQLiteCacheStore(self.paths.data_dir / "cache.sqlite3"))
+            settings = self.config.cache
+            store: CacheStore
+            if settings.url:
+                from engine.cache.postgres import PostgresCacheStore
+
+                store = PostgresCacheStore(settings.url)
+            else:
+                store = SQLiteCacheStore(self.paths.data_dir / "cache.sqlite3")
+            self._cache = ResponseCache(store, settings.threshold,
+                                        int(settings.max_mb * 1024 * 1024))
         return self._cache
 
     async def aclose(self) -> None:

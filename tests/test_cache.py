@@ -1,9 +1,11 @@
-"""The response cache on SQLite: matching tiers, the guard on fuzzy hits, explanations,
-validation, time-sensitive questions, the size cap, and four processes writing at once."""
+"""The response cache: matching tiers, the guard on fuzzy hits, explanations, validation,
+time-sensitive questions, the size cap, and four processes writing at once: the same contract
+tests on SQLite and on a real PostgreSQL server started by the suite on 127.0.0.1."""
 
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,14 +15,47 @@ import pytest
 
 from engine.cache.cache import ResponseCache
 from engine.cache.normalise import keywords
-from engine.cache.store import SQLiteCacheStore
+from engine.cache.store import CacheStore, SQLiteCacheStore
 from engine.cache.validate import requires_realtime
-from tests.conftest import ROOT
+from tests.conftest import ROOT, closed_port
+
+BACKENDS = ["sqlite", "postgres"]
 
 
-@pytest.fixture
-def cache(tmp_path: Path) -> Iterator[ResponseCache]:
-    store = SQLiteCacheStore(tmp_path / "cache.sqlite3")
+def fresh_database(request: pytest.FixtureRequest) -> str:
+    """The URL of a new, empty database on the suite's PostgreSQL server."""
+    import uuid
+
+    import psycopg
+
+    url: str = request.getfixturevalue("postgres_url")
+    name = f"t{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    return url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def open_store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> CacheStore:
+    """A fresh, empty store of `backend` (on PostgreSQL: a database of its own)."""
+    if backend == "sqlite":
+        return SQLiteCacheStore(tmp_path / "cache.sqlite3")
+    from engine.cache.postgres import PostgresCacheStore
+
+    return PostgresCacheStore(fresh_database(request))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(backend, where): a path for SQLite, a fresh database's URL for PostgreSQL."""
+    if request.param == "sqlite":
+        yield "sqlite", str(tmp_path / "shared.sqlite3")
+        return
+    yield "postgres", fresh_database(request)
+
+
+@pytest.fixture(params=BACKENDS)
+def cache(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ResponseCache]:
+    store = open_store(request.param, request, tmp_path)
     yield ResponseCache(store)
     store.close()
 
@@ -88,12 +123,17 @@ def test_scopes_never_mix(cache: ResponseCache) -> None:
     assert cache.lookup("Who wrote Hamlet?")[1] is None
 
 
-def test_the_size_cap_evicts_the_least_recently_used(tmp_path: Path) -> None:
-    store = SQLiteCacheStore(tmp_path / "small.sqlite3")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_size_cap_evicts_the_least_recently_used(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = open_store(backend, request, tmp_path)
     cache = ResponseCache(store, max_bytes=400_000)
     try:
         for i in range(300):
-            cache.put(f"Question number {i} about topic {i}", f"answer {i} " + "x" * 2000)
+            # random text: a server that compresses values must still count 2 KB an answer
+            cache.put(f"Question number {i} about topic {i}",
+                      f"answer {i} " + secrets.token_urlsafe(1500))
         assert store.size() <= 400_000
         kept = {e.question for e in store.entries(limit=10_000)}
         assert "Question number 299 about topic 299" in kept
@@ -106,9 +146,12 @@ WRITER = """
 import sys
 from pathlib import Path
 from engine.cache.cache import ResponseCache
-from engine.cache.normalise import keywords
 from engine.cache.store import SQLiteCacheStore
-store = SQLiteCacheStore(Path(sys.argv[1]))
+if sys.argv[1].startswith("postgresql://"):
+    from engine.cache.postgres import PostgresCacheStore
+    store = PostgresCacheStore(sys.argv[1])
+else:
+    store = SQLiteCacheStore(Path(sys.argv[1]))
 cache = ResponseCache(store)
 for i in range(150):
     cache.put(f"writer {sys.argv[2]} question {i}", f"answer {i}")
@@ -117,16 +160,20 @@ store.close()
 """
 
 
-def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "shared.sqlite3"
-    SQLiteCacheStore(path).close()
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n)], cwd=ROOT,
+def test_four_processes_writing_at_once_lose_nothing(backend_url: tuple[str, str]) -> None:
+    backend, where = backend_url
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, where, str(n)], cwd=ROOT,
                                 stderr=subprocess.PIPE, text=True) for n in range(4)]
     for writer in writers:
         _, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
         assert "locked" not in err
-    store = SQLiteCacheStore(path)
+    if backend == "sqlite":
+        store: CacheStore = SQLiteCacheStore(Path(where))
+    else:
+        from engine.cache.postgres import PostgresCacheStore
+
+        store = PostgresCacheStore(where)
     try:
         assert len(store.entries(limit=10_000)) == 600
         assert store.counters()["hit"] == 600
@@ -160,3 +207,29 @@ def test_the_cache_commands(home: Path, tmp_path: Path) -> None:
     assert gone.returncode == 2 and "no cache entry matches" in gone.stderr
     stats = json.loads(detektiv("cache", "stats", "--json").stdout)
     assert stats["entries"] == 1 and stats["guard_reject"] == 1
+
+
+def test_the_cache_commands_on_postgresql(home: Path, postgres_url: str,
+                                          request: pytest.FixtureRequest) -> None:
+    from tests.test_session_cli import detektiv
+
+    url = fresh_database(request)
+    (home / "config.toml").write_text(f'[cache]\nurl = "{url}"\nthreshold = 80\n')
+    assert detektiv("cache", "put", "Who wrote Hamlet?", "--answer", "Shakespeare.")\
+        .returncode == 0
+    hit = detektiv("cache", "match", "who wrote hamlet")
+    assert hit.returncode == 0 and "threshold 80" in hit.stdout
+    from engine.cache.postgres import PostgresCacheStore
+
+    store = PostgresCacheStore(url)
+    try:
+        assert [e.question for e in store.entries()] == ["Who wrote Hamlet?"]
+    finally:
+        store.close()
+    (home / "config.toml").write_text('[cache]\nurl = "mysql://x"\n')
+    bad = detektiv("cache", "stats")
+    assert bad.returncode == 2 and "cache.url" in bad.stderr and "postgresql://" in bad.stderr
+    dead = f"postgresql://detektiv@127.0.0.1:{closed_port()}/x"
+    (home / "config.toml").write_text(f'[cache]\nurl = "{dead}"\n')
+    down = detektiv("cache", "stats")
+    assert down.returncode == 2 and "cannot connect to PostgreSQL" in down.stderr

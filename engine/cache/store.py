@@ -27,7 +27,7 @@ from pathlib import Path
 
 from engine.cache.models import CacheEntry
 
-__all__ = ["CacheStore", "SQLiteCacheStore"]
+__all__ = ["CacheStore", "SQLiteCacheStore", "merge"]
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -100,6 +100,18 @@ class CacheStore(ABC):
         """Release the connection."""
 
 
+def merge(old: CacheEntry | None, new: CacheEntry) -> CacheEntry:
+    """`new` stored over `old` (the same scope and question): `old`'s id, creation time and
+    usage kept, variations joined."""
+    if old is None:
+        return new
+    return new.model_copy(update={
+        "entry_id": old.entry_id, "created_at": old.created_at,
+        "usage_count": old.usage_count,
+        "variations": sorted({*old.variations, *new.variations}),
+    })
+
+
 class SQLiteCacheStore(CacheStore):
     """The default backend: `cache.sqlite3` in the data directory."""
 
@@ -139,13 +151,7 @@ class SQLiteCacheStore(CacheStore):
         with self._write() as db:
             row = db.execute("SELECT data FROM entries WHERE scope = ? AND normalised = ?",
                              (entry.scope, entry.normalised)).fetchone()
-            if row is not None:
-                old = self._row(row[0])
-                entry = entry.model_copy(update={
-                    "entry_id": old.entry_id, "created_at": old.created_at,
-                    "usage_count": old.usage_count,
-                    "variations": sorted({*old.variations, *entry.variations}),
-                })
+            entry = merge(self._row(row[0]) if row is not None else None, entry)
             self._store(db, entry)
         return entry
 

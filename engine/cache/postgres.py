@@ -1,0 +1,191 @@
+"""The PostgreSQL backend of the response cache, for a team sharing one cache (psycopg 3).
+
+    [cache]
+    url = "postgresql://user@db.example/detektiv"
+
+Same contract as `SQLiteCacheStore` (engine/cache/store.py), the same contract tests. Schema
+created and migrated by the app (`meta.schema_version`). Candidates come from a GIN index on
+the keyword array (`&&`), best first by the number of shared keywords. The size cap counts the
+live rows' bytes (see `size`). Writes are single
+transactions; `put` locks the row it may update (`SELECT … FOR UPDATE`), and a unique
+violation from a concurrent insert of the same question is retried as an update.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from engine.cache.models import CacheEntry
+from engine.cache.store import SCHEMA_VERSION, CacheStore, merge
+from engine.errors import ConfigError
+
+__all__ = ["PostgresCacheStore"]
+
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS detektiv_cache_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS detektiv_cache_entries (
+        id BIGSERIAL PRIMARY KEY, entry_id TEXT NOT NULL UNIQUE, scope TEXT NOT NULL,
+        normalised TEXT NOT NULL, question TEXT NOT NULL, data TEXT NOT NULL,
+        keywords TEXT[] NOT NULL, last_used DOUBLE PRECISION NOT NULL,
+        UNIQUE (scope, normalised))""",
+    "CREATE INDEX IF NOT EXISTS detektiv_cache_lru ON detektiv_cache_entries (last_used)",
+    "CREATE INDEX IF NOT EXISTS detektiv_cache_terms ON detektiv_cache_entries "
+    "USING GIN (keywords)",
+    """CREATE TABLE IF NOT EXISTS detektiv_cache_variations (
+        scope TEXT NOT NULL, normalised TEXT NOT NULL, entry_id TEXT NOT NULL,
+        PRIMARY KEY (scope, normalised))""",
+    "CREATE INDEX IF NOT EXISTS detektiv_cache_variation_entry ON "
+    "detektiv_cache_variations (entry_id)",
+    "CREATE TABLE IF NOT EXISTS detektiv_cache_counters (name TEXT PRIMARY KEY, "
+    "value BIGINT NOT NULL)",
+]
+
+
+class PostgresCacheStore(CacheStore):
+    """See the module docstring."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self._lock = threading.Lock()
+        try:
+            self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise ConfigError(f"[cache] url: cannot connect to PostgreSQL: "
+                              f"{str(exc).strip().splitlines()[0]}") from None
+        with self._lock, self._db.transaction():
+            self._db.execute("SELECT pg_advisory_xact_lock(7461735)")  # one migrator at once
+            for statement in _SCHEMA:
+                self._db.execute(statement)
+            self._db.execute("INSERT INTO detektiv_cache_meta VALUES ('schema_version', %s) "
+                             "ON CONFLICT (key) DO NOTHING", (str(SCHEMA_VERSION),))
+
+    def _one(self, query: str, params: tuple[Any, ...] = ()) -> Any:
+        row = self._db.execute(query, params).fetchone()
+        return row[0] if row is not None else None
+
+    def put(self, entry: CacheEntry) -> CacheEntry:
+        import psycopg
+
+        for _ in range(3):
+            try:
+                with self._lock, self._db.transaction():
+                    data = self._one(
+                        "SELECT data FROM detektiv_cache_entries WHERE scope = %s AND "
+                        "normalised = %s FOR UPDATE", (entry.scope, entry.normalised))
+                    old = CacheEntry.model_validate_json(data) if data is not None else None
+                    merged = merge(old, entry)
+                    self._store(merged)
+                return merged
+            except psycopg.errors.UniqueViolation:
+                continue  # another process inserted the same question: update it instead
+        raise ConfigError("the cache entry could not be stored (concurrent writers)")
+
+    def _store(self, entry: CacheEntry) -> None:
+        self._db.execute(
+            "INSERT INTO detektiv_cache_entries (entry_id, scope, normalised, question, data, "
+            "keywords, last_used) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (entry_id) "
+            "DO UPDATE SET data = excluded.data, keywords = excluded.keywords, "
+            "last_used = excluded.last_used, question = excluded.question",
+            (entry.entry_id, entry.scope, entry.normalised, entry.question,
+             entry.model_dump_json(), entry.keywords, entry.last_used.timestamp()))
+        for variation in entry.variations:
+            self._db.execute(
+                "INSERT INTO detektiv_cache_variations VALUES (%s, %s, %s) ON CONFLICT "
+                "(scope, normalised) DO UPDATE SET entry_id = excluded.entry_id",
+                (entry.scope, variation, entry.entry_id))
+
+    def save(self, entry: CacheEntry) -> None:
+        with self._lock, self._db.transaction():
+            self._store(entry)
+
+    def get(self, entry_id: str) -> CacheEntry | None:
+        ref = entry_id.strip().lower().replace("%", "").replace("_", "")
+        if not ref:
+            return None
+        with self._lock:
+            rows = self._db.execute("SELECT data FROM detektiv_cache_entries WHERE entry_id "
+                                    "LIKE %s LIMIT 2", (ref + "%",)).fetchall()
+        return CacheEntry.model_validate_json(rows[0][0]) if len(rows) == 1 else None
+
+    def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
+        with self._lock:
+            data = self._one("SELECT data FROM detektiv_cache_entries WHERE scope = %s AND "
+                             "normalised = %s", (scope, normalised))
+            if data is not None:
+                return CacheEntry.model_validate_json(data), "exact"
+            data = self._one(
+                "SELECT e.data FROM detektiv_cache_variations v JOIN detektiv_cache_entries e "
+                "ON e.entry_id = v.entry_id WHERE v.scope = %s AND v.normalised = %s",
+                (scope, normalised))
+        return (CacheEntry.model_validate_json(data), "variation") if data is not None else None
+
+    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[CacheEntry]:
+        words = sorted(set(keywords))
+        if not words:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT data FROM detektiv_cache_entries WHERE scope = %s AND keywords && %s "
+                "ORDER BY cardinality(ARRAY(SELECT unnest(keywords) INTERSECT "
+                "SELECT unnest(%s::text[]))) DESC, last_used DESC LIMIT %s",
+                (scope, words, words, limit)).fetchall()
+        return [CacheEntry.model_validate_json(r[0]) for r in rows]
+
+    def delete(self, entry_id: str) -> bool:
+        with self._lock, self._db.transaction():
+            return self._delete(entry_id)
+
+    def _delete(self, entry_id: str) -> bool:
+        gone = self._db.execute("DELETE FROM detektiv_cache_entries WHERE entry_id = %s",
+                                (entry_id,)).rowcount
+        self._db.execute("DELETE FROM detektiv_cache_variations WHERE entry_id = %s",
+                         (entry_id,))
+        return bool(gone)
+
+    def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
+        pattern = "%" + search.replace("%", "").replace("_", "") + "%"
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT data FROM detektiv_cache_entries WHERE question ILIKE %s "
+                "ORDER BY last_used DESC LIMIT %s", (pattern, limit)).fetchall()
+        return [CacheEntry.model_validate_json(r[0]) for r in rows]
+
+    def count(self, name: str, by: int = 1) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO detektiv_cache_counters VALUES (%s, %s) ON CONFLICT (name) "
+                "DO UPDATE SET value = detektiv_cache_counters.value + excluded.value",
+                (name, by))
+
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT name, value FROM detektiv_cache_counters").fetchall()
+        return {str(name): int(value) for name, value in rows}
+
+    def size(self) -> int:
+        """The bytes of the live rows. PostgreSQL keeps a table's files after a DELETE (the
+        space is reused, not returned), so the files' size could never come down to the cap;
+        the rows' size does."""
+        with self._lock:
+            total = self._one("SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM "
+                              "detektiv_cache_entries t")
+        return int(total or 0)
+
+    def evict_to(self, target: int) -> int:
+        removed = 0
+        while self.size() > target:
+            with self._lock, self._db.transaction():
+                ids = [r[0] for r in self._db.execute(
+                    "SELECT entry_id FROM detektiv_cache_entries ORDER BY last_used "
+                    "LIMIT 50").fetchall()]
+                if not ids:
+                    break
+                for entry_id in ids:
+                    removed += self._delete(entry_id)
+        return removed
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
