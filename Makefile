@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(PY) bench/startup.py
 	$(PY) bench/context.py
 	$(PY) bench/oracles.py
+	$(PY) bench/cache.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

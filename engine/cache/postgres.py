@@ -5,10 +5,10 @@
 
 Same contract as `SQLiteCacheStore` (engine/cache/store.py), the same contract tests. Schema
 created and migrated by the app (`meta.schema_version`). Candidates come from a GIN index on
-the keyword array (`&&`), best first by the number of shared keywords. The size cap counts the
-live rows' bytes (see `size`). Writes are single
-transactions; `put` locks the row it may update (`SELECT … FOR UPDATE`), and a unique
-violation from a concurrent insert of the same question is retried as an update.
+the keyword array: those holding every keyword (`@>`) first, then any (`&&`). The size cap
+counts the live rows' bytes (see `size`). Writes are single transactions; `put` locks the row
+it may update (`SELECT … FOR UPDATE`), and a unique violation from a concurrent insert of the
+same question is retried as an update.
 """
 
 from __future__ import annotations
@@ -125,13 +125,19 @@ class PostgresCacheStore(CacheStore):
         words = sorted(set(keywords))
         if not words:
             return []
+        found: dict[int, str] = {}
         with self._lock:
-            rows = self._db.execute(
-                "SELECT data FROM detektiv_cache_entries WHERE scope = %s AND keywords && %s "
-                "ORDER BY cardinality(ARRAY(SELECT unnest(keywords) INTERSECT "
-                "SELECT unnest(%s::text[]))) DESC, last_used DESC LIMIT %s",
-                (scope, words, words, limit)).fetchall()
-        return [CacheEntry.model_validate_json(r[0]) for r in rows]
+            # every keyword first (`@>`), then any (`&&`), as in the SQLite store
+            for operator in ("@>", "&&"):
+                if len(found) >= limit:
+                    break
+                rows = self._db.execute(
+                    "SELECT id, data FROM detektiv_cache_entries WHERE scope = %s AND "
+                    f"keywords {operator} %s::text[] LIMIT %s", (scope, words, limit)).fetchall()
+                for rowid, data in rows:
+                    if len(found) < limit:
+                        found.setdefault(rowid, data)
+        return [CacheEntry.model_validate_json(data) for data in found.values()]
 
     def delete(self, entry_id: str) -> bool:
         with self._lock, self._db.transaction():

@@ -4,8 +4,9 @@ The contract, for every backend (the same contract tests run against each):
 
 - one entry per (scope, normalised question): `put` of a duplicate updates it in place;
 - `find` by normalised question or by a recorded variation, within one scope;
-- `candidates` returns at most `limit` entries sharing a keyword with the question, best first,
-  from an index (never a scan of every entry), so a lookup stays fast at 100k entries;
+- `candidates` returns at most `limit` entries sharing a keyword with the question, those
+  holding every keyword first, from an index (never a scan of every entry), so a lookup stays
+  fast at 100k entries;
 - writes are atomic and safe from several processes at once: none is lost, none fails with
   "database is locked";
 - `size` is the database's real size in bytes; `evict_to` removes least-recently-used entries.
@@ -198,12 +199,21 @@ class SQLiteCacheStore(CacheStore):
         words = sorted({k for k in keywords if k.isalnum()})
         if not words:
             return []
-        query = " OR ".join(f'"{w}"' for w in words)
-        rows = self._db.execute(
-            "SELECT e.data FROM terms t JOIN entries e ON e.id = t.rowid "
-            "WHERE terms MATCH ? AND t.scope = ? ORDER BY bm25(terms) LIMIT ?",
-            (query, scope, limit)).fetchall()
-        return [self._row(r[0]) for r in rows]
+        # entries holding every keyword first (the only ones the meaning guard can accept;
+        # few, so ranking them is cheap), then others sharing one, unranked, to explain misses
+        found: dict[int, str] = {}
+        for query, order in ((" AND ".join(f'"{w}"' for w in words), "ORDER BY bm25(terms)"),
+                             (" OR ".join(f'"{w}"' for w in words), "")):
+            if len(found) >= limit:
+                break
+            rows = self._db.execute(
+                "SELECT e.id, e.data FROM terms t JOIN entries e ON e.id = t.rowid "
+                f"WHERE terms MATCH ? AND t.scope = ? {order} LIMIT ?",
+                (query, scope, limit)).fetchall()
+            for rowid, data in rows:
+                if len(found) < limit:
+                    found.setdefault(rowid, data)
+        return [self._row(data) for data in found.values()]
 
     def delete(self, entry_id: str) -> bool:
         with self._write() as db:
