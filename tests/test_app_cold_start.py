@@ -20,6 +20,7 @@ from engine import Paths
 from engine.storage.sessions import SessionStore
 from tests.factory import stored_session
 from tui.app import DetektivApp, build_app
+from tui.screens.cache import CacheScreen
 from tui.screens.live import LiveScreen
 from tui.screens.oracles import OraclesScreen
 from tui.screens.providers import ProvidersScreen
@@ -28,7 +29,7 @@ from tui.tabs import TABS
 from tui.widgets.transcript import TranscriptView
 
 SCREENS = {"sessions": SessionsScreen, "live": LiveScreen, "oracles": OraclesScreen,
-           "providers": ProvidersScreen}
+           "cache": CacheScreen, "providers": ProvidersScreen}
 TAB_KEY = {tab.mode: str(number) for number, tab in enumerate(TABS, start=1)}
 ENDS_THE_APP = {"quit"}
 

@@ -31,7 +31,7 @@ async def test_health_enable_and_priority(home: Path, llama_server: LlamaServer)
         f'priority = 1\n\n[providers.dead]\nkind = "openai"\nmodel = "m"\n'
         f'base_url = "{dead}"\npriority = 2\n'))
     async with app.run_test(size=(140, 30)) as pilot:
-        await pilot.press("4")
+        await pilot.press("5")
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 3 and cell(table, 0, 7) != "never"
                     and cell(table, 1, 7) != "never", timeout=30)
@@ -76,7 +76,7 @@ async def test_ollama_models_and_pull_with_progress(home: Path) -> None:
         app = app_for(home, f'[providers.ollama]\nkind = "ollama"\nmodel = "llama3.2"\n'
                             f'base_url = "{server.url}"\npriority = 1\n')
         async with app.run_test(size=(140, 30)) as pilot:
-            await pilot.press("4")
+            await pilot.press("5")
             table = app.screen.query_one(DataTable)
             await until(pilot, lambda: table.row_count == 2)
             await pilot.press("m")

@@ -121,10 +121,20 @@ def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.Monkey
     monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
 
     async def providers(pilot: Any) -> None:
-        await pilot.press("4")
+        await pilot.press("5")
         await pilot.pause(0.3)
 
     assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=providers)
+
+
+def test_cache_tab(home: Path, snap_compare: Any) -> None:
+    """An empty cache: what the tab says, and its keys."""
+
+    async def cache(pilot: Any) -> None:
+        await pilot.press("4")
+        await pilot.pause(0.5)
+
+    assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=cache)
 
 
 def test_oracles_tab(home: Path, snap_compare: Any) -> None:

@@ -1,4 +1,4 @@
-"""The terminal app: Sessions, Live, Oracles and Providers tabs over the engine.
+"""The terminal app: Sessions, Live, Oracles, Cache and Providers tabs over the engine.
 
 `MODES` give each tab its own screen stack; number keys switch. Global bindings live here and
 everything else on the screen that owns it. One error funnel: a failed worker, or any exception

@@ -37,6 +37,7 @@ TABS = (
     Tab("sessions", "Sessions", "tui.screens.sessions:SessionsScreen"),
     Tab("live", "Live", "tui.screens.live:LiveScreen"),
     Tab("oracles", "Oracles", "tui.screens.oracles:OraclesScreen"),
+    Tab("cache", "Cache", "tui.screens.cache:CacheScreen"),
     Tab("providers", "Providers", "tui.screens.providers:ProvidersScreen"),
 )
 

@@ -1,0 +1,202 @@
+"""The Cache tab: entries (search as you type), an entry's answer and validation, invalidate /
+delete / export, live hit and miss counters, and a "why" box: a question, and what it would
+match and why not. Everything through `workspace.cache`; questions and answers are data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from engine import atomic_write_text, strip_control
+from tui.funnel import Guarded
+from tui.screens.dialogs import ConfirmDialog
+from tui.widgets.tabs import ModeTabs
+
+if TYPE_CHECKING:
+    from tui.app import DetektivApp
+
+__all__ = ["CacheScreen"]
+
+REFRESH_SECONDS = 2.0
+
+
+class CacheScreen(Guarded, Screen[None]):
+    """See the module docstring."""
+
+    CSS_PATH = "cache.tcss"
+    BINDINGS = [
+        Binding("slash", "search", "Search", id="cache-search"),
+        Binding("w", "why", "Why?", id="cache-why"),
+        Binding("x", "invalidate", "Invalidate", id="cache-invalidate"),
+        Binding("d", "delete", "Delete", id="cache-delete"),
+        Binding("e", "export", "Export", id="cache-export"),
+        Binding("r", "refresh", "Refresh", id="cache-refresh"),
+    ]
+
+    app: DetektivApp
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[Any] = []
+        self.stats_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield ModeTabs("cache")
+        yield Input(placeholder="Search entries… (as you type)", id="cache-filter")
+        with Horizontal(id="cache-main"):
+            table: DataTable[str | Text] = DataTable(id="cache-entries", cursor_type="row")
+            yield table
+            with Vertical(id="cache-side"):
+                yield Static(Content("no entry selected"), id="cache-detail")
+                yield Input(placeholder="Why? Type a question: what would it match?",
+                            id="cache-question")
+                yield Static(Content(""), id="cache-explanation")
+        yield Static(Content("reading the cache…"), id="cache-stats")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns("ID", "Status", "Uses", "Question")
+        self.query_one(DataTable).focus()
+        self.refresh_entries()
+        self.set_interval(REFRESH_SECONDS, self.refresh_entries)
+
+    @work(exclusive=True, thread=True, group="cache-list", exit_on_error=False)
+    def refresh_entries(self) -> None:
+        cache = self.app.workspace.cache
+        search = self.query_one("#cache-filter", Input).value.strip()
+        entries = cache.store.entries(search, limit=500)
+        stats = cache.stats()
+        self.app.call_from_thread(self._show, entries, stats)
+
+    def _show(self, entries: list[Any], stats: dict[str, int]) -> None:
+        self.stats_text = (f"{stats['entries']} entries · {stats['bytes'] / 1024:.0f} KB · "
+                           f"hits {stats['hit']} · misses {stats['miss']} · near misses "
+                           f"{stats['near_miss']} · guard rejects {stats['guard_reject']}")
+        self.query_one("#cache-stats", Static).update(Content(self.stats_text))
+        if [e.model_dump() for e in entries] == [e.model_dump() for e in self.entries]:
+            self._show_detail()
+            return
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        self.entries = entries
+        table.clear()
+        for e in entries:
+            meta = e.validation_metadata
+            status = "invalidated" if e.invalidated else (meta.status if meta else "?")
+            table.add_row(e.entry_id[:8], Text(status), str(e.usage_count),
+                          Text(" ".join(strip_control(e.question).split())[:120]))
+        if entries:
+            table.move_cursor(row=min(max(row, 0), len(entries) - 1), animate=False)
+        self._show_detail()
+
+    def selected(self) -> Any | None:
+        table = self.query_one(DataTable)
+        if not self.entries or not 0 <= table.cursor_row < len(self.entries):
+            return None
+        return self.entries[table.cursor_row]
+
+    def _show_detail(self) -> None:
+        entry = self.selected()
+        if entry is None:
+            text = ("The cache is empty. Put an answer in with: detektiv cache put "
+                    "\"question\" --answer \"…\"" if not self.entries else "no entry selected")
+        else:
+            meta = entry.validation_metadata
+            lines = [entry.question, "", entry.payload[:600], "",
+                     f"id {entry.entry_id} · used {entry.usage_count}× · last "
+                     f"{entry.last_used:%Y-%m-%d %H:%M}",
+                     f"variations: {len(entry.variations)} · realtime: "
+                     f"{entry.requires_realtime} · invalidated: {entry.invalidated}"]
+            if meta is not None:
+                lines.append(f"validation {meta.status} (v{meta.validator_version}, "
+                             f"confidence {meta.confidence:.2f})")
+                lines += [f"  {'✓' if c.passed else '✗'} {c.name}"
+                          + (f": {c.detail}" if c.detail else "") for c in meta.checks]
+            text = "\n".join(lines)
+        self.query_one("#cache-detail", Static).update(Content(strip_control(text)))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "cache-filter":
+            self.refresh_entries()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "cache-question":
+            self.explain(event.value)
+        else:
+            self.query_one(DataTable).focus()
+
+    @work(exclusive=True, thread=True, group="cache-why", exit_on_error=False)
+    def explain(self, question: str) -> None:
+        if not question.strip():
+            return
+        why, served = self.app.workspace.cache.lookup(question)
+        lines = [f"{'HIT' if why.hit else 'MISS'}: {why.reason}"]
+        if why.tier:
+            lines.append(f"tier {why.tier} · score {why.score:.0f} · threshold "
+                         f"{why.threshold:.0f} · entry {(why.entry_id or '')[:8]}")
+        lines += [f"  {'✓' if c.passed else '✗'} {c.name}" + (f": {c.detail}" if c.detail else "")
+                  for c in why.checks]
+        lines += [f"  rejected: {q} ({score:.0f}): {reason}" for q, score, reason in why.rejected]
+        if served is not None:
+            lines += ["", served.payload[:400]]
+        text = strip_control("\n".join(lines))
+        self.app.call_from_thread(
+            self.query_one("#cache-explanation", Static).update, Content(text))
+        self.app.call_from_thread(self.refresh_entries)
+
+    def action_search(self) -> None:
+        self.query_one("#cache-filter", Input).focus()
+
+    def action_why(self) -> None:
+        self.query_one("#cache-question", Input).focus()
+
+    def action_refresh(self) -> None:
+        self.refresh_entries()
+
+    def _chosen(self) -> Any | None:
+        entry = self.selected()
+        if entry is None:
+            self.notify("No entry is selected.", severity="warning")
+        return entry
+
+    def action_invalidate(self) -> None:
+        entry = self._chosen()
+        if entry is None:
+            return
+        self.app.workspace.cache.invalidate(entry.entry_id)
+        self.notify(f"Entry {entry.entry_id[:8]} will not be served again.")
+        self.refresh_entries()
+
+    def action_delete(self) -> None:
+        entry = self._chosen()
+        if entry is None:
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.app.workspace.cache.delete(entry.entry_id)
+                self.notify(f"Deleted entry {entry.entry_id[:8]}.")
+                self.refresh_entries()
+
+        self.app.push_screen(ConfirmDialog(f"Delete cache entry {entry.entry_id[:8]}?\n"
+                                           f"{strip_control(entry.question)[:80]}"), confirmed)
+
+    def action_export(self) -> None:
+        entries = self.app.workspace.cache.store.entries(limit=10_000_000)
+        target = Path.cwd() / "detektiv-cache.json"
+        atomic_write_text(target, json.dumps([e.model_dump(mode="json") for e in entries],
+                                             ensure_ascii=False, indent=1) + "\n")
+        self.notify(f"Exported {len(entries)} entries to {target}")
