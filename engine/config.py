@@ -205,6 +205,17 @@ class CacheConfig(BaseModel):
     """Fuzzy score (0–100) a candidate needs before the meaning guard looks at it."""
     max_mb: float = Field(default=10.0, gt=0, le=100_000)
     """Size cap; the least recently used entries go beyond it (down to 90 %)."""
+    enabled: bool = True
+    """Off: no call goes through the cache (the `cache` commands still work)."""
+    ask: bool = True
+    """`detektiv ask` without `-p` (the router's default role)."""
+    oracle: bool = True
+    """Oracle consultations (the same case file gives the same prompt: an exact hit)."""
+    witness: bool = False
+    """The witness's answers (off: cross-examination must see fresh answers; on, a served
+    answer is a `cache_hit` entry in the session's audit trail)."""
+    detective: bool = False
+    """The detective's questions (its structured calls are never cached)."""
 
     @field_validator("url")
     @classmethod

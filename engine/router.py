@@ -39,7 +39,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.breaker import Breaker, ProviderState, StateStore, fingerprint
 from engine.config import Config, ProviderConfig
@@ -66,6 +66,9 @@ from engine.providers import (
 )
 from engine.structured import collect_json
 
+if TYPE_CHECKING:
+    from engine.cache.layer import CacheLayer
+
 __all__ = [
     "Attempt",
     "Fitted",
@@ -80,7 +83,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 EventType = Literal[
-    "provider_switch", "circuit_open", "rate_limited", "timeout", "error", "context_too_small"
+    "provider_switch", "circuit_open", "rate_limited", "timeout", "error", "context_too_small",
+    "cache_hit",
 ]
 ProviderFactory = Callable[[str, ProviderConfig], Provider]
 """Builds the provider for a (name, configuration) of the config."""
@@ -185,10 +189,12 @@ class Router:
         clock: Callable[[], float] = time.time,
         persist: bool = True,
         factory: ProviderFactory | None = None,
+        cache: CacheLayer | None = None,
     ) -> None:
         """`factory` builds each enabled provider from its name and configuration (default:
-        `create_provider`): the seam where a cache layer wraps a provider, or a test puts in
-        one of its own."""
+        `create_provider`): the seam where a test puts in providers of its own. `cache`: the
+        response cache consulted before any provider, per role (`engine.cache.layer`)."""
+        self.cache = cache
         self.config = config
         self.paths = paths
         settings = config.router
@@ -240,13 +246,35 @@ class Router:
         return fitted.request, fitted.report
 
     async def stream(
-        self, request: StreamRequest | Prompt, role: str = "default", accept: Accept | None = None
+        self, request: StreamRequest | Prompt, role: str = "default", accept: Accept | None = None,
+        use_cache: bool = True,
     ) -> AsyncGenerator[RouterEvent, None]:
-        """Stream `request` over the role's chain; see the module docstring for the events."""
+        """Stream `request` over the role's chain; see the module docstring for the events.
+        Where the role's cache applies, a served answer comes as `ProviderEvent("cache_hit")`,
+        `Attempt("cache")`, the text and `Done`; a new answer is stored after its `Done`."""
         failures: list[tuple[str, str]] = []
         previous: tuple[str, str] | None = None  # (provider, why) of the last one that failed
+        plain = request.request if isinstance(request, Prompt) else request
+        chain = self.chain(role)
+        cached = use_cache and self.cache is not None and self.cache.applies(role, plain)
+        if cached:
+            assert self.cache is not None
+            found = await self.cache.lookup(role, chain, plain)
+            why, entry = found if found is not None else (None, None)
+            if why is not None and entry is not None:
+                yield ProviderEvent("cache_hit", "cache", None,
+                                    f"served from the cache ({why.reason}; entry "
+                                    f"{entry.entry_id[:8]})")
+                yield Attempt("cache", "cache")
+                yield TokenDelta(entry.payload)
+                if accept is not None:
+                    accept("cache", entry.payload, "stop")
+                yield Done("stop")
+                return
+        parts: list[str] = []
+        label = ""
         try:
-            for name in self.chain(role):
+            for name in chain:
                 state = self.states[name]
                 admission = self.breaker.admit(state)
                 if not admission.allowed:
@@ -261,6 +289,14 @@ class Router:
                 async with aclosing(self._attempt(name, state, admission.trial, request,
                                                   accept, previous, outcome)) as attempt:
                     async for event in attempt:
+                        if type(event) is Attempt:
+                            parts, label = [], event.label
+                        elif type(event) is TokenDelta:
+                            parts.append(event.text)
+                        elif type(event) is Done and cached:
+                            assert self.cache is not None
+                            await self.cache.store(role, chain, plain, "".join(parts), label,
+                                                   event.finish_reason)
                         yield event
                 if not outcome:  # it answered
                     return

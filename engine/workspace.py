@@ -124,11 +124,13 @@ class Workspace(CaseFileOperations):
     operations (notes, oracles, consultations) come from `CaseFileOperations`."""
 
     def __init__(self, paths: Paths, config: Config | None = None, *,
-                 preimport: bool = False) -> None:
+                 preimport: bool = False, use_cache: bool = True) -> None:
         """`preimport`: import the provider SDKs on a worker thread before a router is built
-        (an app's event loop must not stall for them; a command-line run does not care)."""
+        (an app's event loop must not stall for them; a command-line run does not care).
+        `use_cache`: False bypasses the response cache (`--no-cache`)."""
         self.paths = paths
         self.preimport = preimport
+        self.use_cache = use_cache
         self._config = config
         self._config_lock = threading.Lock()
         self._store: SessionStore | None = None
@@ -180,7 +182,12 @@ class Workspace(CaseFileOperations):
             await asyncio.to_thread(_preimport)
         if discover:
             await discover_ollama(config)
-        return Router(config, self.paths)
+        layer = None
+        if self.use_cache and config.cache.enabled:
+            from engine.cache.layer import CacheLayer
+
+            layer = CacheLayer(config.cache, lambda: self.cache)
+        return Router(config, self.paths, cache=layer)
 
     async def provider(self, spec: str) -> Provider:
         """One provider by configured name or ad hoc `kind:model`, called directly (whatever

@@ -233,3 +233,41 @@ def test_the_cache_commands_on_postgresql(home: Path, postgres_url: str,
     (home / "config.toml").write_text(f'[cache]\nurl = "{dead}"\n')
     down = detektiv("cache", "stats")
     assert down.returncode == 2 and "cannot connect to PostgreSQL" in down.stderr
+
+
+async def test_the_router_serves_a_repeated_ask_from_the_cache_and_no_cache_bypasses_it(
+    home: Path, llama_server: object
+) -> None:
+    from tests.conftest import LlamaServer
+    from tests.faults import FaultProxy
+    from tests.test_session_cli import detektiv
+
+    assert isinstance(llama_server, LlamaServer)
+    proxy = FaultProxy(llama_server.base)
+    await proxy.start()
+    try:
+        (home / "config.toml").write_text(
+            f'[providers.llama]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{proxy.url}"\n'
+            "priority = 1\n")
+        import asyncio
+
+        def ask(*extra: str) -> subprocess.CompletedProcess[str]:
+            return detektiv("ask", "--temperature", "0", "--max-tokens", "128", *extra,
+                            "Name a colour.")
+
+        first = await asyncio.to_thread(ask)
+        assert first.returncode == 0 and first.stdout.strip(), first.stderr
+        assert proxy.connections == 1
+        second = await asyncio.to_thread(ask)
+        assert second.returncode == 0 and second.stdout == first.stdout
+        assert "served from the cache (the same question" in second.stderr
+        assert proxy.connections == 1  # no call went to the provider
+        third = await asyncio.to_thread(ask, "--no-cache")
+        assert third.returncode == 0 and proxy.connections == 2
+        assert "served from the cache" not in third.stderr
+        (home / "config.toml").write_text((home / "config.toml").read_text()
+                                          + "\n[cache]\nask = false\n")
+        fourth = await asyncio.to_thread(ask)
+        assert fourth.returncode == 0 and proxy.connections == 3
+    finally:
+        await proxy.stop()

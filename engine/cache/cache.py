@@ -32,6 +32,8 @@ DEFAULT_THRESHOLD = 85.0
 """Fuzzy score (rapidfuzz token_set_ratio on normalised questions, 0–100) a candidate needs
 before the meaning guard looks at it."""
 NEAREST = 3
+MAX_KEYWORDS = 64
+"""Keywords indexed per entry (a long prompt's first ones)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +66,17 @@ class ResponseCache:
 
     def put(self, question: str, answer: str, *, scope: str = "", realtime: bool = False,
             template: bool = False, provider: str | None = None,
-            finish_reason: str = "stop") -> CacheEntry:
+            finish_reason: str = "stop", detect_realtime: bool = True) -> CacheEntry:
         """Store an answer (a duplicate question updates its entry); validated now. A
-        time-sensitive question is stored, never served."""
+        time-sensitive question is stored, never served. `detect_realtime` False: only
+        `realtime` says so (a whole case file is not a question about today)."""
         if not question.strip():
             raise ConfigError("the question is empty")
+        words = list(dict.fromkeys(keywords(question)))[:MAX_KEYWORDS]
         entry = CacheEntry(
             question=question.strip(), normalised=normalise(question), scope=scope,
-            keywords=keywords(question), payload=answer, response_template=template,
-            requires_realtime=realtime or requires_realtime(question),
+            keywords=words, payload=answer, response_template=template,
+            requires_realtime=realtime or (detect_realtime and requires_realtime(question)),
             provider_used=provider, finish_reason=finish_reason,
         )
         result = validate(entry)
@@ -138,6 +142,19 @@ class ResponseCache:
         reason = "no entry" if not scored else \
             f"no candidate passed ({len(scored)} looked at)"
         return base.explain(False, reason, rejected=rejected), None
+
+    def lookup_exact(self, question: str, scope: str = "",
+                     ) -> tuple[Explanation, CacheEntry | None]:
+        """`lookup` by the exact and variation tiers only (a long prompt: no fuzzy tier)."""
+        norm = normalise(question)
+        base = _Base(question, norm, self.threshold)
+        found = self.store.find(scope, norm)
+        if found is None:
+            self.store.count("miss")
+            return base.explain(False, "no entry (matched exactly only)"), None
+        entry, tier = found
+        return self._serve(entry, "exact" if tier == "exact" else "variation", 100.0, [], base,
+                           None)
 
     def _serve(self, entry: CacheEntry, tier: Tier, score: float, checks: list[CheckResult],
                base: _Base, rejected: list[tuple[str, float, str]] | None,

@@ -28,7 +28,7 @@ from engine.errors import AllProvidersFailed, DetektivError
 from engine.models.notes import LlmEntry
 from engine.models.session import InterrogationSession, now
 from engine.oracles.catalog import Oracle
-from engine.oracles.context import CaseContext, Holder, oracle_prompt, snapshot
+from engine.oracles.context import CaseContext, ContextPlan, Holder, oracle_prompt, snapshot
 from engine.prompts import load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
 from engine.storage.atomic import atomic_write_text
@@ -164,9 +164,12 @@ class Consultation:
         self.timeout = timeout
         self._own_router = own_router
         self.jobs: list[_Job] = []
+        whole = ContextPlan().render(case)
         for oracle, role in oracles:
+            # the unfitted prompt: what the cache keys on (fitting composes the one sent)
             request = StreamRequest.of(
-                "", max_tokens=oracle.max_tokens or max_tokens, temperature=oracle.temperature
+                oracle.render(whole), max_tokens=oracle.max_tokens or max_tokens,
+                temperature=oracle.temperature,
             )
             prompt, holder = oracle_prompt(oracle, case, request)
             self.jobs.append(_Job(oracle, prompt, holder, role))

@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                      help="continue the last conversation")
     ask.add_argument("--conversation", metavar="ID", help="continue (or start) conversation ID")
+    ask.add_argument("--no-cache", action="store_true", help="bypass the response cache")
     ask.add_argument("prompt", help="the prompt; - reads it from stdin")
 
     conversations = commands.add_parser(

@@ -57,11 +57,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     consult.add_argument("--dry-run", action="store_true",
                          help="print the final prompts and their token estimates; send nothing")
     consult.add_argument("--json", action="store_true", help="print one JSON object per line")
+    consult.add_argument("--no-cache", action="store_true", help="bypass the response cache")
 
 
 async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
     """Run the case-file command `args.command`."""
-    workspace = Workspace(paths)
+    workspace = Workspace(paths, use_cache=not getattr(args, "no_cache", False))
     try:
         match args.command:
             case "oracles":

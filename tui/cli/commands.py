@@ -161,7 +161,7 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     if args.max_tokens is not None and args.max_tokens < 1:
         raise ConfigError("--max-tokens must be at least 1")
     schema = _read_schema(args.schema) if args.schema else None
-    workspace = Workspace(paths)
+    workspace = Workspace(paths, use_cache=not args.no_cache)
     workspace.config  # noqa: B018 - a bad config fails first
     policy = workspace.context_policy  # noqa: F841 - its warnings are shown before the answer
     for warning in workspace.warnings:

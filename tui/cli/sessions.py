@@ -75,7 +75,7 @@ async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
 async def run(paths: Paths, args: argparse.Namespace) -> int:
     """Run an interrogation, streaming the transcript (or the event records with --json)."""
     hypothesis = sys.stdin.read() if args.hypothesis == "-" else args.hypothesis
-    workspace = Workspace(paths)
+    workspace = Workspace(paths, use_cache=not args.no_cache)
     started = workspace.start(
         hypothesis, args.limit, _chain(args.detective), _chain(args.witness),
         on_record=_print_record if args.json else None, session=args.session,
@@ -169,6 +169,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run_parser.add_argument("--witness", metavar="P",
                             help="provider name or kind:model; a comma-separated chain")
     run_parser.add_argument("--limit", type=int, metavar="N", help="iteration limit, 5-20")
+    run_parser.add_argument("--no-cache", action="store_true",
+                            help="bypass the response cache (when [cache] witness is on)")
     run_parser.add_argument("--session", metavar="ID",
                             help="interrogate in this notes-only session (`detektiv new`)")
     run_parser.add_argument("--json", action="store_true",
