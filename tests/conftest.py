@@ -19,6 +19,16 @@ import pytest
 from engine import Paths, ProviderConfig
 from tests.faults import FaultProxy
 
+GUARD_SCORES = pytest.StashKey[str]()
+"""The meaning guard's precision and recall, printed at the end of a run."""
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    line = config.stash.get(GUARD_SCORES, None)
+    if line:
+        terminalreporter.write_line(line)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 LONG_PROMPT = ("The quick brown fox jumps over the lazy dog, and then the lazy dog sleeps under "

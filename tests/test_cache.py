@@ -271,3 +271,31 @@ async def test_the_router_serves_a_repeated_ask_from_the_cache_and_no_cache_bypa
         assert fourth.returncode == 0 and proxy.connections == 3
     finally:
         await proxy.stop()
+
+
+async def test_the_witness_role_is_cached_only_when_configured(
+    home: Path, llama_server: object
+) -> None:
+    from engine import Paths, ProviderEvent, StreamRequest, TokenDelta, Workspace
+    from tests.conftest import LlamaServer
+
+    assert isinstance(llama_server, LlamaServer)
+    base = (f'[providers.llama]\nkind = "openai"\nmodel = "gemma"\n'
+            f'base_url = "{llama_server.url}"\npriority = 1\n')
+    request = StreamRequest.of("Name a colour.", temperature=0, max_tokens=128)
+    for witness in (False, True):
+        (home / "config.toml").write_text(base + f"\n[cache]\nwitness = {str(witness).lower()}\n")
+        workspace = Workspace(Paths.from_env())
+        router = await workspace.new_router(discover=False)
+        try:
+            runs = []
+            for _ in range(2):
+                events = [e async for e in router.stream(request, role="witness")]
+                runs.append(events)
+            hits = [e for e in runs[1] if isinstance(e, ProviderEvent) and e.type == "cache_hit"]
+            assert bool(hits) == witness
+            texts = ["".join(e.text for e in run if isinstance(e, TokenDelta)) for run in runs]
+            assert texts[0] == texts[1]
+        finally:
+            await router.aclose()
+            await workspace.aclose()

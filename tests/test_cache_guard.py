@@ -10,6 +10,7 @@ from rapidfuzz import fuzz
 
 from engine.cache.guard import check_meaning
 from engine.cache.normalise import keywords, normalise, stem
+from tests.conftest import GUARD_SCORES
 
 PAIRS = [
     (a, b, c == "1")
@@ -62,3 +63,18 @@ def test_each_rejection_names_its_check(a: str, b: str, name: str) -> None:
     assert not result.passed and result.rejected_by is not None
     assert result.rejected_by.name == name and result.rejected_by.detail
     assert [c.name for c in result.checks][-1] == name
+
+
+def test_precision_and_recall_on_the_labelled_set(request: pytest.FixtureRequest) -> None:
+    """Printed at the end of every run (CI's log): a hit is a positive."""
+    hits = [(same, check_meaning(a, b).passed) for a, b, same in PAIRS]
+    true_pos = sum(1 for same, hit in hits if same and hit)
+    false_pos = sum(1 for same, hit in hits if not same and hit)
+    false_neg = sum(1 for same, hit in hits if same and not hit)
+    precision = true_pos / max(1, true_pos + false_pos)
+    recall = true_pos / max(1, true_pos + false_neg)
+    request.config.stash[GUARD_SCORES] = (
+        f"meaning guard on {len(PAIRS)} labelled pairs ({sum(s for s, _ in hits)} same, "
+        f"{sum(not s for s, _ in hits)} different): precision {precision:.3f}, recall "
+        f"{recall:.3f}, wrong hits {false_pos}")
+    assert len(PAIRS) >= 150 and false_pos == 0 and recall >= 0.9

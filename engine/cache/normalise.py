@@ -31,11 +31,11 @@ a an the is are was were be been being am do does did doing have has had having 
 at by for with from as into about over under than then that this these those it its it's i me
 my we our you your he him his she her they them their what which who whom whose when where why
 how please tell me can could would should will shall may might must just really very so and
-or but if also some any there here one s
+or but if also there here s
 """.split()) - {"not", "no", "never", "without", "with", "than", "over", "under", "before",
                 "after", "more", "less", "from", "to", "in", "on", "off"}
-"""Words that carry no content of their own. Negations, comparisons and relations are not
-stopwords: they change what a question means."""
+"""Words that carry no content of their own. Negations, comparisons, relations and scope words
+(some, any, one…) are not stopwords: they change what a question means."""
 
 
 def _expand(match: re.Match[str]) -> str:

@@ -126,6 +126,9 @@ class SQLiteCacheStore(CacheStore):
         if _empty(self._db):  # only before the first table: eviction then frees the file
             self._db.execute("PRAGMA auto_vacuum = INCREMENTAL")
         self._db.execute("PRAGMA journal_mode = WAL")
+        # a cache may lose its last writes to a power cut, never its consistency: in WAL mode
+        # NORMAL syncs at checkpoints, not at every commit (a lookup writes twice)
+        self._db.execute("PRAGMA synchronous = NORMAL")
         with self._write() as db:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
