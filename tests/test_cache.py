@@ -299,3 +299,21 @@ async def test_the_witness_role_is_cached_only_when_configured(
         finally:
             await router.aclose()
             await workspace.aclose()
+
+
+def test_a_new_validator_version_validates_again_before_serving(
+    cache: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engine.cache.cache as cache_module
+    import engine.cache.validate as validate_module
+
+    entry = cache.put("Who painted the Mona Lisa?", "Leonardo da Vinci.")
+    assert entry.validation_metadata is not None
+    assert entry.validation_metadata.validator_version == 1
+    monkeypatch.setattr(cache_module, "VALIDATOR_VERSION", 2)
+    monkeypatch.setattr(validate_module, "VALIDATOR_VERSION", 2)
+    why, served = cache.lookup("Who painted the Mona Lisa?")
+    assert why.hit and why.validator_version == 2 and served is not None
+    stored = cache.store.get(entry.entry_id)
+    assert stored is not None and stored.validation_metadata is not None
+    assert stored.validation_metadata.validator_version == 2
