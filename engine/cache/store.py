@@ -5,8 +5,8 @@ The contract, for every backend (the same contract tests run against each):
 - one entry per (scope, normalised question): `put` of a duplicate updates it in place;
 - `find` by normalised question or by a recorded variation, within one scope;
 - `candidates` returns at most `limit` entries sharing a keyword with the question, those
-  holding every keyword first, from an index (never a scan of every entry), so a lookup stays
-  fast at 100k entries;
+  holding every keyword first (unranked: the caller scores them), from an index (never a
+  scan of every entry), so a lookup stays fast at 100k entries;
 - writes are atomic and safe from several processes at once: none is lost, none fails with
   "database is locked";
 - `size` is the database's real size in bytes; `evict_to` removes least-recently-used entries.
@@ -202,16 +202,17 @@ class SQLiteCacheStore(CacheStore):
         words = sorted({k for k in keywords if k.isalnum()})
         if not words:
             return []
-        # entries holding every keyword first (the only ones the meaning guard can accept;
-        # few, so ranking them is cheap), then others sharing one, unranked, to explain misses
+        # entries holding every keyword first (the only ones the meaning guard can accept),
+        # then others sharing one, to explain a miss. Unranked: rapidfuzz scores them all,
+        # and bm25 over 100k entries costs 30× the query (7.8 ms against 0.26 ms)
         found: dict[int, str] = {}
-        for query, order in ((" AND ".join(f'"{w}"' for w in words), "ORDER BY bm25(terms)"),
-                             (" OR ".join(f'"{w}"' for w in words), "")):
+        for query in (" AND ".join(f'"{w}"' for w in words),
+                      " OR ".join(f'"{w}"' for w in words)):
             if len(found) >= limit:
                 break
             rows = self._db.execute(
                 "SELECT e.id, e.data FROM terms t JOIN entries e ON e.id = t.rowid "
-                f"WHERE terms MATCH ? AND t.scope = ? {order} LIMIT ?",
+                "WHERE terms MATCH ? AND t.scope = ? LIMIT ?",
                 (query, scope, limit)).fetchall()
             for rowid, data in rows:
                 if len(found) < limit:
