@@ -23,6 +23,8 @@ from engine.models.session import (
 from tests.conftest import ROOT, LlamaServer, cli
 from tests.factory import sample_pair
 from tests.test_app import config_text
+from tests.test_consult import TEST_ORACLE
+from tests.test_oracles import VTT
 
 #: Model text that tries every trick: title, clipboard, hyperlink, clear screen, C1 CSI, markup.
 HOSTILE = (
@@ -187,8 +189,11 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
     (home / "config.toml").write_text(config_text({"llama": llama_server.url}, ["llama"],
                                                   ["llama"]))
     (home / "oracles").mkdir()
+    # an oracle the tiny model answers greedily on a case holding call.vtt (see test_consult)
     (home / "oracles" / "judge.md").write_text(
-        "+++\nmax_tokens = 24\n+++\n# Judge\n\nRepeat the case.\n")
+        TEST_ORACLE.format(name="Judge", tokens=24))
+    call = home / "call.vtt"
+    call.write_text(VTT)
     socket = f"detektiv-test-{uuid.uuid4().hex[:8]}"
     env = env_for(home)
     command = " ".join([*cli()])
@@ -220,9 +225,21 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
         assert "Question · llama:gemma" in screen
         screen = wait("consistency", timeout=120)
         assert "Audit" in screen and "Gap analysis 1" in screen
-        # the Oracles tab works on the session Live shows: consult the highlighted oracle
+        # the Oracles tab works on the session Live shows; then a new case from the keyboard,
+        # a note imported by path, and the highlighted oracle consulted on it
         subprocess.run([*tmux, "send-keys", "3"], check=True)
         wait("Session ")
+        wait("Bees make honey")
+        subprocess.run([*tmux, "send-keys", "s"], check=True)
+        wait("New case (notes only)")
+        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
+        wait("Title of the new case")
+        subprocess.run([*tmux, "send-keys", "Pricing call", "Enter"], check=True)
+        wait("Pricing call · 0 notes")
+        subprocess.run([*tmux, "send-keys", "i"], check=True)
+        wait("Import a note")
+        subprocess.run([*tmux, "send-keys", str(call), "Enter"], check=True)
+        wait("Pricing call · 1 notes")
         subprocess.run([*tmux, "send-keys", "c"], check=True)
         screen = wait("saved as 001_judge.txt", timeout=120)
         assert "asking llama:gemma" in screen
