@@ -36,6 +36,14 @@ MAX_KEYWORDS = 64
 """Keywords indexed per entry (a long prompt's first ones)."""
 
 
+def _validated(entry: CacheEntry) -> CacheEntry:
+    """`entry` with its validation done now (under the current validator version)."""
+    result = validate(entry)
+    return entry.model_copy(update={"validation_metadata": result,
+                                    "validated": result.status == "PASSED",
+                                    "confidence": result.confidence})
+
+
 @dataclass(frozen=True, slots=True)
 class _Base:
     """What every explanation of one lookup repeats."""
@@ -79,11 +87,7 @@ class ResponseCache:
             requires_realtime=realtime or (detect_realtime and requires_realtime(question)),
             provider_used=provider, finish_reason=finish_reason,
         )
-        result = validate(entry)
-        entry = entry.model_copy(update={"validation_metadata": result,
-                                         "validated": result.status == "PASSED",
-                                         "confidence": result.confidence})
-        stored = self.store.put(entry)
+        stored = self.store.put(_validated(entry))
         if self.store.size() > self.max_bytes:
             self.store.evict_to(int(self.max_bytes * 0.9))
         return stored
@@ -92,12 +96,10 @@ class ResponseCache:
         """(the entry, validated again when its validator is older; why it cannot be served)."""
         meta = entry.validation_metadata
         if meta is None or meta.validator_version != VALIDATOR_VERSION:
-            result = validate(entry)
-            entry = entry.model_copy(update={"validation_metadata": result,
-                                             "validated": result.status == "PASSED",
-                                             "confidence": result.confidence})
+            entry = _validated(entry)
             self.store.save(entry)
-            meta = result
+            meta = entry.validation_metadata
+            assert meta is not None
         if entry.invalidated:
             return entry, "the entry was invalidated"
         if entry.requires_realtime:
@@ -197,5 +199,5 @@ class ResponseCache:
     def stats(self) -> dict[str, int]:
         """Counters, entries and size in bytes."""
         counters = self.store.counters()
-        return {"entries": len(self.store.entries(limit=1_000_000)), "bytes": self.store.size(),
+        return {"entries": self.store.total(), "bytes": self.store.size(),
                 **{k: counters.get(k, 0) for k in ("hit", "miss", "near_miss", "guard_reject")}}

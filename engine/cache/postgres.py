@@ -158,6 +158,10 @@ class PostgresCacheStore(CacheStore):
                 "ORDER BY last_used DESC LIMIT %s", (pattern, limit)).fetchall()
         return [CacheEntry.model_validate_json(r[0]) for r in rows]
 
+    def total(self) -> int:
+        with self._lock:
+            return int(self._one("SELECT count(*) FROM detektiv_cache_entries"))
+
     def count(self, name: str, by: int = 1) -> None:
         with self._lock:
             self._db.execute(

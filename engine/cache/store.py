@@ -81,6 +81,10 @@ class CacheStore(ABC):
         """Entries, most recently used first, whose question contains `search`."""
 
     @abstractmethod
+    def total(self) -> int:
+        """How many entries there are."""
+
+    @abstractmethod
     def count(self, name: str, by: int = 1) -> None:
         """Add to a counter (hit, miss, near_miss, guard_reject)."""
 
@@ -229,6 +233,9 @@ class SQLiteCacheStore(CacheStore):
             "SELECT data FROM entries WHERE question LIKE ? ORDER BY last_used DESC LIMIT ?",
             (pattern, limit)).fetchall()
         return [self._row(r[0]) for r in rows]
+
+    def total(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM entries").fetchone()[0])
 
     def count(self, name: str, by: int = 1) -> None:
         with self._write() as db:
