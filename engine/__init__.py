@@ -373,6 +373,9 @@ if TYPE_CHECKING:
         answer_title as answer_title,
     )
     from engine.report import (
+        check_line as check_line,
+    )
+    from engine.report import (
         completeness as completeness,
     )
     from engine.report import (
@@ -380,6 +383,9 @@ if TYPE_CHECKING:
     )
     from engine.report import (
         contradiction as contradiction,
+    )
+    from engine.report import (
+        explanation_lines as explanation_lines,
     )
     from engine.report import (
         fit_line as fit_line,

@@ -24,11 +24,14 @@ from engine.models.session import (
 from engine.text import strip_control
 
 if TYPE_CHECKING:
+    from engine.cache.models import CheckResult, Explanation
     from engine.context.budget import FitReport
 
 __all__ = [
     "ANSWER_CUT_OFF",
     "answer_title",
+    "check_line",
+    "explanation_lines",
     "completeness",
     "context_summary",
     "contradiction",
@@ -174,3 +177,23 @@ def history_note(report: FitReport) -> str:
     left_out = len(report.trim.omitted)
     return (f"{left_out} earlier turn{'s' if left_out != 1 else ''} of the conversation left "
             f"out to fit {report.provider}'s window of {report.window} tokens")
+
+
+def check_line(check: CheckResult) -> str:
+    """`"  ✓ negation"` or `"  ✗ antonyms: opposites: good/bad"` (a guard or validation check)."""
+    detail = f": {strip_control(check.detail)}" if check.detail else ""
+    return f"  {'✓' if check.passed else '✗'} {check.name}{detail}"
+
+
+def explanation_lines(why: Explanation) -> list[str]:
+    """What a cache lookup decided and why: the verdict, the tier, every meaning check, the
+    nearest rejected candidates (`detektiv cache match` and the Cache tab's why box)."""
+    lines = [f"{'HIT' if why.hit else 'MISS'}: {strip_control(why.reason)}"]
+    if why.tier:
+        lines.append(f"tier {why.tier} · score {why.score or 0:.0f} · threshold "
+                     f"{why.threshold:.0f} · entry {why.entry_id} · validator "
+                     f"v{why.validator_version}")
+    lines += [check_line(check) for check in why.checks]
+    lines += [f"  rejected {strip_control(question)!r} (score {score:.0f}): "
+              f"{strip_control(reason)}" for question, score, reason in why.rejected]
+    return lines

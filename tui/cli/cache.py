@@ -14,7 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine import ConfigError, Paths, Workspace, atomic_write_text, strip_control
+from engine import (
+    ConfigError,
+    Paths,
+    Workspace,
+    atomic_write_text,
+    explanation_lines,
+    strip_control,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -73,17 +80,7 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                                       "answer": served.payload if served else None},
                                      ensure_ascii=False, indent=1))
                     return 0 if served else 1
-                print(f"{'HIT' if why.hit else 'MISS'}: {why.reason}")
-                if why.tier:
-                    print(f"tier {why.tier} · score {why.score:.0f} · threshold "
-                          f"{why.threshold:.0f} · entry {why.entry_id} · validator "
-                          f"v{why.validator_version}")
-                for check in why.checks:
-                    print(f"  {'✓' if check.passed else '✗'} {check.name}"
-                          + (f": {check.detail}" if check.detail else ""))
-                for question, score, reason in why.rejected:
-                    print(f"  rejected {strip_control(question)!r} (score {score:.0f}): "
-                          f"{strip_control(reason)}")
+                print("\n".join(explanation_lines(why)))
                 if served is not None:
                     print(strip_control(served.payload))
                 return 0 if served else 1

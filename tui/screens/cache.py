@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine import atomic_write_text, strip_control
+from engine import atomic_write_text, check_line, explanation_lines, strip_control
 from tui.funnel import Guarded
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
@@ -120,8 +120,7 @@ class CacheScreen(Guarded, Screen[None]):
             if meta is not None:
                 lines.append(f"validation {meta.status} (v{meta.validator_version}, "
                              f"confidence {meta.confidence:.2f})")
-                lines += [f"  {'✓' if c.passed else '✗'} {c.name}"
-                          + (f": {c.detail}" if c.detail else "") for c in meta.checks]
+                lines += [check_line(c) for c in meta.checks]
             text = "\n".join(lines)
         self.query_one("#cache-detail", Static).update(Content(strip_control(text)))
 
@@ -143,13 +142,7 @@ class CacheScreen(Guarded, Screen[None]):
         if not question.strip():
             return
         why, served = self.app.workspace.cache.lookup(question)
-        lines = [f"{'HIT' if why.hit else 'MISS'}: {why.reason}"]
-        if why.tier:
-            lines.append(f"tier {why.tier} · score {why.score:.0f} · threshold "
-                         f"{why.threshold:.0f} · entry {(why.entry_id or '')[:8]}")
-        lines += [f"  {'✓' if c.passed else '✗'} {c.name}" + (f": {c.detail}" if c.detail else "")
-                  for c in why.checks]
-        lines += [f"  rejected: {q} ({score:.0f}): {reason}" for q, score, reason in why.rejected]
+        lines = explanation_lines(why)
         if served is not None:
             lines += ["", served.payload[:400]]
         text = strip_control("\n".join(lines))
