@@ -222,15 +222,8 @@ class _Section:
         self.out: set[int] = set()
 
     def cost(self, cap: int | None) -> int:
-        total = 0
-        for number, (head, body, chars) in zip(self.numbers, self.sizes, strict=True):
-            if number in self.out:
-                continue
-            if cap is None or chars <= cap:
-                total += head + body
-            else:
-                total += head + -(-body * cap // max(chars, 1)) + MARK_TOKENS
-        return total
+        return sum(self.piece_cost(index, cap) for index, number in enumerate(self.numbers)
+                   if number not in self.out)
 
     def piece_cost(self, index: int, cap: int | None) -> int:
         head, body, chars = self.sizes[index]
