@@ -15,6 +15,84 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.agent.classify import (
+        QueryClassification as QueryClassification,
+    )
+    from engine.agent.classify import (
+        classify_query as classify_query,
+    )
+    from engine.agent.events import (
+        STOP_REASONS as STOP_REASONS,
+    )
+    from engine.agent.events import (
+        AgentAttempt as AgentAttempt,
+    )
+    from engine.agent.events import (
+        AgentDelta as AgentDelta,
+    )
+    from engine.agent.events import (
+        AgentEvent as AgentEvent,
+    )
+    from engine.agent.events import (
+        AgentNote as AgentNote,
+    )
+    from engine.agent.events import (
+        AgentStarted as AgentStarted,
+    )
+    from engine.agent.events import (
+        AgentStopped as AgentStopped,
+    )
+    from engine.agent.events import (
+        FallbackDecided as FallbackDecided,
+    )
+    from engine.agent.events import (
+        NodeChanged as NodeChanged,
+    )
+    from engine.agent.events import (
+        NoSignal as NoSignal,
+    )
+    from engine.agent.events import (
+        ReferenceResolved as ReferenceResolved,
+    )
+    from engine.agent.events import (
+        SignalInvalid as SignalInvalid,
+    )
+    from engine.agent.events import (
+        SignalParsed as SignalParsed,
+    )
+    from engine.agent.events import (
+        ToolCalled as ToolCalled,
+    )
+    from engine.agent.events import (
+        ToolFinished as ToolFinished,
+    )
+    from engine.agent.events import (
+        TurnEnded as TurnEnded,
+    )
+    from engine.agent.events import (
+        TurnStarted as TurnStarted,
+    )
+    from engine.agent.events import (
+        read_run as read_run,
+    )
+    from engine.agent.run import (
+        AgentRun as AgentRun,
+    )
+    from engine.agent.signals import (
+        ParsedSignal as ParsedSignal,
+    )
+    from engine.agent.signals import (
+        Signal as Signal,
+    )
+    from engine.agent.signals import (
+        parse_signal as parse_signal,
+    )
+    from engine.agent.vault import (
+        Vault as Vault,
+    )
+    from engine.agent.vault import (
+        VaultHit as VaultHit,
+    )
     from engine.config import (
         BUNDLED_MODEL as BUNDLED_MODEL,
     )
@@ -110,6 +188,9 @@ if TYPE_CHECKING:
     )
     from engine.context.tokens import (
         estimate_messages as estimate_messages,
+    )
+    from engine.errors import (
+        AgentError as AgentError,
     )
     from engine.errors import (
         AllProvidersFailed as AllProvidersFailed,

@@ -41,6 +41,7 @@ from engine.paths import Paths
 from engine.storage.atomic import atomic_write_text
 
 __all__ = [
+    "AgentConfig",
     "ANTHROPIC_URL",
     "BUNDLED_MODEL",
     "Config",
@@ -194,6 +195,26 @@ class OracleConfig(BaseModel):
     """Token budget of one oracle answer, unless its front matter sets `max_tokens`."""
 
 
+class AgentConfig(BaseModel):
+    """The `[agent]` table: the case agent (SPEC §6)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code_dir: str | None = None
+    """The directory `search_code` searches (its .gitignore respected); unset: the tool says
+    no code directory is configured."""
+    turn_limit: int = Field(default=6, ge=2, le=20)
+    """Turns of one run at most; the last one is a tool-free summary."""
+    max_tokens: int = Field(default=1024, ge=16, le=32768)
+    """Token budget of one turn's reply."""
+    timeout: float = Field(default=120.0, gt=0, le=3600)
+    """Seconds that bound one turn's model call."""
+    tool_output_chars: int = Field(default=4000, ge=200, le=100_000)
+    """Characters of one tool result given back to the model, at most."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature of the turns; unset leaves each provider's default."""
+
+
 class CacheConfig(BaseModel):
     """The `[cache]` table (SPEC §3)."""
 
@@ -276,6 +297,7 @@ class Config(BaseModel):
     ui: UIConfig = Field(default_factory=UIConfig)
     oracles: OracleConfig = Field(default_factory=OracleConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
     interrogation: InterrogationConfig = Field(default_factory=InterrogationConfig)
     keymap: dict[str, str] = Field(default_factory=dict)
     """Key bindings by id (`stop = "ctrl+c"`); the app's help screen lists every id."""

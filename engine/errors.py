@@ -10,6 +10,8 @@
     │   ├── SessionCorrupt            a session file is damaged; names the file, changes nothing
     │   └── NoteRefused               a file cannot be a note (its type, size or encoding)
     ├── OracleError                   no oracle matches, or the one named is invalid (says why)
+    ├── AgentError                    the case agent cannot start (a prompt segment is missing
+    │                                 or empty: names the file) or a tool was given bad input
     └── ProviderError                 a model provider failed; carries `provider`
         ├── AuthError                 401/403: missing, wrong or unauthorised API key
         ├── RateLimitedError          429: carries `retry_after` seconds when the server said
@@ -35,6 +37,7 @@ import re
 from engine.secrets import redact
 
 __all__ = [
+    "AgentError",
     "AllProvidersFailed",
     "AuthError",
     "BadResponseError",
@@ -253,3 +256,8 @@ class NoteRefused(SessionError):
 
 class OracleError(DetektivError):
     """No oracle matches the name, id or slug given, or the one named is invalid."""
+
+
+class AgentError(DetektivError):
+    """The case agent cannot start (a prompt segment file is missing or empty: the message
+    names it), or a tool was given input it cannot use."""

@@ -151,8 +151,8 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
 
     From `[roles]` when set (unknown names are a `ConfigError`; disabled ones are left out).
     Otherwise: `witness` = local providers (embedded, Ollama, loopback servers) by priority;
-    `detective` and `oracle` = cloud providers by priority, then the witness chain as the last
-    resort; any other role = every enabled provider by priority.
+    `detective`, `oracle` and `agent` = cloud providers by priority, then the witness chain as
+    the last resort; any other role = every enabled provider by priority.
     """
     enabled = {name for name, p in config.providers.items() if p.enabled}
     if role in config.roles:
@@ -164,7 +164,7 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
     ranked = config.by_priority()
     if role == "witness":
         return [name for name, p in ranked if p.is_local]
-    if role in ("detective", "oracle"):
+    if role in ("detective", "oracle", "agent"):
         return [name for name, p in ranked if not p.is_local] + chain_for(config, "witness")
     return [name for name, _ in ranked]
 

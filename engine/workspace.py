@@ -20,6 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
+from engine.agent.operations import AgentOperations
 from engine.errors import ConfigError
 from engine.oracles.casefile import CaseFileOperations
 
@@ -119,9 +120,10 @@ class Asked:
         )
 
 
-class Workspace(CaseFileOperations):
+class Workspace(CaseFileOperations, AgentOperations):
     """Config, store and router for one user's data; see the module docstring. The case-file
-    operations (notes, oracles, consultations) come from `CaseFileOperations`."""
+    operations (notes, oracles, consultations) come from `CaseFileOperations`, the vault and
+    the case agent from `AgentOperations`."""
 
     def __init__(self, paths: Paths, config: Config | None = None, *,
                  preimport: bool = False, use_cache: bool = True) -> None:
@@ -286,6 +288,9 @@ class Workspace(CaseFileOperations):
         if self._conversations is not None:
             self._conversations.close()
             self._conversations = None
+        if self._vault is not None:
+            self._vault.close()
+            self._vault = None
 
     # ---- the rules ------------------------------------------------------------------------
 
@@ -378,8 +383,6 @@ class Workspace(CaseFileOperations):
         `load_recent` under the `ask` policy; the user's turn is stored now, before any
         provider is called. With conversations off in `context.toml`, the question is asked
         alone and nothing is kept (`ConfigError` when a conversation was asked for)."""
-        import secrets
-
         from engine.context.budget import Prompt
         from engine.context.conversations import (
             ConversationTurn,
@@ -394,19 +397,28 @@ class Workspace(CaseFileOperations):
                                   "(enabled = false)")
             return Asked(self, Prompt.whole(request), client_id, None, [])
         store = self.conversations
-        if conversation is not None:
-            name = conversation.strip()
-            if not name or len(name) > 64 or not name.isprintable():
-                raise ConfigError(f"--conversation {conversation!r}: use 1–64 printable "
-                                  "characters")
-            conversation_id = name
-        elif continue_last:
-            latest = store.conversations(client_id)
-            conversation_id = latest[0].conversation_id if latest else secrets.token_hex(4)
-        else:
-            conversation_id = secrets.token_hex(4)
+        conversation_id = self.conversation_id(client_id, conversation, continue_last)
         history = load_recent(store, client_id, conversation_id, limits).turns
         store.append(client_id, conversation_id,
                      ConversationTurn("user", request.messages[-1].content))
         prompt = conversation_prompt(request, history, limits)
         return Asked(self, prompt, client_id, conversation_id, history)
+
+    def conversation_id(self, client_id: str, conversation: str | None,
+                        continue_last: bool) -> str:
+        """The conversation a question goes to: `conversation` (checked; created when new),
+        the client's most recent one (`continue_last`; a new one when it has none), else a
+        new id."""
+        import secrets
+
+        if conversation is not None:
+            name = conversation.strip()
+            if not name or len(name) > 64 or not name.isprintable():
+                raise ConfigError(f"--conversation {conversation!r}: use 1–64 printable "
+                                  "characters")
+            return name
+        if continue_last:
+            latest = self.conversations.conversations(client_id)
+            if latest:
+                return latest[0].conversation_id
+        return secrets.token_hex(4)

@@ -21,13 +21,16 @@ from tests.faults import FaultProxy
 
 GUARD_SCORES = pytest.StashKey[str]()
 """The meaning guard's precision and recall, printed at the end of a run."""
+FALLBACK_SCORES = pytest.StashKey[str]()
+"""The agent's fallback classifier's agreement with its labelled set, printed likewise."""
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
                             config: pytest.Config) -> None:
-    line = config.stash.get(GUARD_SCORES, None)
-    if line:
-        terminalreporter.write_line(line)
+    for key in (GUARD_SCORES, FALLBACK_SCORES):
+        line = config.stash.get(key, None)
+        if line:
+            terminalreporter.write_line(line)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,8 @@ from engine.models.session import (
 )
 from engine.storage.sessions import SessionStore
 
-__all__ = ["recorded_session", "sample_pair", "sample_session", "stored_session"]
+__all__ = ["case_session", "recorded_session", "sample_pair", "sample_session",
+           "stored_session"]
 
 
 def sample_pair(
@@ -92,3 +93,45 @@ def recorded_session(store: SessionStore, events: Sequence[InterrogationEvent],
     journal.record(Finished(status=status))  # type: ignore[arg-type]
     journal.close()
     return journal.directory.name
+
+
+def case_session(store: SessionStore, hypothesis: str, rounds: Sequence[tuple[str, str]],
+                 *, gaps: Sequence[str] = (), audit: str | None = None,
+                 contradiction: str | None = None, answer: tuple[str, str] | None = None
+                 ) -> str:
+    """A completed session with the given (question, answer) rounds, the first round's gaps,
+    an audit (summary and one contradiction), and an oracle `answer` (name, text), written
+    through the store as the app writes them; returns its folder name."""
+    from engine.models.notes import ContextSnapshot, LlmEntry
+    from engine.models.session import AuditResult, Contradiction
+    from engine.storage.atomic import atomic_write_text
+    from engine.storage.sessions import RESPONSES_DIR
+
+    journal = store.create(hypothesis, 5)
+    for n, (question, reply) in enumerate(rounds, 1):
+        found = [Gap(category="vagueness", description=g, severity="high")  # type: ignore[arg-type]
+                 for g in (gaps if n == 1 else ())]
+        journal.session.qa_pairs.append(sample_pair(n, question=question, answer=reply,
+                                                    gaps=found))
+    if audit is not None:
+        journal.session.audit_result = AuditResult(
+            consistency_score=60, summary=audit,
+            contradictions=[Contradiction(qa_pair_indexes=(0, 1), description=contradiction)]
+            if contradiction else [])
+    journal.session.status = "completed"
+    journal.save()
+    journal.close()
+    name = journal.directory.name
+    if answer is not None:
+        oracle, text = answer
+
+        def save(session: InterrogationSession, directory: Any) -> None:
+            atomic_write_text(directory / RESPONSES_DIR / f"001_{oracle}.txt", text)
+            session.llm_entries.append(LlmEntry(
+                sequence=1, created_at=now(), oracle_name=oracle, oracle_id="0" * 8,
+                response_filename=f"001_{oracle}.txt",
+                context_snapshot=ContextSnapshot(transcript_count=0, llm_response_count=0,
+                                                 include_llm_history=True)))
+
+        store.update(name, save)
+    return name

@@ -71,10 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
-    from tui.cli import cache, case, sessions
+    from tui.cli import agent, cache, case, sessions
 
     sessions.add_parsers(commands, common)
     case.add_parsers(commands, common)
+    agent.add_parsers(commands, common)
     cache.add_parser(commands, common)
     return parser
 
@@ -93,13 +94,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui.app import run_app
 
             return run_app(paths)
-        from tui.cli import case, commands
+        from tui.cli import agent, case, commands
         from tui.cli import sessions as session_commands
 
         if args.command in session_commands.SESSION_COMMANDS:
             return asyncio.run(session_commands.dispatch(paths, args))
         if args.command in case.CASE_COMMANDS:
             return asyncio.run(case.dispatch(paths, args))
+        if args.command in agent.AGENT_COMMANDS:
+            return asyncio.run(agent.dispatch(paths, args))
         match args.command:
             case "providers":
                 return asyncio.run(commands.providers(paths, as_json=args.json))

@@ -1,0 +1,283 @@
+"""The case agent's typed events, and its event log (seed 001's events table).
+
+Every step of a run is one event: the UI and the CLI `match` on them, `--json` prints their
+`to_json()`, and `AgentLog` appends each (but the token deltas: the turn's whole text is in
+`TurnEnded`) to `data_dir/agent/runs/{started}_{run_id}.jsonl`, one JSON object a line, so a run
+can be replayed (`read_run`) and audited. Nothing in it comes from the configuration (no key,
+no URL).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from engine.agent.signals import Signal
+
+__all__ = [
+    "STOP_REASONS",
+    "AgentAttempt",
+    "AgentDelta",
+    "AgentEvent",
+    "AgentLog",
+    "AgentNote",
+    "AgentStarted",
+    "AgentStopped",
+    "FallbackDecided",
+    "NodeChanged",
+    "NoSignal",
+    "ReferenceResolved",
+    "SignalInvalid",
+    "SignalParsed",
+    "StopReason",
+    "ToolCalled",
+    "ToolFinished",
+    "TurnEnded",
+    "TurnStarted",
+    "event_from_json",
+    "read_run",
+]
+
+StopReason = Literal["context_sufficient", "partial_answer", "stuck", "turn_limit",
+                     "need_capability", "delegation_recommended", "fallback_stop", "error",
+                     "cancelled"]
+STOP_REASONS: tuple[StopReason, ...] = (
+    "context_sufficient", "partial_answer", "stuck", "turn_limit", "need_capability",
+    "delegation_recommended", "fallback_stop", "error", "cancelled")
+
+
+class _Event:
+    type: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type}
+        for item in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            data[item.name] = value.to_json() if isinstance(value, Signal) else value
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStarted(_Event):
+    """A run began: the question, how it was classified, the segments of its prompt."""
+
+    type: ClassVar[str] = "started"
+    run_id: str
+    question: str
+    conversation_id: str | None
+    query_type: str
+    confidence: float
+    keywords: list[str]
+    needs: list[str]
+    segments: list[str]
+    turn_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceResolved(_Event):
+    """Which session "that session" / "the last one" means, and where that came from."""
+
+    type: ClassVar[str] = "reference"
+    session: str | None
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChanged(_Event):
+    """The behaviour tree's current node (its running leaf) changed."""
+
+    type: ClassVar[str] = "node"
+    node: str
+    path: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted(_Event):
+    type: ClassVar[str] = "turn"
+    turn: int
+    limit: int
+    tool_free: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AgentAttempt(_Event):
+    """The turn is now streaming from `provider` (after a failover: from the start again)."""
+
+    type: ClassVar[str] = "attempt"
+    turn: int
+    provider: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDelta(_Event):
+    """A piece of the turn's reply, as the model streams it (not logged)."""
+
+    type: ClassVar[str] = "delta"
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentNote(_Event):
+    """A line worth showing beside the reply: a provider switch, a trimmed prompt."""
+
+    type: ClassVar[str] = "note"
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded(_Event):
+    """The turn's whole reply (`text`, as the model wrote it) and what a reader is shown
+    (`shown`: without the signal and tool tags)."""
+
+    type: ClassVar[str] = "turn_end"
+    turn: int
+    text: str
+    shown: str
+    finish: str
+    provider: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SignalParsed(_Event):
+    type: ClassVar[str] = "signal"
+    turn: int
+    signal: Signal
+    step: str
+    notes: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class SignalInvalid(_Event):
+    """A signal block was there but could not be used; the turn counts as one without."""
+
+    type: ClassVar[str] = "signal_invalid"
+    turn: int
+    reason: str
+    raw: str
+    step: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NoSignal(_Event):
+    type: ClassVar[str] = "no_signal"
+    turn: int
+    turns_without_signal: int
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackDecided(_Event):
+    """After turns without a signal, the fallback classifier's verdict on the last reply."""
+
+    type: ClassVar[str] = "fallback"
+    turn: int
+    go_on: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCalled(_Event):
+    type: ClassVar[str] = "tool_call"
+    turn: int
+    name: str
+    argument: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished(_Event):
+    """A tool's result: `output` as the tool gave it (the model got it fenced and bounded)."""
+
+    type: ClassVar[str] = "tool_result"
+    turn: int
+    name: str
+    argument: str
+    ok: bool
+    summary: str
+    truncated: bool
+    output: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStopped(_Event):
+    """The run's end: always one, always last, with its reason and the evidence."""
+
+    type: ClassVar[str] = "stop"
+    reason: StopReason
+    evidence: list[str]
+    node: str
+    answer: str
+    turns: int
+    signals: list[str] = field(default_factory=list)
+
+
+AgentEvent = (AgentStarted | ReferenceResolved | NodeChanged | TurnStarted | AgentAttempt
+              | AgentDelta | AgentNote | TurnEnded | SignalParsed | SignalInvalid | NoSignal
+              | FallbackDecided | ToolCalled | ToolFinished | AgentStopped)
+
+_TYPES: dict[str, type[Any]] = {cls.type: cls for cls in (
+    AgentStarted, ReferenceResolved, NodeChanged, TurnStarted, AgentAttempt, AgentDelta,
+    AgentNote, TurnEnded, SignalParsed, SignalInvalid, NoSignal, FallbackDecided, ToolCalled,
+    ToolFinished, AgentStopped)}
+
+
+def event_from_json(data: dict[str, Any]) -> AgentEvent:
+    """The event a `to_json()` made (`ValueError` for an unknown type or bad fields)."""
+    cls = _TYPES.get(str(data.get("type")))
+    if cls is None:
+        raise ValueError(f"unknown agent event type {data.get('type')!r}")
+    values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+    if "signal" in values:
+        raw = values["signal"]
+        values["signal"] = Signal(raw["type"], float(raw["confidence"]), dict(raw["fields"]),
+                                  raw["raw_xml"], datetime.fromisoformat(raw["timestamp"]))
+    try:
+        return cls(**values)  # type: ignore[no-any-return]
+    except TypeError as exc:
+        raise ValueError(f"bad {data.get('type')} event: {exc}") from None
+
+
+class AgentLog:
+    """Appends a run's events to its log file (each line flushed; a crash loses at most the
+    line being written, and `read_run` skips a torn last line)."""
+
+    def __init__(self, directory: Path, run_id: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d_%H-%M-%S")
+        self.path = directory / f"{stamp}_{run_id}.jsonl"
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close)
+        self._seq = 0
+
+    def write(self, event: AgentEvent) -> None:
+        if isinstance(event, AgentDelta) or self._file.closed:
+            return
+        self._seq += 1
+        line = {"seq": self._seq, "at": datetime.now(UTC).isoformat(), **event.to_json()}
+        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+
+def read_run(path: Path) -> list[AgentEvent]:
+    """A logged run's events in order (a torn or unreadable line is skipped)."""
+    events: list[AgentEvent] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            data = json.loads(line)
+            data.pop("seq", None)
+            data.pop("at", None)
+            events.append(event_from_json(data))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return events

@@ -1,0 +1,499 @@
+"""One run of the case agent: a question answered over turns, under the behaviour tree.
+
+    run = await workspace.agent("Which sessions mention Paris?")
+    async for event in run.events():      # typed events (engine.agent.events); the last one
+        ...                               # is always AgentStopped, with reason and evidence
+    run.cancel()                          # from anywhere: the run stops with `cancelled`
+
+Each turn sends: the system prompt (segments for the question's type), the conversation's
+earlier turns (the `agent` policy of context.toml), the question, then this run's replies and
+the tool results given back. `decide` stops the run — always with a reason and its evidence —
+on a terminal signal, on the same need_turn reason three times (`stuck`), on a request for web
+search (`need_capability`), after the tool-free summary turn (`turn_limit`), when the fallback
+classifier says a run without signals is done (`fallback_stop`), on a failed turn (`error`) or
+on `cancel()`. The question is stored in the conversation before the first call; the answer
+after the stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.agent.classify import QueryClassification, classify_query
+from engine.agent.events import (
+    AgentAttempt,
+    AgentDelta,
+    AgentEvent,
+    AgentLog,
+    AgentNote,
+    AgentStarted,
+    AgentStopped,
+    FallbackDecided,
+    NodeChanged,
+    NoSignal,
+    ReferenceResolved,
+    SignalInvalid,
+    SignalParsed,
+    StopReason,
+    ToolCalled,
+    ToolFinished,
+    TurnEnded,
+    TurnStarted,
+)
+from engine.agent.segments import PromptSegment, select_segments
+from engine.agent.signals import Signal, parse_signal, strip_signal
+from engine.agent.state import AgentSignalState, should_continue
+from engine.agent.tools import WEB_TOOLS, Toolbox, ToolCall, parse_tool_calls, strip_tool_calls
+from engine.agent.tree import AgentTree
+from engine.context.budget import Prompt
+from engine.context.fit import DoesNotFit, Trim
+from engine.context.tokens import MESSAGE_OVERHEAD
+from engine.errors import DetektivError
+from engine.prompts import fill, load_prompt
+from engine.providers import Done, Message, StreamRequest, TokenDelta
+
+if TYPE_CHECKING:
+    from engine.config import AgentConfig
+    from engine.context.conversations import ConversationStore, ConversationTurn
+    from engine.context.policy import ContextPolicy
+    from engine.router import Router
+
+__all__ = ["AgentRun"]
+
+CLIENT_ID = "agent"
+_ANAPHORA = re.compile(r"\b(that|this|the same|the last|the previous|the newest|the latest)"
+                       r"\s+(session|case|one|interrogation)\b|\bthe last one\b",
+                       re.IGNORECASE)
+_WEB_LINE = ("web_search is not available here: if the question needs the web, end with a "
+             "need_capability signal naming web_search.")
+
+
+class AgentRun:
+    """A question to the case agent, ready to run (see the module docstring)."""
+
+    def __init__(
+        self,
+        question: str,
+        *,
+        router: Router,
+        role: str,
+        settings: AgentConfig,
+        segments: list[PromptSegment],
+        toolbox: Toolbox,
+        conversations: ConversationStore,
+        conversation_id: str,
+        history: list[ConversationTurn],
+        policy: ContextPolicy,
+        log_dir: Path,
+        sessions: Callable[[], list[str]],
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.question = question
+        self.router = router
+        self.role = role
+        self.settings = settings
+        self.segments = segments
+        self.toolbox = toolbox
+        self.conversations = conversations
+        self.conversation_id = conversation_id
+        self.history = history
+        self.policy = policy
+        self.run_id = secrets.token_hex(4)
+        self.log = AgentLog(log_dir, self.run_id)
+        self._sessions = sessions
+        self._close = close
+        self.state = AgentSignalState()
+        self.classification: QueryClassification | None = None
+        self.chosen: list[PromptSegment] = []
+        self.turn = 0
+        self.reply = ""
+        self.shown = ""
+        self.answer = ""
+        self.signal: Signal | None = None
+        self.turn_error: str | None = None
+        self.capability: ToolCall | None = None
+        self.tool_results: list[str] = []
+        self.mentioned: list[str] = []
+        self.stop: AgentStopped | None = None
+        self.reference_line = ""
+        self._invalid: str | None = None
+        self.gathered = ""
+        self._messages: list[Message] = []
+        self._queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        self._cancelled = False
+        self._tree: AgentTree | None = None
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop the run: the step under way is cancelled, and the run ends `cancelled`."""
+        self._cancelled = True
+        if self._tree is not None:
+            self._tree.cancel()
+        self._queue.put_nowait(None)
+
+    def _emit(self, event: AgentEvent) -> None:
+        self.log.write(event)
+        self._queue.put_nowait(event)
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        """Run to the stop, yielding every event as it comes; the last is `AgentStopped`."""
+        tree = self._tree = AgentTree(self.run_id, self, lambda: self._queue.put_nowait(None))
+        tree.set("question", self.question)
+        node = ""
+        try:
+            while True:
+                if self._cancelled:
+                    break
+                tree.tick()
+                if tree.node != node:
+                    node = tree.node
+                    self._emit(NodeChanged(node, tree.path))
+                while not self._queue.empty():
+                    item = self._queue.get_nowait()
+                    if item is not None:
+                        yield item
+                if not tree.running or self.stop is not None:
+                    break
+                item = await self._queue.get()
+                if item is not None:
+                    yield item
+            while not self._queue.empty():
+                item = self._queue.get_nowait()
+                if item is not None:
+                    yield item
+            if self.stop is None:
+                if self._cancelled:
+                    self._stopping("cancelled", ["the user cancelled the run"], node)
+                else:
+                    self._stopping("error", [f"node {node!r} failed without a stop"], node)
+            assert self.stop is not None
+            self._finish()
+            yield self.stop
+        finally:
+            if self.stop is None:  # the consumer went away: the log still says how it ended
+                self._stopping("cancelled", ["the run was abandoned by its reader"], node)
+                self._finish()
+            tree.close()
+            self.log.close()
+            if self._close is not None:
+                await self._close()
+
+    def _stopping(self, reason: StopReason, evidence: list[str], node: str) -> None:
+        signals: list[str] = [s.type for s in self.state.signals_emitted]
+        self.stop = AgentStopped(reason, evidence, node, self.answer, self.turn, signals)
+        if self._tree is not None:
+            self._tree.set("stop", reason)
+
+    def _finish(self) -> None:
+        """Log the stop, keep the answer in the conversation, remember the session talked
+        about."""
+        from engine.context.conversations import ConversationTurn
+        from engine.context.reference import Mention, Resolution, remember
+
+        assert self.stop is not None
+        self.log.write(self.stop)
+        try:
+            if self.answer:
+                index = self.conversations.append(
+                    CLIENT_ID, self.conversation_id,
+                    ConversationTurn("assistant", self.answer,
+                                     meta={"stop": self.stop.reason, "run": self.run_id}))
+            else:
+                index = len(self.history) + 1
+            talked = list(dict.fromkeys(self.mentioned))
+            if len(talked) == 1:
+                mention = Mention(talked[0], "session")
+                resolution = Resolution(mention.entity, mention.kind, "text", "named")
+                stored = self.conversations.reference(CLIENT_ID, self.conversation_id)
+                kept = remember(stored, resolution, index, time.time(), "agent")
+                self.conversations.set_reference(CLIENT_ID, self.conversation_id, kept)
+        except DetektivError:  # the conversation store is memory, not the run's result
+            pass
+
+    # ---- the tree's steps ------------------------------------------------------------------
+
+    def classify(self) -> bool:
+        self.classification = c = classify_query(self.question)
+        self.chosen = select_segments(self.segments, c)
+        needs = [name for name, flag in (("code", c.needs_code), ("vault", c.needs_vault),
+                                         ("web", c.needs_web)) if flag]
+        assert self._tree is not None
+        self._tree.set("classification", c)
+        self._emit(AgentStarted(self.run_id, self.question, self.conversation_id,
+                                c.query_type, c.confidence, c.keywords_matched, needs,
+                                [s.id for s in self.chosen], self.settings.turn_limit))
+        self._resolve_reference()
+        return True
+
+    def _resolve_reference(self) -> None:
+        from engine.context.reference import find_mentions, resolve_reference
+
+        known = {name[-8:]: "session" for name in self._sessions()}
+        mentions = find_mentions(self.question, known)
+        self.mentioned += [m.entity for m in mentions]
+        if mentions or not _ANAPHORA.search(self.question):
+            return
+        stored = self.conversations.reference(CLIENT_ID, self.conversation_id)
+        resolution = resolve_reference(mentions, stored, self.policy.last_reference,
+                                       turn_index=len(self.history))
+        self._emit(ReferenceResolved(resolution.entity, resolution.source, resolution.reason))
+        if resolution.entity is not None:
+            self.reference_line = (f"(In this question, \"that session\" / \"the last one\" "
+                                   f"is session {resolution.entity}.)")
+            self.mentioned.append(resolution.entity)
+
+    def compose(self) -> bool:
+        assert self._tree is not None
+        self._tree.set("segments", [s.id for s in self.chosen])
+        return True
+
+    def gather(self) -> Awaitable[None] | None:
+        c = self.classification
+        words = search_words(self.question)
+        if c is None or not c.needs_vault or not words:
+            return None
+        return self._gather(ToolCall("search_vault", words))
+
+    async def _gather(self, call: ToolCall) -> None:
+        self._emit(ToolCalled(0, call.name, call.argument))
+        result = await self.toolbox.run(call)
+        self.gathered = result.fenced if result.ok else ""
+        self._emit(ToolFinished(0, call.name, call.argument, result.ok, result.summary,
+                                result.truncated, result.text))
+
+    def _system(self, segments: list[PromptSegment]) -> str:
+        return "\n\n".join(fill(s.content, WEB=_WEB_LINE) for s in segments)
+
+    def _prompt(self, tool_free: bool) -> Prompt:
+        gathered = fill(load_prompt("agent_gathered").strip(), RESULTS=self.gathered) \
+            if self.gathered else ""
+        question = "\n\n".join(part for part in (self.question, self.reference_line, gathered)
+                                if part)
+        run = list(self._messages)
+        if tool_free:
+            run.append(Message("user", load_prompt("agent_last_turn").strip()))
+        full_system = self._system(self.chosen)
+        small_system = self._system([s for s in self.chosen if s.always])
+        history = [Message(t.role, t.content) for t in self.history]
+        request = StreamRequest(
+            messages=(Message("system", full_system), *history, Message("user", question),
+                      *run),
+            max_tokens=self.settings.max_tokens, temperature=self.settings.temperature)
+
+        def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
+            return _fit(limit, count, full_system, small_system, history, question, run)
+
+        return Prompt(request=request, compose=compose)
+
+    def model_turn(self) -> Awaitable[None]:
+        self.turn += 1
+        assert self._tree is not None
+        self._tree.set("turn", self.turn)
+        return self._model_turn(self.turn, self.turn >= self.settings.turn_limit)
+
+    async def _model_turn(self, turn: int, tool_free: bool) -> None:
+        from engine.router import Attempt, Fitted, PartialDiscarded, ProviderEvent
+
+        self._emit(TurnStarted(turn, self.settings.turn_limit, tool_free))
+        parts: list[str] = []
+        finish, provider = "stop", None
+        self.turn_error = None
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                async for event in self.router.stream(self._prompt(tool_free), role=self.role):
+                    match event:
+                        case TokenDelta(text=text):
+                            parts.append(text)
+                            self._emit(AgentDelta(turn, text))
+                        case Attempt(label=label):
+                            parts.clear()
+                            provider = label
+                            self._emit(AgentAttempt(turn, label))
+                        case Fitted(report=report) if report.trim:
+                            self._emit(AgentNote(turn, f"earlier turns trimmed to fit "
+                                                 f"{report.window} tokens"))
+                        case ProviderEvent(type="provider_switch", from_provider=old,
+                                           to_provider=new):
+                            self._emit(AgentNote(turn, f"switching from {old} to {new}"))
+                        case ProviderEvent(from_provider=name, reason=reason):
+                            self._emit(AgentNote(turn, f"{name}: {reason}"))
+                        case PartialDiscarded(provider=name):
+                            self._emit(AgentNote(turn, f"the partial reply from {name} is "
+                                                 "discarded; starting over"))
+                        case Done(finish_reason=reason):
+                            finish = reason
+        except TimeoutError:
+            finish = "timeout"
+            self._emit(AgentNote(turn, f"the turn was stopped after "
+                                 f"{self.settings.timeout:g} s ([agent] timeout)"))
+            if not "".join(parts).strip():
+                self.turn_error = f"no reply within {self.settings.timeout:g} s"
+        except DetektivError as exc:
+            self.turn_error = exc.message
+        self.reply = "".join(parts)
+        self.shown = strip_tool_calls(strip_signal(self.reply)).strip()
+        if self.shown:
+            self.answer = self.shown
+        self._messages.append(Message("assistant", self.reply or "(empty)"))
+        assert self._tree is not None
+        self._tree.set("reply", self.reply)
+        self._emit(TurnEnded(turn, self.reply, self.shown, finish, provider))
+
+    def parse_signal(self) -> bool:
+        parsed = parse_signal(self.reply)
+        self.signal = parsed.signal
+        if parsed.signal is not None:
+            self.state.on_signal(parsed.signal)
+            self._emit(SignalParsed(self.turn, parsed.signal, parsed.step or "xml",
+                                    list(parsed.notes)))
+        else:
+            if parsed.invalid:
+                self._emit(SignalInvalid(self.turn, parsed.invalid, parsed.raw[:2000],
+                                         parsed.step))
+            self.state.on_turn_without_signal()
+            self._emit(NoSignal(self.turn, self.state.turns_without_signal))
+        self._invalid = parsed.invalid
+        assert self._tree is not None
+        self._tree.set("signal", parsed.signal)
+        return True
+
+    def tools(self) -> Awaitable[None] | None:
+        self.tool_results = []
+        self.capability = None
+        calls = parse_tool_calls(self.reply)
+        assert self._tree is not None
+        self._tree.set("tool_calls", [(c.name, c.argument) for c in calls])
+        if not calls or self.turn_error:
+            return None
+        if self.turn >= self.settings.turn_limit:
+            self._emit(AgentNote(self.turn, "tool calls in the summary turn are not run"))
+            return None
+        if self.signal is not None and self.signal.type != "need_turn":
+            self._emit(AgentNote(self.turn, f"tool calls after a {self.signal.type} signal "
+                                 "are not run"))
+            return None
+        web = next((c for c in calls if c.name in WEB_TOOLS), None)
+        if web is not None:
+            self.capability = web
+            self._emit(ToolCalled(self.turn, web.name, web.argument))
+            return None
+        return self._run_tools(calls)
+
+    async def _run_tools(self, calls: list[ToolCall]) -> None:
+        for call in calls:
+            self._emit(ToolCalled(self.turn, call.name, call.argument))
+            result = await self.toolbox.run(call)
+            self.mentioned += [s for s in result.sessions if call.name == "read_session"]
+            self.tool_results.append(result.fenced)
+            self._emit(ToolFinished(self.turn, call.name, call.argument, result.ok,
+                                    result.summary, result.truncated, result.text))
+
+    def decide(self) -> bool:
+        turn, signal, limit = self.turn, self.signal, self.settings.turn_limit
+        state = self.state
+        if self._cancelled:
+            return self._stop("cancelled", ["the user cancelled the run"])
+        if self.turn_error:
+            return self._stop("error", [f"turn {turn}: {self.turn_error}"])
+        if self.capability is not None:
+            return self._stop("need_capability", [
+                f"turn {turn}: the model called {self.capability.name!r} "
+                f"({self.capability.argument!r})",
+                "web search is not available in this build"])
+        if signal is not None and signal.type != "need_turn":
+            return self._stop(signal.type, [f"turn {turn}: {_describe(signal)}"])
+        if signal is not None and state.stuck:
+            reasons = "; ".join(repr(r) for r in state.reasons)
+            return self._stop("stuck", [
+                f"turns {turn - state.consecutive_same_reason + 1}–{turn}: need_turn "
+                f"{state.consecutive_same_reason} times with the same reason",
+                f"reasons: {reasons}"])
+        if turn >= limit:
+            last = f"; its signal: {_describe(signal)}" if signal else "; it gave no signal"
+            return self._stop("turn_limit", [f"turn {turn} of {limit} was the tool-free "
+                                             f"summary{last}"])
+        if signal is None and not self.tool_results and state.needs_fallback:
+            verdict = should_continue(self.shown)
+            self._emit(FallbackDecided(turn, verdict.go_on, verdict.reason))
+            if not verdict.go_on:
+                return self._stop("fallback_stop", [
+                    f"turns {turn - state.turns_without_signal + 1}–{turn} gave no signal",
+                    f"fallback classifier: {verdict.reason}"])
+        self._messages.append(Message("user", self._next_message()))
+        return True
+
+    def _next_message(self) -> str:
+        if self.tool_results:
+            return fill(load_prompt("agent_tool_results").strip(),
+                        RESULTS="\n\n".join(self.tool_results))
+        if self.signal is None:
+            why = self._invalid or "no signal block"
+            return fill(load_prompt("agent_no_signal").strip(), WHY=why)
+        return load_prompt("agent_go_on").strip()
+
+    def _stop(self, reason: StopReason, evidence: list[str]) -> bool:
+        self._stopping(reason, evidence, "decide")
+        return False
+
+
+_STOPWORDS = frozenset("""
+a about after all also an and any are as at be been before but by can could did do does for
+from had has have how i if in into is it its me mention mentioned mentions my of on or our
+session sessions said say says show tell that the their them then there these they this those
+to was were what when where which while who whom why will with would you your
+""".split())
+
+
+def search_words(question: str) -> str:
+    """The words of a question worth searching the vault for (question words and the
+    vault's own nouns left out)."""
+    words = re.findall(r"\w+", question.lower())
+    return " ".join(dict.fromkeys(w for w in words if w not in _STOPWORDS and len(w) > 1))
+
+
+def _describe(signal: Signal) -> str:
+    fields = ", ".join(f"{k}={v!r}" for k, v in signal.fields.items())
+    return f"signal {signal.type} (confidence {signal.confidence:.2f}): {fields}"
+
+
+def _fit(limit: int, count: Callable[[str], int], full_system: str, small_system: str,
+         history: list[Message], question: str, run: list[Message]
+         ) -> tuple[list[Message], Trim]:
+    """The turn's messages within `limit` tokens. What gives way, in order: the oldest
+    conversation turns; the oldest tool results of this run (each replaced by a line saying
+    so; the newest kept); the question type's segment. `DoesNotFit` after that."""
+    def cost(message: Message) -> int:
+        return count(message.content) + MESSAGE_OVERHEAD
+
+    system = Message("system", full_system)
+    asked = Message("user", question)
+    turns = list(run)
+    kept = list(history)
+    omitted: list[int] = []
+
+    def total() -> int:
+        return sum(cost(m) for m in (system, *kept, asked, *turns))
+
+    while total() > limit and kept:
+        kept.pop(0)
+        omitted.append(len(history) - len(kept))
+    results = [i for i, m in enumerate(turns) if m.role == "user"][:-1]
+    for index in results:
+        if total() <= limit:
+            break
+        turns[index] = Message("user", "[these tool results were left out to fit the "
+                                       "window; call the tool again if you need them]")
+    if total() > limit and small_system != full_system:
+        system = Message("system", small_system)
+    needed = total()
+    if needed > limit:
+        raise DoesNotFit(needed, limit)
+    return [system, *kept, asked, *turns], Trim(omitted=tuple(omitted))
+

@@ -1,0 +1,69 @@
+"""A loopback model server that answers from a script (pure test logic, like the fault proxy).
+
+    with ScriptedModel(["Let me look. <tool name=\"search_vault\">Paris</tool>", "…"]) as model:
+        config.providers["scripted"] = model.provider_config()
+        …
+    model.requests   # every chat request's messages, in order
+
+It speaks the OpenAI-compatible chat completions wire (SSE), streaming each reply in a few
+pieces, and says its window (`/props`) so fitting needs no guess. A reply is the next string of
+the script, or what a callable makes of the request's messages; past the end of the script it
+repeats the last reply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engine import ProviderConfig
+from tests.wire import Recorded, Reply, WireServer, json_reply
+
+Script = Sequence[str] | Callable[[list[dict[str, Any]]], str]
+
+
+def _pieces(text: str, size: int = 24) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def sse(text: str, finish: str = "stop") -> Reply:
+    chunks = []
+    for piece in _pieces(text):
+        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        chunks.append(f"data: {json.dumps(chunk)}\n\n".encode())
+    end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    chunks += [f"data: {json.dumps(end)}\n\n".encode(), b"data: [DONE]\n\n"]
+    return Reply(200, {"content-type": "text/event-stream"}, chunks)
+
+
+class ScriptedModel(WireServer):
+    """See the module docstring."""
+
+    def __init__(self, script: Script, window: int = 32768) -> None:
+        self.script = script
+        self.turn = 0
+        self.chats: list[list[dict[str, Any]]] = []
+        super().__init__({
+            "GET /props": lambda _: json_reply({"default_generation_settings":
+                                                {"n_ctx": window}}),
+            "POST /v1/chat/completions": self._chat,
+        })
+
+    def _chat(self, recorded: Recorded) -> Reply:
+        messages = recorded.json()["messages"]
+        self.chats.append(messages)
+        if callable(self.script):
+            text = self.script(messages)
+        else:
+            text = self.script[min(self.turn, len(self.script) - 1)]
+        self.turn += 1
+        return sse(text)
+
+    def provider_config(self, **overrides: object) -> ProviderConfig:
+        values: dict[str, object] = {"kind": "openai", "model": "scripted",
+                                     "base_url": self.url + "/v1"}
+        values.update(overrides)
+        return ProviderConfig.model_validate(values)
