@@ -296,3 +296,17 @@ def test_a_turn_gives_way_history_first_then_old_tool_results_then_the_type_segm
     assert messages[0].content == small and messages[5].content == run[3].content
     with pytest.raises(DoesNotFit):
         _fit(300, estimate, full, small, history, "q?", run)
+
+
+def test_the_tree_imports_where_stdout_has_no_encoding() -> None:
+    """Inside the running app, stdout is Textual's print capture (no `encoding`), which
+    py_trees reads when imported: the first agent run in the app must not fail on it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nclass Capture:\n    def write(self, text): pass\n"
+            "    def flush(self): pass\nsys.stdout = Capture()\nimport engine.agent.tree\n"
+            "assert isinstance(sys.stdout, Capture)\nsys.stderr.write('imported')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and done.stderr == "imported", done.stderr

@@ -178,3 +178,39 @@ async def settle(pilot: Any) -> None:
             await pilot.pause(0.2)
             await pilot.wait_for_scheduled_animations()
             return
+
+
+def test_oracles_tab_case_agent(home: Path, snap_compare: Any) -> None:
+    """The case agent after a two-turn run on a scripted model: the conversation with its
+    tool lines, the signals, the tree's node and the stop with its evidence."""
+    from tests.scripted import ScriptedModel
+
+    for n in range(3):
+        fixed_session(home / "data" / "sessions", n)
+
+    def script(messages: list[dict[str, Any]]) -> str:
+        if not any(m["role"] == "assistant" for m in messages):
+            return ('I will read the newest one.\n<tool name="read_session">last</tool>\n'
+                    '<signal type="need_turn" confidence="0.7"><reason>read the newest '
+                    "session</reason></signal>")
+        return ("All three sessions place the shipment at the **harbour**.\n"
+                '<signal type="context_sufficient" confidence="0.9"><sources_found>3'
+                "</sources_found><source_types>sessions</source_types></signal>")
+
+    with ScriptedModel(script) as model:
+        (home / "config.toml").write_text(
+            f'[providers.scripted]\nkind = "openai"\nmodel = "m"\nbase_url = "{model.url}/v1"\n')
+        paths = Paths.from_env()
+        app = DetektivApp(paths, load_config(paths))
+
+        async def agent(pilot: Any) -> None:
+            await pilot.press("3", "g")
+            await pilot.press(*"Which sessions mention the harbour?", "enter")
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if pilot.app.screen.query_one("#agent").stop is not None:
+                    break
+            pilot.app.clear_notifications()
+            await pilot.pause(0.3)
+
+        assert snap_compare(app, terminal_size=(130, 36), run_before=agent)

@@ -100,7 +100,14 @@ class WireServer:
 
             do_GET = do_POST = do_DELETE = _handle
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                import sys
+
+                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that left
+                    super().handle_error(request, client_address)
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"

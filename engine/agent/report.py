@@ -38,9 +38,8 @@ def _short(text: str, limit: int = 80) -> str:
 
 def signal_line(signal: Signal, step: str | None = None) -> str:
     """`need_turn 0.60: reason='read the audit'` (and how it was read, unless plain XML)."""
-    fields = ", ".join(f"{k}={_short(str(v), 60)!r}" for k, v in signal.fields.items())
     how = f" [{step}]" if step and step != "xml" else ""
-    return f"{signal.type} {signal.confidence:.2f}{how}: {fields}"
+    return f"{signal.type} {signal.confidence:.2f}{how}: {strip_control(signal.fields_text(60))}"
 
 
 def stop_lines(stop: AgentStopped) -> list[str]:

@@ -459,8 +459,7 @@ def search_words(question: str) -> str:
 
 
 def _describe(signal: Signal) -> str:
-    fields = ", ".join(f"{k}={v!r}" for k, v in signal.fields.items())
-    return f"signal {signal.type} (confidence {signal.confidence:.2f}): {fields}"
+    return f"signal {signal.type} (confidence {signal.confidence:.2f}): {signal.fields_text()}"
 
 
 def _fit(limit: int, count: Callable[[str], int], full_system: str, small_system: str,

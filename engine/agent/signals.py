@@ -89,6 +89,19 @@ class Signal:
                 return value
         return ""
 
+    def fields_text(self, limit: int = 80) -> str:
+        """`reason='read the audit', expected_turns=2, attempted=[search_vault, read]`."""
+        parts = []
+        for name, value in self.fields.items():
+            if isinstance(value, list):
+                shown = "[" + ", ".join(str(v)[:limit] for v in value) + "]"
+            elif isinstance(value, str):
+                shown = repr(value if len(value) <= limit else value[:limit - 1] + "…")
+            else:
+                shown = str(value)
+            parts.append(f"{name}={shown}")
+        return ", ".join(parts)
+
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "confidence": self.confidence, "fields": self.fields,
                 "raw_xml": self.raw_xml, "timestamp": self.timestamp.isoformat()}

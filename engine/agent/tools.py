@@ -202,7 +202,9 @@ class Toolbox:
             except SessionCorrupt:
                 text = "(unreadable)"
             out.append(f"{answer_title(entry)}: {_short(text, 600)}")
-        return "\n".join(out), f"session {session.short_id}: {len(session.qa_pairs)} rounds"
+        rounds = len(session.qa_pairs)
+        return "\n".join(out), (f"session {session.short_id}: {rounds} "
+                                f"round{'s' if rounds != 1 else ''}, {len(session.notes)} notes")
 
     async def _search_code(self, text: str) -> tuple[str, str]:
         needle = text.strip()

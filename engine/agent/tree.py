@@ -22,11 +22,30 @@ process do not share it); the steps are the run's methods (`Steps`).
 from __future__ import annotations
 
 import asyncio
+import io
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-import py_trees
-from py_trees.common import Access, Status
+
+def _stdout_for_import() -> None:
+    """py_trees reads `sys.stdout.encoding` when it is imported; inside a running Textual app
+    stdout is the app's print capture, which has none (the import would fail on the first
+    run of the agent in the app). Import it once with a stdout that has one."""
+    if "py_trees" in sys.modules or getattr(sys.stdout, "encoding", None):
+        return
+    captured = sys.stdout
+    sys.stdout = sys.__stdout__ or io.StringIO()
+    try:
+        import py_trees  # noqa: F401
+    finally:
+        sys.stdout = captured
+
+
+_stdout_for_import()
+
+import py_trees  # noqa: E402
+from py_trees.common import Access, Status  # noqa: E402
 
 __all__ = ["KEYS", "AgentTree", "Steps"]
 

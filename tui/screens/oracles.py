@@ -1,9 +1,10 @@
 """The Oracles tab: persona prompts consulted on a session's case file (SPEC §4, §7).
 
-Oracles on the left (space marks several); on the right one of four views: the final prompt
+Oracles on the left (space marks several); on the right one of five views: the final prompt
 **preview** with its token estimate per part, the **answers** streaming side by side (a column
-per oracle), the **history** of consultations with what each was shown, and the session's
-**notes**. The session is the one the Live tab shows, or any other picked with `s`. Every
+per oracle), the **history** of consultations with what each was shown, the session's
+**notes**, and the **case agent** (`g`: a conversation about all sessions, its signals live).
+The session is the one the Live tab shows, or any other picked with `s`. Every
 engine call goes through the workspace; model text is shown as data (TranscriptView).
 """
 
@@ -18,11 +19,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, OptionList, Static
+from textual.widgets import ContentSwitcher, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
 from engine import (
+    AgentRun,
     LlmEntry,
     NoteEntry,
     Oracle,
@@ -36,6 +38,7 @@ from tui._editor import edit_file
 from tui.funnel import Guarded
 from tui.messages import InterrogationWanted
 from tui.screens.dialogs import ChoiceDialog, PromptDialog, TextDialog
+from tui.widgets.agent import AgentPanel
 from tui.widgets.answers import AnswerColumns
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
@@ -66,6 +69,9 @@ class OraclesScreen(Guarded, Screen[None]):
         Binding("e", "edit_oracle", "Edit oracle", id="edit-oracle"),
         Binding("N", "new_oracle", "New oracle", id="new-oracle"),
         Binding("I", "interrogate", "Interrogate", id="interrogate-case"),
+        Binding("g", "agent", "Agent", id="agent-view"),
+        Binding("ctrl+n", "agent_new", "New conversation", id="agent-new"),
+        Binding("ctrl+o", "agent_tools", "Tool outputs", id="agent-tools"),
         Binding("escape", "cancel", "Cancel", id="cancel-consult"),
         Binding("r", "refresh", "Refresh", id="refresh-oracles"),
     ]
@@ -81,6 +87,7 @@ class OraclesScreen(Guarded, Screen[None]):
         self._followed: str | None = None
         self.include_history = True
         self.status_text = ""
+        self.agent_run: AgentRun | None = None
 
     @property
     def columns(self) -> dict[str, TranscriptView]:
@@ -99,6 +106,7 @@ class OraclesScreen(Guarded, Screen[None]):
                 yield AnswerColumns(id="answers")
                 yield TranscriptView(id="history")
                 yield TranscriptView(id="notes")
+                yield AgentPanel(id="agent")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -128,7 +136,8 @@ class OraclesScreen(Guarded, Screen[None]):
                 f"{keys('consult', 'c')} consults them side by side. The session is the one "
                 f"open in Live; {keys('pick-session', 's')} picks another or starts a new case "
                 f"for notes ({keys('import-note', 'i')} imports a file, "
-                f"{keys('type-note', 't')} types one).")
+                f"{keys('type-note', 't')} types one). {keys('agent-view', 'g')} asks the "
+                "case agent about all your sessions.")
 
     # ---- oracles and the session -------------------------------------------------------------
 
@@ -316,11 +325,49 @@ class OraclesScreen(Guarded, Screen[None]):
         self.load_case()
 
     def action_cancel(self) -> None:
+        if self.agent_run is not None:
+            self.agent_run.cancel()  # the run ends with its stop, `cancelled`
+            return
         cancelled = self.workers_in("oracle-consult")
         for worker in cancelled:
             worker.cancel()
         if cancelled:
             self.notify("Consultation cancelled; nothing half was stored.")
+
+    # ---- the case agent ----------------------------------------------------------------------
+
+    def action_agent(self) -> None:
+        self.action_view("agent")
+        self.query_one("#agent-input", Input).focus()
+
+    def action_agent_new(self) -> None:
+        self.action_agent()
+        if self.agent_run is None:
+            self.query_one("#agent", AgentPanel).new_conversation()
+
+    def action_agent_tools(self) -> None:
+        unfolded = self.query_one("#agent", AgentPanel).toggle_tools()
+        self.notify("Tool outputs shown in full." if unfolded else "Tool outputs folded.")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "agent-input" or not event.value.strip():
+            return
+        if self.agent_run is not None:
+            self.notify("The agent is still answering (esc cancels).", severity="warning")
+            return
+        event.input.value = ""
+        self.ask_agent(event.value)
+
+    @work(exclusive=True, group="oracle-agent", exit_on_error=False)
+    async def ask_agent(self, question: str) -> None:
+        panel = self.query_one("#agent", AgentPanel)
+        self.action_view("agent")
+        run = await self.app.workspace.agent(question, conversation=panel.conversation_id)
+        self.agent_run = run
+        try:
+            await panel.show(run)
+        finally:
+            self.agent_run = None
 
     def workers_in(self, group: str) -> list[Worker[Any]]:
         return [w for w in self.workers if w.group == group and w.is_running]
