@@ -359,3 +359,14 @@ def test_agent_errors_name_the_problem(tmp_path) -> None:
 
     with pytest.raises(AgentError, match="missing"):
         load_segments(tmp_path)
+
+
+async def test_an_event_log_that_cannot_be_written_does_not_stop_the_run(paths) -> None:
+    from engine import AgentNote
+
+    paths.data_dir.mkdir(parents=True, exist_ok=True)
+    (paths.data_dir / "agent").write_text("a file where the log folder should be")
+    events, _, _ = await run_agent(paths, ["Here. " + SUFFICIENT])
+    notes = [e.text for e in of(events, AgentNote)]
+    assert any("event log cannot be written" in n for n in notes)
+    assert stop_of(events).reason == "context_sufficient"

@@ -18,7 +18,8 @@ def test_wheel_ships_prompts_themes_and_the_console_script(tmp_path: Path) -> No
     )
     wheel = next(tmp_path.glob("detektiv-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    for shipped in ("prompts/structured_output.md", "themes/detektiv-dark.toml",
+    for shipped in ("prompts/structured_output.md", "prompts/segments/base.md",
+                    "themes/detektiv-dark.toml",
                     "themes/detektiv-light.toml"):
         assert f"engine/_data/{shipped}" in names
     assert "tui/app.tcss" in names

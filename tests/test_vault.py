@@ -57,6 +57,18 @@ def test_every_kind_of_text_of_a_session_is_found(store, vault, paths) -> None:
     assert hit.name == "Vitamin B3 lowers cholesterol"
 
 
+def test_a_hand_edit_is_seen_after_full_every_seconds(store, vault, monkeypatch) -> None:
+    import engine.agent.vault as module
+
+    name = case_session(store, "Grenoble", [("q", "a")])
+    assert vault.search("Grenoble")
+    path = store.root / name / METADATA
+    path.write_text(path.read_text().replace("Grenoble", "Annecy"))
+    assert vault.search("Annecy") == []  # not yet: nothing told the store
+    monkeypatch.setattr(module, "FULL_EVERY", 0.0)
+    assert [h.session for h in vault.search("Annecy")] == [name]
+
+
 def test_results_are_ranked_and_bounded_per_session(store, vault) -> None:
     strong = case_session(store, "Paris Paris Paris", [("Paris?", "Paris, in Paris.")])
     case_session(store, "A trip", [("Where?", "Maybe Paris once, or Lyon.")])
@@ -77,11 +89,16 @@ def test_the_index_follows_the_sessions_as_they_change(store, vault, paths) -> N
     assert {h.session for h in vault.search("theanine")} == {name, other}
     Workspace(paths).delete(other)
     assert {h.session for h in vault.search("theanine")} == {name}
-    report = vault.sync()
+    assert vault.sync() is None  # the store says nothing changed: no session looked at
+    report = vault.sync(force=True)
     assert (report.sessions, report.indexed, report.removed) == (1, 0, 0)  # nothing changed
 
 
-def test_a_damaged_session_is_left_out_and_taken_in_once_repaired(store, vault) -> None:
+def test_a_damaged_session_is_left_out_and_taken_in_once_repaired(store, vault,
+                                                                  monkeypatch) -> None:
+    import engine.agent.vault as module
+
+    monkeypatch.setattr(module, "FULL_EVERY", 0.0)  # hand edits: seen at the next look
     good = case_session(store, "Lyon alibi", [("q", "a")])
     bad = case_session(store, "Lyon station", [("q", "a")])
     path = store.root / bad / METADATA
@@ -89,7 +106,7 @@ def test_a_damaged_session_is_left_out_and_taken_in_once_repaired(store, vault) 
     path.write_text("{ not json")
     hits = vault.search("Lyon")
     assert {h.session for h in hits} == {good}
-    assert vault.sync().damaged == 0  # not read again while it stays the same
+    assert vault.sync(force=True).damaged == 0  # not read again while it stays the same
     path.write_bytes(saved)
     assert {h.session for h in vault.search("Lyon")} == {good, bad}
 
@@ -124,8 +141,8 @@ def test_two_indexes_of_the_same_file_share_the_work(store, paths) -> None:
     first = Vault(paths.data_dir / "vault.sqlite3", store)
     second = Vault(paths.data_dir / "vault.sqlite3", store)
     try:
-        assert first.sync().indexed == 3
-        assert second.sync().indexed == 0
+        assert first.sync(force=True).indexed == 3
+        assert second.sync(force=True).indexed == 0
         assert len(second.search("Marseille", sync=False)) == 3
     finally:
         first.close()

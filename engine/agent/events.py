@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TextIO
 
 from engine.agent.signals import Signal
 
@@ -248,24 +248,37 @@ class AgentLog:
     line being written, and `read_run` skips a torn last line)."""
 
     def __init__(self, directory: Path, run_id: str) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y-%m-%d_%H-%M-%S")
         self.path = directory / f"{stamp}_{run_id}.jsonl"
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close)
+        self.problem: str | None = None
+        """Why the log cannot be written (the run goes on without it), or None."""
+        self._file: TextIO | None = None
         self._seq = 0
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (see close)
+        except OSError as exc:
+            self.problem = f"the run's event log cannot be written ({self.path}: {exc.strerror})"
 
     def write(self, event: AgentEvent) -> None:
-        if isinstance(event, AgentDelta) or self._file.closed:
+        if isinstance(event, AgentDelta) or self._file is None or self._file.closed:
             return
         self._seq += 1
         line = {"seq": self._seq, "at": datetime.now(UTC).isoformat(), **event.to_json()}
-        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self._file.flush()
+        except OSError as exc:  # a full disk stops the log, not the run
+            self.problem = f"the run's event log stopped ({exc.strerror})"
+            self._file.close()
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
+        if self._file is not None and not self._file.closed:
+            try:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            except OSError:
+                pass
             self._file.close()
 
 

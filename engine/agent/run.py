@@ -147,6 +147,8 @@ class AgentRun:
         tree = self._tree = AgentTree(self.run_id, self, lambda: self._queue.put_nowait(None))
         tree.set("question", self.question)
         node = ""
+        if self.log.problem:
+            yield AgentNote(0, self.log.problem)
         try:
             while True:
                 if self._cancelled:

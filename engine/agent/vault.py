@@ -9,7 +9,9 @@ What is indexed, per session: its title and hypothesis, each round's question an
 round's gaps, the audit (summary, contradictions, remaining gaps), every note and every oracle
 answer. A session is re-indexed when its metadata.json changes (every change to a session
 replaces that file atomically: a round, a note, an answer, a status), found by one `stat` per
-session; `search` syncs first, so results are never older than the sessions on disk.
+session. `search` syncs first; the stats are taken only when the store's index.jsonl or the
+sessions folder changed (every write of the app touches one of them), or 10 s after the last
+look, so a search sees every change made through detektiv at once and a hand edit within 10 s.
 
 The index is derived data: a damaged index file is set aside and rebuilt, never a failure, and
 a damaged session is left out (and tried again when it changes).
@@ -22,6 +24,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,9 @@ from engine.storage.sessions import METADATA, NOTES_DIR, RESPONSES_DIR, SessionS
 __all__ = ["MAX_DOC_CHARS", "SyncReport", "Vault", "VaultHit", "documents"]
 
 SCHEMA_VERSION = 1
+FULL_EVERY = 10.0
+"""Seconds after which a sync looks at every session even when the store says nothing
+changed (catches a metadata.json edited or copied in by hand)."""
 MAX_DOC_CHARS = 200_000
 """Characters of one document indexed (a longer note is indexed by its beginning)."""
 _DIR = re.compile(r"^\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_[0-9a-f]{8}$")
@@ -125,6 +131,8 @@ class Vault:
         self.store = store
         self._lock = threading.RLock()
         self._db = self._open()
+        self._last_signal: tuple[int, ...] | None = None
+        self._last_scan = 0.0
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,8 +188,33 @@ class Vault:
             found[entry.name] = f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}"
         return found
 
-    def sync(self) -> SyncReport:
-        """Bring the index in line with the sessions on disk (see the module docstring)."""
+    def _signal(self) -> tuple[int, ...]:
+        """What changes whenever a session does: every write of the app appends to the
+        store's index.jsonl (or rewrites it), and adding or removing a folder changes the
+        sessions folder."""
+        out: list[int] = []
+        for path in (self.store.root, self.store.root / "index.jsonl"):
+            try:
+                stat = os.stat(path)
+            except OSError:
+                out += [0, 0, 0]
+                continue
+            out += [stat.st_mtime_ns, stat.st_size, stat.st_ino]
+        return tuple(out)
+
+    def sync(self, force: bool = False) -> SyncReport | None:
+        """Bring the index in line with the sessions on disk (see the module docstring).
+        Without `force`, the sessions are looked at (one stat each) only when the store says
+        something changed, or `FULL_EVERY` seconds after the last look (a file edited by
+        hand); None when nothing was looked at."""
+        signal = self._signal()
+        now = time.monotonic()
+        if not force and signal == self._last_signal and now - self._last_scan < FULL_EVERY:
+            return None
+        self._last_signal, self._last_scan = signal, now
+        return self._scan()
+
+    def _scan(self) -> SyncReport:
         on_disk = self._signatures_on_disk()
         with self._lock:
             indexed = dict(self._db.execute("SELECT dir, signature FROM sessions").fetchall())
@@ -251,30 +284,38 @@ class Vault:
     def search(self, query: str, limit: int = 8, per_session: int = 3,
                sync: bool = True) -> list[VaultHit]:
         """The best matches for the words of `query`, ranked by bm25, at most `per_session`
-        from one session. Syncs first unless told not to."""
+        from one session. Syncs first unless told not to (see `sync`)."""
         if sync:
             self.sync()
         expression = _match_expression(query)
         if expression is None:
             return []
-        sql = ("SELECT e.dir, s.short_id, s.name, e.kind, e.ref, "
-               "snippet(entries_fts, 0, '[', ']', '…', 14), bm25(entries_fts) AS score "
-               "FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
-               "JOIN sessions s ON s.dir = e.dir "
-               "WHERE entries_fts MATCH ? ORDER BY score LIMIT ?")
+        # rank first, cheaply (FTS5 sorts by bm25 and stops at the limit); snippets only for
+        # the rows kept: computed for every match, they cost more than the search
         with self._lock:
-            rows = self._db.execute(sql, (expression, limit * per_session * 4)).fetchall()
-        hits: list[VaultHit] = []
-        taken: dict[str, int] = {}
-        for folder, short_id, name, kind, ref, snippet, score in rows:
-            if taken.get(folder, 0) >= per_session:
-                continue
-            taken[folder] = taken.get(folder, 0) + 1
-            hits.append(VaultHit(folder, short_id, name, kind, ref,
-                                 " ".join(snippet.split()), -float(score)))
-            if len(hits) >= limit:
-                break
-        return hits
+            ranked = self._db.execute(
+                "SELECT e.id, e.dir, s.short_id, s.name, e.kind, e.ref, f.rank "
+                "FROM (SELECT rowid, rank FROM entries_fts WHERE entries_fts MATCH ? "
+                "      ORDER BY rank LIMIT ?) f "
+                "JOIN entries e ON e.id = f.rowid JOIN sessions s ON s.dir = e.dir "
+                "ORDER BY f.rank", (expression, limit * per_session * 4)).fetchall()
+            kept = []
+            taken: dict[str, int] = {}
+            for row in ranked:
+                if taken.get(row[1], 0) >= per_session:
+                    continue
+                taken[row[1]] = taken.get(row[1], 0) + 1
+                kept.append(row)
+                if len(kept) >= limit:
+                    break
+            marks = ",".join("?" * len(kept))
+            snippets = dict(self._db.execute(
+                "SELECT rowid, snippet(entries_fts, 0, '[', ']', '…', 14) FROM entries_fts "
+                f"WHERE entries_fts MATCH ? AND rowid IN ({marks})",
+                (expression, *(row[0] for row in kept))).fetchall()) if kept else {}
+        return [VaultHit(folder, short_id, name, kind, ref,
+                         " ".join(str(snippets.get(rowid, "")).split()), -float(rank))
+                for rowid, folder, short_id, name, kind, ref, rank in kept]
 
     def count(self) -> tuple[int, int]:
         """(sessions, documents) in the index."""

@@ -333,6 +333,8 @@ class SessionStore:
         ref = ref.strip().lower()
         if not ref:
             raise SessionNotFound("no session id given")
+        if _DIR.match(ref) and (self.root / ref).is_dir():  # a folder name: no listing needed
+            return self.root / ref
         names = self.directories()
         if ref in names:
             return self.root / ref
