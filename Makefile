@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(PY) bench/context.py
 	$(PY) bench/oracles.py
 	$(PY) bench/cache.py
+	$(PY) bench/agent.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench
