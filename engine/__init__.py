@@ -75,6 +75,18 @@ if TYPE_CHECKING:
     from engine.agent.events import (
         read_run as read_run,
     )
+    from engine.agent.report import (
+        TagFilter as TagFilter,
+    )
+    from engine.agent.report import (
+        event_line as event_line,
+    )
+    from engine.agent.report import (
+        signal_line as signal_line,
+    )
+    from engine.agent.report import (
+        stop_lines as stop_lines,
+    )
     from engine.agent.run import (
         AgentRun as AgentRun,
     )

@@ -17,13 +17,15 @@ from engine import (
     AgentStopped,
     NodeChanged,
     Paths,
+    TagFilter,
     TurnEnded,
     TurnStarted,
     Workspace,
+    event_line,
     read_run,
+    stop_lines,
     strip_control,
 )
-from engine.agent.report import TagFilter, event_line, stop_lines
 from tui.cli.printer import StreamPrinter
 
 __all__ = ["AGENT_COMMANDS", "add_parsers", "dispatch"]

@@ -26,11 +26,14 @@ from engine import (
     NoSignal,
     SignalInvalid,
     SignalParsed,
+    TagFilter,
     ToolFinished,
     TurnEnded,
     TurnStarted,
+    event_line,
+    signal_line,
+    stop_lines,
 )
-from engine.agent.report import TagFilter, event_line, signal_line, stop_lines
 from tui.funnel import Guarded
 from tui.widgets.transcript import TranscriptView
 
