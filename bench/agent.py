@@ -24,13 +24,13 @@ import tempfile
 import time
 import uuid
 import xml.etree.ElementTree as UnsafeTree
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import percentiles  # noqa: E402
 from engine.agent.signals import parse_signal  # noqa: E402
 from engine.agent.vault import Vault  # noqa: E402
 from engine.models.session import AuditResult, Hypothesis, InterrogationSession  # noqa: E402
@@ -70,16 +70,6 @@ def write_sessions(root: Path, count: int, first: int = 0) -> None:
         folder = root / f"{when.strftime('%Y-%m-%d_%H-%M-%S')}_{session.short_id}"
         folder.mkdir(parents=True)
         (folder / "metadata.json").write_text(session.model_dump_json())
-
-
-def percentiles(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
-    runs = []
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        fn()
-        runs.append((time.perf_counter() - begin) * 1000)
-    runs.sort()
-    return statistics.median(runs), runs[min(len(runs) - 1, int(len(runs) * 0.95))]
 
 
 REPLIES = [

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from rapidfuzz import fuzz, process  # noqa: E402
 
+from bench import percentiles  # noqa: E402
 from engine.cache.cache import ResponseCache  # noqa: E402
 from engine.cache.models import CacheEntry  # noqa: E402
 from engine.cache.normalise import keywords, normalise  # noqa: E402
@@ -44,17 +43,6 @@ def question(i: int) -> str:
     rng = random.Random(i)
     return (f"What are the {rng.choice(ASPECTS)} of {rng.choice(TOPICS)} model {i} "
             f"in region {rng.randrange(500)}?")
-
-
-def percentiles(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """(median, p95) in milliseconds of `repeat` calls."""
-    runs = []
-    for _ in range(repeat):
-        begin = time.perf_counter()
-        fn()
-        runs.append((time.perf_counter() - begin) * 1000)
-    runs.sort()
-    return statistics.median(runs), runs[min(len(runs) - 1, int(len(runs) * 0.95))]
 
 
 def load(store: SQLiteCacheStore, entries: int) -> float:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "slug", "strip_control", "strip_markers"]
+__all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "one_line", "slug", "strip_control",
+           "strip_markers"]
 
 # Every C0 control except TAB and LF, DEL, and every C1 control (U+0080–U+009F). Removing ESC
 # and CSI/OSC introducers character by character is enough to defuse any escape sequence, and it
@@ -35,6 +36,13 @@ def strip_control(text: str) -> str:
     """Return `text` without terminal control characters or invisible format characters
     (newlines and tabs are kept); see the comment above for the exact set."""
     return _SEPARATORS.sub(" ", _CONTROL.sub("", text))
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` as one line for a terminal: controls stripped, spacing collapsed, cut to at most
+    `limit` characters with "…" marking the cut."""
+    text = " ".join(strip_control(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 END_OF_TURN_MARKERS = (

@@ -278,7 +278,7 @@ async def test_code_search_without_a_code_dir_says_so(tmp_path) -> None:
 # ---- fitting a turn ---------------------------------------------------------------------
 
 def test_a_turn_gives_way_history_first_then_old_tool_results_then_the_type_segment() -> None:
-    from engine.agent.run import _fit
+    from engine.agent.prompt import fit_turn as _fit
 
     history = [Message("user", "old question " * 50), Message("assistant", "old answer " * 50)]
     run = [Message("assistant", "turn 1"), Message("user", "results one " * 200),

@@ -8,52 +8,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.workspace_parts import WorkspaceParts
+
 if TYPE_CHECKING:
     from engine.agent.run import AgentRun
     from engine.agent.segments import PromptSegment
     from engine.agent.vault import Vault, VaultHit
-    from engine.config import Config
-    from engine.context.conversations import ConversationStore
-    from engine.context.policy import ContextPolicy
-    from engine.paths import Paths
-    from engine.router import Router
-    from engine.storage.sessions import SessionStore
 
 __all__ = ["AgentOperations"]
 
 
-class AgentOperations:
+class AgentOperations(WorkspaceParts):
     """The vault and the case agent; mixed into `Workspace`."""
 
-    paths: Paths
     _vault: Vault | None = None
     _segments: list[PromptSegment] | None = None
-
-    @property
-    def config(self) -> Config:  # provided by Workspace
-        raise NotImplementedError
-
-    @property
-    def store(self) -> SessionStore:  # provided by Workspace
-        raise NotImplementedError
-
-    @property
-    def context_policy(self) -> ContextPolicy:  # provided by Workspace
-        raise NotImplementedError
-
-    @property
-    def conversations(self) -> ConversationStore:  # provided by Workspace
-        raise NotImplementedError
-
-    async def router(self) -> Router:  # provided by Workspace
-        raise NotImplementedError
-
-    async def new_router(self, config: Config | None = None, discover: bool = True) -> Router:
-        raise NotImplementedError  # provided by Workspace
-
-    def conversation_id(self, client_id: str, conversation: str | None,
-                        continue_last: bool) -> str:
-        raise NotImplementedError  # provided by Workspace
 
     @property
     def vault(self) -> Vault:

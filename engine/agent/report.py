@@ -26,14 +26,9 @@ from engine.agent.events import (
     TurnStarted,
 )
 from engine.agent.signals import Signal
-from engine.text import strip_control
+from engine.text import one_line, strip_control
 
 __all__ = ["TagFilter", "event_line", "signal_line", "stop_lines"]
-
-
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(strip_control(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def signal_line(signal: Signal, step: str | None = None) -> str:
@@ -46,7 +41,7 @@ def stop_lines(stop: AgentStopped) -> list[str]:
     """The stop's reason, then each piece of evidence."""
     return [f"stop: {stop.reason} (node {stop.node}, {stop.turns} turn"
             f"{'s' if stop.turns != 1 else ''})",
-            *(f"  evidence: {_short(item, 200)}" for item in stop.evidence)]
+            *(f"  evidence: {one_line(item, 200)}" for item in stop.evidence)]
 
 
 def event_line(event: AgentEvent) -> str | None:
@@ -69,21 +64,21 @@ def event_line(event: AgentEvent) -> str | None:
         case AgentAttempt(provider=provider):
             return f"asking {provider}"
         case AgentNote(text=text):
-            return _short(text, 200)
+            return one_line(text, 200)
         case SignalParsed(signal=signal, step=step):
             return "signal " + signal_line(signal, step)
         case SignalInvalid(reason=reason, step=step):
-            return f"signal invalid ({step or 'not read'}): {_short(reason, 120)}"
+            return f"signal invalid ({step or 'not read'}): {one_line(reason, 120)}"
         case NoSignal(turns_without_signal=count):
             return f"no signal ({count} turn{'s' if count != 1 else ''} in a row)"
         case FallbackDecided(go_on=go_on, reason=reason):
-            return f"fallback: {'go on' if go_on else 'stop'} ({_short(reason, 120)})"
+            return f"fallback: {'go on' if go_on else 'stop'} ({one_line(reason, 120)})"
         case ToolCalled(name=name, argument=argument):
-            return f"tool {name}({_short(argument, 60)!r})"
+            return f"tool {name}({one_line(argument, 60)!r})"
         case ToolFinished(name=name, ok=ok, summary=summary, truncated=truncated):
             cut = ", cut for the model" if truncated else ""
-            return f"  → {name}: {_short(summary, 100)}{cut}" if ok else \
-                f"  → {name} failed: {_short(summary, 100)}"
+            return f"  → {name}: {one_line(summary, 100)}{cut}" if ok else \
+                f"  → {name} failed: {one_line(summary, 100)}"
         case AgentStopped():
             return stop_lines(event)[0]
     return None

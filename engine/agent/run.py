@@ -46,14 +46,15 @@ from engine.agent.events import (
     TurnEnded,
     TurnStarted,
 )
+from engine.agent.prompt import fit_turn
 from engine.agent.segments import PromptSegment, select_segments
 from engine.agent.signals import Signal, parse_signal, strip_signal
 from engine.agent.state import AgentSignalState, should_continue
 from engine.agent.tools import WEB_TOOLS, Toolbox, ToolCall, parse_tool_calls, strip_tool_calls
 from engine.agent.tree import AgentTree
+from engine.agent.vault import search_words
 from engine.context.budget import Prompt
-from engine.context.fit import DoesNotFit, Trim
-from engine.context.tokens import MESSAGE_OVERHEAD
+from engine.context.fit import Trim
 from engine.errors import DetektivError
 from engine.prompts import fill, load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
@@ -290,7 +291,8 @@ class AgentRun:
             max_tokens=self.settings.max_tokens, temperature=self.settings.temperature)
 
         def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
-            return _fit(limit, count, full_system, small_system, history, question, run)
+            return fit_turn(limit, count, full_system, small_system, history, question,
+                            run)
 
         return Prompt(request=request, compose=compose)
 
@@ -445,56 +447,5 @@ class AgentRun:
         return False
 
 
-_STOPWORDS = frozenset("""
-a about after all also an and any are as at be been before but by can could did do does for
-from had has have how i if in into is it its me mention mentioned mentions my of on or our
-session sessions said say says show tell that the their them then there these they this those
-to was were what when where which while who whom why will with would you your
-""".split())
-
-
-def search_words(question: str) -> str:
-    """The words of a question worth searching the vault for (question words and the
-    vault's own nouns left out)."""
-    words = re.findall(r"\w+", question.lower())
-    return " ".join(dict.fromkeys(w for w in words if w not in _STOPWORDS and len(w) > 1))
-
-
 def _describe(signal: Signal) -> str:
     return f"signal {signal.type} (confidence {signal.confidence:.2f}): {signal.fields_text()}"
-
-
-def _fit(limit: int, count: Callable[[str], int], full_system: str, small_system: str,
-         history: list[Message], question: str, run: list[Message]
-         ) -> tuple[list[Message], Trim]:
-    """The turn's messages within `limit` tokens. What gives way, in order: the oldest
-    conversation turns; the oldest tool results of this run (each replaced by a line saying
-    so; the newest kept); the question type's segment. `DoesNotFit` after that."""
-    def cost(message: Message) -> int:
-        return count(message.content) + MESSAGE_OVERHEAD
-
-    system = Message("system", full_system)
-    asked = Message("user", question)
-    turns = list(run)
-    kept = list(history)
-    omitted: list[int] = []
-
-    def total() -> int:
-        return sum(cost(m) for m in (system, *kept, asked, *turns))
-
-    while total() > limit and kept:
-        kept.pop(0)
-        omitted.append(len(history) - len(kept))
-    results = [i for i, m in enumerate(turns) if m.role == "user"][:-1]
-    for index in results:
-        if total() <= limit:
-            break
-        turns[index] = Message("user", "[these tool results were left out to fit the "
-                                       "window; call the tool again if you need them]")
-    if total() > limit and small_system != full_system:
-        system = Message("system", small_system)
-    needed = total()
-    if needed > limit:
-        raise DoesNotFit(needed, limit)
-    return [system, *kept, asked, *turns], Trim(omitted=tuple(omitted))
-

@@ -31,7 +31,7 @@ from engine.agent.vault import Vault
 from engine.errors import DetektivError, SessionCorrupt
 from engine.report import answer_title, contradiction, note_title
 from engine.storage.sessions import NOTES_DIR, RESPONSES_DIR, SessionStore
-from engine.text import strip_control
+from engine.text import one_line, strip_control
 
 __all__ = [
     "MAX_CALLS",
@@ -183,8 +183,8 @@ class Toolbox:
         if session.hypothesis is not None:
             out.append(f"hypothesis: {session.hypothesis.text}")
         for pair in session.qa_pairs:
-            out.append(f"round {pair.sequence} Q: {_short(pair.question, 300)}")
-            out.append(f"round {pair.sequence} A: {_short(pair.answer, 600)}")
+            out.append(f"round {pair.sequence} Q: {one_line(pair.question, 300)}")
+            out.append(f"round {pair.sequence} A: {one_line(pair.answer, 600)}")
         audit = session.audit_result
         if audit is not None:
             out.append(f"audit: consistency {audit.consistency_score}/100. {audit.summary}")
@@ -195,13 +195,13 @@ class Toolbox:
                 text = self.store.case_text(directory, NOTES_DIR, note.filename)
             except SessionCorrupt:
                 text = "(unreadable)"
-            out.append(f"{note_title(note)}: {_short(text, 600)}")
+            out.append(f"{note_title(note)}: {one_line(text, 600)}")
         for entry in session.llm_entries:
             try:
                 text = self.store.case_text(directory, RESPONSES_DIR, entry.response_filename)
             except SessionCorrupt:
                 text = "(unreadable)"
-            out.append(f"{answer_title(entry)}: {_short(text, 600)}")
+            out.append(f"{answer_title(entry)}: {one_line(text, 600)}")
         rounds = len(session.qa_pairs)
         return "\n".join(out), (f"session {session.short_id}: {rounds} "
                                 f"round{'s' if rounds != 1 else ''}, {len(session.notes)} notes")
@@ -230,11 +230,6 @@ class Toolbox:
 
 class ToolFailed(Exception):
     """A tool could not do what it was asked (its message goes back to the model)."""
-
-
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def ripgrep() -> str | None:
@@ -277,7 +272,7 @@ async def _ripgrep(rg: str, needle: str, root: Path) -> list[str]:
 def _format(line: str) -> str:
     path, _, rest = line.partition(":")
     number, _, content = rest.partition(":")
-    return f"{path}:{number}: {_short(content, 300)}"
+    return f"{path}:{number}: {one_line(content, 300)}"
 
 
 def python_search(needle: str, root: Path) -> list[str]:
@@ -327,7 +322,7 @@ def python_search(needle: str, root: Path) -> list[str]:
             found = 0
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
                 if target in (line.lower() if fold else line):
-                    lines.append(f"{relative}:{number}: {_short(line, 300)}")
+                    lines.append(f"{relative}:{number}: {one_line(line, 300)}")
                     found += 1
                     if found == 5 or len(lines) >= CODE_RESULTS:
                         break

@@ -33,7 +33,7 @@ from engine.errors import SessionCorrupt
 from engine.models.session import InterrogationSession
 from engine.storage.sessions import METADATA, NOTES_DIR, RESPONSES_DIR, SessionStore
 
-__all__ = ["MAX_DOC_CHARS", "SyncReport", "Vault", "VaultHit", "documents"]
+__all__ = ["MAX_DOC_CHARS", "SyncReport", "Vault", "VaultHit", "documents", "search_words"]
 
 SCHEMA_VERSION = 1
 FULL_EVERY = 10.0
@@ -121,6 +121,21 @@ def _match_expression(query: str) -> str | None:
     if not words:
         return None
     return " OR ".join(f'"{w}"' for w in words)
+
+
+_STOPWORDS = frozenset("""
+a about after all also an and any are as at be been before but by can could did do does for
+from had has have how i if in into is it its me mention mentioned mentions my of on or our
+session sessions said say says show tell that the their them then there these they this those
+to was were what when where which while who whom why will with would you your
+""".split())
+
+
+def search_words(question: str) -> str:
+    """The words of a question worth searching the vault for (question words and the
+    vault's own nouns left out)."""
+    words = re.findall(r"\w+", question.lower())
+    return " ".join(dict.fromkeys(w for w in words if w not in _STOPWORDS and len(w) > 1))
 
 
 class Vault:

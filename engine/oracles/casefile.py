@@ -11,47 +11,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from engine.errors import ConfigError
+from engine.workspace_parts import WorkspaceParts
 
 if TYPE_CHECKING:
-    from engine.config import Config
-    from engine.context.policy import ContextPolicy
     from engine.models.notes import LlmEntry, NoteEntry
     from engine.models.session import InterrogationSession
     from engine.oracles.catalog import Oracle, OracleCatalog
     from engine.oracles.consult import Consultation
-    from engine.paths import Paths
-    from engine.router import Router
-    from engine.storage.sessions import SessionStore
 
 __all__ = ["CaseFileOperations"]
 
 
-class CaseFileOperations:
+class CaseFileOperations(WorkspaceParts):
     """Notes, oracles and consultations; mixed into `Workspace`."""
 
-    paths: Paths
     _catalog: OracleCatalog | None = None
-
-    @property
-    def config(self) -> Config:  # provided by Workspace
-        raise NotImplementedError
-
-    @property
-    def store(self) -> SessionStore:  # provided by Workspace
-        raise NotImplementedError
-
-    @property
-    def context_policy(self) -> ContextPolicy:  # provided by Workspace
-        raise NotImplementedError
-
-    async def router(self) -> Router:  # provided by Workspace
-        raise NotImplementedError
-
-    async def new_router(self, config: Config | None = None, discover: bool = True) -> Router:
-        raise NotImplementedError  # provided by Workspace
-
-    def status(self, ref: str, session: InterrogationSession | None = None) -> str:
-        raise NotImplementedError  # provided by Workspace
 
     def new_case(self, title: str) -> InterrogationSession:
         """A session for notes alone (status `notes`); its interrogation can start later
