@@ -46,6 +46,7 @@ def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
     for existing in list(root.handlers):
         if isinstance(existing, logging.handlers.RotatingFileHandler):
             root.removeHandler(existing)
+            existing.close()  # its file, else left open until collected
     root.addHandler(handler)
     root.setLevel(level)
     logging.captureWarnings(True)
