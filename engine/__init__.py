@@ -105,8 +105,20 @@ if TYPE_CHECKING:
     from engine.agent.vault import (
         VaultHit as VaultHit,
     )
+    from engine.checks import (
+        answer_problem as answer_problem,
+    )
+    from engine.checks import (
+        may_close as may_close,
+    )
+    from engine.checks import (
+        question_problem as question_problem,
+    )
     from engine.config import (
         BUNDLED_MODEL as BUNDLED_MODEL,
+    )
+    from engine.config import (
+        DEMONSTRATION_MODELS as DEMONSTRATION_MODELS,
     )
     from engine.config import (
         Config as Config,
@@ -229,6 +241,9 @@ if TYPE_CHECKING:
         InterrogationFailed as InterrogationFailed,
     )
     from engine.errors import (
+        ModelError as ModelError,
+    )
+    from engine.errors import (
         NoteRefused as NoteRefused,
     )
     from engine.errors import (
@@ -270,11 +285,23 @@ if TYPE_CHECKING:
     from engine.errors import (
         TotalTimeout as TotalTimeout,
     )
+    from engine.errors import (
+        UnusableReplyError as UnusableReplyError,
+    )
     from engine.export import (
         to_json as to_json,
     )
     from engine.export import (
         to_markdown as to_markdown,
+    )
+    from engine.gguf.models import (
+        LocalModels as LocalModels,
+    )
+    from engine.gguf.models import (
+        model_row as model_row,
+    )
+    from engine.gguf.store import (
+        resolve_model_path as resolve_model_path,
     )
     from engine.interrogation import (
         Interrogation as Interrogation,
@@ -286,10 +313,16 @@ if TYPE_CHECKING:
         log_file as log_file,
     )
     from engine.models.events import (
+        Advice as Advice,
+    )
+    from engine.models.events import (
         AnswerCutOff as AnswerCutOff,
     )
     from engine.models.events import (
         AnswerDelta as AnswerDelta,
+    )
+    from engine.models.events import (
+        AnswerUnusable as AnswerUnusable,
     )
     from engine.models.events import (
         AuditReady as AuditReady,
@@ -457,10 +490,13 @@ if TYPE_CHECKING:
         discover_ollama as discover_ollama,
     )
     from engine.providers import (
-        resolve_model_path as resolve_model_path,
-    )
-    from engine.providers import (
         select_provider as select_provider,
+    )
+    from engine.report import (
+        CAPABLE_MODEL_HINT as CAPABLE_MODEL_HINT,
+    )
+    from engine.report import (
+        NO_ANSWER as NO_ANSWER,
     )
     from engine.report import (
         answer_title as answer_title,
@@ -476,6 +512,9 @@ if TYPE_CHECKING:
     )
     from engine.report import (
         contradiction as contradiction,
+    )
+    from engine.report import (
+        demonstration_note as demonstration_note,
     )
     from engine.report import (
         explanation_lines as explanation_lines,
@@ -506,6 +545,12 @@ if TYPE_CHECKING:
     )
     from engine.report import (
         trail_line as trail_line,
+    )
+    from engine.report import (
+        verdict_cell as verdict_cell,
+    )
+    from engine.report import (
+        verdict_line as verdict_line,
     )
     from engine.roles import (
         apply_roles as apply_roles,

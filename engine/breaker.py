@@ -36,6 +36,7 @@ from engine.errors import (
     ProviderTimeout,
     RateLimitedError,
     RequestError,
+    UnusableReplyError,
 )
 from engine.providers._base import standard_key_env
 from engine.storage.atomic import atomic_write_text
@@ -207,7 +208,7 @@ class Breaker:
                 state.circuit = CircuitState.CLOSED
                 state.consecutive_failures = 0
             return events
-        if isinstance(error, RequestError):
+        if isinstance(error, RequestError | UnusableReplyError):  # the server answered
             if trial:
                 state.circuit = CircuitState.CLOSED
                 state.consecutive_failures = 0

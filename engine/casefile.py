@@ -74,15 +74,20 @@ def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
         "required": ["questions", "description"],
         "additionalProperties": False,
     }
-    most = min(10, pairs * (pairs - 1) // 2, max(0, (max_tokens - 100) // 200))
-    summary = max(100, min(8000, (max_tokens - 60 - most * 120) * 3))
+    most = min(10, pairs * (pairs - 1) // 2, max(0, (max_tokens - 140) // 200))
+    summary = max(100, min(8000, (max_tokens - 100 - most * 120) * 3))
     return {
         "type": "object",
         "properties": {
             "contradictions": {"type": "array", "items": contradiction, "maxItems": most},
             "summary": {"type": "string", "minLength": 1, "maxLength": summary},
+            "verdict": {"enum": ["true", "false", "undetermined"]},
+            "probability_false": {"type": "number", "minimum": 0, "maximum": 1},
+            "deciding_rounds": {"type": "array", "items": number,
+                                "maxItems": max(pairs, 1)},
         },
-        "required": ["contradictions", "summary"],
+        "required": ["contradictions", "summary", "verdict", "probability_false",
+                     "deciding_rounds"],
         "additionalProperties": False,
     }
 
@@ -90,9 +95,12 @@ def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
 def _round_lines(
     pair: QuestionAnswerPair, analyses: bool, cap: int | None = None, qcap: int | None = None
 ) -> str:
+    marks = [ANSWER_CUT_OFF] if pair.answer_cut_off else []
+    if pair.answer_problem and pair.answer.strip():  # an empty one reads "(no answer)"
+        marks.append(pair.answer_problem)
     lines = [f"Q{pair.sequence}: {shorten(pair.question, qcap)}",
              f"A{pair.sequence}: {shorten(pair.answer, cap) or '(no answer)'}"
-             + (f" [{ANSWER_CUT_OFF}]" if pair.answer_cut_off else "")]
+             + "".join(f" [{mark}]" for mark in marks)]
     if analyses:
         lines.append(f"Analysis of A{pair.sequence}: {_analysis_line(pair)}")
     return "\n".join(lines)

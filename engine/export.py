@@ -15,6 +15,7 @@ from engine.report import (
     round_title,
     snapshot_line,
     trail_line,
+    verdict_line,
 )
 from engine.text import strip_control
 
@@ -72,6 +73,9 @@ def to_markdown(
             if content is not None:
                 out.append(_quote(content))
     if session.audit_result:
+        verdict = verdict_line(session.audit_result)
+        if verdict:
+            out.append(f"- {verdict[:1].upper()}{verdict[1:]}")
         out.append(f"- Consistency score: {session.audit_result.consistency_score}/100")
     if session.error:
         out.append(f"- Error: {strip_control(session.error)}")
@@ -89,6 +93,8 @@ def to_markdown(
             "",
             _quote(pair.answer),
             *(["", f"_({ANSWER_CUT_OFF})_"] if pair.answer_cut_off else []),
+            *(["", f"_({pair.answer_problem})_"]
+              if pair.answer_problem and pair.answer.strip() else []),
             "",
             f"**Completeness:** {analysis.completeness_score}/100"
             + ("" if analysis.requires_follow_up else f" — {follow_up(analysis)}"),
@@ -98,7 +104,11 @@ def to_markdown(
             out += [f"- {g.line}" for g in analysis.gaps]
     audit = session.audit_result
     if audit:
-        out += ["", "## Audit", "", f"**Consistency score:** {audit.consistency_score}/100", ""]
+        out += ["", "## Audit", ""]
+        verdict = verdict_line(audit)
+        if verdict:
+            out += [f"**Verdict:** {verdict.removeprefix('verdict: ')}", ""]
+        out += [f"**Consistency score:** {audit.consistency_score}/100", ""]
         if audit.contradictions:
             out.append("**Contradictions**")
             out.append("")

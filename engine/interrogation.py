@@ -9,11 +9,19 @@
 
 Each round: the detective asks one question (streamed), the witness answers (streamed, seeing
 only the questions and its own earlier answers), the detective returns a `GapAnalysis` in
-structured output. The loop ends when the detective needs no follow-up (`completed`) or at the
-limit (`limit-reached`), then the detective audits the whole session. A structured reply that
-fails validation is asked again once, with the error; a second failure fails the session.
-Every event is recorded in the session's journal before it is yielded. Cancelling the consumer
-(or closing the generator) stops both models and stores the session as `cancelled`.
+structured output. The loop, not the detective, decides when to stop (`engine.checks`: at
+least `min_rounds`, completeness at `satisfied_at`, no high-severity gap; else up to the
+limit), then the detective audits the whole session and gives its verdict.
+
+A model's nonsense is named, never a result: an unusable question is asked for again (the
+problem said in the user's turn, never as words put in the model's mouth) and fails the
+session after `QUESTION_ATTEMPTS`; an empty answer is kept as testimony (`no answer`); a
+self-contradicting analysis is recorded and overruled; a structured reply that fails
+validation (an empty or boilerplate summary, a verdict that contradicts itself) is asked again
+once, with the error, then fails the session. A session with no real answer in any round
+fails before its audit. Every event is recorded in the session's journal before it is yielded.
+Cancelling the consumer (or closing the generator) stops both models and stores the session as
+`cancelled`.
 """
 
 from __future__ import annotations
@@ -33,7 +41,16 @@ from engine.casefile import (
     witness_messages,
     witness_prompt,
 )
-from engine.config import InterrogationConfig
+from engine.checks import (
+    analysis_conflict,
+    answer_problem,
+    close_reason,
+    may_close,
+    question_problem,
+    summary_problem,
+    verdict_problem,
+)
+from engine.config import InterrogationConfig, ProviderConfig
 from engine.context.budget import FitReport, Prompt
 from engine.context.fit import shorten
 from engine.errors import (
@@ -41,10 +58,13 @@ from engine.errors import (
     BadResponseError,
     DetektivError,
     InterrogationFailed,
+    UnusableReplyError,
 )
 from engine.models.events import (
+    Advice,
     AnswerCutOff,
     AnswerDelta,
+    AnswerUnusable,
     AuditReady,
     ContextFitted,
     Discarded,
@@ -74,6 +94,7 @@ from engine.models.session import (
 )
 from engine.prompts import fill, load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
+from engine.report import RESUME_AUDIT, demonstration_note, no_testimony, no_usable_question
 from engine.router import Attempt, Fitted, PartialDiscarded, ProviderEvent, Router
 from engine.storage.sessions import SessionJournal
 from engine.structured import collect_json
@@ -81,6 +102,7 @@ from engine.structured import collect_json
 __all__ = ["Interrogation"]
 
 log = logging.getLogger(__name__)
+
 
 @dataclass(slots=True)
 class _Turn:
@@ -92,19 +114,14 @@ class _Turn:
     value: Any = None
 
 
-_EMPTY = "the question is empty"
 RETRY_ECHO = 400
 """Characters of an invalid structured reply shown back to the model with the error."""
-EMPTY_RETRIES = 2
-"""Times an empty question is asked for again before the session fails."""
+QUESTION_ATTEMPTS = 3
+"""Times the detective is asked for a usable question before the session fails."""
 RETRY_TEMPERATURE = 0.8
-"""The temperature the last of those retries uses at least (the configured one when
-higher); the first keeps the configured one."""
-
-
-def _nonempty(provider: str, text: str, finish_reason: str) -> None:
-    if not text.strip():
-        raise BadResponseError(provider, _EMPTY)
+"""The temperature the last of those attempts uses at least (the configured one when higher);
+the others keep the configured one (at temperature 0 a model that said nothing twice says
+nothing again)."""
 
 
 class Interrogation:
@@ -143,7 +160,7 @@ class Interrogation:
     async def run(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run to the end; see the module docstring. Never raises for a model's failure: the
         session ends `failed` with the reason in `Finished` and the audit trail."""
-        session = self.session
+        session, settings = self.session, self.settings
         if self.resumed:
             check_resumable(session)
             previous = session.status
@@ -162,23 +179,29 @@ class Interrogation:
             iteration_limit=session.iteration_limit,
             resumed_after=len(session.qa_pairs) if self.resumed else None,
         ))
+        demo = demonstration_note(self._chain_configs("detective"))
+        if demo and not self.resumed:
+            yield self._emit(Advice(text=demo))
         try:
+            limit = session.iteration_limit
             while True:
                 pairs = session.qa_pairs
-                if pairs and not pairs[-1].gap_analysis.requires_follow_up:
-                    status: SessionStatus = "completed"
-                    break
-                if len(pairs) >= session.iteration_limit:
-                    status = "limit-reached"
+                completed = may_close(pairs, limit, settings.satisfied_at, settings.min_rounds)
+                if completed or len(pairs) >= limit:
                     break
                 async with aclosing(self._round(len(pairs) + 1)) as events:
                     async for event in events:
                         yield event
+            if not any(pair.answered for pair in session.qa_pairs):
+                raise InterrogationFailed(no_testimony(
+                    len(session.qa_pairs), self._role_label("witness"),
+                    demonstration_note(self._chain_configs("witness"), "witness") is not None))
             yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
             async with aclosing(self._audit()) as events:
                 async for event in events:
                     yield event
-            yield self._finish(status, None)
+            yield self._finish("completed" if completed else "limit-reached",
+                               close_reason(session.qa_pairs, limit, completed))
         except (AllProvidersFailed, InterrogationFailed) as exc:
             if isinstance(exc, AllProvidersFailed):  # an invalid reply is in the trail already
                 yield self._trail(AuditTrailEntry(event="error", role=exc.role,
@@ -195,6 +218,18 @@ class Interrogation:
         finally:
             self.journal.close()
 
+    def _chain_configs(self, role: str) -> list[ProviderConfig]:
+        """The configurations of the providers that play `role`, in order."""
+        return [self.router.providers[name].config for name in self.router.chain(role)]
+
+    def _role_label(self, role: Role) -> str:
+        """Who played `role` last (`"{provider}:{model}"`), else the chain's first."""
+        for pair in reversed(self.session.qa_pairs):
+            return pair.provider_used.detective if role == "detective" else \
+                pair.provider_used.witness
+        chain = self.router.chain(role)
+        return self._labels.get(chain[0], chain[0]) if chain else role
+
     def _request(
         self, messages: list[Message], max_tokens: int,
         schema: dict[str, Any] | None = None, name: str = "answer",
@@ -209,52 +244,11 @@ class Interrogation:
         )
 
     async def _round(self, sequence: int) -> AsyncGenerator[InterrogationEvent, None]:
-        session, settings = self.session, self.settings
-        hypothesis = session.hypothesis_text
-        yield self._emit(Phase(phase="question", sequence=sequence))
+        session = self.session
         asked = _Turn()
-        system = fill(load_prompt("detective_question"), HYPOTHESIS=hypothesis)
-        turn = load_prompt("detective_turn")
-
-        def frame(text: str) -> list[Message]:
-            return [Message("system", system), Message("user", fill(
-                turn, TRANSCRIPT=text, SEQUENCE=sequence, LIMIT=session.iteration_limit,
-            ))]
-
-        request: Prompt = transcript_prompt(
-            self._request(frame(transcript(session.qa_pairs, analyses=True)),
-                          settings.question_max_tokens),
-            session.qa_pairs, frame, analyses=True,
-        )
-        try:
-            async for event in self._call(request, "detective", asked, sequence, _nonempty):
-                yield event
-        except AllProvidersFailed as exc:
-            # Models do reply with nothing now and then (a small one ends its turn at once, a
-            # reasoning one spends its budget thinking): ask again, saying so; the last time
-            # sampled (at temperature 0 a model that said nothing twice says nothing again).
-            if not any(why.endswith(_EMPTY) for _, why in exc.failures):
-                raise
-            request = request.then(
-                Message("assistant", "(empty)"),
-                Message("user", fill(load_prompt("empty_question"), SEQUENCE=sequence)),
-            )
-            for attempt in range(1, EMPTY_RETRIES + 1):
-                if attempt == EMPTY_RETRIES and (settings.temperature is not None
-                                                 and settings.temperature < RETRY_TEMPERATURE):
-                    request = replace(request, request=replace(
-                        request.request, temperature=RETRY_TEMPERATURE))
-                yield self._trail(AuditTrailEntry(event="error", role="detective",
-                                                  reason=f"{_EMPTY}, asking again"))
-                try:
-                    async for event in self._call(request, "detective", asked, sequence,
-                                                  _nonempty):
-                        yield event
-                    break
-                except AllProvidersFailed as again:
-                    empty = any(why.endswith(_EMPTY) for _, why in again.failures)
-                    if not empty or attempt == EMPTY_RETRIES:
-                        raise
+        yield self._emit(Phase(phase="question", sequence=sequence))
+        async for event in self._question(sequence, asked):
+            yield event
         question = asked.text.strip()
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
@@ -263,7 +257,7 @@ class Interrogation:
         request = witness_prompt(
             self._request([Message("system", witness),
                            *witness_messages(session.qa_pairs, question)],
-                          settings.answer_max_tokens),
+                          self.settings.answer_max_tokens),
             witness, session.qa_pairs, question,
         )
         async for event in self._call(request, "witness", answered, sequence):
@@ -271,16 +265,94 @@ class Interrogation:
         cut_off = answered.finish_reason == "length"
         if cut_off:
             yield self._emit(AnswerCutOff(sequence=sequence, provider=answered.provider))
+        problem = answer_problem(answered.text, question)
+        if problem is not None:  # testimony all the same: kept, named, pressed on
+            yield self._emit(AnswerUnusable(sequence=sequence, provider=answered.provider,
+                                            problem=problem))
 
         yield self._emit(Phase(phase="analysis", sequence=sequence))
         pending = QuestionAnswerPair.model_construct(
-            sequence=sequence, question=question, answer=answered.text, answer_cut_off=cut_off
+            sequence=sequence, question=question, answer=answered.text, answer_cut_off=cut_off,
+            answer_problem=problem,
         )
+        analysis: GapAnalysis | None = None
+        async for event in self._analyse(pending, sequence):
+            if isinstance(event, GapAnalysisReady):
+                analysis = event.analysis
+            yield event
+        assert analysis is not None
+        pair = QuestionAnswerPair(
+            sequence=sequence,
+            question=question,
+            answer=answered.text,
+            gap_analysis=analysis,
+            provider_used=ProvidersUsed(detective=asked.provider, witness=answered.provider),
+            answer_cut_off=cut_off,
+            answer_problem=problem,
+        )
+        session.qa_pairs.append(pair)
+        session.current_iteration = len(session.qa_pairs)
+        self.journal.save()  # the pair is durable before anyone is told it is complete
+        yield self._emit(PairCompleted(pair=pair))
+
+    async def _question(self, sequence: int, asked: _Turn
+                        ) -> AsyncGenerator[InterrogationEvent, None]:
+        """Stream a usable question into `asked`, or raise `InterrogationFailed` naming why
+        the detective gave none after `QUESTION_ATTEMPTS`."""
+        session, settings = self.session, self.settings
+        hypothesis = session.hypothesis_text
+        system_template, turn = load_prompt("detective_question"), load_prompt("detective_turn")
+        system = fill(system_template, HYPOTHESIS=hypothesis)
+        earlier = [pair.question for pair in session.qa_pairs]
+        rejected: list[tuple[str, str]] = []
+
+        def accept(provider: str, text: str, finish_reason: str) -> None:
+            problem = question_problem(text, hypothesis, earlier, (system_template, turn))
+            if problem is not None:
+                rejected.append((self._labels.get(provider, provider), problem))
+                raise UnusableReplyError(provider, problem)
+
+        def frame(text: str) -> list[Message]:
+            return [Message("system", system), Message("user", fill(
+                turn, TRANSCRIPT=text, SEQUENCE=sequence, LIMIT=session.iteration_limit))]
+
+        prompt: Prompt = transcript_prompt(
+            self._request(frame(transcript(session.qa_pairs, analyses=True)),
+                          settings.question_max_tokens),
+            session.qa_pairs, frame, analyses=True,
+        )
+        for attempt in range(1, QUESTION_ATTEMPTS + 1):
+            if attempt == QUESTION_ATTEMPTS and (settings.temperature is not None
+                                                 and settings.temperature < RETRY_TEMPERATURE):
+                prompt = replace(prompt, request=replace(prompt.request,
+                                                         temperature=RETRY_TEMPERATURE))
+            tried = len(rejected)
+            try:
+                async for event in self._call(prompt, "detective", asked, sequence, accept):
+                    yield event
+                return
+            except AllProvidersFailed:
+                if len(rejected) == tried:  # no model spoke nonsense: the providers failed
+                    raise
+            label, problem = rejected[-1]
+            if attempt == QUESTION_ATTEMPTS:
+                raise InterrogationFailed(no_usable_question(
+                    label, QUESTION_ATTEMPTS, problem,
+                    demonstration_note(self._chain_configs("detective")) is not None))
+            # the router's trail entry (degenerate output) has said what was wrong with it
+            prompt = prompt.noted(fill(load_prompt("question_retry"), SEQUENCE=sequence,
+                                       PROBLEM=problem))
+
+    async def _analyse(self, pending: QuestionAnswerPair, sequence: int
+                       ) -> AsyncGenerator[InterrogationEvent, None]:
+        """The detective's gap analysis of `pending`; a self-contradiction is recorded (the
+        loop's rule decides instead)."""
+        session, settings = self.session, self.settings
         analysed = _Turn()
         analysis_prompt = load_prompt("gap_analysis")
 
         def analysis_frame(text: str) -> list[Message]:
-            return [Message("system", fill(analysis_prompt, HYPOTHESIS=hypothesis,
+            return [Message("system", fill(analysis_prompt, HYPOTHESIS=session.hypothesis_text,
                                            TRANSCRIPT=text)),
                     Message("user", "Analyse the last answer.")]
 
@@ -299,19 +371,15 @@ class Interrogation:
         ):
             yield event
         analysis: GapAnalysis = analysed.value
+        conflict = analysis_conflict(analysis)
+        if conflict is not None:
+            yield self._trail(AuditTrailEntry(
+                event="contradictory_analysis", role="detective",
+                from_provider=analysed.provider,
+                reason=f"the analysis of answer {sequence} contradicts itself: {conflict}; "
+                "the loop's rule decides",
+            ))
         yield self._emit(GapAnalysisReady(sequence=sequence, analysis=analysis))
-        pair = QuestionAnswerPair(
-            sequence=sequence,
-            question=question,
-            answer=answered.text,
-            gap_analysis=analysis,
-            provider_used=ProvidersUsed(detective=asked.provider, witness=answered.provider),
-            answer_cut_off=cut_off,
-        )
-        session.qa_pairs.append(pair)
-        session.current_iteration = len(session.qa_pairs)
-        self.journal.save()  # the pair is durable before anyone is told it is complete
-        yield self._emit(PairCompleted(pair=pair))
 
     async def _audit(self) -> AsyncGenerator[InterrogationEvent, None]:
         session = self.session
@@ -332,7 +400,7 @@ class Interrogation:
             reshape=lambda reply: audit_schema(len(pairs), reply),
         )
 
-        def validate(value: Any) -> tuple[list[Contradiction], str]:
+        def validate(value: Any) -> AuditResult:
             found: list[Contradiction] = []
             for item in value["contradictions"]:
                 first, second = item["questions"]
@@ -343,22 +411,27 @@ class Interrogation:
                 found.append(Contradiction(
                     qa_pair_indexes=(first - 1, second - 1), description=item["description"]
                 ))
-            if not value["summary"].strip():
-                raise ValueError("the summary is empty")
-            return found, value["summary"].strip()
+            problem = summary_problem(value["summary"], (audit_prompt,))
+            deciding = sorted(set(value["deciding_rounds"]))
+            problem = problem or verdict_problem(value["verdict"], value["probability_false"],
+                                                 deciding, pairs)
+            if problem is not None:
+                raise ValueError(problem)
+            remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
+            return AuditResult(
+                consistency_score=consistency_score(len(found), remaining),
+                contradictions=found,
+                remaining_gaps=remaining,
+                summary=value["summary"].strip(),
+                verdict=value["verdict"],
+                probability_false=value["probability_false"],
+                deciding_rounds=deciding,
+            )
 
         async for event in self._structured(request, audited, "audit", validate):
             yield event
-        contradictions, summary = audited.value
-        remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
-        audit = AuditResult(
-            consistency_score=consistency_score(len(contradictions), remaining),
-            contradictions=contradictions,
-            remaining_gaps=remaining,
-            summary=summary,
-        )
-        session.audit_result = audit
-        yield self._emit(AuditReady(audit=audit))
+        session.audit_result = audited.value
+        yield self._emit(AuditReady(audit=audited.value))
 
     async def _structured(
         self, request: Prompt, turn: _Turn, what: str, validate: Callable[[Any], Any],
@@ -385,13 +458,16 @@ class Interrogation:
             if attempt == 2:
                 raise InterrogationFailed(
                     f"the {what} from {turn.provider} was still invalid after a retry: {detail}"
+                    + (RESUME_AUDIT.format(id=self.session.short_id) if what == "audit" else "")
                 )
-            request = request.then(
+            retry = fill(load_prompt("validation_retry"), ERROR=detail)
+            if turn.text.strip():
                 # the invalid reply is shown again only in part: it is there to point at the
                 # error, and all of it would take the window from the transcript
-                Message("assistant", shorten(turn.text, RETRY_ECHO) or "(empty)"),
-                Message("user", fill(load_prompt("validation_retry"), ERROR=detail)),
-            )
+                request = request.then(Message("assistant", shorten(turn.text, RETRY_ECHO)),
+                                       Message("user", retry))
+            else:  # nothing to show back: no words are put in the model's mouth
+                request = request.noted(retry)
 
     async def _call(
         self,

@@ -11,11 +11,20 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
+from engine.checks import NO_ANSWER
 from engine.context.fit import span
-from engine.models.events import AnswerCutOff, ContextFitted, InterrogationEvent, TrailAdded
+from engine.models.events import (
+    Advice,
+    AnswerCutOff,
+    AnswerUnusable,
+    ContextFitted,
+    InterrogationEvent,
+    TrailAdded,
+)
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import (
     ANSWER_CUT_OFF,
+    AuditResult,
     AuditTrailEntry,
     ContextFit,
     Contradiction,
@@ -25,26 +34,92 @@ from engine.text import strip_control
 
 if TYPE_CHECKING:
     from engine.cache.models import CheckResult, Explanation
+    from engine.config import ProviderConfig
     from engine.context.budget import FitReport
+    from engine.storage.index import SessionSummary
 
 __all__ = [
     "ANSWER_CUT_OFF",
+    "CAPABLE_MODEL_HINT",
+    "NO_ANSWER",
+    "RESUME_AUDIT",
     "answer_title",
     "check_line",
     "explanation_lines",
     "completeness",
     "context_summary",
     "contradiction",
+    "demonstration_note",
     "fit_line",
     "follow_up",
     "history_note",
     "in_transcript",
+    "no_testimony",
+    "no_usable_question",
     "note",
     "note_title",
     "round_title",
     "snapshot_line",
     "trail_line",
+    "verdict_cell",
+    "verdict_line",
 ]
+
+CAPABLE_MODEL_HINT = (
+    "set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY; or run Ollama with an instruction "
+    "model (ollama pull qwen2.5:3b); or pull one to run here: detektiv models pull "
+    "qwen2.5-1.5b, then --detective local:qwen2.5-1.5b"
+)
+"""How to give the detective a capable model: said wherever a demonstration model plays it."""
+RESUME_AUDIT = " (the rounds are kept; retry the audit with: detektiv resume {id})"
+"""Added to an audit's failure: the rounds stay, and `resume` asks for the audit again."""
+
+
+def demonstration_note(chain: list[ProviderConfig], role: str = "detective") -> str | None:
+    """The warning for a run whose `role` is first played by a demonstration model, or None."""
+    if not chain or not chain[0].is_demonstration:
+        return None
+    return (f"the {role} is the embedded {chain[0].model}, a small demonstration model: it "
+            f"tests the plumbing, not the hypothesis. For a result worth trusting, give the "
+            f"{role} a capable model: {CAPABLE_MODEL_HINT}")
+
+
+def no_usable_question(label: str, attempts: int, problem: str, demonstration: bool) -> str:
+    """Why a session failed when the detective asked nothing usable."""
+    return (f"the detective model {strip_control(label)} gave no usable question {attempts} "
+            f"times (last: {problem})"
+            + (" — it is a small demonstration model" if demonstration else "")
+            + f"; give the detective a capable model: {CAPABLE_MODEL_HINT}")
+
+
+def no_testimony(rounds: int, label: str, demonstration: bool) -> str:
+    """Why a session failed when the witness answered nothing in any round."""
+    return (f"the witness model {strip_control(label)} gave no real answer in "
+            f"{rounds} round{'s' if rounds != 1 else ''}, so there is nothing to audit"
+            + (" — it is a small demonstration model" if demonstration else "")
+            + "; give the witness another model with --witness")
+
+
+def verdict_cell(row: SessionSummary) -> str:
+    """A session list's verdict column: `"false (p 0.82)"`, or empty before a verdict."""
+    if row.verdict is None:
+        return ""
+    return row.verdict + ("" if row.probability_false is None
+                          else f" (p {row.probability_false:.2f})")
+
+
+def verdict_line(audit: AuditResult) -> str | None:
+    """`"verdict: false · p(false) 0.82 · decided by rounds 2, 4"`; None before verdicts."""
+    if audit.verdict is None:
+        return None
+    line = f"verdict: {audit.verdict}"
+    if audit.probability_false is not None:
+        line += f" · p(false) {audit.probability_false:.2f}"
+    if audit.deciding_rounds:
+        rounds = audit.deciding_rounds
+        line += (f" · decided by round{'s' if len(rounds) > 1 else ''} "
+                 + ", ".join(str(n) for n in rounds))
+    return line
 
 _QUIET_IN_TRANSCRIPT = frozenset({"partial_discarded", "resumed"})
 """Trail entries a transcript shows otherwise (struck-through text, a "resumed" note)."""
@@ -123,6 +198,16 @@ def note(event: InterrogationEvent | object) -> str | None:
 @note.register
 def _cut_off(event: AnswerCutOff) -> str | None:
     return ANSWER_CUT_OFF
+
+
+@note.register
+def _advice(event: Advice) -> str | None:
+    return event.text
+
+
+@note.register
+def _unusable(event: AnswerUnusable) -> str | None:
+    return event.problem
 
 
 @note.register

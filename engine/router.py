@@ -52,6 +52,7 @@ from engine.errors import (
     ProviderError,
     ProviderTimeout,
     RateLimitedError,
+    UnusableReplyError,
 )
 from engine.paths import Paths
 from engine.providers import (
@@ -84,7 +85,7 @@ log = logging.getLogger(__name__)
 
 EventType = Literal[
     "provider_switch", "circuit_open", "rate_limited", "timeout", "error", "context_too_small",
-    "cache_hit",
+    "cache_hit", "degenerate_output",
 ]
 ProviderFactory = Callable[[str, ProviderConfig], Provider]
 """Builds the provider for a (name, configuration) of the config."""
@@ -174,6 +175,8 @@ def _event_type(error: ProviderError) -> EventType:
         return "rate_limited"
     if isinstance(error, ProviderTimeout):
         return "timeout"
+    if isinstance(error, UnusableReplyError):
+        return "degenerate_output"
     return "error"
 
 

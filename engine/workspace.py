@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from engine.context.budget import Prompt
     from engine.context.conversations import ConversationStore, ConversationTurn
     from engine.context.policy import ContextPolicy
+    from engine.gguf.models import LocalModels
     from engine.models.events import InterrogationEvent, Record
     from engine.models.session import InterrogationSession
     from engine.paths import Paths
@@ -293,6 +294,23 @@ class Workspace(CaseFileOperations, AgentOperations):
             self._vault = None
 
     # ---- the rules ------------------------------------------------------------------------
+
+    def advice(self, role: str = "detective") -> str | None:
+        """What to tell the user before a run when a demonstration model plays `role` first
+        in the configured chain (None: a capable model does)."""
+        from engine.report import demonstration_note
+        from engine.router import chain_for
+
+        config = self.config
+        chain = chain_for(config, role, self.paths.config_file)
+        return demonstration_note([config.providers[name] for name in chain], role)
+
+    @property
+    def models(self) -> LocalModels:
+        """The local GGUF models: list, pull, remove (`engine.gguf`)."""
+        from engine.gguf.models import LocalModels
+
+        return LocalModels(self.paths, self.config)
 
     def check_limit(self, limit: int | None) -> int:
         """`limit`, or the configured default when None; `ConfigError` outside 5–20."""

@@ -40,6 +40,33 @@ LONG_PROMPT = ("The quick brown fox jumps over the lazy dog, and then the lazy d
 it answers with an immediate end of turn, now that the server stops there."""
 
 
+@pytest.fixture(autouse=True)
+def _in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in a working directory of its own: nothing a test (or the app under
+    it: an export, a log) writes to the current directory lands in the repository."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+_STRAY = pytest.StashKey[set[str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STRAY] = {p.name for p in ROOT.iterdir()}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A file that appeared at the top of the repository during the run fails it."""
+    before = session.config.stash.get(_STRAY, None)
+    if before is None:
+        return
+    new = sorted({p.name for p in ROOT.iterdir()} - before
+                 - {".pytest_cache", "snapshot_report.html", ".hypothesis"})
+    if new:
+        print(f"\nthe tests wrote into the repository: {', '.join(new)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty DETEKTIV_HOME, and no provider keys or hosts from the developer's shell."""

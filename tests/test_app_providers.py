@@ -120,3 +120,42 @@ async def test_copy_the_selected_answer_or_the_whole_transcript(home: Path) -> N
         await pilot.press("C")
         assert "Where was the shipment on the third?" in app.clipboard
         assert answer.splitlines()[0] in app.clipboard and "Audit" in app.clipboard
+
+
+async def test_a_gguf_model_is_pulled_from_the_providers_tab_with_a_progress_bar(
+    home: Path, monkeypatch: object
+) -> None:
+    """The loopback hub serves the file in slow pieces; the bar moves; the model is listed."""
+    import pytest
+
+    from tests.hub import LoopbackHub, tiny_gguf
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    with LoopbackHub() as hub:
+        hub.add("acme/Tiny-GGUF", "tiny.gguf", tiny_gguf(30_000_000))
+        hub.pace = 0.05  # 1.5 s in all: the bar has time to move
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        app = app_for(home)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await pilot.press("5")
+            detail = app.screen.query_one("#provider-detail", Static)
+            # the embedded detective is named for what it is, with what to do
+            assert "small demonstration model" in str(detail.render())
+            await pilot.press("P")
+            assert isinstance(app.screen, PromptDialog)
+            await pilot.press(*"acme/Tiny-GGUF tiny.gguf", "enter")
+            bar = app.screen.query_one("#pull-progress", ProgressBar)
+            seen: set[float] = set()
+            done = "pulled tiny: use it as local:tiny"
+            deadline = time.monotonic() + 60
+            while ("", done) not in app.notices and time.monotonic() < deadline:
+                if bar.display and bar.progress:
+                    seen.add(bar.progress)
+                await pilot.pause(0.01)
+            assert ("", done) in app.notices, app.notices
+            assert len(seen) >= 2 and max(seen) <= 30_000_000 + 4096, seen
+            assert not bar.display
+            await pilot.press("L")
+            await until(pilot, lambda: "• tiny: pulled" in str(detail.render()))
+            assert app.internal_errors == []
+    assert (home / "data" / "models" / "tiny" / "manifest.json").is_file()

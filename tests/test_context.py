@@ -378,12 +378,24 @@ async def test_ten_rounds_in_a_1024_token_window_complete_without_overflow(
 
     proxy = FaultProxy(small_server.base)
     await proxy.start()
-    # the detective's analyses always ask for more, so the run goes the whole way
+    # the detective's analyses always ask for more, so the run goes the whole way; the words
+    # are scripted (the tiny model's are not to be relied on), the window and every token
+    # count are the real server's
     gap = {"gaps": [{"category": "vagueness", "severity": "high",
                      "description": "No year, no architect, no height: press on each number."}],
            "completeness_score": 30, "requires_follow_up": True}
     proxy.scripts["gap"] = (json.dumps(gap), "stop")
     proxy.schema_scripts["gap_analysis"] = "gap"
+    proxy.scripts["audit"] = (json.dumps({
+        "contradictions": [], "summary": "The witness named years and builders at length.",
+        "verdict": "true", "probability_false": 0.2, "deciding_rounds": [1, 10]}), "stop")
+    proxy.schema_scripts["audit"] = "audit"
+    for n in range(1, 11):
+        proxy.scripts[f"q{n}"] = (f"What happened to the tower in {1880 + n}, and who was "
+                                  "there to see it?", "stop")
+        proxy.scripts[f"a{n}"] = (f"In {1880 + n} the engineers of the company came to check "
+                                  "the rivets, the paint and the lifts; " * 6, "stop")
+        proxy.plan += [f"script:q{n}", f"script:a{n}"]
     paths.config_file.write_text(
         f'[providers.small]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{proxy.url}"\n'
         "priority = 1\n[interrogation]\ntemperature = 0\n")
@@ -419,6 +431,47 @@ def _sse(text: str) -> Reply:
     return Reply(200, {"content-type": "text/event-stream"},
                  [f"data: {json.dumps(chunk)}\n\n".encode(), f"data: {json.dumps(end)}\n\n"
                   .encode(), b"data: [DONE]\n\n"])
+
+
+async def test_a_count_that_fails_once_under_load_does_not_charge_the_schema(paths) -> None:
+    """A llama.cpp server (it counts exactly, and turns a schema into a grammar) whose
+    /tokenize drops one request, as a busy machine's does by timing out: that call is
+    estimated, with the estimate's margin, but the schema is still not prompt text. Charging
+    it left 88 tokens of a 1024-token window for the gap analysis's prompt."""
+    from engine import ProviderConfig
+    from engine.casefile import gap_schema
+    from tests.wire import DROP
+
+    tokenized = []
+
+    def tokenize(recorded) -> object:  # type: ignore[no-untyped-def]
+        tokenized.append(recorded)
+        if len(tokenized) == 1:
+            return DROP
+        return json_reply({"tokens": list(range(len(recorded.json()["content"]) // 4))})
+
+    routes = {
+        "GET /props": lambda _: json_reply({"default_generation_settings": {"n_ctx": 1024}}),
+        "POST /apply-template": lambda r: json_reply(
+            {"prompt": " ".join(m["content"] for m in r.json()["messages"])}),
+        "POST /tokenize": tokenize,
+    }
+    with WireServer(routes) as server:
+        provider = create_provider(
+            "busy", ProviderConfig(kind="openai", model="m", base_url=server.url + "/v1"), paths)
+        try:
+            schema = gap_schema(5, 1024)
+            # ~440 tokens: room for them is 1024 − 341 (the reply, a third) − 102 (the
+            # estimate's margin); charging the schema's ~264 as text would leave ~314
+            request = StreamRequest.of("analyse " * 420, max_tokens=1024, schema=schema)
+            fitted = await fit(provider, request)
+            assert fitted.report.counted == "estimate" and len(tokenized) == 1
+            assert 1024 - 341 - 102 - 264 < fitted.report.used <= 1024 - 341 - 102
+            again = await fit(provider, request)
+            assert again.report.counted == "exact"  # one dropped count changed nothing more
+        finally:
+            forget_window(provider)
+            await provider.aclose()
 
 
 async def test_a_tokenizer_that_answers_nonsense_is_not_believed(paths) -> None:

@@ -182,8 +182,10 @@ class DetektivApp(Guarded, App[int]):
 
     # ---- actions -----------------------------------------------------------------------------
 
-    def action_tab(self, mode: str) -> None:
-        self.switch_mode(mode)
+    async def action_tab(self, mode: str) -> None:
+        # awaited: a key pressed right after a tab key must reach the new tab, not the old
+        # one (`e` on the Sessions table would export a session into the working directory)
+        await self.switch_mode(mode)
 
     def action_help(self) -> None:
         rows: list[tuple[str, str, str]] = []

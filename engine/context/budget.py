@@ -167,6 +167,10 @@ class Prompt:
     compose: Composer | None = None
     reshape: Callable[[int], dict[str, Any]] | None = None
     extra: tuple[Message, ...] = ()
+    note: str = ""
+    """Text added, after a blank line, to the last message (a user turn): a retry's reason,
+    said without a turn of its own (strict chat templates want user and assistant to
+    alternate) and without putting words in the model's mouth."""
 
     @classmethod
     def whole(cls, request: StreamRequest) -> Prompt:
@@ -177,18 +181,30 @@ class Prompt:
         """The same prompt with `messages` appended (kept whole)."""
         return replace(self, extra=(*self.extra, *messages))
 
+    def noted(self, note: str) -> Prompt:
+        """The same prompt with `note` added to its last message (replacing an earlier note)."""
+        return replace(self, note=note.strip())
+
     def messages(self, limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
         """The messages within `limit` tokens; `DoesNotFit` when impossible."""
         tail = list(self.extra)
         fixed = sum(count(m.content) + MESSAGE_OVERHEAD for m in tail)
+        if self.note:
+            fixed += count(self.note) + 1
         if self.compose is None:
-            messages = [*self.request.messages, *tail]
+            messages = self._noted([*self.request.messages, *tail])
             needed = sum(count(m.content) + MESSAGE_OVERHEAD for m in messages)
             if needed > limit:
                 raise DoesNotFit(needed, limit)
             return messages, Trim()
         composed, trim = self.compose(limit - fixed, count)
-        return [*composed, *tail], trim
+        return self._noted([*composed, *tail]), trim
+
+    def _noted(self, messages: list[Message]) -> list[Message]:
+        if not self.note or not messages:
+            return messages
+        last = messages[-1]
+        return [*messages[:-1], Message(last.role, f"{last.content.rstrip()}\n\n{self.note}")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,12 +294,15 @@ async def fit(
     schema = prompt.reshape(reply) if prompt.reshape is not None else request.schema
 
     def budget(exact: bool) -> tuple[int, int]:
-        """(tokens the messages may take, tokens the schema costs), for the way of counting.
-        An exact count is of the messages; llama.cpp turns the schema into a grammar, not
-        text. Other providers may send it as text (Anthropic's system prompt): estimated."""
+        """(tokens the messages may take, tokens the schema costs), for the way this call is
+        counted. The margin follows the count (exact, or an estimate); the schema's cost
+        follows the server: one that counts exactly is llama.cpp, which turns the schema into
+        a grammar, not text, even when one count of its fails under load (charging the schema
+        then left 88 tokens of a 1024-token window for the prompt). Other providers may send
+        it as text (Anthropic's system prompt): estimated."""
         margin = EXACT_MARGIN if exact else max(
             MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))
-        schema_cost = 0 if exact else _schema_tokens(schema)
+        schema_cost = 0 if window.exact else _schema_tokens(schema)
         limit = int((window.tokens - reply - margin - schema_cost) * shrink)
         if limit <= 0:
             raise DoesNotFit(-limit + 1, 0)

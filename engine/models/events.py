@@ -23,8 +23,10 @@ from engine.models.session import (
 )
 
 __all__ = [
+    "Advice",
     "AnswerCutOff",
     "AnswerDelta",
+    "AnswerUnusable",
     "AuditReady",
     "ContextFitted",
     "Delta",
@@ -118,6 +120,24 @@ class AnswerCutOff(_Event):
     provider: str
 
 
+class AnswerUnusable(_Event):
+    """The witness's answer of round `sequence` is no real testimony (`problem`: `no answer`,
+    an echo of the question). The round is kept and the detective presses on it."""
+
+    type: Literal["answer_unusable"] = "answer_unusable"
+    sequence: int
+    provider: str
+    problem: str
+
+
+class Advice(_Event):
+    """Something the user should know before trusting the run (a demonstration model plays
+    the detective), with what to do about it."""
+
+    type: Literal["advice"] = "advice"
+    text: str
+
+
 class ContextFitted(_Event):
     """A model call's prompt was fitted to its provider's window (every call has one)."""
 
@@ -179,6 +199,8 @@ InterrogationEvent = (
     | QuestionDelta
     | AnswerDelta
     | AnswerCutOff
+    | AnswerUnusable
+    | Advice
     | ContextFitted
     | Discarded
     | TrailAdded

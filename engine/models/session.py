@@ -36,6 +36,7 @@ __all__ = [
     "QuestionAnswerPair",
     "SessionStatus",
     "TrailEvent",
+    "VerdictValue",
     "consistency_score",
     "now",
 ]
@@ -61,7 +62,14 @@ TrailEvent = Literal[
     "partial_discarded",
     "resumed",
     "context_too_small",
+    "degenerate_output",
+    "contradictory_analysis",
 ]
+"""`degenerate_output`: a model's reply was empty, an echo or not what was asked (named in the
+reason); `contradictory_analysis`: a gap analysis contradicted itself and the loop's rule
+decided instead (see `engine.checks`)."""
+VerdictValue = Literal["true", "false", "undetermined"]
+"""The audit's verdict on the hypothesis."""
 GapCategory = Literal["missing_information", "ambiguity", "inconsistency", "vagueness"]
 Severity = Literal["low", "medium", "high"]
 
@@ -133,6 +141,14 @@ class QuestionAnswerPair(_Model):
     answer_cut_off: bool = False
     """The witness's answer ended at its token limit (`finish_reason: length`): it is only the
     first part of what the witness would have said."""
+    answer_problem: str | None = None
+    """Why the answer is no real testimony (`"no answer"`, `"the answer only repeats the
+    question"`), None for a real answer. The round is kept: the detective presses on it."""
+
+    @property
+    def answered(self) -> bool:
+        """Whether the witness gave a real answer in this round."""
+        return self.answer_problem is None and bool(self.answer.strip())
 
 
 class Contradiction(_Model):
@@ -143,12 +159,20 @@ class Contradiction(_Model):
 
 
 class AuditResult(_Model):
-    """The verdict on a whole session."""
+    """The audit of a whole session: the reproducible consistency score, and the detective's
+    verdict on the hypothesis (its judgement, in structured fields of its own; sessions
+    audited before verdicts existed load with them unset)."""
 
     consistency_score: Annotated[int, Field(ge=0, le=100)]
     contradictions: list[Contradiction] = Field(default_factory=list)
     remaining_gaps: list[Gap] = Field(default_factory=list)
     summary: Annotated[str, Field(min_length=1)]
+    verdict: VerdictValue | None = None
+    """`true`, `false` or `undetermined`: does the hypothesis hold?"""
+    probability_false: Annotated[float, Field(ge=0, le=1)] | None = None
+    """The detective's probability that the hypothesis is false (0–1)."""
+    deciding_rounds: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    """The rounds (numbered from 1) whose answers decided the verdict."""
 
 
 class AuditTrailEntry(_Model):
@@ -255,6 +279,8 @@ class InterrogationSession(_Model):
             for contradiction in self.audit_result.contradictions:
                 if not all(0 <= i < len(self.qa_pairs) for i in contradiction.qa_pair_indexes):
                     raise ValueError("a contradiction refers to a QA pair that does not exist")
+            if any(n > len(self.qa_pairs) for n in self.audit_result.deciding_rounds):
+                raise ValueError("the verdict names a round that does not exist")
         return self
 
     @property

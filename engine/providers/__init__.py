@@ -28,7 +28,7 @@ from engine.providers._base import (
     TokenDelta,
     Usage,
 )
-from engine.providers._llama import LlamaEngine, LlamaOptions, resolve_model_path
+from engine.providers._llama import LlamaEngine, LlamaOptions
 
 __all__ = [
     "Done",
@@ -44,7 +44,6 @@ __all__ = [
     "Usage",
     "create_provider",
     "discover_ollama",
-    "resolve_model_path",
     "select_provider",
 ]
 
@@ -70,7 +69,7 @@ def create_provider(
         case "local":
             from engine.providers._local import LocalProvider
 
-            return LocalProvider(name, config, env, paths.model_dir)
+            return LocalProvider(name, config, env, paths)
     raise AssertionError(config.kind)  # pragma: no cover - pydantic restricts kind
 
 

@@ -29,10 +29,8 @@ __all__ = [
     "LlamaOptions",
     "bundled_model_path",
     "default_threads",
-    "resolve_model_path",
 ]
 
-_BUNDLED_NAMES = {"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m", "bundled"}
 _END = object()
 
 
@@ -63,13 +61,6 @@ def bundled_model_path(model_dir: Path) -> Path:
     stat = target.stat()
     marker.write_text(json.dumps([stat.st_size, stat.st_mtime_ns]))
     return target
-
-
-def resolve_model_path(model: str, model_dir: Path) -> Path:
-    """`gemma-3-270m` means the bundled model; anything else is the path of a GGUF file."""
-    if model.lower() in _BUNDLED_NAMES:
-        return bundled_model_path(model_dir)
-    return Path(model).expanduser()
 
 
 def default_threads() -> int:

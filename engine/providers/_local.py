@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +20,8 @@ from engine.errors import (
     ServerError,
     is_context_overflow,
 )
+from engine.gguf.store import resolve_model_path
+from engine.paths import Paths
 from engine.providers._base import (
     Done,
     Message,
@@ -31,7 +32,7 @@ from engine.providers._base import (
     Usage,
 )
 from engine.providers._http import error_for_status
-from engine.providers._llama import LlamaEngine, LlamaOptions, resolve_model_path
+from engine.providers._llama import LlamaEngine, LlamaOptions
 from engine.providers._llamacpp import count_chat_tokens
 
 __all__ = ["LocalProvider"]
@@ -43,10 +44,10 @@ class LocalProvider(Provider):
     stops_at_markers = True
 
     def __init__(
-        self, name: str, config: ProviderConfig, env: Mapping[str, str], model_dir: Path
+        self, name: str, config: ProviderConfig, env: Mapping[str, str], paths: Paths
     ) -> None:
         super().__init__(name, config, env)
-        self._model_dir = model_dir
+        self._paths = paths
         self._engine: LlamaEngine | None = None
         self._http: httpx.AsyncClient | None = None
 
@@ -54,7 +55,7 @@ class LocalProvider(Provider):
         """The shared engine for this provider's model (resolving the model file once)."""
         if self._engine is None:
             try:
-                path = resolve_model_path(self.config.model, self._model_dir)
+                path = resolve_model_path(self.config.model, self._paths)
             except Exception as exc:
                 raise ServerError(self.name, f"cannot prepare the bundled model: {exc}") from None
             options = LlamaOptions(

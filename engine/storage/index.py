@@ -45,6 +45,10 @@ class SessionSummary:
     pairs: int
     iteration_limit: int
     error: str | None = None
+    verdict: str | None = None
+    """The audit's verdict (`true`, `false`, `undetermined`), None before one."""
+    probability_false: float | None = None
+    """The audit's probability that the hypothesis is false."""
 
     def with_status(self, status: str, error: str | None = None) -> SessionSummary:
         """A copy with another display status."""
@@ -63,6 +67,8 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         started=session.start_time.isoformat(),
         pairs=len(session.qa_pairs),
         iteration_limit=session.iteration_limit,
+        verdict=audit.verdict if audit else None,
+        probability_false=audit.probability_false if audit else None,
     )
 
 

@@ -64,19 +64,21 @@ def _parser() -> argparse.ArgumentParser:
         help="serve the embedded model's OpenAI-compatible API on 127.0.0.1",
     )
     server.add_argument("--port", type=int, default=8080, metavar="N", help="0 picks a free port")
-    server.add_argument("--model", metavar="GGUF", help="a GGUF file (default: bundled Gemma)")
+    server.add_argument("--model", metavar="NAME|GGUF",
+                        help="a model of `detektiv models` or a GGUF file (default: gemma-3-270m)")
     server.add_argument("--parallel", type=int, default=4, metavar="N", help="concurrent slots")
     server.add_argument("--ctx", type=int, default=32768, metavar="N",
                         help="total context size, shared by the slots")
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
-    from tui.cli import agent, cache, case, sessions
+    from tui.cli import agent, cache, case, models, sessions
 
     sessions.add_parsers(commands, common)
     case.add_parsers(commands, common)
     agent.add_parsers(commands, common)
     cache.add_parser(commands, common)
+    models.add_parser(commands, common)
     return parser
 
 
@@ -116,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return cache_commands.run(paths, args)
             case "local-server":
                 return commands.local_server(paths, args)
+            case "models":
+                from tui.cli import models as model_commands
+
+                return model_commands.run(paths, args)
     except ConfigError as exc:
         print(f"detektiv: {exc.message}", file=sys.stderr)
         return 2

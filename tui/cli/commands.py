@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from engine import (
@@ -27,9 +28,11 @@ from engine import (
     StreamEvent,
     StreamRequest,
     TokenDelta,
+    UnusableReplyError,
     Workspace,
     check_schema,
     complete_json,
+    demonstration_note,
     fit,
     history_note,
     strip_control,
@@ -37,6 +40,11 @@ from engine import (
 from tui.cli.printer import StreamPrinter
 
 __all__ = ["ask", "conversations", "local_server", "providers"]
+
+RETRY_TEMPERATURE = 0.8
+"""An empty answer is asked for once more, sampled at least this warm (greedy decoding that
+said nothing says nothing again)."""
+EMPTY_ANSWER_TWICE = "the answer was empty twice (a small model may end its turn at once)"
 
 
 def _public_url(url: str | None) -> str | None:
@@ -54,6 +62,7 @@ async def providers(paths: Paths, as_json: bool) -> int:
     router = await workspace.new_router()
     try:
         checks = await router.check_health()
+        advice = demonstration_note([config.providers[n] for n in router.chain("detective")])
     finally:
         await router.aclose()
     rows: list[dict[str, Any]] = []
@@ -68,6 +77,7 @@ async def providers(paths: Paths, as_json: bool) -> int:
                 "priority": pc.priority,
                 "enabled": pc.enabled,
                 "origin": pc.origin,
+                "demonstration": pc.is_demonstration,
                 "base_url": _public_url(pc.base_url),
                 "status": state.status.value if state else None,
                 "circuit": state.circuit.value if state else None,
@@ -104,6 +114,8 @@ async def providers(paths: Paths, as_json: bool) -> int:
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
         print("  ".join([*cells, line[-1]]).rstrip())
+    if advice:
+        print(f"\nNote: {advice}")
     return 0
 
 
@@ -181,14 +193,25 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
         if args.continue_last and not asked.history and asked.conversation_id:
             out.note("no earlier conversation to continue; starting a new one")
         if schema is None:
-            if isinstance(source, Router):
-                text, label = await _print_stream(source.stream(asked.prompt), out)
-            else:
-                fitted = await fit(source, asked.prompt)
-                if fitted.report.trim:
-                    out.note(history_note(fitted.report))
-                text, label = await _print_stream(source.stream(fitted.request), out)
-                label = source.label
+            prompt = asked.prompt
+            for attempt in (1, 2):
+                if isinstance(source, Router):
+                    text, label = await _print_stream(source.stream(prompt), out)
+                else:
+                    fitted = await fit(source, prompt)
+                    if fitted.report.trim and attempt == 1:
+                        out.note(history_note(fitted.report))
+                    text, label = await _print_stream(source.stream(fitted.request), out)
+                    label = source.label
+                if text.strip():
+                    break
+                if attempt == 2:  # never exit 0 with nothing printed
+                    raise UnusableReplyError(label or "the model", EMPTY_ANSWER_TWICE)
+                out.note(f"{label} gave an empty answer; asking once more, sampled at "
+                         f"temperature {RETRY_TEMPERATURE}")
+                prompt = replace(prompt, request=replace(
+                    prompt.request, temperature=max(RETRY_TEMPERATURE,
+                                                    prompt.request.temperature or 0)))
         elif isinstance(source, Router):
             value, done = await source.complete_json(asked.prompt)
             for event in done.events:
@@ -254,7 +277,10 @@ def local_server(paths: Paths, args: argparse.Namespace) -> int:
         raise ConfigError(f"--port {args.port}: not a port number")
     if args.port and not _port_free(args.port):
         raise ConfigError(f"--port {args.port}: already in use on 127.0.0.1")
-    model = resolve_model_path(args.model or BUNDLED_MODEL, paths.model_dir)
+    try:
+        model = resolve_model_path(args.model or BUNDLED_MODEL, paths)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"--model {args.model}: {exc}") from None
     if not model.is_file():
         raise ConfigError(f"--model {model}: no such file")
     # Block the stop signals before llama.cpp starts its threads, so they all inherit the

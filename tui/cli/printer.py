@@ -11,8 +11,10 @@ from typing import TextIO
 
 from engine import (
     ANSWER_CUT_OFF,
+    NO_ANSWER,
     AnswerCutOff,
     AnswerDelta,
+    AnswerUnusable,
     AuditReady,
     AuditResult,
     Discarded,
@@ -33,6 +35,7 @@ from engine import (
     round_title,
     strip_control,
     trail_line,
+    verdict_line,
 )
 
 __all__ = ["StreamPrinter", "TranscriptPrinter"]
@@ -104,6 +107,11 @@ class TranscriptPrinter(StreamPrinter):
             case AnswerCutOff():
                 self.end_line()
                 self.write(f"  ({ANSWER_CUT_OFF})\n")
+            case AnswerUnusable(problem=problem) if problem == NO_ANSWER:
+                self.write(f"({NO_ANSWER})\n")  # in the transcript, where the answer would be
+            case AnswerUnusable(problem=problem):
+                self.end_line()
+                self.write(f"  ({problem})\n")
             case Discarded(provider=provider, text=text, reason=reason):
                 self.end_line()
                 self.write(f"  (the {len(text)} characters above from {provider} are discarded:"
@@ -134,6 +142,9 @@ class TranscriptPrinter(StreamPrinter):
 
     def _audit(self, audit: AuditResult) -> None:
         self.end_line()
+        verdict = verdict_line(audit)
+        if verdict:
+            self.write(verdict[:1].upper() + verdict[1:] + "\n")
         self.write(f"Consistency score: {audit.consistency_score}/100\n")
         for item in audit.contradictions:
             self.write(f"Contradiction {contradiction(item)}\n")

@@ -24,6 +24,7 @@ from engine import (
     atomic_write_text,
     encode_record,
     strip_control,
+    verdict_cell,
 )
 from tui._format import local_minute
 from tui.cli.printer import TranscriptPrinter
@@ -104,16 +105,16 @@ def sessions(paths: Paths, as_json: bool) -> int:
     if not rows:
         print("No sessions yet. Start one with: detektiv run \"your hypothesis\"")
         return 0
-    print(f"{'ID':8}  {'STATUS':13}  {'SCORE':>5}  {'STARTED':16}  {'ROUNDS':>6}  "
-          "HYPOTHESIS OR TITLE")
+    print(f"{'ID':8}  {'STATUS':13}  {'VERDICT':17}  {'SCORE':>5}  {'STARTED':16}  "
+          f"{'ROUNDS':>6}  HYPOTHESIS OR TITLE")
     for row in rows:
         started = local_minute(row.started)
         score = "" if row.score is None else str(row.score)
         text = " ".join(strip_control(row.hypothesis).split())
         if len(text) > 60:
             text = text[:59] + "…"
-        print(f"{row.id[:8]:8}  {row.status:13}  {score:>5}  {started:16}  "
-              f"{row.pairs:>3}/{row.iteration_limit:<2}  {text}")
+        print(f"{row.id[:8]:8}  {row.status:13}  {verdict_cell(row):17}  {score:>5}  "
+              f"{started:16}  {row.pairs:>3}/{row.iteration_limit:<2}  {text}")
     return 0
 
 

@@ -44,6 +44,7 @@ from engine import (
     round_title,
     strip_control,
     trail_line,
+    verdict_line,
 )
 from tui.funnel import Guarded
 from tui.messages import SessionShown
@@ -102,9 +103,14 @@ class LiveScreen(Guarded, Screen[None]):
             yield Input(placeholder="witness (default chain)", id="witness")
             yield Input(value=str(self.app.config.interrogation.iteration_limit), id="limit",
                         type="integer", max_length=2)
+        advice = self.advice_text()
+        line = Static(Content(strip_control(advice)), id="advice")
+        line.display = bool(advice)
+        yield line
         with Horizontal(id="badges"):
             yield Static(Content("detective: –"), id="detective-badge", classes="badge")
             yield Static(Content("witness: –"), id="witness-badge", classes="badge")
+            yield Static(Content("verdict: –"), id="verdict-badge", classes="badge")
             yield Static(Content("idle"), id="status")
         with Horizontal(id="main"):
             yield TranscriptView(id="transcript")
@@ -123,6 +129,14 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one(TranscriptView).add("note", self.empty_text())
         if self._form_wanted:
             self.focus_form()
+
+    def advice_text(self) -> str:
+        """The line under the form when a demonstration model would play the detective."""
+        try:
+            advice = self.app.workspace.advice()
+        except DetektivError:  # a bad config is the app's to say, not this line's
+            return ""
+        return f"Note: {advice}" if advice else ""
 
     def empty_text(self) -> str:
         """What the Live tab says before anything runs in it: how to start or open one."""
@@ -259,6 +273,8 @@ class LiveScreen(Guarded, Screen[None]):
         self.badges.clear()
         for role in ("detective", "witness"):
             self.query_one(f"#{role}-badge", Static).update(Content(f"{role}: –"))
+        self.query_one("#verdict-badge", Static).update(Content("verdict: –"))
+        self.query_one("#verdict-badge", Static).set_classes("badge")
         self.query_one("#completeness", ProgressBar).update(progress=0)
         self.query_one("#gaps", Static).update(Content("no analysis yet"))
         self.query_one("#audit", Static).update(Content("not yet"))
@@ -358,7 +374,11 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#gaps", Static).update(Content(strip_control("\n".join(side))))
 
     def show_audit(self, audit: AuditResult) -> None:
-        lines = [f"consistency {audit.consistency_score}/100"]
+        verdict = verdict_line(audit)
+        badge = self.query_one("#verdict-badge", Static)
+        badge.update(Content(verdict or "verdict: –"))
+        badge.set_classes(f"badge verdict-{audit.verdict or 'none'}")
+        lines = ([verdict] if verdict else []) + [f"consistency {audit.consistency_score}/100"]
         lines += [f"contradiction {contradiction(c)}" for c in audit.contradictions]
         lines += [f"remaining {g.severity} {g.category}: {g.description.strip()}"
                   for g in audit.remaining_gaps]

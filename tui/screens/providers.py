@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 
-from engine import ProviderConfig, strip_control
+from engine import DetektivError, ProviderConfig, model_row, strip_control
 from tui.funnel import Guarded
 from tui.screens.dialogs import PromptDialog
 from tui.widgets.tabs import ModeTabs
@@ -47,6 +47,8 @@ class ProvidersScreen(Guarded, Screen[None]):
         Binding("h", "check", "Check now", id="check-health"),
         Binding("m", "models", "Ollama models", id="ollama-models"),
         Binding("p", "pull", "Pull model", id="ollama-pull"),
+        Binding("L", "local_models", "Local models", id="local-models"),
+        Binding("P", "pull_gguf", "Pull GGUF", id="gguf-pull"),
     ]
 
     app: DetektivApp
@@ -62,7 +64,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         table: DataTable[str | Text] = DataTable(id="providers", cursor_type="row")
         yield table
         with Vertical(id="detail"):
-            yield Static(Content("Select a provider."), id="provider-detail")
+            yield Static(Content(strip_control(self._advice())), id="provider-detail")
             yield ProgressBar(total=100, id="pull-progress")
         yield Footer()
 
@@ -108,6 +110,16 @@ class ProvidersScreen(Guarded, Screen[None]):
             )
         if 0 <= cursor < len(self.names):
             table.move_cursor(row=cursor, animate=False)
+
+    def _advice(self) -> str:
+        """The detail pane's first words: what plays the detective, when that is a
+        demonstration model, and how to change it."""
+        try:
+            advice = self.app.workspace.advice()
+        except Exception:  # a bad config is said elsewhere
+            advice = None
+        return ("Select a provider." if advice is None else
+                f"Select a provider.\n\nNote: {advice}.\nL lists the local models, P pulls one.")
 
     def selected(self) -> str | None:
         row = self.query_one(DataTable).cursor_row
@@ -199,3 +211,62 @@ class ProvidersScreen(Guarded, Screen[None]):
             self.notify(f"Pulled {model}.", markup=False)
         finally:
             bar.display = False
+
+    @work(exclusive=True, thread=True, group="gguf", exit_on_error=False)
+    def action_local_models(self) -> None:
+        """List the GGUF models detektiv can run (reading their headers off the event loop)."""
+        rows = [model_row(model) for model in self.app.workspace.models.list()]
+        lines = [f"{len(rows)} local models (use one as local:NAME)"]
+        for row in rows:
+            facts = " · ".join(str(part) for part in (
+                row["source"], row["size_text"], row["parameters"], row["quantisation"],
+                f"{row['context_length']:,} ctx" if row["context_length"] else None,
+                None if row["chat_template"] is None else
+                ("chat template" if row["chat_template"] else "no chat template")) if part)
+            lines.append(f"• {row['name']}: {facts}"
+                         + (f" — {row['error'] or row['note']}" if row["error"] or row["note"]
+                            else ""))
+        text = strip_control("\n".join(lines))
+        self.app.call_from_thread(
+            self.query_one("#provider-detail", Static).update, Content(text))
+
+    def action_pull_gguf(self) -> None:
+        def chosen(spec: str | None) -> None:
+            parts = (spec or "").split()
+            if 1 <= len(parts) <= 2:
+                self.pull_gguf(parts[0], parts[1] if len(parts) == 2 else None)
+
+        names = ", ".join(entry.name for entry in self.app.workspace.models.catalogue()[:3])
+        self.app.push_screen(PromptDialog(
+            f"Pull which GGUF model? A catalogue name ({names}, …) or OWNER/REPO FILE.gguf"),
+            chosen)
+
+    @work(exclusive=True, thread=True, group="gguf", exit_on_error=False)
+    def pull_gguf(self, spec: str, file: str | None) -> None:
+        """Pull a GGUF model from the Hub on a thread, its progress in the bar."""
+        bar = self.query_one("#pull-progress", ProgressBar)
+        detail = self.query_one("#provider-detail", Static)
+        call = self.app.call_from_thread
+        screen = self
+        shown = [0.0]
+
+        def progress(done: int, total: int | None) -> None:
+            now = time.monotonic()
+            if now - shown[0] >= 0.1 or (total is not None and done >= total):
+                shown[0] = now  # at most ten screen updates a second
+                call(bar.update, total=total or None, progress=done)
+
+        call(setattr, bar, "display", True)
+        call(detail.update, Content(strip_control(f"pulling {spec}…")))
+        try:
+            manifest = self.app.workspace.models.pull(spec, file, progress=progress)
+        except DetektivError as exc:
+            call(detail.update, Content(strip_control(exc.message)))
+            call(screen.notify, exc.message, title="Pull failed", severity="error",
+                 markup=False)
+            return
+        finally:
+            call(setattr, bar, "display", False)
+        done = f"pulled {manifest.name}: use it as local:{manifest.name}"
+        call(detail.update, Content(strip_control(done)))
+        call(screen.notify, done, markup=False)

@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine import SessionSummary, atomic_write_text, strip_control
+from engine import SessionSummary, atomic_write_text, strip_control, verdict_cell
 from tui._format import local_minute
 from tui.funnel import Guarded
 from tui.messages import NewSessionWanted, SessionOpened
@@ -63,7 +63,7 @@ class SessionsScreen(Guarded, Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("ID", "Status", "Score", "Started", "Rounds", "Hypothesis")
+        table.add_columns("ID", "Status", "Verdict", "Score", "Started", "Rounds", "Hypothesis")
         table.focus()
         self.refresh_rows()
         self.set_interval(REFRESH_SECONDS, self.refresh_rows)
@@ -112,6 +112,7 @@ class SessionsScreen(Guarded, Screen[None]):
             table.add_row(
                 row.id[:8],
                 Text(row.status),
+                verdict_cell(row),
                 "" if row.score is None else str(row.score),
                 local_minute(row.started),
                 f"{row.pairs}/{row.iteration_limit}",

@@ -1,0 +1,227 @@
+"""What counts as a usable reply, and when an interrogation may close: the rules of SPEC §1.
+
+A model's nonsense is named, never dressed up as a result. Every rule here is plain code over
+text, so the loop, the tests and the documentation share one definition:
+
+- **A question** is unusable when it is empty, has no words, only repeats the hypothesis or an
+  earlier question, echoes a prompt placeholder, a marker or the instructions it was given,
+  writes transcript labels (`Q2:`, `A1:`) instead of asking, or is not a question at all (no
+  question mark, and no interrogative or imperative first word in English, German, Portuguese,
+  Spanish or French).
+- **An answer** that is empty or only repeats the question is kept as testimony, named
+  (`no answer`), and the detective presses on it.
+- **A gap analysis contradicts itself** when it needs no follow-up yet rates completeness below
+  `SELF_CONTRADICTION_LOW` (50), needs no follow-up yet names a high-severity gap, or rates
+  completeness at `SELF_CONTRADICTION_HIGH` (90) or more with a high-severity gap.
+- **The loop decides; the detective's flag is advice.** After a round the session may close
+  (`completed`) only when all of these hold: at least `min_rounds` rounds were asked (never
+  more than the limit), the detective needs no follow-up, the completeness is at least
+  `satisfied_at`, and no high-severity gap remains. Otherwise it asks again, up to the limit
+  (`limit-reached`). A wish to ask more is always followed.
+- **An audit summary** is unusable when it is empty, echoes a placeholder or the instructions,
+  or has fewer than `MIN_SUMMARY_WORDS` (5) words (a lone `Markdown:`).
+- **A verdict** is inconsistent when `true` comes with a probability-false above one half,
+  `false` with one below, when a `true`/`false` verdict names no deciding round, or names a
+  round the witness gave no answer in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from rapidfuzz import fuzz
+
+from engine.text import one_line
+
+if TYPE_CHECKING:
+    from engine.models.session import GapAnalysis, QuestionAnswerPair
+
+__all__ = [
+    "MARKERS",
+    "MIN_SUMMARY_WORDS",
+    "NO_ANSWER",
+    "SELF_CONTRADICTION_HIGH",
+    "SELF_CONTRADICTION_LOW",
+    "analysis_conflict",
+    "answer_problem",
+    "close_reason",
+    "may_close",
+    "question_problem",
+    "summary_problem",
+    "verdict_problem",
+]
+
+NO_ANSWER = "no answer"
+"""How an empty answer is named, in the transcript and to the detective."""
+MARKERS = ("(empty)", "(no answer)", "(no questions yet)")
+"""Bracketed markers detektiv itself writes into prompts; a reply made of them is an echo."""
+SELF_CONTRADICTION_LOW = 50
+SELF_CONTRADICTION_HIGH = 90
+MIN_SUMMARY_WORDS = 5
+_SAME = 92.0
+"""rapidfuzz ratio (0–100) from which two texts count as the same words."""
+_ECHO_SHARE = 0.6
+"""Share of a reply's word 4-grams found in the instructions from which it is their echo."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PLACEHOLDER = re.compile(r"\{\{\s*[A-Z_][A-Z0-9_]*\s*\}\}")
+_LABELS = re.compile(r"^\s*(?:\*\*)?(?:Q|A|Question|Answer)\s*\d+\s*(?:\*\*)?\s*:", re.M | re.I)
+_QUESTION_MARKS = ("?", "？", "¿", "؟")
+_OPENERS = frozenset("""
+what who whom whose which when where why how is are was were am do does did can could would
+will should shall may might must has have had tell describe explain name list give state say
+please according in on at by for from to if whether compare define identify clarify specify
+confirm provide walk outline estimate
+was wer wen wem wessen welche welcher welches wann wo woher wohin warum wieso weshalb wie ist
+sind war waren hat haben hatte kann können konnte wird werden würde soll sollte gibt nennen
+nenne beschreiben beschreibe erklären erkläre
+o que quem qual quais quando onde por porque como quanto quantos quantas é são foi foram tem
+pode podem diga descreva explique
+qué quién cuál cuáles cuándo dónde cómo cuánto cuántos es son fue hay puede dime describe
+explica
+que qui quel quelle quels quelles quand où pourquoi comment combien est sont était peut
+décrivez expliquez
+""".split())
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def _same(a: Sequence[str], b: Sequence[str]) -> bool:
+    if not a or not b:
+        return False
+    left, right = " ".join(a), " ".join(b)
+    return left == right or fuzz.ratio(left, right) >= _SAME
+
+
+def _grams(words: Sequence[str], n: int = 4) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def _echoes(words: Sequence[str], instructions: Iterable[str]) -> bool:
+    """Whether `words` are mostly lifted from the instructions (4 words or more)."""
+    if len(words) < 4:
+        return False
+    mine = _grams(words)
+    for text in instructions:
+        theirs = _grams(_words(_PLACEHOLDER.sub(" ", text)))
+        if theirs and len(mine & theirs) >= _ECHO_SHARE * len(mine):
+            return True
+    return False
+
+
+def _marker_only(text: str) -> bool:
+    rest = text
+    for marker in MARKERS:
+        rest = rest.replace(marker, " ")
+    return not _words(rest) and rest != text
+
+
+def question_problem(
+    text: str, hypothesis: str, earlier: Sequence[str], instructions: Iterable[str] = ()
+) -> str | None:
+    """Why `text` is no usable question (see the module docstring), or None."""
+    stripped = text.strip()
+    if not stripped:
+        return "the question is empty"
+    if _marker_only(stripped):
+        return f"it only echoes the marker {one_line(stripped, 40)!r}"
+    if _PLACEHOLDER.search(stripped):
+        return "it echoes a prompt placeholder"
+    words = _words(stripped)
+    if not words:
+        return "it has no words"
+    if _same(words, _words(hypothesis)):
+        return "it only repeats the hypothesis"
+    for number, question in enumerate(earlier, start=1):
+        if _same(words, _words(question)):
+            return f"it repeats question {number}"
+    if _LABELS.search(stripped):
+        return "it writes transcript lines (Q1:, A1:) instead of one question"
+    if _echoes(words, instructions):
+        return "it echoes the instructions it was given"
+    if not any(mark in stripped for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
+        return "it is not a question"
+    return None
+
+
+def answer_problem(answer: str, question: str) -> str | None:
+    """Why a witness's answer is no real testimony (`NO_ANSWER`, an echo), or None."""
+    stripped = answer.strip()
+    if not stripped or not _words(stripped) or _marker_only(stripped):
+        return NO_ANSWER
+    if _same(_words(stripped), _words(question)):
+        return "the answer only repeats the question"
+    return None
+
+
+def summary_problem(summary: str, instructions: Iterable[str] = ()) -> str | None:
+    """Why an audit summary is empty or boilerplate, or None."""
+    stripped = summary.strip()
+    if not stripped:
+        return "the summary is empty"
+    if _PLACEHOLDER.search(stripped):
+        return "the summary echoes a prompt placeholder"
+    words = _words(stripped)
+    if len(words) < MIN_SUMMARY_WORDS:
+        return (f"the summary is boilerplate ({one_line(stripped, 40)!r}, fewer than "
+                f"{MIN_SUMMARY_WORDS} words)")
+    if _echoes(words, instructions):
+        return "the summary only repeats the instructions"
+    return None
+
+
+def analysis_conflict(analysis: GapAnalysis) -> str | None:
+    """How a gap analysis contradicts itself, or None."""
+    score = analysis.completeness_score
+    high = sum(1 for gap in analysis.gaps if gap.severity == "high")
+    if not analysis.requires_follow_up and score < SELF_CONTRADICTION_LOW:
+        return f"it needs no follow-up yet rates completeness {score}/100"
+    if not analysis.requires_follow_up and high:
+        return "it needs no follow-up yet names a high-severity gap"
+    if score >= SELF_CONTRADICTION_HIGH and high:
+        return f"it rates completeness {score}/100 yet names a high-severity gap"
+    return None
+
+
+def may_close(
+    pairs: Sequence[QuestionAnswerPair], limit: int, satisfied_at: int, min_rounds: int
+) -> bool:
+    """Whether the session may end `completed` after its last round (the loop's rule)."""
+    if not pairs or len(pairs) < min(min_rounds, limit):
+        return False
+    last = pairs[-1].gap_analysis
+    return (not last.requires_follow_up
+            and last.completeness_score >= satisfied_at
+            and not any(gap.severity == "high" for gap in last.gaps))
+
+
+def close_reason(pairs: Sequence[QuestionAnswerPair], limit: int, completed: bool) -> str:
+    """Why the loop stopped asking: the detective's satisfaction (`completed`), or the limit."""
+    if not completed:
+        return f"the limit of {limit} rounds was reached"
+    rounds, score = len(pairs), pairs[-1].gap_analysis.completeness_score
+    return (f"the detective was satisfied after {rounds} round{'s' if rounds != 1 else ''} "
+            f"(completeness {score}/100, no high-severity gap)")
+
+
+def verdict_problem(
+    verdict: str, probability_false: float, deciding: Sequence[int],
+    pairs: Sequence[QuestionAnswerPair],
+) -> str | None:
+    """How a verdict contradicts itself or the rounds, or None."""
+    if verdict == "true" and probability_false > 0.5:
+        return f"the verdict 'true' contradicts a probability-false of {probability_false:.2f}"
+    if verdict == "false" and probability_false < 0.5:
+        return f"the verdict 'false' contradicts a probability-false of {probability_false:.2f}"
+    if verdict != "undetermined" and not deciding:
+        return f"the verdict '{verdict}' names no round that decided it"
+    for number in deciding:
+        if not 1 <= number <= len(pairs):
+            return f"the verdict names round {number}, which does not exist"
+        if not pairs[number - 1].answered:
+            return f"the verdict rests on round {number}, where the witness gave no answer"
+    return None

