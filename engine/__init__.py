@@ -552,6 +552,9 @@ if TYPE_CHECKING:
     from engine.report import (
         verdict_line as verdict_line,
     )
+    from engine.report import (
+        verdict_short as verdict_short,
+    )
     from engine.roles import (
         apply_roles as apply_roles,
     )

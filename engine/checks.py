@@ -91,7 +91,11 @@ def _words(text: str) -> list[str]:
 
 
 def _same(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The same words, give or take a typo; never when a number differs ("in 1881" and "in
+    1882" are two questions)."""
     if not a or not b:
+        return False
+    if [w for w in a if w.isdigit()] != [w for w in b if w.isdigit()]:
         return False
     left, right = " ".join(a), " ".join(b)
     return left == right or fuzz.ratio(left, right) >= _SAME

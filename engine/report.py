@@ -63,6 +63,7 @@ __all__ = [
     "trail_line",
     "verdict_cell",
     "verdict_line",
+    "verdict_short",
 ]
 
 CAPABLE_MODEL_HINT = (
@@ -100,12 +101,17 @@ def no_testimony(rounds: int, label: str, demonstration: bool) -> str:
             + "; give the witness another model with --witness")
 
 
-def verdict_cell(row: SessionSummary) -> str:
-    """A session list's verdict column: `"false (p 0.82)"`, or empty before a verdict."""
-    if row.verdict is None:
+def verdict_short(verdict: str | None, probability_false: float | None) -> str:
+    """`"false (p 0.82)"`: a verdict where room is short (a list's column, a badge); empty
+    before a verdict."""
+    if verdict is None:
         return ""
-    return row.verdict + ("" if row.probability_false is None
-                          else f" (p {row.probability_false:.2f})")
+    return verdict + ("" if probability_false is None else f" (p {probability_false:.2f})")
+
+
+def verdict_cell(row: SessionSummary) -> str:
+    """A session list's verdict column (`verdict_short`)."""
+    return verdict_short(row.verdict, row.probability_false)
 
 
 def verdict_line(audit: AuditResult) -> str | None:

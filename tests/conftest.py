@@ -190,6 +190,16 @@ async def proxy(llama_server: LlamaServer) -> AsyncIterator[FaultProxy]:
         await fault_proxy.stop()
 
 
+@pytest.fixture
+def sleuth() -> Iterator[str]:
+    """A scripted detective (tests/scripted.py) on loopback: usable questions and a verdict,
+    whatever the tiny model answers as the witness. Its base URL (…/v1)."""
+    from tests.scripted import ScriptedModel, detective
+
+    with ScriptedModel(detective, pace=0.01) as server:
+        yield server.url + "/v1"
+
+
 class HangingServer:
     """Accepts connections and never answers a byte; counts what it accepted."""
 

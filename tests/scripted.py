@@ -27,12 +27,14 @@ def _pieces(text: str, size: int = 24) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
-def sse(text: str, finish: str = "stop") -> Reply:
-    chunks = []
+def sse(text: str, finish: str = "stop", pace: float = 0.0) -> Reply:
+    chunks: list[bytes | float] = []
     for piece in _pieces(text):
         chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                  "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
         chunks.append(f"data: {json.dumps(chunk)}\n\n".encode())
+        if pace:
+            chunks.append(pace)
     end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
            "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
     chunks += [f"data: {json.dumps(end)}\n\n".encode(), b"data: [DONE]\n\n"]
@@ -42,8 +44,10 @@ def sse(text: str, finish: str = "stop") -> Reply:
 class ScriptedModel(WireServer):
     """See the module docstring."""
 
-    def __init__(self, script: Script, window: int = 32768) -> None:
+    def __init__(self, script: Script, window: int = 32768, pace: float = 0.0) -> None:
         self.script = script
+        self.pace = pace
+        """Seconds between the pieces of a reply (a model that takes its time)."""
         self.turn = 0
         self.chats: list[list[dict[str, Any]]] = []
         super().__init__({
@@ -60,10 +64,32 @@ class ScriptedModel(WireServer):
         else:
             text = self.script[min(self.turn, len(self.script) - 1)]
         self.turn += 1
-        return sse(text)
+        return sse(text, pace=self.pace)
 
     def provider_config(self, **overrides: object) -> ProviderConfig:
         values: dict[str, object] = {"kind": "openai", "model": "scripted",
                                      "base_url": self.url + "/v1"}
         values.update(overrides)
         return ProviderConfig.model_validate(values)
+
+
+def detective(messages: list[dict[str, Any]]) -> str:
+    """A detective that always plays its part: a question per round (numbered, so never a
+    repeat, and ending in LONG_PROMPT, which the tiny base model answers at length), an
+    analysis that lets the loop close once `min_rounds` are asked, and an undetermined
+    verdict (valid whatever the witness said)."""
+    import re
+
+    from tests.conftest import LONG_PROMPT
+
+    system = messages[0]["content"] if messages else ""
+    if system.startswith("You are a detective analysing"):
+        return json.dumps({"gaps": [], "completeness_score": 90, "requires_follow_up": False})
+    if system.startswith("You are a detective auditing"):
+        return json.dumps({"contradictions": [], "summary": "The witness answered every "
+                           "question; nothing it said settles the hypothesis.",
+                           "verdict": "undetermined", "probability_false": 0.5,
+                           "deciding_rounds": []})
+    found = re.search(r"Write question (\d+)", messages[-1]["content"])
+    number = found.group(1) if found else "1"
+    return f"Detail {number}: {LONG_PROMPT} What happened next?"

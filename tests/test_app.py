@@ -60,9 +60,10 @@ async def start(pilot: Pilot[int], app: DetektivApp, hypothesis: str) -> None:
 
 
 async def test_an_interrogation_streams_live_and_completes(
-    home: Path, llama_server: LlamaServer
+    home: Path, llama_server: LlamaServer, sleuth: str
 ) -> None:
-    app = app_for(home, config_text({"llama": llama_server.url}, ["llama"], ["llama"]))
+    app = app_for(home, config_text({"llama": llama_server.url, "sleuth": sleuth}, ["sleuth"],
+                                    ["llama"]))
     async with app.run_test(size=(120, 40)) as pilot:
         await start(pilot, app, "Tea contains caffeine")
         view = app.live.query_one(TranscriptView)
@@ -77,13 +78,18 @@ async def test_an_interrogation_streams_live_and_completes(
         badge = app.live.query_one("#witness-badge").render()
         assert str(badge) == "witness: llama:gemma"
         assert "consistency" in str(app.live.query_one("#audit").render())
+        verdict = app.live.query_one("#verdict-badge")
+        assert str(verdict.render()) == "verdict: undetermined (p 0.50)"
+        assert verdict.has_class("verdict-undetermined")
         await pilot.press("1")
         await until(pilot, lambda: bool(app.screen.query_one(DataTable).row_count))
         assert app.internal_errors == []
 
 
-async def test_attach_to_a_run_started_by_the_cli(home: Path, llama_server: LlamaServer) -> None:
-    app = app_for(home, config_text({"llama": llama_server.url}, ["llama"], ["llama"]))
+async def test_attach_to_a_run_started_by_the_cli(home: Path, llama_server: LlamaServer,
+                                                 sleuth: str) -> None:
+    app = app_for(home, config_text({"llama": llama_server.url, "sleuth": sleuth}, ["sleuth"],
+                                    ["llama"]))
     run = subprocess.Popen(cli("run", "Cats are mammals", "--limit", "5", "--json"),
                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -114,29 +120,36 @@ async def test_attach_to_a_run_started_by_the_cli(home: Path, llama_server: Llam
 
 
 async def test_failover_changes_the_badge_and_says_so(
-    home: Path, llama_server: LlamaServer, proxy: FaultProxy
+    home: Path, llama_server: LlamaServer, sleuth: str
 ) -> None:
-    app = app_for(home, config_text({"flaky": proxy.url, "steady": llama_server.url},
-                                    ["flaky", "steady"], ["steady"]))
-    proxy.plan = ["cut:4"]
-    async with app.run_test(size=(120, 40)) as pilot:
-        await start(pilot, app, "Iron rusts")
-        await until(pilot, lambda: finished(app))
-        view = app.live.query_one(TranscriptView)
-        notes = app.notices
-        # the badge followed the switch (and the notification says so); later calls go back
-        # to flaky, first in the chain, which answers again
-        assert ("Provider switch", "detective: flaky:gemma → steady:gemma") in notes
-        question = next(b for b in view.blocks if b.kind == "question")
-        assert question.title == "Question · steady:gemma"
-        assert any(title == "Partial answer discarded" for title, _ in notes)
-        discarded = [b for b in view.blocks if b.kind == "discarded"]
-        assert discarded and "discarded" in discarded[0].title
-        assert app.internal_errors == []
+    proxy = FaultProxy(sleuth.removesuffix("/v1"))  # in front of the scripted detective
+    await proxy.start()
+    app = app_for(home, config_text({"flaky": proxy.url, "steady": sleuth,
+                                     "llama": llama_server.url},
+                                    ["flaky", "steady"], ["llama"]))
+    proxy.plan = ["cut:2"]
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await start(pilot, app, "Iron rusts")
+            await until(pilot, lambda: finished(app))
+            view = app.live.query_one(TranscriptView)
+            notes = app.notices
+            # the badge followed the switch (and the notification says so); later calls go
+            # back to flaky, first in the chain, which answers again
+            assert ("Provider switch", "detective: flaky:gemma → steady:gemma") in notes
+            question = next(b for b in view.blocks if b.kind == "question")
+            assert question.title == "Question · steady:gemma"
+            assert any(title == "Partial answer discarded" for title, _ in notes)
+            discarded = [b for b in view.blocks if b.kind == "discarded"]
+            assert discarded and "discarded" in discarded[0].title
+            assert app.internal_errors == []
+    finally:
+        await proxy.stop()
 
 
-async def test_stop_then_resume(home: Path, llama_server: LlamaServer) -> None:
-    app = app_for(home, config_text({"llama": llama_server.url}, ["llama"], ["llama"]))
+async def test_stop_then_resume(home: Path, llama_server: LlamaServer, sleuth: str) -> None:
+    app = app_for(home, config_text({"llama": llama_server.url, "sleuth": sleuth}, ["sleuth"],
+                                    ["llama"]))
     async with app.run_test(size=(120, 40)) as pilot:
         await start(pilot, app, "Glass is a liquid")
         view = app.live.query_one(TranscriptView)

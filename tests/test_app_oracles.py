@@ -184,12 +184,12 @@ async def test_escape_cancels_a_consultation_and_nothing_half_is_stored(
 
 
 async def test_a_notes_case_gets_its_interrogation_from_the_oracles_tab(
-    home: Path, tmp_path: Path, llama_server: LlamaServer
+    home: Path, tmp_path: Path, llama_server: LlamaServer, sleuth: str
 ) -> None:
     from tests.test_app import config_text, finished
 
-    (home / "config.toml").write_text(config_text({"llama": llama_server.url}, ["llama"],
-                                                  ["llama"]))
+    (home / "config.toml").write_text(config_text(
+        {"llama": llama_server.url, "sleuth": sleuth}, ["sleuth"], ["llama"]))
     workspace = Workspace(Paths.from_env())
     ref = case_with_call(workspace, tmp_path, "Owls")
     app = build_app(Paths.from_env())
@@ -204,6 +204,7 @@ async def test_a_notes_case_gets_its_interrogation_from_the_oracles_tab(
         await pilot.press(*"Owls hunt at night", "enter")
         await until(pilot, lambda: finished(app), timeout=240)
         session = workspace.store.load(ref)
+        assert session.status == "completed", session.error
         assert session.hypothesis is not None and session.hypothesis.text == "Owls hunt at night"
         assert session.title == "Owls" and len(session.notes) == 1 and session.qa_pairs
         assert len(workspace.store.list()) == 1  # the same session, not a new one

@@ -51,10 +51,11 @@ def test_an_unusable_question_is_named(question: str, problem: str) -> None:
     "Bei welcher Temperatur siedet Wasser auf der Zugspitze?",
     "Qual é a pressão ao nível do mar?",
     "What happens at 0.5 bar? And at 2 bar?",
+    "At what pressure does water boil at 80 degrees?",  # question 1 with another number
 ])
 def test_a_real_question_passes(question: str) -> None:
-    assert question_problem(question, HYPOTHESIS, ["Who measured it first?"],
-                            INSTRUCTIONS) is None
+    earlier = ["Who measured it first?", "At what pressure does water boil at 90 degrees?"]
+    assert question_problem(question, HYPOTHESIS, earlier, INSTRUCTIONS) is None
 
 
 def test_answers_empty_or_echoed_are_named_and_real_ones_pass() -> None:

@@ -307,6 +307,10 @@ async def _ask_async(home: Path, *args: str) -> subprocess.CompletedProcess[str]
 async def test_ask_c_sends_the_previous_question_and_answer(tmp_path: Path, proxy) -> None:
     home = tmp_path / "home"
     _write_config(home, proxy.url)
+    # the answers are scripted (what is tested is what the server is sent), the wire is real
+    proxy.scripts |= {"hello": ("Hello, Ziggurat-7!", "stop"), "cat": ("Ziggurat-7.", "stop"),
+                      "topic": ("Sure, a new topic.", "stop")}
+    proxy.plan = ["script:hello", "script:cat", "script:topic"]
     first = await _ask_async(home, "My cat is called Ziggurat-7. Say hello.")
     assert first.returncode == 0, first.stderr
     conversation = first.stderr.split("conversation ", 1)[1].split()[0]

@@ -78,9 +78,17 @@ def stored(directory: Path) -> dict[str, Any]:
     return data
 
 
-async def test_a_whole_interrogation_ends_with_a_schema_valid_audit(
+NAMED_FAILURES = ("gave no usable question", "gave no real answer", "still invalid after a retry")
+"""How a session on the tiny model may honestly fail: each cause named."""
+
+
+async def test_a_whole_interrogation_on_the_tiny_model_ends_in_a_verdict_or_a_named_failure(
     llama_server: LlamaServer, paths: Paths, tmp_path: Path
 ) -> None:
+    """The issue's done-when, on the real server with the tiny base model as both roles (its
+    words are not relied on): at least three real rounds and a verdict, or `failed` with the
+    cause named; never `completed` on empty rounds. Either way the plumbing holds: events in
+    order, every one in the log, the session stored."""
     config = make_config({"llama": llama_server.url}, ["llama"], ["llama"])
     store = SessionStore(tmp_path / "sessions")
     events, directory = await interrogate(config, paths, store)
@@ -88,20 +96,15 @@ async def test_a_whole_interrogation_ends_with_a_schema_valid_audit(
     kinds = [type(e) for e in events]
     assert kinds[0] is Started and kinds[-1] is Finished
     final = events[-1]
-    assert isinstance(final, Finished) and final.status in ("completed", "limit-reached")
-    assert any(isinstance(e, QuestionDelta) for e in events), "the question was not streamed"
-    assert any(isinstance(e, AnswerDelta) for e in events), "the answer was not streamed"
+    assert isinstance(final, Finished)
     roles = {e.role for e in events if isinstance(e, ProviderChosen)}
-    assert roles == {"detective", "witness"}
-    # each round in order: question, answer, analysis, then the pair is complete
+    assert "detective" in roles
     phases = [(e.phase, e.sequence) for e in events if isinstance(e, Phase)]
     rounds = [e.pair.sequence for e in events if isinstance(e, PairCompleted)]
-    assert rounds == list(range(1, len(rounds) + 1)) and rounds
+    assert rounds == list(range(1, len(rounds) + 1))
     for n in rounds:
         assert phases.index(("question", n)) < phases.index(("answer", n)) \
             < phases.index(("analysis", n))
-    assert phases[-1] == ("audit", len(rounds))
-
     session = stored(directory)
     assert session["status"] == final.status and session["end_time"] is not None
     assert len(session["qa_pairs"]) == len(rounds) == session["current_iteration"]
@@ -109,23 +112,31 @@ async def test_a_whole_interrogation_ends_with_a_schema_valid_audit(
         jsonschema.validate(pair["gap_analysis"], gap_schema(1, FAST["analysis_max_tokens"]))
         assert pair["question"].strip()
         assert pair["provider_used"] == {"detective": "llama:gemma", "witness": "llama:gemma"}
-    audit = session["audit_result"]
-    assert audit is not None and audit["summary"].strip()
-    reply = {
-        "contradictions": [
-            {"questions": [i + 1 for i in c["qa_pair_indexes"]], "description": c["description"]}
-            for c in audit["contradictions"]
-        ],
-        "summary": audit["summary"],
-    }
-    jsonschema.validate(reply, audit_schema(len(rounds), FAST["audit_max_tokens"]))
-    assert audit["remaining_gaps"] == session["qa_pairs"][-1]["gap_analysis"]["gaps"]
-    # the score is recomputable from what is stored
-    loaded = store.load(directory.name)
-    assert loaded.audit_result is not None
-    assert loaded.audit_result.consistency_score == consistency_score(
-        len(loaded.audit_result.contradictions), loaded.audit_result.remaining_gaps
-    )
+    if final.status == "failed":
+        assert final.reason and any(cause in final.reason for cause in NAMED_FAILURES), \
+            final.reason
+        assert session["audit_result"] is None and session["error"] == final.reason
+    else:
+        assert final.status in ("completed", "limit-reached")
+        assert len(rounds) >= 3  # min_rounds
+        assert any(pair["answer_problem"] is None and pair["answer"].strip()
+                   for pair in session["qa_pairs"])
+        audit = session["audit_result"]
+        assert audit is not None and audit["summary"].strip()
+        reply = {
+            "contradictions": [{"questions": [i + 1 for i in c["qa_pair_indexes"]],
+                                "description": c["description"]}
+                               for c in audit["contradictions"]],
+            "summary": audit["summary"], "verdict": audit["verdict"],
+            "probability_false": audit["probability_false"],
+            "deciding_rounds": audit["deciding_rounds"],
+        }
+        jsonschema.validate(reply, audit_schema(len(rounds), FAST["audit_max_tokens"]))
+        assert phases[-1] == ("audit", len(rounds))
+        loaded = store.load(directory.name)
+        assert loaded.audit_result is not None
+        assert loaded.audit_result.consistency_score == consistency_score(
+            len(loaded.audit_result.contradictions), loaded.audit_result.remaining_gaps)
     # the log holds the same events, deltas batched into fewer records
     records = read_events(directory / "events.jsonl")
     assert [r.n for r in records] == list(range(1, len(records) + 1))
@@ -137,18 +148,42 @@ async def test_a_whole_interrogation_ends_with_a_schema_valid_audit(
         == [k for k in kinds if k not in deltas]
 
 
+def script_round(proxy: FaultProxy) -> None:
+    """A question, an answer, an analysis that lets the loop close and an audit, scripted."""
+    proxy.scripts |= {
+        "q": ("At what temperature does water boil?", "stop"),
+        "a": ("At 100 degrees Celsius at sea level.", "stop"),
+        "gap": (json.dumps({"gaps": [], "completeness_score": 90,
+                            "requires_follow_up": False}), "stop"),
+        "audit": (json.dumps({"contradictions": [], "summary": "The witness gave the usual "
+                              "boiling point at sea level.", "verdict": "true",
+                              "probability_false": 0.1, "deciding_rounds": [1]}), "stop"),
+    }
+
+
 async def test_a_fault_mid_interrogation_lands_in_the_audit_trail_and_the_run_finishes(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
+    steady = FaultProxy(llama_server.base)  # a second proxy: the steady provider's words
+    await steady.start()
     config = make_config(
-        {"flaky": proxy.url, "steady": llama_server.url}, ["flaky", "steady"], ["steady"]
+        {"flaky": proxy.url, "steady": steady.url}, ["flaky", "steady"], ["steady"],
+        min_rounds=1,
     )
     proxy.scripts["partial"] = ("What exactly happens to the water when", "cut")
-    proxy.plan = ["script:partial"]  # the first question is cut mid-stream
-    events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+    script_round(proxy)
+    script_round(steady)
+    # the first question is cut mid-stream and steady asks it; flaky, first in the chain
+    # still, gives the analysis and the audit
+    proxy.plan = ["script:partial", "script:gap", "script:audit"]
+    steady.plan = ["script:q", "script:a"]
+    try:
+        events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+    finally:
+        await steady.stop()
 
     final = events[-1]
-    assert isinstance(final, Finished) and final.status in ("completed", "limit-reached")
+    assert isinstance(final, Finished) and final.status == "completed", final
     session = stored(directory)
     trail = [(t["event"], t["role"], t["from_provider"], t["to_provider"])
              for t in session["audit_trail"]]
@@ -166,10 +201,10 @@ async def test_a_fault_mid_interrogation_lands_in_the_audit_trail_and_the_run_fi
 async def test_an_invalid_structured_reply_is_retried_once_with_the_error(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
-    config = make_config({"via": proxy.url}, ["via"], ["via"])
-    # question, answer, then a gap analysis that is not JSON, then the real one
-    proxy.scripts["q"] = ("At what temperature does water boil?", "stop")
-    proxy.plan = ["script:q", "pass", "invalid_json"]
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
+    # question, answer, then a gap analysis that is not JSON, then a valid one
+    script_round(proxy)
+    proxy.plan = ["script:q", "script:a", "invalid_json", "script:gap", "script:audit"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
 
     assert isinstance(events[-1], Finished) and events[-1].status != "failed"
@@ -188,8 +223,8 @@ async def test_a_reply_still_invalid_after_the_retry_fails_the_session_cleanly(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     config = make_config({"via": proxy.url}, ["via"], ["via"])
-    proxy.scripts["q"] = ("At what temperature does water boil?", "stop")
-    proxy.plan = ["script:q", "pass", "invalid_json", "invalid_json"]
+    script_round(proxy)
+    proxy.plan = ["script:q", "script:a", "invalid_json", "invalid_json"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
 
     final = events[-1]
@@ -207,10 +242,14 @@ async def test_a_reply_still_invalid_after_the_retry_fails_the_session_cleanly(
 
 @pytest.mark.parametrize("phase", ["question", "answer"])
 async def test_cancelling_stops_both_models_within_a_second(
-    phase: str, llama_server: LlamaServer, paths: Paths, tmp_path: Path
+    phase: str, llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     long = {"question_max_tokens": 400} if phase == "question" else {"answer_max_tokens": 400}
-    config = make_config({"llama": llama_server.url}, ["llama"], ["llama"], **long)
+    # the answer phase needs a usable question first: scripted; the answer is the real model's
+    # (through the proxy, which passes it on)
+    script_round(proxy)
+    proxy.plan = ["script:q"] if phase == "answer" else []
+    config = make_config({"llama": proxy.url}, ["llama"], ["llama"], **long)
     router = Router(config, paths, persist=False)
     store = SessionStore(tmp_path / "s")
     journal = store.create("Cancel me", 5)
@@ -249,7 +288,8 @@ async def test_a_long_invalid_reply_is_shown_back_only_in_part(
     rambling = "I think the analysis is as follows, " * 120 + "and that is all."
     proxy.scripts |= {"q": ("At what temperature does water boil?", "stop"),
                       "ramble": (rambling, "stop")}
-    proxy.plan = ["script:q", "pass", "script:ramble"]
+    proxy.scripts["a"] = ("At 100 degrees Celsius at sea level.", "stop")
+    proxy.plan = ["script:q", "script:a", "script:ramble"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
     retry_request = json.loads(proxy.requests[3])
     echoed = retry_request["messages"][-2]

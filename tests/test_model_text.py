@@ -105,7 +105,8 @@ async def test_structured_replies_wrapped_in_prose_or_fences_are_accepted(
                 "stop"),
         "audit": (f"Sure. {AUDIT} Let me know if you need more.", "stop"),
     }
-    proxy.plan = ["script:q1", "pass", "script:gap", "script:audit"]
+    proxy.scripts["a1"] = ("In 1889, for the world's fair.", "stop")
+    proxy.plan = ["script:q1", "script:a1", "script:gap", "script:audit"]
     store = SessionStore(tmp_path / "s")
     events, directory = await run(proxy, paths, store, "Ice floats on water")
     assert isinstance(events[-1], Finished) and events[-1].status == "completed"

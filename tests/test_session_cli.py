@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,15 +20,21 @@ from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.sessions import SessionStore
 from tests.conftest import ROOT, LlamaServer, cli
 from tests.factory import stored_session
+from tests.scripted import ScriptedModel, detective
 from tests.test_interrogation import FAST
 
 
-def write_config(home: Path, server: LlamaServer) -> None:
+def write_config(home: Path, server: LlamaServer, sleuth: str) -> None:
+    """The witness is the real llama.cpp server (its words stream for real and are not relied
+    on); the detective is scripted (tests/scripted.py), so every run asks three usable
+    questions and ends with a verdict whatever the tiny model answers."""
     fast = "\n".join(f"{k} = {json.dumps(v)}" for k, v in FAST.items())
     (home / "config.toml").write_text(
         f'[providers.llama]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{server.url}"\n'
-        'first_token_timeout = 30\nstall_timeout = 15\n\n'
-        '[roles]\ndetective = ["llama"]\nwitness = ["llama"]\n\n'
+        'first_token_timeout = 30\nstall_timeout = 15\npriority = 1\n\n'
+        f'[providers.sleuth]\nkind = "openai"\nmodel = "scripted"\nbase_url = "{sleuth}"\n'
+        'priority = 2\n\n'
+        '[roles]\ndetective = ["sleuth"]\nwitness = ["llama"]\n\n'
         f"[interrogation]\n{fast}\n"
     )
 
@@ -88,9 +95,10 @@ KILL_AFTER = ["started", "phase", "provider", "question_delta", "answer_delta", 
 
 
 @pytest.fixture
-def configured(home: Path, llama_server: LlamaServer) -> SessionStore:
-    write_config(home, llama_server)
-    return SessionStore(home / "data" / "sessions")
+def configured(home: Path, llama_server: LlamaServer) -> Iterator[SessionStore]:
+    with ScriptedModel(detective, pace=0.01) as sleuth:
+        write_config(home, llama_server, sleuth.url + "/v1")
+        yield SessionStore(home / "data" / "sessions")
 
 
 def test_run_streams_a_transcript_and_every_command_reads_the_session(
@@ -99,19 +107,25 @@ def test_run_streams_a_transcript_and_every_command_reads_the_session(
     done = detektiv("run", "Vitamin B3 lowers cholesterol", "--limit", "5")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "── Round 1" in out and "Q [llama:gemma] " in out and "A [llama:gemma] " in out
+    assert "── Round 1" in out and "Q [sleuth:scripted] " in out and "A [llama:gemma] " in out
+    assert "Verdict: undetermined · p(false) 0.50" in out
     assert "completeness " in out and "── Audit" in out and "Consistency score: " in out
     (row,) = configured.list()
     session = configured.load(row.dir)
-    assert out.rstrip().endswith(f"Session {session.id} {session.status}")
+    assert out.rstrip().endswith(
+        f"Session {session.id} {session.status}: the detective was satisfied after 3 rounds "
+        "(completeness 90/100, no high-severity gap)")
     assert session.status in ("completed", "limit-reached") and session.audit_result
 
+    assert len(session.qa_pairs) == 3  # min_rounds, then the detective may close
     listing = json.loads(detektiv("sessions", "--json").stdout)
-    assert [(r["id"], r["status"], r["score"], r["hypothesis"]) for r in listing] == [
+    assert [(r["id"], r["status"], r["score"], r["hypothesis"], r["verdict"],
+             r["probability_false"]) for r in listing] == [
         (str(session.id), session.status, session.audit_result.consistency_score,
-         "Vitamin B3 lowers cholesterol")]
+         "Vitamin B3 lowers cholesterol", "undetermined", 0.5)]
     table = detektiv("sessions").stdout
     assert str(session.id)[:8] in table and "Vitamin B3" in table
+    assert "VERDICT" in table and "undetermined (p 0.50)" in table
 
     shown = detektiv("show", str(session.id)[:8])
     assert shown.returncode == 0
@@ -175,10 +189,11 @@ def test_ctrl_c_and_sigterm_store_the_run_as_cancelled_and_resume_finishes_it(
     terminated.process.send_signal(signal.SIGTERM)
     assert terminated.finish(timeout=10) == 130
     assert "Traceback" not in terminated.err
-    assert configured.load(row.dir).status == "cancelled"
+    stopped_session = configured.load(row.dir)
+    assert stopped_session.status == "cancelled"
     resumed = detektiv("resume", row.id)
     assert resumed.returncode == 0, resumed.stderr
-    assert "resumed after round 0" in resumed.stdout
+    assert f"resumed after round {len(stopped_session.qa_pairs)}\n" in resumed.stdout
     session = configured.load(row.dir)
     assert session.status in ("completed", "limit-reached")
     assert [t.event for t in session.audit_trail].count("resumed") == 2

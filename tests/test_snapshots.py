@@ -54,7 +54,8 @@ def fixed_session(root: Path, n: int, status: str = "completed") -> Interrogatio
         detective="cloud:gpt-4o", witness="local:gemma-3-270m",
     )
     audit = AuditResult(consistency_score=92, remaining_gaps=gaps,
-                        summary="The witness places the shipment at the harbour.")
+                        summary="The witness places the shipment at the harbour.",
+                        verdict="false", probability_false=0.8, deciding_rounds=[1])
     session = InterrogationSession(
         id=uuid.UUID(hex=f"{(n + 1) * 0x1234567:08x}" + "0" * 24), hypothesis=Hypothesis(
             text=f"Hypothesis {n}: the shipment left on the third", created_at=begun),
@@ -108,11 +109,14 @@ def test_live_tab(home: Path, snap_compare: Any) -> None:
     async def open_newest(pilot: Any) -> None:
         await settle(pilot)
         await pilot.press("o")
-        await pilot.pause(0.5)
         app = pilot.app
+        deadline = time.monotonic() + 30  # the replay is done when the status says how it ended
+        while not app.live.status_text.startswith("completed"):
+            assert time.monotonic() < deadline, app.live.status_text
+            await pilot.pause(0.05)
         app.clear_notifications()
         app.live.query_one("#transcript").focus()
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(make_app(home), terminal_size=SIZE, run_before=open_newest)
 

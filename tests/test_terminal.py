@@ -182,12 +182,13 @@ def test_a_stock_textual_app_does_crash_on_it(home: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("tmux") is None and not os.environ.get("CI"),
                     reason="tmux is not installed")
-def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
+def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer, sleuth: str) -> None:
     """tmux starts detektiv; keys start an interrogation; the pane shows the streamed answer
-    and then the audit."""
+    and then the audit with its verdict. The witness is the real server; the detective is
+    scripted (its questions and verdict must not depend on what the tiny model says)."""
     assert shutil.which("tmux"), "tmux is required in CI"
-    (home / "config.toml").write_text(config_text({"llama": llama_server.url}, ["llama"],
-                                                  ["llama"]))
+    (home / "config.toml").write_text(config_text(
+        {"llama": llama_server.url, "sleuth": sleuth}, ["sleuth"], ["llama"]))
     (home / "oracles").mkdir()
     # an oracle the tiny model answers greedily on a case holding call.vtt (see test_consult)
     (home / "oracles" / "judge.md").write_text(
@@ -222,9 +223,10 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer) -> None:
         wait("Hypothesis…")
         subprocess.run([*tmux, "send-keys", "Bees make honey", "Enter"], check=True)
         screen = wait("Answer · llama:gemma")
-        assert "Question · llama:gemma" in screen
+        assert "Question · sleuth:gemma" in screen
         screen = wait("consistency", timeout=120)
-        assert "Audit" in screen and "Gap analysis 1" in screen
+        assert "Audit" in screen and "Gap analysis" in screen
+        assert "verdict: undetermined · p(false) 0.50" in screen
         # the Oracles tab works on the session Live shows; then a new case from the keyboard,
         # a note imported by path, and the highlighted oracle consulted on it
         subprocess.run([*tmux, "send-keys", "3"], check=True)

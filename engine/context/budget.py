@@ -117,11 +117,17 @@ async def _discover(provider: Provider) -> tuple[int | None, bool, bool]:
     except Exception as exc:  # a server that cannot say is not a failed call
         log.info("%s: window not discovered: %s", provider.name, exc)
         told, keep = None, False
-    try:
-        exact = await provider.count_tokens([Message("user", "ok")]) is not None
-    except Exception as exc:
-        log.info("%s: cannot count tokens: %s", provider.name, exc)
-        exact = False
+    exact = False
+    for attempt in (1, 2):  # a probe that got no answer (a busy machine) is asked once more
+        try:
+            exact = await provider.count_tokens([Message("user", "ok")]) is not None
+            break
+        except Exception as exc:
+            log.info("%s: cannot count tokens: %s", provider.name, exc)
+            if not _transient(exc):
+                break
+            if attempt == 2:  # still no answer: estimate now, ask again next time
+                keep = False
     return told, exact, keep
 
 

@@ -45,6 +45,7 @@ from engine import (
     strip_control,
     trail_line,
     verdict_line,
+    verdict_short,
 )
 from tui.funnel import Guarded
 from tui.messages import SessionShown
@@ -376,7 +377,8 @@ class LiveScreen(Guarded, Screen[None]):
     def show_audit(self, audit: AuditResult) -> None:
         verdict = verdict_line(audit)
         badge = self.query_one("#verdict-badge", Static)
-        badge.update(Content(verdict or "verdict: –"))
+        badge.update(Content("verdict: " + (verdict_short(audit.verdict, audit.probability_false)
+                                            or "–")))
         badge.set_classes(f"badge verdict-{audit.verdict or 'none'}")
         lines = ([verdict] if verdict else []) + [f"consistency {audit.consistency_score}/100"]
         lines += [f"contradiction {contradiction(c)}" for c in audit.contradictions]
