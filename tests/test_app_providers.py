@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from textual.pilot import Pilot
 from textual.widgets import DataTable, ProgressBar, Static
 
 from engine import Paths, load_config
@@ -51,6 +52,20 @@ async def test_health_enable_and_priority(home: Path, llama_server: LlamaServer)
         assert app.internal_errors == []
 
 
+async def progress_until(pilot: Pilot[int], app: DetektivApp, notice: str) -> set[float]:
+    """The values the pull bar showed until `notice` came; the bar is hidden again then."""
+    bar = app.screen.query_one("#pull-progress", ProgressBar)
+    seen: set[float] = set()
+    deadline = time.monotonic() + 60
+    while ("", notice) not in app.notices and time.monotonic() < deadline:
+        if bar.display and bar.progress:
+            seen.add(bar.progress)
+        await pilot.pause(0.01)
+    assert ("", notice) in app.notices, app.notices
+    assert not bar.display
+    return seen
+
+
 def ollama_routes() -> dict[str, object]:
     def pull_body() -> Iterator[bytes]:
         yield b'{"status": "pulling manifest"}\n'
@@ -86,16 +101,8 @@ async def test_ollama_models_and_pull_with_progress(home: Path) -> None:
             await pilot.press("p")
             assert isinstance(app.screen, PromptDialog)
             await pilot.press(*"qwen3:4b", "enter")
-            bar = app.screen.query_one("#pull-progress", ProgressBar)
-            seen: set[float] = set()
-            deadline = time.monotonic() + 20
-            while ("", "Pulled qwen3:4b.") not in app.notices and time.monotonic() < deadline:
-                if bar.display and bar.progress:
-                    seen.add(bar.progress)
-                await pilot.pause(0.03)
-            assert ("", "Pulled qwen3:4b.") in app.notices
+            seen = await progress_until(pilot, app, "Pulled qwen3:4b.")
             assert len(seen) >= 2 and max(seen) <= 1000, seen  # the bar moved as bytes came
-            assert not bar.display
         pulls = [r for r in server.requests if r.path == "/api/pull"]
         assert [r.json()["model"] for r in pulls] == ["qwen3:4b"]
 
@@ -144,17 +151,8 @@ async def test_a_gguf_model_is_pulled_from_the_providers_tab_with_a_progress_bar
             await pilot.press("P")
             assert isinstance(app.screen, PromptDialog)
             await pilot.press(*"acme/Tiny-GGUF tiny.gguf", "enter")
-            bar = app.screen.query_one("#pull-progress", ProgressBar)
-            seen: set[float] = set()
-            done = "pulled tiny: use it as local:tiny"
-            deadline = time.monotonic() + 60
-            while ("", done) not in app.notices and time.monotonic() < deadline:
-                if bar.display and bar.progress:
-                    seen.add(bar.progress)
-                await pilot.pause(0.01)
-            assert ("", done) in app.notices, app.notices
+            seen = await progress_until(pilot, app, "pulled tiny: use it as local:tiny")
             assert len(seen) >= 2 and max(seen) <= 30_000_000 + 4096, seen
-            assert not bar.display
             await pilot.press("L")
             await until(pilot, lambda: "• tiny: pulled" in str(detail.render()))
             assert app.internal_errors == []

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import ConfigError, Paths, load_config, save_config
-from engine.config import GEMINI_URL
+from engine.config import GEMINI_URL, default_local_model
 
 
 def write(paths: Paths, text: str, mode: int = 0o600) -> None:
@@ -22,7 +22,8 @@ def test_no_file_means_the_embedded_model(paths: Paths) -> None:
     config = load_config(paths, env={})
     assert list(config.providers) == ["local"]
     local = config.providers["local"]
-    assert (local.kind, local.model, local.origin) == ("local", "gemma-3-270m", "default")
+    assert (local.kind, local.model, local.origin) == ("local", default_local_model(), "default")
+    assert local.is_demonstration
     assert local.total_timeout == 120
 
 

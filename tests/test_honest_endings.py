@@ -16,6 +16,7 @@ from engine.interrogation import Interrogation
 from engine.models.events import Advice, AnswerUnusable, Finished, PairCompleted
 from engine.storage.sessions import SessionStore
 from tests.faults import FaultProxy
+from tests.test_interrogation import interrogate as run_interrogation
 from tests.test_interrogation import make_config
 from tui.cli.printer import TranscriptPrinter
 
@@ -53,13 +54,8 @@ async def interrogate(proxy: FaultProxy, paths: Paths, store: SessionStore, limi
                       hypothesis: str = "Water boils at 100 degrees Celsius everywhere.",
                       **settings: Any) -> tuple[list[Any], str]:
     config = make_config({"via": proxy.url}, ["via"], ["via"], **settings)
-    router = Router(config, paths, persist=False)
-    journal = store.create(hypothesis, limit)
-    try:
-        events = [e async for e in Interrogation(router, journal, config.interrogation).run()]
-    finally:
-        await router.aclose()
-    return events, journal.directory.name
+    events, directory = await run_interrogation(config, paths, store, hypothesis, limit)
+    return list(events), directory.name
 
 
 async def test_no_follow_up_at_zero_is_advice_the_loop_overrules_for_min_rounds(
@@ -283,6 +279,8 @@ async def test_the_embedded_detective_is_called_a_demonstration_model(
         await router.aclose()
     advice = events[1]
     assert isinstance(advice, Advice)
-    assert advice.text.startswith("the detective is the embedded gemma-3-270m, a small "
-                                  "demonstration model")
+    from engine import default_local_model
+
+    assert advice.text.startswith(f"the detective is the embedded {default_local_model()}, a "
+                                  "small demonstration model")
     assert "detektiv models pull" in advice.text

@@ -61,10 +61,11 @@ def make_config(providers: dict[str, str], detective: list[str], witness: list[s
 
 
 async def interrogate(
-    config: Config, paths: Paths, store: SessionStore, hypothesis: str = "Water boils at 100 C"
+    config: Config, paths: Paths, store: SessionStore, hypothesis: str = "Water boils at 100 C",
+    limit: int = 5,
 ) -> tuple[list[InterrogationEvent], Path]:
     router = Router(config, paths, persist=False)
-    journal = store.create(hypothesis, 5)
+    journal = store.create(hypothesis, limit)
     try:
         events = [e async for e in Interrogation(router, journal, config.interrogation).run()]
     finally:

@@ -11,14 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine import Paths, Router, to_markdown
-from engine.interrogation import Interrogation
+from engine import Paths, to_markdown
 from engine.models.events import AnswerCutOff, Finished, PairCompleted
 from engine.models.session import ANSWER_CUT_OFF
 from engine.prompts import fill, fill_tokens
 from engine.storage.sessions import SessionStore
 from tests.faults import FaultProxy
-from tests.test_interrogation import make_config
+from tests.test_interrogation import interrogate, make_config
 from tui.cli.printer import TranscriptPrinter
 
 PLACEHOLDERS = ("{{HYPOTHESIS}}", "{{TRANSCRIPT}}", "{{SEQUENCE}}", "{{LIMIT}}", "{{SCHEMA}}",
@@ -51,15 +50,10 @@ def test_fill_is_one_pass() -> None:
 
 async def run(proxy: FaultProxy, paths: Paths, store: SessionStore, hypothesis: str,
               limit: int = 5, temperature: float | None = None) -> tuple[list[Any], str]:
-    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
-    config.interrogation.temperature = temperature
-    router = Router(config, paths, persist=False)
-    journal = store.create(hypothesis, limit)
-    try:
-        events = [e async for e in Interrogation(router, journal, config.interrogation).run()]
-    finally:
-        await router.aclose()
-    return events, journal.directory.name
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1,
+                         temperature=temperature)
+    events, directory = await interrogate(config, paths, store, hypothesis, limit)
+    return list(events), directory.name
 
 
 def sent(proxy: FaultProxy, index: int) -> str:

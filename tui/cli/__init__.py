@@ -65,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     server.add_argument("--port", type=int, default=8080, metavar="N", help="0 picks a free port")
     server.add_argument("--model", metavar="NAME|GGUF",
-                        help="a model of `detektiv models` or a GGUF file (default: gemma-3-270m)")
+                        help="a model of `detektiv models` or a GGUF file "
+                        "(default: the embedded one)")
     server.add_argument("--parallel", type=int, default=4, metavar="N", help="concurrent slots")
     server.add_argument("--ctx", type=int, default=32768, metavar="N",
                         help="total context size, shared by the slots")

@@ -271,14 +271,14 @@ def _port_free(port: int) -> bool:
 
 def local_server(paths: Paths, args: argparse.Namespace) -> int:
     """Serve the embedded model on 127.0.0.1 until SIGINT or SIGTERM."""
-    from engine import BUNDLED_MODEL, LlamaEngine, LlamaOptions, resolve_model_path
+    from engine import LlamaEngine, LlamaOptions, default_local_model, resolve_model_path
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: not a port number")
     if args.port and not _port_free(args.port):
         raise ConfigError(f"--port {args.port}: already in use on 127.0.0.1")
     try:
-        model = resolve_model_path(args.model or BUNDLED_MODEL, paths)
+        model = resolve_model_path(args.model or default_local_model(), paths)
     except FileNotFoundError as exc:
         raise ConfigError(f"--model {args.model}: {exc}") from None
     if not model.is_file():

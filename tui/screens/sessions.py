@@ -13,7 +13,13 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine import SessionSummary, atomic_write_text, strip_control, verdict_cell
+from engine import (
+    DetektivError,
+    SessionSummary,
+    atomic_write_text,
+    strip_control,
+    verdict_cell,
+)
 from tui._format import local_minute
 from tui.funnel import Guarded
 from tui.messages import NewSessionWanted, SessionOpened
@@ -123,9 +129,15 @@ class SessionsScreen(Guarded, Screen[None]):
             table.move_cursor(row=self.shown.index(current), animate=False)
 
     def empty_text(self) -> str:
-        """What an empty Sessions tab says: how to start the first interrogation."""
-        return (f"No sessions yet. Press {self.app.key_for('new', 'n')} to start your first "
+        """What an empty Sessions tab says: how to start the first interrogation (and, on the
+        embedded model, that it is a demonstration model)."""
+        text = (f"No sessions yet. Press {self.app.key_for('new', 'n')} to start your first "
                 "interrogation (headless: detektiv run \"…\").")
+        try:
+            advice = self.app.workspace.advice()
+        except DetektivError:
+            advice = None
+        return text + (f" Note: {advice}." if advice else "")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
