@@ -193,9 +193,9 @@ class Interrogation:
                     async for event in events:
                         yield event
             if not any(pair.answered for pair in session.qa_pairs):
+                witness = self._role_label("witness")
                 raise InterrogationFailed(no_testimony(
-                    len(session.qa_pairs), self._role_label("witness"),
-                    demonstration_note(self._chain_configs("witness"), "witness") is not None))
+                    len(session.qa_pairs), witness, self._is_demonstration(witness)))
             yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
             async with aclosing(self._audit()) as events:
                 async for event in events:
@@ -224,11 +224,16 @@ class Interrogation:
 
     def _role_label(self, role: Role) -> str:
         """Who played `role` last (`"{provider}:{model}"`), else the chain's first."""
-        for pair in reversed(self.session.qa_pairs):
-            return pair.provider_used.detective if role == "detective" else \
-                pair.provider_used.witness
+        if self.session.qa_pairs:
+            used = self.session.qa_pairs[-1].provider_used
+            return used.detective if role == "detective" else used.witness
         chain = self.router.chain(role)
         return self._labels.get(chain[0], chain[0]) if chain else role
+
+    def _is_demonstration(self, label: str) -> bool:
+        """Whether the provider labelled `label` runs a model shipped for demonstration."""
+        return any(p.label == label and p.config.is_demonstration
+                   for p in self.router.providers.values())
 
     def _request(
         self, messages: list[Message], max_tokens: int,
@@ -337,8 +342,7 @@ class Interrogation:
             label, problem = rejected[-1]
             if attempt == QUESTION_ATTEMPTS:
                 raise InterrogationFailed(no_usable_question(
-                    label, QUESTION_ATTEMPTS, problem,
-                    demonstration_note(self._chain_configs("detective")) is not None))
+                    label, QUESTION_ATTEMPTS, problem, self._is_demonstration(label)))
             # the router's trail entry (degenerate output) has said what was wrong with it
             prompt = prompt.noted(fill(load_prompt("question_retry"), SEQUENCE=sequence,
                                        PROBLEM=problem))
