@@ -175,8 +175,7 @@ def test_ctrl_c_and_sigterm_store_the_run_as_cancelled_and_resume_finishes_it(
     configured: SessionStore,
 ) -> None:
     run = Running("run", "Salt dissolves in water", "--limit", "5")
-    run.wait_for("A [llama:gemma]")
-    time.sleep(0.2)
+    run.wait_for("── Round 2")  # a round is stored; two more and the audit are to come
     stopped = time.monotonic()
     run.process.send_signal(signal.SIGINT)
     assert run.finish(timeout=10) == 130
@@ -185,7 +184,7 @@ def test_ctrl_c_and_sigterm_store_the_run_as_cancelled_and_resume_finishes_it(
     (row,) = configured.list()
     assert row.status == "cancelled"
     terminated = Running("resume", row.id)
-    terminated.wait_for("A [llama:gemma]")
+    terminated.wait_for("── Round")  # at least one round and the audit are to come
     terminated.process.send_signal(signal.SIGTERM)
     assert terminated.finish(timeout=10) == 130
     assert "Traceback" not in terminated.err

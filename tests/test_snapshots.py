@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from engine import Paths, load_config
 from engine.models.events import (
@@ -215,6 +216,8 @@ def test_oracles_tab_case_agent(home: Path, snap_compare: Any) -> None:
                 if pilot.app.screen.query_one("#agent").stop is not None:
                     break
             pilot.app.clear_notifications()
+            for field in pilot.app.screen.query(Input):  # a blinking cursor is a coin toss
+                field.cursor_blink = False
             await pilot.pause(0.3)
 
         assert snap_compare(app, terminal_size=(130, 36), run_before=agent)
