@@ -5,9 +5,10 @@ text, so the loop, the tests and the documentation share one definition:
 
 - **A question** is unusable when it is empty, has no words, only repeats the hypothesis or an
   earlier question, echoes a prompt placeholder, a marker or the instructions it was given,
-  writes transcript labels (`Q2:`, `A1:`) instead of asking, or is not a question at all (no
-  question mark, and no interrogative or imperative first word in English, German, Portuguese,
-  Spanish or French).
+  imitates the transcript (answers of its own after `A1:`, or several `Q2:` questions; one
+  label before one question is tolerated), or is not a question at all (no question mark, and
+  no interrogative or imperative first word in English, German, Portuguese, Spanish or
+  French).
 - **An answer** that is empty or only repeats the question is kept as testimony, named
   (`no answer`), and the detective presses on it.
 - **A gap analysis contradicts itself** when it needs no follow-up yet rates completeness below
@@ -67,7 +68,7 @@ _ECHO_SHARE = 0.6
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PLACEHOLDER = re.compile(r"\{\{\s*[A-Z_][A-Z0-9_]*\s*\}\}")
-_LABELS = re.compile(r"^\s*(?:\*\*)?(?:Q|A|Question|Answer)\s*\d+\s*(?:\*\*)?\s*:", re.M | re.I)
+_LABELS = re.compile(r"^\s*(?:\*\*)?(Q|A|Question|Answer)\s*\d+\s*(?:\*\*)?\s*:", re.M | re.I)
 _QUESTION_MARKS = ("?", "？", "¿", "؟")
 _OPENERS = frozenset("""
 what who whom whose which when where why how is are was were am do does did can could would
@@ -143,7 +144,10 @@ def question_problem(
     for number, question in enumerate(earlier, start=1):
         if _same(words, _words(question)):
             return f"it repeats question {number}"
-    if _LABELS.search(stripped):
+    labels = [found.group(1).lower() for found in _LABELS.finditer(stripped)]
+    if any(label in ("a", "answer") for label in labels) or len(labels) > 1:
+        # one "Question 2:" before a question is a habit, not a fault; answers it wrote for
+        # the witness, or several questions, are the transcript imitated
         return "it writes transcript lines (Q1:, A1:) instead of one question"
     if _echoes(words, instructions):
         return "it echoes the instructions it was given"

@@ -32,6 +32,7 @@ INSTRUCTIONS = (load_prompt("detective_question"), load_prompt("detective_turn")
     ("water boils at 100 degrees celsius at sea level?", "it only repeats the hypothesis"),
     ("At what pressure does water boil at 90 degrees?", "it repeats question 1"),
     ("Q1: What is the pressure?\nA1: One bar.", "it writes transcript lines"),
+    ("Q2: What is the pressure?\nQ3: And the heat?", "it writes transcript lines"),
     ("Ask exactly one clear, specific question at a time.",
      "it echoes the instructions it was given"),
     ("Reply with the question only.", "it echoes the instructions it was given"),
@@ -52,6 +53,7 @@ def test_an_unusable_question_is_named(question: str, problem: str) -> None:
     "Qual é a pressão ao nível do mar?",
     "What happens at 0.5 bar? And at 2 bar?",
     "At what pressure does water boil at 80 degrees?",  # question 1 with another number
+    "**Question 2:** Who measured the boiling point first?",  # a label is a habit, no fault
 ])
 def test_a_real_question_passes(question: str) -> None:
     earlier = ["Who measured it first?", "At what pressure does water boil at 90 degrees?"]
