@@ -208,14 +208,30 @@ def transcript_prompt(
     return Prompt(request=request, compose=compose, reshape=reshape)
 
 
+UNANSWERED = "(An earlier question you gave no answer to: {question})"
+"""How a question the witness left unanswered is carried into its next turn."""
+
+
+def _exchanges(rounds: Iterable[tuple[str, str]], question: str) -> list[Message]:
+    """User and assistant turns for (question, answer) rounds, then `question`. A round with no
+    answer gets no assistant turn (no words are put in the model's mouth): its question is
+    carried into the next user turn, said to be unanswered."""
+    messages: list[Message] = []
+    carried: list[str] = []
+    for asked, answer in rounds:
+        if not answer.strip():
+            carried.append(UNANSWERED.format(question=asked))
+            continue
+        messages += [Message("user", "\n\n".join([*carried, asked])),
+                     Message("assistant", answer)]
+        carried = []
+    return [*messages, Message("user", "\n\n".join([*carried, question]))]
+
+
 def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str) -> list[Message]:
     """The witness's side of the conversation: the questions and its own answers, then the new
     question. Never an analysis."""
-    history: list[Message] = []
-    for pair in pairs:
-        history += [Message("user", pair.question),
-                    Message("assistant", pair.answer or "(no answer)")]
-    return [*history, Message("user", question)]
+    return _exchanges(((pair.question, pair.answer) for pair in pairs), question)
 
 
 def witness_prompt(
@@ -238,12 +254,11 @@ def witness_prompt(
         plan = plan_rounds(rounds, limit - fixed, _omitted_cost(count))
         recalled: list[str] = []
         left_out: list[int] = []
-        history: list[Message] = []
+        whole: list[tuple[str, str]] = []
         for cost, mode, cap, qcap in plan.rounds:
             pair = cost.item
             if mode == "whole":
-                history += [Message("user", shorten(pair.question, qcap)),
-                            Message("assistant", shorten(pair.answer, cap) or "(no answer)")]
+                whole.append((shorten(pair.question, qcap), shorten(pair.answer, cap)))
             elif mode == "digest":
                 recalled.append(_witness_digest(pair))
             else:
@@ -251,7 +266,7 @@ def witness_prompt(
         if left_out:
             recalled.append(_left_out(left_out))
         head = system + (recall + "\n".join(recalled) if recalled else "")
-        return [Message("system", head), *history, Message("user", question)], plan.trim
+        return [Message("system", head), *_exchanges(whole, question)], plan.trim
 
     return Prompt(request=request, compose=compose)
 

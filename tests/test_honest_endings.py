@@ -174,6 +174,12 @@ async def test_an_empty_answer_is_testimony_shown_once_and_pressed_on(
     # the detective was told, and pressed on: question 2's prompt says so
     question2 = json.loads(proxy.requests[3])["messages"]
     assert "A1: (no answer)" in question2[-1]["content"]
+    # the witness is not shown an answer it never gave: no assistant turn, the question it
+    # left unanswered carried into its next one
+    witness2 = json.loads(proxy.requests[4])["messages"]
+    assert [m["role"] for m in witness2] == ["system", "user"]
+    assert witness2[1]["content"] == (f"(An earlier question you gave no answer to: "
+                                      f"{SCRIPTS['q1'][0]})\n\n{SCRIPTS['q2'][0]}")
     printer = TranscriptPrinter()
     for event in events:
         printer.show(event)

@@ -30,7 +30,7 @@ from engine.models.session import InterrogationSession, now
 from engine.oracles.catalog import Oracle
 from engine.oracles.context import CaseContext, ContextPlan, Holder, oracle_prompt, snapshot
 from engine.prompts import load_prompt
-from engine.providers import Done, Message, StreamRequest, TokenDelta
+from engine.providers import Done, StreamRequest, TokenDelta
 from engine.storage.atomic import atomic_write_text
 from engine.storage.sessions import RESPONSES_DIR
 
@@ -246,8 +246,8 @@ class Consultation:
     async def _consult(self, job: _Job, queue: asyncio.Queue[OracleEvent | None]) -> OracleEvent:
         oid = job.oracle.id
         state = _State()
-        # an empty answer is asked for again with a nudge (the empty turn, then "your reply
-        # was empty…"), sampled: measured on the bundled model, the nudge halves the empty
+        # an empty answer is asked for again with a nudge ("your reply was empty…", added to
+        # the user's turn), sampled: measured on the bundled model, the nudge halves the empty
         # answers, and a model that said nothing greedily says nothing again
         temperatures = (job.prompt.request.temperature, *EMPTY_RETRY_TEMPERATURES)
         try:
@@ -255,8 +255,7 @@ class Consultation:
                 for attempt, temperature in enumerate(temperatures):
                     prompt = job.prompt if attempt == 0 else replace(
                         job.prompt, request=replace(job.prompt.request, temperature=temperature)
-                    ).then(Message("assistant", "(empty)"),
-                           Message("user", load_prompt("empty_oracle")))
+                    ).noted(load_prompt("empty_oracle"))  # said to it, not put in its mouth
                     await self._stream(job, prompt, queue, state)
                     if "".join(job.parts).strip():
                         break
