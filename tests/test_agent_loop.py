@@ -163,7 +163,11 @@ async def test_the_turn_limit_ends_with_a_tool_free_summary_turn(paths) -> None:
     assert stop.reason == "turn_limit" and stop.turns == 6 and len(model.chats) == 6
     starts = of(events, TurnStarted)
     assert [s.tool_free for s in starts] == [False] * 5 + [True]
-    assert model.chats[-1][-1]["content"] == load_prompt("agent_last_turn").strip()
+    # the last turn's words close the last user turn (joined to the tool results before it:
+    # user and assistant alternate, as strict chat templates want)
+    assert model.chats[-1][-1]["content"].endswith(load_prompt("agent_last_turn").strip())
+    roles = [m["role"] for m in model.chats[-1]]
+    assert roles[0] == "system" and all(a != b for a, b in zip(roles[1:], roles[2:]))
     assert all(e.turn <= 5 for e in of(events, ToolCalled))  # none run in the summary turn
     assert "need_turn" in stop.evidence[0]
 
@@ -370,3 +374,17 @@ async def test_an_event_log_that_cannot_be_written_does_not_stop_the_run(paths) 
     notes = [e.text for e in of(events, AgentNote)]
     assert any("event log cannot be written" in n for n in notes)
     assert stop_of(events).reason == "context_sufficient"
+
+
+async def test_an_empty_reply_gets_no_turn_of_its_own(paths) -> None:  # type: ignore[no-untyped-def]
+    """Nothing is put in the model's mouth: after an empty reply the next request has no
+    assistant turn for it (no "(empty)"), and user and assistant still alternate."""
+    done = ('Nothing mentions Paris.\n<signal type="context_sufficient" confidence="0.9">'
+            "<sources_found>0</sources_found><source_types>sessions</source_types></signal>")
+    events, model, _ = await run_agent(paths, ["", done])
+    assert len(model.chats) >= 2
+    second = model.chats[1]
+    assert all(m["content"].strip() for m in second)
+    assert not any("(empty)" in m["content"] for m in second if m["role"] == "assistant")
+    roles = [m["role"] for m in second]
+    assert "assistant" not in roles and roles == ["system", "user"], roles

@@ -282,6 +282,7 @@ class AgentRun:
         run = list(self._messages)
         if tool_free:
             run.append(Message("user", load_prompt("agent_last_turn").strip()))
+        question, run = _alternate(question, run)
         full_system = self._system(self.chosen)
         small_system = self._system([s for s in self.chosen if s.always])
         history = [Message(t.role, t.content) for t in self.history]
@@ -345,7 +346,8 @@ class AgentRun:
         self.shown = strip_tool_calls(strip_signal(self.reply)).strip()
         if self.shown:
             self.answer = self.shown
-        self._messages.append(Message("assistant", self.reply or "(empty)"))
+        if self.reply:  # an empty reply is no turn: nothing is put in the model's mouth
+            self._messages.append(Message("assistant", self.reply))
         assert self._tree is not None
         self._tree.set("reply", self.reply)
         self._emit(TurnEnded(turn, self.reply, self.shown, finish, provider))
@@ -449,3 +451,18 @@ class AgentRun:
 
 def _describe(signal: Signal) -> str:
     return f"signal {signal.type} (confidence {signal.confidence:.2f}): {signal.fields_text()}"
+
+
+def _alternate(question: str, run: list[Message]) -> tuple[str, list[Message]]:
+    """The question and the turns after it with user turns that follow each other (after an
+    empty reply, which gets no turn of its own) joined into one: strict chat templates want
+    user and assistant to alternate."""
+    turns: list[Message] = []
+    for message in run:
+        if message.role == "user" and not turns:
+            question = f"{question}\n\n{message.content}"
+        elif message.role == "user" and turns[-1].role == "user":
+            turns[-1] = Message("user", f"{turns[-1].content}\n\n{message.content}")
+        else:
+            turns.append(message)
+    return question, turns
