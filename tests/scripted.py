@@ -73,6 +73,10 @@ class ScriptedModel(WireServer):
         return ProviderConfig.model_validate(values)
 
 
+KEEP_ASKING = "(keep asking)"
+"""Put in a hypothesis, it makes `detective` ask up to the limit instead of closing."""
+
+
 def detective(messages: list[dict[str, Any]]) -> str:
     """A detective that always plays its part: a question per round (numbered, so never a
     repeat, and ending in LONG_PROMPT, which the tiny base model answers at length), an
@@ -84,6 +88,8 @@ def detective(messages: list[dict[str, Any]]) -> str:
 
     system = messages[0]["content"] if messages else ""
     if system.startswith("You are a detective analysing"):
+        if KEEP_ASKING in system:  # a hypothesis that says so is pressed on up to the limit
+            return json.dumps({"gaps": [], "completeness_score": 30, "requires_follow_up": True})
         return json.dumps({"gaps": [], "completeness_score": 90, "requires_follow_up": False})
     if system.startswith("You are a detective auditing"):
         return json.dumps({"contradictions": [], "summary": "The witness answered every "
