@@ -510,3 +510,40 @@ def test_saving_one_provider_keeps_the_others_configuration_fingerprint(tmp_path
     assert "a" not in changed.load({"a": "fp-a-2", "b": "fp-b-1"})
     assert changed.stale == {"a"}
     assert StateStore(path).load({"a": "fp-a-1"})["a"].circuit is CircuitState.OPEN
+
+
+async def test_a_cancellation_a_library_turns_into_an_error_stays_a_cancellation() -> None:
+    """Some HTTP stacks answer a cancelled read with an error of their own; that must stay a
+    cancellation (Ctrl-C stops the run), not become a provider failure the router falls over
+    from. Pure logic: a provider whose stream does exactly that."""
+    import asyncio
+
+    from engine import ProviderConfig, StreamRequest
+    from engine.providers import Provider
+
+    started = asyncio.Event()
+
+    class Converting(Provider):
+        async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                raise RuntimeError("the connection was closed") from None
+            yield  # pragma: no cover
+
+        async def _health(self) -> str:
+            return "ok"
+
+    provider = Converting("conv", ProviderConfig(kind="openai", model="m",
+                                                 base_url="http://127.0.0.1:9/v1"), {})
+
+    async def read() -> None:
+        async for _ in provider.stream(StreamRequest.of("hi")):
+            pass
+
+    task = asyncio.create_task(read())
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

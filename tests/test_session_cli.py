@@ -179,7 +179,8 @@ def test_ctrl_c_and_sigterm_store_the_run_as_cancelled_and_resume_finishes_it(
     run.wait_for("── Round 2")
     stopped = time.monotonic()
     run.process.send_signal(signal.SIGINT)
-    assert run.finish(timeout=10) == 130
+    code = run.finish(timeout=10)
+    assert code == 130, ("".join(run.lines[-12:]), run.err[-2000:])
     assert time.monotonic() - stopped < 3
     assert "watch it from another terminal: detektiv watch " in run.err
     (row,) = configured.list()

@@ -230,8 +230,17 @@ class Provider(ABC):
             while True:
                 scope = asyncio.timeout_at(deadline)
                 try:
-                    async with scope:
-                        event = await anext(raw)
+                    try:
+                        async with scope:
+                            event = await anext(raw)
+                    except Exception as exc:
+                        task = asyncio.current_task()
+                        if task is not None and task.cancelling():
+                            # a library turned our cancellation (Ctrl-C, a stopped worker)
+                            # into an error of its own: it stays a cancellation, or the run
+                            # would fail over and go on as if nobody had asked it to stop
+                            raise asyncio.CancelledError from exc
+                        raise
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
