@@ -45,12 +45,19 @@ def detektiv(*args: str, timeout: float = 120, stdin: str | None = None
                           cwd=ROOT, input=stdin)
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT as a terminal gives it: a suite started in the background by a shell (`make test
+    &`) inherits SIGINT ignored, and so would every `detektiv` it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Running:
     """A `detektiv` process whose stdout lines are collected as they come."""
 
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(cli(*args), stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                                        stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                        preexec_fn=_ctrl_c_as_in_a_terminal)
         self.started = time.monotonic()
         self.lines: list[str] = []
         self.err = ""
