@@ -146,15 +146,16 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
             meta = get_hf_file_metadata(url, endpoint=endpoint)
             _transfer(meta.location, build_hf_headers(), part, meta.size, progress)
             expected = (meta.etag or "").strip('"').lower()
+            hashed = bool(_SHA256.match(expected))  # the Hub names an LFS file's sha256
             actual = _sha256(part)
-            if _SHA256.match(expected) and actual != expected:
+            if hashed and actual != expected:
                 part.unlink(missing_ok=True)
                 raise ModelError(f"pull {name}: the download is corrupt (sha256 {actual[:12]}…, "
                                  f"the Hub says {expected[:12]}…); it was deleted: pull again")
             os.replace(part, target)
             manifest = Manifest(
                 name=name, repo=repo, file=filename, revision=revision,
-                commit=meta.commit_hash, sha256=actual if _SHA256.match(expected) else None,
+                commit=meta.commit_hash, sha256=actual if hashed else None,
                 size=target.stat().st_size, pulled_at=pulled_at(),
             )
             atomic_write_text(folder / MANIFEST, json.dumps(asdict(manifest), indent=2) + "\n")

