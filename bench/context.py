@@ -42,19 +42,19 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from engine import (  # noqa: E402
-    ContextFitted,
     Finished,
     GapAnalysis,
-    Message,
     Paths,
-    QuestionAnswerPair,
-    StreamRequest,
     Workspace,
-    estimate,
-    estimate_messages,
 )
-from engine.casefile import transcript, transcript_prompt  # noqa: E402
-from engine.models.session import ProvidersUsed  # noqa: E402
+from engine.context.tokens import estimate, estimate_messages  # noqa: E402
+from engine.interrogation.transcript import transcript, transcript_prompt  # noqa: E402
+from engine.models.events import ContextFitted  # noqa: E402
+from engine.models.session import (  # noqa: E402
+    ProvidersUsed,  # noqa: E402
+    QuestionAnswerPair,
+)
+from engine.providers import Message, StreamRequest  # noqa: E402
 from engine.providers._llamacpp import count_chat_tokens  # noqa: E402
 from tests.faults import FaultProxy  # noqa: E402
 
@@ -127,7 +127,7 @@ def bench_fitting() -> None:
 async def interrogations(base: str, home: Path, runs: int, concurrency: int, fitted: bool,
                          prompts: list[list[Message]] | None) -> tuple[int, int, list[str]]:
     """(runs failed for context, runs that reached 10 rounds, other failures)."""
-    import engine.router as router_module
+    import engine.routing.router as router_module
     from engine.context.budget import FitReport, FittedRequest, Prompt, fit
     from engine.context.fit import Trim
 
@@ -170,7 +170,7 @@ async def interrogations(base: str, home: Path, runs: int, concurrency: int, fit
         async with gate:
             workspace = Workspace(Paths.from_env())
             try:
-                run = workspace.start(f"The Eiffel Tower is in Paris (run {index}).", 10,
+                run = workspace.sessions.start(f"The Eiffel Tower is in Paris (run {index}).", 10,
                                       ["srv"], ["srv"])
                 last = None
                 async for event in run.events():

@@ -24,17 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import (  # noqa: E402
-    Attempt,
-    Config,
-    Paths,
-    ProviderConfig,
-    Router,
-    StreamRequest,
-    TokenDelta,
-)
-from engine.breaker import CircuitState  # noqa: E402
-from engine.config import RouterConfig  # noqa: E402
+from engine import Config, Paths, ProviderConfig  # noqa: E402
+from engine.config.models import RouterConfig  # noqa: E402
+from engine.providers import StreamRequest, TokenDelta  # noqa: E402
+from engine.routing.breaker import CircuitState  # noqa: E402
+from engine.routing.events import Attempt  # noqa: E402
+from engine.routing.router import Router  # noqa: E402
 
 ROUNDS = 15  # under the failure threshold of 100: the dead provider is always tried
 SKIPS = 2000

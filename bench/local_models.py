@@ -4,10 +4,12 @@ For each candidate (the shipped base Gemma 3 270M, SmolLM2-135M-Instruct when `l
 installed, and any `--models` pulled with `detektiv models pull`), on 20 hypotheses of our own
 (10 true, 10 false), run in-process through the embedded llama.cpp (`local` kind, one slot):
 
-    question   the share of first questions that are usable (`engine.checks.question_problem`)
+    question   the share of first questions that are usable
+               (`engine.interrogation.checks.question_problem`)
     json       the share of gap analyses valid at the first try (JSON valid against the
                schema), for a fixed question and answer
-    coherent   the share of those that also do not contradict themselves (`engine.checks`)
+    coherent   the share of those that also do not contradict themselves
+               (`engine.interrogation.checks`)
     audit      the share of whole interrogations (limit 5, the default rules: at least 3
                rounds) that end `completed` or `limit-reached` with a verdict, not `failed`
     tok/s      generation speed on this machine (64 tokens, median of 3)
@@ -31,17 +33,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import Config, Paths, Router  # noqa: E402
-from engine.casefile import gap_schema, transcript  # noqa: E402
-from engine.checks import analysis_conflict, question_problem  # noqa: E402
+from engine import Config, Paths  # noqa: E402
 from engine.gguf.store import smollm2_path  # noqa: E402
-from engine.interrogation import Interrogation  # noqa: E402
+from engine.interrogation.checks import analysis_conflict, question_problem  # noqa: E402
+from engine.interrogation.loop import Interrogation  # noqa: E402
+from engine.interrogation.transcript import gap_schema, transcript  # noqa: E402
 from engine.models.events import Finished  # noqa: E402
 from engine.models.session import GapAnalysis, QuestionAnswerPair  # noqa: E402
 from engine.prompts import fill, load_prompt  # noqa: E402
 from engine.providers import Message, StreamRequest, TokenDelta, Usage  # noqa: E402
+from engine.routing.router import Router  # noqa: E402
+from engine.routing.structured import collect_json  # noqa: E402
 from engine.storage.sessions import SessionStore  # noqa: E402
-from engine.structured import collect_json  # noqa: E402
 
 HYPOTHESES = [
     ("Water boils at 100 degrees Celsius at sea level.", True),

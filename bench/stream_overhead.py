@@ -26,7 +26,8 @@ import openai
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import Paths, ProviderConfig, StreamRequest, TokenDelta, create_provider  # noqa: E402
+from engine import Paths, ProviderConfig  # noqa: E402
+from engine.providers import StreamRequest, TokenDelta, create_provider  # noqa: E402
 
 # A prompt the tiny model answers to its token limit (most short ones it ends at once, now that
 # the server stops at end-of-turn markers): the benchmark must stream MAX_TOKENS tokens.

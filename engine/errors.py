@@ -155,7 +155,7 @@ class BadResponseError(ProviderError):
 
 
 class UnusableReplyError(BadResponseError):
-    """A well-formed reply that is no use for what was asked (see `engine.checks`). The
+    """A well-formed reply that is no use for what was asked (`engine.interrogation.checks`). The
     server works: it does not count towards opening the provider's circuit."""
 
     reason = "unusable"

@@ -8,6 +8,7 @@ markdown export). Stored sessions and the JSON export keep the text exactly as i
 from __future__ import annotations
 
 import re
+import unicodedata
 
 __all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "one_line", "slug", "strip_control",
            "strip_markers"]
@@ -161,7 +162,6 @@ def slug(text: str, fallback: str = "note", limit: int = 40) -> str:
     """`text` as a file-name part: accents folded, lower case, runs of anything but letters
     and digits as one `-` (`"Cético: o Céu!"` → `cetico-o-ceu`); `fallback` when nothing is
     left."""
-    import unicodedata
 
     folded = unicodedata.normalize("NFKD", text)
     ascii_only = folded.encode("ascii", "ignore").decode("ascii").lower()

@@ -9,7 +9,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from engine import STOP_REASONS, Workspace
+from engine import Workspace
+from engine.agent.events import STOP_REASONS
 from engine.storage.sessions import SessionStore
 from tests.conftest import ROOT, LlamaServer, cli
 from tests.factory import case_session
@@ -31,8 +32,8 @@ def test_the_agent_answers_from_the_vault_and_names_its_stop(home: Path, paths,
                          [("Where were you on Monday?", "In Paris, at the Louvre.")])
     case_session(store, "Tea contains caffeine", [("How much?", "About 40 mg a cup.")])
     workspace = Workspace(paths)
-    notes = workspace.new_case("Call with Alice")
-    workspace.add_note(notes.short_id, "Alice says she met Bob in Paris.", "call.txt")
+    notes = workspace.cases.new_case("Call with Alice")
+    workspace.cases.add_note(notes.short_id, "Alice says she met Bob in Paris.", "call.txt")
     paris_id = store.load(paris).short_id
 
     done = detektiv("agent", "Which sessions mention Paris?", "--json")

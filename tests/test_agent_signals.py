@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.agent.report import TagFilter
 from engine.agent.signals import FIELDS, SIGNAL_TYPES, parse_signal, strip_signal
+from engine.report.agent import TagFilter
 
 NT = '<signal type="need_turn" confidence="0.7"><reason>read the audit</reason></signal>'
 

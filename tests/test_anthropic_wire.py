@@ -14,20 +14,15 @@ import pytest
 from engine import (
     AuthError,
     BadResponseError,
-    Done,
-    Message,
     Paths,
     ProviderConfig,
     ProviderConnectionError,
     RateLimitedError,
     RequestError,
     ServerError,
-    StreamRequest,
-    TokenDelta,
-    Usage,
-    complete_json,
-    create_provider,
 )
+from engine.providers import Done, Message, StreamRequest, TokenDelta, Usage, create_provider
+from engine.routing.structured import complete_json
 from tests.wire import CUT, DROP, Recorded, Reply, WireServer, json_reply
 
 KEY = "sk-ant-api03-TESTKEY-abcdefghijklmnopqrstuvwxyz0123456789"

@@ -106,7 +106,7 @@ async def test_attach_to_a_run_started_by_the_cli(home: Path, llama_server: Llam
                         or finished(app))
             await until(pilot, lambda: finished(app))
             view = app.live.query_one(TranscriptView)
-            session = app.store.load(first["session_id"])
+            session = app.workspace.store.load(first["session_id"])
             for pair in session.qa_pairs:
                 assert pair.question.strip().splitlines()[0] in view.plain_text()
             # followed live, so its end is announced
@@ -158,12 +158,12 @@ async def test_stop_then_resume(home: Path, llama_server: LlamaServer, sleuth: s
         await pilot.press("escape")
         await until(pilot, lambda: app.live.status_text == "cancelled")
         assert llama_server.wait_idle(timeout=1.5) < 1.5
-        (row,) = app.store.list()
+        (row,) = app.workspace.store.list()
         assert row.status == "cancelled"
         await pilot.press("ctrl+r")
         await until(pilot, lambda: app.live.status_text.startswith(("completed",
                                                                      "limit-reached")))
-        session = app.store.load(row.dir)
+        session = app.workspace.store.load(row.dir)
         assert [t.event for t in session.audit_trail].count("resumed") == 1
         assert app.internal_errors == []
 
@@ -182,24 +182,25 @@ async def test_theme_switch_is_remembered(home: Path) -> None:
 
 async def test_delete_asks_first(home: Path) -> None:
     app = app_for(home)
-    keep = stored_session(app.store, "keep me")
-    gone = stored_session(app.store, "delete me")
+    keep = stored_session(app.workspace.store, "keep me")
+    gone = stored_session(app.workspace.store, "delete me")
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 2)
         await pilot.press("d")  # the newest, "delete me", is selected first
         assert isinstance(app.screen, ConfirmDialog)
         await pilot.press("n")
-        assert table.row_count == 2 and (app.store.root / gone).exists()
+        assert table.row_count == 2 and (app.workspace.store.root / gone).exists()
         await pilot.press("d", "y")
         await until(pilot, lambda: table.row_count == 1)
-        assert not (app.store.root / gone).exists() and (app.store.root / keep).exists()
+        root = app.workspace.store.root
+        assert not (root / gone).exists() and (root / keep).exists()
 
 
 async def test_filter_as_you_type(home: Path) -> None:
     app = app_for(home)
     for text in ("apples are red", "bananas are yellow", "cherries are red"):
-        stored_session(app.store, text)
+        stored_session(app.workspace.store, text)
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 3)
@@ -305,7 +306,7 @@ async def test_a_cut_off_answer_is_marked_in_the_live_view(home: Path) -> None:
         gap_analysis=GapAnalysis(completeness_score=20, requires_follow_up=True),
         provider_used=ProvidersUsed(detective="d:m", witness="w:m"),
     )
-    recorded_session(app.store, [
+    recorded_session(app.workspace.store, [
         Phase(phase="answer", sequence=1), ProviderChosen(role="witness", provider="w:m"),
         AnswerDelta(sequence=1, text="It was built in"),
         AnswerCutOff(sequence=1, provider="w:m"),
@@ -328,7 +329,7 @@ async def test_a_trimmed_prompt_is_noted_in_the_live_view(home: Path) -> None:
     app = app_for(home)
     base = ContextFit(role="detective", sequence=4, provider="d:m", used=900, window=1024,
                       window_source="server", counted="exact", reply=100)
-    recorded_session(app.store, [
+    recorded_session(app.workspace.store, [
         Phase(phase="question", sequence=4), ProviderChosen(role="detective", provider="d:m"),
         ContextFitted(fit=base),  # nothing trimmed: no line
         ContextFitted(fit=base.model_copy(update={"digested": [2], "used": 1000})),

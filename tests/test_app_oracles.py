@@ -69,7 +69,7 @@ async def test_consult_two_oracles_side_by_side_from_the_keyboard(
         await until(pilot, lambda: all("saved as" in c.plain_text()
                                        for c in screen.columns.values()))
         assert len(screen.columns) == 2
-        stored = workspace.answer_texts(ref)
+        stored = workspace.cases.answer_texts(ref)
         for (entry, answer), column in zip(
                 sorted(stored, key=lambda s: s[0].oracle_id),
                 [screen.columns[k] for k in sorted(screen.columns)], strict=True):
@@ -90,7 +90,7 @@ async def test_notes_typed_and_imported_and_a_refused_file(
 ) -> None:
     setup_home(home, llama_server.url)
     workspace = Workspace(Paths.from_env())
-    ref = workspace.new_case("Notes").short_id
+    ref = workspace.cases.new_case("Notes").short_id
     folder = workspace.store.resolve(ref).name
     (tmp_path / "plan.md").write_text("# Plan\n\nRaise prices in March.\n")
     (tmp_path / "deck.pptx").write_bytes(b"PK\x03\x04")
@@ -114,7 +114,7 @@ async def test_notes_typed_and_imported_and_a_refused_file(
         await pilot.press(*str(tmp_path / "deck.pptx"), "enter")
         await until(pilot, lambda: any(".pptx files cannot be notes" in m
                                        for _, m in app.notices))
-        notes = workspace.note_texts(ref)
+        notes = workspace.cases.note_texts(ref)
         assert [(e.kind, e.source) for e, _ in notes] == [
             ("typed", "Churn is 4%"), ("imported", "plan.md")]
         assert notes[0][1] == "Churn is 4%\nper month\n"

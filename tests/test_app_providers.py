@@ -122,7 +122,7 @@ async def test_copy_the_selected_answer_or_the_whole_transcript(home: Path) -> N
         assert not [m for _, m in app.notices if m.startswith("Interrogation")]
         view.focus()
         await pilot.press("left_square_bracket", "c")
-        answer = app.store.load(app.store.list()[0].dir).qa_pairs[0].answer
+        answer = app.workspace.store.load(app.workspace.store.list()[0].dir).qa_pairs[0].answer
         assert app.clipboard == answer
         await pilot.press("C")
         assert "Where was the shipment on the third?" in app.clipboard

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from engine import AuthError, RateLimitedError, RequestError, ServerError
-from engine.breaker import Breaker, CircuitState, ProviderState, ProviderStatus
+from engine import (
+    AuthError,
+    RateLimitedError,
+    RequestError,
+    ServerError,
+)
+from engine.routing.breaker import Breaker, CircuitState, ProviderState, ProviderStatus
 
 
 class Clock:

@@ -1,11 +1,12 @@
-"""The rules of `engine.checks` (pure logic): what is a usable question, answer, summary and
+"""The rules of `engine.interrogation.checks` (pure logic): what is a usable question, answer,
+summary and
 verdict, when an analysis contradicts itself, and when the loop may close."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.checks import (
+from engine.interrogation.checks import (
     NO_ANSWER,
     analysis_conflict,
     answer_problem,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import ConfigError, Paths, load_config, save_config
-from engine.config import GEMINI_URL, default_local_model
+from engine import ConfigError, Paths, load_config
+from engine.config.models import GEMINI_URL, default_local_model, save_config
 
 
 def write(paths: Paths, text: str, mode: int = 0o600) -> None:

@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import OracleFailed, OracleSaved, Paths, Workspace
+from engine import (
+    OracleFailed,
+    OracleSaved,
+    Paths,
+    Workspace,
+)
 from engine.storage.atomic import TEMP_PREFIX
 from tests.conftest import LlamaServer, closed_port
 from tests.faults import FaultProxy
@@ -49,9 +54,9 @@ def new_case(home: Path, tmp_path: Path) -> str:
 
 def case_with_call(workspace: Workspace, tmp_path: Path, title: str) -> str:
     """A new case holding call.vtt (the case the test oracles are known to answer)."""
-    ref = workspace.new_case(title).short_id
+    ref = workspace.cases.new_case(title).short_id
     (tmp_path / "call.vtt").write_text(VTT)
-    added, _ = workspace.import_notes(ref, [tmp_path / "call.vtt"])
+    added, _ = workspace.cases.import_notes(ref, [tmp_path / "call.vtt"])
     assert len(added) == 1
     return ref
 
@@ -102,11 +107,11 @@ async def test_several_oracles_see_one_frozen_snapshot_and_history_counts(
     workspace = Workspace(Paths.from_env())
     try:
         ref = case_with_call(workspace, tmp_path, "Owls")
-        first = await workspace.consultation(ref, ["judge"])
+        first = await workspace.cases.consultation(ref, ["judge"])
         saved = [e async for e in first.events() if isinstance(e, OracleSaved)]
         assert len(saved) == 1
         # three at once on a 2-slot server: one waits, all see the same one earlier answer
-        several = await workspace.consultation(ref, ["sceptic", "visionary", "optimist"])
+        several = await workspace.cases.consultation(ref, ["sceptic", "visionary", "optimist"])
         events = [e async for e in several.events()]
         stored = [e for e in events if isinstance(e, OracleSaved)]
         assert not [e for e in events if isinstance(e, OracleFailed)]
@@ -115,12 +120,12 @@ async def test_several_oracles_see_one_frozen_snapshot_and_history_counts(
         for event in stored:
             shot = event.entry.context_snapshot
             assert (shot.transcript_count, shot.llm_response_count) == (1, 1)
-        off = await workspace.consultation(ref, ["judge"], include_history=False)
+        off = await workspace.cases.consultation(ref, ["judge"], include_history=False)
         last = [e async for e in off.events() if isinstance(e, OracleSaved)][0]
         shot = last.entry.context_snapshot
         assert shot.include_llm_history is False and shot.llm_response_count == 0
-        workspace.set_include_history(ref, False)  # the session's preference is the default
-        again = await workspace.consultation(ref, ["judge"])
+        workspace.cases.set_include_history(ref, False)  # the session's preference is the default
+        again = await workspace.cases.consultation(ref, ["judge"])
         assert again.case.include_history is False and again.case.answers == ()
         await again.aclose()
         session = workspace.store.load(ref)
@@ -140,14 +145,14 @@ async def test_the_timeout_bounds_the_call_and_keeps_a_partial_answer(
         ref = case_with_call(workspace, tmp_path, "Slow")
         proxy.plan = ["stall:4"]  # four pieces, then silence
         started = time.monotonic()
-        consultation = await workspace.consultation(ref, ["judge"])
+        consultation = await workspace.cases.consultation(ref, ["judge"])
         events = [e async for e in consultation.events()]
         assert time.monotonic() - started < 8
         saved = [e for e in events if isinstance(e, OracleSaved)]
         assert len(saved) == 1 and saved[0].entry.finish_reason == "timeout"
         assert saved[0].text.strip()
         proxy.plan = ["hold"]  # not a byte: nothing to keep
-        consultation = await workspace.consultation(ref, ["judge"])
+        consultation = await workspace.cases.consultation(ref, ["judge"])
         events = [e async for e in consultation.events()]
         failed = [e for e in events if isinstance(e, OracleFailed)]
         assert len(failed) == 1 and "no answer within 3 s (LLM_TIMEOUT_SECONDS)" in \
@@ -170,7 +175,7 @@ async def test_a_dead_provider_fails_over_within_the_bound(
     workspace = Workspace(Paths.from_env())
     try:
         ref = case_with_call(workspace, tmp_path, "Failover")
-        consultation = await workspace.consultation(ref, ["judge"])
+        consultation = await workspace.cases.consultation(ref, ["judge"])
         events = [e async for e in consultation.events()]
         saved = [e for e in events if isinstance(e, OracleSaved)]
         assert len(saved) == 1 and saved[0].entry.provider_used == "llama:gemma"

@@ -12,26 +12,22 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from engine import (
-    ContextOverflowError,
+from engine import ContextOverflowError, GapAnalysis, Workspace
+from engine.context.budget import Prompt, default_window, fit, forget_window, window_of
+from engine.context.fit import (
+    CUT_MARK,
     DoesNotFit,
-    GapAnalysis,
-    Message,
-    Prompt,
-    QuestionAnswerPair,
-    StreamRequest,
-    Workspace,
-    estimate,
-    estimate_messages,
-    fit,
-    window_of,
+    RoundCost,
+    plan_all_rounds,
+    plan_rounds,
+    shorten,
+    span,
 )
-from engine.casefile import transcript, transcript_prompt, witness_prompt
-from engine.context.budget import default_window, forget_window
-from engine.context.fit import CUT_MARK, RoundCost, plan_all_rounds, plan_rounds, shorten, span
+from engine.context.tokens import estimate, estimate_messages
 from engine.errors import overflow_window
-from engine.models.session import ProvidersUsed
-from engine.providers import create_provider
+from engine.interrogation.transcript import transcript, transcript_prompt, witness_prompt
+from engine.models.session import ProvidersUsed, QuestionAnswerPair
+from engine.providers import Message, StreamRequest, create_provider
 from engine.providers._ollama import ollama_window
 from tests.conftest import LlamaServer, local_server
 from tests.faults import FaultProxy
@@ -400,7 +396,7 @@ async def test_ten_rounds_in_a_1024_token_window_complete_without_overflow(
         "priority = 1\n[interrogation]\ntemperature = 0\n")
     workspace = Workspace(paths)
     try:
-        run = workspace.start("The Eiffel Tower is in Paris.", 10, ["small"], ["small"])
+        run = workspace.sessions.start("The Eiffel Tower is in Paris.", 10, ["small"], ["small"])
         events = [event async for event in run.events()]
     finally:
         await workspace.aclose()
@@ -419,7 +415,7 @@ async def test_ten_rounds_in_a_1024_token_window_complete_without_overflow(
     trail = " ".join(entry.reason for entry in run.session.audit_trail)
     assert "context size" not in trail and "HTTP 400" not in trail
     assert run.session.context_fits == fits  # stored with the session, for `show`
-    report = workspace.export(run.session.short_id, "md")
+    report = workspace.sessions.export(run.session.short_id, "md")
     assert "## Context" in report and "fitted to their windows" in report
 
 
@@ -438,7 +434,7 @@ async def test_a_count_that_fails_once_under_load_does_not_charge_the_schema(pat
     estimated, with the estimate's margin, but the schema is still not prompt text. Charging
     it left 88 tokens of a 1024-token window for the gap analysis's prompt."""
     from engine import ProviderConfig
-    from engine.casefile import gap_schema
+    from engine.interrogation.transcript import gap_schema
     from tests.wire import DROP
 
     tokenized = []

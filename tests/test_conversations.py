@@ -14,29 +14,27 @@ from pathlib import Path
 
 import pytest
 
-from engine import (
-    ContextPolicy,
+from engine import Workspace
+from engine.context.conversations import (
+    ConversationsError,
     ConversationStore,
     ConversationTurn,
-    LastReference,
-    Limits,
     MemoryConversations,
-    Mention,
     SQLiteConversations,
-    StreamRequest,
-    Workspace,
     conversation_prompt,
-    estimate,
-    find_mentions,
-    load_policy,
     load_recent,
-    remember,
-    resolve_reference,
     select_recent,
 )
-from engine.context.conversations import ConversationsError
-from engine.context.policy import ReferencePolicy
-from engine.context.tokens import MESSAGE_OVERHEAD
+from engine.context.policy import ContextPolicy, Limits, ReferencePolicy, load_policy
+from engine.context.reference import (
+    LastReference,
+    Mention,
+    find_mentions,
+    remember,
+    resolve_reference,
+)
+from engine.context.tokens import MESSAGE_OVERHEAD, estimate
+from engine.providers import StreamRequest
 from tests.conftest import ROOT, LlamaServer, cli
 
 NOW = 1_800_000_000.0
@@ -263,12 +261,12 @@ def test_remember_keeps_the_entity_the_turn_was_about() -> None:
 
 def test_the_users_turn_is_stored_before_any_provider_is_called(paths) -> None:
     workspace = Workspace(paths)
-    asked = workspace.ask(StreamRequest.of("Is the sky green?"))
+    asked = workspace.ask.prepare(StreamRequest.of("Is the sky green?"))
     assert asked.conversation_id is not None
     stored = workspace.conversations.turns("cli", asked.conversation_id)
     assert [(t.role, t.content) for t in stored] == [("user", "Is the sky green?")]
     asked.answered("No.", "p:m")
-    again = workspace.ask(StreamRequest.of("Why not?"), continue_last=True)
+    again = workspace.ask.prepare(StreamRequest.of("Why not?"), continue_last=True)
     assert again.conversation_id == asked.conversation_id
     assert [t.content for t in again.history] == ["Is the sky green?", "No."]
     workspace.conversations.close()
@@ -277,12 +275,12 @@ def test_the_users_turn_is_stored_before_any_provider_is_called(paths) -> None:
 def test_conversations_off_in_the_policy_keep_nothing(paths) -> None:
     (paths.config_file.parent / "context.toml").write_text("[ask]\nenabled = false\n")
     workspace = Workspace(paths)
-    asked = workspace.ask(StreamRequest.of("hello"))
+    asked = workspace.ask.prepare(StreamRequest.of("hello"))
     assert asked.conversation_id is None
     from engine import ConfigError
 
     with pytest.raises(ConfigError, match="conversations are off"):
-        workspace.ask(StreamRequest.of("hello"), continue_last=True)
+        workspace.ask.prepare(StreamRequest.of("hello"), continue_last=True)
 
 
 def _write_config(home: Path, url: str) -> None:

@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine import Paths, Router, to_json, to_markdown
-from engine.interrogation import Interrogation
+from engine import Paths
+from engine.interrogation.loop import Interrogation
 from engine.models.events import Advice, AnswerUnusable, Finished, PairCompleted
+from engine.report.export import to_json, to_markdown
+from engine.routing.router import Router
 from engine.storage.sessions import SessionStore
 from tests.faults import FaultProxy
 from tests.test_interrogation import interrogate as run_interrogation
@@ -270,7 +272,7 @@ async def test_the_embedded_detective_is_called_a_demonstration_model(
 ) -> None:
     """The default config (no key, no Ollama): the run says what the detective is."""
     from engine import Config
-    from engine.config import _implicit_providers
+    from engine.config.models import _implicit_providers
 
     config = Config()
     _implicit_providers(config, {})

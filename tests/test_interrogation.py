@@ -16,9 +16,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from engine import Config, Paths, Router
-from engine.casefile import audit_schema, gap_schema
-from engine.interrogation import Interrogation
+from engine import Config, Paths
+from engine.interrogation.loop import Interrogation
+from engine.interrogation.transcript import audit_schema, gap_schema
 from engine.models.events import (
     AnswerDelta,
     Finished,
@@ -31,6 +31,7 @@ from engine.models.events import (
     Started,
 )
 from engine.models.session import consistency_score
+from engine.routing.router import Router
 from engine.storage.eventlog import read_events
 from engine.storage.sessions import SessionStore
 from tests.conftest import LlamaServer

@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine import Paths, to_markdown
+from engine import Paths
 from engine.models.events import AnswerCutOff, Finished, PairCompleted
 from engine.models.session import ANSWER_CUT_OFF
 from engine.prompts import fill, fill_tokens
+from engine.report.export import to_markdown
 from engine.storage.sessions import SessionStore
 from tests.faults import FaultProxy
 from tests.test_interrogation import interrogate, make_config
@@ -145,7 +146,7 @@ async def test_an_answer_cut_off_at_the_token_limit_is_marked_everywhere(
 
 
 def test_a_new_event_type_needs_only_its_class_and_one_formatter(capsys: Any) -> None:
-    """The front ends fall back on `engine.report.note` for any event they do not know."""
+    """The front ends fall back on `engine.report.words.note` for any event they do not know."""
     from typing import Literal
 
     from engine import report

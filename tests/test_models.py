@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import Paths, resolve_model_path
+from engine import Paths
 from engine.gguf.header import read_header
 from engine.gguf.pull import BLOCK
+from engine.gguf.store import resolve_model_path
 from tests.conftest import ROOT, cli, local_server
 from tests.hub import LoopbackHub, tiny_gguf
 

@@ -11,20 +11,15 @@ import pytest
 
 from engine import (
     BadResponseError,
-    Done,
     Paths,
     ProviderConfig,
     ProviderConnectionError,
     RequestError,
     ServerError,
-    StreamRequest,
-    TokenDelta,
-    Usage,
-    complete_json,
-    create_provider,
 )
-from engine.providers import PullProgress
+from engine.providers import Done, PullProgress, StreamRequest, TokenDelta, Usage, create_provider
 from engine.providers._ollama import OllamaProvider, ollama_host
+from engine.routing.structured import complete_json
 from tests.conftest import closed_port
 from tests.wire import CUT, DROP, Reply, WireServer, json_reply
 

@@ -11,7 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import NoteRefused, OracleError, Paths, Workspace
+from engine import (
+    NoteRefused,
+    OracleError,
+    Paths,
+    Workspace,
+)
 from engine.context.fit import DoesNotFit
 from engine.context.tokens import estimate
 from engine.models.notes import LlmEntry
@@ -70,7 +75,7 @@ def test_oracles_dir_replaces_the_shipped_directory(home: Path,
     own.mkdir()
     (own / "judge.md").write_text("# Judge\n\n{{CONTEXT}}\n")
     monkeypatch.setenv("ORACLES_DIR", str(own))
-    oracles = Workspace(Paths.from_env()).oracles()
+    oracles = Workspace(Paths.from_env()).cases.oracles()
     assert [(o.name, o.source) for o in oracles] == [("Judge", "ORACLES_DIR")]
 
 
@@ -225,29 +230,29 @@ def test_files_that_cannot_be_notes_are_refused_clearly(tmp_path: Path) -> None:
 def test_notes_are_stored_as_numbered_files_with_their_entries(home: Path,
                                                                tmp_path: Path) -> None:
     workspace = Workspace(Paths.from_env())
-    session = workspace.new_case("  Pricing   call ")
+    session = workspace.cases.new_case("  Pricing   call ")
     assert session.status == "notes" and session.title == "Pricing call"
     ref = session.short_id
     (tmp_path / "call.vtt").write_text(VTT)
     (tmp_path / "Plan B.md").write_text("# Plan B\n")
     (tmp_path / "x.docx").write_text("no")
-    added, refused = workspace.import_notes(
+    added, refused = workspace.cases.import_notes(
         ref, [tmp_path / "call.vtt", tmp_path / "x.docx", tmp_path / "Plan B.md"])
     assert [e.filename for e in added] == ["001_call.txt", "002_plan-b.md"]
     assert len(refused) == 1 and "x.docx: .docx files cannot be notes" in refused[0]
-    typed = workspace.add_note(ref, "Remember the churn numbers", "Churn")
+    typed = workspace.cases.add_note(ref, "Remember the churn numbers", "Churn")
     assert typed.filename == "003_churn.txt" and typed.kind == "typed"
     stored = workspace.store.load(ref)
     assert [(n.sequence, n.kind, n.source) for n in stored.notes] == [
         (1, "imported", "call.vtt"), (2, "imported", "Plan B.md"), (3, "typed", "Churn")]
-    texts = workspace.note_texts(ref)
+    texts = workspace.cases.note_texts(ref)
     assert texts[0][1].startswith("[0:01] Alice: We raise")
     assert all(entry.characters == len(text) for entry, text in texts)
     folder = workspace.store.resolve(ref)
     assert sorted(p.name for p in (folder / "transcripts").iterdir()) == [
         "001_call.txt", "002_plan-b.md", "003_churn.txt"]
     with pytest.raises(NoteRefused, match="the note is empty"):
-        workspace.add_note(ref, " \n", "Empty")
+        workspace.cases.add_note(ref, " \n", "Empty")
     listed = workspace.store.list()[0]
     assert listed.status == "notes" and listed.hypothesis == "Pricing call"
 
@@ -263,12 +268,12 @@ def test_a_schema_1_session_still_loads_and_takes_notes(home: Path) -> None:
     path.write_text(json.dumps(data))
     session = workspace.store.load(name)
     assert session.notes == [] and session.ui_preferences.include_llm_history
-    workspace.add_note(name, "a later thought", "Thought")
+    workspace.cases.add_note(name, "a later thought", "Thought")
     again = workspace.store.load(name)
     assert again.schema_version == 2 and len(again.notes) == 1
     assert [p.sequence for p in again.qa_pairs] == [1, 2]
-    assert "## Notes" in workspace.export(name, "md") and "a later thought" in \
-        workspace.export(name, "md")
+    assert "## Notes" in workspace.sessions.export(name, "md") and "a later thought" in \
+        workspace.sessions.export(name, "md")
 
 
 def test_a_note_added_while_an_interrogation_runs_is_not_lost(home: Path) -> None:
@@ -277,13 +282,13 @@ def test_a_note_added_while_an_interrogation_runs_is_not_lost(home: Path) -> Non
     try:
         name = journal.directory.name
         workspace = Workspace(Paths.from_env())
-        workspace.add_note(name, "from another process", "Other")
+        workspace.cases.add_note(name, "from another process", "Other")
         journal.session.current_iteration = 1  # the running side changes its own fields
         journal.save()
         stored = store.load(name)
         assert [n.source for n in stored.notes] == ["Other"]
         assert stored.current_iteration == 1
-        workspace.set_include_history(name, False)
+        workspace.cases.set_include_history(name, False)
         stored = store.load(name)
         assert stored.current_iteration == 1 and stored.notes
         assert not stored.ui_preferences.include_llm_history
@@ -293,16 +298,16 @@ def test_a_note_added_while_an_interrogation_runs_is_not_lost(home: Path) -> Non
 
 def test_new_then_run_begins_the_interrogation_of_the_same_session(home: Path) -> None:
     workspace = Workspace(Paths.from_env())
-    session = workspace.new_case("Owls")
-    workspace.add_note(session.short_id, "Owls hunt at night.", "Facts")
-    run = workspace.start("Owls hunt at night", 5, session=session.short_id)
+    session = workspace.cases.new_case("Owls")
+    workspace.cases.add_note(session.short_id, "Owls hunt at night.", "Facts")
+    run = workspace.sessions.start("Owls hunt at night", 5, session=session.short_id)
     try:
         assert run.session.id == session.id and run.session.status == "running"
         assert len(run.session.notes) == 1 and run.session.title == "Owls"
     finally:
         run.journal.close()
     with pytest.raises(Exception, match="already has an interrogation"):
-        workspace.start("again", 5, session=session.short_id)
+        workspace.sessions.start("again", 5, session=session.short_id)
 
 
 # ---- the case context ------------------------------------------------------------------------
@@ -362,11 +367,11 @@ def test_a_plan_always_fits_its_limit_or_says_it_cannot(
 async def test_a_note_whose_file_is_gone_is_left_out_and_said_so(home: Path) -> None:
     workspace = Workspace(Paths.from_env())
     try:
-        ref = workspace.new_case("Gone").short_id
-        first = workspace.add_note(ref, "will vanish", "First")
-        workspace.add_note(ref, "stays", "Second")
+        ref = workspace.cases.new_case("Gone").short_id
+        first = workspace.cases.add_note(ref, "will vanish", "First")
+        workspace.cases.add_note(ref, "stays", "Second")
         (workspace.store.resolve(ref) / "transcripts" / first.filename).unlink()
-        consultation = await workspace.consultation(ref, ["sceptic"])
+        consultation = await workspace.cases.consultation(ref, ["sceptic"])
         await consultation.aclose()
         assert [p.body for p in consultation.case.notes] == ["stays\n"]
         assert consultation.case.dropped == (

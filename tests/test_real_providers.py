@@ -11,21 +11,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from engine import (
-    Done,
     FirstTokenTimeout,
     Paths,
-    Provider,
     ProviderConfig,
     ProviderConnectionError,
     RequestError,
-    StreamRequest,
-    TokenDelta,
     TotalTimeout,
-    Usage,
-    complete,
-    complete_json,
-    create_provider,
 )
+from engine.providers import Done, Provider, StreamRequest, TokenDelta, Usage, create_provider
+from engine.routing.structured import complete, complete_json
 from tests.conftest import LONG_PROMPT, HangingServer, LlamaServer, closed_port
 
 KINDS = ["openai", "local"]

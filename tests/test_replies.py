@@ -15,16 +15,12 @@ from hypothesis import strategies as st
 from engine import (
     BadResponseError,
     Config,
-    Done,
     Paths,
     ProviderConfig,
-    Router,
-    StreamRequest,
-    TokenDelta,
-    create_provider,
 )
-from engine.router import ProviderEvent
-from engine.structured import parse_json
+from engine.providers import Done, StreamRequest, TokenDelta, create_provider
+from engine.routing.router import ProviderEvent, Router
+from engine.routing.structured import parse_json
 from engine.text import END_OF_TURN_MARKERS, TemplateMarkers, strip_markers
 from tests.conftest import LlamaServer
 from tests.faults import FaultProxy

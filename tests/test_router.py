@@ -16,23 +16,23 @@ import pytest
 
 from engine import (
     AllProvidersFailed,
-    Attempt,
     Config,
-    Done,
-    PartialDiscarded,
     Paths,
-    Provider,
     ProviderConfig,
-    ProviderEvent,
-    Router,
+)
+from engine.config.models import RouterConfig
+from engine.providers import (
+    Done,
+    Provider,
+    StreamEvent,
     StreamRequest,
     TokenDelta,
     Usage,
     create_provider,
 )
-from engine.breaker import CircuitState, ProviderState, ProviderStatus, fingerprint
-from engine.config import RouterConfig
-from engine.providers import StreamEvent
+from engine.routing.breaker import CircuitState, ProviderState, ProviderStatus, fingerprint
+from engine.routing.events import Attempt, PartialDiscarded, ProviderEvent
+from engine.routing.router import Router
 from tests.conftest import LONG_PROMPT, LlamaServer, closed_port
 from tests.faults import FaultProxy
 
@@ -499,7 +499,7 @@ async def test_a_structured_answer_cut_at_the_token_limit_moves_on(
 def test_saving_one_provider_keeps_the_others_configuration_fingerprint(tmp_path: Path) -> None:
     """Another process saving its provider's state must not strip the fingerprint from the
     rest: otherwise a changed configuration would inherit an old open circuit."""
-    from engine.breaker import StateStore
+    from engine.routing.breaker import StateStore
 
     path = tmp_path / "providers.json"
     opened = ProviderState(circuit=CircuitState.OPEN, consecutive_failures=3)

@@ -71,7 +71,7 @@ async def test_hostile_text_shows_literally_fires_nothing_raises_nothing() -> No
 
 async def test_hostile_session_in_every_tab_raises_nothing(home: Path) -> None:
     app = app_for(home)
-    hostile_session(app.store)
+    hostile_session(app.workspace.store)
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.screen.query_one(DataTable)
         await until(pilot, lambda: table.row_count == 1)

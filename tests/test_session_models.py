@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from engine import Config
-from engine.casefile import audit_schema, gap_schema, transcript, witness_messages
+from engine.config.roles import apply_roles
 from engine.errors import ConfigError, SessionError
-from engine.export import to_json, to_markdown
+from engine.interrogation.transcript import audit_schema, gap_schema, transcript, witness_messages
 from engine.models.events import (
     AnswerDelta,
     Finished,
@@ -34,8 +34,8 @@ from engine.models.session import (
     check_resumable,
     consistency_score,
 )
-from engine.roles import apply_roles
-from engine.structured import check_schema
+from engine.report.export import to_json, to_markdown
+from engine.routing.structured import check_schema
 from tests.factory import sample_pair, sample_session
 
 pair = sample_pair

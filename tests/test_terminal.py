@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import SessionStore
 from engine.models.session import (
     InterrogationSession,
 )
+from engine.storage.sessions import SessionStore
 from tests.conftest import ROOT, LlamaServer, cli
 from tests.factory import sample_pair
 from tests.test_app import config_text

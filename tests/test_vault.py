@@ -43,7 +43,7 @@ def test_every_kind_of_text_of_a_session_is_found(store, vault, paths) -> None:
         audit="The witness is inconsistent about niacin.",
         contradiction="daily niacin in round 1, never in round 2",
         answer=("sceptic", "The alibi of the cholesterol test is thin."))
-    Workspace(paths).add_note(name, "Call with Dr. Okafor about flushing.", "call.txt")
+    Workspace(paths).cases.add_note(name, "Call with Dr. Okafor about flushing.", "call.txt")
     short = store.load(name).short_id
     assert _kinds(vault, "B3") == {(short, "hypothesis")}
     assert (short, "round") in _kinds(vault, "dose")
@@ -83,11 +83,11 @@ def test_results_are_ranked_and_bounded_per_session(store, vault) -> None:
 def test_the_index_follows_the_sessions_as_they_change(store, vault, paths) -> None:
     name = case_session(store, "Tea contains caffeine", [("q", "a")])
     assert vault.search("theanine") == []
-    Workspace(paths).add_note(name, "Green tea has theanine.", "tea.txt")
+    Workspace(paths).cases.add_note(name, "Green tea has theanine.", "tea.txt")
     assert [h.kind for h in vault.search("theanine")] == ["note"]
     other = case_session(store, "Coffee and theanine", [("q", "a")])
     assert {h.session for h in vault.search("theanine")} == {name, other}
-    Workspace(paths).delete(other)
+    Workspace(paths).sessions.delete(other)
     assert {h.session for h in vault.search("theanine")} == {name}
     assert vault.sync() is None  # the store says nothing changed: no session looked at
     report = vault.sync(force=True)

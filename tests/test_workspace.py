@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import ConfigError, Paths, SessionError, Workspace
+from engine import (
+    ConfigError,
+    Paths,
+    SessionError,
+    Workspace,
+)
 from tests.conftest import ROOT
 from tests.factory import stored_session
 
@@ -23,39 +28,40 @@ def test_a_bad_start_is_refused_before_anything_is_stored(
 ) -> None:
     workspace = Workspace(paths)
     with pytest.raises(ConfigError, match=says):
-        workspace.start(hypothesis, limit)
+        workspace.sessions.start(hypothesis, limit)
     assert workspace.store.list() == []
 
 
 def test_an_unknown_provider_is_refused_before_anything_is_stored(paths: Paths) -> None:
     workspace = Workspace(paths)
     with pytest.raises(ConfigError):
-        workspace.start("Tea has caffeine", 8, detective=["nonsense"])
+        workspace.sessions.start("Tea has caffeine", 8, detective=["nonsense"])
     assert workspace.store.list() == []
 
 
 def test_the_default_limit_comes_from_the_config(home: Path, paths: Paths) -> None:
     (home / "config.toml").write_text("[interrogation]\niteration_limit = 7\n")
     workspace = Workspace(paths)
-    run = workspace.start("  Tea has caffeine  ")
+    run = workspace.sessions.start("  Tea has caffeine  ")
     try:
         assert run.session.iteration_limit == 7
         assert run.session.hypothesis.text == "Tea has caffeine"
-        assert workspace.status(run.journal.directory.name) == "running"  # its lock is held
+        # its lock is held
+        assert workspace.sessions.status(run.journal.directory.name) == "running"
     finally:
         run.journal.close()
-    assert workspace.status(run.journal.directory.name) == "interrupted"
-    assert "- Status: interrupted" in workspace.export(run.journal.directory.name, "md")
+    assert workspace.sessions.status(run.journal.directory.name) == "interrupted"
+    assert "- Status: interrupted" in workspace.sessions.export(run.journal.directory.name, "md")
 
 
 def test_an_ended_session_cannot_be_resumed_and_exports_agree(paths: Paths) -> None:
     workspace = Workspace(paths)
     name = stored_session(workspace.store, "Bees sleep")
     with pytest.raises(SessionError, match="already ended"):
-        workspace.resume(name)
-    assert '"status": "completed"' in workspace.export(name, "json")
-    assert "- Status: completed" in workspace.export(name, "md")
-    workspace.delete(name)
+        workspace.sessions.resume(name)
+    assert '"status": "completed"' in workspace.sessions.export(name, "json")
+    assert "- Status: completed" in workspace.sessions.export(name, "md")
+    workspace.sessions.delete(name)
     assert workspace.store.list() == []
 
 

@@ -23,7 +23,15 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerFailed, WorkerState
 
-from engine import ConfigError, DetektivError, Paths, Workspace, log_file, redact, strip_control
+from engine import (
+    ConfigError,
+    DetektivError,
+    Paths,
+    Workspace,
+    log_file,
+    redact,
+    strip_control,
+)
 from tui.funnel import Guarded
 from tui.messages import InterrogationWanted, NewSessionWanted, SessionOpened, SessionShown
 from tui.screens.dialogs import HelpScreen
@@ -31,7 +39,7 @@ from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
 
 if TYPE_CHECKING:
-    from engine import Config, ProviderConfig, Router, SessionStore
+    from engine import Config
     from tui.screens.live import LiveScreen
 
 __all__ = ["DetektivApp", "build_app", "run_app"]
@@ -116,11 +124,6 @@ class DetektivApp(Guarded, App[int]):
         self.config_error = message
         self.exit(return_code=2)
 
-    @property
-    def store(self) -> SessionStore:
-        """The session store (its temp files swept the first time)."""
-        return self.workspace.store
-
     # ---- shared engine objects ---------------------------------------------------------------
 
     def tab_screen(self, mode: str) -> Screen[Any]:
@@ -137,21 +140,6 @@ class DetektivApp(Guarded, App[int]):
         screen = self.tab_screen("live")
         assert isinstance(screen, LiveScreen)
         return screen
-
-    @property
-    def router(self) -> Router | None:
-        """The shared router, if it was built."""
-        return self.workspace.shared_router
-
-    async def get_router(self) -> Router:
-        """The shared router (built on first use, off the UI path)."""
-        return await self.workspace.router()
-
-    def update_providers(self, providers: dict[str, ProviderConfig]) -> None:
-        """Change providers and write the config file once; the router is rebuilt."""
-        old = self.workspace.update_providers(providers)
-        if old is not None:
-            self.run_worker(old.aclose(), exit_on_error=False)
 
     def key_for(self, binding_id: str, default: str) -> str:
         """The key the user's keymap gives a binding (for texts that name it)."""

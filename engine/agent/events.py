@@ -9,15 +9,16 @@ no URL).
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
-from dataclasses import dataclass, field
+import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TextIO
+from typing import Annotated, Any, Literal, TextIO
+
+from pydantic import Field, TypeAdapter, ValidationError
 
 from engine.agent.signals import Signal
+from engine.models.event import Event, journal_line, read_journal_line
 
 __all__ = [
     "STOP_REASONS",
@@ -51,22 +52,14 @@ STOP_REASONS: tuple[StopReason, ...] = (
     "delegation_recommended", "fallback_stop", "error", "cancelled")
 
 
-class _Event:
-    type: ClassVar[str]
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": self.type}
-        for item in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, item.name)
-            data[item.name] = value.to_json() if isinstance(value, Signal) else value
-        return data
+class _Event(Event):
+    """A case-agent run's event (journaled to the run's log)."""
 
 
-@dataclass(frozen=True, slots=True)
 class AgentStarted(_Event):
     """A run began: the question, how it was classified, the segments of its prompt."""
 
-    type: ClassVar[str] = "started"
+    type: Literal["started"] = "started"
     run_id: str
     question: str
     conversation_id: str | None
@@ -78,66 +71,59 @@ class AgentStarted(_Event):
     turn_limit: int
 
 
-@dataclass(frozen=True, slots=True)
 class ReferenceResolved(_Event):
     """Which session "that session" / "the last one" means, and where that came from."""
 
-    type: ClassVar[str] = "reference"
+    type: Literal["reference"] = "reference"
     session: str | None
     source: str
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
 class NodeChanged(_Event):
     """The behaviour tree's current node (its running leaf) changed."""
 
-    type: ClassVar[str] = "node"
+    type: Literal["node"] = "node"
     node: str
     path: list[str]
 
 
-@dataclass(frozen=True, slots=True)
 class TurnStarted(_Event):
-    type: ClassVar[str] = "turn"
+    type: Literal["turn"] = "turn"
     turn: int
     limit: int
     tool_free: bool
 
 
-@dataclass(frozen=True, slots=True)
 class AgentAttempt(_Event):
     """The turn is now streaming from `provider` (after a failover: from the start again)."""
 
-    type: ClassVar[str] = "attempt"
+    type: Literal["attempt"] = "attempt"
     turn: int
     provider: str
 
 
-@dataclass(frozen=True, slots=True)
 class AgentDelta(_Event):
     """A piece of the turn's reply, as the model streams it (not logged)."""
 
-    type: ClassVar[str] = "delta"
+    type: Literal["delta"] = "delta"
     turn: int
     text: str
 
 
-@dataclass(frozen=True, slots=True)
 class AgentNote(_Event):
     """A line worth showing beside the reply: a provider switch, a trimmed prompt."""
 
-    type: ClassVar[str] = "note"
+    type: Literal["note"] = "note"
     turn: int
     text: str
 
 
-@dataclass(frozen=True, slots=True)
 class TurnEnded(_Event):
     """The turn's whole reply (`text`, as the model wrote it) and what a reader is shown
     (`shown`: without the signal and tool tags)."""
 
-    type: ClassVar[str] = "turn_end"
+    type: Literal["turn_end"] = "turn_end"
     turn: int
     text: str
     shown: str
@@ -145,56 +131,50 @@ class TurnEnded(_Event):
     provider: str | None
 
 
-@dataclass(frozen=True, slots=True)
 class SignalParsed(_Event):
-    type: ClassVar[str] = "signal"
+    type: Literal["signal"] = "signal"
     turn: int
     signal: Signal
     step: str
     notes: list[str]
 
 
-@dataclass(frozen=True, slots=True)
 class SignalInvalid(_Event):
     """A signal block was there but could not be used; the turn counts as one without."""
 
-    type: ClassVar[str] = "signal_invalid"
+    type: Literal["signal_invalid"] = "signal_invalid"
     turn: int
     reason: str
     raw: str
     step: str | None
 
 
-@dataclass(frozen=True, slots=True)
 class NoSignal(_Event):
-    type: ClassVar[str] = "no_signal"
+    type: Literal["no_signal"] = "no_signal"
     turn: int
     turns_without_signal: int
 
 
-@dataclass(frozen=True, slots=True)
 class FallbackDecided(_Event):
     """After turns without a signal, the fallback classifier's verdict on the last reply."""
 
-    type: ClassVar[str] = "fallback"
+    type: Literal["fallback"] = "fallback"
     turn: int
     go_on: bool
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
 class ToolCalled(_Event):
-    type: ClassVar[str] = "tool_call"
+    type: Literal["tool_call"] = "tool_call"
     turn: int
     name: str
     argument: str
 
 
-@dataclass(frozen=True, slots=True)
 class ToolFinished(_Event):
     """A tool's result: `output` as the tool gave it (the model got it fenced and bounded)."""
 
-    type: ClassVar[str] = "tool_result"
+    type: Literal["tool_result"] = "tool_result"
     turn: int
     name: str
     argument: str
@@ -204,43 +184,33 @@ class ToolFinished(_Event):
     output: str
 
 
-@dataclass(frozen=True, slots=True)
 class AgentStopped(_Event):
     """The run's end: always one, always last, with its reason and the evidence."""
 
-    type: ClassVar[str] = "stop"
+    type: Literal["stop"] = "stop"
     reason: StopReason
     evidence: list[str]
     node: str
     answer: str
     turns: int
-    signals: list[str] = field(default_factory=list)
+    signals: list[str] = Field(default_factory=list)
 
 
 AgentEvent = (AgentStarted | ReferenceResolved | NodeChanged | TurnStarted | AgentAttempt
               | AgentDelta | AgentNote | TurnEnded | SignalParsed | SignalInvalid | NoSignal
               | FallbackDecided | ToolCalled | ToolFinished | AgentStopped)
 
-_TYPES: dict[str, type[Any]] = {cls.type: cls for cls in (
-    AgentStarted, ReferenceResolved, NodeChanged, TurnStarted, AgentAttempt, AgentDelta,
-    AgentNote, TurnEnded, SignalParsed, SignalInvalid, NoSignal, FallbackDecided, ToolCalled,
-    ToolFinished, AgentStopped)}
+_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(
+    Annotated[AgentEvent, Field(discriminator="type")]
+)
 
 
 def event_from_json(data: dict[str, Any]) -> AgentEvent:
     """The event a `to_json()` made (`ValueError` for an unknown type or bad fields)."""
-    cls = _TYPES.get(str(data.get("type")))
-    if cls is None:
-        raise ValueError(f"unknown agent event type {data.get('type')!r}")
-    values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
-    if "signal" in values:
-        raw = values["signal"]
-        values["signal"] = Signal(raw["type"], float(raw["confidence"]), dict(raw["fields"]),
-                                  raw["raw_xml"], datetime.fromisoformat(raw["timestamp"]))
     try:
-        return cls(**values)  # type: ignore[no-any-return]
-    except TypeError as exc:
-        raise ValueError(f"bad {data.get('type')} event: {exc}") from None
+        return _ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        raise ValueError(f"bad {data.get('type')} event: {exc.errors()[0]['msg']}") from None
 
 
 class AgentLog:
@@ -264,9 +234,8 @@ class AgentLog:
         if isinstance(event, AgentDelta) or self._file is None or self._file.closed:
             return
         self._seq += 1
-        line = {"seq": self._seq, "at": datetime.now(UTC).isoformat(), **event.to_json()}
         try:
-            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self._file.write(journal_line(self._seq, time.time(), event).decode("utf-8"))
             self._file.flush()
         except OSError as exc:  # a full disk stops the log, not the run
             self.problem = f"the run's event log stopped ({exc.strerror})"
@@ -287,10 +256,7 @@ def read_run(path: Path) -> list[AgentEvent]:
     events: list[AgentEvent] = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            data = json.loads(line)
-            data.pop("seq", None)
-            data.pop("at", None)
-            events.append(event_from_json(data))
+            events.append(read_journal_line(line, event_from_json)[2])
         except (ValueError, KeyError, TypeError):
             continue
     return events

@@ -3,7 +3,8 @@
     run = await workspace.agent("Which sessions mention Paris?")
     async for event in run.events():      # typed events (engine.agent.events); the last one
         ...                               # is always AgentStopped, with reason and evidence
-    run.cancel()                          # from anywhere: the run stops with `cancelled`
+    task.cancel()                         # cancel the task reading it: the run stops with
+                                          # `cancelled` (logged, and in `run.stop`)
 
 Each turn sends: the system prompt (segments for the question's type), the conversation's
 earlier turns (the `agent` policy of context.toml), the question, then this run's replies and
@@ -11,8 +12,8 @@ the tool results given back. `decide` stops the run — always with a reason and
 on a terminal signal, on the same need_turn reason three times (`stuck`), on a request for web
 search (`need_capability`), after the tool-free summary turn (`turn_limit`), when the fallback
 classifier says a run without signals is done (`fallback_stop`), on a failed turn (`error`) or
-on `cancel()`. The question is stored in the conversation before the first call; the answer
-after the stop.
+when its task is cancelled. The question is stored in the conversation before the first call;
+the answer after the stop.
 """
 
 from __future__ import annotations
@@ -54,16 +55,21 @@ from engine.agent.tools import WEB_TOOLS, Toolbox, ToolCall, parse_tool_calls, s
 from engine.agent.tree import AgentTree
 from engine.agent.vault import search_words
 from engine.context.budget import Prompt
+from engine.context.conversations import ConversationTurn
 from engine.context.fit import Trim
+from engine.context.reference import Mention, Resolution, find_mentions, remember, resolve_reference
 from engine.errors import DetektivError
 from engine.prompts import fill, load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
+from engine.report.stream import stream_note
+from engine.routing.collect import Reply
+from engine.routing.events import Attempt
 
 if TYPE_CHECKING:
-    from engine.config import AgentConfig
+    from engine.config.models import AgentConfig
     from engine.context.conversations import ConversationStore, ConversationTurn
     from engine.context.policy import ContextPolicy
-    from engine.router import Router
+    from engine.routing.router import Router
 
 __all__ = ["AgentRun"]
 
@@ -127,17 +133,9 @@ class AgentRun:
         self.gathered = ""
         self._messages: list[Message] = []
         self._queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
-        self._cancelled = False
         self._tree: AgentTree | None = None
 
     # ---- running ---------------------------------------------------------------------------
-
-    def cancel(self) -> None:
-        """Stop the run: the step under way is cancelled, and the run ends `cancelled`."""
-        self._cancelled = True
-        if self._tree is not None:
-            self._tree.cancel()
-        self._queue.put_nowait(None)
 
     def _emit(self, event: AgentEvent) -> None:
         self.log.write(event)
@@ -149,15 +147,13 @@ class AgentRun:
         tree.set("question", self.question)
         node = ""
         if self.log.problem:
-            yield AgentNote(0, self.log.problem)
+            yield AgentNote(turn=0, text=self.log.problem)
         try:
             while True:
-                if self._cancelled:
-                    break
                 tree.tick()
                 if tree.node != node:
                     node = tree.node
-                    self._emit(NodeChanged(node, tree.path))
+                    self._emit(NodeChanged(node=node, path=tree.path))
                 while not self._queue.empty():
                     item = self._queue.get_nowait()
                     if item is not None:
@@ -172,16 +168,14 @@ class AgentRun:
                 if item is not None:
                     yield item
             if self.stop is None:
-                if self._cancelled:
-                    self._stopping("cancelled", ["the user cancelled the run"], node)
-                else:
-                    self._stopping("error", [f"node {node!r} failed without a stop"], node)
+                self._stopping("error", [f"node {node!r} failed without a stop"], node)
             assert self.stop is not None
             self._finish()
             yield self.stop
         finally:
-            if self.stop is None:  # the consumer went away: the log still says how it ended
-                self._stopping("cancelled", ["the run was abandoned by its reader"], node)
+            if self.stop is None:  # its task was cancelled, or its reader went away: the log
+                # still says how it ended, and `stop` tells a front end what to show
+                self._stopping("cancelled", ["the run was cancelled"], node)
                 self._finish()
             tree.close()
             self.log.close()
@@ -190,15 +184,20 @@ class AgentRun:
 
     def _stopping(self, reason: StopReason, evidence: list[str], node: str) -> None:
         signals: list[str] = [s.type for s in self.state.signals_emitted]
-        self.stop = AgentStopped(reason, evidence, node, self.answer, self.turn, signals)
+        self.stop = AgentStopped(
+            reason=reason,
+            evidence=evidence,
+            node=node,
+            answer=self.answer,
+            turns=self.turn,
+            signals=signals,
+        )
         if self._tree is not None:
             self._tree.set("stop", reason)
 
     def _finish(self) -> None:
         """Log the stop, keep the answer in the conversation, remember the session talked
         about."""
-        from engine.context.conversations import ConversationTurn
-        from engine.context.reference import Mention, Resolution, remember
 
         assert self.stop is not None
         self.log.write(self.stop)
@@ -229,14 +228,23 @@ class AgentRun:
                                          ("web", c.needs_web)) if flag]
         assert self._tree is not None
         self._tree.set("classification", c)
-        self._emit(AgentStarted(self.run_id, self.question, self.conversation_id,
-                                c.query_type, c.confidence, c.keywords_matched, needs,
-                                [s.id for s in self.chosen], self.settings.turn_limit))
+        self._emit(
+            AgentStarted(
+                run_id=self.run_id,
+                question=self.question,
+                conversation_id=self.conversation_id,
+                query_type=c.query_type,
+                confidence=c.confidence,
+                keywords=c.keywords_matched,
+                needs=needs,
+                segments=[s.id for s in self.chosen],
+                turn_limit=self.settings.turn_limit,
+            )
+        )
         self._resolve_reference()
         return True
 
     def _resolve_reference(self) -> None:
-        from engine.context.reference import find_mentions, resolve_reference
 
         known = {name[-8:]: "session" for name in self._sessions()}
         mentions = find_mentions(self.question, known)
@@ -246,7 +254,11 @@ class AgentRun:
         stored = self.conversations.reference(CLIENT_ID, self.conversation_id)
         resolution = resolve_reference(mentions, stored, self.policy.last_reference,
                                        turn_index=len(self.history))
-        self._emit(ReferenceResolved(resolution.entity, resolution.source, resolution.reason))
+        self._emit(
+            ReferenceResolved(
+                session=resolution.entity, source=resolution.source, reason=resolution.reason
+            )
+        )
         if resolution.entity is not None:
             self.reference_line = (f"(In this question, \"that session\" / \"the last one\" "
                                    f"is session {resolution.entity}.)")
@@ -265,11 +277,20 @@ class AgentRun:
         return self._gather(ToolCall("search_vault", words))
 
     async def _gather(self, call: ToolCall) -> None:
-        self._emit(ToolCalled(0, call.name, call.argument))
+        self._emit(ToolCalled(turn=0, name=call.name, argument=call.argument))
         result = await self.toolbox.run(call)
         self.gathered = result.fenced if result.ok else ""
-        self._emit(ToolFinished(0, call.name, call.argument, result.ok, result.summary,
-                                result.truncated, result.text))
+        self._emit(
+            ToolFinished(
+                turn=0,
+                name=call.name,
+                argument=call.argument,
+                ok=result.ok,
+                summary=result.summary,
+                truncated=result.truncated,
+                output=result.text,
+            )
+        )
 
     def _system(self, segments: list[PromptSegment]) -> str:
         return "\n\n".join(fill(s.content, WEB=_WEB_LINE) for s in segments)
@@ -304,45 +325,32 @@ class AgentRun:
         return self._model_turn(self.turn, self.turn >= self.settings.turn_limit)
 
     async def _model_turn(self, turn: int, tool_free: bool) -> None:
-        from engine.router import Attempt, Fitted, PartialDiscarded, ProviderEvent
-
-        self._emit(TurnStarted(turn, self.settings.turn_limit, tool_free))
-        parts: list[str] = []
-        finish, provider = "stop", None
+        self._emit(TurnStarted(turn=turn, limit=self.settings.turn_limit, tool_free=tool_free))
+        reply = Reply()
         self.turn_error = None
         try:
             async with asyncio.timeout(self.settings.timeout):
-                async for event in self.router.stream(self._prompt(tool_free), role=self.role):
+                stream = self.router.stream(self._prompt(tool_free), role=self.role)
+                async for event in reply.follow(stream):
                     match event:
                         case TokenDelta(text=text):
-                            parts.append(text)
-                            self._emit(AgentDelta(turn, text))
+                            self._emit(AgentDelta(turn=turn, text=text))
                         case Attempt(label=label):
-                            parts.clear()
-                            provider = label
-                            self._emit(AgentAttempt(turn, label))
-                        case Fitted(report=report) if report.trim:
-                            self._emit(AgentNote(turn, f"earlier turns trimmed to fit "
-                                                 f"{report.window} tokens"))
-                        case ProviderEvent(type="provider_switch", from_provider=old,
-                                           to_provider=new):
-                            self._emit(AgentNote(turn, f"switching from {old} to {new}"))
-                        case ProviderEvent(from_provider=name, reason=reason):
-                            self._emit(AgentNote(turn, f"{name}: {reason}"))
-                        case PartialDiscarded(provider=name):
-                            self._emit(AgentNote(turn, f"the partial reply from {name} is "
-                                                 "discarded; starting over"))
-                        case Done(finish_reason=reason):
-                            finish = reason
+                            self._emit(AgentAttempt(turn=turn, provider=label))
+                        case Done():
+                            pass
+                        case _:
+                            if (line := stream_note(event)) is not None:
+                                self._emit(AgentNote(turn=turn, text=line))
         except TimeoutError:
-            finish = "timeout"
-            self._emit(AgentNote(turn, f"the turn was stopped after "
+            reply.finish_reason = "timeout"
+            self._emit(AgentNote(turn=turn, text=f"the turn was stopped after "
                                  f"{self.settings.timeout:g} s ([agent] timeout)"))
-            if not "".join(parts).strip():
+            if not reply.text.strip():
                 self.turn_error = f"no reply within {self.settings.timeout:g} s"
         except DetektivError as exc:
             self.turn_error = exc.message
-        self.reply = "".join(parts)
+        self.reply = reply.text
         self.shown = strip_tool_calls(strip_signal(self.reply)).strip()
         if self.shown:
             self.answer = self.shown
@@ -350,21 +358,37 @@ class AgentRun:
             self._messages.append(Message("assistant", self.reply))
         assert self._tree is not None
         self._tree.set("reply", self.reply)
-        self._emit(TurnEnded(turn, self.reply, self.shown, finish, provider))
+        self._emit(
+            TurnEnded(
+                turn=turn,
+                text=self.reply,
+                shown=self.shown,
+                finish=reply.finish_reason or "stop",
+                provider=reply.label,
+            )
+        )
 
     def parse_signal(self) -> bool:
         parsed = parse_signal(self.reply)
         self.signal = parsed.signal
         if parsed.signal is not None:
             self.state.on_signal(parsed.signal)
-            self._emit(SignalParsed(self.turn, parsed.signal, parsed.step or "xml",
-                                    list(parsed.notes)))
+            self._emit(SignalParsed(turn=self.turn, signal=parsed.signal, step=parsed.step or "xml",
+                                    notes=list(parsed.notes)))
         else:
             if parsed.invalid:
-                self._emit(SignalInvalid(self.turn, parsed.invalid, parsed.raw[:2000],
-                                         parsed.step))
+                self._emit(
+                    SignalInvalid(
+                        turn=self.turn,
+                        reason=parsed.invalid,
+                        raw=parsed.raw[:2000],
+                        step=parsed.step,
+                    )
+                )
             self.state.on_turn_without_signal()
-            self._emit(NoSignal(self.turn, self.state.turns_without_signal))
+            self._emit(
+                NoSignal(turn=self.turn, turns_without_signal=self.state.turns_without_signal)
+            )
         self._invalid = parsed.invalid
         assert self._tree is not None
         self._tree.set("signal", parsed.signal)
@@ -379,33 +403,43 @@ class AgentRun:
         if not calls or self.turn_error:
             return None
         if self.turn >= self.settings.turn_limit:
-            self._emit(AgentNote(self.turn, "tool calls in the summary turn are not run"))
+            self._emit(AgentNote(turn=self.turn, text="tool calls in the summary turn are not run"))
             return None
         if self.signal is not None and self.signal.type != "need_turn":
-            self._emit(AgentNote(self.turn, f"tool calls after a {self.signal.type} signal "
-                                 "are not run"))
+            self._emit(
+                AgentNote(
+                    turn=self.turn, text=f"tool calls after a {self.signal.type} signal are not run"
+                )
+            )
             return None
         web = next((c for c in calls if c.name in WEB_TOOLS), None)
         if web is not None:
             self.capability = web
-            self._emit(ToolCalled(self.turn, web.name, web.argument))
+            self._emit(ToolCalled(turn=self.turn, name=web.name, argument=web.argument))
             return None
         return self._run_tools(calls)
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         for call in calls:
-            self._emit(ToolCalled(self.turn, call.name, call.argument))
+            self._emit(ToolCalled(turn=self.turn, name=call.name, argument=call.argument))
             result = await self.toolbox.run(call)
             self.mentioned += [s for s in result.sessions if call.name == "read_session"]
             self.tool_results.append(result.fenced)
-            self._emit(ToolFinished(self.turn, call.name, call.argument, result.ok,
-                                    result.summary, result.truncated, result.text))
+            self._emit(
+                ToolFinished(
+                    turn=self.turn,
+                    name=call.name,
+                    argument=call.argument,
+                    ok=result.ok,
+                    summary=result.summary,
+                    truncated=result.truncated,
+                    output=result.text,
+                )
+            )
 
     def decide(self) -> bool:
         turn, signal, limit = self.turn, self.signal, self.settings.turn_limit
         state = self.state
-        if self._cancelled:
-            return self._stop("cancelled", ["the user cancelled the run"])
         if self.turn_error:
             return self._stop("error", [f"turn {turn}: {self.turn_error}"])
         if self.capability is not None:
@@ -427,7 +461,7 @@ class AgentRun:
                                              f"summary{last}"])
         if signal is None and not self.tool_results and state.needs_fallback:
             verdict = should_continue(self.shown)
-            self._emit(FallbackDecided(turn, verdict.go_on, verdict.reason))
+            self._emit(FallbackDecided(turn=turn, go_on=verdict.go_on, reason=verdict.reason))
             if not verdict.go_on:
                 return self._stop("fallback_stop", [
                     f"turns {turn - state.turns_without_signal + 1}–{turn} gave no signal",

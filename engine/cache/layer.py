@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engine.cache.cache import ResponseCache
     from engine.cache.models import CacheEntry, Explanation
-    from engine.config import CacheConfig
+    from engine.config.models import CacheConfig
     from engine.providers import StreamRequest
 
 __all__ = ["CacheLayer", "cache_role"]

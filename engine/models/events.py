@@ -7,12 +7,12 @@ watcher replaying events.jsonl sees the same text in the same order in fewer, la
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
+from engine.models.event import Event, journal_line, read_journal_line
 from engine.models.session import (
     AuditResult,
     AuditTrailEntry,
@@ -51,8 +51,8 @@ case agent that come next."""
 PhaseName = Literal["question", "answer", "analysis", "audit"]
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Event(Event):
+    """An interrogation's event (journaled to the session's events.jsonl)."""
 
 
 class Started(_Event):
@@ -226,17 +226,9 @@ class Record:
 
 def encode_record(record: Record) -> bytes:
     """The JSON line (with its newline) for `record`."""
-    data: dict[str, Any] = {"n": record.n, "at": round(record.at, 3)}
-    data.update(record.event.model_dump(mode="json"))
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return journal_line(record.n, record.at, record.event)
 
 
 def decode_record(line: bytes | str) -> Record:
     """Parse one JSON line; raises `ValueError` when it is not a valid record."""
-    data = json.loads(line)
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    n, at = data.pop("n", None), data.pop("at", None)
-    if not isinstance(n, int) or not isinstance(at, int | float):
-        raise ValueError("bad event number or time")
-    return Record(n, float(at), _ADAPTER.validate_python(data))
+    return Record(*read_journal_line(line, _ADAPTER.validate_python))

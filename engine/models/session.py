@@ -67,7 +67,7 @@ TrailEvent = Literal[
 ]
 """`degenerate_output`: a model's reply was empty, an echo or not what was asked (named in the
 reason); `contradictory_analysis`: a gap analysis contradicted itself and the loop's rule
-decided instead (see `engine.checks`)."""
+decided instead (see `engine.interrogation.checks`)."""
 VerdictValue = Literal["true", "false", "undetermined"]
 """The audit's verdict on the hypothesis."""
 GapCategory = Literal["missing_information", "ambiguity", "inconsistency", "vagueness"]

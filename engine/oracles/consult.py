@@ -17,6 +17,7 @@ An answer cut by the timeout is kept, marked `timeout`; an empty one is an error
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,14 +30,25 @@ from engine.models.notes import LlmEntry
 from engine.models.session import InterrogationSession, now
 from engine.oracles.catalog import Oracle
 from engine.oracles.context import CaseContext, ContextPlan, Holder, oracle_prompt, snapshot
+from engine.oracles.events import (
+    OracleAttempt,
+    OracleDelta,
+    OracleEvent,
+    OracleFailed,
+    OracleNote,
+    OracleSaved,
+)
 from engine.prompts import load_prompt
 from engine.providers import Done, StreamRequest, TokenDelta
+from engine.report.stream import CUT_AT_LIMIT, context_trim_note, stream_note
+from engine.routing.collect import Reply
+from engine.routing.events import Attempt, Fitted
 from engine.storage.atomic import atomic_write_text
 from engine.storage.sessions import RESPONSES_DIR
 
 if TYPE_CHECKING:
     from engine.context.budget import Prompt
-    from engine.router import Router
+    from engine.routing.router import Router
     from engine.storage.sessions import SessionStore
 
 __all__ = [
@@ -50,50 +62,6 @@ __all__ = [
     "PreviewPart",
     "Preview",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class OracleAttempt:
-    """`oracle_id` is now streaming from `provider` (after a failover: from the start again)."""
-
-    oracle_id: str
-    provider: str
-
-
-@dataclass(frozen=True, slots=True)
-class OracleDelta:
-    """A piece of an oracle's answer."""
-
-    oracle_id: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class OracleNote:
-    """Something worth a line beside the answer: a switch, a trimmed context, a timeout."""
-
-    oracle_id: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class OracleSaved:
-    """The answer is stored; `entry` is its record in metadata.json."""
-
-    oracle_id: str
-    entry: LlmEntry
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class OracleFailed:
-    """The oracle gave no answer; nothing was stored."""
-
-    oracle_id: str
-    error: str
-
-
-OracleEvent = OracleAttempt | OracleDelta | OracleNote | OracleSaved | OracleFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +92,7 @@ class _Job:
     prompt: Prompt
     holder: Holder
     role: str
-    parts: list[str] = field(default_factory=list)
+    reply: Reply = field(default_factory=Reply)
 
 
 EMPTY_RETRY_TEMPERATURES = (0.8, 0.8, 1.0)
@@ -232,12 +200,12 @@ class Consultation:
             try:
                 saved = await self._consult(job, queue)
             except DetektivError as exc:
-                await queue.put(OracleFailed(oid, exc.message))
+                await queue.put(OracleFailed(oracle_id=oid, error=exc.message))
             except Exception as exc:  # a bug must not take the other oracles down
-                import logging
-
                 logging.getLogger(__name__).exception("oracle %s failed", job.oracle.name)
-                await queue.put(OracleFailed(oid, f"internal error: {type(exc).__name__}"))
+                await queue.put(
+                    OracleFailed(oracle_id=oid, error=f"internal error: {type(exc).__name__}")
+                )
             else:
                 await queue.put(saved)
         finally:
@@ -257,24 +225,38 @@ class Consultation:
                         job.prompt, request=replace(job.prompt.request, temperature=temperature)
                     ).noted(load_prompt("empty_oracle"))  # said to it, not put in its mouth
                     await self._stream(job, prompt, queue, state)
-                    if "".join(job.parts).strip():
+                    if job.reply.text.strip():
                         break
                     if attempt + 1 < len(temperatures):
-                        await queue.put(OracleNote(oid, "the answer was empty; asking again "
-                                                   f"(temperature {temperatures[attempt + 1]:g})"))
+                        await queue.put(
+                            OracleNote(
+                                oracle_id=oid,
+                                text="the answer was empty; asking again "
+                                f"(temperature {temperatures[attempt + 1]:g})",
+                            )
+                        )
         except TimeoutError:
             state.finish = "timeout"
-            if not "".join(job.parts).strip():
-                return OracleFailed(oid, f"no answer within {self.timeout:g} s "
-                                    "(LLM_TIMEOUT_SECONDS)")
-            await queue.put(OracleNote(oid, f"stopped after {self.timeout:g} s "
-                                       "(LLM_TIMEOUT_SECONDS); the partial answer is kept"))
+            if not job.reply.text.strip():
+                return OracleFailed(
+                    oracle_id=oid,
+                    error=f"no answer within {self.timeout:g} s (LLM_TIMEOUT_SECONDS)",
+                )
+            await queue.put(
+                OracleNote(
+                    oracle_id=oid,
+                    text=f"stopped after {self.timeout:g} s "
+                    "(LLM_TIMEOUT_SECONDS); the partial answer is kept",
+                )
+            )
         finish, label, tokens, window = state.finish, state.label, state.tokens, state.window
-        text = "".join(job.parts)
+        text = job.reply.text
         if not text.strip():
-            return OracleFailed(oid, "the oracle's answer was empty; nothing was stored")
+            return OracleFailed(
+                oracle_id=oid, error="the oracle's answer was empty; nothing was stored"
+            )
         if finish == "length":
-            await queue.put(OracleNote(oid, "stopped: max tokens reached"))
+            await queue.put(OracleNote(oracle_id=oid, text=CUT_AT_LIMIT))
         shot = snapshot(self.case, job.holder.plan, tokens, window)
         oracle = job.oracle
 
@@ -296,35 +278,28 @@ class Consultation:
         except asyncio.CancelledError:
             await task
             raise
-        return OracleSaved(oid, entry, text)
+        return OracleSaved(oracle_id=oid, entry=entry, text=text)
 
     async def _stream(self, job: _Job, prompt: Prompt, queue: asyncio.Queue[OracleEvent | None],
                       state: _State) -> None:
-        from engine.router import Attempt, Fitted, PartialDiscarded, ProviderEvent
-
         oid = job.oracle.id
-        async for event in self.router.stream(prompt, role=job.role):
+        job.reply = reply = Reply()
+        async for event in reply.follow(self.router.stream(prompt, role=job.role)):
             match event:
                 case TokenDelta(text=text):
-                    job.parts.append(text)
-                    await queue.put(OracleDelta(oid, text))
+                    await queue.put(OracleDelta(oracle_id=oid, text=text))
                 case Attempt(label=name):
-                    job.parts.clear()
                     state.label = name
-                    await queue.put(OracleAttempt(oid, name))
+                    await queue.put(OracleAttempt(oracle_id=oid, provider=name))
                 case Fitted(report=report):
                     state.tokens, state.window = report.used, report.window
                     lines = job.holder.plan.lines(self.case) if job.holder.plan else []
                     if lines:
-                        await queue.put(OracleNote(oid, f"context trimmed to fit "
-                                                   f"{report.window} tokens: "
-                                                   + "; ".join(lines)))
-                case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
-                    await queue.put(OracleNote(oid, f"switching from {old} to {new}"))
-                case ProviderEvent(from_provider=name, reason=reason):
-                    await queue.put(OracleNote(oid, f"{name}: {reason}"))
-                case PartialDiscarded(provider=name):
-                    await queue.put(OracleNote(oid, f"the partial answer from {name} is "
-                                               "discarded; starting over"))
+                        await queue.put(
+                            OracleNote(oracle_id=oid, text=context_trim_note(report.window, lines))
+                        )
                 case Done(finish_reason=reason):
                     state.finish = "length" if reason == "length" else "stop"
+                case _:
+                    if (line := stream_note(event)) is not None:
+                        await queue.put(OracleNote(oracle_id=oid, text=line))

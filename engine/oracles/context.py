@@ -34,7 +34,7 @@ from engine.models.notes import ContextSnapshot, LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
 from engine.oracles.catalog import Oracle
 from engine.providers import Message, StreamRequest
-from engine.report import contradiction, round_title
+from engine.report.words import contradiction, round_title
 
 __all__ = ["CaseContext", "ContextPlan", "Holder", "Piece", "oracle_prompt", "plan", "snapshot"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from engine.config import Config, ProviderConfig, parse_adhoc
+from engine.config.models import Config, ProviderConfig, parse_adhoc
 from engine.paths import Paths
 from engine.providers._base import (
     Done,
@@ -29,6 +29,7 @@ from engine.providers._base import (
     Usage,
 )
 from engine.providers._llama import LlamaEngine, LlamaOptions
+from engine.providers._local import LocalProvider
 
 __all__ = [
     "Done",
@@ -67,7 +68,6 @@ def create_provider(
 
             return OllamaProvider(name, config, env)
         case "local":
-            from engine.providers._local import LocalProvider
 
             return LocalProvider(name, config, env, paths)
     raise AssertionError(config.kind)  # pragma: no cover - pydantic restricts kind

@@ -2,7 +2,7 @@
 
 No SDK: it costs ~2.5 s to import here, and the wire format is small. Structured output is
 asked for with the schema in the system prompt (`prompts/structured_output.md`); the answer is
-validated by `engine.structured`, like every other kind's.
+validated by `engine.routing.structured`, like every other kind's.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from engine.config import ANTHROPIC_URL
+from engine.config.models import ANTHROPIC_URL
 from engine.errors import (
     BadResponseError,
     ProviderConnectionError,

@@ -23,7 +23,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.config import ANTHROPIC_URL, GEMINI_URL, ProviderConfig
+from engine.config.models import ANTHROPIC_URL, GEMINI_URL, ProviderConfig
 from engine.errors import (
     AuthError,
     BadResponseError,
@@ -178,7 +178,7 @@ class Provider(ABC):
         return self._key[0]
 
     def api_key(self) -> str | None:
-        """Resolve the key (see `engine.config` for the order); raises `AuthError` if missing."""
+        """Resolve the key (`engine.config.models` says the order); `AuthError` if missing."""
         config = self.config
         if config.api_key_env:
             value = self._env.get(config.api_key_env, "").strip()

@@ -13,7 +13,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine import ConfigError, DetektivError, Paths, __version__, configure_logging
+from engine import (
+    ConfigError,
+    DetektivError,
+    Paths,
+    __version__,
+    configure_logging,
+)
 
 __all__ = ["main"]
 

@@ -69,7 +69,7 @@ async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
 
 
 def vault_search(workspace: Workspace, query: str, limit: int, as_json: bool) -> int:
-    hits = workspace.vault_search(query, limit=max(1, min(limit, 100)))
+    hits = workspace.agent.search(query, limit=max(1, min(limit, 100)))
     if as_json:
         print(json.dumps({"query": query, "hits": [h.to_json() for h in hits]},
                          ensure_ascii=False))
@@ -94,19 +94,15 @@ def _question(args: argparse.Namespace) -> str:
 async def agent(workspace: Workspace, args: argparse.Namespace) -> int:
     for warning in workspace.warnings:
         print(f"detektiv: warning: {warning}", file=sys.stderr)
-    run = await workspace.agent(_question(args), provider=args.provider,
+    run = await workspace.agent.run(_question(args), provider=args.provider,
                                 conversation=args.conversation,
                                 continue_last=args.continue_last)
     stop: AgentStopped | None = None
     show = _Shower(args.json, args.nodes)
-    try:
-        async for event in run.events():
-            show(event)
-            if isinstance(event, AgentStopped):
-                stop = event
-    except BaseException:
-        run.cancel()
-        raise
+    async for event in run.events():  # Ctrl-C cancels this task, and so the run
+        show(event)
+        if isinstance(event, AgentStopped):
+            stop = event
     if not args.json:
         print(f"agent: run {run.run_id} logged in {run.log.path}; conversation "
               f"{run.conversation_id} (continue with -c)", file=sys.stderr)

@@ -79,7 +79,7 @@ async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
 
 def list_oracles(workspace: Workspace, as_json: bool) -> int:
     """Every oracle: id, name, source, placeholder or append, valid or why not."""
-    oracles = workspace.oracles()
+    oracles = workspace.cases.oracles()
     if as_json:
         print(json.dumps([{
             "id": o.id, "name": o.name, "slug": o.slug, "source": o.source,
@@ -90,7 +90,7 @@ def list_oracles(workspace: Workspace, as_json: bool) -> int:
         } for o in oracles], indent=1, ensure_ascii=False))
         return 0
     if not oracles:
-        print(f"No oracles. Put markdown files in {workspace.user_oracles_dir}")
+        print(f"No oracles. Put markdown files in {workspace.cases.user_oracles_dir}")
         return 0
     print(f"{'ID':8}  {'NAME':20}  {'SOURCE':11}  {'MODE':11}  STATUS")
     for o in oracles:
@@ -99,14 +99,14 @@ def list_oracles(workspace: Workspace, as_json: bool) -> int:
         print(f"{o.id:8}  {name:20}  {o.source:11}  {o.mode:11}  {strip_control(status)}")
         for warning in o.warnings:
             print(f"{'':8}  warning: {strip_control(warning)}")
-    print(f"\nYour own oracles go in {workspace.user_oracles_dir} (a file of the same name "
+    print(f"\nYour own oracles go in {workspace.cases.user_oracles_dir} (a file of the same name "
           "replaces a shipped one).")
     return 0
 
 
 def new_case(workspace: Workspace, title: str) -> int:
     """Create a notes-only session; print its id."""
-    session = workspace.new_case(title)
+    session = workspace.cases.new_case(title)
     print(session.short_id)
     print(f"detektiv: created session {session.short_id}; add notes with: detektiv notes add "
           f"{session.short_id} FILE…", file=sys.stderr)
@@ -118,7 +118,7 @@ def notes(workspace: Workspace, words: list[str], as_json: bool) -> int:
     if words[0] == "add":
         if len(words) < 3:
             raise NoteRefused("usage: detektiv notes add ID FILE…")
-        added, refused = workspace.import_notes(words[1], [Path(w) for w in words[2:]])
+        added, refused = workspace.cases.import_notes(words[1], [Path(w) for w in words[2:]])
         for entry in added:
             print(f"added {note_title(entry)}", file=sys.stderr)
             if not as_json:
@@ -131,7 +131,7 @@ def notes(workspace: Workspace, words: list[str], as_json: bool) -> int:
         return 1 if refused else 0
     if len(words) != 1:
         raise NoteRefused("usage: detektiv notes ID  or  detektiv notes add ID FILE…")
-    texts = workspace.note_texts(words[0])
+    texts = workspace.cases.note_texts(words[0])
     if as_json:
         print(json.dumps([{**e.model_dump(mode="json"), "text": t} for e, t in texts],
                          indent=1, ensure_ascii=False))
@@ -149,7 +149,7 @@ async def consult(workspace: Workspace, args: argparse.Namespace) -> int:
     """Consult the oracles named; exit 1 when any gave no answer."""
     for warning in workspace.warnings:
         print(f"detektiv: warning: {warning}", file=sys.stderr)
-    consultation = await workspace.consultation(
+    consultation = await workspace.cases.consultation(
         args.session, args.oracle, args.provider, False if args.no_history else None)
     if args.dry_run:
         try:

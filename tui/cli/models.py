@@ -10,7 +10,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engine import Paths, Workspace, model_row, strip_control
+from engine import (
+    Paths,
+    Workspace,
+    model_row,
+    strip_control,
+)
 
 __all__ = ["add_parser", "run"]
 

@@ -10,38 +10,15 @@ import sys
 from typing import TextIO
 
 from engine import (
-    ANSWER_CUT_OFF,
-    NO_ANSWER,
-    AnswerCutOff,
-    AnswerDelta,
-    AnswerUnusable,
-    AuditReady,
-    AuditResult,
-    Discarded,
-    Finished,
-    GapAnalysis,
-    GapAnalysisReady,
+    Append,
+    Block,
     InterrogationEvent,
-    PairCompleted,
-    Phase,
-    ProviderChosen,
-    QuestionDelta,
-    Started,
-    TrailAdded,
-    completeness,
-    contradiction,
-    in_transcript,
-    note,
-    round_title,
+    Narration,
+    Void,
     strip_control,
-    trail_line,
-    verdict_line,
 )
 
 __all__ = ["StreamPrinter", "TranscriptPrinter"]
-
-_PREFIX = {"question": "Q", "answer": "A"}
-
 
 class StreamPrinter:
     """Writes streamed model text to stdout as it comes, control characters stripped."""
@@ -71,83 +48,43 @@ class StreamPrinter:
 
 
 class TranscriptPrinter(StreamPrinter):
-    """Prints events as they come; `status` holds the final status once `Finished` is seen."""
+    """Prints an interrogation's blocks (`engine.report.blocks`) as they come: the transcript
+    on stdout, notes on stderr. `status` is the final status once the run has ended."""
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         super().__init__(out, err)
-        self.phase = ""
-        self.status: str | None = None
-        self.session_id = ""
+        self.narration = Narration()
+
+    @property
+    def status(self) -> str | None:
+        return self.narration.status
 
     def show(self, event: InterrogationEvent) -> None:
         """Print one event."""
-        match event:
-            case Started(session_id=sid, hypothesis=text, iteration_limit=limit,
-                         resumed_after=after):
-                self.session_id = sid
-                self.end_line()
-                if after is None:
-                    self.write(f"Session {sid[:8]} · up to {limit} rounds\nHypothesis: "
-                               f"{text.strip()}\n")
-                else:
-                    self.write(f"Session {sid[:8]} resumed after round {after}\n")
-            case Phase(phase=phase, sequence=sequence):
-                self.phase = phase
-                self.end_line()
-                if phase == "question":
-                    self.write(f"\n── {round_title(sequence)} " + "─" * 40 + "\n")
-                elif phase == "audit":
-                    self.write("\n── Audit " + "─" * 44 + "\n")
-            case ProviderChosen(role=role, provider=provider):
-                if self.phase in _PREFIX and (role == "detective") == (self.phase == "question"):
-                    self.end_line()
-                    self.write(f"{_PREFIX[self.phase]} [{provider}] ")
-            case QuestionDelta(text=text) | AnswerDelta(text=text):
+        for piece in self.narration.pieces(event):
+            self._print(piece)
+
+    def _print(self, piece: Block | Append | Void) -> None:
+        match piece:
+            case Append(text):
                 self.write(text)
-            case AnswerCutOff():
+            case Void(line):
                 self.end_line()
-                self.write(f"  ({ANSWER_CUT_OFF})\n")
-            case AnswerUnusable(problem=problem) if problem == NO_ANSWER:
-                self.write(f"({NO_ANSWER})\n")  # in the transcript, where the answer would be
-            case AnswerUnusable(problem=problem):
+                self.write(f"  ({line})\n")
+            case Block(kind="note", text=text):
+                self.note(text)
+            case Block(kind="heading", title=title, text=text):
                 self.end_line()
-                self.write(f"  ({problem})\n")
-            case Discarded(provider=provider, text=text, reason=reason):
+                self.write(f"\n── {title} {'─' * max(4, 52 - len(title))}\n")
+                if text.strip():
+                    self.write(text.strip() + "\n")
+            case Block(kind="question" | "answer", title=title, text=text):
                 self.end_line()
-                self.write(f"  (the {len(text)} characters above from {provider} are discarded:"
-                           f" {reason})\n")
-            case TrailAdded(entry=entry) if in_transcript(entry):
-                self.note(trail_line(entry))
-            case GapAnalysisReady(analysis=analysis):
-                self._analysis(analysis)
-            case AuditReady(audit=audit):
-                self._audit(audit)
-            case Finished(status=status, reason=reason):
-                self.status = status
+                self.write(f"[{title}] " + (text.strip() + "\n" if text.strip() else ""))
+            case Block(kind="end", text=text):
                 self.end_line()
-                why = f": {reason}" if reason and status != "cancelled" else ""
-                self.write(f"\nSession {self.session_id} {status}{why}\n")
-            case PairCompleted() | TrailAdded():
-                pass
-            case _:  # any other event: its one line from engine.report, if it has one
-                line = note(event)
-                if line:
-                    self.note(line)
-
-    def _analysis(self, analysis: GapAnalysis) -> None:
-        self.end_line()
-        self.write(f"  {completeness(analysis)}\n")
-        for gap in analysis.gaps:
-            self.write(f"  - {gap.line}\n")
-
-    def _audit(self, audit: AuditResult) -> None:
-        self.end_line()
-        verdict = verdict_line(audit)
-        if verdict:
-            self.write(verdict[:1].upper() + verdict[1:] + "\n")
-        self.write(f"Consistency score: {audit.consistency_score}/100\n")
-        for item in audit.contradictions:
-            self.write(f"Contradiction {contradiction(item)}\n")
-        for gap in audit.remaining_gaps:
-            self.write(f"Remaining gap · {gap.line}\n")
-        self.write(f"Summary:\n{audit.summary.strip()}\n")
+                self.write(f"\n{text}\n")
+            case Block(title=title, text=text):  # an analysis, the audit, its summary
+                self.end_line()
+                self.write(f"{title}:\n" + "".join(f"  {line}\n"
+                                                   for line in text.strip().splitlines()))

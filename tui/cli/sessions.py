@@ -77,7 +77,7 @@ async def run(paths: Paths, args: argparse.Namespace) -> int:
     """Run an interrogation, streaming the transcript (or the event records with --json)."""
     hypothesis = sys.stdin.read() if args.hypothesis == "-" else args.hypothesis
     workspace = Workspace(paths, use_cache=not args.no_cache)
-    started = workspace.start(
+    started = workspace.sessions.start(
         hypothesis, args.limit, _chain(args.detective), _chain(args.witness),
         on_record=_print_record if args.json else None, session=args.session,
     )
@@ -88,7 +88,8 @@ async def resume(paths: Paths, args: argparse.Namespace) -> int:
     """Continue an interrupted, failed or cancelled session from its last completed round."""
     workspace = Workspace(paths)
     workspace.config  # noqa: B018 - a bad config fails before the session is taken
-    started = workspace.resume(args.session, on_record=_print_record if args.json else None)
+    started = workspace.sessions.resume(args.session,
+                                        on_record=_print_record if args.json else None)
     return await _drive(workspace, started, args.json)
 
 
@@ -120,13 +121,13 @@ def sessions(paths: Paths, as_json: bool) -> int:
 
 def show(paths: Paths, args: argparse.Namespace) -> int:
     """Print a stored session as a readable report."""
-    sys.stdout.write(Workspace(paths).export(args.session, "md"))
+    sys.stdout.write(Workspace(paths).sessions.export(args.session, "md"))
     return 0
 
 
 def export(paths: Paths, args: argparse.Namespace) -> int:
     """Write a session as markdown or JSON, to a file (atomically) or stdout."""
-    text = Workspace(paths).export(args.session, args.format)
+    text = Workspace(paths).sessions.export(args.session, args.format)
     if args.output is None or str(args.output) == "-":
         sys.stdout.write(text)
         return 0
@@ -144,7 +145,7 @@ async def watch(paths: Paths, args: argparse.Namespace) -> int:
     workspace = Workspace(paths)
     printer = TranscriptPrinter()
     last = None
-    async for record in workspace.follow(args.session):
+    async for record in workspace.sessions.follow(args.session):
         last = record
         if args.json:
             _print_record(record)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -17,13 +17,16 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine import atomic_write_text, check_line, explanation_lines, strip_control
+from engine import (
+    atomic_write_text,
+    check_line,
+    explanation_lines,
+    strip_control,
+)
 from tui.funnel import Guarded
+from tui.host import Host, host
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
-
-if TYPE_CHECKING:
-    from tui.app import DetektivApp
 
 __all__ = ["CacheScreen"]
 
@@ -32,6 +35,11 @@ REFRESH_SECONDS = 2.0
 
 class CacheScreen(Guarded, Screen[None]):
     """See the module docstring."""
+
+    @property
+    def host(self) -> Host:
+        """The app, as far as this screen may use it."""
+        return host(self.app)
 
     CSS_PATH = "cache.tcss"
     BINDINGS = [
@@ -43,7 +51,6 @@ class CacheScreen(Guarded, Screen[None]):
         Binding("r", "refresh", "Refresh", id="cache-refresh"),
     ]
 
-    app: DetektivApp
 
     def __init__(self) -> None:
         super().__init__()
@@ -72,7 +79,7 @@ class CacheScreen(Guarded, Screen[None]):
 
     @work(exclusive=True, thread=True, group="cache-list", exit_on_error=False)
     def refresh_entries(self) -> None:
-        cache = self.app.workspace.cache
+        cache = self.host.workspace.cache
         search = self.query_one("#cache-filter", Input).value.strip()
         entries = cache.store.entries(search, limit=500)
         stats = cache.stats()
@@ -141,7 +148,7 @@ class CacheScreen(Guarded, Screen[None]):
     def explain(self, question: str) -> None:
         if not question.strip():
             return
-        why, served = self.app.workspace.cache.lookup(question)
+        why, served = self.host.workspace.cache.lookup(question)
         lines = explanation_lines(why)
         if served is not None:
             lines += ["", served.payload[:400]]
@@ -169,7 +176,7 @@ class CacheScreen(Guarded, Screen[None]):
         entry = self._chosen()
         if entry is None:
             return
-        self.app.workspace.cache.invalidate(entry.entry_id)
+        self.host.workspace.cache.invalidate(entry.entry_id)
         self.notify(f"Entry {entry.entry_id[:8]} will not be served again.")
         self.refresh_entries()
 
@@ -180,7 +187,7 @@ class CacheScreen(Guarded, Screen[None]):
 
         def confirmed(yes: bool | None) -> None:
             if yes:
-                self.app.workspace.cache.delete(entry.entry_id)
+                self.host.workspace.cache.delete(entry.entry_id)
                 self.notify(f"Deleted entry {entry.entry_id[:8]}.")
                 self.refresh_entries()
 
@@ -188,7 +195,7 @@ class CacheScreen(Guarded, Screen[None]):
                                            f"{strip_control(entry.question)[:80]}"), confirmed)
 
     def action_export(self) -> None:
-        entries = self.app.workspace.cache.store.entries(limit=10_000_000)
+        entries = self.host.workspace.cache.store.entries(limit=10_000_000)
         target = Path.cwd() / "detektiv-cache.json"
         atomic_write_text(target, json.dumps([e.model_dump(mode="json") for e in entries],
                                              ensure_ascii=False, indent=1) + "\n")

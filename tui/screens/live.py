@@ -7,7 +7,6 @@ records of events.jsonl when attached to a run in another process; both go throu
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -18,11 +17,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, ProgressBar, Static
 
 from engine import (
-    ANSWER_CUT_OFF,
-    AnswerCutOff,
-    AnswerDelta,
+    Append,
     AuditReady,
     AuditResult,
+    Block,
     ConfigError,
     DetektivError,
     Discarded,
@@ -30,30 +28,25 @@ from engine import (
     GapAnalysis,
     GapAnalysisReady,
     InterrogationEvent,
+    Narration,
     PairCompleted,
     Phase,
+    Piece,
     ProviderChosen,
-    QuestionDelta,
     Run,
     Started,
-    TrailAdded,
-    contradiction,
-    follow_up,
-    in_transcript,
-    note,
-    round_title,
+    Void,
+    audit_lines,
+    discarded_line,
+    finished_line,
     strip_control,
-    trail_line,
-    verdict_line,
     verdict_short,
 )
 from tui.funnel import Guarded
+from tui.host import Host, host
 from tui.messages import SessionShown
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
-
-if TYPE_CHECKING:
-    from tui.app import DetektivApp
 
 __all__ = ["LiveScreen"]
 
@@ -64,6 +57,11 @@ def _chain(value: str) -> list[str]:
 
 class LiveScreen(Guarded, Screen[None]):
     """See the module docstring."""
+
+    @property
+    def host(self) -> Host:
+        """The app, as far as this screen may use it."""
+        return host(self.app)
 
     CSS_PATH = "live.tcss"
     AUTO_FOCUS = "#transcript"
@@ -80,17 +78,14 @@ class LiveScreen(Guarded, Screen[None]):
         Binding("C", "copy_transcript", "Copy all", id="copy-transcript"),
     ]
 
-    app: DetektivApp
 
     def __init__(self) -> None:
         super().__init__()
         self.session_dir: str | None = None
         self.attached = False
-        self.phase = ""
+        self.narration = Narration()
         self.badges: dict[str, str] = {}
         self.status_text = "idle"
-        self.limit = 0
-        self.analysed: set[int] = set()
         self._form_wanted = False
         self._built = False
         self.case_dir: str | None = None
@@ -102,8 +97,8 @@ class LiveScreen(Guarded, Screen[None]):
             yield Input(placeholder="Hypothesis… (Enter starts)", id="hypothesis")
             yield Input(placeholder="detective (default chain)", id="detective")
             yield Input(placeholder="witness (default chain)", id="witness")
-            yield Input(value=str(self.app.config.interrogation.iteration_limit), id="limit",
-                        type="integer", max_length=2)
+            limit = self.host.workspace.config.interrogation.iteration_limit
+            yield Input(value=str(limit), id="limit", type="integer", max_length=2)
         advice = self.advice_text()
         line = Static(Content(strip_control(advice)), id="advice")
         line.display = bool(advice)
@@ -134,14 +129,14 @@ class LiveScreen(Guarded, Screen[None]):
     def advice_text(self) -> str:
         """The line under the form when a demonstration model would play the detective."""
         try:
-            advice = self.app.workspace.advice()
+            advice = self.host.workspace.advice()
         except DetektivError:  # a bad config is the app's to say, not this line's
             return ""
         return f"Note: {advice}" if advice else ""
 
     def empty_text(self) -> str:
         """What the Live tab says before anything runs in it: how to start or open one."""
-        keys = self.app.key_for
+        keys = self.host.key_for
         return (f"Nothing is running here yet. To start an interrogation, press "
                 f"{keys('focus-form', 'n')}, type a hypothesis and press Enter. To watch or "
                 f"resume one, open it from the Sessions tab ({keys('tab-sessions', '1')}, then "
@@ -176,7 +171,7 @@ class LiveScreen(Guarded, Screen[None]):
         except ValueError:
             limit = 0
         try:
-            run = self.app.workspace.start(
+            run = self.host.workspace.sessions.start(
                 self.query_one("#hypothesis", Input).value, limit,
                 _chain(self.query_one("#detective", Input).value),
                 _chain(self.query_one("#witness", Input).value),
@@ -208,10 +203,10 @@ class LiveScreen(Guarded, Screen[None]):
             self.notify("Open a session first (Sessions tab).", severity="warning",
                         markup=False)
             return
-        if self.app.store.is_live(self.session_dir):
+        if self.host.workspace.store.is_live(self.session_dir):
             self.notify("That session is running; it is shown live already.", markup=False)
             return
-        self.run_interrogation(self.app.workspace.resume(self.session_dir))
+        self.run_interrogation(self.host.workspace.sessions.resume(self.session_dir))
 
     def action_select(self, step: int) -> None:
         self.query_one(TranscriptView).select_answer(step)
@@ -239,6 +234,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.session_dir, self.attached = run.journal.directory.name, False
         self.post_message(SessionShown(self.session_dir))
         self.query_one(TranscriptView).clear()
+        self.narration = Narration()
         async for event in run.events():
             self.show(event)
 
@@ -248,17 +244,18 @@ class LiveScreen(Guarded, Screen[None]):
         self.session_dir, self.attached = directory, True
         self.post_message(SessionShown(directory))
         self.query_one(TranscriptView).clear()
+        self.narration = Narration()
         self.reset_side()
-        live = self.app.store.is_live(directory)
+        live = self.host.workspace.store.is_live(directory)
         self.set_status("following a live run…" if live else "replaying…")
         last: InterrogationEvent | None = None
         opened = time.time()
-        async for record in self.app.workspace.follow(directory):
+        async for record in self.host.workspace.sessions.follow(directory):
             # what happened before it was opened is history: shown, not announced
             self.show(record.event, announce=record.at >= opened - 1.0)
             last = record.event
         if not isinstance(last, Finished):
-            status = self.app.workspace.status(directory)
+            status = self.host.workspace.sessions.status(directory)
             if status == "interrupted":
                 self.set_status("interrupted: no process runs it any more (ctrl+r resumes)")
             else:
@@ -281,24 +278,21 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#audit", Static).update(Content("not yet"))
 
     def show(self, event: InterrogationEvent, announce: bool = True) -> None:
-        """Render one event (live, or replayed from a log); `announce` raises notifications
-        for switches, discarded answers and the end."""
+        """Render one event (live, or replayed from a log): its blocks into the transcript
+        (the words are `engine.report.blocks`', the CLI's too), then the side panels and
+        badges; `announce` raises notifications for switches, discarded answers and the end."""
+        replayed = isinstance(event, PairCompleted) and \
+            event.pair.sequence not in self.narration.analysed
         view = self.query_one(TranscriptView)
+        for piece in self.narration.pieces(event):
+            self._draw_piece(view, piece)
         match event:
-            case Started(hypothesis=text, iteration_limit=limit, resumed_after=after):
-                if after is None:
-                    self.reset_side()
-                    self.analysed.clear()
-                    view.add("heading", text, title="Hypothesis", markdown=False)
-                else:
-                    view.add("note", f"resumed after round {after}")
-                self.limit = limit
+            case Started(resumed_after=None):
+                self.reset_side()
+                self.set_status("running")
+            case Started():
                 self.set_status("running")
             case Phase(phase=phase, sequence=sequence):
-                self.phase = phase
-                view.end_stream()
-                if phase == "question":
-                    view.add("heading", "", title=f"── {round_title(sequence, self.limit)}")
                 label = {"question": "asking", "answer": "answering", "analysis": "analysing",
                          "audit": "auditing"}[phase]
                 self.set_status(f"round {sequence}: {label}…" if phase != "audit"
@@ -311,63 +305,43 @@ class LiveScreen(Guarded, Screen[None]):
                 if previous is not None and previous != provider and announce:
                     self.notify(f"{role}: {previous} → {provider}", title="Provider switch",
                                 severity="warning", markup=False)
-                if (role, self.phase) == ("detective", "question"):
-                    view.start_stream("question", title=f"Question · {provider}")
-                elif (role, self.phase) == ("witness", "answer"):
-                    view.start_stream("answer", title=f"Answer · {provider}")
-            case QuestionDelta(text=text) | AnswerDelta(text=text):
-                view.append(text)
-            case AnswerCutOff():
-                view.end_stream()
-                view.add("note", ANSWER_CUT_OFF)
-            case Discarded(provider=provider, reason=reason, text=text):
-                view.discard_stream(reason)
-                if announce:
-                    self.notify(f"{len(text)} characters from {provider} discarded: {reason}",
-                                title="Partial answer discarded", severity="warning",
-                                markup=False)
-            case TrailAdded(entry=entry) if in_transcript(entry):
-                view.add("note", trail_line(entry))
+            case Discarded(provider=provider, reason=reason, text=text) if announce:
+                self.notify(discarded_line(provider, len(text), reason),
+                            title="Partial answer discarded", severity="warning",
+                            markup=False)
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
-                view.end_stream()
                 self.show_analysis(analysis, sequence)
+            case PairCompleted(pair=pair) if replayed:
+                self.show_analysis(pair.gap_analysis, pair.sequence)
             case AuditReady(audit=audit):
                 self.show_audit(audit)
             case Finished(status=status, reason=reason):
-                view.end_stream()
                 self.set_status(status + (f": {reason}" if reason else ""))
                 ok = status in ("completed", "limit-reached")
                 if announce:
-                    self.notify(f"Interrogation {status}" + (f": {reason}" if reason else ""),
+                    self.notify(finished_line(self.narration.session_id, status, reason),
                                 severity="information" if ok else "warning", markup=False)
-            case PairCompleted(pair=pair) if pair.sequence not in self.analysed:
-                # a log without the round's stream (re-logged after a crash): show the pair
+
+    @staticmethod
+    def _draw_piece(view: TranscriptView, piece: Piece) -> None:
+        match piece:
+            case Append(text):
+                view.append(text)
+            case Void(line):
+                view.discard_stream(line)
+            case Block(kind="question" | "answer" as kind, title=title, streaming=True):
                 view.end_stream()
-                view.add("heading", "",
-                         title=f"── {round_title(pair.sequence, self.limit)}")
-                view.add("question", pair.question, f"Question · {pair.provider_used.detective}",
-                         markdown=True)
-                view.add("answer", pair.answer, f"Answer · {pair.provider_used.witness}",
-                         markdown=True)
-                if pair.answer_cut_off:
-                    view.add("note", ANSWER_CUT_OFF)
-                self.show_analysis(pair.gap_analysis, pair.sequence)
-            case PairCompleted() | TrailAdded():
-                pass
-            case _:  # any other event: its one line from engine.report, if it has one
-                line = note(event)
-                if line:
-                    view.add("note", line)
+                view.start_stream(kind, title=title)
+            case Block(kind="heading", title=title, text=""):
+                view.end_stream()
+                view.add("heading", "", title=f"── {title}")
+            case Block(kind=kind, title=title, text=text, markdown=markdown):
+                view.end_stream()
+                shown = {"summary": "audit", "end": "note"}.get(kind, kind)
+                view.add(shown, text, title=title, markdown=markdown)  # type: ignore[arg-type]
 
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
-        self.analysed.add(sequence)
-        filled = round(analysis.completeness_score / 5)
-        bar = "█" * filled + "░" * (20 - filled)
-        lines = [f"completeness {bar} {analysis.completeness_score}/100 · "
-                 f"{follow_up(analysis)}"]
-        lines += [f"- {g.line}" for g in analysis.gaps]
-        self.query_one(TranscriptView).add("analysis", "\n".join(lines),
-                                           title=f"Gap analysis {sequence}")
+        """The side panel's view of a round's analysis (the transcript has its block)."""
         self.query_one("#completeness", ProgressBar).update(
             progress=analysis.completeness_score)
         side = [f"round {sequence}: {analysis.completeness_score}/100"]
@@ -375,19 +349,13 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#gaps", Static).update(Content(strip_control("\n".join(side))))
 
     def show_audit(self, audit: AuditResult) -> None:
-        verdict = verdict_line(audit)
+        """The verdict badge and the side panel's audit (the transcript has its blocks)."""
         badge = self.query_one("#verdict-badge", Static)
         badge.update(Content("verdict: " + (verdict_short(audit.verdict, audit.probability_false)
                                             or "–")))
         badge.set_classes(f"badge verdict-{audit.verdict or 'none'}")
-        lines = ([verdict] if verdict else []) + [f"consistency {audit.consistency_score}/100"]
-        lines += [f"contradiction {contradiction(c)}" for c in audit.contradictions]
-        lines += [f"remaining {g.severity} {g.category}: {g.description.strip()}"
-                  for g in audit.remaining_gaps]
-        self.query_one("#audit", Static).update(Content(strip_control("\n".join(lines))))
-        view = self.query_one(TranscriptView)
-        view.add("audit", "\n".join(lines), title="Audit", markdown=False)
-        view.add("audit", audit.summary, title="Summary", markdown=True)
+        self.query_one("#audit", Static).update(
+            Content(strip_control("\n".join(audit_lines(audit)))))
 
     def on_worker_state_changed(self, event: object) -> None:
         """Errors are the app's funnel; here only the status line follows the worker."""

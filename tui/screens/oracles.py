@@ -11,7 +11,7 @@ engine call goes through the workspace; model text is shown as data (TranscriptV
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -36,15 +36,13 @@ from engine import (
 )
 from tui._editor import edit_file
 from tui.funnel import Guarded
+from tui.host import Host, host
 from tui.messages import InterrogationWanted
 from tui.screens.dialogs import ChoiceDialog, PromptDialog, TextDialog
 from tui.widgets.agent import AgentPanel
 from tui.widgets.answers import AnswerColumns
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
-
-if TYPE_CHECKING:
-    from tui.app import DetektivApp
 
 __all__ = ["OraclesScreen"]
 
@@ -53,6 +51,11 @@ NEW_CASE = "+new"
 
 class OraclesScreen(Guarded, Screen[None]):
     """See the module docstring."""
+
+    @property
+    def host(self) -> Host:
+        """The app, as far as this screen may use it."""
+        return host(self.app)
 
     CSS_PATH = "oracles.tcss"
     BINDINGS = [
@@ -76,7 +79,6 @@ class OraclesScreen(Guarded, Screen[None]):
         Binding("r", "refresh", "Refresh", id="refresh-oracles"),
     ]
 
-    app: DetektivApp
 
     def __init__(self) -> None:
         super().__init__()
@@ -122,7 +124,7 @@ class OraclesScreen(Guarded, Screen[None]):
 
     def _follow_live(self) -> bool:
         """Take the session the Live tab shows, when it changed since last looked."""
-        current = self.app.current_session
+        current = self.host.current_session
         if current is not None and current != self._followed:
             self._followed = current
             self.use_session(current)
@@ -130,7 +132,7 @@ class OraclesScreen(Guarded, Screen[None]):
         return False
 
     def empty_text(self) -> str:
-        keys = self.app.key_for
+        keys = self.host.key_for
         return (f"Mark oracles with {keys('oracle-mark', 'space')}, then "
                 f"{keys('oracle-preview', 'p')} previews the prompt and "
                 f"{keys('consult', 'c')} consults them side by side. The session is the one "
@@ -143,7 +145,7 @@ class OraclesScreen(Guarded, Screen[None]):
 
     @work(exclusive=True, thread=True, group="oracle-list", exit_on_error=False)
     def load_oracles(self) -> None:
-        oracles = self.app.workspace.oracles()
+        oracles = self.host.workspace.cases.oracles()
         self.app.call_from_thread(self._show_oracles, oracles)
 
     def _show_oracles(self, oracles: list[Oracle]) -> None:
@@ -203,10 +205,10 @@ class OraclesScreen(Guarded, Screen[None]):
         """Read the session's notes and answers (off the event loop) and show them."""
         if self.session_dir is None:
             return
-        workspace = self.app.workspace
+        workspace = self.host.workspace
         session = workspace.store.load(self.session_dir)
-        notes = workspace.note_texts(self.session_dir, session)
-        answers = workspace.answer_texts(self.session_dir, session)
+        notes = workspace.cases.note_texts(self.session_dir, session)
+        answers = workspace.cases.answer_texts(self.session_dir, session)
         self.app.call_from_thread(self._show_case, session.short_id, session.name,
                                   session.ui_preferences.include_llm_history, notes, answers)
 
@@ -234,7 +236,7 @@ class OraclesScreen(Guarded, Screen[None]):
 
     def session_or_say(self) -> str | None:
         if self.session_dir is None:
-            self.notify(f"No session: press {self.app.key_for('pick-session', 's')} to pick "
+            self.notify(f"No session: press {self.host.key_for('pick-session', 's')} to pick "
                         "one or start a new case.", severity="warning")
         return self.session_dir
 
@@ -295,7 +297,7 @@ class OraclesScreen(Guarded, Screen[None]):
         view = self.query_one("#preview", TranscriptView)
         view.clear()
         view.add("note", "building the prompt…")
-        consultation = await self.app.workspace.consultation(
+        consultation = await self.host.workspace.cases.consultation(
             self.session_dir, self.chosen(), include_history=self.include_history)
         try:
             previews = await consultation.preview()
@@ -318,7 +320,7 @@ class OraclesScreen(Guarded, Screen[None]):
     @work(exclusive=True, group="oracle-consult", exit_on_error=False)
     async def consult(self) -> None:
         assert self.session_dir is not None
-        consultation = await self.app.workspace.consultation(
+        consultation = await self.host.workspace.cases.consultation(
             self.session_dir, self.chosen(), include_history=self.include_history)
         self.action_view("answers")
         await self.query_one("#answers", AnswerColumns).show(consultation)
@@ -326,7 +328,8 @@ class OraclesScreen(Guarded, Screen[None]):
 
     def action_cancel(self) -> None:
         if self.agent_run is not None:
-            self.agent_run.cancel()  # the run ends with its stop, `cancelled`
+            for worker in self.workers_in("oracle-agent"):
+                worker.cancel()  # the run ends with its stop, `cancelled`
             return
         cancelled = self.workers_in("oracle-consult")
         for worker in cancelled:
@@ -362,7 +365,7 @@ class OraclesScreen(Guarded, Screen[None]):
     async def ask_agent(self, question: str) -> None:
         panel = self.query_one("#agent", AgentPanel)
         self.action_view("agent")
-        run = await self.app.workspace.agent(question, conversation=panel.conversation_id)
+        run = await self.host.workspace.agent.run(question, conversation=panel.conversation_id)
         self.agent_run = run
         try:
             await panel.show(run)
@@ -388,8 +391,8 @@ class OraclesScreen(Guarded, Screen[None]):
             title = await self.app.push_screen_wait(PromptDialog("Title of the new case:"))
             if not title:
                 return
-            session = self.app.workspace.new_case(title)
-            picked = self.app.store.resolve(session.short_id).name
+            session = self.host.workspace.cases.new_case(title)
+            picked = self.host.workspace.store.resolve(session.short_id).name
             self.notify(f"Created case {session.short_id}.")
         if picked:
             self.use_session(picked)
@@ -397,7 +400,7 @@ class OraclesScreen(Guarded, Screen[None]):
     async def _rows(self) -> list[SessionSummary]:
         import asyncio
 
-        return await asyncio.to_thread(self.app.store.list)
+        return await asyncio.to_thread(self.host.workspace.store.list)
 
     def action_import_note(self) -> None:
         if self.session_or_say() is None:
@@ -410,7 +413,7 @@ class OraclesScreen(Guarded, Screen[None]):
             PromptDialog("Import a note: path to a .txt, .md, .srt or .vtt file"))
         if not path or self.session_dir is None:
             return
-        added, refused = self.app.workspace.import_notes(
+        added, refused = self.host.workspace.cases.import_notes(
             self.session_dir, [Path(path.strip()).expanduser()])
         for reason in refused:
             self.notify(reason, title="Not imported", severity="error")
@@ -431,7 +434,7 @@ class OraclesScreen(Guarded, Screen[None]):
         if not text or not text.strip() or self.session_dir is None:
             return
         title = text.strip().splitlines()[0][:40]
-        entry = self.app.workspace.add_note(self.session_dir, text, title)
+        entry = self.host.workspace.cases.add_note(self.session_dir, text, title)
         self.notify(f"Added {note_title(entry)}")
         self.load_case()
         self.action_notes()
@@ -440,7 +443,7 @@ class OraclesScreen(Guarded, Screen[None]):
         directory = self.session_or_say()
         if directory is None:
             return
-        if self.app.workspace.status(directory) != "notes":  # read now: it may have begun
+        if self.host.workspace.sessions.status(directory) != "notes":  # read now: it may have begun
             self.notify("This session has its interrogation already; a new one starts from "
                         "the Live tab.", severity="warning")
             return
@@ -451,13 +454,13 @@ class OraclesScreen(Guarded, Screen[None]):
         if directory is None:
             return
         self.include_history = not self.include_history
-        self.app.workspace.set_include_history(directory, self.include_history)
+        self.host.workspace.cases.set_include_history(directory, self.include_history)
         self.notify(f"Earlier answers {'go' if self.include_history else 'do not go'} into "
                     "the next consultation.")
         self.load_case()
 
     def action_refresh(self) -> None:
-        self.app.workspace.oracle_catalog.refresh()
+        self.host.workspace.cases.oracle_catalog.refresh()
         self.load_oracles()
         if self.session_dir is not None:
             self.load_case()
@@ -466,7 +469,7 @@ class OraclesScreen(Guarded, Screen[None]):
         oracle = self.highlighted()
         if oracle is None:
             return
-        path, copied = self.app.workspace.editable_oracle(oracle)
+        path, copied = self.host.workspace.cases.editable_oracle(oracle)
         if copied:
             self.notify(f"Your copy {path} overrides the {oracle.source} oracle.")
         self.edit(path)
@@ -479,7 +482,7 @@ class OraclesScreen(Guarded, Screen[None]):
         name = await self.app.push_screen_wait(PromptDialog("Name of the new oracle:"))
         if not name or not name.strip():
             return
-        self.edit(self.app.workspace.new_oracle(name))
+        self.edit(self.host.workspace.cases.new_oracle(name))
 
     def edit(self, path: Path) -> None:
         """Open `path` in the user's editor (the app suspends); re-read the oracles."""

@@ -7,7 +7,6 @@ from the router's state every second. Changes are written to the config file at 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -18,26 +17,27 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 
-from engine import DetektivError, ProviderConfig, model_row, strip_control
+from engine import (
+    DetektivError,
+    ProviderConfig,
+    model_row,
+    strip_control,
+)
 from tui.funnel import Guarded
+from tui.host import Host, host
 from tui.screens.dialogs import PromptDialog
 from tui.widgets.tabs import ModeTabs
-
-if TYPE_CHECKING:
-    from tui.app import DetektivApp
 
 __all__ = ["ProvidersScreen"]
 
 
-def _ago(when: float | None) -> str:
-    if when is None:
-        return "never"
-    seconds = max(0, int(time.time() - when))
-    return f"{seconds} s ago" if seconds < 120 else f"{seconds // 60} min ago"
-
-
 class ProvidersScreen(Guarded, Screen[None]):
     """See the module docstring."""
+
+    @property
+    def host(self) -> Host:
+        """The app, as far as this screen may use it."""
+        return host(self.app)
 
     CSS_PATH = "providers.tcss"
     BINDINGS = [
@@ -51,7 +51,6 @@ class ProvidersScreen(Guarded, Screen[None]):
         Binding("P", "pull_gguf", "Pull GGUF", id="gguf-pull"),
     ]
 
-    app: DetektivApp
     AUTO_CHECK = True
     """Start the background health checks when the tab opens (tests turn it off)."""
 
@@ -82,31 +81,19 @@ class ProvidersScreen(Guarded, Screen[None]):
     @work(exclusive=True, group="health-start", exit_on_error=False)
     async def start_checks(self) -> None:
         """Start the router's health loop (the SDKs are imported off the event loop first)."""
-        router = await self.app.get_router()
-        router.start_health_checks()
+        await self.host.workspace.watch_health()
 
     def redraw(self) -> None:
-        config = self.app.config
-        router = self.app.router
         table = self.query_one(DataTable)
         cursor = table.cursor_row
         table.clear()
-        self.names = [name for name, _ in sorted(config.providers.items(),
-                                                 key=lambda item: item[1].priority)]
-        for name in self.names:
-            provider = config.providers[name]
-            state = router.states.get(name) if router else None
-            latency = state.last_health_latency_ms if state else None
-            detail = (state.last_health_detail or state.last_error or "") if state else ""
+        rows = self.host.workspace.provider_rows()
+        self.names = [row.name for row in rows]
+        for row in rows:
             table.add_row(
-                Text(name), provider.kind, Text(provider.model), str(provider.priority),
-                "yes" if provider.enabled else "no",
-                state.status.value if state else ("disabled" if not provider.enabled else "–"),
-                state.circuit.value.replace("_", "-") if state else "–",
-                _ago(state.last_health_check if state else None),
-                "" if latency is None else f"{latency:.0f} ms",
-                Text(strip_control(detail)[:80]),
-                key=name,
+                Text(row.name), row.kind, Text(row.model), str(row.priority),
+                "yes" if row.enabled else "no", row.status, row.circuit, row.checked(),
+                row.latency, Text(row.detail[:80]), key=row.name,
             )
         if 0 <= cursor < len(self.names):
             table.move_cursor(row=cursor, animate=False)
@@ -115,7 +102,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         """The detail pane's first words: what plays the detective, when that is a
         demonstration model, and how to change it."""
         try:
-            advice = self.app.workspace.advice()
+            advice = self.host.workspace.advice()
         except Exception:  # a bad config is said elsewhere
             advice = None
         return ("Select a provider." if advice is None else
@@ -127,12 +114,15 @@ class ProvidersScreen(Guarded, Screen[None]):
 
     def _change(self, changes: dict[str, dict[str, object]]) -> None:
         """Apply field changes to providers, then write the config once."""
+        providers = self.host.workspace.config.providers
         updated = {
             name: ProviderConfig.model_validate(
-                {**self.app.config.providers[name].model_dump(), **fields, "origin": "config"})
+                {**providers[name].model_dump(), **fields, "origin": "config"})
             for name, fields in changes.items()
         }
-        self.app.update_providers(updated)
+        old = self.host.workspace.update_providers(updated)  # written once, now
+        if old is not None:  # the router of the old settings, closed off the UI path
+            self.run_worker(old.aclose(), exit_on_error=False)
         if self.AUTO_CHECK:
             self.start_checks()  # on the rebuilt router
         self.redraw()
@@ -140,7 +130,7 @@ class ProvidersScreen(Guarded, Screen[None]):
     def action_toggle_enabled(self) -> None:
         name = self.selected()
         if name is not None:
-            enabled = not self.app.config.providers[name].enabled
+            enabled = not self.host.workspace.config.providers[name].enabled
             self._change({name: {"enabled": enabled}})
             self.notify(f"{name} {'enabled' if enabled else 'disabled'}", markup=False)
 
@@ -154,21 +144,20 @@ class ProvidersScreen(Guarded, Screen[None]):
         if not 0 <= other_index < len(self.names):
             return
         other = self.names[other_index]
-        providers = self.app.config.providers
+        providers = self.host.workspace.config.providers
         mine, theirs = providers[name].priority, providers[other].priority
         self._change({name: {"priority": theirs}, other: {"priority": mine}})
         self.query_one(DataTable).move_cursor(row=other_index, animate=False)
 
     @work(exclusive=True, group="health-now", exit_on_error=False)
     async def action_check(self) -> None:
-        router = await self.app.get_router()
-        await router.check_health()
+        await self.host.workspace.check_health()
         self.redraw()
         self.notify("Health checked.", markup=False)
 
     def _ollama(self) -> str | None:
         name = self.selected()
-        if name is None or self.app.config.providers[name].kind != "ollama":
+        if name is None or self.host.workspace.config.providers[name].kind != "ollama":
             self.notify("Select an Ollama provider.", severity="warning", markup=False)
             return None
         return name
@@ -178,7 +167,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         name = self._ollama()
         if name is None:
             return
-        provider = (await self.app.get_router()).providers[name]
+        provider = await self.host.workspace.configured_provider(name)
         models = await provider.list_models()
         text = f"{name}: {len(models)} models\n" + "\n".join(f"• {m}" for m in models)
         self.query_one("#provider-detail", Static).update(Content(strip_control(text)))
@@ -197,7 +186,7 @@ class ProvidersScreen(Guarded, Screen[None]):
     @work(exclusive=True, group="ollama", exit_on_error=False)
     async def pull(self, name: str, model: str) -> None:
         """Pull `model` with a progress bar."""
-        provider = (await self.app.get_router()).providers[name]
+        provider = await self.host.workspace.configured_provider(name)
         bar = self.query_one("#pull-progress", ProgressBar)
         detail = self.query_one("#provider-detail", Static)
         bar.display = True
@@ -215,7 +204,7 @@ class ProvidersScreen(Guarded, Screen[None]):
     @work(exclusive=True, thread=True, group="gguf", exit_on_error=False)
     def action_local_models(self) -> None:
         """List the GGUF models detektiv can run (reading their headers off the event loop)."""
-        rows = [model_row(model) for model in self.app.workspace.models.list()]
+        rows = [model_row(model) for model in self.host.workspace.models.list()]
         lines = [f"{len(rows)} local models (use one as local:NAME)"]
         for row in rows:
             facts = " · ".join(str(part) for part in (
@@ -236,7 +225,7 @@ class ProvidersScreen(Guarded, Screen[None]):
             if 1 <= len(parts) <= 2:
                 self.pull_gguf(parts[0], parts[1] if len(parts) == 2 else None)
 
-        names = ", ".join(entry.name for entry in self.app.workspace.models.catalogue()[:3])
+        names = ", ".join(entry.name for entry in self.host.workspace.models.catalogue()[:3])
         self.app.push_screen(PromptDialog(
             f"Pull which GGUF model? A catalogue name ({names}, …) or OWNER/REPO FILE.gguf"),
             chosen)
@@ -259,7 +248,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         call(setattr, bar, "display", True)
         call(detail.update, Content(strip_control(f"pulling {spec}…")))
         try:
-            manifest = self.app.workspace.models.pull(spec, file, progress=progress)
+            manifest = self.host.workspace.models.pull(spec, file, progress=progress)
         except DetektivError as exc:
             call(detail.update, Content(strip_control(exc.message)))
             call(screen.notify, exc.message, title="Pull failed", severity="error",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -22,12 +21,10 @@ from engine import (
 )
 from tui._format import local_minute
 from tui.funnel import Guarded
+from tui.host import Host, host
 from tui.messages import NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
-
-if TYPE_CHECKING:
-    from tui.app import DetektivApp
 
 __all__ = ["SessionsScreen"]
 
@@ -40,6 +37,11 @@ seconds to build and nobody scrolls through it)."""
 class SessionsScreen(Guarded, Screen[None]):
     """See the module docstring."""
 
+    @property
+    def host(self) -> Host:
+        """The app, as far as this screen may use it."""
+        return host(self.app)
+
     CSS_PATH = "sessions.tcss"
     BINDINGS = [
         Binding("o", "open", "Open", id="open"),
@@ -51,7 +53,6 @@ class SessionsScreen(Guarded, Screen[None]):
         Binding("r", "refresh", "Refresh", id="refresh"),
     ]
 
-    app: DetektivApp
 
     def __init__(self) -> None:
         super().__init__()
@@ -77,7 +78,7 @@ class SessionsScreen(Guarded, Screen[None]):
     @work(exclusive=True, thread=True, group="sessions-list", exit_on_error=False)
     def refresh_rows(self) -> None:
         """Read the index off the event loop, then show it."""
-        rows = self.app.store.list()
+        rows = self.host.workspace.store.list()
         self.app.call_from_thread(self._show_rows, rows)
 
     def _show_rows(self, rows: list[SessionSummary]) -> None:
@@ -131,10 +132,10 @@ class SessionsScreen(Guarded, Screen[None]):
     def empty_text(self) -> str:
         """What an empty Sessions tab says: how to start the first interrogation (and, on the
         embedded model, that it is a demonstration model)."""
-        text = (f"No sessions yet. Press {self.app.key_for('new', 'n')} to start your first "
+        text = (f"No sessions yet. Press {self.host.key_for('new', 'n')} to start your first "
                 "interrogation (headless: detektiv run \"…\").")
         try:
-            advice = self.app.workspace.advice()
+            advice = self.host.workspace.advice()
         except DetektivError:
             advice = None
         return text + (f" Note: {advice}." if advice else "")
@@ -188,7 +189,7 @@ class SessionsScreen(Guarded, Screen[None]):
         row = self.chosen()
         if row is None:
             return
-        text = self.app.workspace.export(row.dir, "json" if fmt == "json" else "md")
+        text = self.host.workspace.sessions.export(row.dir, "json" if fmt == "json" else "md")
         target = Path.cwd() / f"detektiv-{row.id[:8]}.{fmt}"
         atomic_write_text(target, text)
         self.notify(f"Exported to {target}", title="Export", markup=False)
@@ -201,7 +202,7 @@ class SessionsScreen(Guarded, Screen[None]):
 
         def confirmed(yes: bool | None) -> None:
             if yes:
-                self.app.workspace.delete(row.dir)
+                self.host.workspace.sessions.delete(row.dir)
                 self.notify(f"Deleted session {row.id[:8]}", markup=False)
                 self.refresh_rows()
 

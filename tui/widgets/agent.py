@@ -9,6 +9,7 @@ data: every view is a `TranscriptView` or plain `Content`.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from textual.app import ComposeResult
@@ -112,11 +113,19 @@ class AgentPanel(Guarded, Vertical):
         self.query_one("#agent-stop", Static).update(Content("running…"))
         signals = self.query_one("#agent-signals", TranscriptView)
         signals.add("heading", run.question[:80], title="question")
-        async for event in run.events():
-            if not isinstance(event, AgentDelta):
-                self.turns[-1].append(event)
-            self._side(event)
-            self._draw(event)
+        try:
+            async for event in run.events():
+                self._take(event)
+        except asyncio.CancelledError:
+            if run.stop is not None:  # cancelled: the run's stop says so, as a stop does
+                self._take(run.stop)
+            raise
+
+    def _take(self, event: Any) -> None:
+        if not isinstance(event, AgentDelta):
+            self.turns[-1].append(event)
+        self._side(event)
+        self._draw(event)
 
     def _side(self, event: Any) -> None:
         signals = self.query_one("#agent-signals", TranscriptView)

@@ -9,7 +9,7 @@
 
 Each round: the detective asks one question (streamed), the witness answers (streamed, seeing
 only the questions and its own earlier answers), the detective returns a `GapAnalysis` in
-structured output. The loop, not the detective, decides when to stop (`engine.checks`: at
+structured output. The loop, not the detective, decides when to stop (`interrogation.checks`: at
 least `min_rounds`, completeness at `satisfied_at`, no high-severity gap; else up to the
 limit), then the detective audits the whole session and gives its verdict.
 
@@ -33,24 +33,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.casefile import (
-    audit_schema,
-    gap_schema,
-    transcript,
-    transcript_prompt,
-    witness_messages,
-    witness_prompt,
-)
-from engine.checks import (
-    analysis_conflict,
-    answer_problem,
-    close_reason,
-    may_close,
-    question_problem,
-    summary_problem,
-    verdict_problem,
-)
-from engine.config import InterrogationConfig, ProviderConfig
+from engine.config.models import InterrogationConfig, ProviderConfig
 from engine.context.budget import FitReport, Prompt
 from engine.context.fit import shorten
 from engine.errors import (
@@ -59,6 +42,23 @@ from engine.errors import (
     DetektivError,
     InterrogationFailed,
     UnusableReplyError,
+)
+from engine.interrogation.checks import (
+    analysis_conflict,
+    answer_problem,
+    close_reason,
+    may_close,
+    question_problem,
+    summary_problem,
+    verdict_problem,
+)
+from engine.interrogation.transcript import (
+    audit_schema,
+    gap_schema,
+    transcript,
+    transcript_prompt,
+    witness_messages,
+    witness_prompt,
 )
 from engine.models.events import (
     Advice,
@@ -93,11 +93,13 @@ from engine.models.session import (
     now,
 )
 from engine.prompts import fill, load_prompt
-from engine.providers import Done, Message, StreamRequest, TokenDelta
-from engine.report import RESUME_AUDIT, demonstration_note, no_testimony, no_usable_question
-from engine.router import Attempt, Fitted, PartialDiscarded, ProviderEvent, Router
+from engine.providers import Message, StreamRequest, TokenDelta
+from engine.report.words import RESUME_AUDIT, demonstration_note, no_testimony, no_usable_question
+from engine.routing.collect import Reply
+from engine.routing.events import Attempt, Fitted, PartialDiscarded, ProviderEvent
+from engine.routing.router import Router
+from engine.routing.structured import collect_json
 from engine.storage.sessions import SessionJournal
-from engine.structured import collect_json
 
 __all__ = ["Interrogation"]
 
@@ -485,39 +487,31 @@ class Interrogation:
         """Stream one call over the role's chain; deltas only when `sequence` is given (the
         round the call belongs to is `fit_for` when no delta is wanted)."""
         delta = QuestionDelta if role == "detective" else AnswerDelta
-        parts: list[str] = []
         label = self._label
-        async with aclosing(self.router.stream(request, role, accept)) as events:
-            async for event in events:
-                match event:
-                    case TokenDelta(text):
-                        parts.append(text)
-                        if sequence is not None and text:
-                            yield self._emit(delta(sequence=sequence, text=text))
-                    case Attempt(_, provider_label, trial):
-                        parts, turn.provider = [], provider_label
-                        yield self._emit(ProviderChosen(
-                            role=role, provider=provider_label, trial=trial
-                        ))
-                    case PartialDiscarded(provider, text, reason):
-                        yield self._emit(Discarded(
-                            role=role, provider=self._labels.get(provider, provider), text=text,
-                            reason=reason,
-                        ))
-                        yield self._trail(AuditTrailEntry(
-                            event="partial_discarded", role=role,
-                            from_provider=label(provider),
-                            reason=f"{len(text)} characters discarded: {reason}",
-                        ))
-                    case ProviderEvent(kind, from_provider, to_provider, reason):
-                        yield self._trail(AuditTrailEntry(
-                            event=kind, role=role, from_provider=label(from_provider),
-                            to_provider=label(to_provider), reason=reason,
-                        ))
-                    case Fitted(_, report):
-                        yield self._fitted(role, sequence or fit_for, report)
-                    case Done(finish_reason):
-                        turn.text, turn.finish_reason = "".join(parts), finish_reason
+        reply = Reply()
+        async for event in reply.follow(self.router.stream(request, role, accept)):
+            match event:
+                case TokenDelta(text) if sequence is not None and text:
+                    yield self._emit(delta(sequence=sequence, text=text))
+                case Attempt(_, provider_label, trial):
+                    turn.provider = provider_label
+                    yield self._emit(ProviderChosen(role=role, provider=provider_label,
+                                                    trial=trial))
+                case PartialDiscarded(provider, text, reason):
+                    yield self._emit(Discarded(role=role, provider=label(provider) or provider,
+                                               text=text, reason=reason))
+                    yield self._trail(AuditTrailEntry(
+                        event="partial_discarded", role=role, from_provider=label(provider),
+                        reason=f"{len(text)} characters discarded: {reason}",
+                    ))
+                case ProviderEvent(kind, from_provider, to_provider, reason):
+                    yield self._trail(AuditTrailEntry(
+                        event=kind, role=role, from_provider=label(from_provider),
+                        to_provider=label(to_provider), reason=reason,
+                    ))
+                case Fitted(_, report):
+                    yield self._fitted(role, sequence or fit_for, report)
+        turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
 
     def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> InterrogationEvent:
         trim = report.trim

@@ -11,8 +11,8 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
-from engine.checks import NO_ANSWER
 from engine.context.fit import span
+from engine.interrogation.checks import NO_ANSWER
 from engine.models.events import (
     Advice,
     AnswerCutOff,
@@ -34,8 +34,7 @@ from engine.text import strip_control
 
 if TYPE_CHECKING:
     from engine.cache.models import CheckResult, Explanation
-    from engine.config import ProviderConfig
-    from engine.context.budget import FitReport
+    from engine.config.models import ProviderConfig
     from engine.storage.index import SessionSummary
 
 __all__ = [
@@ -52,7 +51,6 @@ __all__ = [
     "demonstration_note",
     "fit_line",
     "follow_up",
-    "history_note",
     "in_transcript",
     "no_testimony",
     "no_usable_question",
@@ -261,13 +259,6 @@ def snapshot_line(entry: LlmEntry) -> str:
     if shot.trimmed:
         line += " · trimmed: " + "; ".join(shot.trimmed)
     return line
-
-
-def history_note(report: FitReport) -> str:
-    """`"3 earlier turns of the conversation left out to fit p's window of 2048 tokens"`."""
-    left_out = len(report.trim.omitted)
-    return (f"{left_out} earlier turn{'s' if left_out != 1 else ''} of the conversation left "
-            f"out to fit {report.provider}'s window of {report.window} tokens")
 
 
 def check_line(check: CheckResult) -> str:

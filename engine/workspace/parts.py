@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.config import Config
+    from engine.config.models import Config
     from engine.context.conversations import ConversationStore
     from engine.context.policy import ContextPolicy
     from engine.models.session import InterrogationSession
     from engine.paths import Paths
-    from engine.router import Router
+    from engine.routing.router import Router
     from engine.storage.sessions import SessionStore
 
 __all__ = ["WorkspaceParts"]
@@ -19,7 +19,7 @@ __all__ = ["WorkspaceParts"]
 
 class WorkspaceParts:
     """The workspace's configuration, store, policy, conversations and routers; every member
-    is provided by `engine.workspace.Workspace`."""
+    is provided by `engine.workspace.core.Workspace`."""
 
     paths: Paths
 

@@ -74,7 +74,7 @@ def default_local_model() -> str:
     bundled base Gemma 3 270M. `bench/local_models.py` chose it: on 20 hypotheses it asked a
     usable first question 40 % of the time (Gemma 0 %) at 1.9× the speed; neither is a usable
     detective, and both are called demonstration models wherever they play one."""
-    from engine.gguf.store import smollm2_path
+    from engine.gguf.store import smollm2_path  # here: the GGUF store reads this module
 
     return SMOLLM2_MODEL if smollm2_path() is not None else BUNDLED_MODEL
 
@@ -301,7 +301,7 @@ class InterrogationConfig(BaseModel):
     `completed`; below it the loop asks again, whatever the detective advises."""
     min_rounds: int = Field(default=3, ge=1, le=20)
     """Rounds asked before the detective may close the session (never more than the limit).
-    The whole rule is in `engine.checks`."""
+    The whole rule is in `engine.interrogation.checks`."""
     max_gaps: int = Field(default=5, ge=1, le=20)
     """Most gaps one gap analysis may list."""
     question_max_tokens: int = Field(default=256, ge=8, le=8192)

@@ -4,15 +4,25 @@ The CLI (`detektiv models`) and the app's Providers tab both go through it."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import ModelError
+from engine.config.models import default_local_model
+from engine.errors import ConfigError, ModelError
 from engine.gguf.catalog import CATALOG, CatalogEntry
-from engine.gguf.store import LocalModel, Manifest, list_models, remove_model
+from engine.gguf.pull import pull
+from engine.gguf.store import (
+    LocalModel,
+    Manifest,
+    list_models,
+    remove_model,
+    resolve_model_path,
+)
+from engine.providers._llama import LlamaEngine, LlamaOptions
 
 if TYPE_CHECKING:
-    from engine.config import Config
+    from engine.config.models import Config
     from engine.gguf.pull import Progress
     from engine.paths import Paths
 
@@ -38,9 +48,32 @@ class LocalModels:
     def pull(self, spec: str, file: str | None = None, *,
              progress: Progress | None = None) -> Manifest:
         """Pull a catalogue name or `OWNER/REPO FILE` (blocking: run it on a thread)."""
-        from engine.gguf.pull import pull
 
         return pull(self.paths, spec, file, progress=progress)
+
+    def serve(self, model: str | None, port: int, *, parallel: int, ctx: int,
+              threads: int) -> LlamaEngine:
+        """Load `model` (a name, a path; None: the embedded default) and serve it openly on
+        127.0.0.1:`port` (0: any free port); the engine's `address` says where.
+        `ConfigError` for a bad port, a port in use, a missing model or a failed load."""
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"--port {port}: not a port number")
+        if port and not _port_free(port):
+            raise ConfigError(f"--port {port}: already in use on 127.0.0.1")
+        try:
+            path = resolve_model_path(model or default_local_model(), self.paths)
+        except FileNotFoundError as exc:
+            raise ConfigError(f"--model {model}: {exc}") from None
+        if not path.is_file():
+            raise ConfigError(f"--model {path}: no such file")
+        engine = LlamaEngine(LlamaOptions(model_path=path, port=port, public=True,
+                                          n_parallel=parallel, n_ctx=ctx,
+                                          n_threads=max(0, threads)))
+        try:
+            engine.load()
+        except Exception as exc:
+            raise ConfigError(f"cannot serve {path.name} on port {port}: {exc}") from None
+        return engine
 
     def remove(self, name: str) -> Path:
         """Delete a pulled model; `ModelError` for a shipped or unknown one."""
@@ -48,6 +81,15 @@ class LocalModels:
             return remove_model(self.paths, name)
         except (FileNotFoundError, PermissionError) as exc:
             raise ModelError(str(exc)) from None
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def size_text(size: int | None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
-from engine.report import (
+from engine.report.words import (
     ANSWER_CUT_OFF,
     answer_title,
     context_summary,

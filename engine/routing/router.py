@@ -37,12 +37,10 @@ import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from engine.breaker import Breaker, ProviderState, StateStore, fingerprint
-from engine.config import Config, ProviderConfig
+from engine.config.models import Config, ProviderConfig
 from engine.context.budget import FitReport, Prompt, fit, forget_window
 from engine.context.fit import DoesNotFit
 from engine.errors import (
@@ -59,13 +57,22 @@ from engine.providers import (
     Done,
     Health,
     Provider,
-    StreamEvent,
     StreamRequest,
     TokenDelta,
-    Usage,
     create_provider,
 )
-from engine.structured import collect_json
+from engine.routing.breaker import Breaker, ProviderState, StateStore, fingerprint
+from engine.routing.collect import Reply
+from engine.routing.events import (
+    Attempt,
+    EventType,
+    Fitted,
+    PartialDiscarded,
+    ProviderEvent,
+    RoutedCompletion,
+    RouterEvent,
+)
+from engine.routing.structured import collect_json
 
 if TYPE_CHECKING:
     from engine.cache.layer import CacheLayer
@@ -83,10 +90,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-EventType = Literal[
-    "provider_switch", "circuit_open", "rate_limited", "timeout", "error", "context_too_small",
-    "cache_hit", "degenerate_output",
-]
 ProviderFactory = Callable[[str, ProviderConfig], Provider]
 """Builds the provider for a (name, configuration) of the config."""
 
@@ -94,57 +97,6 @@ Accept = Callable[[str, str, str], None]
 """Called with (provider, whole text, finish reason) before `Done`; raising
 `BadResponseError` rejects the answer (the next provider is asked)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """The router is now streaming from `provider`; `trial` when it is a half-open trial."""
-
-    provider: str
-    label: str
-    trial: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderEvent:
-    """A skip, a failure or a switch, shaped for the session's audit trail."""
-
-    type: EventType
-    from_provider: str | None
-    to_provider: str | None
-    reason: str
-    at: float = field(default_factory=time.time)
-
-
-@dataclass(frozen=True, slots=True)
-class PartialDiscarded:
-    """The answer streamed since the last `Attempt` is void; `text` is kept for the audit."""
-
-    provider: str
-    text: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Fitted:
-    """How the prompt sent to `provider` (just named by `Attempt`) was fitted to its window."""
-
-    provider: str
-    report: FitReport
-
-
-RouterEvent = StreamEvent | Attempt | ProviderEvent | PartialDiscarded | Fitted
-
-
-@dataclass(frozen=True, slots=True)
-class RoutedCompletion:
-    """A whole answer from the router, with who gave it and what happened on the way."""
-
-    text: str
-    finish_reason: str
-    usage: Usage | None
-    provider: str
-    label: str
-    events: tuple[ProviderEvent | PartialDiscarded, ...]
 
 
 def chain_for(config: Config, role: str, config_file: Path | None = None) -> list[str]:
@@ -274,8 +226,7 @@ class Router:
                     accept("cache", entry.payload, "stop")
                 yield Done("stop")
                 return
-        parts: list[str] = []
-        label = ""
+        reply = Reply()
         try:
             for name in chain:
                 state = self.states[name]
@@ -292,14 +243,11 @@ class Router:
                 async with aclosing(self._attempt(name, state, admission.trial, request,
                                                   accept, previous, outcome)) as attempt:
                     async for event in attempt:
-                        if type(event) is Attempt:
-                            parts, label = [], event.label
-                        elif type(event) is TokenDelta:
-                            parts.append(event.text)
-                        elif type(event) is Done and cached:
+                        reply.take(event)
+                        if type(event) is Done and cached:
                             assert self.cache is not None
-                            await self.cache.store(role, chain, plain, "".join(parts), label,
-                                                   event.finish_reason)
+                            await self.cache.store(role, chain, plain, reply.text,
+                                                   reply.label or "", event.finish_reason)
                         yield event
                 if not outcome:  # it answered
                     return
@@ -387,28 +335,10 @@ class Router:
         accept: Accept | None = None,
     ) -> RoutedCompletion:
         """Stream to the end; the answer of the provider that finished, and the events."""
-        parts: list[str] = []
-        usage: Usage | None = None
-        attempt: Attempt | None = None
-        trail: list[ProviderEvent | PartialDiscarded] = []
-        async with aclosing(self.stream(request, role, accept)) as events:
-            async for event in events:
-                match event:
-                    case TokenDelta(text):
-                        parts.append(text)
-                    case Attempt():
-                        attempt, parts = event, []
-                    case ProviderEvent() | PartialDiscarded():
-                        trail.append(event)
-                    case Usage():
-                        usage = event
-                    case Done(reason):
-                        assert attempt is not None
-                        return RoutedCompletion(
-                            "".join(parts), reason, usage, attempt.provider, attempt.label,
-                            tuple(trail),
-                        )
-        raise AssertionError("the router ended without Done or an error")  # pragma: no cover
+        reply = Reply()
+        async for _ in reply.follow(self.stream(request, role, accept)):
+            pass
+        return reply.completion()
 
     async def complete_json(
         self, request: StreamRequest | Prompt, role: str = "default"

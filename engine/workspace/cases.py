@@ -1,7 +1,7 @@
-"""The workspace's case-file operations (SPEC §4): notes, oracles and consultations.
+"""The workspace's cases part (SPEC §4): notes, oracles and consultations.
 
-`Workspace` inherits them; they use its configuration, store, context policy and router, and
-the front ends call them on the workspace like any other operation.
+    workspace.cases.new_case(title) / add_note(ref, text, source) / import_notes(ref, files)
+    consultation = await workspace.cases.consultation(ref, ["sceptic"])
 """
 
 from __future__ import annotations
@@ -10,22 +10,44 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from engine.errors import ConfigError
-from engine.workspace_parts import WorkspaceParts
+from engine.errors import ConfigError, NoteRefused, OracleError, SessionCorrupt
+from engine.models.notes import NoteEntry
+from engine.models.session import now
+from engine.oracles.catalog import ORACLE_TEMPLATE, OracleCatalog
+from engine.oracles.consult import Consultation
+from engine.oracles.context import CaseContext
+from engine.oracles.notes import read_note_file, typed_note
+from engine.paths import resource_dir
+from engine.storage.atomic import atomic_write_text
+from engine.storage.sessions import NOTES_DIR, RESPONSES_DIR
+from engine.text import slug
 
 if TYPE_CHECKING:
+    from engine.config.models import Config
     from engine.models.notes import LlmEntry, NoteEntry
     from engine.models.session import InterrogationSession
     from engine.oracles.catalog import Oracle, OracleCatalog
     from engine.oracles.consult import Consultation
+    from engine.storage.sessions import SessionStore
+    from engine.workspace.core import Workspace
 
-__all__ = ["CaseFileOperations"]
+__all__ = ["Cases"]
 
 
-class CaseFileOperations(WorkspaceParts):
-    """Notes, oracles and consultations; mixed into `Workspace`."""
+class Cases:
+    """Notes, oracles and consultations of one workspace."""
 
-    _catalog: OracleCatalog | None = None
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self._catalog: OracleCatalog | None = None
+
+    @property
+    def config(self) -> Config:
+        return self.workspace.config
+
+    @property
+    def store(self) -> SessionStore:
+        return self.workspace.store
 
     def new_case(self, title: str) -> InterrogationSession:
         """A session for notes alone (status `notes`); its interrogation can start later
@@ -38,12 +60,6 @@ class CaseFileOperations(WorkspaceParts):
     def add_note(self, ref: str, text: str, source: str, ext: str = "txt",
                  kind: Literal["typed", "imported"] = "typed") -> NoteEntry:
         """Store `text` as the session's next note (file first, then its entry)."""
-        from engine.models.notes import NoteEntry
-        from engine.models.session import now
-        from engine.oracles.notes import typed_note
-        from engine.storage.atomic import atomic_write_text
-        from engine.storage.sessions import NOTES_DIR
-        from engine.text import slug
 
         body = typed_note(text) if kind == "typed" else text
         name = slug(source.rsplit(".", 1)[0] if kind == "imported" else source)
@@ -63,8 +79,6 @@ class CaseFileOperations(WorkspaceParts):
                                                                       list[str]]:
         """Import each file as a note (.txt .md .srt .vtt): (the notes added, why each other
         file was refused). The session is checked first."""
-        from engine.errors import NoteRefused
-        from engine.oracles.notes import read_note_file
 
         self.store.resolve(ref)
         added: list[NoteEntry] = []
@@ -81,7 +95,6 @@ class CaseFileOperations(WorkspaceParts):
     def note_texts(self, ref: str, session: InterrogationSession | None = None,
                    ) -> list[tuple[NoteEntry, str]]:
         """Every note with its text (a missing file reads as a bracketed message)."""
-        from engine.storage.sessions import NOTES_DIR
 
         session = self.store.load(ref) if session is None else session
         return [(entry, self._case_text(ref, NOTES_DIR, entry.filename))
@@ -90,14 +103,12 @@ class CaseFileOperations(WorkspaceParts):
     def answer_texts(self, ref: str, session: InterrogationSession | None = None,
                      ) -> list[tuple[LlmEntry, str]]:
         """Every oracle answer with its text."""
-        from engine.storage.sessions import RESPONSES_DIR
 
         session = self.store.load(ref) if session is None else session
         return [(entry, self._case_text(ref, RESPONSES_DIR, entry.response_filename))
                 for entry in session.llm_entries]
 
     def _case_text(self, ref: str, folder: str, filename: str) -> str:
-        from engine.errors import SessionCorrupt
 
         try:
             return self.store.case_text(ref, folder, filename)
@@ -117,8 +128,6 @@ class CaseFileOperations(WorkspaceParts):
         """The oracles: ORACLES_DIR (default the shipped `prompts/oracles`), then `oracles/`
         beside the config file, which overrides a file of the same name."""
         if self._catalog is None:
-            from engine.oracles.catalog import OracleCatalog
-            from engine.paths import resource_dir
 
             settings = self.config.oracles
             first = (Path(settings.dir).expanduser(), "ORACLES_DIR") if settings.dir \
@@ -132,7 +141,7 @@ class CaseFileOperations(WorkspaceParts):
     @property
     def user_oracles_dir(self) -> Path:
         """Where the user's own oracles live (`oracles/` beside the config file)."""
-        return self.paths.config_file.parent / "oracles"
+        return self.workspace.paths.config_file.parent / "oracles"
 
     def editable_oracle(self, oracle: Oracle) -> tuple[Path, bool]:
         """The file to edit for `oracle`: the user's own; a shipped (or ORACLES_DIR) one is
@@ -150,8 +159,6 @@ class CaseFileOperations(WorkspaceParts):
     def new_oracle(self, name: str) -> Path:
         """A new oracle file in the user's directory from the template (an existing file of
         that name is kept as it is); its path."""
-        from engine.oracles.catalog import ORACLE_TEMPLATE
-        from engine.text import slug
 
         title = " ".join(name.split())
         if not title:
@@ -178,11 +185,6 @@ class CaseFileOperations(WorkspaceParts):
         """Oracles (by name, id or slug; 1–4, each once) ready to consult on the session's
         case file as it is now. `provider` answers for all of them (else each oracle's own
         chain, else the `oracle` role's); `include_history` None: the session's preference."""
-        from engine.errors import OracleError
-        from engine.models.notes import NoteEntry
-        from engine.oracles.consult import Consultation
-        from engine.oracles.context import CaseContext
-        from engine.roles import apply_chains
 
         if not oracles:
             raise OracleError("no oracle named (see `detektiv oracles`)")
@@ -197,8 +199,6 @@ class CaseFileOperations(WorkspaceParts):
         session = self.store.load(directory.name)
         history = session.ui_preferences.include_llm_history if include_history is None \
             else include_history
-        from engine.errors import SessionCorrupt
-        from engine.storage.sessions import NOTES_DIR, RESPONSES_DIR
 
         dropped: list[str] = []
 
@@ -222,7 +222,7 @@ class CaseFileOperations(WorkspaceParts):
             if history else []
         case = CaseContext.build(
             session, notes, answers, history,  # type: ignore[arg-type]
-            self.context_policy.limits("oracle"), dropped,
+            self.workspace.context_policy.limits("oracle"), dropped,
         )
         chains: dict[str, list[str]] = {}
         roles: list[tuple[Oracle, str]] = []
@@ -232,19 +232,7 @@ class CaseFileOperations(WorkspaceParts):
             if chain:
                 chains[role] = chain
             roles.append((oracle, role))
-        if chains:
-            if provider and provider not in self.config.providers and ":" not in provider:
-                from engine.providers import discover_ollama
-
-                await discover_ollama(self.config)  # `providers` may have shown it
-            config = apply_chains(self.config, chains)  # unknown names fail here
-            router = await self.new_router(config, discover=len(chains) < len(chosen))
-        else:
-            router = await self.router()
+        router, own = await self.workspace.routed(chains, discover=len(chains) < len(chosen))
         settings = self.config.oracles
         return Consultation(self.store, directory.name, session, case, router, roles,
-                            settings.max_tokens, settings.timeout, own_router=bool(chains))
-
-    def delete(self, ref: str) -> None:
-        """Remove a session (refused while it runs)."""
-        self.store.delete(ref)
+                            settings.max_tokens, settings.timeout, own_router=own)

@@ -7,8 +7,9 @@ resuming it uses them again.
 
 from __future__ import annotations
 
-from engine.config import Config, ProviderConfig
+from engine.config.models import Config, ProviderConfig
 from engine.errors import SessionError
+from engine.providers import select_provider
 
 __all__ = ["apply_chains", "apply_roles"]
 
@@ -24,7 +25,6 @@ def apply_roles(config: Config, detective: list[str], witness: list[str]) -> Con
 def apply_chains(config: Config, chains: dict[str, list[str]]) -> Config:
     """A copy of `config` whose chain for each role in `chains` is the given providers
     (configured names or ad hoc `kind:model`; an empty list leaves the role as it is)."""
-    from engine.providers import select_provider
 
     config = config.model_copy(deep=True)
     top = max((p.priority for p in config.providers.values()), default=0)

@@ -1,0 +1,192 @@
+"""An interrogation as blocks: what every front end shows of it, worded once.
+
+    narration = Narration()
+    for piece in narration.pieces(event):     # live events, or records replayed from a log
+        match piece:
+            case Block(kind, title, text, streaming, markdown): ...   # a new block
+            case Append(text): ...            # more text of the streaming block
+            case Void(line): ...              # the streaming block's text is void (failover)
+
+The CLI printer (`run`, `resume`, `watch`) and the Live view render the same pieces, so they
+say the same words; the markdown export (`show`, `export md`) takes its analysis and audit
+lines from `analysis_lines` and `audit_lines` here too. A block's `text` is model text or
+words from `engine.report.words`; a front end renders it as plain text (or markdown when
+`markdown`), never as markup, and passes model text through `strip_control`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.models.events import (
+    AnswerCutOff,
+    AnswerDelta,
+    AuditReady,
+    Discarded,
+    Finished,
+    GapAnalysisReady,
+    InterrogationEvent,
+    PairCompleted,
+    Phase,
+    ProviderChosen,
+    QuestionDelta,
+    Started,
+    TrailAdded,
+)
+from engine.models.session import AuditResult, GapAnalysis
+from engine.report.words import (
+    ANSWER_CUT_OFF,
+    completeness,
+    contradiction,
+    in_transcript,
+    note,
+    round_title,
+    trail_line,
+    verdict_line,
+)
+
+__all__ = ["Append", "Block", "BlockKind", "Narration", "Piece", "Void", "analysis_lines",
+           "audit_lines", "discarded_line", "finished_line"]
+
+BlockKind = Literal["heading", "question", "answer", "analysis", "audit", "summary", "note",
+                    "end"]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A new block: `streaming` ones get their text from the `Append`s that follow."""
+
+    kind: BlockKind
+    title: str = ""
+    text: str = ""
+    streaming: bool = False
+    markdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    """More text of the block being streamed."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Void:
+    """The text streamed into the current block is void; `line` says why."""
+
+    line: str
+
+
+Piece = Block | Append | Void
+
+
+def analysis_lines(analysis: GapAnalysis) -> list[str]:
+    """`completeness 60/100 · follow-up wanted`, then a line per gap."""
+    return [completeness(analysis), *(f"- {gap.line}" for gap in analysis.gaps)]
+
+
+def audit_lines(audit: AuditResult) -> list[str]:
+    """The verdict, the consistency score, each contradiction and remaining gap."""
+    verdict = verdict_line(audit)
+    lines = [verdict] if verdict else []
+    lines.append(f"consistency {audit.consistency_score}/100")
+    lines += [f"contradiction {contradiction(item)}" for item in audit.contradictions]
+    lines += [f"remaining gap · {gap.line}" for gap in audit.remaining_gaps]
+    return lines
+
+
+def discarded_line(provider: str, characters: int, reason: str) -> str:
+    """What a reader is told when streamed text is voided by a failover."""
+    return f"{characters} characters from {provider} discarded: {reason}"
+
+
+def finished_line(session_id: str, status: str, reason: str | None) -> str:
+    """`"Session 1a2b3c4d completed"`, or with `": why"` when it failed."""
+    why = f": {reason}" if reason and status != "cancelled" else ""
+    return f"Session {session_id[:8]} {status}{why}"
+
+
+_STREAMS = {("detective", "question"): "question", ("witness", "answer"): "answer"}
+
+
+class Narration:
+    """One interrogation's events in, pieces out; keeps what the words depend on (the
+    round limit, the phase, the rounds already shown)."""
+
+    def __init__(self) -> None:
+        self.session_id = ""
+        self.limit: int | None = None
+        self.phase = ""
+        self.status: str | None = None
+        """The final status, once `Finished` is seen."""
+        self.reason: str | None = None
+        self.analysed: set[int] = set()
+
+    def pieces(self, event: InterrogationEvent) -> list[Piece]:
+        """What `event` adds to the transcript (often nothing)."""
+        match event:
+            case Started(session_id=sid, hypothesis=text, iteration_limit=limit,
+                         resumed_after=after):
+                self.session_id, self.limit = sid, limit
+                if after is not None:
+                    return [Block("note", text=f"session {sid[:8]} resumed after round "
+                                               f"{after}")]
+                self.analysed.clear()
+                return [Block("heading", f"Session {sid[:8]} · up to {limit} rounds"),
+                        Block("heading", "Hypothesis", text)]
+            case Phase(phase=phase, sequence=sequence):
+                self.phase = phase
+                if phase == "question":
+                    return [Block("heading", round_title(sequence, self.limit))]
+                if phase == "audit":
+                    return [Block("heading", "Audit")]
+            case ProviderChosen(role=role, provider=provider):
+                kind = _STREAMS.get((role, self.phase))
+                if kind == "question":
+                    return [Block("question", f"Question · {provider}", streaming=True,
+                                  markdown=True)]
+                if kind == "answer":
+                    return [Block("answer", f"Answer · {provider}", streaming=True,
+                                  markdown=True)]
+            case QuestionDelta(text=text) | AnswerDelta(text=text):
+                return [Append(text)]
+            case AnswerCutOff():
+                return [Block("note", text=ANSWER_CUT_OFF)]
+            case Discarded(provider=provider, text=text, reason=reason):
+                return [Void(discarded_line(provider, len(text), reason))]
+            case TrailAdded(entry=entry):
+                return [Block("note", text=trail_line(entry))] if in_transcript(entry) else []
+            case GapAnalysisReady(analysis=analysis, sequence=sequence):
+                self.analysed.add(sequence)
+                return [self._analysis(analysis, sequence)]
+            case AuditReady(audit=audit):
+                return [Block("audit", "Audit", "\n".join(audit_lines(audit))),
+                        Block("summary", "Summary", audit.summary, markdown=True)]
+            case Finished(status=status, reason=reason):
+                self.status, self.reason = status, reason
+                return [Block("end", text=finished_line(self.session_id, status, reason))]
+            case PairCompleted(pair=pair) if pair.sequence not in self.analysed:
+                # a log without the round's stream (re-logged after a crash): the whole pair
+                self.analysed.add(pair.sequence)
+                pieces: list[Piece] = [
+                    Block("heading", round_title(pair.sequence, self.limit)),
+                    Block("question", f"Question · {pair.provider_used.detective}",
+                          pair.question, markdown=True),
+                    Block("answer", f"Answer · {pair.provider_used.witness}", pair.answer,
+                          markdown=True)]
+                if pair.answer_cut_off:
+                    pieces.append(Block("note", text=ANSWER_CUT_OFF))
+                return [*pieces, self._analysis(pair.gap_analysis, pair.sequence)]
+            case PairCompleted():
+                pass
+            case _:  # any other event: its one line from engine.report.words, if it has one
+                line = note(event)
+                if line:
+                    return [Block("note", text=line)]
+        return []
+
+    @staticmethod
+    def _analysis(analysis: GapAnalysis, sequence: int) -> Block:
+        return Block("analysis", f"Gap analysis {sequence}",
+                     "\n".join(analysis_lines(analysis)))

@@ -1,0 +1,62 @@
+"""How a routed stream's happenings read, for every front end and every operation alike: a
+failover, a skip, a discarded partial reply, a trimmed prompt, a reply cut at its limit.
+
+The interrogation keeps these as audit-trail entries (`trail_line` words them); oracles, the
+case agent and `ask` show them as notes beside the text with the words below.
+"""
+
+from __future__ import annotations
+
+from engine.context.budget import FitReport
+from engine.providers import Done
+from engine.routing.events import Fitted, PartialDiscarded, ProviderEvent, RouterEvent
+from engine.text import strip_control
+
+__all__ = ["CUT_AT_LIMIT", "context_trim_note", "discarded_note", "stream_note", "switch_note",
+           "trim_note"]
+
+CUT_AT_LIMIT = "stopped: max tokens reached"
+
+
+def switch_note(old: str | None, new: str | None) -> str:
+    """`"switching from a to b"`."""
+    return f"switching from {old} to {new}"
+
+
+def discarded_note(provider: str) -> str:
+    """What a reader is told when the text shown so far is void."""
+    return f"the partial reply from {provider} is discarded; starting over"
+
+
+def trim_note(report: FitReport) -> str | None:
+    """`"3 earlier turns of the conversation left out to fit p's window of 2048 tokens"`, or
+    None when the whole prompt was sent."""
+    if not report.trim:
+        return None
+    left_out = len(report.trim.omitted)
+    if not left_out:
+        return (f"earlier turns shortened to fit {report.provider}'s window of "
+                f"{report.window} tokens")
+    return (f"{left_out} earlier turn{'s' if left_out != 1 else ''} of the conversation left "
+            f"out to fit {report.provider}'s window of {report.window} tokens")
+
+
+def context_trim_note(window: int, lines: list[str]) -> str:
+    """A case context cut to fit a window: what was left out."""
+    return f"context trimmed to fit {window} tokens: " + "; ".join(lines)
+
+
+def stream_note(event: RouterEvent) -> str | None:
+    """The note a router event is worth beside the reply, or None (text, attempts, usage)."""
+    match event:
+        case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
+            return switch_note(old, new)
+        case ProviderEvent(from_provider=name, reason=reason):
+            return f"{name}: {strip_control(reason)}"
+        case PartialDiscarded(provider=name):
+            return discarded_note(name)
+        case Fitted(report=report):
+            return trim_note(report)
+        case Done(finish_reason="length"):
+            return CUT_AT_LIMIT
+    return None

@@ -1,0 +1,271 @@
+"""The engine's one door for the front ends: configuration, the session store and the
+router's lifecycle, and the parts that do the work.
+
+    workspace = Workspace(paths)                 # config loaded on first use
+    workspace.sessions.start(…) / resume / follow / status / export / delete
+    workspace.cases.new_case(…) / add_note / import_notes / consultation
+    workspace.agent.run(…) / search           workspace.ask.question(…)
+    workspace.models.list() / pull / remove
+    await workspace.aclose()
+
+The CLI and the app both come through here and build no router, interrogation or store of
+their own. A feature adds a part (a class given the workspace), not a mixin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING
+
+from engine.cache.cache import ResponseCache
+from engine.cache.layer import CacheLayer
+from engine.cache.store import CacheStore, SQLiteCacheStore
+from engine.config.models import Config, ProviderConfig, load_config, save_config
+from engine.config.roles import apply_chains
+from engine.context.conversations import ConversationStore, SQLiteConversations
+from engine.context.policy import ContextPolicy, load_policy
+from engine.errors import ConfigError
+from engine.paths import Paths
+from engine.providers import Provider, create_provider, discover_ollama, select_provider
+from engine.report.providers import ProviderRow, provider_rows
+from engine.report.words import demonstration_note
+from engine.routing.router import Router, chain_for
+from engine.storage.sessions import SessionStore
+from engine.workspace.agent import Agent
+from engine.workspace.ask import Ask
+from engine.workspace.cases import Cases
+from engine.workspace.models import LocalModels
+from engine.workspace.sessions import Sessions
+
+if TYPE_CHECKING:
+    from engine.cache.cache import ResponseCache
+
+__all__ = ["Workspace"]
+
+
+def _preimport() -> None:
+    """Import the provider SDKs (slow) on a worker thread, not on an event loop."""
+    import openai  # noqa: F401
+
+    import engine.providers._ollama  # noqa: F401
+    import engine.providers._openai  # noqa: F401
+
+
+class Workspace:
+    """Config, store and router for one user's data, and its parts; see the module
+    docstring."""
+
+    def __init__(self, paths: Paths, config: Config | None = None, *,
+                 preimport: bool = False, use_cache: bool = True) -> None:
+        """`preimport`: import the provider SDKs on a worker thread before a router is built
+        (an app's event loop must not stall for them; a command-line run does not care).
+        `use_cache`: False bypasses the response cache (`--no-cache`)."""
+        self.paths = paths
+        self.preimport = preimport
+        self.use_cache = use_cache
+        self._config = config
+        self._config_lock = threading.Lock()
+        self._store: SessionStore | None = None
+        self._router: Router | None = None
+        self._router_lock: asyncio.Lock | None = None
+        self._policy: ContextPolicy | None = None
+        self._conversations: ConversationStore | None = None
+        self._cache: ResponseCache | None = None
+        self.warnings: list[str] = []
+        """Problems that changed nothing but should be seen (an invalid context.toml)."""
+        self.sessions = Sessions(self)
+        """Interrogations: start, resume, follow, status, export, delete."""
+        self.cases = Cases(self)
+        """Notes, oracles and consultations."""
+        self.agent = Agent(self)
+        """The vault and the case agent."""
+        self.ask = Ask(self)
+        """Questions in conversations (`detektiv ask`)."""
+
+    # ---- configuration, store, router -----------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        """The validated configuration (loaded on first use; `ConfigError` when invalid)."""
+        if self._config is None:
+            with self._config_lock:
+                if self._config is None:
+                    self._config = load_config(self.paths)
+        return self._config
+
+    @property
+    def config_loaded(self) -> bool:
+        """True once the configuration has been loaded and validated."""
+        return self._config is not None
+
+    @property
+    def store(self) -> SessionStore:
+        """The session store (temp files of killed writes swept the first time)."""
+        if self._store is None:
+            store = SessionStore(self.paths.data_dir / "sessions")
+            store.sweep()
+            self._store = store
+        return self._store
+
+    async def new_router(self, config: Config | None = None, discover: bool = True) -> Router:
+        """A router of its own for `config` (default: the workspace's), Ollama discovered
+        when `discover`; the caller closes it."""
+        config = self.config if config is None else config
+        if self.preimport:
+            await asyncio.to_thread(_preimport)
+        if discover:
+            await discover_ollama(config)
+        layer = None
+        if self.use_cache and config.cache.enabled:
+
+            layer = CacheLayer(config.cache, lambda: self.cache)
+        return Router(config, self.paths, cache=layer)
+
+    async def provider(self, spec: str) -> Provider:
+        """One provider by configured name or ad hoc `kind:model`, called directly (whatever
+        the router remembers about it). An unknown name makes Ollama be looked for first."""
+        config = self.config
+        if spec not in config.providers and ":" not in spec:
+            await discover_ollama(config)  # `providers` may have shown a discovered one
+        name, provider_config = select_provider(config, spec)
+        return create_provider(name, provider_config, self.paths)
+
+    async def routed(self, chains: dict[str, list[str]], discover: bool = True
+                     ) -> tuple[Router, bool]:
+        """A router for roles given their own chains (`{"oracle-…": ["cloud"]}`), and True:
+        the caller closes it; with no chains, the shared router, and False. A name that is not
+        configured (nor `kind:model`) makes Ollama be looked for first; an unknown one is a
+        `ConfigError`."""
+        if not chains:
+            return await self.router(), False
+        config = self.config
+        if any(name not in config.providers and ":" not in name
+               for chain in chains.values() for name in chain):
+            await discover_ollama(config)  # `providers` may have shown a discovered one
+        return await self.new_router(apply_chains(config, chains), discover=discover), True
+
+    async def router(self) -> Router:
+        """The shared router (built on first use; `reset_router` drops it)."""
+        if self._router_lock is None:
+            self._router_lock = asyncio.Lock()
+        async with self._router_lock:
+            if self._router is None:
+                self._router = await self.new_router()
+            return self._router
+
+    @property
+    def shared_router(self) -> Router | None:
+        """The shared router if it was built, else None."""
+        return self._router
+
+    async def reset_router(self) -> None:
+        """Close the shared router; the next `router()` builds one for the current config."""
+        old, self._router = self._router, None
+        if old is not None:
+            await old.aclose()
+
+    def provider_rows(self) -> list[ProviderRow]:
+        """Every provider as the shared router now knows it (no router yet: config alone)."""
+        router = self._router
+        return provider_rows(self.config, router.states if router is not None else None)
+
+    async def check_providers(self) -> list[ProviderRow]:
+        """Every provider, each enabled one health-checked now (a router of its own)."""
+        router = await self.new_router()
+        try:
+            await router.check_health()
+            return provider_rows(self.config, router.states)
+        finally:
+            await router.aclose()
+
+    async def watch_health(self) -> None:
+        """Start the shared router's background health checks (the app's Providers tab)."""
+        (await self.router()).start_health_checks()
+
+    async def check_health(self) -> None:
+        """One health round over the shared router's providers, now."""
+        await (await self.router()).check_health()
+
+    async def configured_provider(self, name: str) -> Provider:
+        """The shared router's provider `name` (to list or pull its models); `ConfigError`
+        for a name it does not have."""
+        router = await self.router()
+        if name not in router.providers:
+            raise ConfigError(f"no enabled provider named {name!r}")
+        return router.providers[name]
+
+    def save_config(self) -> None:
+        """Write the configuration (as changed in place) to the config file, atomically."""
+        save_config(self.config, self.paths.config_file)
+
+    def update_providers(self, providers: dict[str, ProviderConfig]) -> Router | None:
+        """Change providers and write the config file once, now. The shared router is let go
+        (the next `router()` builds one for the new config); it is returned for the caller
+        to close."""
+        self.config.providers.update(providers)
+        self.save_config()
+        old, self._router = self._router, None
+        return old
+
+    @property
+    def context_policy(self) -> ContextPolicy:
+        """`context.toml` beside the config file, over the defaults (read once). An invalid
+        file gives the defaults and a line in `warnings`."""
+        if self._policy is None:
+            self._policy, warnings = load_policy(self.paths.config_file.parent / "context.toml")
+            self.warnings += warnings
+        return self._policy
+
+    @property
+    def conversations(self) -> ConversationStore:
+        """The conversation store (`conversations.sqlite3` in the data directory)."""
+        if self._conversations is None:
+            self._conversations = SQLiteConversations(
+                self.paths.data_dir / "conversations.sqlite3"
+            )
+        return self._conversations
+
+    @property
+    def cache(self) -> ResponseCache:
+        """The response cache: PostgreSQL at `[cache] url`, else `cache.sqlite3` in the data
+        directory (`ConfigError` when the server cannot be reached)."""
+        if self._cache is None:
+            # imported on first use: most runs never open the cache (psycopg is heavy)
+
+            settings = self.config.cache
+            store: CacheStore
+            if settings.url:
+                from engine.cache.postgres import PostgresCacheStore
+
+                store = PostgresCacheStore(settings.url)
+            else:
+                store = SQLiteCacheStore(self.paths.data_dir / "cache.sqlite3")
+            self._cache = ResponseCache(store, settings.threshold,
+                                        int(settings.max_mb * 1024 * 1024))
+        return self._cache
+
+    async def aclose(self) -> None:
+        """Release what the workspace holds (the shared router's connections and tasks)."""
+        if self._cache is not None:
+            self._cache.store.close()
+            self._cache = None
+        await self.reset_router()
+        if self._conversations is not None:
+            self._conversations.close()
+            self._conversations = None
+        self.agent.close()
+
+    # ---- the rules ------------------------------------------------------------------------
+
+    def advice(self, role: str = "detective") -> str | None:
+        """What to tell the user before a run when a demonstration model plays `role` first
+        in the configured chain (None: a capable model does)."""
+        config = self.config
+        chain = chain_for(config, role, self.paths.config_file)
+        return demonstration_note([config.providers[name] for name in chain], role)
+
+    @property
+    def models(self) -> LocalModels:
+        """The local GGUF models: list, pull, remove (`engine.gguf`)."""
+        return LocalModels(self.paths, self.config)

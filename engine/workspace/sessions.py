@@ -1,0 +1,155 @@
+"""The workspace's sessions part: start, resume, follow, export and delete interrogations.
+
+    run = workspace.sessions.start("Tea contains caffeine", limit=8, detective=["cloud"])
+    async for event in run.events():             # typed events, each stored before it comes
+        ...
+    workspace.sessions.resume(ref) / follow(ref) / status(ref) / export(ref, "md")
+
+Every rule about a session (the iteration limit, an empty hypothesis, what can be resumed,
+when a stored `running` session is `interrupted`) is checked here or below, once; the front
+ends present the errors it raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from engine.config.roles import apply_roles
+from engine.errors import ConfigError, SessionError
+from engine.interrogation.loop import Interrogation
+from engine.models.events import InterrogationEvent, Record
+from engine.models.session import InterrogationSession, check_resumable
+from engine.report.export import to_json, to_markdown
+from engine.storage.sessions import SessionJournal
+
+if TYPE_CHECKING:
+    from engine.workspace.core import Workspace
+
+__all__ = ["LIMITS", "Run", "Sessions"]
+
+LIMITS = (5, 20)
+"""The smallest and largest iteration limit a session may have."""
+
+OnRecord = Callable[[Record], None]
+
+
+class Run:
+    """A session taken to be run (new or resumed), its lock held; `events()` runs it.
+    Cancelling the task that reads `events()` cancels the run (stored as `cancelled`)."""
+
+    def __init__(self, workspace: Workspace, journal: SessionJournal, resumed: bool) -> None:
+        self.workspace = workspace
+        self.journal = journal
+        self.resumed = resumed
+
+    @property
+    def session(self) -> InterrogationSession:
+        """The session being run (updated as it goes)."""
+        return self.journal.session
+
+    async def events(self) -> AsyncIterator[InterrogationEvent]:
+        """Run the interrogation to its end, yielding every event; see
+        `engine.interrogation.loop`. The session's own chains (set at start) get a router of
+        their own, closed at the end; otherwise the workspace's shared router is used."""
+        session = self.journal.session
+        workspace = self.workspace
+        own = bool(session.detective or session.witness)
+        if own:
+            config = apply_roles(workspace.config, session.detective, session.witness)
+            router = await workspace.new_router(
+                config, discover=not (session.detective and session.witness))
+        else:
+            config, router = workspace.config, await workspace.router()
+        interrogation = Interrogation(router, self.journal, config.interrogation,
+                                      resumed=self.resumed)
+        try:
+            async for event in interrogation.run():
+                yield event
+        finally:
+            self.journal.close()
+            if own:
+                await router.aclose()
+
+
+class Sessions:
+    """Interrogation sessions of one workspace; see the module docstring."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def check_limit(self, limit: int | None) -> int:
+        """`limit`, or the configured default when None; `ConfigError` outside 5–20."""
+        value = self.workspace.config.interrogation.iteration_limit if limit is None else limit
+        low, high = LIMITS
+        if not low <= value <= high:
+            raise ConfigError(f"the iteration limit must be between {low} and {high} "
+                              f"(got {value})")
+        return value
+
+    def status(self, ref: str, session: InterrogationSession | None = None) -> str:
+        """The session's status as a user should read it: `interrupted` for a stored
+        `running` one that no live process runs any more."""
+        store = self.workspace.store
+        session = store.load(ref) if session is None else session
+        if session.status == "running" and not store.is_live(ref):
+            return "interrupted"
+        return session.status
+
+    def start(
+        self,
+        hypothesis: str,
+        limit: int | None = None,
+        detective: Sequence[str] = (),
+        witness: Sequence[str] = (),
+        on_record: OnRecord | None = None,
+        session: str | None = None,
+    ) -> Run:
+        """A new session, stored at once; `Run.events()` runs it. With `session`, the
+        interrogation of that notes-only session (`cases.new_case`) instead. Raises
+        `ConfigError` for an empty hypothesis, a limit outside 5–20 or an unknown provider,
+        before anything is stored."""
+        text = hypothesis.strip()
+        if not text:
+            raise ConfigError("the hypothesis is empty")
+        value = self.check_limit(limit)
+        workspace = self.workspace
+        apply_roles(workspace.config, list(detective), list(witness))  # unknown names fail
+        store = workspace.store
+        if session is not None:
+            journal = store.begin(session, text, value, detective=list(detective),
+                                  witness=list(witness), on_record=on_record)
+        else:
+            journal = store.create(text, value, detective=list(detective),
+                                   witness=list(witness), on_record=on_record)
+        return Run(workspace, journal, resumed=False)
+
+    def resume(self, ref: str, on_record: OnRecord | None = None) -> Run:
+        """Take a stored session to continue it from its last completed round. Raises
+        `SessionError` when it ended already or another process runs it."""
+        store = self.workspace.store
+        check_resumable(store.load(ref))
+        return Run(self.workspace, store.open(ref, on_record=on_record), resumed=True)
+
+    def follow(self, ref: str) -> AsyncIterator[Record]:
+        """Every event of a session so far, then new ones until its run ends (or its process
+        dies: then `status` says `interrupted`)."""
+        store = self.workspace.store
+        session = store.load(ref)
+        if session.status == "notes":
+            raise SessionError(f"session {session.short_id} has no interrogation to watch yet")
+        return store.follow(ref)
+
+    def export(self, ref: str, fmt: Literal["md", "json"]) -> str:
+        """A session as markdown (for people, with its status as a user reads it, its notes
+        and oracle answers in full) or JSON (the whole session; loads back equal)."""
+        session = self.workspace.store.load(ref)
+        if fmt == "json":
+            return to_json(session)
+        cases = self.workspace.cases
+        return to_markdown(session, self.status(ref, session), cases.note_texts(ref, session),
+                           cases.answer_texts(ref, session))
+
+    def delete(self, ref: str) -> None:
+        """Remove a session (refused while it runs)."""
+        self.workspace.store.delete(ref)

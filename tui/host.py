@@ -1,0 +1,34 @@
+"""What a screen may use of the app it runs in: the workspace, the key the user's keymap gives
+a binding, and the session on show. Screens are typed against this, not the app class, so the
+app imports its screens and no screen imports the app; for the rest (a screen to push, a
+worker's thread) they use Textual's own `App` API, and for news they post a message
+(`tui.messages`) that the app routes."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, cast
+
+from textual.app import App
+
+from engine import Workspace
+
+__all__ = ["Host", "host"]
+
+
+class Host(Protocol):
+    """The app as its screens see it."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def current_session(self) -> str | None:
+        """The session the Live tab shows (the Oracles tab's default)."""
+
+    def key_for(self, binding_id: str, default: str) -> str:
+        """The key the user's keymap gives a binding (for texts that name it)."""
+
+
+def host(app: App[Any]) -> Host:
+    """The running app, seen through `Host` (the app class satisfies it: a test checks)."""
+    return cast(Host, app)
