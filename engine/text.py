@@ -39,11 +39,11 @@ def strip_control(text: str) -> str:
     return _SEPARATORS.sub(" ", _CONTROL.sub("", text))
 
 
-def one_line(text: str, limit: int) -> str:
-    """`text` as one line for a terminal: controls stripped, spacing collapsed, cut to at most
-    `limit` characters with "…" marking the cut."""
+def one_line(text: str, limit: int | None) -> str:
+    """`text` as one line, for a terminal or a prompt: controls stripped, spacing collapsed,
+    cut to at most `limit` characters (None: not cut) with "…" marking the cut."""
     text = " ".join(strip_control(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 END_OF_TURN_MARKERS = (

@@ -105,7 +105,7 @@ def case_session(store: SessionStore, hypothesis: str, rounds: Sequence[tuple[st
     from engine.models.notes import ContextSnapshot, LlmEntry
     from engine.models.session import AuditResult, Contradiction
     from engine.storage.atomic import atomic_write_text
-    from engine.storage.sessions import RESPONSES_DIR
+    from engine.storage.layout import RESPONSES_DIR
 
     journal = store.create(hypothesis, 5)
     for n, (question, reply) in enumerate(rounds, 1):

@@ -27,7 +27,8 @@ from engine import (
     Workspace,
     read_run,
 )
-from engine.config.models import AgentConfig, ProviderConfig
+from engine.config.models import AgentConfig
+from engine.config.providers import ProviderConfig
 from engine.prompts import load_prompt
 from tests.conftest import closed_port
 from tests.factory import stored_session

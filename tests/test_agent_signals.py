@@ -4,8 +4,7 @@ test that it never raises. Also the stream filter that hides tags from a streame
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from engine.agent.signals import FIELDS, SIGNAL_TYPES, parse_signal, strip_signal
 from engine.report.agent import TagFilter

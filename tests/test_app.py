@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from engine import Paths, load_config
+from engine.storage.sessions import SessionStore
 from tests.conftest import ROOT, LlamaServer, cli, closed_port
 from tests.factory import recorded_session, stored_session
 from tests.faults import FaultProxy
@@ -74,7 +75,8 @@ async def test_an_interrogation_streams_live_and_completes(
         assert app.live.status_text.startswith("completed: the detective was satisfied")
         kinds = [b.kind for b in view.blocks]
         assert kinds[:2] == ["heading", "heading"] and "question" in kinds
-        assert "analysis" in kinds and kinds[-2:] == ["audit", "audit"]
+        assert "analysis" in kinds and kinds[-3:] == ["audit", "audit", "note"]
+        assert view.blocks[-1].text.startswith("Session ")  # the CLI's closing words
         badge = app.live.query_one("#witness-badge").render()
         assert str(badge) == "witness: llama:gemma"
         assert "consistency" in str(app.live.query_one("#audit").render())
@@ -110,7 +112,7 @@ async def test_attach_to_a_run_started_by_the_cli(home: Path, llama_server: Llam
             for pair in session.qa_pairs:
                 assert pair.question.strip().splitlines()[0] in view.plain_text()
             # followed live, so its end is announced
-            assert any(m.startswith("Interrogation ") for _, m in app.notices)
+            assert any(m.startswith(f"Session {session.short_id} ") for _, m in app.notices)
         assert run.wait(timeout=60) == 0
     finally:
         run.kill()
@@ -244,7 +246,7 @@ async def test_a_dead_backend_fails_the_run_not_the_app(home: Path) -> None:
 
 def test_first_frame_imports_no_provider_sdk(home: Path) -> None:
     for i in range(3):
-        stored_session(__import__("engine").SessionStore(home / "data" / "sessions"), f"h{i}")
+        stored_session(SessionStore(home / "data" / "sessions"), f"h{i}")
     (home / "config.toml").write_text(
         '[providers.cloud]\nkind = "openai"\nmodel = "gpt-4o"\napi_key_env = "X_KEY"\n')
     script = """

@@ -160,3 +160,25 @@ def test_a_config_error_still_exits_with_code_2(home: Path, paths: Paths) -> Non
 
     asyncio.run(run())
     assert app.return_code == 2 and app.config_error and "iteration_limit" in app.config_error
+
+
+def test_the_private_textual_hooks_are_where_the_funnel_expects_them() -> None:
+    """The funnel overrides private Textual methods; an upgrade that moves one fails here."""
+    from tui.funnel import check_private_hooks
+
+    assert check_private_hooks() == []
+
+
+def test_a_changed_private_hook_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.app import App
+
+    from tui.funnel import check_private_hooks
+
+    async def renamed(self: object, namespace: object, action: str) -> bool:
+        return True
+
+    monkeypatch.setattr(App, "_dispatch_action", renamed)
+    (problem,) = check_private_hooks()
+    assert "textual.app.App._dispatch_action" in problem and "action_name" in problem
+    monkeypatch.delattr(App, "_handle_exception")
+    assert any("_handle_exception is gone" in p for p in check_private_hooks())

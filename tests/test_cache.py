@@ -276,7 +276,9 @@ async def test_the_router_serves_a_repeated_ask_from_the_cache_and_no_cache_bypa
 async def test_the_witness_role_is_cached_only_when_configured(
     home: Path, llama_server: object
 ) -> None:
-    from engine import Paths, ProviderEvent, StreamRequest, TokenDelta, Workspace
+    from engine import Paths, Workspace
+    from engine.providers import StreamRequest, TokenDelta
+    from engine.routing.events import ProviderEvent
     from tests.conftest import LlamaServer
 
     assert isinstance(llama_server, LlamaServer)

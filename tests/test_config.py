@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine import ConfigError, Paths, load_config
-from engine.config.models import GEMINI_URL, default_local_model, save_config
+from engine.config.load import save_config
+from engine.config.providers import GEMINI_URL, default_local_model
 
 
 def write(paths: Paths, text: str, mode: int = 0o600) -> None:
@@ -125,15 +126,15 @@ def test_save_is_private_atomic_and_round_trips(paths: Paths, tmp_path: Path) ->
     assert [p.name for p in target.parent.iterdir()] == ["config.toml"], "no temp file left"
 
 
-def test_the_readme_example_is_a_valid_config(paths: Paths) -> None:
+def test_the_documented_example_is_a_valid_config(paths: Paths) -> None:
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "config.md").read_text()
     example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
     write(paths, example)
     config = load_config(paths, env={})
     assert [name for name, _ in config.by_priority()] == ["localsrv", "work-ollama", "local"]
-    from engine import chain_for
+    from engine.routing.router import chain_for
 
     assert chain_for(config, "witness") == ["work-ollama", "local"]
     assert chain_for(config, "detective") == ["localsrv", "work-ollama", "local"]
@@ -141,7 +142,7 @@ def test_the_readme_example_is_a_valid_config(paths: Paths) -> None:
 
 
 def test_role_chains(paths: Paths) -> None:
-    from engine import chain_for
+    from engine.routing.router import chain_for
 
     write(paths, '[providers.ollama]\nkind = "ollama"\nmodel = "llama3.2"\npriority = 5\n'
                  '[providers.srv]\nkind = "openai"\nbase_url = "http://127.0.0.1:8080/v1"\n'

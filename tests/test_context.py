@@ -9,8 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from engine import ContextOverflowError, GapAnalysis, Workspace
 from engine.context.budget import Prompt, default_window, fit, forget_window, window_of
@@ -501,7 +500,9 @@ async def test_a_tokenizer_that_answers_nonsense_is_not_believed(paths) -> None:
 async def test_a_server_that_refuses_a_prompt_as_too_long_gets_it_refitted(paths) -> None:
     """A server claims a window it does not have: its 400 names the real one, and the router
     fits the prompt again to that, once, without counting it against the circuit."""
-    from engine import Config, ProviderConfig, Router, TokenDelta
+    from engine import Config, ProviderConfig
+    from engine.providers import TokenDelta
+    from engine.routing.router import Router
 
     received: list[int] = []
 
@@ -539,7 +540,10 @@ async def test_a_failover_to_a_smaller_window_refits_the_prompt(llama_server: Ll
                                                                 paths, proxy) -> None:
     """The first provider claims 100k tokens and fails; the prompt the second one (2048)
     receives is fitted for 2048, not the one built for 100k."""
-    from engine import Attempt, Config, Done, Fitted, ProviderConfig, Router
+    from engine import Config, ProviderConfig
+    from engine.providers import Done
+    from engine.routing.events import Attempt, Fitted
+    from engine.routing.router import Router
 
     proxy.default = "500"
     config = Config(providers={

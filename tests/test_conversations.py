@@ -107,7 +107,7 @@ def test_two_processes_appending_to_one_conversation_lose_nothing(tmp_path: Path
     script = textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from engine import ConversationTurn, SQLiteConversations
+        from engine.context.conversations import ConversationTurn, SQLiteConversations
         store = SQLiteConversations(Path({str(path)!r}))
         for i in range(60):
             store.append("cli", "shared", ConversationTurn("user", f"{{sys.argv[1]}}-{{i}}"))
@@ -341,7 +341,9 @@ def test_a_corrupt_policy_warns_and_ask_still_answers(tmp_path: Path,
 
 
 def test_a_fitted_call_shows_a_line_only_when_rounds_were_trimmed() -> None:
-    from engine import ContextFit, ContextFitted, context_summary, note
+    from engine import ContextFitted
+    from engine.models.session import ContextFit
+    from engine.report.words import context_summary, note
 
     whole = ContextFit(role="witness", sequence=2, provider="srv:gemma", used=300,
                        window=8192, window_source="server", counted="exact", reply=1024)

@@ -18,8 +18,7 @@ from engine.report.export import to_json, to_markdown
 from engine.routing.router import Router
 from engine.storage.sessions import SessionStore
 from tests.faults import FaultProxy
-from tests.test_interrogation import interrogate as run_interrogation
-from tests.test_interrogation import make_config
+from tests.test_interrogation import interrogate as run_interrogation, make_config
 from tui.cli.printer import TranscriptPrinter
 
 
@@ -260,7 +259,7 @@ async def test_a_verdict_that_contradicts_itself_is_asked_again(
     assert audit_result is not None and audit_result.verdict == "false"
     # shown everywhere: the report and the JSON export
     report = to_markdown(session)
-    assert "**Verdict:** false · p(false) 0.85 · decided by round 1" in report
+    assert "- verdict: false · p(false) 0.85 · decided by round 1" in report
     assert "- Verdict: false · p(false) 0.85 · decided by round 1" in report
     exported = json.loads(to_json(session))["audit_result"]
     assert (exported["verdict"], exported["probability_false"], exported["deciding_rounds"]) \
@@ -272,7 +271,7 @@ async def test_the_embedded_detective_is_called_a_demonstration_model(
 ) -> None:
     """The default config (no key, no Ollama): the run says what the detective is."""
     from engine import Config
-    from engine.config.models import _implicit_providers
+    from engine.config.load import _implicit_providers
 
     config = Config()
     _implicit_providers(config, {})
@@ -287,7 +286,7 @@ async def test_the_embedded_detective_is_called_a_demonstration_model(
         await router.aclose()
     advice = events[1]
     assert isinstance(advice, Advice)
-    from engine import default_local_model
+    from engine.config.providers import default_local_model
 
     assert advice.text.startswith(f"the detective is the embedded {default_local_model()}, a "
                                   "small demonstration model")

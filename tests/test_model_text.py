@@ -149,8 +149,8 @@ def test_a_new_event_type_needs_only_its_class_and_one_formatter(capsys: Any) ->
     """The front ends fall back on `engine.report.words.note` for any event they do not know."""
     from typing import Literal
 
-    from engine import report
     from engine.models.events import _Event
+    from engine.report import words as report
 
     class OracleConsulted(_Event):
         type: Literal["oracle_consulted"] = "oracle_consulted"

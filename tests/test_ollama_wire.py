@@ -192,7 +192,8 @@ def test_host_normalisation(given: str | None, expected: str) -> None:
 async def test_discovered_when_one_answers_on_ollama_host(
     paths: Paths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine import discover_ollama, load_config
+    from engine import load_config
+    from engine.providers import discover_ollama
 
     tags = {"models": [{"name": "qwen3:8b", "model": "qwen3:8b", "modified_at": STAMP,
                         "size": 1, "digest": "d", "details": {}}]}
@@ -206,7 +207,8 @@ async def test_discovered_when_one_answers_on_ollama_host(
 
 
 async def test_not_added_when_nothing_answers(paths: Paths) -> None:
-    from engine import discover_ollama, load_config
+    from engine import load_config
+    from engine.providers import discover_ollama
 
     config = load_config(paths)  # the home fixture points OLLAMA_HOST at a closed port
     assert await discover_ollama(config) is False

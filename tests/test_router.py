@@ -518,8 +518,8 @@ async def test_a_cancellation_a_library_turns_into_an_error_stays_a_cancellation
     from. Pure logic: a provider whose stream does exactly that."""
     import asyncio
 
-    from engine import ProviderConfig, StreamRequest
-    from engine.providers import Provider
+    from engine import ProviderConfig
+    from engine.providers import Provider, StreamRequest
 
     started = asyncio.Event()
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import string
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from engine import ProviderError, redact, strip_control
 from engine.secrets import KeyResolutionError, register_secret, run_key_command

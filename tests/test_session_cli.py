@@ -114,13 +114,14 @@ def test_run_streams_a_transcript_and_every_command_reads_the_session(
     done = detektiv("run", "Vitamin B3 lowers cholesterol", "--limit", "5")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "── Round 1" in out and "Q [sleuth:scripted] " in out and "A [llama:gemma] " in out
-    assert "Verdict: undetermined · p(false) 0.50" in out
-    assert "completeness " in out and "── Audit" in out and "Consistency score: " in out
+    assert "── Round 1" in out and "[Question · sleuth:scripted] " in out \
+        and "[Answer · llama:gemma] " in out
+    assert "  verdict: undetermined · p(false) 0.50" in out
+    assert "completeness " in out and "── Audit" in out and "consistency " in out
     (row,) = configured.list()
     session = configured.load(row.dir)
     assert out.rstrip().endswith(
-        f"Session {session.id} {session.status}: the detective was satisfied after 3 rounds "
+        f"Session {session.short_id} {session.status}: the detective was satisfied after 3 rounds "
         "(completeness 90/100, no high-severity gap)")
     assert session.status in ("completed", "limit-reached") and session.audit_result
 
@@ -201,7 +202,7 @@ def test_ctrl_c_and_sigterm_store_the_run_as_cancelled_and_resume_finishes_it(
     assert stopped_session.status == "cancelled"
     resumed = detektiv("resume", row.id)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resumed after round {len(stopped_session.qa_pairs)}\n" in resumed.stdout
+    assert f"resumed after round {len(stopped_session.qa_pairs)} ─" in resumed.stdout
     session = configured.load(row.dir)
     assert session.status == "limit-reached" and len(session.qa_pairs) == 8
     assert [t.event for t in session.audit_trail].count("resumed") == 2

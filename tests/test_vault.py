@@ -13,7 +13,8 @@ import pytest
 
 from engine import Workspace
 from engine.agent.vault import Vault
-from engine.storage.sessions import METADATA, SessionStore
+from engine.storage.layout import METADATA
+from engine.storage.sessions import SessionStore
 from tests.conftest import cli
 from tests.factory import case_session
 

@@ -18,21 +18,24 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.dom import DOMNode
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerFailed, WorkerState
 
 from engine import (
+    DEFAULT_THEME,
     ConfigError,
     DetektivError,
     Paths,
     Workspace,
+    load_config,
     log_file,
     redact,
     strip_control,
 )
-from tui.funnel import Guarded
+from tui._input import harden_input_decoder
+from tui._stderr import divert_native_stderr
+from tui.funnel import GuardedApp
 from tui.messages import InterrogationWanted, NewSessionWanted, SessionOpened, SessionShown
 from tui.screens.dialogs import HelpScreen
 from tui.tabs import TABS, tab_bindings
@@ -46,10 +49,9 @@ __all__ = ["DetektivApp", "build_app", "run_app"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_THEME = "detektiv-dark"
 
 
-class DetektivApp(Guarded, App[int]):
+class DetektivApp(GuardedApp, App[int]):
     """detektiv's Textual application."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
@@ -260,23 +262,6 @@ class DetektivApp(Guarded, App[int]):
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             self._report(event.worker.error)
 
-    def _handle_exception(self, error: Exception) -> None:
-        """An exception in a handler, an action, a timer or a worker: report it and keep
-        running (never a traceback, never an exit; see `tui.funnel`)."""
-        try:
-            self._report(error)
-        except Exception:  # pragma: no cover - reporting itself failed: fall back to Textual
-            super()._handle_exception(error)
-
-    async def _dispatch_action(self, namespace: DOMNode, action_name: str, params: Any) -> bool:
-        """Run an action (a key binding, the palette, a link); one that raises is reported
-        and counts as handled, so the key is not passed on."""
-        try:
-            return await super()._dispatch_action(namespace, action_name, params)
-        except Exception as error:
-            self._handle_exception(error)
-            return True
-
     async def on_unmount(self) -> None:
         await self.workspace.aclose()
 
@@ -301,8 +286,6 @@ def build_app(paths: Paths, app_class: type[DetektivApp] | None = None) -> Detek
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        from engine import load_config
-
         load_config(paths)  # raises the ConfigError that names the file and the problem
         raw = {}
     return (app_class or DetektivApp)(paths, preview=raw)
@@ -312,9 +295,6 @@ def run_app(paths: Paths) -> int:
     """Open the app full-screen; returns its exit code (2 with one line on stderr for a bad
     config)."""
     app = build_app(paths)
-    from tui._input import harden_input_decoder
-    from tui._stderr import divert_native_stderr
-
     divert_native_stderr(log_file(paths.log_dir))
     harden_input_decoder()
     app.run()

@@ -6,7 +6,7 @@ worker's thread) they use Textual's own `App` API, and for news they post a mess
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 from textual.app import App
 
@@ -15,6 +15,7 @@ from engine import Workspace
 __all__ = ["Host", "host"]
 
 
+@runtime_checkable
 class Host(Protocol):
     """The app as its screens see it."""
 

@@ -1,14 +1,16 @@
-"""Fitting one turn of the case agent to a model's window."""
+"""A turn of the case agent as messages: fitted to a model's window, with no assistant turn
+put in its mouth."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from engine.agent.signals import Signal
 from engine.context.fit import DoesNotFit, Trim
 from engine.context.tokens import MESSAGE_OVERHEAD
 from engine.providers import Message
 
-__all__ = ["fit_turn"]
+__all__ = ["alternate", "describe_signal", "fit_turn"]
 
 
 def fit_turn(limit: int, count: Callable[[str], int], full_system: str, small_system: str,
@@ -45,3 +47,21 @@ def fit_turn(limit: int, count: Callable[[str], int], full_system: str, small_sy
         raise DoesNotFit(needed, limit)
     return [system, *kept, asked, *turns], Trim(omitted=tuple(omitted))
 
+
+def describe_signal(signal: Signal) -> str:
+    return f"signal {signal.type} (confidence {signal.confidence:.2f}): {signal.fields_text()}"
+
+
+def alternate(question: str, run: list[Message]) -> tuple[str, list[Message]]:
+    """The question and the turns after it with user turns that follow each other (after an
+    empty reply, which gets no turn of its own) joined into one: strict chat templates want
+    user and assistant to alternate."""
+    turns: list[Message] = []
+    for message in run:
+        if message.role == "user" and not turns:
+            question = f"{question}\n\n{message.content}"
+        elif message.role == "user" and turns[-1].role == "user":
+            turns[-1] = Message("user", f"{turns[-1].content}\n\n{message.content}")
+        else:
+            turns.append(message)
+    return question, turns

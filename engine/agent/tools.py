@@ -30,7 +30,8 @@ from engine.agent.signals import mask_code
 from engine.agent.vault import Vault
 from engine.errors import DetektivError, SessionCorrupt
 from engine.report.words import answer_title, contradiction, note_title
-from engine.storage.sessions import NOTES_DIR, RESPONSES_DIR, SessionStore
+from engine.storage.layout import NOTES_DIR, RESPONSES_DIR
+from engine.storage.sessions import SessionStore
 from engine.text import one_line, strip_control
 
 __all__ = [

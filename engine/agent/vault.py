@@ -31,7 +31,8 @@ from pathlib import Path
 
 from engine.errors import SessionCorrupt
 from engine.models.session import InterrogationSession
-from engine.storage.sessions import METADATA, NOTES_DIR, RESPONSES_DIR, SessionStore
+from engine.storage.layout import METADATA, NOTES_DIR, RESPONSES_DIR
+from engine.storage.sessions import SessionStore
 
 __all__ = ["MAX_DOC_CHARS", "SyncReport", "Vault", "VaultHit", "documents", "search_words"]
 

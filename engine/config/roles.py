@@ -7,11 +7,18 @@ resuming it uses them again.
 
 from __future__ import annotations
 
-from engine.config.models import Config, ProviderConfig
+from engine.config.models import Config
+from engine.config.providers import ProviderConfig
 from engine.errors import SessionError
 from engine.providers import select_provider
 
-__all__ = ["apply_chains", "apply_roles"]
+__all__ = ["apply_chains", "apply_roles", "split_chain"]
+
+
+def split_chain(value: str | None) -> list[str]:
+    """`"cloud, local"` → `["cloud", "local"]`: a chain as typed (`--detective`, the Live
+    form); empty parts are dropped."""
+    return [part.strip() for part in value.split(",") if part.strip()] if value else []
 
 
 def apply_roles(config: Config, detective: list[str], witness: list[str]) -> Config:

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.config.models import default_local_model
+from engine.config.providers import default_local_model
 from engine.gguf.header import GgufInfo, read_header
 
 if TYPE_CHECKING:

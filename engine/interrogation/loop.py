@@ -28,21 +28,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from engine.config.models import InterrogationConfig, ProviderConfig
-from engine.context.budget import FitReport, Prompt
-from engine.context.fit import shorten
+from engine.config.models import InterrogationConfig
+from engine.context.budget import Prompt
 from engine.errors import (
     AllProvidersFailed,
-    BadResponseError,
     DetektivError,
     InterrogationFailed,
     UnusableReplyError,
 )
+from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import (
     analysis_conflict,
     answer_problem,
@@ -63,26 +62,18 @@ from engine.interrogation.transcript import (
 from engine.models.events import (
     Advice,
     AnswerCutOff,
-    AnswerDelta,
     AnswerUnusable,
     AuditReady,
-    ContextFitted,
-    Discarded,
     Finished,
     GapAnalysisReady,
     InterrogationEvent,
     PairCompleted,
     Phase,
-    ProviderChosen,
-    QuestionDelta,
-    Role,
     Started,
-    TrailAdded,
 )
 from engine.models.session import (
     AuditResult,
     AuditTrailEntry,
-    ContextFit,
     Contradiction,
     GapAnalysis,
     ProvidersUsed,
@@ -93,31 +84,16 @@ from engine.models.session import (
     now,
 )
 from engine.prompts import fill, load_prompt
-from engine.providers import Message, StreamRequest, TokenDelta
-from engine.report.words import RESUME_AUDIT, demonstration_note, no_testimony, no_usable_question
-from engine.routing.collect import Reply
-from engine.routing.events import Attempt, Fitted, PartialDiscarded, ProviderEvent
+from engine.providers import Message
+from engine.report.words import demonstration_note, no_testimony, no_usable_question
 from engine.routing.router import Router
-from engine.routing.structured import collect_json
-from engine.storage.sessions import SessionJournal
+from engine.storage.journal import SessionJournal
 
 __all__ = ["Interrogation"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class _Turn:
-    """The outcome of one streamed call: the text, who gave it, why it ended."""
-
-    text: str = ""
-    provider: str = ""
-    finish_reason: str = ""
-    value: Any = None
-
-
-RETRY_ECHO = 400
-"""Characters of an invalid structured reply shown back to the model with the error."""
 QUESTION_ATTEMPTS = 3
 """Times the detective is asked for a usable question before the session fails."""
 RETRY_TEMPERATURE = 0.8
@@ -126,7 +102,7 @@ the others keep the configured one (at temperature 0 a model that said nothing t
 nothing again)."""
 
 
-class Interrogation:
+class Interrogation(SessionCalls):
     """One run of a session, new or resumed, over `router`, recorded in `journal`."""
 
     def __init__(
@@ -137,20 +113,8 @@ class Interrogation:
         *,
         resumed: bool = False,
     ) -> None:
-        self.router = router
-        self.journal = journal
-        self.session = journal.session
-        self.settings = settings
+        super().__init__(router, journal, settings)
         self.resumed = resumed
-        self._labels = {name: p.label for name, p in router.providers.items()}
-
-    def _emit(self, event: InterrogationEvent) -> InterrogationEvent:
-        self.journal.record(event)
-        return event
-
-    def _trail(self, entry: AuditTrailEntry) -> InterrogationEvent:
-        self.session.audit_trail.append(entry)
-        return self._emit(TrailAdded(entry=entry))
 
     def _finish(self, status: SessionStatus, reason: str | None) -> InterrogationEvent:
         session = self.session
@@ -220,46 +184,16 @@ class Interrogation:
         finally:
             self.journal.close()
 
-    def _chain_configs(self, role: str) -> list[ProviderConfig]:
-        """The configurations of the providers that play `role`, in order."""
-        return [self.router.providers[name].config for name in self.router.chain(role)]
-
-    def _role_label(self, role: Role) -> str:
-        """Who played `role` last (`"{provider}:{model}"`), else the chain's first."""
-        if self.session.qa_pairs:
-            used = self.session.qa_pairs[-1].provider_used
-            return used.detective if role == "detective" else used.witness
-        chain = self.router.chain(role)
-        return self._labels.get(chain[0], chain[0]) if chain else role
-
-    def _is_demonstration(self, label: str) -> bool:
-        """Whether the provider labelled `label` runs a model shipped for demonstration."""
-        return any(p.label == label and p.config.is_demonstration
-                   for p in self.router.providers.values())
-
-    def _request(
-        self, messages: list[Message], max_tokens: int,
-        schema: dict[str, Any] | None = None, name: str = "answer",
-    ) -> StreamRequest:
-        """The unfitted request: every round whole (what a window large enough is sent)."""
-        return StreamRequest(
-            messages=tuple(messages),
-            schema=schema,
-            schema_name=name,
-            max_tokens=max_tokens,
-            temperature=self.settings.temperature,
-        )
-
     async def _round(self, sequence: int) -> AsyncGenerator[InterrogationEvent, None]:
         session = self.session
-        asked = _Turn()
+        asked = Turn()
         yield self._emit(Phase(phase="question", sequence=sequence))
         async for event in self._question(sequence, asked):
             yield event
         question = asked.text.strip()
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
-        answered = _Turn()
+        answered = Turn()
         witness = load_prompt("witness")
         request = witness_prompt(
             self._request([Message("system", witness),
@@ -302,7 +236,7 @@ class Interrogation:
         self.journal.save()  # the pair is durable before anyone is told it is complete
         yield self._emit(PairCompleted(pair=pair))
 
-    async def _question(self, sequence: int, asked: _Turn
+    async def _question(self, sequence: int, asked: Turn
                         ) -> AsyncGenerator[InterrogationEvent, None]:
         """Stream a usable question into `asked`, or raise `InterrogationFailed` naming why
         the detective gave none after `QUESTION_ATTEMPTS`."""
@@ -354,7 +288,7 @@ class Interrogation:
         """The detective's gap analysis of `pending`; a self-contradiction is recorded (the
         loop's rule decides instead)."""
         session, settings = self.session, self.settings
-        analysed = _Turn()
+        analysed = Turn()
         analysis_prompt = load_prompt("gap_analysis")
 
         def analysis_frame(text: str) -> list[Message]:
@@ -390,7 +324,7 @@ class Interrogation:
     async def _audit(self) -> AsyncGenerator[InterrogationEvent, None]:
         session = self.session
         pairs = session.qa_pairs
-        audited = _Turn()
+        audited = Turn()
         audit_prompt = load_prompt("audit")
 
         def frame(text: str) -> list[Message]:
@@ -438,94 +372,4 @@ class Interrogation:
             yield event
         session.audit_result = audited.value
         yield self._emit(AuditReady(audit=audited.value))
-
-    async def _structured(
-        self, request: Prompt, turn: _Turn, what: str, validate: Callable[[Any], Any],
-        sequence: int | None = None,
-    ) -> AsyncGenerator[InterrogationEvent, None]:
-        """A detective call whose reply must be valid JSON; retried once with the error."""
-        schema = request.request.schema
-        assert schema is not None
-        for attempt in (1, 2):
-            async for event in self._call(request, "detective", turn, None, fit_for=sequence):
-                yield event
-            try:
-                turn.value = validate(collect_json(turn.provider, turn.text,
-                                                   turn.finish_reason, schema))
-                return
-            except (BadResponseError, ValueError) as exc:
-                detail = exc.detail if isinstance(exc, BadResponseError) else str(exc)
-                detail = detail.splitlines()[0] if detail else type(exc).__name__
-            yield self._trail(AuditTrailEntry(
-                event="error", role="detective", from_provider=turn.provider,
-                reason=f"invalid {what}" + (", asking again" if attempt == 1 else "")
-                + f": {detail}",
-            ))
-            if attempt == 2:
-                raise InterrogationFailed(
-                    f"the {what} from {turn.provider} was still invalid after a retry: {detail}"
-                    + (RESUME_AUDIT.format(id=self.session.short_id) if what == "audit" else "")
-                )
-            retry = fill(load_prompt("validation_retry"), ERROR=detail)
-            if turn.text.strip():
-                # the invalid reply is shown again only in part: it is there to point at the
-                # error, and all of it would take the window from the transcript
-                request = request.then(Message("assistant", shorten(turn.text, RETRY_ECHO)),
-                                       Message("user", retry))
-            else:  # nothing to show back: no words are put in the model's mouth
-                request = request.noted(retry)
-
-    async def _call(
-        self,
-        request: Prompt,
-        role: Role,
-        turn: _Turn,
-        sequence: int | None,
-        accept: Callable[[str, str, str], None] | None = None,
-        fit_for: int | None = None,
-    ) -> AsyncGenerator[InterrogationEvent, None]:
-        """Stream one call over the role's chain; deltas only when `sequence` is given (the
-        round the call belongs to is `fit_for` when no delta is wanted)."""
-        delta = QuestionDelta if role == "detective" else AnswerDelta
-        label = self._label
-        reply = Reply()
-        async for event in reply.follow(self.router.stream(request, role, accept)):
-            match event:
-                case TokenDelta(text) if sequence is not None and text:
-                    yield self._emit(delta(sequence=sequence, text=text))
-                case Attempt(_, provider_label, trial):
-                    turn.provider = provider_label
-                    yield self._emit(ProviderChosen(role=role, provider=provider_label,
-                                                    trial=trial))
-                case PartialDiscarded(provider, text, reason):
-                    yield self._emit(Discarded(role=role, provider=label(provider) or provider,
-                                               text=text, reason=reason))
-                    yield self._trail(AuditTrailEntry(
-                        event="partial_discarded", role=role, from_provider=label(provider),
-                        reason=f"{len(text)} characters discarded: {reason}",
-                    ))
-                case ProviderEvent(kind, from_provider, to_provider, reason):
-                    yield self._trail(AuditTrailEntry(
-                        event=kind, role=role, from_provider=label(from_provider),
-                        to_provider=label(to_provider), reason=reason,
-                    ))
-                case Fitted(_, report):
-                    yield self._fitted(role, sequence or fit_for, report)
-        turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
-
-    def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> InterrogationEvent:
-        trim = report.trim
-        fit = ContextFit(
-            role=role, sequence=sequence, provider=report.provider, used=report.used,
-            window=report.window, window_source=report.window_source, counted=report.counted,
-            reply=report.reply,
-            asked_reply=report.asked_reply if report.reply_lowered else None,
-            digested=list(trim.digested), shortened=list(trim.shortened),
-            omitted=list(trim.omitted),
-        )
-        self.session.context_fits.append(fit)
-        return self._emit(ContextFitted(fit=fit))
-
-    def _label(self, name: str | None) -> str | None:
-        return None if name is None else self._labels.get(name, name)
 

@@ -18,6 +18,7 @@ from engine.context.fit import Plan, RoundCost, Trim, plan_all_rounds, plan_roun
 from engine.context.tokens import MESSAGE_OVERHEAD
 from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair
 from engine.providers import Message, StreamRequest
+from engine.text import one_line
 
 __all__ = [
     "audit_schema",
@@ -109,28 +110,23 @@ def _round_lines(
 def _analysis_line(pair: QuestionAnswerPair, gap_chars: int | None = None) -> str:
     analysis = pair.gap_analysis
     gaps = "; ".join(
-        f"[{g.severity}] {g.category}: {_one_line(g.description, gap_chars)}" for g in analysis.gaps
+        f"[{g.severity}] {g.category}: {one_line(g.description, gap_chars)}" for g in analysis.gaps
     )
     return f"completeness {analysis.completeness_score}/100" + (
         f"; gaps: {gaps}" if gaps else "; no gaps"
     )
 
 
-def _one_line(text: str, cap: int | None) -> str:
-    flat = " ".join(text.split())
-    return flat if cap is None or len(flat) <= cap else flat[: cap - 1].rstrip() + "…"
-
-
 def digest(pair: QuestionAnswerPair) -> str:
     """Round `pair` in one line, for the detective: the question, the completeness, the gaps.
     Built by code, never by a model."""
-    return (f"Q{pair.sequence} (digest): {_one_line(pair.question, DIGEST_QUESTION)} | "
+    return (f"Q{pair.sequence} (digest): {one_line(pair.question, DIGEST_QUESTION)} | "
             + _analysis_line(pair, DIGEST_GAP))
 
 
 def _witness_digest(pair: QuestionAnswerPair) -> str:
-    return (f"Q{pair.sequence}: {_one_line(pair.question, DIGEST_QUESTION)} | you answered: "
-            + _one_line(pair.answer or "(no answer)", DIGEST_ANSWER))
+    return (f"Q{pair.sequence}: {one_line(pair.question, DIGEST_QUESTION)} | you answered: "
+            + one_line(pair.answer or "(no answer)", DIGEST_ANSWER))
 
 
 DIGEST_QUESTION = 160

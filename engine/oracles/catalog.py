@@ -29,8 +29,7 @@ from typing import Any, Literal
 
 from engine.errors import OracleError
 from engine.prompts import fill_tokens
-from engine.text import slug as make_slug
-from engine.text import strip_control
+from engine.text import slug as make_slug, strip_control
 
 __all__ = ["MAX_ORACLE_BYTES", "ORACLE_TEMPLATE", "Oracle", "OracleCatalog", "parse_oracle"]
 

@@ -44,7 +44,7 @@ from engine.report.stream import CUT_AT_LIMIT, context_trim_note, stream_note
 from engine.routing.collect import Reply
 from engine.routing.events import Attempt, Fitted
 from engine.storage.atomic import atomic_write_text
-from engine.storage.sessions import RESPONSES_DIR
+from engine.storage.layout import RESPONSES_DIR
 
 if TYPE_CHECKING:
     from engine.context.budget import Prompt

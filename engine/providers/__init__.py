@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from engine.config.models import Config, ProviderConfig, parse_adhoc
+from engine.config.load import parse_adhoc
+from engine.config.models import Config
+from engine.config.providers import ProviderConfig
 from engine.paths import Paths
 from engine.providers._base import (
     Done,

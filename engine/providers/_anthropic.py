@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from engine.config.models import ANTHROPIC_URL
+from engine.config.providers import ANTHROPIC_URL
 from engine.errors import (
     BadResponseError,
     ProviderConnectionError,

@@ -23,7 +23,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.config.models import ANTHROPIC_URL, GEMINI_URL, ProviderConfig
+from engine.config.providers import ANTHROPIC_URL, GEMINI_URL, ProviderConfig
 from engine.errors import (
     AuthError,
     BadResponseError,

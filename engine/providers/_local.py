@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from engine.config.models import ProviderConfig
+from engine.config.providers import ProviderConfig
 from engine.errors import (
     BadResponseError,
     ContextOverflowError,

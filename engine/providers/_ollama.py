@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from engine.config.models import OLLAMA_URL
+from engine.config.providers import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
 from engine.providers._base import (
     Done,

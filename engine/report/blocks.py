@@ -22,6 +22,7 @@ from typing import Literal
 from engine.models.events import (
     AnswerCutOff,
     AnswerDelta,
+    AnswerUnusable,
     AuditReady,
     Discarded,
     Finished,
@@ -49,8 +50,10 @@ from engine.report.words import (
 __all__ = ["Append", "Block", "BlockKind", "Narration", "Piece", "Void", "analysis_lines",
            "audit_lines", "discarded_line", "finished_line"]
 
-BlockKind = Literal["heading", "question", "answer", "analysis", "audit", "summary", "note",
-                    "end"]
+BlockKind = Literal["heading", "question", "answer", "analysis", "audit", "summary", "mark",
+                    "note", "end"]
+"""`mark`: a remark that is part of the transcript (an answer cut off, no answer);
+`note`: an aside about how the run went (a failover, advice) — the CLI puts it on stderr."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +133,7 @@ class Narration:
                          resumed_after=after):
                 self.session_id, self.limit = sid, limit
                 if after is not None:
-                    return [Block("note", text=f"session {sid[:8]} resumed after round "
-                                               f"{after}")]
+                    return [Block("heading", f"Session {sid[:8]} resumed after round {after}")]
                 self.analysed.clear()
                 return [Block("heading", f"Session {sid[:8]} · up to {limit} rounds"),
                         Block("heading", "Hypothesis", text)]
@@ -152,7 +154,9 @@ class Narration:
             case QuestionDelta(text=text) | AnswerDelta(text=text):
                 return [Append(text)]
             case AnswerCutOff():
-                return [Block("note", text=ANSWER_CUT_OFF)]
+                return [Block("mark", text=ANSWER_CUT_OFF)]
+            case AnswerUnusable(problem=problem):
+                return [Block("mark", text=problem)]
             case Discarded(provider=provider, text=text, reason=reason):
                 return [Void(discarded_line(provider, len(text), reason))]
             case TrailAdded(entry=entry):
@@ -161,7 +165,7 @@ class Narration:
                 self.analysed.add(sequence)
                 return [self._analysis(analysis, sequence)]
             case AuditReady(audit=audit):
-                return [Block("audit", "Audit", "\n".join(audit_lines(audit))),
+                return [Block("audit", "Findings", "\n".join(audit_lines(audit))),
                         Block("summary", "Summary", audit.summary, markdown=True)]
             case Finished(status=status, reason=reason):
                 self.status, self.reason = status, reason
@@ -176,7 +180,7 @@ class Narration:
                     Block("answer", f"Answer · {pair.provider_used.witness}", pair.answer,
                           markdown=True)]
                 if pair.answer_cut_off:
-                    pieces.append(Block("note", text=ANSWER_CUT_OFF))
+                    pieces.append(Block("mark", text=ANSWER_CUT_OFF))
                 return [*pieces, self._analysis(pair.gap_analysis, pair.sequence)]
             case PairCompleted():
                 pass

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
+from engine.report.blocks import analysis_lines, audit_lines
 from engine.report.words import (
     ANSWER_CUT_OFF,
     answer_title,
     context_summary,
-    contradiction,
     fit_line,
-    follow_up,
     note_title,
     round_title,
     snapshot_line,
@@ -76,7 +75,7 @@ def to_markdown(
         verdict = verdict_line(session.audit_result)
         if verdict:
             out.append(f"- {verdict[:1].upper()}{verdict[1:]}")
-        out.append(f"- Consistency score: {session.audit_result.consistency_score}/100")
+        out.append(f"- Consistency {session.audit_result.consistency_score}/100")
     if session.error:
         out.append(f"- Error: {strip_control(session.error)}")
     for pair in session.qa_pairs:
@@ -96,29 +95,14 @@ def to_markdown(
             *(["", f"_({pair.answer_problem})_"]
               if pair.answer_problem and pair.answer.strip() else []),
             "",
-            f"**Completeness:** {analysis.completeness_score}/100"
-            + ("" if analysis.requires_follow_up else f" — {follow_up(analysis)}"),
         ]
-        if analysis.gaps:
-            out.append("")
-            out += [f"- {g.line}" for g in analysis.gaps]
+        first, *gaps = analysis_lines(analysis)
+        out.append(f"**Analysis:** {first}")
+        if gaps:
+            out += ["", *gaps]
     audit = session.audit_result
     if audit:
-        out += ["", "## Audit", ""]
-        verdict = verdict_line(audit)
-        if verdict:
-            out += [f"**Verdict:** {verdict.removeprefix('verdict: ')}", ""]
-        out += [f"**Consistency score:** {audit.consistency_score}/100", ""]
-        if audit.contradictions:
-            out.append("**Contradictions**")
-            out.append("")
-            out += [f"- {contradiction(c)}" for c in audit.contradictions]
-            out.append("")
-        if audit.remaining_gaps:
-            out.append("**Remaining gaps**")
-            out.append("")
-            out += [f"- {g.line}" for g in audit.remaining_gaps]
-            out.append("")
+        out += ["", "## Audit", "", *(f"- {line}" for line in audit_lines(audit)), ""]
         out += ["**Summary**", "", strip_control(audit.summary).strip()]
     answer_texts: list[tuple[LlmEntry, str | None]] = (
         [(e, None) for e in session.llm_entries] if answers is None else list(answers))

@@ -34,7 +34,7 @@ from engine.text import strip_control
 
 if TYPE_CHECKING:
     from engine.cache.models import CheckResult, Explanation
-    from engine.config.models import ProviderConfig
+    from engine.config.providers import ProviderConfig
     from engine.storage.index import SessionSummary
 
 __all__ = [

@@ -29,7 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.config.models import ProviderConfig
+from engine.config.providers import ProviderConfig
 from engine.errors import (
     ProviderConnectionError,
     ProviderError,

@@ -40,7 +40,8 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config.models import Config, ProviderConfig
+from engine.config.models import Config
+from engine.config.providers import ProviderConfig
 from engine.context.budget import FitReport, Prompt, fit, forget_window
 from engine.context.fit import DoesNotFit
 from engine.errors import (

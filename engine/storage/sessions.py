@@ -24,155 +24,34 @@ other wrote.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import os
-import re
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import ValidationError
-
 from engine.errors import SessionBusy, SessionCorrupt, SessionError, SessionNotFound
-from engine.models.events import InterrogationEvent, PairCompleted, Record
+from engine.models.events import PairCompleted, Record
 from engine.models.session import Hypothesis, InterrogationSession
-from engine.storage.atomic import TEMP_PREFIX, atomic_write_text
+from engine.storage.atomic import atomic_write_text
 from engine.storage.eventlog import EventLogWriter, EventTail, read_events
 from engine.storage.index import SessionIndex, SessionSummary, summarize
+from engine.storage.journal import SessionJournal
+from engine.storage.layout import (
+    DIR_NAME,
+    EVENTS,
+    LOCK,
+    METADATA,
+    case_locked,
+    is_locked,
+    load_metadata,
+    sweep_temp_files,
+)
 
-__all__ = ["SessionJournal", "SessionStore"]
-
-_DIR = re.compile(r"^\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_[0-9a-f]{8}$")
-METADATA = "metadata.json"
-EVENTS = "events.jsonl"
-LOCK = "lock"
-CASE_LOCK = "case.lock"
-NOTES_DIR = "transcripts"
-RESPONSES_DIR = "llm_responses"
-#: The fields a case-file update owns; everything else belongs to the interrogation's journal.
-CASE_FIELDS = ("title", "notes", "llm_entries", "ui_preferences")
+__all__ = ["SessionStore"]
 
 T = TypeVar("T")
-
-
-@contextlib.contextmanager
-def case_locked(directory: Path) -> Iterator[None]:
-    """Hold the session's `case.lock` (blocking; held only while metadata.json is replaced)."""
-    fd = os.open(directory / CASE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
-def _load_metadata(path: Path) -> InterrogationSession:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SessionCorrupt(path, "missing") from None
-    except OSError as exc:
-        raise SessionCorrupt(path, f"unreadable: {exc.strerror}") from None
-    try:
-        return InterrogationSession.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(root)"
-        kind = "not valid JSON" if first["type"] == "json_invalid" else "not a valid session"
-        raise SessionCorrupt(path, f"{kind} ({where}: {first['msg']}); left as it is") from None
-
-
-def _is_locked(directory: Path) -> bool:
-    """True while a live process holds the session's lock."""
-    try:
-        fd = os.open(directory / LOCK, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def _sweep_temp_files(directory: Path) -> None:
-    """Remove temp files a killed atomic write left behind."""
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(directory):
-            if entry.name.startswith(TEMP_PREFIX):
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
-
-
-class SessionJournal:
-    """Writes one session while it runs: events as they happen, metadata at each milestone.
-
-    Holds the session's lock until `close`. Milestones (`save`) flush pending events first, so
-    metadata.json never refers to an event the log does not have.
-    """
-
-    def __init__(
-        self,
-        store: SessionStore,
-        directory: Path,
-        session: InterrogationSession,
-        lock_fd: int,
-        log: EventLogWriter,
-    ) -> None:
-        self.store = store
-        self.directory = directory
-        self.session = session
-        self._lock_fd = lock_fd
-        self._log = log
-        self._written: tuple[int, int] | None = None
-
-    @property
-    def events_path(self) -> Path:
-        """This session's events.jsonl."""
-        return self.directory / EVENTS
-
-    def record(self, event: InterrogationEvent) -> None:
-        """Append `event` to events.jsonl (deltas batched)."""
-        self._log.append(event)
-
-    def save(self) -> None:
-        """Flush events, replace metadata.json atomically, and update the index."""
-        self._log.flush()
-        self.session.events_recorded = self._log.last_n
-        path = self.directory / METADATA
-        with case_locked(self.directory):
-            stamp = _stamp(path)
-            if stamp is not None and stamp != self._written:  # a note or answer came in
-                try:
-                    disk = _load_metadata(path)
-                except SessionCorrupt:
-                    disk = None
-                if disk is not None:
-                    for name in CASE_FIELDS:
-                        setattr(self.session, name, getattr(disk, name))
-            atomic_write_text(path, self.session.model_dump_json(indent=1))
-            self._written = _stamp(path)
-        self.store.index.append(summarize(self.directory.name, self.session))
-
-    def close(self) -> None:
-        """Flush, close the log and release the lock (idempotent)."""
-        self._log.close()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
-
 
 class SessionStore:
     """Creates, lists, loads, resumes, follows and deletes sessions under `root`."""
@@ -247,7 +126,7 @@ class SessionStore:
         directory = self.resolve(ref)
         fd = self._lock(directory)
         try:
-            session = _load_metadata(directory / METADATA)
+            session = load_metadata(directory / METADATA)
             if session.status != "notes":
                 raise SessionError(f"session {session.short_id} already has an interrogation "
                                    f"({session.status})")
@@ -272,7 +151,7 @@ class SessionStore:
         directory = self.resolve(ref)
         path = directory / METADATA
         with case_locked(directory):
-            session = _load_metadata(path)
+            session = load_metadata(path)
             result = change(session, directory)
             atomic_write_text(path, session.model_dump_json(indent=1))
         self.index.append(summarize(directory.name, session))
@@ -296,8 +175,8 @@ class SessionStore:
         directory = self.resolve(ref)
         fd = self._lock(directory)
         try:
-            _sweep_temp_files(directory)
-            session = _load_metadata(directory / METADATA)
+            sweep_temp_files(directory)
+            session = load_metadata(directory / METADATA)
             records = self._checked_events(directory, session)
             log = EventLogWriter(directory / EVENTS, len(records) + 1, on_record)
         except BaseException:
@@ -322,7 +201,7 @@ class SessionStore:
             names = [
                 entry.name
                 for entry in os.scandir(self.root)
-                if _DIR.match(entry.name) and entry.is_dir()
+                if DIR_NAME.match(entry.name) and entry.is_dir()
             ]
         except FileNotFoundError:
             return []
@@ -333,7 +212,7 @@ class SessionStore:
         ref = ref.strip().lower()
         if not ref:
             raise SessionNotFound("no session id given")
-        if _DIR.match(ref) and (self.root / ref).is_dir():  # a folder name: no listing needed
+        if DIR_NAME.match(ref) and (self.root / ref).is_dir():  # a folder name: no listing needed
             return self.root / ref
         names = self.directories()
         if ref in names:
@@ -356,22 +235,22 @@ class SessionStore:
 
     def _id_of(self, name: str) -> str:
         try:
-            return str(_load_metadata(self.root / name / METADATA).id)
+            return str(load_metadata(self.root / name / METADATA).id)
         except SessionCorrupt:
             return ""
 
     def load(self, ref: str) -> InterrogationSession:
         """The stored session (its status as stored: see `is_live` for interrupted ones)."""
-        return _load_metadata(self.resolve(ref) / METADATA)
+        return load_metadata(self.resolve(ref) / METADATA)
 
     def events(self, ref: str) -> list[Record]:
         """Every event recorded so far; `SessionCorrupt` when the log is damaged."""
         directory = self.resolve(ref)
-        return self._checked_events(directory, _load_metadata(directory / METADATA))
+        return self._checked_events(directory, load_metadata(directory / METADATA))
 
     def is_live(self, ref: str) -> bool:
         """True while a process is running the session."""
-        return _is_locked(self.resolve(ref))
+        return is_locked(self.resolve(ref))
 
     def list(self) -> list[SessionSummary]:
         """Every session, newest first, from the index; metadata.json is read only where the
@@ -383,18 +262,18 @@ class SessionStore:
         listed: list[SessionSummary] = []
         for name in names:
             row = rows.get(name)
-            if row is None or (row.status == "running" and not _is_locked(self.root / name)):
+            if row is None or (row.status == "running" and not is_locked(self.root / name)):
                 directory = self.root / name
                 try:
-                    fresh = summarize(name, _load_metadata(directory / METADATA))
+                    fresh = summarize(name, load_metadata(directory / METADATA))
                 except SessionCorrupt as exc:
                     listed.append(_damaged(name, row, exc.message))
                     continue
                 if fresh != row:
                     heal.append(fresh)
                 row = fresh
-                if row.status == "running" and not _is_locked(directory):
-                    _sweep_temp_files(directory)
+                if row.status == "running" and not is_locked(directory):
+                    sweep_temp_files(directory)
                     row = row.with_status("interrupted")
             listed.append(row)
         self.index.append(*heal)
@@ -406,7 +285,7 @@ class SessionStore:
     def sweep(self) -> None:
         """Remove temp files left in the store's root by a killed write."""
         if self.root.is_dir():
-            _sweep_temp_files(self.root)
+            sweep_temp_files(self.root)
 
     def delete(self, ref: str) -> None:
         """Remove a session (refused while it runs)."""
@@ -429,7 +308,7 @@ class SessionStore:
         running the session any more (it was killed: the caller reports it as interrupted).
         """
         directory = self.resolve(ref)
-        session = _load_metadata(directory / METADATA)
+        session = load_metadata(directory / METADATA)
         tail = EventTail(directory / EVENTS)
         last: Record | None = None
         first = True
@@ -445,7 +324,7 @@ class SessionStore:
                 continue
             if last is not None and last.event.type == "finished":
                 return
-            if not _is_locked(directory):
+            if not is_locked(directory):
                 for record in tail.poll():  # written just before the process let go
                     yield record
                 return

@@ -19,7 +19,7 @@ from engine.oracles.context import CaseContext
 from engine.oracles.notes import read_note_file, typed_note
 from engine.paths import resource_dir
 from engine.storage.atomic import atomic_write_text
-from engine.storage.sessions import NOTES_DIR, RESPONSES_DIR
+from engine.storage.layout import NOTES_DIR, RESPONSES_DIR
 from engine.text import slug
 
 if TYPE_CHECKING:

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 from engine.cache.cache import ResponseCache
 from engine.cache.layer import CacheLayer
 from engine.cache.store import CacheStore, SQLiteCacheStore
-from engine.config.models import Config, ProviderConfig, load_config, save_config
+from engine.config.load import load_config, save_config
+from engine.config.models import Config
+from engine.config.providers import ProviderConfig
 from engine.config.roles import apply_chains
 from engine.context.conversations import ConversationStore, SQLiteConversations
 from engine.context.policy import ContextPolicy, load_policy

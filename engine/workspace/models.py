@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config.models import default_local_model
+from engine.config.providers import default_local_model
 from engine.errors import ConfigError, ModelError
 from engine.gguf.catalog import CATALOG, CatalogEntry
 from engine.gguf.pull import pull

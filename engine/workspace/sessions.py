@@ -21,7 +21,7 @@ from engine.interrogation.loop import Interrogation
 from engine.models.events import InterrogationEvent, Record
 from engine.models.session import InterrogationSession, check_resumable
 from engine.report.export import to_json, to_markdown
-from engine.storage.sessions import SessionJournal
+from engine.storage.journal import SessionJournal
 
 if TYPE_CHECKING:
     from engine.workspace.core import Workspace

@@ -103,8 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui.app import run_app
 
             return run_app(paths)
-        from tui.cli import agent, case, commands
-        from tui.cli import sessions as session_commands
+        from tui.cli import agent, case, commands, sessions as session_commands
 
         if args.command in session_commands.SESSION_COMMANDS:
             return asyncio.run(session_commands.dispatch(paths, args))

@@ -73,6 +73,9 @@ class TranscriptPrinter(StreamPrinter):
                 self.write(f"  ({line})\n")
             case Block(kind="note", text=text):
                 self.note(text)
+            case Block(kind="mark", text=text):
+                self.end_line()
+                self.write(f"  ({text})\n")
             case Block(kind="heading", title=title, text=text):
                 self.end_line()
                 self.write(f"\n── {title} {'─' * max(4, 52 - len(title))}\n")

@@ -23,6 +23,7 @@ from engine import (
     Workspace,
     atomic_write_text,
     encode_record,
+    split_chain,
     strip_control,
     verdict_cell,
 )
@@ -34,8 +35,6 @@ __all__ = ["export", "resume", "run", "sessions", "show", "watch"]
 _EXIT = {"completed": 0, "limit-reached": 0, "failed": 1, "cancelled": 130}
 
 
-def _chain(value: str | None) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()] if value else []
 
 
 def _print_record(record: Record) -> None:
@@ -78,7 +77,7 @@ async def run(paths: Paths, args: argparse.Namespace) -> int:
     hypothesis = sys.stdin.read() if args.hypothesis == "-" else args.hypothesis
     workspace = Workspace(paths, use_cache=not args.no_cache)
     started = workspace.sessions.start(
-        hypothesis, args.limit, _chain(args.detective), _chain(args.witness),
+        hypothesis, args.limit, split_chain(args.detective), split_chain(args.witness),
         on_record=_print_record if args.json else None, session=args.session,
     )
     return await _drive(workspace, started, args.json)

@@ -24,7 +24,6 @@ from engine import (
     strip_control,
 )
 from tui.funnel import Guarded
-from tui.host import Host, host
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
 
@@ -36,11 +35,6 @@ REFRESH_SECONDS = 2.0
 class CacheScreen(Guarded, Screen[None]):
     """See the module docstring."""
 
-    @property
-    def host(self) -> Host:
-        """The app, as far as this screen may use it."""
-        return host(self.app)
-
     CSS_PATH = "cache.tcss"
     BINDINGS = [
         Binding("slash", "search", "Search", id="cache-search"),
@@ -50,7 +44,6 @@ class CacheScreen(Guarded, Screen[None]):
         Binding("e", "export", "Export", id="cache-export"),
         Binding("r", "refresh", "Refresh", id="cache-refresh"),
     ]
-
 
     def __init__(self) -> None:
         super().__init__()

@@ -39,11 +39,11 @@ from engine import (
     audit_lines,
     discarded_line,
     finished_line,
+    split_chain,
     strip_control,
     verdict_short,
 )
 from tui.funnel import Guarded
-from tui.host import Host, host
 from tui.messages import SessionShown
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
@@ -51,17 +51,10 @@ from tui.widgets.transcript import TranscriptView
 __all__ = ["LiveScreen"]
 
 
-def _chain(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 class LiveScreen(Guarded, Screen[None]):
     """See the module docstring."""
-
-    @property
-    def host(self) -> Host:
-        """The app, as far as this screen may use it."""
-        return host(self.app)
 
     CSS_PATH = "live.tcss"
     AUTO_FOCUS = "#transcript"
@@ -77,7 +70,6 @@ class LiveScreen(Guarded, Screen[None]):
         Binding("c", "copy_answer", "Copy answer", id="copy-answer"),
         Binding("C", "copy_transcript", "Copy all", id="copy-transcript"),
     ]
-
 
     def __init__(self) -> None:
         super().__init__()
@@ -173,8 +165,8 @@ class LiveScreen(Guarded, Screen[None]):
         try:
             run = self.host.workspace.sessions.start(
                 self.query_one("#hypothesis", Input).value, limit,
-                _chain(self.query_one("#detective", Input).value),
-                _chain(self.query_one("#witness", Input).value),
+                split_chain(self.query_one("#detective", Input).value),
+                split_chain(self.query_one("#witness", Input).value),
                 session=self.case_dir,
             )
         except ConfigError as exc:  # the engine's rule, said as a hint: nothing was stored
@@ -335,9 +327,11 @@ class LiveScreen(Guarded, Screen[None]):
             case Block(kind="heading", title=title, text=""):
                 view.end_stream()
                 view.add("heading", "", title=f"── {title}")
+            case Block(kind="note", text=text):
+                view.add("note", text)  # beside the stream, which goes on (or is voided next)
             case Block(kind=kind, title=title, text=text, markdown=markdown):
                 view.end_stream()
-                shown = {"summary": "audit", "end": "note"}.get(kind, kind)
+                shown = {"summary": "audit", "end": "note", "mark": "note"}.get(kind, kind)
                 view.add(shown, text, title=title, markdown=markdown)  # type: ignore[arg-type]
 
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:

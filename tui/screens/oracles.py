@@ -10,37 +10,35 @@ engine call goes through the workspace; model text is shown as data (TranscriptV
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, OptionList, Static
-from textual.widgets.option_list import Option
 from textual.worker import Worker
 
 from engine import (
-    AgentRun,
     LlmEntry,
     NoteEntry,
     Oracle,
     SessionSummary,
-    answer_title,
     note_title,
-    snapshot_line,
     strip_control,
 )
 from tui._editor import edit_file
 from tui.funnel import Guarded
-from tui.host import Host, host
 from tui.messages import InterrogationWanted
 from tui.screens.dialogs import ChoiceDialog, PromptDialog, TextDialog
 from tui.widgets.agent import AgentPanel
 from tui.widgets.answers import AnswerColumns
+from tui.widgets.case_views import case_bar, show_history, show_notes
+from tui.widgets.oracle_picker import OraclePicker
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
 
@@ -51,11 +49,6 @@ NEW_CASE = "+new"
 
 class OraclesScreen(Guarded, Screen[None]):
     """See the module docstring."""
-
-    @property
-    def host(self) -> Host:
-        """The app, as far as this screen may use it."""
-        return host(self.app)
 
     CSS_PATH = "oracles.tcss"
     BINDINGS = [
@@ -79,17 +72,34 @@ class OraclesScreen(Guarded, Screen[None]):
         Binding("r", "refresh", "Refresh", id="refresh-oracles"),
     ]
 
-
     def __init__(self) -> None:
         super().__init__()
-        self.oracles: list[Oracle] = []
-        self.marked: list[str] = []
-        """Ids of the oracles marked with space, in the order marked."""
         self.session_dir: str | None = None
         self._followed: str | None = None
         self.include_history = True
         self.status_text = ""
-        self.agent_run: AgentRun | None = None
+
+    @property
+    def picker(self) -> OraclePicker:
+        return self.query_one(OraclePicker)
+
+    @property
+    def oracles(self) -> list[Oracle]:
+        return self.picker.oracles
+
+    @property
+    def marked(self) -> list[str]:
+        return self.picker.marked
+
+    def highlighted(self) -> Oracle | None:
+        return self.picker.highlighted()
+
+    def chosen(self) -> list[str]:
+        """The marked oracles, else the highlighted one."""
+        return self.picker.chosen()
+
+    def action_mark(self) -> None:
+        self.picker.mark()
 
     @property
     def columns(self) -> dict[str, TranscriptView]:
@@ -100,9 +110,7 @@ class OraclesScreen(Guarded, Screen[None]):
         yield ModeTabs("oracles")
         yield Static(Content("no session"), id="case-bar")
         with Horizontal(id="oracle-main"):
-            with Vertical(id="oracle-side"):
-                yield OptionList(id="oracle-list")
-                yield Static(Content(""), id="oracle-info")
+            yield OraclePicker(id="oracle-side")
             with ContentSwitcher(initial="preview", id="oracle-views"):
                 yield TranscriptView(id="preview")
                 yield AnswerColumns(id="answers")
@@ -146,55 +154,7 @@ class OraclesScreen(Guarded, Screen[None]):
     @work(exclusive=True, thread=True, group="oracle-list", exit_on_error=False)
     def load_oracles(self) -> None:
         oracles = self.host.workspace.cases.oracles()
-        self.app.call_from_thread(self._show_oracles, oracles)
-
-    def _show_oracles(self, oracles: list[Oracle]) -> None:
-        if oracles == self.oracles:
-            return
-        self.oracles = oracles
-        known = {o.id for o in oracles if o.valid}
-        self.marked = [m for m in self.marked if m in known]
-        listing = self.query_one("#oracle-list", OptionList)
-        highlighted = listing.highlighted
-        listing.clear_options()
-        listing.add_options([self._option(o) for o in oracles])
-        if oracles:
-            listing.highlighted = min(highlighted or 0, len(oracles) - 1)
-        self._show_info()
-
-    def _option(self, oracle: Oracle) -> Option:
-        mark = "✓ " if oracle.id in self.marked else "  "
-        if not oracle.valid:
-            return Option(Content.assemble(Content.styled(f"✗ {oracle.name}", "dim strike"),
-                                           Content.styled(f"  {oracle.source}", "dim")),
-                          id=oracle.id)
-        return Option(Content.assemble(Content(f"{mark}{oracle.name}"),
-                                       Content.styled(f"  {oracle.source}", "dim")),
-                      id=oracle.id)
-
-    def highlighted(self) -> Oracle | None:
-        index = self.query_one("#oracle-list", OptionList).highlighted
-        if index is None or not 0 <= index < len(self.oracles):
-            return None
-        return self.oracles[index]
-
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        self._show_info()
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.action_mark()
-
-    def _show_info(self) -> None:
-        oracle = self.highlighted()
-        if oracle is None:
-            text = "no oracles"
-        elif not oracle.valid:
-            text = f"invalid: {oracle.problem}\n{oracle.path}"
-        else:
-            text = "\n".join([oracle.description or "(no description)",
-                              f"{oracle.mode} · {oracle.source}/{oracle.path.name}",
-                              *oracle.warnings])
-        self.query_one("#oracle-info", Static).update(Content(strip_control(text)))
+        self.app.call_from_thread(self.picker.show, oracles)
 
     def use_session(self, directory: str) -> None:
         self.session_dir = directory
@@ -216,23 +176,10 @@ class OraclesScreen(Guarded, Screen[None]):
                    notes: list[tuple[NoteEntry, str]],
                    answers: list[tuple[LlmEntry, str]]) -> None:
         self.include_history = history
-        bar = (f"Session {short_id} · {' '.join(strip_control(name).split())[:60]} · "
-               f"{len(notes)} notes · {len(answers)} answers · history "
-               f"{'on' if history else 'off'}")
-        self.query_one("#case-bar", Static).update(Content(bar))
-        view = self.query_one("#notes", TranscriptView)
-        view.clear()
-        if not notes:
-            view.add("note", "No notes yet: i imports a file (.txt .md .srt .vtt), t types one.")
-        for entry, text in notes:
-            view.add("answer", text, title=note_title(entry), markdown=False)
-        history_view = self.query_one("#history", TranscriptView)
-        history_view.clear()
-        if not answers:
-            history_view.add("note", "No consultations yet.")
-        for answer, content in answers:
-            history_view.add("note", snapshot_line(answer), title=answer_title(answer))
-            history_view.add("answer", content, markdown=True)
+        self.query_one("#case-bar", Static).update(
+            Content(case_bar(short_id, name, history, len(notes), len(answers))))
+        show_notes(self.query_one("#notes", TranscriptView), notes)
+        show_history(self.query_one("#history", TranscriptView), answers)
 
     def session_or_say(self) -> str | None:
         if self.session_dir is None:
@@ -250,33 +197,6 @@ class OraclesScreen(Guarded, Screen[None]):
 
     def action_notes(self) -> None:
         self.action_view("notes")
-
-    def action_mark(self) -> None:
-        oracle = self.highlighted()
-        if oracle is None:
-            return
-        if not oracle.valid:
-            self.notify(f"{oracle.name} is invalid: {oracle.problem}", severity="warning")
-            return
-        if oracle.id in self.marked:
-            self.marked.remove(oracle.id)
-        elif len(self.marked) >= 4:
-            self.notify("At most 4 oracles at once.", severity="warning")
-            return
-        else:
-            self.marked.append(oracle.id)
-        index = self.oracles.index(oracle)
-        self.query_one("#oracle-list", OptionList).replace_option_prompt_at_index(
-            index, self._option(oracle).prompt)
-
-    def chosen(self) -> list[str]:
-        """The marked oracles, else the highlighted one."""
-        if self.marked:
-            return list(self.marked)
-        oracle = self.highlighted()
-        if oracle is None or not oracle.valid:
-            return []
-        return [oracle.id]
 
     def action_preview(self) -> None:
         if self.session_or_say() is None or not self._have_oracles():
@@ -327,9 +247,7 @@ class OraclesScreen(Guarded, Screen[None]):
         self.load_case()
 
     def action_cancel(self) -> None:
-        if self.agent_run is not None:
-            for worker in self.workers_in("oracle-agent"):
-                worker.cancel()  # the run ends with its stop, `cancelled`
+        if self.query_one("#agent", AgentPanel).cancel():
             return
         cancelled = self.workers_in("oracle-consult")
         for worker in cancelled:
@@ -345,32 +263,13 @@ class OraclesScreen(Guarded, Screen[None]):
 
     def action_agent_new(self) -> None:
         self.action_agent()
-        if self.agent_run is None:
-            self.query_one("#agent", AgentPanel).new_conversation()
+        panel = self.query_one("#agent", AgentPanel)
+        if not panel.running:
+            panel.new_conversation()
 
     def action_agent_tools(self) -> None:
         unfolded = self.query_one("#agent", AgentPanel).toggle_tools()
         self.notify("Tool outputs shown in full." if unfolded else "Tool outputs folded.")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id != "agent-input" or not event.value.strip():
-            return
-        if self.agent_run is not None:
-            self.notify("The agent is still answering (esc cancels).", severity="warning")
-            return
-        event.input.value = ""
-        self.ask_agent(event.value)
-
-    @work(exclusive=True, group="oracle-agent", exit_on_error=False)
-    async def ask_agent(self, question: str) -> None:
-        panel = self.query_one("#agent", AgentPanel)
-        self.action_view("agent")
-        run = await self.host.workspace.agent.run(question, conversation=panel.conversation_id)
-        self.agent_run = run
-        try:
-            await panel.show(run)
-        finally:
-            self.agent_run = None
 
     def workers_in(self, group: str) -> list[Worker[Any]]:
         return [w for w in self.workers if w.group == group and w.is_running]
@@ -398,7 +297,6 @@ class OraclesScreen(Guarded, Screen[None]):
             self.use_session(picked)
 
     async def _rows(self) -> list[SessionSummary]:
-        import asyncio
 
         return await asyncio.to_thread(self.host.workspace.store.list)
 

@@ -24,7 +24,6 @@ from engine import (
     strip_control,
 )
 from tui.funnel import Guarded
-from tui.host import Host, host
 from tui.screens.dialogs import PromptDialog
 from tui.widgets.tabs import ModeTabs
 
@@ -33,11 +32,6 @@ __all__ = ["ProvidersScreen"]
 
 class ProvidersScreen(Guarded, Screen[None]):
     """See the module docstring."""
-
-    @property
-    def host(self) -> Host:
-        """The app, as far as this screen may use it."""
-        return host(self.app)
 
     CSS_PATH = "providers.tcss"
     BINDINGS = [

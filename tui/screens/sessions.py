@@ -21,7 +21,6 @@ from engine import (
 )
 from tui._format import local_minute
 from tui.funnel import Guarded
-from tui.host import Host, host
 from tui.messages import NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
@@ -37,11 +36,6 @@ seconds to build and nobody scrolls through it)."""
 class SessionsScreen(Guarded, Screen[None]):
     """See the module docstring."""
 
-    @property
-    def host(self) -> Host:
-        """The app, as far as this screen may use it."""
-        return host(self.app)
-
     CSS_PATH = "sessions.tcss"
     BINDINGS = [
         Binding("o", "open", "Open", id="open"),
@@ -52,7 +46,6 @@ class SessionsScreen(Guarded, Screen[None]):
         Binding("d", "delete", "Delete", id="delete"),
         Binding("r", "refresh", "Refresh", id="refresh"),
     ]
-
 
     def __init__(self) -> None:
         super().__init__()

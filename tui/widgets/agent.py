@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -95,6 +96,35 @@ class AgentPanel(Guarded, Vertical):
         self.query_one("#agent-signals", TranscriptView).clear()
         self.query_one("#agent-stop", Static).update(Content(""))
         self.query_one("#agent-node", Static).update(Content("node: —"))
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is under way."""
+        return any(w.group == "agent-run" and w.is_running for w in self.workers)
+
+    def cancel(self) -> bool:
+        """Cancel the run under way (it ends with its stop, `cancelled`); False if none."""
+        running = [w for w in self.workers if w.group == "agent-run" and w.is_running]
+        for worker in running:
+            worker.cancel()  # cancelling a run is cancelling its task
+        return bool(running)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id != "agent-input" or not event.value.strip():
+            return
+        if self.running:
+            self.notify("The agent is still answering (esc cancels).", severity="warning")
+            return
+        event.input.value = ""
+        self.ask(event.value)
+
+    @work(exclusive=True, group="agent-run", exit_on_error=False)
+    async def ask(self, question: str) -> None:
+        """Run the case agent on `question` in this panel's conversation."""
+        run = await self.host.workspace.agent.run(question,
+                                                       conversation=self.conversation_id)
+        await self.show(run)
 
     def toggle_tools(self) -> bool:
         """Fold or unfold tool outputs; returns whether they are now unfolded."""

