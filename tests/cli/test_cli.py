@@ -1,0 +1,256 @@
+"""The console script, run as a subprocess the way a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from engine import __version__
+from tests.support.servers import LONG_PROMPT, ROOT, LlamaServer, cli, closed_port
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "colour": {"type": "string", "maxLength": 20},
+        "certain": {"type": "boolean"},
+    },
+    "required": ["colour", "certain"],
+    "additionalProperties": False,
+}
+
+
+def run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cli(*args), capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture
+def configured(home: Path, llama_server: LlamaServer) -> Path:
+    """A config with a dead provider first and the real server second (Done-when setup)."""
+    config = home / "config.toml"
+    config.write_text(f"""
+[providers.dead]
+kind = "openai"
+base_url = "http://127.0.0.1:{closed_port()}/v1"
+model = "gemma"
+priority = 1
+
+[providers.localsrv]
+kind = "openai"
+base_url = "{llama_server.url}"
+model = "gemma"
+priority = 2
+""")
+    return config
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int) -> str:
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_version(home: Path) -> None:
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"detektiv {__version__}"
+
+
+def test_providers_json_lists_health(configured: Path) -> None:
+    result = run("providers", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert list(rows) == ["dead", "localsrv", "local"]
+    assert rows["localsrv"]["health"]["ok"] is True
+    assert rows["localsrv"]["health"]["detail"] == "1 model listed"
+    assert rows["dead"]["health"]["ok"] is False
+    assert rows["dead"]["priority"] == 1 and rows["dead"]["kind"] == "openai"
+    assert rows["local"]["health"]["ok"] is True and rows["local"]["origin"] == "default"
+
+
+def test_providers_table(configured: Path) -> None:
+    result = run("providers")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CIRCUIT", "LATENCY",
+                                "DETAIL"]
+    assert lines[1].split()[:6] == ["dead", "openai", "gemma", "1", "down", "closed"]
+    assert lines[2].split()[:6] == ["localsrv", "openai", "gemma", "2", "ok", "closed"]
+
+
+def test_ask_streams_to_stdout_as_it_arrives(configured: Path) -> None:
+    process = subprocess.Popen(
+        cli("ask", "-p", "localsrv", "--max-tokens", "60", "--temperature", "0", LONG_PROMPT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    first = os.read(process.stdout.fileno(), 1)
+    first_at = time.monotonic()
+    rest = process.stdout.read()
+    process.wait(timeout=120)
+    ended_at = time.monotonic()
+    assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+    process.stdout.close()
+    if process.stderr:
+        process.stderr.close()
+    assert len(first + rest) > 20
+    # 60 tokens take well over a second here: the first byte was printed long before the end.
+    assert ended_at - first_at > 0.5
+
+
+def test_ask_with_schema_prints_valid_json(configured: Path, tmp_path: Path) -> None:
+    schema_file = tmp_path / "s.json"
+    schema_file.write_text(json.dumps(SCHEMA))
+    result = run("ask", "-p", "localsrv", "--schema", str(schema_file), "--temperature", "0",
+                 "--max-tokens", "100", "Name a colour as JSON.")
+    assert result.returncode == 0, result.stderr
+    jsonschema.validate(json.loads(result.stdout), SCHEMA)
+
+
+def test_ask_adhoc_local_model(home: Path) -> None:
+    result = run("ask", "-p", "local:gemma-3-270m", "--max-tokens", "12", "--temperature", "0",
+                 LONG_PROMPT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+    assert "\x1b" not in result.stdout
+    assert "llama" not in result.stderr.lower(), "llama.cpp's logging stays off the terminal"
+
+
+def test_ask_a_dead_provider_is_one_clear_line(configured: Path) -> None:
+    line = assert_one_line_error(run("ask", "-p", "dead", "hello"), 1)
+    assert line.startswith("detektiv: error: dead: ")
+
+
+def test_broken_config_is_one_line_and_exit_2(home: Path) -> None:
+    (home / "config.toml").write_text('[providers.x]\nkind = "openai"\nmodel = "m"\n'
+                                      'priority = -1\n')
+    for args in (["providers"], ["ask", "hi"]):
+        line = assert_one_line_error(run(*args), 2)
+        assert str(home / "config.toml") in line and "providers.x.priority" in line
+
+
+def test_the_app_with_a_broken_config_ends_with_one_line_and_exit_2(home: Path) -> None:
+    """The app validates its config right after the first frame (not before: pydantic is slow
+    to load), so the screen opens, closes, and the error is the last line, after the terminal
+    is restored."""
+    (home / "config.toml").write_text('[providers.x]\nkind = "openai"\nmodel = "m"\n'
+                                      'priority = -1\n')
+    result = run()
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    last = result.stderr.rsplit("\x1b[?1006l", 1)[-1].strip()  # after the terminal reset
+    assert last.startswith(f"detektiv: {home / 'config.toml'}: providers.x.priority")
+    assert len(last.splitlines()) == 1
+
+
+def test_the_app_with_unparsable_toml_never_opens(home: Path) -> None:
+    (home / "config.toml").write_text("[ui\n")
+    line = assert_one_line_error(run(), 2)
+    assert "invalid TOML" in line
+
+
+def test_unreadable_toml_is_one_line_and_exit_2(home: Path) -> None:
+    (home / "config.toml").write_text("[providers.x\n")
+    line = assert_one_line_error(run("providers"), 2)
+    assert "invalid TOML" in line
+
+
+def test_explicit_config_flag(home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.toml"
+    other.write_text("[ui]\nunknown = 1\n")
+    line = assert_one_line_error(run("providers", "--config", str(other)), 2)
+    assert str(other) in line and "ui.unknown" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["ask", "-p", "nonsense", "hi"], "not a configured provider name nor kind:model"),
+        (["ask", "--schema", "/nonexistent.json", "hi"], "cannot read"),
+        (["ask", "--max-tokens", "0", "hi"], "--max-tokens must be at least 1"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(home: Path, args: list[str], expected: str) -> None:
+    assert expected in assert_one_line_error(run(*args), 2)
+
+
+def test_invalid_schema_file(home: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type": "no-such-type"}')
+    assert "not a valid JSON schema" in assert_one_line_error(
+        run("ask", "--schema", str(bad), "hi"), 2)
+
+
+def test_local_server_refuses_a_busy_port(home: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        line = assert_one_line_error(run("local-server", "--port", str(port)), 2)
+    assert f"--port {port}: already in use" in line
+
+
+def test_ask_a_discovered_ollama_by_name(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.wire import Reply, WireServer, json_reply
+
+    tags = {"models": [{"name": "llama3.2", "model": "llama3.2", "modified_at": "2026-11-22T"
+                        "10:00:00Z", "size": 1, "digest": "d", "details": {}}]}
+    chat = [json.dumps({"model": "llama3.2", "created_at": "2026-11-22T10:00:00Z",
+                        "message": {"role": "assistant", "content": text}, "done": done,
+                        **({"done_reason": "stop"} if done else {})}) + "\n"
+            for text, done in (("Blue", False), (" it is.", False), ("", True))]
+    routes = {"GET /api/tags": lambda r: json_reply(tags),
+              "POST /api/chat": lambda r: Reply(200, {}, [line.encode() for line in chat])}
+    with WireServer(routes) as server:
+        monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.port}")
+        result = run("ask", "-p", "ollama", LONG_PROMPT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Blue it is.\n"
+
+
+def test_ask_without_provider_goes_through_the_router(configured: Path) -> None:
+    """The router issue's Done-when: a dead provider first, a running local-server second."""
+    result = run("ask", "--max-tokens", "8", "--temperature", "0", LONG_PROMPT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+    notes = result.stderr.splitlines()
+    assert notes[0].startswith("detektiv: dead: Connection error")
+    assert notes[1] == "detektiv: switching from dead to localsrv"
+    for _ in range(2):  # greedy on a prompt the tiny model answers: never an empty answer
+        assert run("ask", "--max-tokens", "4", "--temperature", "0", LONG_PROMPT).returncode == 0
+    rows = {row["name"]: row for row in json.loads(run("providers", "--json").stdout)}
+    assert rows["dead"]["circuit"] == "open" and rows["dead"]["consecutive_failures"] == 3
+    assert rows["dead"]["health"]["ok"] is False
+    assert rows["localsrv"]["circuit"] == "closed" and rows["localsrv"]["health"]["ok"] is True
+    fourth = run("ask", "--max-tokens", "4", "--temperature", "0", LONG_PROMPT)
+    assert fourth.returncode == 0
+    assert fourth.stderr.splitlines()[0].startswith("detektiv: dead: circuit open; next trial in")
+
+
+def test_all_providers_down_is_one_line(home: Path) -> None:
+    (home / "config.toml").write_text(f"""
+[providers.a]
+kind = "openai"
+base_url = "http://127.0.0.1:{closed_port()}/v1"
+model = "m"
+priority = 1
+
+[providers.local]
+kind = "local"
+model = "gemma-3-270m"
+enabled = false
+""")
+    result = run("ask", "hi")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(
+        "detektiv: error: every provider for default failed — a: Connection error")

@@ -1,0 +1,284 @@
+"""`detektiv run / sessions / show / watch / resume / export` as a user runs them: real
+processes, the real llama.cpp server, real kills."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.models.session import InterrogationSession
+from engine.storage.atomic import TEMP_PREFIX
+from engine.storage.sessions import SessionStore
+from tests.support.cli import Running, detektiv
+from tests.support.factory import stored_session
+from tests.support.interrogation import FAST
+from tests.support.scripted import KEEP_ASKING, ScriptedModel, detective
+from tests.support.servers import LlamaServer
+
+
+def write_config(home: Path, server: LlamaServer, sleuth: str) -> None:
+    """The witness is the real llama.cpp server (its words stream for real and are not relied
+    on); the detective is scripted (tests/scripted.py), so every run asks three usable
+    questions and ends with a verdict whatever the tiny model answers."""
+    fast = "\n".join(f"{k} = {json.dumps(v)}" for k, v in FAST.items())
+    (home / "config.toml").write_text(
+        f'[providers.llama]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{server.url}"\n'
+        'first_token_timeout = 30\nstall_timeout = 15\npriority = 1\n\n'
+        f'[providers.sleuth]\nkind = "openai"\nmodel = "scripted"\nbase_url = "{sleuth}"\n'
+        'priority = 2\n\n'
+        '[roles]\ndetective = ["sleuth"]\nwitness = ["llama"]\n\n'
+        f"[interrogation]\n{fast}\n"
+    )
+
+
+
+
+
+
+
+
+#: Event types after which the kill test may strike (see `Running.wait_for`).
+KILL_AFTER = ["started", "phase", "provider", "question_delta", "answer_delta", "analysis",
+              "pair", "audit", "trail"]
+
+
+@pytest.fixture
+def configured(home: Path, llama_server: LlamaServer) -> Iterator[SessionStore]:
+    with ScriptedModel(detective, pace=0.01) as sleuth:
+        write_config(home, llama_server, sleuth.url + "/v1")
+        yield SessionStore(home / "data" / "sessions")
+
+
+def test_run_streams_a_transcript_and_every_command_reads_the_session(
+    configured: SessionStore, tmp_path: Path
+) -> None:
+    done = detektiv("run", "Vitamin B3 lowers cholesterol", "--limit", "5")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "── Round 1" in out and "[Question · sleuth:scripted] " in out \
+        and "[Answer · llama:gemma] " in out
+    assert "  verdict: undetermined · p(false) 0.50" in out
+    assert "completeness " in out and "── Audit" in out and "consistency " in out
+    (row,) = configured.list()
+    session = configured.load(row.dir)
+    assert out.rstrip().endswith(
+        f"Session {session.short_id} {session.status}: the detective was satisfied after 3 rounds "
+        "(completeness 90/100, no high-severity gap)")
+    assert session.status in ("completed", "limit-reached") and session.audit_result
+
+    assert len(session.qa_pairs) == 3  # min_rounds, then the detective may close
+    listing = json.loads(detektiv("sessions", "--json").stdout)
+    assert [(r["id"], r["status"], r["score"], r["hypothesis"], r["verdict"],
+             r["probability_false"]) for r in listing] == [
+        (str(session.id), session.status, session.audit_result.consistency_score,
+         "Vitamin B3 lowers cholesterol", "undetermined", 0.5)]
+    table = detektiv("sessions").stdout
+    assert str(session.id)[:8] in table and "Vitamin B3" in table
+    assert "VERDICT" in table and "undetermined (p 0.50)" in table
+
+    shown = detektiv("show", str(session.id)[:8])
+    assert shown.returncode == 0
+    markdown = tmp_path / "s.md"
+    assert detektiv("export", row.dir, "--format", "md", "-o", str(markdown)).returncode == 0
+    text = markdown.read_text()
+    for pair in session.qa_pairs:
+        for line in (pair.question.strip(), pair.answer.strip()):
+            for part in line.splitlines():
+                assert part in text and part in shown.stdout
+    exported = tmp_path / "s.json"
+    assert detektiv("export", str(session.id), "--format", "json", "-o", str(exported)
+                    ).returncode == 0
+    assert InterrogationSession.model_validate_json(exported.read_text()) == session
+
+
+def test_watch_from_another_process_sees_the_same_events_in_the_same_order(
+    configured: SessionStore,
+) -> None:
+    run = Running("run", "Tea contains caffeine", "--limit", "5", "--json")
+    run.wait_for('"type":"started"')
+    session_id = run.records()[0]["session_id"]
+    watcher = Running("watch", session_id[:8], "--json")
+    assert run.finish() == 0, run.err
+    assert watcher.finish() == 0, watcher.err
+    assert watcher.lines == run.lines
+    assert run.records()[-1]["type"] == "finished"
+    numbers = [r["n"] for r in run.records()]
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+def test_watch_reports_a_run_that_was_killed(configured: SessionStore) -> None:
+    run = Running("run", "Cats are mammals", "--limit", "5", "--json")
+    run.wait_for('"type":"answer_delta"')
+    session_id = run.records()[0]["session_id"]
+    watcher = Running("watch", session_id, "--json")
+    watcher.wait_for('"type":"answer_delta"')
+    run.process.send_signal(signal.SIGKILL)
+    run.finish()
+    assert watcher.finish(timeout=10) == 1
+    assert "was interrupted" in watcher.err and f"detektiv resume {session_id[:8]}" in watcher.err
+    assert watcher.lines == run.lines[: len(watcher.lines)]
+    assert len(watcher.lines) >= len(run.lines) - 1  # all but a line torn by the kill
+
+
+def test_ctrl_c_and_sigterm_store_the_run_as_cancelled_and_resume_finishes_it(
+    configured: SessionStore,
+) -> None:
+    # asked up to the limit: however slow the machine, the signal lands mid-run
+    run = Running("run", f"Salt dissolves in water {KEEP_ASKING}", "--limit", "8")
+    run.wait_for("── Round 2")
+    stopped = time.monotonic()
+    run.process.send_signal(signal.SIGINT)
+    code = run.finish(timeout=10)
+    assert code == 130, ("".join(run.lines[-12:]), run.err[-2000:])
+    assert time.monotonic() - stopped < 3
+    assert "watch it from another terminal: detektiv watch " in run.err
+    (row,) = configured.list()
+    assert row.status == "cancelled"
+    terminated = Running("resume", row.id)
+    terminated.wait_for("── Round")  # rounds up to the limit of 8 are still to come
+    terminated.process.send_signal(signal.SIGTERM)
+    assert terminated.finish(timeout=10) == 130
+    assert "Traceback" not in terminated.err
+    stopped_session = configured.load(row.dir)
+    assert stopped_session.status == "cancelled"
+    resumed = detektiv("resume", row.id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed after round {len(stopped_session.qa_pairs)} ─" in resumed.stdout
+    session = configured.load(row.dir)
+    assert session.status == "limit-reached" and len(session.qa_pairs) == 8
+    assert [t.event for t in session.audit_trail].count("resumed") == 2
+    again = detektiv("resume", row.id)
+    assert again.returncode == 1 and "already ended" in again.stderr
+
+
+def strike(process: Running, rng: random.Random) -> str:
+    """Kill -9 at a seeded moment: a random time, or just after a random kind of event.
+    Returns which moment it was."""
+    if rng.random() < 0.3:  # startup, or early in a round
+        moment, delay = "time", rng.uniform(0.2, 3.0)
+        while time.monotonic() - process.started < delay and process.process.poll() is None:
+            time.sleep(0.005)
+    else:
+        moment = rng.choice(KILL_AFTER)
+        process.wait_for(f'"type":"{moment}"', timeout=120, quiet=True)
+        time.sleep(rng.uniform(0, 0.05))
+    process.process.send_signal(signal.SIGKILL)
+    process.finish()
+    return moment
+
+
+def check_after_kill(store: SessionStore, name: str | None,
+                     seen: dict[int, dict[str, Any]]) -> str | None:
+    """Every session loads and every log reads; the rounds reported done are stored intact.
+    Returns the session's stored status."""
+    rows = {r.dir: r for r in store.list()}
+    assert not [r for r in rows.values() if r.status == "damaged"], rows
+    for directory in rows:
+        store.load(directory)
+        store.events(directory)
+        assert not list((store.root / directory).glob(TEMP_PREFIX + "*"))
+    if name is None:
+        return None
+    session = store.load(name)
+    stored = {p.sequence: p.model_dump(mode="json") for p in session.qa_pairs}
+    for sequence, pair in seen.items():
+        assert stored.get(sequence) == pair, f"round {sequence} changed or vanished"
+    assert [p.sequence for p in session.qa_pairs] == list(range(1, len(stored) + 1))
+    if session.status == "running":
+        assert rows[name].status == "interrupted"
+    return session.status
+
+
+def test_kill_9_at_thirty_seeded_moments_loses_no_completed_round(
+    configured: SessionStore,
+) -> None:
+    rng = random.Random(20261122)
+    kills = killed_after_a_round = 0
+    moments: set[str] = set()
+    lineage = 0
+    while kills < 30:
+        lineage += 1
+        known = {r.dir for r in configured.list()}
+        seen: dict[int, dict[str, Any]] = {}  # rounds the killed processes reported stored
+        name: str | None = None
+        status: str | None = "running"
+        while kills < 30 and status == "running" or status in ("failed", "cancelled"):
+            process = Running(*(("resume", name, "--json") if name else
+                                ("run", f"Hypothesis {lineage}", "--limit", "5", "--json")))
+            moment = strike(process, rng)
+            kills += 1
+            records = process.records()
+            if records and records[-1]["type"] != "finished":
+                moments.add(moment)
+            if any(r["type"] == "pair" for r in records) and records[-1]["type"] != "finished":
+                killed_after_a_round += 1
+            seen.update({r["pair"]["sequence"]: r["pair"] for r in records if r["type"] == "pair"})
+            if name is None:
+                new = sorted({r.dir for r in configured.list()} - known)
+                name = new[0] if new else None
+            status = check_after_kill(configured, name, seen)
+            if status is None:
+                status = "running"
+        if name is None:
+            continue
+        if status == "running":
+            final = detektiv("resume", name)
+            assert final.returncode == 0, final.stderr
+        session = configured.load(name)
+        assert session.status in ("completed", "limit-reached") and session.audit_result
+        check_after_kill(configured, name, seen)
+    assert kills >= 30
+    print(f"{kills} kills in {lineage} sessions; moments {sorted(moments)}; "
+          f"{killed_after_a_round} after a round was stored")
+    # the kills landed all over a run, some after a round was stored
+    assert len(moments) >= 6 and killed_after_a_round >= 1, (moments, killed_after_a_round)
+
+
+def test_damaged_sessions_give_a_clear_error_and_the_rest_still_list(
+    configured: SessionStore,
+) -> None:
+    for hypothesis in ("One", "Two", "Three"):  # stored sessions; no model needed here
+        stored_session(configured, hypothesis, pairs=2)
+    rows = configured.list()
+    corrupt, truncated, fine = rows[0], rows[1], rows[2]
+    metadata = configured.root / corrupt.dir / "metadata.json"
+    metadata.write_bytes(metadata.read_bytes()[:40])
+    log = configured.root / truncated.dir / "events.jsonl"
+    log.write_bytes(log.read_bytes()[:400])
+    (configured.root / "index.jsonl").unlink()  # so listing has to read every metadata.json
+
+    listing = detektiv("sessions")
+    assert listing.returncode == 0
+    assert fine.id[:8] in listing.stdout and truncated.id[:8] in listing.stdout
+    assert f"session {corrupt.dir} is damaged" in listing.stderr
+    assert str(metadata) in listing.stderr and "Traceback" not in listing.stderr
+
+    shown = detektiv("show", corrupt.id[:8])
+    assert shown.returncode == 1 and str(metadata) in shown.stderr
+    assert "not valid JSON" in shown.stderr and "Traceback" not in shown.stderr
+    watched = detektiv("watch", truncated.id[:8])
+    assert watched.returncode == 1 and f"{log}: truncated" in watched.stderr
+    assert detektiv("show", fine.id[:8]).returncode == 0
+    assert metadata.stat().st_size == 40  # kept as it was
+
+
+def test_bad_input_gets_one_clear_line(configured: SessionStore) -> None:
+    for args, code, message in (
+        (("run", "   "), 2, "the hypothesis is empty"),
+        (("run", "x", "--limit", "3"), 2, "between 5 and 20"),
+        (("run", "x", "--detective", "nope"), 2, "'nope'"),
+        (("show", "abcdef12"), 1, "no session matches"),
+        (("export", "abcdef12", "--format", "md"), 1, "no session matches"),
+    ):
+        done = detektiv(*args)
+        assert done.returncode == code, (args, done.stderr)
+        assert message in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert configured.list() == []

@@ -1,0 +1,101 @@
+"""A loopback model server that answers from a script (pure test logic, like the fault proxy).
+
+    with ScriptedModel(["Let me look. <tool name=\"search_vault\">Paris</tool>", "…"]) as model:
+        config.providers["scripted"] = model.provider_config()
+        …
+    model.requests   # every chat request's messages, in order
+
+It speaks the OpenAI-compatible chat completions wire (SSE), streaming each reply in a few
+pieces, and says its window (`/props`) so fitting needs no guess. A reply is the next string of
+the script, or what a callable makes of the request's messages; past the end of the script it
+repeats the last reply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engine import ProviderConfig
+from tests.support.wire import Recorded, Reply, WireServer, json_reply
+
+Script = Sequence[str] | Callable[[list[dict[str, Any]]], str]
+
+
+def _pieces(text: str, size: int = 24) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def sse(text: str, finish: str = "stop", pace: float = 0.0) -> Reply:
+    chunks: list[bytes | float] = []
+    for piece in _pieces(text):
+        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        chunks.append(f"data: {json.dumps(chunk)}\n\n".encode())
+        if pace:
+            chunks.append(pace)
+    end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    chunks += [f"data: {json.dumps(end)}\n\n".encode(), b"data: [DONE]\n\n"]
+    return Reply(200, {"content-type": "text/event-stream"}, chunks)
+
+
+class ScriptedModel(WireServer):
+    """See the module docstring."""
+
+    def __init__(self, script: Script, window: int = 32768, pace: float = 0.0) -> None:
+        self.script = script
+        self.pace = pace
+        """Seconds between the pieces of a reply (a model that takes its time)."""
+        self.turn = 0
+        self.chats: list[list[dict[str, Any]]] = []
+        super().__init__({
+            "GET /props": lambda _: json_reply({"default_generation_settings":
+                                                {"n_ctx": window}}),
+            "POST /v1/chat/completions": self._chat,
+        })
+
+    def _chat(self, recorded: Recorded) -> Reply:
+        messages = recorded.json()["messages"]
+        self.chats.append(messages)
+        if callable(self.script):
+            text = self.script(messages)
+        else:
+            text = self.script[min(self.turn, len(self.script) - 1)]
+        self.turn += 1
+        return sse(text, pace=self.pace)
+
+    def provider_config(self, **overrides: object) -> ProviderConfig:
+        values: dict[str, object] = {"kind": "openai", "model": "scripted",
+                                     "base_url": self.url + "/v1"}
+        values.update(overrides)
+        return ProviderConfig.model_validate(values)
+
+
+KEEP_ASKING = "(keep asking)"
+"""Put in a hypothesis, it makes `detective` ask up to the limit instead of closing."""
+
+
+def detective(messages: list[dict[str, Any]]) -> str:
+    """A detective that always plays its part: a question per round (numbered, so never a
+    repeat, and ending in LONG_PROMPT, which the tiny base model answers at length), an
+    analysis that lets the loop close once `min_rounds` are asked, and an undetermined
+    verdict (valid whatever the witness said)."""
+    import re
+
+    from tests.support.servers import LONG_PROMPT
+
+    system = messages[0]["content"] if messages else ""
+    if system.startswith("You are a detective analysing"):
+        if KEEP_ASKING in system:  # a hypothesis that says so is pressed on up to the limit
+            return json.dumps({"gaps": [], "completeness_score": 30, "requires_follow_up": True})
+        return json.dumps({"gaps": [], "completeness_score": 90, "requires_follow_up": False})
+    if system.startswith("You are a detective auditing"):
+        return json.dumps({"contradictions": [], "summary": "The witness answered every "
+                           "question; nothing it said settles the hypothesis.",
+                           "verdict": "undetermined", "probability_false": 0.5,
+                           "deciding_rounds": []})
+    found = re.search(r"Write question (\d+)", messages[-1]["content"])
+    number = found.group(1) if found else "1"
+    return f"Detail {number}: {LONG_PROMPT} What happened next?"

@@ -1,0 +1,135 @@
+"""What tests share about servers and the repository: the root, loopback ports, the real
+llama.cpp server started with our own `detektiv local-server`, a server that hangs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine import ProviderConfig
+
+GUARD_SCORES = pytest.StashKey[str]()
+"""The meaning guard's precision and recall, printed at the end of a run."""
+
+
+FALLBACK_SCORES = pytest.StashKey[str]()
+"""The agent's fallback classifier's agreement with its labelled set, printed likewise."""
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+LONG_PROMPT = ("The quick brown fox jumps over the lazy dog, and then the lazy dog sleeps under "
+               "the old oak tree by the river bank at dawn while the birds sing their songs.")
+"""A prompt the tiny bundled model answers at length (to its token limit). Most short prompts
+it answers with an immediate end of turn, now that the server stops there."""
+
+
+def closed_port() -> int:
+    """A loopback port with nothing listening (bound then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def cli(*args: str) -> list[str]:
+    """The console script as a subprocess command line."""
+    return [sys.executable, "-m", "tui", *args]
+
+
+class LlamaServer:
+    """A running `detektiv local-server` (the real llama.cpp server with the bundled Gemma)."""
+
+    def __init__(self, process: subprocess.Popen[str], base: str) -> None:
+        self.process = process
+        self.base = base  # http://127.0.0.1:PORT
+        self.url = f"{base}/v1"
+
+    def provider_config(self, **overrides: object) -> ProviderConfig:
+        values: dict[str, object] = {"kind": "openai", "model": "gemma", "base_url": self.url}
+        values.update(overrides)
+        return ProviderConfig.model_validate(values)
+
+    def busy_slots(self) -> int:
+        slots = httpx.get(f"{self.base}/slots", timeout=5).json()
+        return sum(1 for slot in slots if slot.get("is_processing"))
+
+    def wait_idle(self, timeout: float = 5.0) -> float:
+        """Seconds until no slot is generating; raises if still busy after `timeout`."""
+        start = time.monotonic()
+        while self.busy_slots():
+            if time.monotonic() - start > timeout:
+                raise AssertionError(f"the server still generates after {timeout} s")
+            time.sleep(0.02)
+        return time.monotonic() - start
+
+
+@contextlib.contextmanager
+def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
+    """`detektiv local-server --port 0 ARGS…` running, stopped on exit."""
+    env = {**os.environ, "DETEKTIV_HOME": str(home)}
+    stderr_path = home / "stderr.txt"
+    with stderr_path.open("w") as stderr:
+        if "--model" not in args:  # the suite's server runs the bundled Gemma, whatever the
+            args = ("--model", "gemma-3-270m", *args)  # embedded default is
+        process = subprocess.Popen(
+            cli("local-server", "--port", "0", *args),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+    assert process.stdout is not None
+    try:
+        line = process.stdout.readline()  # printed once the model is loaded and the port is open
+        if " at http://127.0.0.1:" not in line:
+            raise RuntimeError(
+                f"local-server did not start: {line!r} {stderr_path.read_text()[-2000:]!r}"
+            )
+        base = line.rsplit(" at ", 1)[1].strip().removesuffix("/v1")
+        yield LlamaServer(process, base)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+class HangingServer:
+    """Accepts connections and never answers a byte; counts what it accepted."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self._writers: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        self._writers.append(writer)
+        await reader.read(65536)  # take the request, answer nothing
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._hold, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        for writer in self._writers:
+            writer.close()
+        if self._server is not None:
+            self._server.close()

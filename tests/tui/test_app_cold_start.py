@@ -1,0 +1,159 @@
+"""Every binding and every palette command, from a cold start, on a fresh app each.
+
+A fresh app opens on Sessions; the tab under test is the only one visited before the key is
+pressed (or the command run). Afterwards the app must still run, and nothing may have been
+reported as an internal error. Both with an empty store and with one stored session, since
+bindings such as open, export and delete do real work only when there is a row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.app import SystemCommand
+from textual.binding import Binding
+from textual.pilot import Pilot
+from textual.widgets import Input, Static
+
+from engine import Paths
+from engine.storage.sessions import SessionStore
+from tests.support.factory import stored_session
+from tui.app import DetektivApp, build_app
+from tui.screens.cache import CacheScreen
+from tui.screens.live import LiveScreen
+from tui.screens.oracles import OraclesScreen
+from tui.screens.providers import ProvidersScreen
+from tui.screens.sessions import SessionsScreen
+from tui.tabs import TABS
+from tui.widgets.transcript import TranscriptView
+
+SCREENS = {"sessions": SessionsScreen, "live": LiveScreen, "oracles": OraclesScreen,
+           "cache": CacheScreen, "providers": ProvidersScreen}
+TAB_KEY = {tab.mode: str(number) for number, tab in enumerate(TABS, start=1)}
+ENDS_THE_APP = {"quit"}
+
+
+def bindings(mode: str) -> list[tuple[str, str]]:
+    """(binding id, first key) for every binding the tab shows, its own and the app's."""
+    found: list[tuple[str, str]] = []
+    for binding in [*SCREENS[mode].BINDINGS, *DetektivApp.BINDINGS]:
+        assert isinstance(binding, Binding) and binding.id, f"{binding} has no id"
+        if binding.id not in ENDS_THE_APP:
+            found.append((binding.id, binding.key.split(",")[0]))
+    return found
+
+
+CASES = [(tab.mode, bid, key) for tab in TABS for bid, key in bindings(tab.mode)]
+
+
+@pytest.fixture(params=["empty", "one session"])
+def cold_home(request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.MonkeyPatch,
+              tmp_path: Path) -> Paths:
+    monkeypatch.chdir(tmp_path)  # exports land here
+    monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
+    paths = Paths.from_env()
+    if request.param == "one session":
+        stored_session(SessionStore(paths.data_dir / "sessions"), "Stored hypothesis", 2)
+    return paths
+
+
+def still_fine(app: DetektivApp, what: str) -> None:
+    assert app.is_running, f"{what}: the app ended"
+    assert app.return_code is None, f"{what}: the app set exit code {app.return_code}"
+    assert not app.internal_errors, f"{what}: internal error {app.internal_errors!r}"
+
+
+async def show_only(pilot: Pilot[int], app: DetektivApp, mode: str) -> None:
+    """Show `mode`'s tab, the only one visited (the app opens on Sessions)."""
+    await pilot.pause()
+    if mode != "sessions":
+        await pilot.press(TAB_KEY[mode])
+        await pilot.pause()
+    assert app.current_mode == mode
+
+
+@pytest.mark.parametrize(("mode", "binding_id", "key"), CASES,
+                         ids=[f"{m}-{b}" for m, b, _ in CASES])
+async def test_every_binding_works_from_a_cold_start(
+    cold_home: Paths, mode: str, binding_id: str, key: str
+) -> None:
+    app = build_app(cold_home)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await show_only(pilot, app, mode)
+        await pilot.press(key)
+        await pilot.pause(0.3)
+        still_fine(app, f"{binding_id} ({key}) on {mode}")
+        await pilot.press("escape")  # close whatever it opened; the app must survive that too
+        await pilot.pause()
+        still_fine(app, f"escape after {binding_id} on {mode}")
+
+
+def palette_commands(app: DetektivApp) -> list[SystemCommand]:
+    return [c for c in app.get_system_commands(app.screen) if "quit" not in c.title.lower()]
+
+
+async def count_commands(paths: Paths, mode: str) -> int:
+    app = build_app(paths)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await show_only(pilot, app, mode)
+        return len(palette_commands(app))
+
+
+@pytest.mark.parametrize("mode", [tab.mode for tab in TABS])
+async def test_every_palette_command_works_from_a_cold_start(cold_home: Paths, mode: str) -> None:
+    total = await count_commands(cold_home, mode)
+    assert total >= len(bindings(mode))
+    for index in range(total):
+        app = build_app(cold_home)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await show_only(pilot, app, mode)
+            command = palette_commands(app)[index]
+            app.call_later(command.callback)  # what the palette does with a chosen command
+            await pilot.pause(0.3)
+            still_fine(app, f"palette command {command.title!r} on {mode}")
+
+
+async def test_switching_tabs_keeps_keys_for_commands_and_n_goes_to_the_field(
+    paths: Paths,
+) -> None:
+    app = build_app(paths)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.current_mode == "live"
+        assert not isinstance(app.focused, Input), "showing Live put the cursor in a field"
+        await pilot.press("1")  # not typed into a field: back to Sessions
+        await pilot.pause()
+        assert app.current_mode == "sessions"
+        await pilot.press("n")  # from Sessions, on a cold Live tab
+        await pilot.pause()
+        assert app.current_mode == "live"
+        assert isinstance(app.focused, Input) and app.focused.id == "hypothesis"
+        await pilot.press(*"Owls hunt at night")
+        assert app.focused.value == "Owls hunt at night"
+        app.live.query_one(TranscriptView).focus()
+        await pilot.press("enter")  # Enter on the transcript goes to the field too
+        assert isinstance(app.focused, Input) and app.focused.id == "hypothesis"
+        await pilot.press("f1")
+        await pilot.pause()
+        assert app.current_mode == "sessions"
+
+
+async def test_empty_tabs_say_what_to_do(paths: Paths) -> None:
+    app = build_app(paths)
+    async with app.run_test(size=(140, 36)) as pilot:
+        for _ in range(40):
+            await pilot.pause(0.05)
+            status = str(app.screen.query_one("#sessions-status", Static).render())
+            if "No sessions yet" in status:
+                break
+        assert "No sessions yet. Press n to start your first interrogation" in status
+        await pilot.press("o")  # nothing to open: it says so, and how to start
+        assert "No sessions yet" in app.notices[-1][1]
+        await pilot.press("2")
+        await pilot.pause()
+        text = app.live.query_one(TranscriptView).plain_text()
+        assert "To start an interrogation, press n" in text
+        assert "open it from the Sessions tab (1" in text

@@ -1,0 +1,157 @@
+"""One snapshot per tab, at a fixed terminal size, from fixed data."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Input
+
+from engine import Paths, load_config
+from tests.support.app import START, fixed_session
+from tui.app import DetektivApp
+from tui.screens.providers import ProvidersScreen
+
+SIZE = (110, 32)
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+
+
+def make_app(home: Path, sessions: int = 3) -> DetektivApp:
+    (home / "config.toml").write_text(
+        '[providers.cloud]\nkind = "openai"\nmodel = "gpt-4o"\napi_key_env = "X_KEY"\n'
+        'priority = 1\n\n[providers.spare]\nkind = "openai"\nmodel = "m"\n'
+        'base_url = "http://127.0.0.1:9/v1"\npriority = 2\nenabled = false\n')
+    for n in range(sessions):
+        fixed_session(home / "data" / "sessions", n, "completed" if n else "failed")
+    paths = Paths.from_env()
+    return DetektivApp(paths, load_config(paths))
+
+
+def test_sessions_tab(home: Path, snap_compare: Any) -> None:
+    assert snap_compare(make_app(home), terminal_size=SIZE, run_before=settle)
+
+
+def test_live_tab(home: Path, snap_compare: Any) -> None:
+    async def open_newest(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("o")
+        app = pilot.app
+        deadline = time.monotonic() + 30  # the replay is done when the status says how it ended
+        while not app.live.status_text.startswith("completed"):
+            assert time.monotonic() < deadline, app.live.status_text
+            await pilot.pause(0.05)
+        app.clear_notifications()
+        app.live.query_one("#transcript").focus()
+        await pilot.pause()
+
+    assert snap_compare(make_app(home), terminal_size=SIZE, run_before=open_newest)
+
+
+def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
+
+    async def providers(pilot: Any) -> None:
+        await pilot.press("5")
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=providers)
+
+
+def test_cache_tab(home: Path, snap_compare: Any) -> None:
+    """An empty cache: what the tab says, and its keys."""
+
+    async def cache(pilot: Any) -> None:
+        await pilot.press("4")
+        await pilot.pause(0.5)
+
+    assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=cache)
+
+
+def test_oracles_tab(home: Path, snap_compare: Any) -> None:
+    """A case with a note and one consultation, its history shown."""
+    from engine.models.notes import ContextSnapshot, LlmEntry, NoteEntry
+
+    app = make_app(home, sessions=0)
+    session = fixed_session(home / "data" / "sessions", 0)
+    folder = next((home / "data" / "sessions").glob(f"*_{session.short_id}"))
+    (folder / "transcripts").mkdir()
+    (folder / "transcripts" / "001_call.txt").write_text("[0:01] Alice: The shipment left.\n")
+    (folder / "llm_responses").mkdir()
+    (folder / "llm_responses" / "001_sceptic.txt").write_text(
+        "**Verdict**: the dates stay vague.\n\n1. Who saw it leave?\n")
+    session.notes = [NoteEntry(sequence=1, received_at=START, filename="001_call.txt",
+                               kind="imported", source="call.vtt", characters=33)]
+    session.llm_entries = [LlmEntry(
+        sequence=1, created_at=START, oracle_name="Sceptic", oracle_id="0a1b2c3d",
+        response_filename="001_sceptic.txt", provider_used="cloud:gpt-4o",
+        context_snapshot=ContextSnapshot(transcript_count=1, llm_response_count=0,
+                                         include_llm_history=True, total_tokens_estimate=412,
+                                         qa_count=1, audit_included=True, window=128000))]
+    (folder / "metadata.json").write_text(session.model_dump_json())
+
+    async def history(pilot: Any) -> None:
+        pilot.app.current_session = folder.name
+        await pilot.press("3")
+        await pilot.pause(0.5)
+        await pilot.press("h")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=history)
+
+
+async def settle(pilot: Any) -> None:
+    for _ in range(100):
+        await pilot.pause(0.05)
+        table = pilot.app.screen.query("DataTable")
+        if table and table.first().row_count:
+            # the rows are in; let the table size its columns and repaint before the shot
+            await pilot.pause(0.2)
+            await pilot.wait_for_scheduled_animations()
+            return
+
+
+def test_oracles_tab_case_agent(home: Path, snap_compare: Any) -> None:
+    """The case agent after a two-turn run on a scripted model: the conversation with its
+    tool lines, the signals, the tree's node and the stop with its evidence."""
+    from tests.support.scripted import ScriptedModel
+
+    for n in range(3):
+        fixed_session(home / "data" / "sessions", n)
+
+    def script(messages: list[dict[str, Any]]) -> str:
+        if not any(m["role"] == "assistant" for m in messages):
+            return ('I will read the newest one.\n<tool name="read_session">last</tool>\n'
+                    '<signal type="need_turn" confidence="0.7"><reason>read the newest '
+                    "session</reason></signal>")
+        return ("All three sessions place the shipment at the **harbour**.\n"
+                '<signal type="context_sufficient" confidence="0.9"><sources_found>3'
+                "</sources_found><source_types>sessions</source_types></signal>")
+
+    with ScriptedModel(script) as model:
+        (home / "config.toml").write_text(
+            f'[providers.scripted]\nkind = "openai"\nmodel = "m"\nbase_url = "{model.url}/v1"\n')
+        paths = Paths.from_env()
+        app = DetektivApp(paths, load_config(paths))
+
+        async def agent(pilot: Any) -> None:
+            await pilot.press("3", "g")
+            await pilot.press(*"Which sessions mention the harbour?", "enter")
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if pilot.app.screen.query_one("#agent").stop is not None:
+                    break
+            pilot.app.clear_notifications()
+            for field in pilot.app.screen.query(Input):  # a blinking cursor is a coin toss
+                field.cursor_blink = False
+            await pilot.pause(0.3)
+
+        assert snap_compare(app, terminal_size=(130, 36), run_before=agent)
