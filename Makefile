@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) bench/oracles.py
 	$(PY) bench/cache.py
 	$(PY) bench/agent.py
+	$(PY) bench/events.py
 	$(PY) bench/local_models.py
 
 lint: $(STAMP)

@@ -35,7 +35,7 @@ from engine.agent.signals import parse_signal  # noqa: E402
 from engine.agent.vault import Vault  # noqa: E402
 from engine.models.session import AuditResult, Hypothesis, InterrogationSession  # noqa: E402
 from engine.storage.sessions import SessionStore  # noqa: E402
-from tests.factory import sample_pair  # noqa: E402
+from tests.support.factory import sample_pair  # noqa: E402
 
 TOPICS = ("paris lyon harbour shipment coffee caffeine niacin vitamin alibi train station "
           "invoice contract doctor clinic bakery river bridge ferry museum passport airport "

@@ -56,7 +56,7 @@ from engine.models.session import (  # noqa: E402
 )
 from engine.providers import Message, StreamRequest  # noqa: E402
 from engine.providers._llamacpp import count_chat_tokens  # noqa: E402
-from tests.faults import FaultProxy  # noqa: E402
+from tests.support.faults import FaultProxy  # noqa: E402
 
 GAP = {"gaps": [{"category": "vagueness", "severity": "high",
                  "description": "The witness gave no year, no architect and no height."}],

@@ -29,7 +29,7 @@ from engine.models.notes import ContextSnapshot, LlmEntry, NoteEntry  # noqa: E4
 from engine.models.session import now  # noqa: E402
 from engine.oracles.catalog import OracleCatalog, parse_oracle  # noqa: E402
 from engine.oracles.context import CaseContext, ContextPlan, plan  # noqa: E402
-from tests.factory import sample_session  # noqa: E402
+from tests.support.factory import sample_session  # noqa: E402
 
 BODY = (ROOT / "prompts" / "oracles" / "sceptic.md").read_text(encoding="utf-8")
 

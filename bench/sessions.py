@@ -33,7 +33,7 @@ from engine.models.session import (  # noqa: E402
     InterrogationSession,
 )
 from engine.storage.index import SessionIndex, summarize  # noqa: E402
-from tests.factory import sample_pair  # noqa: E402
+from tests.support.factory import sample_pair  # noqa: E402
 
 MEASURE = {
     "index": """

@@ -25,8 +25,9 @@ from .agent.events import (
     read_run as read_run,
 )
 from .agent.run import AgentRun as AgentRun
+from .config.defaults import DEFAULT_THEME as DEFAULT_THEME
 from .config.load import load_config as load_config
-from .config.models import DEFAULT_THEME as DEFAULT_THEME, Config as Config
+from .config.models import Config as Config
 from .config.providers import ProviderConfig as ProviderConfig
 from .config.roles import split_chain as split_chain
 from .errors import (
@@ -107,14 +108,13 @@ from .report.blocks import (
     discarded_line as discarded_line,
     finished_line as finished_line,
 )
+from .report.cells import verdict_cell as verdict_cell, verdict_short as verdict_short
 from .report.words import (
     answer_title as answer_title,
     check_line as check_line,
     explanation_lines as explanation_lines,
     note_title as note_title,
     snapshot_line as snapshot_line,
-    verdict_cell as verdict_cell,
-    verdict_short as verdict_short,
 )
 from .routing.structured import SchemaError as SchemaError, check_schema as check_schema
 from .secrets import redact as redact

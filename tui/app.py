@@ -28,7 +28,6 @@ from engine import (
     DetektivError,
     Paths,
     Workspace,
-    load_config,
     log_file,
     redact,
     strip_control,
@@ -286,6 +285,9 @@ def build_app(paths: Paths, app_class: type[DetektivApp] | None = None) -> Detek
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        from engine import load_config  # here: validating imports pydantic, which the first
+        # frame does not wait for (bench/startup.py)
+
         load_config(paths)  # raises the ConfigError that names the file and the problem
         raw = {}
     return (app_class or DetektivApp)(paths, preview=raw)

@@ -12,13 +12,12 @@ from pydantic import (
     model_validator,
 )
 
+from engine.config.defaults import DEFAULT_THEME
 from engine.config.providers import NAME_CHARS, ProviderConfig
 
-__all__ = ["DEFAULT_THEME", "AgentConfig", "CacheConfig", "Config", "InterrogationConfig",
+__all__ = ["AgentConfig", "CacheConfig", "Config", "InterrogationConfig",
            "OracleConfig", "RouterConfig", "UIConfig"]
 
-DEFAULT_THEME = "detektiv-dark"
-"""The theme a new user gets (the shipped ones are detektiv-dark and detektiv-light)."""
 
 
 class UIConfig(BaseModel):

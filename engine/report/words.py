@@ -35,7 +35,6 @@ from engine.text import strip_control
 if TYPE_CHECKING:
     from engine.cache.models import CheckResult, Explanation
     from engine.config.providers import ProviderConfig
-    from engine.storage.index import SessionSummary
 
 __all__ = [
     "ANSWER_CUT_OFF",
@@ -59,9 +58,7 @@ __all__ = [
     "round_title",
     "snapshot_line",
     "trail_line",
-    "verdict_cell",
     "verdict_line",
-    "verdict_short",
 ]
 
 CAPABLE_MODEL_HINT = (
@@ -97,19 +94,6 @@ def no_testimony(rounds: int, label: str, demonstration: bool) -> str:
             f"{rounds} round{'s' if rounds != 1 else ''}, so there is nothing to audit"
             + (" — it is a small demonstration model" if demonstration else "")
             + "; give the witness another model with --witness")
-
-
-def verdict_short(verdict: str | None, probability_false: float | None) -> str:
-    """`"false (p 0.82)"`: a verdict where room is short (a list's column, a badge); empty
-    before a verdict."""
-    if verdict is None:
-        return ""
-    return verdict + ("" if probability_false is None else f" (p {probability_false:.2f})")
-
-
-def verdict_cell(row: SessionSummary) -> str:
-    """A session list's verdict column (`verdict_short`)."""
-    return verdict_short(row.verdict, row.probability_false)
 
 
 def verdict_line(audit: AuditResult) -> str | None:

@@ -10,38 +10,37 @@ router's lifecycle, and the parts that do the work.
 
 The CLI and the app both come through here and build no router, interrogation or store of
 their own. A feature adds a part (a class given the workspace), not a mixin.
+
+This module imports the engine on first use, not at its top: the app builds its workspace
+before its first frame, which must not wait for pydantic and the rest (`bench/startup.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from functools import cached_property
 from typing import TYPE_CHECKING
 
-from engine.cache.cache import ResponseCache
-from engine.cache.layer import CacheLayer
-from engine.cache.store import CacheStore, SQLiteCacheStore
-from engine.config.load import load_config, save_config
-from engine.config.models import Config
-from engine.config.providers import ProviderConfig
-from engine.config.roles import apply_chains
-from engine.context.conversations import ConversationStore, SQLiteConversations
-from engine.context.policy import ContextPolicy, load_policy
 from engine.errors import ConfigError
 from engine.paths import Paths
-from engine.providers import Provider, create_provider, discover_ollama, select_provider
-from engine.report.providers import ProviderRow, provider_rows
-from engine.report.words import demonstration_note
-from engine.routing.router import Router, chain_for
-from engine.storage.sessions import SessionStore
-from engine.workspace.agent import Agent
-from engine.workspace.ask import Ask
-from engine.workspace.cases import Cases
-from engine.workspace.models import LocalModels
-from engine.workspace.sessions import Sessions
 
 if TYPE_CHECKING:
     from engine.cache.cache import ResponseCache
+    from engine.cache.store import CacheStore
+    from engine.config.models import Config
+    from engine.config.providers import ProviderConfig
+    from engine.context.conversations import ConversationStore
+    from engine.context.policy import ContextPolicy
+    from engine.providers import Provider
+    from engine.report.providers import ProviderRow
+    from engine.routing.router import Router
+    from engine.storage.sessions import SessionStore
+    from engine.workspace.agent import Agent
+    from engine.workspace.ask import Ask
+    from engine.workspace.cases import Cases
+    from engine.workspace.models import LocalModels
+    from engine.workspace.sessions import Sessions
 
 __all__ = ["Workspace"]
 
@@ -76,20 +75,44 @@ class Workspace:
         self._cache: ResponseCache | None = None
         self.warnings: list[str] = []
         """Problems that changed nothing but should be seen (an invalid context.toml)."""
-        self.sessions = Sessions(self)
+
+    # ---- the parts (each built, and its module imported, on first use) --------------------
+
+    @cached_property
+    def sessions(self) -> Sessions:
         """Interrogations: start, resume, follow, status, export, delete."""
-        self.cases = Cases(self)
+        from engine.workspace.sessions import Sessions
+
+        return Sessions(self)
+
+    @cached_property
+    def cases(self) -> Cases:
         """Notes, oracles and consultations."""
-        self.agent = Agent(self)
+        from engine.workspace.cases import Cases
+
+        return Cases(self)
+
+    @cached_property
+    def agent(self) -> Agent:
         """The vault and the case agent."""
-        self.ask = Ask(self)
+        from engine.workspace.agent import Agent
+
+        return Agent(self)
+
+    @cached_property
+    def ask(self) -> Ask:
         """Questions in conversations (`detektiv ask`)."""
+        from engine.workspace.ask import Ask
+
+        return Ask(self)
 
     # ---- configuration, store, router -----------------------------------------------------
 
     @property
     def config(self) -> Config:
         """The validated configuration (loaded on first use; `ConfigError` when invalid)."""
+        from engine.config.load import load_config
+
         if self._config is None:
             with self._config_lock:
                 if self._config is None:
@@ -104,6 +127,8 @@ class Workspace:
     @property
     def store(self) -> SessionStore:
         """The session store (temp files of killed writes swept the first time)."""
+        from engine.storage.sessions import SessionStore
+
         if self._store is None:
             store = SessionStore(self.paths.data_dir / "sessions")
             store.sweep()
@@ -113,6 +138,10 @@ class Workspace:
     async def new_router(self, config: Config | None = None, discover: bool = True) -> Router:
         """A router of its own for `config` (default: the workspace's), Ollama discovered
         when `discover`; the caller closes it."""
+        from engine.cache.layer import CacheLayer
+        from engine.providers import discover_ollama
+        from engine.routing.router import Router
+
         config = self.config if config is None else config
         if self.preimport:
             await asyncio.to_thread(_preimport)
@@ -127,6 +156,8 @@ class Workspace:
     async def provider(self, spec: str) -> Provider:
         """One provider by configured name or ad hoc `kind:model`, called directly (whatever
         the router remembers about it). An unknown name makes Ollama be looked for first."""
+        from engine.providers import create_provider, discover_ollama, select_provider
+
         config = self.config
         if spec not in config.providers and ":" not in spec:
             await discover_ollama(config)  # `providers` may have shown a discovered one
@@ -139,6 +170,9 @@ class Workspace:
         the caller closes it; with no chains, the shared router, and False. A name that is not
         configured (nor `kind:model`) makes Ollama be looked for first; an unknown one is a
         `ConfigError`."""
+        from engine.config.roles import apply_chains
+        from engine.providers import discover_ollama
+
         if not chains:
             return await self.router(), False
         config = self.config
@@ -169,11 +203,15 @@ class Workspace:
 
     def provider_rows(self) -> list[ProviderRow]:
         """Every provider as the shared router now knows it (no router yet: config alone)."""
+        from engine.report.providers import provider_rows
+
         router = self._router
         return provider_rows(self.config, router.states if router is not None else None)
 
     async def check_providers(self) -> list[ProviderRow]:
         """Every provider, each enabled one health-checked now (a router of its own)."""
+        from engine.report.providers import provider_rows
+
         router = await self.new_router()
         try:
             await router.check_health()
@@ -199,6 +237,8 @@ class Workspace:
 
     def save_config(self) -> None:
         """Write the configuration (as changed in place) to the config file, atomically."""
+        from engine.config.load import save_config
+
         save_config(self.config, self.paths.config_file)
 
     def update_providers(self, providers: dict[str, ProviderConfig]) -> Router | None:
@@ -214,6 +254,8 @@ class Workspace:
     def context_policy(self) -> ContextPolicy:
         """`context.toml` beside the config file, over the defaults (read once). An invalid
         file gives the defaults and a line in `warnings`."""
+        from engine.context.policy import load_policy
+
         if self._policy is None:
             self._policy, warnings = load_policy(self.paths.config_file.parent / "context.toml")
             self.warnings += warnings
@@ -222,6 +264,8 @@ class Workspace:
     @property
     def conversations(self) -> ConversationStore:
         """The conversation store (`conversations.sqlite3` in the data directory)."""
+        from engine.context.conversations import SQLiteConversations
+
         if self._conversations is None:
             self._conversations = SQLiteConversations(
                 self.paths.data_dir / "conversations.sqlite3"
@@ -232,6 +276,9 @@ class Workspace:
     def cache(self) -> ResponseCache:
         """The response cache: PostgreSQL at `[cache] url`, else `cache.sqlite3` in the data
         directory (`ConfigError` when the server cannot be reached)."""
+        from engine.cache.cache import ResponseCache
+        from engine.cache.store import SQLiteCacheStore
+
         if self._cache is None:
             # imported on first use: most runs never open the cache (psycopg is heavy)
 
@@ -256,13 +303,17 @@ class Workspace:
         if self._conversations is not None:
             self._conversations.close()
             self._conversations = None
-        self.agent.close()
+        if "agent" in self.__dict__:  # built: its vault may be open
+            self.agent.close()
 
     # ---- the rules ------------------------------------------------------------------------
 
     def advice(self, role: str = "detective") -> str | None:
         """What to tell the user before a run when a demonstration model plays `role` first
         in the configured chain (None: a capable model does)."""
+        from engine.report.words import demonstration_note
+        from engine.routing.router import chain_for
+
         config = self.config
         chain = chain_for(config, role, self.paths.config_file)
         return demonstration_note([config.providers[name] for name in chain], role)
@@ -270,4 +321,6 @@ class Workspace:
     @property
     def models(self) -> LocalModels:
         """The local GGUF models: list, pull, remove (`engine.gguf`)."""
+        from engine.workspace.models import LocalModels
+
         return LocalModels(self.paths, self.config)

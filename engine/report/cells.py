@@ -1,0 +1,24 @@
+"""Words for narrow places — a list's column, a badge — that import no model: the Sessions
+tab uses them in the app's first frame, which must not wait for pydantic (`bench/startup.py`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.storage.index import SessionSummary
+
+__all__ = ["verdict_cell", "verdict_short"]
+
+
+def verdict_short(verdict: str | None, probability_false: float | None) -> str:
+    """`"false (p 0.82)"`: a verdict where room is short (a list's column, a badge); empty
+    before a verdict."""
+    if verdict is None:
+        return ""
+    return verdict + ("" if probability_false is None else f" (p {probability_false:.2f})")
+
+
+def verdict_cell(row: SessionSummary) -> str:
+    """A session list's verdict column (`verdict_short`)."""
+    return verdict_short(row.verdict, row.probability_false)
