@@ -1,9 +1,9 @@
 """Consulting oracles: one or several, concurrently, on one frozen case context (SPEC §4).
 
-    consultation = workspace.consultation(ref, ["sceptic", "visionary"])   # prompts built
+    consultation = await workspace.cases.consultation(ref, ["sceptic", "visionary"])
     consultation.preview()                       # the final prompts and their parts' tokens
     async for event in consultation.events():    # typed events of every oracle, interleaved
-        match event: case OracleDelta(oracle_id=..., text=...): ...
+        match event: case OracleDelta(oracle_id=..., text=...): ...   # (engine.oracles.events)
 
 Each oracle runs in a task of its own under `LLM_TIMEOUT_SECONDS` (the router's fallback
 inside that bound). Its answer is stored when it ends: the text to
@@ -51,17 +51,7 @@ if TYPE_CHECKING:
     from engine.routing.router import Router
     from engine.storage.sessions import SessionStore
 
-__all__ = [
-    "Consultation",
-    "OracleAttempt",
-    "OracleDelta",
-    "OracleEvent",
-    "OracleFailed",
-    "OracleNote",
-    "OracleSaved",
-    "PreviewPart",
-    "Preview",
-]
+__all__ = ["Consultation", "Preview", "PreviewPart"]
 
 
 @dataclass(frozen=True, slots=True)
