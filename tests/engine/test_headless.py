@@ -26,11 +26,20 @@ def test_import_engine_pulls_no_ui_and_no_sdk() -> None:
 
 
 def test_every_engine_module_is_headless() -> None:
+    """Every engine module imported in one fresh process: if any of them pulled in a UI
+    module, it would be in `sys.modules` at the end (one process, not one per module)."""
     modules = [m.name for m in pkgutil.walk_packages(engine.__path__, "engine.")]
-    assert "engine.providers._openai" in modules
-    for module in modules:
-        leaked = imported_by(module) & {"textual", "rich", "tui"}
-        assert not leaked, f"{module} imports {leaked}"
+    assert "engine.providers._openai" in modules and len(modules) > 90
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    leaked = set(json.loads(out.stdout)) & {"textual", "rich", "tui"}
+    assert not leaked, f"importing the engine pulls in {leaked}"
 
 
 def test_public_api_is_exactly_all() -> None:
