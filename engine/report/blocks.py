@@ -8,8 +8,8 @@
             case Void(line): ...              # the streaming block's text is void (failover)
 
 The CLI printer (`run`, `resume`, `watch`) and the Live view render the same pieces, so they
-say the same words; the markdown export (`show`, `export md`) takes its analysis and audit
-lines from `analysis_lines` and `audit_lines` here too. A block's `text` is model text or
+say the same words; `session_blocks` narrates a stored session the same way for `show` and
+the markdown export. A block's `text` is model text or
 words from `engine.report.words`; a front end renders it as plain text (or markdown when
 `markdown`), never as markup, and passes model text through `strip_control`.
 """
@@ -35,7 +35,7 @@ from engine.models.events import (
     Started,
     TrailAdded,
 )
-from engine.models.session import AuditResult, GapAnalysis
+from engine.models.session import AuditResult, GapAnalysis, InterrogationSession
 from engine.report.words import (
     ANSWER_CUT_OFF,
     completeness,
@@ -48,7 +48,7 @@ from engine.report.words import (
 )
 
 __all__ = ["Append", "Block", "BlockKind", "Narration", "Piece", "Void", "analysis_lines",
-           "audit_lines", "discarded_line", "finished_line"]
+           "audit_lines", "discarded_line", "finished_line", "session_blocks"]
 
 BlockKind = Literal["heading", "question", "answer", "analysis", "audit", "summary", "mark",
                     "note", "end"]
@@ -181,6 +181,8 @@ class Narration:
                           markdown=True)]
                 if pair.answer_cut_off:
                     pieces.append(Block("mark", text=ANSWER_CUT_OFF))
+                if pair.answer_problem and pair.answer.strip():  # an empty one says so itself
+                    pieces.append(Block("mark", text=pair.answer_problem))
                 return [*pieces, self._analysis(pair.gap_analysis, pair.sequence)]
             case PairCompleted():
                 pass
@@ -194,3 +196,17 @@ class Narration:
     def _analysis(analysis: GapAnalysis, sequence: int) -> Block:
         return Block("analysis", f"Gap analysis {sequence}",
                      "\n".join(analysis_lines(analysis)))
+
+
+def session_blocks(session: InterrogationSession) -> list[Block]:
+    """A stored session's rounds and audit as the blocks a live run showed (what `show` and
+    the markdown export render): the same narration, fed the stored rounds."""
+    narration = Narration()
+    narration.limit = session.iteration_limit
+    pieces: list[Piece] = []
+    for pair in session.qa_pairs:
+        pieces += narration.pieces(PairCompleted(pair=pair))
+    if session.audit_result is not None:
+        pieces += narration.pieces(Phase(phase="audit", sequence=len(session.qa_pairs)))
+        pieces += narration.pieces(AuditReady(audit=session.audit_result))
+    return [piece for piece in pieces if isinstance(piece, Block)]

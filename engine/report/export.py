@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
-from engine.report.blocks import analysis_lines, audit_lines
+from engine.report.blocks import Block, session_blocks
 from engine.report.words import (
-    ANSWER_CUT_OFF,
     answer_title,
     context_summary,
     fit_line,
     note_title,
-    round_title,
     snapshot_line,
     trail_line,
     verdict_line,
@@ -33,6 +31,26 @@ def _quote(text: str) -> str:
     """Model text as a markdown block quote, control characters removed."""
     clean = strip_control(text).strip() or "(no answer)"
     return "\n".join(f"> {line}" if line else ">" for line in clean.splitlines())
+
+
+def _markdown(block: Block) -> list[str]:
+    """One block of `session_blocks` as markdown lines."""
+    title, text = strip_control(block.title).strip(), block.text
+    match block.kind:
+        case "heading":
+            return ["", f"## {title}"]
+        case "question" | "answer":
+            return ["", f"**{title}**", "", _quote(text)]
+        case "analysis":
+            first, *rest = text.splitlines() or [""]
+            return ["", f"**{title}:** {strip_control(first)}",
+                    *(["", *(strip_control(line) for line in rest)] if rest else [])]
+        case "audit":
+            return ["", *(f"- {strip_control(line)}" for line in text.splitlines()), ""]
+        case "summary":
+            return [f"**{title}**", "", strip_control(text).strip()]
+        case _:  # a mark: an answer cut off, an unusable answer
+            return ["", f"_({strip_control(text)})_"]
 
 
 def to_markdown(
@@ -78,32 +96,8 @@ def to_markdown(
         out.append(f"- Consistency {session.audit_result.consistency_score}/100")
     if session.error:
         out.append(f"- Error: {strip_control(session.error)}")
-    for pair in session.qa_pairs:
-        analysis = pair.gap_analysis
-        out += [
-            "",
-            f"## {round_title(pair.sequence)}",
-            "",
-            f"**Question** ({pair.provider_used.detective})",
-            "",
-            _quote(pair.question),
-            "",
-            f"**Answer** ({pair.provider_used.witness})",
-            "",
-            _quote(pair.answer),
-            *(["", f"_({ANSWER_CUT_OFF})_"] if pair.answer_cut_off else []),
-            *(["", f"_({pair.answer_problem})_"]
-              if pair.answer_problem and pair.answer.strip() else []),
-            "",
-        ]
-        first, *gaps = analysis_lines(analysis)
-        out.append(f"**Analysis:** {first}")
-        if gaps:
-            out += ["", *gaps]
-    audit = session.audit_result
-    if audit:
-        out += ["", "## Audit", "", *(f"- {line}" for line in audit_lines(audit)), ""]
-        out += ["**Summary**", "", strip_control(audit.summary).strip()]
+    for block in session_blocks(session):  # the rounds and the audit, as a run showed them
+        out += _markdown(block)
     answer_texts: list[tuple[LlmEntry, str | None]] = (
         [(e, None) for e in session.llm_entries] if answers is None else list(answers))
     if answer_texts:
