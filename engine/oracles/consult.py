@@ -89,14 +89,6 @@ EMPTY_RETRY_TEMPERATURES = (0.8, 0.8, 1.0)
 """Temperatures an empty answer is asked for again at, in turn."""
 
 
-@dataclass(slots=True)
-class _State:
-    finish: str = "stop"
-    label: str | None = None
-    tokens: int | None = None
-    window: int | None = None
-
-
 class Consultation:
     """Several oracles, one session, one frozen context; see the module docstring."""
 
@@ -203,7 +195,7 @@ class Consultation:
 
     async def _consult(self, job: _Job, queue: asyncio.Queue[OracleEvent | None]) -> OracleEvent:
         oid = job.oracle.id
-        state = _State()
+        timed_out = False
         # an empty answer is asked for again with a nudge ("your reply was empty…", added to
         # the user's turn), sampled: measured on the bundled model, the nudge halves the empty
         # answers, and a model that said nothing greedily says nothing again
@@ -214,7 +206,7 @@ class Consultation:
                     prompt = job.prompt if attempt == 0 else replace(
                         job.prompt, request=replace(job.prompt.request, temperature=temperature)
                     ).noted(load_prompt("empty_oracle"))  # said to it, not put in its mouth
-                    await self._stream(job, prompt, queue, state)
+                    await self._stream(job, prompt, queue)
                     if job.reply.text.strip():
                         break
                     if attempt + 1 < len(temperatures):
@@ -226,7 +218,7 @@ class Consultation:
                             )
                         )
         except TimeoutError:
-            state.finish = "timeout"
+            timed_out = True
             if not job.reply.text.strip():
                 return OracleFailed(
                     oracle_id=oid,
@@ -239,8 +231,13 @@ class Consultation:
                     "(LLM_TIMEOUT_SECONDS); the partial answer is kept",
                 )
             )
-        finish, label, tokens, window = state.finish, state.label, state.tokens, state.window
-        text = job.reply.text
+        reply = job.reply  # the attempt that answered: its provider, fit and ending
+        finish = "timeout" if timed_out else "length" if reply.finish_reason == "length" \
+            else "stop"
+        label = reply.label
+        tokens, window = (reply.fits[-1].used, reply.fits[-1].window) if reply.fits \
+            else (None, None)
+        text = reply.text
         if not text.strip():
             return OracleFailed(
                 oracle_id=oid, error="the oracle's answer was empty; nothing was stored"
@@ -270,8 +267,8 @@ class Consultation:
             raise
         return OracleSaved(oracle_id=oid, entry=entry, text=text)
 
-    async def _stream(self, job: _Job, prompt: Prompt, queue: asyncio.Queue[OracleEvent | None],
-                      state: _State) -> None:
+    async def _stream(self, job: _Job, prompt: Prompt,
+                      queue: asyncio.Queue[OracleEvent | None]) -> None:
         oid = job.oracle.id
         job.reply = reply = Reply()
         async for event in reply.follow(self.router.stream(prompt, role=job.role)):
@@ -279,17 +276,15 @@ class Consultation:
                 case TokenDelta(text=text):
                     await queue.put(OracleDelta(oracle_id=oid, text=text))
                 case Attempt(label=name):
-                    state.label = name
                     await queue.put(OracleAttempt(oracle_id=oid, provider=name))
                 case Fitted(report=report):
-                    state.tokens, state.window = report.used, report.window
                     lines = job.holder.plan.lines(self.case) if job.holder.plan else []
                     if lines:
                         await queue.put(
                             OracleNote(oracle_id=oid, text=context_trim_note(report.window, lines))
                         )
-                case Done(finish_reason=reason):
-                    state.finish = "length" if reason == "length" else "stop"
+                case Done():
+                    pass
                 case _:
                     if (line := stream_note(event)) is not None:
                         await queue.put(OracleNote(oracle_id=oid, text=line))
