@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(PY) bench/cache.py
 	$(PY) bench/agent.py
 	$(PY) bench/events.py
+	$(PY) bench/eval.py
 	$(PY) bench/local_models.py
 
 lint: $(STAMP)

@@ -37,6 +37,7 @@ from .errors import (
     BadResponseError as BadResponseError,
     ConfigError as ConfigError,
     ContextOverflowError as ContextOverflowError,
+    DatasetError as DatasetError,
     DetektivError as DetektivError,
     FirstTokenTimeout as FirstTokenTimeout,
     InterrogationFailed as InterrogationFailed,
@@ -57,6 +58,19 @@ from .errors import (
     TotalTimeout as TotalTimeout,
     UnusableReplyError as UnusableReplyError,
 )
+from .evals.folder import EvalRunInfo as EvalRunInfo
+from .evals.report import (
+    eval_lines as eval_lines,
+    eval_table as eval_table,
+    reliability_lines as reliability_lines,
+)
+from .evals.run import (
+    EvalFinished as EvalFinished,
+    EvalItemDone as EvalItemDone,
+    EvalRequest as EvalRequest,
+    EvalStarted as EvalStarted,
+)
+from .evals.summary import EvalSummary as EvalSummary
 from .logs import configure_logging as configure_logging, log_file as log_file
 from .models.event import Event as Event
 from .models.events import (

@@ -46,6 +46,7 @@ __all__ = [
     "BadResponseError",
     "ConfigError",
     "ContextOverflowError",
+    "DatasetError",
     "DetektivError",
     "FirstTokenTimeout",
     "InterrogationFailed",
@@ -277,3 +278,8 @@ class OracleError(DetektivError):
 class AgentError(DetektivError):
     """The case agent cannot start (a prompt segment file is missing or empty: the message
     names it), or a tool was given input it cannot use."""
+
+
+class DatasetError(DetektivError):
+    """An evaluation's labelled claims cannot be read, fetched or trusted; the message names
+    the file (and line) or the dataset and says why."""

@@ -53,7 +53,7 @@ from engine.storage.atomic import atomic_write_text
 if TYPE_CHECKING:
     from engine.paths import Paths
 
-__all__ = ["pull", "pull_target"]
+__all__ = ["explain_hub_error", "pull", "pull_target", "transfer"]
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"[^a-z0-9._-]+")
@@ -86,7 +86,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _explain(exc: BaseException, repo: str, file: str, endpoint: str) -> str:
+def explain_hub_error(exc: BaseException, repo: str, file: str, endpoint: str) -> str:
     """One line for a failed pull, naming what to do."""
     from huggingface_hub import errors as hub
 
@@ -146,7 +146,7 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
         with _locked(folder / ".pull.lock", name):
             url = hf_hub_url(repo, filename, revision=revision, endpoint=endpoint)
             meta = get_hf_file_metadata(url, endpoint=endpoint)
-            _transfer(meta.location, build_hf_headers(), part, meta.size, progress)
+            transfer(meta.location, build_hf_headers(), part, meta.size, progress)
             expected = (meta.etag or "").strip('"').lower()
             hashed = bool(_SHA256.match(expected))  # the Hub names an LFS file's sha256
             actual = _sha256(part)
@@ -165,10 +165,11 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
     except ModelError:
         raise
     except Exception as exc:
-        raise ModelError(f"pull {name}: {_explain(exc, repo, filename, endpoint)}") from None
+        raise ModelError(f"pull {name}: {explain_hub_error(exc, repo, filename, endpoint)}"
+                         ) from None
 
 
-def _transfer(url: str, headers: dict[str, str], part: Path, size: int | None,
+def transfer(url: str, headers: dict[str, str], part: Path, size: int | None,
               progress: Progress | None) -> None:
     """Bring `url` into `part`, continuing from what `part` holds."""
 

@@ -23,7 +23,7 @@ from engine.models.events import (
     Role,
     TrailAdded,
 )
-from engine.models.session import AuditTrailEntry, ContextFit
+from engine.models.session import AuditTrailEntry, ContextFit, TokenTally
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest, TokenDelta
 from engine.report.words import RESUME_AUDIT
@@ -33,7 +33,7 @@ from engine.routing.router import Router
 from engine.routing.structured import collect_json
 from engine.storage.journal import SessionJournal
 
-__all__ = ["RETRY_ECHO", "SessionCalls", "Turn"]
+__all__ = ["RETRY_ECHO", "SessionCalls", "Turn", "count_tokens"]
 
 
 @dataclass(slots=True)
@@ -48,6 +48,22 @@ class Turn:
 
 RETRY_ECHO = 400
 """Characters of an invalid structured reply shown back to the model with the error."""
+
+
+def count_tokens(tally: TokenTally, reply: Reply) -> None:
+    """Add one call's tokens to `tally`: as the provider reported them, else estimated (the
+    prompt as fitted, the reply at four characters a token)."""
+    usage = reply.usage
+    prompt = usage.prompt_tokens if usage is not None else None
+    completion = usage.completion_tokens if usage is not None else None
+    if prompt is None:
+        prompt = reply.fits[-1].used if reply.fits else 0
+        tally.estimated = True
+    if completion is None:
+        completion = (len(reply.text) + 3) // 4
+        tally.estimated = True
+    tally.prompt += prompt
+    tally.completion += completion
 
 
 class SessionCalls:
@@ -172,6 +188,7 @@ class SessionCalls:
                 case Fitted(_, report):
                     yield self._fitted(role, sequence or fit_for, report)
         turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
+        count_tokens(self.session.tokens, reply)
 
     def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> InterrogationEvent:
         trim = report.trim

@@ -57,6 +57,7 @@ from engine.interrogation.transcript import (
     transcript,
     transcript_prompt,
     witness_messages,
+    witness_opening,
     witness_prompt,
 )
 from engine.models.events import (
@@ -194,12 +195,12 @@ class Interrogation(SessionCalls):
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
         answered = Turn()
-        witness = load_prompt("witness")
+        witness, opening = witness_opening(session.witness_brief)
         request = witness_prompt(
             self._request([Message("system", witness),
-                           *witness_messages(session.qa_pairs, question)],
+                           *witness_messages(session.qa_pairs, question, opening)],
                           self.settings.answer_max_tokens),
-            witness, session.qa_pairs, question,
+            witness, session.qa_pairs, question, opening,
         )
         async for event in self._call(request, "witness", answered, sequence):
             yield event

@@ -16,7 +16,8 @@ from typing import Any
 from engine.context.budget import Prompt
 from engine.context.fit import Plan, RoundCost, Trim, plan_all_rounds, plan_rounds, shorten, span
 from engine.context.tokens import MESSAGE_OVERHEAD
-from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair
+from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair, WitnessBrief
+from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest
 from engine.text import one_line
 
@@ -27,6 +28,7 @@ __all__ = [
     "transcript",
     "transcript_prompt",
     "witness_messages",
+    "witness_opening",
     "witness_prompt",
 ]
 
@@ -224,21 +226,39 @@ def _exchanges(rounds: Iterable[tuple[str, str]], question: str) -> list[Message
     return [*messages, Message("user", "\n\n".join([*carried, question]))]
 
 
-def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str) -> list[Message]:
-    """The witness's side of the conversation: the questions and its own answers, then the new
-    question. Never an analysis."""
-    return _exchanges(((pair.question, pair.answer) for pair in pairs), question)
+def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str,
+                     opening: Sequence[Message] = ()) -> list[Message]:
+    """The witness's side of the conversation: `opening` (a planted first exchange), the
+    questions and its own answers, then the new question. Never an analysis."""
+    return [*opening, *_exchanges(((pair.question, pair.answer) for pair in pairs), question)]
+
+
+def witness_opening(brief: WitnessBrief | None) -> tuple[str, list[Message]]:
+    """The witness's system prompt and the turns before the first question, for a session
+    with `brief` (an evaluation's claim) or without. `planted`: the neutral prompt, and the
+    claim as the witness's own answer to its question; `defend`: told it asserted the claim.
+    The claim is data: filled in once, never scanned again for placeholders."""
+    if brief is None:
+        return load_prompt("witness"), []
+    if brief.mode == "defend":
+        return fill(load_prompt("witness_defend"), CLAIM=brief.claim), []
+    question = brief.question or load_prompt("witness_planted_question").strip()
+    answer = brief.answer or brief.claim
+    return load_prompt("witness"), [Message("user", question), Message("assistant", answer)]
 
 
 def witness_prompt(
-    request: StreamRequest, system: str, pairs: Sequence[QuestionAnswerPair], question: str
+    request: StreamRequest, system: str, pairs: Sequence[QuestionAnswerPair], question: str,
+    opening: Sequence[Message] = (),
 ) -> Prompt:
-    """The witness's conversation fitted to the limit: its first and newest exchanges whole,
-    the ones between recalled in one line each in the system message (still no analysis)."""
+    """The witness's conversation fitted to the limit: `opening` and its first and newest
+    exchanges whole, the ones between recalled in one line each in the system message (still
+    no analysis)."""
 
     def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
         recall = "\n\nEarlier in this interview (shortened to fit the context window):\n"
         fixed = count(system) + count(recall) + count(question) + 3 * MESSAGE_OVERHEAD
+        fixed += sum(count(m.content) + MESSAGE_OVERHEAD for m in opening)
         rounds = [
             RoundCost(
                 item=pair, number=pair.sequence, question=pair.question, answer=pair.answer,
@@ -262,7 +282,7 @@ def witness_prompt(
         if left_out:
             recalled.append(_left_out(left_out))
         head = system + (recall + "\n".join(recalled) if recalled else "")
-        return [Message("system", head), *_exchanges(whole, question)], plan.trim
+        return [Message("system", head), *opening, *_exchanges(whole, question)], plan.trim
 
     return Prompt(request=request, compose=compose)
 

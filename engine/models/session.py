@@ -28,6 +28,7 @@ __all__ = [
     "AuditResult",
     "AuditTrailEntry",
     "Contradiction",
+    "EvalTag",
     "Gap",
     "GapAnalysis",
     "Hypothesis",
@@ -35,8 +36,11 @@ __all__ = [
     "ProvidersUsed",
     "QuestionAnswerPair",
     "SessionStatus",
+    "TokenTally",
     "TrailEvent",
     "VerdictValue",
+    "WitnessBrief",
+    "WitnessMode",
     "consistency_score",
     "now",
 ]
@@ -227,6 +231,47 @@ def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
     return max(0, 100 - CONTRADICTION_PENALTY * contradictions - penalty)
 
 
+WitnessMode = Literal["planted", "defend"]
+"""How an evaluated claim is put to the witness (`detektiv eval --mode`)."""
+
+
+class WitnessBrief(_Model):
+    """A claim the witness is made to stand behind before its first question (an evaluation's
+    item): `planted`, its own first answer to `question` under the neutral witness prompt;
+    `defend`, told it asserted `claim` and must defend it consistently. Given alike for true
+    and false claims: nothing in it tells the label."""
+
+    mode: WitnessMode
+    claim: Annotated[str, Field(min_length=1)]
+    """What the detective tests (the session's hypothesis)."""
+    question: str | None = None
+    """The question the claim answers (planted: the witness's first user turn)."""
+    answer: str | None = None
+    """The witness's planted first answer (planted; else the claim itself)."""
+
+
+class EvalTag(_Model):
+    """Which evaluation run, item and repeat a session was interrogated for."""
+
+    run: str
+    item: str
+    repeat: Annotated[int, Field(ge=1)] = 1
+
+
+class TokenTally(_Model):
+    """Tokens a session's model calls used, prompt and reply (as the providers reported them;
+    `estimated` once any call had to be estimated: its prompt from the fit, its reply at four
+    characters a token)."""
+
+    prompt: Annotated[int, Field(ge=0)] = 0
+    completion: Annotated[int, Field(ge=0)] = 0
+    estimated: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+
 class InterrogationSession(_Model):
     """A whole interrogation, as stored in metadata.json and exported as JSON."""
 
@@ -260,6 +305,12 @@ class InterrogationSession(_Model):
     llm_entries: list[LlmEntry] = Field(default_factory=list)
     """Oracle consultations, in order (`llm_responses/`)."""
     ui_preferences: UIPreferences = Field(default_factory=UIPreferences)
+    witness_brief: WitnessBrief | None = None
+    """A claim the witness stands behind from the start (an evaluation's item), else None."""
+    eval_tag: EvalTag | None = None
+    """The evaluation run this session belongs to, else None."""
+    tokens: TokenTally = Field(default_factory=TokenTally)
+    """Tokens used by the session's model calls."""
 
     @field_validator("schema_version")
     @classmethod

@@ -314,6 +314,11 @@ class Provider(ABC):
         say (then `engine.context` uses the configured or default figure)."""
         return None
 
+    async def slots(self) -> int | None:
+        """How many requests the server serves at once, when it says (llama.cpp's slots);
+        None otherwise."""
+        return None
+
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
         """The exact prompt tokens of `messages` as the server would see them, template
         included; None when this kind cannot count."""

@@ -21,7 +21,7 @@ import httpx
 
 from engine.providers._base import Message
 
-__all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_window"]
+__all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_count", "slot_window"]
 
 _TIMEOUT = httpx.Timeout(5.0)
 _MAX_WINDOW = 10_000_000
@@ -62,6 +62,18 @@ async def slot_window(
     slots = await _get_json(client, f"{root}/slots", headers)
     if isinstance(slots, list) and slots and isinstance(slots[0], dict):
         return _window(slots[0].get("n_ctx"))
+    return None
+
+
+async def slot_count(
+    client: httpx.AsyncClient, root: str, headers: Mapping[str, str]
+) -> int | None:
+    """How many requests the llama.cpp server at `root` serves at once (`/props`
+    `total_slots`); None when it does not say."""
+    props = await _get_json(client, f"{root}/props", headers)
+    value = props.get("total_slots") if isinstance(props, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+        return value
     return None
 
 

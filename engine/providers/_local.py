@@ -135,6 +135,9 @@ class LocalProvider(Provider):
     async def context_window(self) -> int | None:
         return self.config.n_ctx // self.config.n_parallel
 
+    async def slots(self) -> int | None:
+        return self.config.n_parallel
+
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
         engine = await self._shared_engine()
         await engine.ensure_loaded()

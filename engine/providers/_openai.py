@@ -37,6 +37,7 @@ from engine.providers._llamacpp import (
     api_root,
     count_chat_tokens,
     listed_window,
+    slot_count,
     slot_window,
 )
 
@@ -224,6 +225,15 @@ class OpenAIProvider(Provider):
             window = None
             self._llamacpp = False
         return window
+
+    async def slots(self) -> int | None:
+        api = await self._llamacpp_api()
+        if api is None:
+            return None
+        try:
+            return await slot_count(*api)
+        except httpx.HTTPError:
+            return None
 
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
         if self._llamacpp is None:

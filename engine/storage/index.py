@@ -49,6 +49,8 @@ class SessionSummary:
     """The audit's verdict (`true`, `false`, `undetermined`), None before one."""
     probability_false: float | None = None
     """The audit's probability that the hypothesis is false."""
+    eval_run: str | None = None
+    """The evaluation run the session was interrogated for (`detektiv eval`), else None."""
 
     def with_status(self, status: str, error: str | None = None) -> SessionSummary:
         """A copy with another display status."""
@@ -69,6 +71,7 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         iteration_limit=session.iteration_limit,
         verdict=audit.verdict if audit else None,
         probability_false=audit.probability_false if audit else None,
+        eval_run=session.eval_tag.run if session.eval_tag else None,
     )
 
 

@@ -27,13 +27,14 @@ import asyncio
 import fcntl
 import os
 import shutil
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TypeVar
 
 from engine.errors import SessionBusy, SessionCorrupt, SessionError, SessionNotFound
 from engine.models.events import PairCompleted, Record
-from engine.models.session import Hypothesis, InterrogationSession
+from engine.models.session import EvalTag, Hypothesis, InterrogationSession, WitnessBrief
 from engine.storage.atomic import atomic_write_text
 from engine.storage.eventlog import EventLogWriter, EventTail, read_events
 from engine.storage.index import SessionIndex, SessionSummary, summarize
@@ -79,13 +80,20 @@ class SessionStore:
         detective: list[str] | None = None,
         witness: list[str] | None = None,
         on_record: Callable[[Record], None] | None = None,
+        brief: WitnessBrief | None = None,
+        tag: EvalTag | None = None,
+        ident: uuid.UUID | None = None,
     ) -> SessionJournal:
-        """A new running session, stored at once (metadata, index, lock held)."""
+        """A new running session, stored at once (metadata, index, lock held); `ident`: its
+        id chosen beforehand (an evaluation records it before the session exists)."""
         session = InterrogationSession(
+            id=ident or uuid.uuid4(),
             hypothesis=Hypothesis(text=hypothesis),
             iteration_limit=iteration_limit,
             detective=detective or [],
             witness=witness or [],
+            witness_brief=brief,
+            eval_tag=tag,
         )
         directory = self._new_folder(session)
         fd = self._lock(directory)

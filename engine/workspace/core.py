@@ -6,6 +6,7 @@ router's lifecycle, and the parts that do the work.
     workspace.cases.new_case(…) / add_note / import_notes / consultation
     workspace.agent.run(…) / search           workspace.ask.question(…)
     workspace.models.list() / pull / remove
+    workspace.evals.start(…) / runs / summary / report
     await workspace.aclose()
 
 The CLI and the app both come through here and build no router, interrogation or store of
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from engine.workspace.agent import Agent
     from engine.workspace.ask import Ask
     from engine.workspace.cases import Cases
+    from engine.workspace.evals import Evals
     from engine.workspace.models import LocalModels
     from engine.workspace.sessions import Sessions
 
@@ -98,6 +100,13 @@ class Workspace:
         from engine.workspace.agent import Agent
 
         return Agent(self)
+
+    @cached_property
+    def evals(self) -> Evals:
+        """Evaluation runs (`detektiv eval`)."""
+        from engine.workspace.evals import Evals
+
+        return Evals(self)
 
     @cached_property
     def ask(self) -> Ask:

@@ -12,6 +12,7 @@ ends present the errors it raises.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -19,11 +20,18 @@ from engine.config.roles import apply_roles
 from engine.errors import ConfigError, SessionError
 from engine.interrogation.loop import Interrogation
 from engine.models.events import InterrogationEvent, Record
-from engine.models.session import InterrogationSession, check_resumable
+from engine.models.session import (
+    EvalTag,
+    InterrogationSession,
+    WitnessBrief,
+    check_resumable,
+)
 from engine.report.export import to_json, to_markdown
 from engine.storage.journal import SessionJournal
 
 if TYPE_CHECKING:
+    from engine.config.models import InterrogationConfig
+    from engine.routing.router import Router
     from engine.workspace.core import Workspace
 
 __all__ = ["LIMITS", "Run", "Sessions"]
@@ -38,10 +46,15 @@ class Run:
     """A session taken to be run (new or resumed), its lock held; `events()` runs it.
     Cancelling the task that reads `events()` cancels the run (stored as `cancelled`)."""
 
-    def __init__(self, workspace: Workspace, journal: SessionJournal, resumed: bool) -> None:
+    def __init__(self, workspace: Workspace, journal: SessionJournal, resumed: bool,
+                 router: Router | None = None) -> None:
         self.workspace = workspace
         self.journal = journal
         self.resumed = resumed
+        self.router = router
+        """A router lent by the caller (an evaluation's, shared by its items), not closed."""
+        self.settings: InterrogationConfig | None = None
+        """Settings for this run instead of the configuration's `[interrogation]`."""
 
     @property
     def session(self) -> InterrogationSession:
@@ -54,14 +67,17 @@ class Run:
         their own, closed at the end; otherwise the workspace's shared router is used."""
         session = self.journal.session
         workspace = self.workspace
-        own = bool(session.detective or session.witness)
-        if own:
+        own = bool(session.detective or session.witness) and self.router is None
+        if self.router is not None:
+            config, router = workspace.config, self.router
+        elif own:
             config = apply_roles(workspace.config, session.detective, session.witness)
             router = await workspace.new_router(
                 config, discover=not (session.detective and session.witness))
         else:
             config, router = workspace.config, await workspace.router()
-        interrogation = Interrogation(router, self.journal, config.interrogation,
+        interrogation = Interrogation(router, self.journal,
+                                      self.settings or config.interrogation,
                                       resumed=self.resumed)
         try:
             async for event in interrogation.run():
@@ -104,11 +120,17 @@ class Sessions:
         witness: Sequence[str] = (),
         on_record: OnRecord | None = None,
         session: str | None = None,
+        *,
+        brief: WitnessBrief | None = None,
+        tag: EvalTag | None = None,
+        router: Router | None = None,
+        ident: uuid.UUID | None = None,
     ) -> Run:
         """A new session, stored at once; `Run.events()` runs it. With `session`, the
         interrogation of that notes-only session (`cases.new_case`) instead. Raises
         `ConfigError` for an empty hypothesis, a limit outside 5–20 or an unknown provider,
-        before anything is stored."""
+        before anything is stored. `brief` and `tag` (an evaluation's item) put a claim to the
+        witness first and mark the session as the run's; `router` lends one (kept open)."""
         text = hypothesis.strip()
         if not text:
             raise ConfigError("the hypothesis is empty")
@@ -121,15 +143,18 @@ class Sessions:
                                   witness=list(witness), on_record=on_record)
         else:
             journal = store.create(text, value, detective=list(detective),
-                                   witness=list(witness), on_record=on_record)
-        return Run(workspace, journal, resumed=False)
+                                   witness=list(witness), on_record=on_record, brief=brief,
+                                   tag=tag, ident=ident)
+        return Run(workspace, journal, resumed=False, router=router)
 
-    def resume(self, ref: str, on_record: OnRecord | None = None) -> Run:
+    def resume(self, ref: str, on_record: OnRecord | None = None,
+               router: Router | None = None) -> Run:
         """Take a stored session to continue it from its last completed round. Raises
         `SessionError` when it ended already or another process runs it."""
         store = self.workspace.store
         check_resumable(store.load(ref))
-        return Run(self.workspace, store.open(ref, on_record=on_record), resumed=True)
+        return Run(self.workspace, store.open(ref, on_record=on_record), resumed=True,
+                   router=router)
 
     def follow(self, ref: str) -> AsyncIterator[Record]:
         """Every event of a session so far, then new ones until its run ends (or its process

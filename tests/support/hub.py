@@ -9,10 +9,11 @@ internet.
         hub.hold_after = 1_000_000   # the next full GET stops after that many bytes and waits
         env = {"HF_ENDPOINT": hub.url}
 
-`HEAD|GET /{owner}/{repo}/resolve/{revision}/{file}` answers with `X-Repo-Commit`, `ETag` (the
-sha256, as the Hub gives for LFS files), `Content-Length` and `Accept-Ranges`; a `Range:
-bytes=N-` request gets 206 and the rest. Unknown repositories get 404 with `X-Error-Code:
-RepoNotFound`, unknown files 404 with `EntryNotFound`. `requests` records (method, path, range).
+`HEAD|GET /{owner}/{repo}/resolve/{revision}/{file}` (and `/datasets/…` alike) answers with
+`X-Repo-Commit`, `ETag` (the sha256, as the Hub gives for LFS files), `Content-Length` and
+`Accept-Ranges`; a `Range: bytes=N-` request gets 206 and the rest. Unknown repositories get
+404 with `X-Error-Code: RepoNotFound`, unknown files 404 with `EntryNotFound`. `requests`
+records (method, path, range).
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class LoopbackHub:
         wanted = handler.headers.get("Range")
         self.requests.append((handler.command, handler.path, wanted))
         parts = handler.path.split("?")[0].strip("/").split("/")
+        if parts and parts[0] == "datasets":  # a dataset repository: the same protocol
+            parts = parts[1:]
         if len(parts) < 5 or parts[2] != "resolve":
             return self._error(handler, 404, "RepoNotFound", "no such route")
         repo, name = "/".join(parts[:2]), "/".join(parts[4:])

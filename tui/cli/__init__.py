@@ -79,13 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
-    from tui.cli import agent, cache, case, models, sessions
+    from tui.cli import agent, cache, case, evals, models, sessions
 
     sessions.add_parsers(commands, common)
     case.add_parsers(commands, common)
     agent.add_parsers(commands, common)
     cache.add_parser(commands, common)
     models.add_parser(commands, common)
+    evals.add_parser(commands, common)
     return parser
 
 
@@ -103,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui.app import run_app
 
             return run_app(paths)
-        from tui.cli import agent, case, commands, sessions as session_commands
+        from tui.cli import agent, case, commands, evals, sessions as session_commands
 
         if args.command in session_commands.SESSION_COMMANDS:
             return asyncio.run(session_commands.dispatch(paths, args))
@@ -111,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(case.dispatch(paths, args))
         if args.command in agent.AGENT_COMMANDS:
             return asyncio.run(agent.dispatch(paths, args))
+        if args.command in evals.EVAL_COMMANDS:
+            return asyncio.run(evals.dispatch(paths, args))
         match args.command:
             case "providers":
                 return asyncio.run(commands.providers(paths, as_json=args.json))

@@ -45,6 +45,7 @@ class SessionsScreen(Guarded, Screen[None]):
         Binding("j", "export('json')", "Export json", id="export-json"),
         Binding("d", "delete", "Delete", id="delete"),
         Binding("r", "refresh", "Refresh", id="refresh"),
+        Binding("v", "evaluations", "Evaluations", id="evaluations"),
     ]
 
     def __init__(self) -> None:
@@ -55,7 +56,8 @@ class SessionsScreen(Guarded, Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("sessions")
-        yield Input(placeholder="Filter sessions… (hypothesis, id or status)", id="filter")
+        yield Input(placeholder="Filter sessions… (hypothesis, id, status or evaluation run)",
+                    id="filter")
         table: DataTable[str | Text] = DataTable(id="sessions", cursor_type="row")
         yield table
         yield Static(Content("loading sessions…"), id="sessions-status")
@@ -102,7 +104,7 @@ class SessionsScreen(Guarded, Screen[None]):
         matches = [
             r for r in self.rows
             if not needle or needle in r.hypothesis.lower() or r.id.startswith(needle)
-            or needle in r.status
+            or needle in r.status or (r.eval_run or "").startswith(needle)
         ]
         self.matches = len(matches)
         self.shown = matches[:MAX_ROWS]
@@ -164,6 +166,20 @@ class SessionsScreen(Guarded, Screen[None]):
 
     def action_refresh(self) -> None:
         self.refresh_rows()
+
+    def action_evaluations(self) -> None:
+        """The evaluation runs; choosing one's sessions filters this list to them."""
+        from tui.screens.evals import EvalsScreen
+
+        def chosen(run: str | None) -> None:
+            if run:
+                field = self.query_one("#filter", Input)
+                field.value = run
+                self._apply_filter()
+                self._show_status()
+                self.query_one(DataTable).focus()
+
+        self.app.push_screen(EvalsScreen(), chosen)
 
     def action_new(self) -> None:
         self.post_message(NewSessionWanted())

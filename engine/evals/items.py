@@ -1,0 +1,189 @@
+"""Labelled claims for `detektiv eval`: read, checked and sampled.
+
+    items = read_items(Path("claims.jsonl"))        # or a HaluEval-QA file
+    chosen = sample(items, n=100, seed=7)           # whole groups: a HaluEval pair stays a pair
+
+Two formats, told apart line by line:
+
+- ours, one JSON object a line: `claim` (the statement tested), `label` (`true`/`false`, or
+  the JSON booleans), and optionally `question` (what the claim answers), `answer` (the answer
+  the claim gives, planted as the witness's own), `source` and `id`;
+- HaluEval-QA's (`knowledge`, `question`, `right_answer`, `hallucinated_answer`): each row gives
+  one true and one false claim, balanced by construction. `knowledge` is dropped on reading:
+  it never reaches the detective.
+
+A `.json` file may also hold one array of such objects, and a `.parquet` file (what the Hub's
+HaluEval dataset is stored as) rows of HaluEval's columns. A line that fits neither format is a
+`DatasetError` naming the line and what is wrong; nothing is half read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import DatasetError
+
+__all__ = ["EvalItem", "claim_for", "file_checksum", "read_items", "sample"]
+
+_TRUE = {"true", "1", "yes", "correct"}
+_FALSE = {"false", "0", "no", "incorrect", "hallucinated"}
+_MAX_TEXT = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class EvalItem:
+    """One labelled claim. `label` True: the claim is true. `group`: items sampled together
+    (the two claims of one HaluEval row)."""
+
+    key: str
+    claim: str
+    label: bool
+    question: str | None = None
+    answer: str | None = None
+    source: str | None = None
+    group: str = ""
+
+
+def claim_for(question: str, answer: str) -> str:
+    """The claim an answer to a question makes, as the detective reads it."""
+    return f'The answer to the question "{question.strip()}" is: {answer.strip()}'
+
+
+def _text(value: Any, field: str, where: str, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        if not required and value in ("", None):
+            return None
+        raise DatasetError(f"{where}: {field!r} must be a non-empty string")
+    if len(value) > _MAX_TEXT:
+        raise DatasetError(f"{where}: {field!r} is longer than {_MAX_TEXT} characters")
+    return value.strip()
+
+
+def _label(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise DatasetError(f"{where}: 'label' must be true or false (got {value!r})")
+
+
+def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:
+    if not isinstance(row, dict):
+        raise DatasetError(f"{where}: expected a JSON object")
+    if "right_answer" in row or "hallucinated_answer" in row:
+        question = _text(row.get("question"), "question", where)
+        right = _text(row.get("right_answer"), "right_answer", where)
+        wrong = _text(row.get("hallucinated_answer"), "hallucinated_answer", where)
+        assert question is not None and right is not None and wrong is not None
+        group = f"row{index}"
+        return [EvalItem(f"{group}:{kind}", claim_for(question, answer), label, question,
+                         answer, "halueval-qa", group)
+                for kind, answer, label in (("right", right, True),
+                                            ("hallucinated", wrong, False))]
+    if "claim" not in row:
+        raise DatasetError(f"{where}: neither a claim ('claim', 'label') nor a HaluEval-QA row "
+                           "('question', 'right_answer', 'hallucinated_answer')")
+    claim = _text(row.get("claim"), "claim", where)
+    assert claim is not None
+    if "label" not in row:
+        raise DatasetError(f"{where}: 'label' is missing")
+    key = row.get("id")
+    key = str(key) if isinstance(key, str | int) and str(key).strip() else f"line{index}"
+    return [EvalItem(key, claim, _label(row["label"], where),
+                     _text(row.get("question"), "question", where, required=False),
+                     _text(row.get("answer"), "answer", where, required=False),
+                     _text(row.get("source"), "source", where, required=False), key)]
+
+
+def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
+    """(1-based index, where, row) for every row of the file."""
+    name = path.name
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow names many kinds of damage
+            raise DatasetError(f"{name}: not a readable Parquet file ({exc})") from None
+        for index, row in enumerate(table.to_pylist(), start=1):
+            yield index, f"{name} row {index}", row
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DatasetError(f"{name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise DatasetError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    if text.lstrip().startswith("["):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        for index, row in enumerate(rows, start=1):
+            yield index, f"{name} item {index}", row
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{name} line {number}: not valid JSON ({exc.msg})") from None
+        yield number, f"{name} line {number}", row
+
+
+def read_items(path: Path) -> list[EvalItem]:
+    """Every labelled claim in `path` (either format; see the module docstring)."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file (a JSONL file of labelled claims, or a "
+                           "named dataset such as halueval-qa or demo)")
+    items: list[EvalItem] = []
+    seen: set[str] = set()
+    for index, where, row in _rows(path):
+        for item in _from_row(row, index, where):
+            if item.key in seen:
+                raise DatasetError(f"{where}: the id {item.key!r} is used twice")
+            seen.add(item.key)
+            items.append(item)
+    if not items:
+        raise DatasetError(f"{path.name}: no labelled claims in it")
+    return items
+
+
+def sample(items: Iterable[EvalItem], n: int | None, seed: int) -> list[EvalItem]:
+    """`n` claims (all when None or more than there are), drawn with `seed` a group at a time
+    (the two claims of a HaluEval row stay together; a last group that would pass `n` is cut),
+    then kept in the file's order."""
+    items = list(items)
+    if n is None or n >= len(items):
+        return items
+    if n < 1:
+        raise DatasetError("--n must be at least 1")
+    groups: dict[str, list[int]] = {}
+    for position, item in enumerate(items):
+        groups.setdefault(item.group or item.key, []).append(position)
+    order = list(groups)
+    random.Random(seed).shuffle(order)
+    chosen: list[int] = []
+    for group in order:
+        chosen += groups[group][: n - len(chosen)]
+        if len(chosen) >= n:
+            break
+    return [items[i] for i in sorted(chosen)]
+
+
+def file_checksum(path: Path) -> str:
+    """The sha256 of a file, in hex."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,418 @@
+"""An evaluation run: every item a real interrogation, run concurrently, resumable.
+
+    run = await workspace.evals.start(EvalRequest(dataset="demo"), runs=3, baselines=True)
+    async for event in run.events():
+        match event:
+            case EvalStarted(total=total, skipped=skipped): ...
+            case EvalItemDone(result=result, done=done, failed=failed, tokens=tokens): ...
+            case EvalFinished(status=status): ...
+
+Each item is put to the witness (`planted` or `defend`, `WitnessBrief`) and interrogated
+through the workspace's sessions like any other run: stored, tagged with the run
+(`EvalTag`), openable in the app. Its audit's verdict and probability-false are the result.
+`runs` repeats are independent interrogations (sampled at the configured temperature: at 0
+they can only repeat each other). Baselines on the same items, models and router: the
+detective judging the claim alone (`direct`), and the witness asked once "Are you sure?"
+with the detective judging that exchange (`are-you-sure`).
+
+All of it goes through one router of the run's own (rate limits, fallback and circuit
+breakers apply across items; the response cache is bypassed: a repeat must not be served
+the first one's answers). `concurrency` items run at once (default: the slots the witness
+and detective servers report, else 4). Rerunning the same request finds the same folder
+(`engine.evals.folder`) and skips what is finished; an item whose session was cut short by a
+kill resumes that session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.errors import (
+    AllProvidersFailed,
+    DetektivError,
+    SessionError,
+    SessionNotFound,
+    UnusableReplyError,
+)
+from engine.evals.folder import EvalKind, EvalResult, EvalRunInfo, RunFolder
+from engine.evals.items import EvalItem
+from engine.interrogation.calls import count_tokens
+from engine.interrogation.transcript import witness_opening
+from engine.models.event import Event
+from engine.models.session import (
+    EvalTag,
+    InterrogationSession,
+    TokenTally,
+    WitnessBrief,
+    WitnessMode,
+)
+from engine.prompts import fill, load_prompt
+from engine.providers import Message, StreamRequest
+from engine.routing.collect import Reply
+from engine.routing.structured import collect_json
+
+if TYPE_CHECKING:
+    from engine.routing.router import Router
+    from engine.workspace.core import Workspace
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "EvalEvent",
+    "EvalFinished",
+    "EvalItemDone",
+    "EvalRequest",
+    "EvalRun",
+    "EvalStarted",
+    "run_id",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONCURRENCY = 4
+"""Items at once when no server says how many it serves."""
+JUDGE_MAX_TOKENS = 160
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"enum": ["true", "false", "undetermined"]},
+        "probability_false": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+    "required": ["verdict", "probability_false"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    """What to evaluate: the items (dataset, sample) and how (mode, models, rounds). Two
+    requests that are equal here are the same run (its folder and what it finished)."""
+
+    dataset: str
+    n: int | None = None
+    seed: int = 0
+    mode: WitnessMode = "planted"
+    detective: tuple[str, ...] = ()
+    witness: tuple[str, ...] = ()
+    limit: int | None = None
+
+
+def run_id(request: EvalRequest, checksum: str, limit: int) -> str:
+    """The run's id: a digest of the dataset's bytes and everything that shapes a result
+    (not `runs`, `baselines` or `concurrency`: those add to a run or speed it)."""
+    key = json.dumps({"checksum": checksum, "n": request.n, "seed": request.seed,
+                      "mode": request.mode, "detective": list(request.detective),
+                      "witness": list(request.witness), "limit": limit}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:10]
+
+
+class EvalStarted(Event):
+    """The run began: `total` units of work (items × repeats, plus baselines), `skipped`
+    of them finished by an earlier run."""
+
+    type: Literal["eval_started"] = "eval_started"
+    run: str
+    total: int
+    skipped: int
+    concurrency: int
+    demonstration: bool = False
+
+
+class EvalItemDone(Event):
+    """One unit finished (stored in results.jsonl before this is yielded)."""
+
+    type: Literal["eval_item_done"] = "eval_item_done"
+    result: EvalResult
+    done: int
+    """Units finished so far, this run's and the skipped ones."""
+    failed: int
+    total: int
+    tokens: int
+    """Tokens used by this run so far."""
+    elapsed: float
+
+
+class EvalFinished(Event):
+    """The run ended: `completed` (every unit has a result) or `cancelled`."""
+
+    type: Literal["eval_finished"] = "eval_finished"
+    run: str
+    status: Literal["completed", "cancelled"]
+    done: int
+    failed: int
+    total: int
+
+
+EvalEvent = EvalStarted | EvalItemDone | EvalFinished
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    item: EvalItem
+    kind: EvalKind
+    repeat: int = 1
+
+
+@dataclass(slots=True)
+class _Tally:
+    done: int = 0
+    failed: int = 0
+    tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+def _brief(item: EvalItem, mode: WitnessMode) -> WitnessBrief:
+    return WitnessBrief(mode=mode, claim=item.claim, question=item.question,
+                        answer=item.answer)
+
+
+class EvalRun:
+    """A run ready to go; `events()` runs it (cancel the reading task to stop it: finished
+    units stay, the sessions under way are stored `cancelled` and resume next time)."""
+
+    def __init__(self, workspace: Workspace, folder: RunFolder, info: EvalRunInfo,
+                 items: list[EvalItem], router: Router, *, runs: int, baselines: bool,
+                 concurrency: int, retry_failed: bool = False) -> None:
+        self.workspace = workspace
+        self.folder = folder
+        self.info = info
+        self.items = items
+        self.router = router
+        self.runs = runs
+        self.baselines = baselines
+        self.concurrency = concurrency
+        self.retry_failed = retry_failed
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    def units(self) -> Iterator[Unit]:
+        for item in self.items:
+            for repeat in range(1, self.runs + 1):
+                yield Unit(item, "interrogation", repeat)
+            if self.baselines:
+                yield Unit(item, "direct")
+                yield Unit(item, "are-you-sure")
+
+    async def events(self) -> AsyncIterator[EvalEvent]:
+        """Run every unit not finished yet, `concurrency` at once; see the module docstring.
+        The router is closed at the end."""
+        finished = self.folder.latest()
+        todo: list[Unit] = []
+        tally = _Tally()
+        total = 0
+        for unit in self.units():
+            total += 1
+            done = finished.get((unit.item.key, unit.kind, unit.repeat))
+            if done is None or (self.retry_failed and done.failed):
+                todo.append(unit)
+            else:
+                tally.done += 1
+                tally.failed += int(done.failed)
+        skipped = tally.done
+        yield EvalStarted(run=self.id, total=total, skipped=skipped,
+                          concurrency=self.concurrency, demonstration=self.info.demonstration)
+        sessions = self.folder.sessions()
+        queue: asyncio.Queue[EvalResult] = asyncio.Queue()
+        pending = iter(todo)
+
+        async def worker() -> None:
+            for unit in pending:  # one shared iterator: each unit taken once
+                result = await self._unit(unit, sessions)
+                self.folder.add_result(result)
+                await queue.put(result)
+
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, self.concurrency))]
+        status: Literal["completed", "cancelled"] = "cancelled"
+        try:
+            for _ in todo:
+                getter = asyncio.ensure_future(queue.get())
+                waiting = {getter, *[w for w in workers if not w.done()]}
+                while not getter.done():
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                    for task in workers:  # a worker that died of a bug must not hang us
+                        if task.done() and not task.cancelled() and task.exception():
+                            getter.cancel()
+                            raise task.exception()  # type: ignore[misc]
+                    waiting = {getter, *[w for w in workers if not w.done()]}
+                result = getter.result()
+                tally.done += 1
+                tally.failed += int(result.failed)
+                tally.tokens += result.tokens
+                yield EvalItemDone(result=result, done=tally.done, failed=tally.failed,
+                                   total=total, tokens=tally.tokens,
+                                   elapsed=time.monotonic() - tally.started)
+            status = "completed"
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await self.router.aclose()
+            info = self.info.model_copy(update={"updated": datetime.now(UTC)})
+            self.folder.save_info(info)
+        yield EvalFinished(run=self.id, status=status, done=tally.done, failed=tally.failed,
+                           total=total)
+
+    # ---- one unit -------------------------------------------------------------------------
+
+    async def _unit(self, unit: Unit, sessions: dict[tuple[str, int], str]) -> EvalResult:
+        started = time.monotonic()
+        try:
+            if unit.kind == "interrogation":
+                return await self._interrogate(unit, sessions, started)
+            return await self._baseline(unit, started)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug must not stop the other items: named, counted
+            log.exception("evaluation unit %s failed", unit)
+            reason = exc.message if isinstance(exc, DetektivError) else \
+                f"internal error: {type(exc).__name__} (details in the log)"
+            return self._result(unit, "failed", error=reason,
+                                seconds=time.monotonic() - started)
+
+    def _result(self, unit: Unit, status: str, **values: Any) -> EvalResult:
+        return EvalResult(item=unit.item.key, kind=unit.kind, repeat=unit.repeat,
+                          label=unit.item.label, claim=unit.item.claim, status=status,
+                          **values)
+
+    async def _interrogate(self, unit: Unit, sessions: dict[tuple[str, int], str],
+                           started: float) -> EvalResult:
+        parts = self.workspace.sessions
+        store = self.workspace.store
+        ref = sessions.get((unit.item.key, unit.repeat))
+        session: InterrogationSession | None = None
+        ident: uuid.UUID | None = None
+        if ref is not None:
+            try:
+                session = store.load(ref)
+            except SessionNotFound:  # recorded, then killed before it was created
+                ident = uuid.UUID(ref)
+            except SessionError:  # damaged since: interrogated anew
+                session = None
+        if session is not None:
+            ended = session.status in ("completed", "limit-reached") or (
+                session.status == "failed" and not self.retry_failed)
+            if ended:  # killed after its session ended, before its result was written
+                return self._from_session(unit, session, _duration(session))
+            run = parts.resume(str(session.id), router=self.router)
+        else:
+            if ident is None:  # recorded before it exists: a kill in between loses nothing
+                ident = uuid.uuid4()
+                sessions[(unit.item.key, unit.repeat)] = str(ident)
+                self.folder.add_session(unit.item.key, unit.repeat, str(ident))
+            info = self.info
+            run = parts.start(
+                unit.item.claim, info.limit, info.detective, info.witness,
+                brief=_brief(unit.item, info.mode),
+                tag=EvalTag(run=info.id, item=unit.item.key, repeat=unit.repeat),
+                router=self.router, ident=ident,
+            )
+        async for _ in run.events():
+            pass
+        return self._from_session(unit, run.session, time.monotonic() - started)
+
+    def _from_session(self, unit: Unit, session: InterrogationSession,
+                      seconds: float) -> EvalResult:
+        audit = session.audit_result
+        if session.status in ("completed", "limit-reached") and audit is not None \
+                and audit.verdict is not None:
+            return self._result(unit, session.status, verdict=audit.verdict,
+                                probability_false=audit.probability_false,
+                                rounds=len(session.qa_pairs), tokens=session.tokens.total,
+                                seconds=seconds, session=str(session.id))
+        return self._result(unit, "failed", rounds=len(session.qa_pairs),
+                            tokens=session.tokens.total, seconds=seconds,
+                            session=str(session.id),
+                            error=session.error or f"the session ended {session.status} "
+                            "without a verdict")
+
+    # ---- baselines ------------------------------------------------------------------------
+
+    async def _baseline(self, unit: Unit, started: float) -> EvalResult:
+        tally = TokenTally()
+        evidence = ""
+        try:
+            if unit.kind == "are-you-sure":
+                evidence = await self._are_you_sure(unit.item, tally)
+            verdict, probability = await self._judge(unit.item.claim, evidence, tally)
+        except (AllProvidersFailed, DetektivError) as exc:
+            return self._result(unit, "failed", tokens=tally.total, error=exc.message,
+                                seconds=time.monotonic() - started)
+        return self._result(unit, "completed", verdict=verdict, probability_false=probability,
+                            tokens=tally.total, seconds=time.monotonic() - started)
+
+    async def _complete(self, request: StreamRequest, role: str, tally: TokenTally,
+                        accept: Any = None) -> Reply:
+        reply = Reply()
+        async for _ in reply.follow(self.router.stream(request, role, accept)):
+            pass
+        count_tokens(tally, reply)
+        return reply
+
+    async def _are_you_sure(self, item: EvalItem, tally: TokenTally) -> str:
+        """The witness's first answer and its reply to "Are you sure?", as evidence."""
+        settings = self.workspace.config.interrogation
+        system, opening = witness_opening(_brief(item, self.info.mode))
+        messages = [Message("system", system), *opening]
+        if opening:
+            asked, answered = opening[0].content, opening[1].content
+        else:  # defend: the witness states its claim first
+            asked = item.question or load_prompt("eval_state_claim").strip()
+            first = await self._complete(StreamRequest(
+                messages=(*messages, Message("user", asked)),
+                max_tokens=settings.answer_max_tokens, temperature=settings.temperature,
+            ), "witness", tally)
+            answered = first.text.strip()
+            if answered:
+                messages += [Message("user", asked), Message("assistant", answered)]
+        sure = load_prompt("eval_are_you_sure").strip()
+        messages.append(Message("user", sure if answered else f"{asked}\n\n{sure}"))
+        reply = await self._complete(StreamRequest(
+            messages=tuple(messages), max_tokens=settings.answer_max_tokens,
+            temperature=settings.temperature,
+        ), "witness", tally)
+        return fill(load_prompt("eval_evidence"), QUESTION=asked,
+                    ANSWER=answered or "(no answer)", SURE=sure,
+                    REPLY=reply.text.strip() or "(no answer)")
+
+    async def _judge(self, claim: str, evidence: str, tally: TokenTally
+                     ) -> tuple[str, float]:
+        """The detective's verdict on `claim` given `evidence` (empty: the claim alone)."""
+        settings = self.workspace.config.interrogation
+        found: dict[str, tuple[str, float]] = {}
+
+        def accept(provider: str, text: str, finish_reason: str) -> None:
+            value = collect_json(provider, text, finish_reason, VERDICT_SCHEMA)
+            verdict, probability = value["verdict"], float(value["probability_false"])
+            if verdict == "true" and probability > 0.5 or verdict == "false" and \
+                    probability < 0.5:
+                raise UnusableReplyError(provider, f"the verdict '{verdict}' contradicts a "
+                                         f"probability-false of {probability:.2f}")
+            found[provider] = (verdict, probability)
+
+        request = StreamRequest(
+            messages=(Message("system", fill(load_prompt("eval_judge"), CLAIM=claim,
+                                             EVIDENCE=evidence)),
+                      Message("user", "Give your verdict.")),
+            schema=VERDICT_SCHEMA, schema_name="verdict", max_tokens=JUDGE_MAX_TOKENS,
+            temperature=settings.temperature,
+        )
+        reply = await self._complete(request, "detective", tally, accept)
+        assert reply.provider is not None
+        return found[reply.provider]
+
+
+def _duration(session: InterrogationSession) -> float:
+    if session.end_time is None:
+        return 0.0
+    return max(0.0, (session.end_time - session.start_time).total_seconds())

@@ -1,0 +1,140 @@
+"""An evaluation run's figures, read from its results.jsonl in one streaming pass.
+
+Only numbers are kept per unit (no claim text, no session), so memory grows by a few dozen
+bytes an item, never with the size of what the models said. Systems compared side by side:
+
+- `interrogation`: the first interrogation of each item;
+- `majority of 3`: items with three interrogations, the verdict most of them gave (a
+  three-way split is undetermined), the mean probability-false;
+- `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?".
+
+A unit that failed counts as an abstention (no verdict, probability-false 0.5), never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
+from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
+
+__all__ = ["SYSTEMS", "EvalSummary", "summarize", "summarize_results"]
+
+SYSTEMS = {
+    "interrogation": "interrogation",
+    "majority": "majority of 3",
+    "direct": "baseline: detective alone",
+    "are-you-sure": "baseline: \"Are you sure?\"",
+}
+"""Each system's key and how it is named."""
+
+_CODE = {"false": 1, "true": 0, "undetermined": -1}
+
+
+@dataclass(slots=True)
+class _Rows:
+    y: list[int] = field(default_factory=list)
+    pred: list[int] = field(default_factory=list)
+    p: list[float] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    tokens: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    failed: int = 0
+
+    def add(self, label: bool, verdict: str | None, p: float | None, rounds: int,
+            tokens: float, seconds: float) -> None:
+        self.y.append(0 if label else 1)
+        self.pred.append(_CODE.get(verdict or "", -1))
+        self.p.append(0.5 if p is None else p)
+        self.rounds.append(rounds)
+        self.tokens.append(tokens)
+        self.seconds.append(seconds)
+        self.failed += verdict is None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return (np.asarray(self.y, dtype=np.int64), np.asarray(self.pred, dtype=np.int64),
+                np.asarray(self.p, dtype=np.float64), np.asarray(self.tokens, dtype=np.float64),
+                np.asarray(self.seconds, dtype=np.float64))
+
+
+@dataclass(frozen=True, slots=True)
+class EvalSummary:
+    """The figures of one run; see the module docstring."""
+
+    info: EvalRunInfo | None
+    systems: dict[str, Metrics]
+    """By key of `SYSTEMS`, only those with results."""
+    by_rounds: list[tuple[int, int, float]]
+    """(rounds, items, F1) of the interrogation, by number of rounds asked."""
+    curves: dict[str, tuple[list[float], list[float]]]
+    """(precision, recall) points of each system."""
+    bins: dict[str, list[tuple[int, float, float]]]
+    """Reliability bins of each system: (count, mean probability-false, fraction false)."""
+    units: int = 0
+
+
+def _majority(verdicts: list[str | None]) -> str | None:
+    counted = Counter(v or "undetermined" for v in verdicts)
+    verdict, count = counted.most_common(1)[0]
+    return verdict if count * 2 > len(verdicts) else "undetermined"
+
+
+def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = None, *,
+                      resamples: int = BOOTSTRAP, seed: int = 0) -> EvalSummary:
+    """The summary of `results` (the last result of a key counts)."""
+    compact: dict[tuple[str, str, int], tuple[bool, str | None, float | None, int, int,
+                                             float]] = {}
+    for r in results:
+        compact[r.key] = (r.label, r.verdict, r.probability_false, r.rounds, r.tokens,
+                          r.seconds)
+    rows = {key: _Rows() for key in SYSTEMS}
+    repeats: dict[str, list[tuple[bool, str | None, float | None, int, int, float]]] = {}
+    for (item, kind, repeat), value in compact.items():
+        if kind == "interrogation":
+            repeats.setdefault(item, []).append(value)
+            if repeat == 1:
+                rows["interrogation"].add(*value)
+        else:
+            rows[kind].add(*value)
+    for values in repeats.values():
+        if len(values) < 3:
+            continue
+        values = values[:3]
+        probabilities = [0.5 if v[2] is None else v[2] for v in values]
+        verdict = _majority([v[1] for v in values])
+        failed = all(v[1] is None for v in values)
+        rows["majority"].add(values[0][0], None if failed else verdict,
+                             float(np.mean(probabilities)), values[0][3],
+                             sum(v[4] for v in values), sum(v[5] for v in values))
+    systems: dict[str, Metrics] = {}
+    curves: dict[str, tuple[list[float], list[float]]] = {}
+    bins: dict[str, list[tuple[int, float, float]]] = {}
+    for key, found in rows.items():
+        if not found.y:
+            continue
+        y, pred, p, tokens, seconds = found.arrays()
+        systems[key] = measure(y, pred, p, tokens, seconds, failed=found.failed,
+                               resamples=resamples, seed=seed)
+        precision, recall = pr_curve(y, p)
+        curves[key] = ([float(v) for v in precision], [float(v) for v in recall])
+        bins[key] = calibration_bins(y, p)
+    by_rounds: list[tuple[int, int, float]] = []
+    single = rows["interrogation"]
+    for count in sorted(set(single.rounds)):
+        picked = [i for i, r in enumerate(single.rounds) if r == count]
+        tp = sum(1 for i in picked if single.pred[i] == 1 and single.y[i] == 1)
+        fp = sum(1 for i in picked if single.pred[i] == 1 and single.y[i] == 0)
+        fn = sum(1 for i in picked if single.pred[i] != 1 and single.y[i] == 1)
+        f1 = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else math.nan
+        by_rounds.append((count, len(picked), f1))
+    return EvalSummary(info, systems, by_rounds, curves, bins, len(compact))
+
+
+def summarize(folder: RunFolder, *, resamples: int = BOOTSTRAP) -> EvalSummary:
+    """The summary of a run's folder."""
+    return summarize_results(folder.results(), folder.info(), resamples=resamples)

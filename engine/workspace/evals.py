@@ -1,0 +1,164 @@
+"""The workspace's evaluation part: `detektiv eval` and the app's Evaluations screen.
+
+    run = await workspace.evals.start(EvalRequest("demo", n=20), runs=3, baselines=True)
+    async for event in run.events(): ...
+    workspace.evals.runs() / summary(ref) / report(ref, Path("out")) / sessions(ref)
+
+Everything an evaluation does to its items goes through `workspace.sessions` (each item is a
+stored interrogation) and one router of its own; see `engine.evals.run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.config.roles import apply_roles
+from engine.errors import ConfigError, DatasetError
+from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
+from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
+from engine.evals.items import EvalItem, file_checksum, read_items, sample
+from engine.evals.report import write_report
+from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
+from engine.evals.summary import EvalSummary, summarize
+
+if TYPE_CHECKING:
+    from engine.routing.router import Router
+    from engine.storage.index import SessionSummary
+    from engine.workspace.core import Workspace
+
+__all__ = ["Evals", "RUNS"]
+
+RUNS = (1, 3)
+"""Interrogations an item may get: one, or three for a majority verdict."""
+MAX_CONCURRENCY = 64
+
+
+class Evals:
+    """Evaluation runs of one workspace; see the module docstring."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    @property
+    def root(self) -> Path:
+        return self.workspace.paths.data_dir / "evals"
+
+    @staticmethod
+    def datasets() -> tuple[NamedDataset, ...]:
+        """The named datasets (`demo`, `halueval-qa`)."""
+        return tuple(DATASETS.values())
+
+    def items(self, request: EvalRequest, progress: Progress | None = None
+              ) -> tuple[Path, str, list[EvalItem]]:
+        """(file, sha256, the sampled items) of a request; a Hub dataset is fetched on first
+        use (blocking). `DatasetError` when they cannot be had."""
+        path = dataset_path(self.workspace.paths, request.dataset, progress)
+        items = sample(read_items(path), request.n, request.seed)
+        return path, file_checksum(path), items
+
+    async def start(self, request: EvalRequest, *, runs: int = 1, baselines: bool = False,
+                    concurrency: int | None = None, retry_failed: bool = False,
+                    progress: Progress | None = None) -> EvalRun:
+        """A run ready to go (its folder created or found again). `ConfigError` for bad
+        settings or unknown providers, `DatasetError` for items that cannot be read."""
+        if runs not in RUNS:
+            raise ConfigError(f"--runs must be 1 or 3 (got {runs})")
+        if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
+            raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY} "
+                              f"(got {concurrency})")
+        workspace = self.workspace
+        limit = workspace.sessions.check_limit(request.limit)
+        path, checksum, items = await asyncio.to_thread(self.items, request, progress)
+        router = await self._router(request)
+        try:
+            slots = concurrency or await _slots(router)
+            ident = run_id(request, checksum, limit)
+            folder = RunFolder(self.root / ident)
+            detective = router.chain("detective")
+            witness = router.chain("witness")
+            if not detective or not witness:
+                raise ConfigError("no provider can play the "
+                                  + ("detective" if not detective else "witness"))
+            first = router.providers[detective[0]]
+            if folder.exists:
+                info = folder.info()
+                info = info.model_copy(update={"runs": max(info.runs, runs),
+                                               "baselines": info.baselines or baselines})
+            else:
+                info = EvalRunInfo(
+                    id=ident, dataset=request.dataset, dataset_file=str(path),
+                    checksum=checksum, n=request.n, seed=request.seed, mode=request.mode,
+                    detective=list(request.detective), witness=list(request.witness),
+                    limit=limit, items=len(items), runs=runs, baselines=baselines,
+                    detective_label=first.label,
+                    witness_label=router.providers[witness[0]].label,
+                    demonstration=first.config.is_demonstration,
+                )
+            folder.open()
+            folder.save_info(info)
+        except BaseException:
+            await router.aclose()
+            raise
+        return EvalRun(workspace, folder, info, items, router, runs=runs, baselines=baselines,
+                       concurrency=slots, retry_failed=retry_failed)
+
+    async def _router(self, request: EvalRequest) -> Router:
+        """The run's own router: its chains, the response cache bypassed."""
+        from engine.providers import discover_ollama
+
+        workspace = self.workspace
+        config = workspace.config
+        names = [*request.detective, *request.witness]
+        if any(n not in config.providers and ":" not in n for n in names) or not (
+                request.detective and request.witness):
+            await discover_ollama(config)
+        config = apply_roles(config, list(request.detective), list(request.witness))
+        config.cache.enabled = False  # a copy: the workspace's own config is untouched
+        return await workspace.new_router(config, discover=False)
+
+    def runs(self) -> list[EvalRunInfo]:
+        """Every evaluation run, the most recently run first."""
+        return list_runs(self.root)
+
+    def folder(self, ref: str) -> RunFolder:
+        """The run whose id starts with `ref`; `DatasetError` when none or several do."""
+        ref = ref.strip()
+        found = [info.id for info in self.runs() if ref and info.id.startswith(ref)]
+        if len(found) != 1:
+            raise DatasetError(f"no evaluation run {ref!r}" if not found else
+                               f"{ref!r} names {len(found)} evaluation runs; give more of "
+                               "the id")
+        return RunFolder(self.root / found[0])
+
+    def summary(self, ref: str) -> EvalSummary:
+        """The figures of a run so far (streaming over its results)."""
+        return summarize(self.folder(ref))
+
+    def report(self, ref: str, directory: Path, summary: EvalSummary | None = None
+               ) -> list[Path]:
+        """Write report.md, results.jsonl and the plots of a run into `directory`."""
+        folder = self.folder(ref)
+        return write_report(summary or summarize(folder), folder, directory)
+
+    def sessions(self, ref: str) -> list[SessionSummary]:
+        """The stored sessions of a run, newest first."""
+        ident = self.folder(ref).directory.name
+        return [row for row in self.workspace.store.list() if row.eval_run == ident]
+
+
+async def _slots(router: Router) -> int:
+    """The fewest slots the first detective and witness servers report, else the default."""
+    found: list[int] = []
+    for role in ("detective", "witness"):
+        chain = router.chain(role)
+        if not chain:
+            continue
+        try:
+            slots = await router.providers[chain[0]].slots()
+        except Exception:  # a server that cannot say: the default
+            slots = None
+        if slots:
+            found.append(slots)
+    return min(found) if found else DEFAULT_CONCURRENCY

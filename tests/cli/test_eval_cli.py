@@ -1,0 +1,188 @@
+"""`detektiv eval` and `detektiv evals` as a user runs them: real processes, scripted models
+on loopback (so the figures are known), the loopback Hub, the real llama.cpp server, and a
+real kill -9."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine import Paths
+from engine.evals.datasets import DATASETS
+from engine.evals.folder import RunFolder
+from engine.evals.items import read_items
+from engine.storage.sessions import SessionStore
+from tests.support.cli import Running, detektiv
+from tests.support.evals import detective, knows, never, witness
+from tests.support.hub import LoopbackHub
+from tests.support.interrogation import FAST
+from tests.support.scripted import ScriptedModel
+from tests.support.servers import LlamaServer
+
+DEMO = read_items(Path(__file__).parents[2] / "engine" / "evals" / "data" / "claims.jsonl")
+
+
+def write_config(home: Path, providers: dict[str, str], detective: str, witness: str,
+                 kind: str = "openai") -> None:
+    lines = []
+    for priority, (name, url) in enumerate(providers.items(), start=1):
+        lines += [f"[providers.{name}]", f'kind = "{kind}"', 'model = "m"',
+                  f'base_url = "{url}"', f"priority = {priority}",
+                  "first_token_timeout = 30", "stall_timeout = 15", ""]
+    lines += ["[roles]", f'detective = ["{detective}"]', f'witness = ["{witness}"]', "",
+              "[interrogation]", *(f"{k} = {json.dumps(v)}" for k, v in FAST.items())]
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def scripted(home: Path) -> Iterator[tuple[ScriptedModel, ScriptedModel]]:
+    with ScriptedModel(detective(knows(DEMO)), pace=0.002) as sleuth, \
+            ScriptedModel(witness, pace=0.002) as wit:
+        write_config(home, {"sleuth": sleuth.url + "/v1", "wit": wit.url + "/v1"},
+                     "sleuth", "wit")
+        yield sleuth, wit
+
+
+def only_run(home: Path) -> RunFolder:
+    (folder,) = [RunFolder(d) for d in (home / "data" / "evals").iterdir()]
+    return folder
+
+
+def test_eval_on_the_shipped_set_prints_the_table_and_writes_report_and_plots(
+        home: Path, scripted: tuple[ScriptedModel, ScriptedModel], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = detektiv("eval", "demo", "--n", "6", "--baselines", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "interrogation" in done.stdout and "F1" in done.stdout
+    assert "1.000" in done.stdout.split("F1", 1)[1].splitlines()[0]
+    assert "eval" in done.stderr and "item" in done.stderr  # the progress bar
+    report = (out / "report.md").read_text()
+    assert "| F1 |" in report and "![reliability.png]" in report and "demonstration" not in report
+    for plot in ("reliability.png", "pr_curve.png"):
+        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert Counter(r["kind"] for r in rows) == {"interrogation": 6, "direct": 6,
+                                                "are-you-sure": 6}
+    listed = detektiv("evals", "--json")
+    (run,) = json.loads(listed.stdout)
+    assert run["items"] == 6 and run["mode"] == "planted"
+    shown = json.loads(detektiv("evals", run["id"][:4], "--json").stdout)
+    assert shown["systems"]["interrogation"]["f1"]["value"] == 1.0
+    assert shown["systems"]["direct"]["n"] == 6
+
+
+def test_an_unknown_dataset_or_a_bad_file_is_one_clear_line(home: Path,
+                                                            scripted: object,
+                                                            tmp_path: Path) -> None:
+    missing = detektiv("eval", "no-such-set")
+    assert missing.returncode == 1 and "neither a file nor a named dataset" in missing.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"claim": "x", "label": "perhaps"}\n')
+    refused = detektiv("eval", str(bad))
+    assert refused.returncode == 1 and "line 1" in refused.stderr
+    assert "Traceback" not in refused.stderr + missing.stderr
+    assert detektiv("eval", "demo", "--limit", "2").returncode == 2
+
+
+def test_kill_9_in_the_middle_then_rerun_loses_no_item_and_does_none_twice(
+        home: Path, tmp_path: Path) -> None:
+    with ScriptedModel(detective(knows(DEMO)), pace=0.01) as sleuth, \
+            ScriptedModel(witness, pace=0.05) as wit:
+        write_config(home, {"sleuth": sleuth.url + "/v1", "wit": wit.url + "/v1"},
+                     "sleuth", "wit")
+        args = ("eval", "demo", "--n", "8", "--concurrency", "2", "--json")
+        run = Running(*args)
+        run.wait_for('"type": "result"')
+        folder = only_run(home)
+        deadline = time.monotonic() + 60
+        while len(folder.sessions()) <= len(list(folder.results())):  # one in flight
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        run.process.send_signal(signal.SIGKILL)
+        run.finish()
+        before = len(list(folder.results()))
+        assert 1 <= before < 8
+        again = detektiv(*args)
+        assert again.returncode == 0, again.stderr
+    results = list(folder.results())
+    assert len(results) == 8 and len({r.item for r in results}) == 8  # each once
+    sessions = folder.sessions()
+    assert len(sessions) == 8 and len(set(sessions.values())) == 8
+    store = SessionStore(home / "data" / "sessions")
+    tagged = [row for row in store.list() if row.eval_run == folder.directory.name]
+    assert len(tagged) == 8 and all(row.status == "completed" for row in tagged)
+    assert {r.session for r in results} == {row.id for row in tagged}
+    resumed = [row for row in tagged if any(e.event == "resumed"
+                                            for e in store.load(row.id).audit_trail)]
+    assert len(resumed) >= 1  # the one in flight went on, not started over
+
+
+def _parquet(rows: list[dict[str, str]]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), sink)
+    return sink.getvalue()
+
+
+def test_a_named_dataset_is_fetched_from_the_hub_once_then_checked(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = DATASETS["halueval-qa"]
+    rows = [{"knowledge": f"SECRET-KNOWLEDGE-{i}", "question": f"Who built tower {i}?",
+             "right_answer": f"Builder {i}", "hallucinated_answer": f"Impostor {i}",
+             "task_type": "qa"} for i in range(3)]
+    with LoopbackHub() as hub, ScriptedModel(never) as sleuth, ScriptedModel(witness) as wit:
+        assert entry.repo is not None
+        hub.add(entry.repo, entry.file, _parquet(rows))
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        write_config(home, {"sleuth": sleuth.url + "/v1", "wit": wit.url + "/v1"},
+                     "sleuth", "wit")
+        done = detektiv("eval", "halueval-qa", "--n", "4", "--json")
+        assert done.returncode == 0, done.stderr
+        results = [json.loads(line) for line in done.stdout.splitlines()
+                   if line.startswith('{"type": "result"')]
+        assert len(results) == 4 and sum(r["label"] for r in results) == 2
+        assert all("is: Builder" in r["claim"] or "is: Impostor" in r["claim"]
+                   for r in results)
+        asked = json.dumps(sleuth.chats + wit.chats)
+        assert "SECRET-KNOWLEDGE" not in asked  # knowledge never reaches a model
+        assert any(f"/datasets/{entry.repo}/resolve/{entry.revision}/" in path
+                   for _, path, _ in hub.requests)
+        folder = Paths.from_env().data_dir / "datasets" / "halueval-qa"
+        record = json.loads((folder / "checksum.json").read_text())
+        assert len(record["sha256"]) == 64 and record["revision"] == entry.revision
+        fetched = len(hub.requests)
+        assert detektiv("eval", "halueval-qa", "--n", "4").returncode == 0
+        assert len(hub.requests) == fetched  # used from the data dir, not fetched again
+        cached = folder / Path(entry.file).name
+        cached.write_bytes(cached.read_bytes() + b"tampered")
+        refused = detektiv("eval", "halueval-qa", "--n", "4")
+        assert refused.returncode == 1
+        assert "has changed since it was downloaded" in refused.stderr
+
+
+def test_the_real_local_server_runs_two_items_end_to_end(
+        home: Path, llama_server: LlamaServer, tmp_path: Path) -> None:
+    """Plumbing only: the embedded model as the detective (a demonstration model, said so),
+    the real llama.cpp server as the witness. Its verdicts mean nothing and are not looked at;
+    each item ends with a verdict or a named failure."""
+    write_config(home, {"llama": llama_server.url}, "llama", "llama")
+    out = tmp_path / "out"
+    done = detektiv("eval", "demo", "--n", "2", "--limit", "5", "--detective",
+                    "local:gemma-3-270m", "--witness", "llama", "-o", str(out), timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "demonstration model" in done.stderr
+    assert "demonstration model" in (out / "report.md").read_text()
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["verdict"] in ("true", "false", "undetermined") or row["error"]
+        assert row["session"]

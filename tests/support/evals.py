@@ -1,0 +1,82 @@
+"""Scripted models for evaluation tests: a detective whose verdict on each claim is decided
+in advance (by the labels, at random, never, or wrong on chosen items), and a witness that
+answers every question in a few words. Both speak the real OpenAI wire on loopback
+(`ScriptedModel`), so an evaluation runs through the whole engine and only the models'
+words are fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from engine.evals.items import EvalItem
+
+Verdict = Callable[[str], tuple[str, float]]
+"""claim → (verdict, probability-false)."""
+
+_CLAIM = re.compile(r"(?:The hypothesis:|The claim:)\s*\n\s*\n(.*?)\n\n", re.DOTALL)
+
+
+def knows(items: Iterable[EvalItem], wrong: Iterable[str] = ()) -> Verdict:
+    """Verdicts from the labels, except on the claims whose keys are in `wrong`."""
+    by_claim = {item.claim: item for item in items}
+    flipped = set(wrong)
+
+    def verdict(claim: str) -> tuple[str, float]:
+        item = by_claim[claim]
+        true = item.label != (item.key in flipped)
+        return ("true", 0.1) if true else ("false", 0.9)
+
+    return verdict
+
+
+def coin(seed: int) -> Verdict:
+    """A verdict at random, the same for a claim on every call."""
+
+    def verdict(claim: str) -> tuple[str, float]:
+        p = random.Random(f"{seed}:{claim}").random()
+        return ("false", p) if p >= 0.5 else ("true", p)
+
+    return verdict
+
+
+def never(claim: str) -> tuple[str, float]:
+    """Never decides."""
+    return "undetermined", 0.5
+
+
+def claim_of(messages: list[dict[str, Any]]) -> str:
+    found = _CLAIM.search(messages[0]["content"] if messages else "")
+    assert found, "no claim in the detective's prompt"
+    return found.group(1).strip()
+
+
+def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
+    """A detective that asks numbered questions, closes after the minimum rounds and gives
+    `verdict(claim)` in its audit and in a direct judgement."""
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        system = messages[0]["content"] if messages else ""
+        if system.startswith("You are a detective analysing"):
+            return json.dumps({"gaps": [], "completeness_score": 95,
+                               "requires_follow_up": False})
+        if system.startswith(("You are a detective auditing", "You are a detective judging")):
+            value, p = verdict(claim_of(messages))
+            body: dict[str, Any] = {"verdict": value, "probability_false": p}
+            if system.startswith("You are a detective auditing"):
+                body.update(contradictions=[], summary="The witness held to its account.",
+                            deciding_rounds=[] if value == "undetermined" else [1])
+            return json.dumps(body)
+        found = re.search(r"Write question (\d+)", messages[-1]["content"])
+        number = found.group(1) if found else "1"
+        return f"Question {number}: what exactly do you remember about it?"
+
+    return reply
+
+
+def witness(messages: list[dict[str, Any]]) -> str:
+    return "I remember it clearly; it is as I said."

@@ -1,0 +1,82 @@
+"""The Evaluations screen (Sessions tab, `v`): the runs `detektiv eval` made, the figures of
+the selected one and its reliability diagram; `o` filters Sessions to the run's sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, Input, Static
+
+from engine import EvalRequest, Paths, Workspace
+from engine.evals.datasets import dataset_path
+from engine.evals.items import read_items
+from tests.support.app import until
+from tests.support.evals import detective, knows, witness
+from tests.support.interrogation import make_config
+from tests.support.scripted import ScriptedModel
+from tui.app import build_app
+from tui.screens.evals import EvalsScreen
+from tui.screens.sessions import SessionsScreen
+
+
+async def an_evaluation(paths: Paths, n: int) -> str:
+    items = read_items(dataset_path(paths, "demo"))
+    with ScriptedModel(detective(knows(items))) as sleuth, ScriptedModel(witness) as wit:
+        config = make_config({"det": sleuth.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
+                             ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            run = await workspace.evals.start(EvalRequest("demo", n=n))
+            async for _ in run.events():
+                pass
+            return run.id
+        finally:
+            await workspace.aclose()
+
+
+def text_of(static: Static) -> str:
+    return str(static.render())
+
+
+async def test_the_app_lists_a_run_with_its_figures_and_opens_its_sessions(
+        paths: Paths, home: Path) -> None:
+    run = await an_evaluation(paths, 4)
+    app = build_app(paths)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, EvalsScreen)
+                    and app.screen.summary is not None)
+        screen = app.screen
+        assert isinstance(screen, EvalsScreen)
+        runs = screen.query_one("#eval-runs", DataTable)
+        assert runs.row_count == 1 and runs.get_row_at(0)[0] == run
+        figures = screen.query_one("#eval-figures", DataTable)
+        rows = {figures.get_row_at(i)[0]: figures.get_row_at(i)[1:]
+                for i in range(figures.row_count)}
+        assert rows["F1"][0].startswith("1.000") and rows["items"][0] == "4"
+        assert "Reliability" in text_of(screen.query_one("#eval-plot", Static))
+        assert "Positive class: a false claim" in text_of(screen.query_one("#eval-lines",
+                                                                          Static))
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        sessions = app.screen
+        assert isinstance(sessions, SessionsScreen)
+        assert sessions.query_one("#filter", Input).value == run
+        assert len(sessions.shown) == 4 and all(r.eval_run == run for r in sessions.shown)
+        assert not app.internal_errors
+
+
+async def test_with_no_run_every_key_of_the_screen_says_what_to_do(paths: Paths) -> None:
+    app = build_app(paths)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, EvalsScreen) and "No evaluation"
+                    in text_of(app.screen.query_one("#eval-status", Static)))
+        for key in ("r", "o", "escape"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.is_running and not app.internal_errors, key
+        assert isinstance(app.screen, SessionsScreen)
+        assert any("No evaluation run is selected" in text for _, text in app.notices)

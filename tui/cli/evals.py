@@ -1,0 +1,234 @@
+"""`detektiv eval DATASET …` and `detektiv evals [RUN]`: measure whether interrogation
+catches false claims (SPEC §9). No Textual here; the table's words are the engine's
+(`eval_table`), the same the app shows."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from engine import (
+    EvalFinished,
+    EvalItemDone,
+    EvalRequest,
+    EvalStarted,
+    EvalSummary,
+    Paths,
+    Workspace,
+    eval_lines,
+    eval_table,
+    split_chain,
+)
+
+__all__ = ["EVAL_COMMANDS", "add_parser", "dispatch"]
+
+EVAL_COMMANDS = ("eval", "evals")
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               common: argparse.ArgumentParser) -> None:
+    """Register `detektiv eval` and `detektiv evals`."""
+    run = commands.add_parser(
+        "eval", parents=[common],
+        help="measure whether interrogation catches false claims (labelled claims in, "
+        "figures out)")
+    run.add_argument("dataset", metavar="DATASET",
+                     help="a JSONL file of labelled claims, a HaluEval-QA file, or a named "
+                     "dataset: demo, halueval-qa")
+    run.add_argument("--n", type=int, metavar="N", help="claims to sample (default: all)")
+    run.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
+    run.add_argument("--mode", choices=("planted", "defend"), default="planted",
+                     help="planted: the claim is the witness's own first answer; defend: "
+                     "the witness is told to defend it (default: planted)")
+    run.add_argument("--runs", type=int, choices=(1, 3), default=1,
+                     help="interrogations an item (3: majority verdict)")
+    run.add_argument("--detective", metavar="P", help="detective chain (a,b)")
+    run.add_argument("--witness", metavar="P", help="witness chain (a,b)")
+    run.add_argument("--limit", type=int, metavar="R", help="rounds an interrogation (5-20)")
+    run.add_argument("--concurrency", type=int, metavar="K",
+                     help="items at once (default: the servers' slots, else 4)")
+    run.add_argument("--baselines", action="store_true",
+                     help="also judge each claim with no interrogation and after one "
+                     "\"Are you sure?\"")
+    run.add_argument("--retry-failed", action="store_true",
+                     help="run the items that failed last time again")
+    run.add_argument("--json", action="store_true",
+                     help="print one JSON object a unit, then the summary")
+    run.add_argument("-o", "--output", type=Path, metavar="DIR",
+                     help="write report.md, results.jsonl and PNG plots there")
+    runs = commands.add_parser("evals", parents=[common],
+                               help="list evaluation runs, or show one's figures")
+    runs.add_argument("run", nargs="?", metavar="RUN", help="a run id (or its start)")
+    runs.add_argument("--json", action="store_true", help="print JSON")
+    runs.add_argument("-o", "--output", type=Path, metavar="DIR",
+                      help="write the run's report there")
+
+
+async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
+    workspace = Workspace(paths)
+    try:
+        if args.command == "eval":
+            return await _eval(workspace, args)
+        return _evals(workspace, args)
+    finally:
+        await workspace.aclose()
+
+
+class _Progress:
+    """done / failed / ETA / tokens on stderr (tqdm; shown even when stderr is a log)."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def start(self, total: int, skipped: int) -> None:
+        from tqdm import tqdm
+
+        tty = sys.stderr.isatty()
+        self.bar = tqdm(total=total, initial=skipped, unit="item", desc="eval",
+                        file=sys.stderr, ascii=not tty, mininterval=0.2 if tty else 2.0,
+                        dynamic_ncols=True)
+
+    def step(self, event: EvalItemDone) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"failed {event.failed}, tokens {event.tokens:,}",
+                                     refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
+    request = EvalRequest(
+        dataset=args.dataset, n=args.n, seed=args.seed, mode=args.mode,
+        detective=tuple(split_chain(args.detective)), witness=tuple(split_chain(args.witness)),
+        limit=args.limit,
+    )
+    download = _Download(args.dataset)
+    try:
+        run = await workspace.evals.start(request, runs=args.runs, baselines=args.baselines,
+                                          concurrency=args.concurrency,
+                                          retry_failed=args.retry_failed, progress=download)
+    finally:
+        download.close()
+    bar = _Progress()
+    finished: EvalFinished | None = None
+    started = time.monotonic()
+    try:
+        async for event in run.events():
+            match event:
+                case EvalStarted(total=total, skipped=skipped, concurrency=k):
+                    note = f", {skipped} finished earlier" if skipped else ""
+                    print(f"detektiv: evaluation {run.id}: {total} to judge{note}, {k} at "
+                          "once", file=sys.stderr)
+                    if event.demonstration:
+                        print("detektiv: the detective is a demonstration model: the "
+                              "verdicts will mean nothing", file=sys.stderr)
+                    if not args.json:
+                        bar.start(total, skipped)
+                case EvalItemDone(result=result):
+                    if args.json:
+                        print(json.dumps({"type": "result", **result.model_dump(mode="json")},
+                                         ensure_ascii=False), flush=True)
+                    else:
+                        bar.step(event)
+                case EvalFinished():
+                    finished = event
+    except asyncio.CancelledError:
+        bar.close()
+        print(f"\ndetektiv: evaluation {run.id} stopped; run the same command again to go "
+              "on where it stopped", file=sys.stderr)
+        raise KeyboardInterrupt from None
+    finally:
+        bar.close()
+    summary = workspace.evals.summary(run.id)
+    _show(summary, args.json)
+    if args.output is not None:
+        written = workspace.evals.report(run.id, args.output, summary)
+        print("detektiv: wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    if finished is not None:
+        print(f"detektiv: evaluation {run.id}: {finished.done}/{finished.total} judged, "
+              f"{finished.failed} failed, in {time.monotonic() - started:.0f} s "
+              f"(sessions: detektiv evals {run.id})", file=sys.stderr)
+    return 0
+
+
+def _show(summary: EvalSummary, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"type": "summary", **summary_json(summary)}, ensure_ascii=False))
+        return
+    rows = eval_table(summary)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+              .rstrip())
+    for line in eval_lines(summary):
+        print(line)
+
+
+def summary_json(summary: EvalSummary) -> dict[str, object]:
+    """A summary as JSON (NaN as null)."""
+
+    def number(value: float) -> float | None:
+        return None if value != value else round(value, 6)
+
+    return {
+        "run": summary.info.id if summary.info else None,
+        "demonstration": bool(summary.info and summary.info.demonstration),
+        "systems": {
+            key: {"n": m.n, "failed": m.failed, **{
+                name: {"value": number(f.value), "low": number(f.low), "high": number(f.high)}
+                for name, f in m.figures.items()}}
+            for key, m in summary.systems.items()
+        },
+        "f1_by_rounds": [{"rounds": r, "n": n, "f1": number(f1)}
+                         for r, n, f1 in summary.by_rounds],
+    }
+
+
+def _evals(workspace: Workspace, args: argparse.Namespace) -> int:
+    evals = workspace.evals
+    if args.run is None:
+        runs = evals.runs()
+        if args.json:
+            print(json.dumps([info.model_dump(mode="json") for info in runs], indent=2))
+            return 0
+        if not runs:
+            print("No evaluation runs yet: detektiv eval demo --detective P")
+            return 0
+        for info in runs:
+            print(f"{info.id}  {info.updated.astimezone():%Y-%m-%d %H:%M}  {info.dataset}  "
+                  f"{info.items} claims  {info.mode}  detective {info.detective_label}")
+        return 0
+    summary = evals.summary(args.run)
+    _show(summary, args.json)
+    if args.output is not None:
+        written = evals.report(args.run, args.output, summary)
+        print("detektiv: wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    return 0
+
+
+class _Download:
+    """A first download's progress bar (tqdm on stderr)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, unit="B", unit_scale=True,
+                            desc=self.name, file=sys.stderr, ascii=not sys.stderr.isatty())
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

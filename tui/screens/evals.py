@@ -1,0 +1,144 @@
+"""The Evaluations screen (from the Sessions tab): every `detektiv eval` run, the figures of
+the one selected (the same table `detektiv evals RUN` prints) and a reliability diagram in
+text. `o` goes back to Sessions filtered to the run's sessions, each one a stored
+interrogation that opens like any other."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from engine import (
+    DetektivError,
+    EvalRunInfo,
+    EvalSummary,
+    eval_lines,
+    eval_table,
+    reliability_lines,
+    strip_control,
+)
+from tui._format import local_minute
+from tui.funnel import Guarded
+
+__all__ = ["EvalsScreen"]
+
+
+class EvalsScreen(Guarded, Screen[str | None]):
+    """See the module docstring. Dismissed with a run id to filter Sessions by, or None."""
+
+    DEFAULT_CSS = """
+    EvalsScreen #eval-runs { height: 10; }
+    EvalsScreen #eval-figures { height: auto; max-height: 16; }
+    EvalsScreen #eval-detail { height: 1fr; }
+    EvalsScreen .eval-text { padding: 0 1; }
+    EvalsScreen #eval-status { height: auto; padding: 0 1; color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="evals-back"),
+        Binding("o", "sessions", "Its sessions", id="evals-sessions"),
+        Binding("r", "refresh", "Refresh", id="evals-refresh"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[EvalRunInfo] = []
+        self.summary: EvalSummary | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Content("Evaluations: does interrogation catch false claims? "
+                             "(detektiv eval DATASET)"), classes="eval-text")
+        runs: DataTable[str | Text] = DataTable(id="eval-runs", cursor_type="row")
+        yield runs
+        yield Static(Content("loading evaluation runs…"), id="eval-status")
+        figures: DataTable[str] = DataTable(id="eval-figures", cursor_type="none",
+                                            zebra_stripes=True)
+        yield figures
+        with VerticalScroll(id="eval-detail"):
+            yield Static(Content(""), id="eval-lines", classes="eval-text")
+            yield Static(Content(""), id="eval-plot", classes="eval-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#eval-runs", DataTable)
+        table.add_columns("Run", "Updated", "Dataset", "Claims", "Mode", "Detective",
+                          "Witness")
+        table.focus()
+        self.load_runs()
+
+    @work(exclusive=True, thread=True, group="eval-runs", exit_on_error=False)
+    def load_runs(self) -> None:
+        runs = self.host.workspace.evals.runs()
+        self.app.call_from_thread(self._show_runs, runs)
+
+    def _show_runs(self, runs: list[EvalRunInfo]) -> None:
+        self.runs = runs
+        table = self.query_one("#eval-runs", DataTable)
+        table.clear()
+        for info in runs:
+            table.add_row(info.id, local_minute(info.updated.isoformat()),
+                          Text(strip_control(info.dataset)[-40:]), str(info.items), info.mode,
+                          Text(strip_control(info.detective_label)),
+                          Text(strip_control(info.witness_label)), key=info.id)
+        status = self.query_one("#eval-status", Static)
+        if not runs:
+            status.update(Content("No evaluation runs yet. Run one from a shell: "
+                                  "detektiv eval demo (see detektiv eval --help)."))
+            return
+        status.update(Content(f"{len(runs)} evaluation runs · o: show a run's sessions"))
+        self.load_figures(runs[0].id)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "eval-runs" and event.row_key.value:
+            self.load_figures(str(event.row_key.value))
+
+    @work(exclusive=True, thread=True, group="eval-figures", exit_on_error=False)
+    def load_figures(self, ident: str) -> None:
+        """Figures off the event loop (the bootstrap takes a moment on a large run)."""
+        try:
+            summary = self.host.workspace.evals.summary(ident)
+        except DetektivError as exc:
+            self.app.call_from_thread(self.notify, exc.message, severity="error")
+            return
+        self.app.call_from_thread(self._show_figures, summary)
+
+    def _show_figures(self, summary: EvalSummary) -> None:
+        self.summary = summary
+        table = self.query_one("#eval-figures", DataTable)
+        table.clear(columns=True)
+        if not summary.systems:
+            self.query_one("#eval-lines", Static).update(Content(
+                "No item of this run has finished yet."))
+            self.query_one("#eval-plot", Static).update(Content(""))
+            return
+        head, *rows = eval_table(summary)
+        table.add_columns(*(head[0] or "figure", *head[1:]))
+        for row in rows:
+            table.add_row(*row)
+        self.query_one("#eval-lines", Static).update(Content("\n".join(eval_lines(summary))))
+        self.query_one("#eval-plot", Static).update(Content("\n".join(
+            reliability_lines(summary))))
+
+    def selected(self) -> EvalRunInfo | None:
+        table = self.query_one("#eval-runs", DataTable)
+        if not self.runs or not 0 <= table.cursor_row < len(self.runs):
+            return None
+        return self.runs[table.cursor_row]
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    def action_refresh(self) -> None:
+        self.load_runs()
+
+    def action_sessions(self) -> None:
+        info = self.selected()
+        if info is None:
+            self.notify("No evaluation run is selected.", severity="warning")
+            return
+        self.dismiss(info.id)
