@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import DatasetError
-from engine.evals.items import file_checksum
-from engine.storage.atomic import atomic_write_text
+from engine.storage.atomic import atomic_write_text, file_sha256
 
 if TYPE_CHECKING:
     from engine.paths import Paths
@@ -95,7 +94,7 @@ def _fetched(paths: Paths, entry: NamedDataset, progress: Progress | None) -> Pa
         except (OSError, ValueError, KeyError, TypeError):
             raise DatasetError(f"{entry.name}: {record} is damaged; delete {folder} to fetch "
                                "the dataset again") from None
-        actual = file_checksum(target)
+        actual = file_sha256(target)
         if actual != expected:
             raise DatasetError(
                 f"{entry.name}: {target.name} has changed since it was downloaded (sha256 "
@@ -105,7 +104,7 @@ def _fetched(paths: Paths, entry: NamedDataset, progress: Progress | None) -> Pa
     _download(entry, folder, target, progress)
     atomic_write_text(record, json.dumps({
         "dataset": entry.name, "repo": entry.repo, "file": entry.file,
-        "revision": entry.revision, "sha256": file_checksum(target),
+        "revision": entry.revision, "sha256": file_sha256(target),
         "downloaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "note": "recorded at the first download; later uses are checked against it",
     }, indent=2) + "\n")
@@ -134,7 +133,7 @@ def _download(entry: NamedDataset, folder: Path, target: Path,
                                "(it resumes)")
         expected = (meta.etag or "").strip('"').lower()
         if len(expected) == 64 and all(c in "0123456789abcdef" for c in expected):
-            actual = file_checksum(part)  # the Hub names an LFS file's sha256 as its ETag
+            actual = file_sha256(part)  # the Hub names an LFS file's sha256 as its ETag
             if actual != expected:
                 part.unlink(missing_ok=True)
                 raise DatasetError(f"{entry.name}: the download is corrupt (sha256 "

@@ -19,7 +19,6 @@ HaluEval dataset is stored as) rows of HaluEval's columns. A line that fits neit
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from collections.abc import Iterable, Iterator
@@ -29,7 +28,7 @@ from typing import Any
 
 from engine.errors import DatasetError
 
-__all__ = ["EvalItem", "claim_for", "file_checksum", "read_items", "sample"]
+__all__ = ["EvalItem", "claim_for", "read_items", "sample"]
 
 _TRUE = {"true", "1", "yes", "correct"}
 _FALSE = {"false", "0", "no", "incorrect", "hallucinated"}
@@ -178,12 +177,3 @@ def sample(items: Iterable[EvalItem], n: int | None, seed: int) -> list[EvalItem
         if len(chosen) >= n:
             break
     return [items[i] for i in sorted(chosen)]
-
-
-def file_checksum(path: Path) -> str:
-    """The sha256 of a file, in hex."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from engine.evals.folder import RESULTS, RunFolder
 from engine.evals.summary import SYSTEMS, EvalSummary
@@ -139,34 +140,34 @@ def _plots(summary: EvalSummary, directory: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written: list[str] = []
-    figure, axes = plt.subplots(figsize=(5.5, 5))
-    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
-    for key, bins in summary.bins.items():
-        points = [(mean, observed) for count, mean, observed in bins if count]
-        if points:
-            xs, ys = zip(*points, strict=True)
-            axes.plot(xs, ys, marker="o", label=SYSTEMS[key])
-    axes.set(xlim=(0, 1), ylim=(0, 1), xlabel="probability-false given",
-             ylabel="fraction of claims that are false", title="Reliability diagram")
-    axes.legend(loc="upper left", fontsize="small")
-    figure.tight_layout()
-    figure.savefig(directory / "reliability.png", dpi=100)
-    plt.close(figure)
-    written.append("reliability.png")
+    def reliability(axes: Any) -> None:
+        axes.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
+        for key, bins in summary.bins.items():
+            points = [(mean, observed) for count, mean, observed in bins if count]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                axes.plot(xs, ys, marker="o", label=SYSTEMS[key])
+        axes.set(xlim=(0, 1), ylim=(0, 1), xlabel="probability-false given",
+                 ylabel="fraction of claims that are false", title="Reliability diagram")
 
-    figure, axes = plt.subplots(figsize=(5.5, 5))
-    for key, (precision, recall) in summary.curves.items():
-        if recall and not math.isnan(recall[0]):
-            axes.step([0.0, *recall], [precision[0], *precision], where="post",
-                      label=SYSTEMS[key])
-    axes.set(xlim=(0, 1), ylim=(0, 1.05), xlabel="recall (false claims caught)",
-             ylabel="precision", title="Precision–recall (positive: a false claim)")
-    axes.legend(loc="lower left", fontsize="small")
-    figure.tight_layout()
-    figure.savefig(directory / "pr_curve.png", dpi=100)
-    plt.close(figure)
-    written.append("pr_curve.png")
+    def precision_recall(axes: Any) -> None:
+        for key, (precision, recall) in summary.curves.items():
+            if recall and not math.isnan(recall[0]):
+                axes.step([0.0, *recall], [precision[0], *precision], where="post",
+                          label=SYSTEMS[key])
+        axes.set(xlim=(0, 1), ylim=(0, 1.05), xlabel="recall (false claims caught)",
+                 ylabel="precision", title="Precision–recall (positive: a false claim)")
+
+    written: list[str] = []
+    for name, draw, legend in (("reliability.png", reliability, "upper left"),
+                               ("pr_curve.png", precision_recall, "lower left")):
+        figure, axes = plt.subplots(figsize=(5.5, 5))
+        draw(axes)
+        axes.legend(loc=legend, fontsize="small")  # type: ignore[call-overload]
+        figure.tight_layout()
+        figure.savefig(directory / name, dpi=100)
+        plt.close(figure)
+        written.append(name)
     return written
 
 

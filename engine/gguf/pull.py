@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -48,7 +47,7 @@ from engine.gguf.store import (
     pulled_at,
     pulled_dir,
 )
-from engine.storage.atomic import atomic_write_text
+from engine.storage.atomic import atomic_write_text, file_sha256
 
 if TYPE_CHECKING:
     from engine.paths import Paths
@@ -76,14 +75,6 @@ def pull_target(spec: str, file: str | None) -> tuple[str, str, str, str]:
         raise ModelError(f"{file!r} is not a GGUF file name (FILE.gguf, no folders)")
     name = _NAME.sub("-", Path(file).stem.lower()).strip("-.") or "model"
     return name, spec, file, "main"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def explain_hub_error(exc: BaseException, repo: str, file: str, endpoint: str) -> str:
@@ -149,7 +140,7 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
             transfer(meta.location, build_hf_headers(), part, meta.size, progress)
             expected = (meta.etag or "").strip('"').lower()
             hashed = bool(_SHA256.match(expected))  # the Hub names an LFS file's sha256
-            actual = _sha256(part)
+            actual = file_sha256(part)
             if hashed and actual != expected:
                 part.unlink(missing_ok=True)
                 raise ModelError(f"pull {name}: the download is corrupt (sha256 {actual[:12]}…, "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "TEMP_PREFIX"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "file_sha256", "TEMP_PREFIX"]
 
 #: Temporary files start with this, so a sweep after a crash can find and remove them.
 TEMP_PREFIX = ".detektiv-tmp-"
@@ -42,3 +43,12 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     """`atomic_write_bytes` for UTF-8 text."""
     atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, in hex (read a MiB at a time)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -18,10 +18,11 @@ from engine.config.roles import apply_roles
 from engine.errors import ConfigError, DatasetError
 from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
 from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
-from engine.evals.items import EvalItem, file_checksum, read_items, sample
+from engine.evals.items import EvalItem, read_items, sample
 from engine.evals.report import write_report
 from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
 from engine.evals.summary import EvalSummary, summarize
+from engine.storage.atomic import file_sha256
 
 if TYPE_CHECKING:
     from engine.routing.router import Router
@@ -56,7 +57,7 @@ class Evals:
         use (blocking). `DatasetError` when they cannot be had."""
         path = dataset_path(self.workspace.paths, request.dataset, progress)
         items = sample(read_items(path), request.n, request.seed)
-        return path, file_checksum(path), items
+        return path, file_sha256(path), items
 
     async def start(self, request: EvalRequest, *, runs: int = 1, baselines: bool = False,
                     concurrency: int | None = None, retry_failed: bool = False,
