@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import DatasetError
+from engine.models.session import WitnessBrief, WitnessMode
 
-__all__ = ["EvalItem", "claim_for", "read_items", "sample"]
+__all__ = ["EvalItem", "brief_for", "claim_for", "read_items", "sample"]
 
 _TRUE = {"true", "1", "yes", "correct"}
 _FALSE = {"false", "0", "no", "incorrect", "hallucinated"}
@@ -52,6 +53,12 @@ class EvalItem:
 def claim_for(question: str, answer: str) -> str:
     """The claim an answer to a question makes, as the detective reads it."""
     return f'The answer to the question "{question.strip()}" is: {answer.strip()}'
+
+
+def brief_for(item: EvalItem, mode: WitnessMode) -> WitnessBrief:
+    """What the witness is given to stand behind for `item` (the label never is)."""
+    return WitnessBrief(mode=mode, claim=item.claim, question=item.question,
+                        answer=item.answer)
 
 
 def _text(value: Any, field: str, where: str, required: bool = True) -> str | None:

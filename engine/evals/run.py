@@ -13,7 +13,7 @@ through the workspace's sessions like any other run: stored, tagged with the run
 `runs` repeats are independent interrogations (sampled at the configured temperature: at 0
 they can only repeat each other). Baselines on the same items, models and router: the
 detective judging the claim alone (`direct`), and the witness asked once "Are you sure?"
-with the detective judging that exchange (`are-you-sure`).
+with the detective judging that exchange (`are-you-sure`; both in `engine.evals.baselines`).
 
 All of it goes through one router of the run's own (rate limits, fallback and circuit
 breakers apply across items; the response cache is bypassed: a repeat must not be served
@@ -41,24 +41,17 @@ from engine.errors import (
     DetektivError,
     SessionError,
     SessionNotFound,
-    UnusableReplyError,
 )
+from engine.evals.baselines import Baselines
 from engine.evals.folder import EvalKind, EvalResult, EvalRunInfo, RunFolder
-from engine.evals.items import EvalItem
-from engine.interrogation.calls import count_tokens
-from engine.interrogation.transcript import witness_opening
+from engine.evals.items import EvalItem, brief_for
 from engine.models.event import Event
 from engine.models.session import (
     EvalTag,
     InterrogationSession,
     TokenTally,
-    WitnessBrief,
     WitnessMode,
 )
-from engine.prompts import fill, load_prompt
-from engine.providers import Message, StreamRequest
-from engine.routing.collect import Reply
-from engine.routing.structured import collect_json
 
 if TYPE_CHECKING:
     from engine.routing.router import Router
@@ -79,17 +72,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CONCURRENCY = 4
 """Items at once when no server says how many it serves."""
-JUDGE_MAX_TOKENS = 160
-
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdict": {"enum": ["true", "false", "undetermined"]},
-        "probability_false": {"type": "number", "minimum": 0, "maximum": 1},
-    },
-    "required": ["verdict", "probability_false"],
-    "additionalProperties": False,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +150,6 @@ class _Tally:
     failed: int = 0
     tokens: int = 0
     started: float = field(default_factory=time.monotonic)
-
-
-def _brief(item: EvalItem, mode: WitnessMode) -> WitnessBrief:
-    return WitnessBrief(mode=mode, claim=item.claim, question=item.question,
-                        answer=item.answer)
 
 
 class EvalRun:
@@ -313,7 +290,7 @@ class EvalRun:
             info = self.info
             run = parts.start(
                 unit.item.claim, info.limit, info.detective, info.witness,
-                brief=_brief(unit.item, info.mode),
+                brief=brief_for(unit.item, info.mode),
                 tag=EvalTag(run=info.id, item=unit.item.key, repeat=unit.repeat),
                 router=self.router, ident=ident,
             )
@@ -342,74 +319,16 @@ class EvalRun:
         tally = TokenTally()
         evidence = ""
         try:
+            judge = Baselines(self.router, self.workspace.config.interrogation,
+                              self.info.mode, tally)
             if unit.kind == "are-you-sure":
-                evidence = await self._are_you_sure(unit.item, tally)
-            verdict, probability = await self._judge(unit.item.claim, evidence, tally)
+                evidence = await judge.are_you_sure(unit.item)
+            verdict, probability = await judge.verdict(unit.item.claim, evidence)
         except (AllProvidersFailed, DetektivError) as exc:
             return self._result(unit, "failed", tokens=tally.total, error=exc.message,
                                 seconds=time.monotonic() - started)
         return self._result(unit, "completed", verdict=verdict, probability_false=probability,
                             tokens=tally.total, seconds=time.monotonic() - started)
-
-    async def _complete(self, request: StreamRequest, role: str, tally: TokenTally,
-                        accept: Any = None) -> Reply:
-        reply = Reply()
-        async for _ in reply.follow(self.router.stream(request, role, accept)):
-            pass
-        count_tokens(tally, reply)
-        return reply
-
-    async def _are_you_sure(self, item: EvalItem, tally: TokenTally) -> str:
-        """The witness's first answer and its reply to "Are you sure?", as evidence."""
-        settings = self.workspace.config.interrogation
-        system, opening = witness_opening(_brief(item, self.info.mode))
-        messages = [Message("system", system), *opening]
-        if opening:
-            asked, answered = opening[0].content, opening[1].content
-        else:  # defend: the witness states its claim first
-            asked = item.question or load_prompt("eval_state_claim").strip()
-            first = await self._complete(StreamRequest(
-                messages=(*messages, Message("user", asked)),
-                max_tokens=settings.answer_max_tokens, temperature=settings.temperature,
-            ), "witness", tally)
-            answered = first.text.strip()
-            if answered:
-                messages += [Message("user", asked), Message("assistant", answered)]
-        sure = load_prompt("eval_are_you_sure").strip()
-        messages.append(Message("user", sure if answered else f"{asked}\n\n{sure}"))
-        reply = await self._complete(StreamRequest(
-            messages=tuple(messages), max_tokens=settings.answer_max_tokens,
-            temperature=settings.temperature,
-        ), "witness", tally)
-        return fill(load_prompt("eval_evidence"), QUESTION=asked,
-                    ANSWER=answered or "(no answer)", SURE=sure,
-                    REPLY=reply.text.strip() or "(no answer)")
-
-    async def _judge(self, claim: str, evidence: str, tally: TokenTally
-                     ) -> tuple[str, float]:
-        """The detective's verdict on `claim` given `evidence` (empty: the claim alone)."""
-        settings = self.workspace.config.interrogation
-        found: dict[str, tuple[str, float]] = {}
-
-        def accept(provider: str, text: str, finish_reason: str) -> None:
-            value = collect_json(provider, text, finish_reason, VERDICT_SCHEMA)
-            verdict, probability = value["verdict"], float(value["probability_false"])
-            if verdict == "true" and probability > 0.5 or verdict == "false" and \
-                    probability < 0.5:
-                raise UnusableReplyError(provider, f"the verdict '{verdict}' contradicts a "
-                                         f"probability-false of {probability:.2f}")
-            found[provider] = (verdict, probability)
-
-        request = StreamRequest(
-            messages=(Message("system", fill(load_prompt("eval_judge"), CLAIM=claim,
-                                             EVIDENCE=evidence)),
-                      Message("user", "Give your verdict.")),
-            schema=VERDICT_SCHEMA, schema_name="verdict", max_tokens=JUDGE_MAX_TOKENS,
-            temperature=settings.temperature,
-        )
-        reply = await self._complete(request, "detective", tally, accept)
-        assert reply.provider is not None
-        return found[reply.provider]
 
 
 def _duration(session: InterrogationSession) -> float:

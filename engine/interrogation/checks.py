@@ -51,6 +51,7 @@ __all__ = [
     "may_close",
     "question_problem",
     "summary_problem",
+    "probability_problem",
     "verdict_problem",
 ]
 
@@ -216,15 +217,23 @@ def close_reason(pairs: Sequence[QuestionAnswerPair], limit: int, completed: boo
             f"(completeness {score}/100, no high-severity gap)")
 
 
+def probability_problem(verdict: str, probability_false: float) -> str | None:
+    """How a verdict contradicts its own probability-false, or None."""
+    if verdict == "true" and probability_false > 0.5:
+        return f"the verdict 'true' contradicts a probability-false of {probability_false:.2f}"
+    if verdict == "false" and probability_false < 0.5:
+        return f"the verdict 'false' contradicts a probability-false of {probability_false:.2f}"
+    return None
+
+
 def verdict_problem(
     verdict: str, probability_false: float, deciding: Sequence[int],
     pairs: Sequence[QuestionAnswerPair],
 ) -> str | None:
     """How a verdict contradicts itself or the rounds, or None."""
-    if verdict == "true" and probability_false > 0.5:
-        return f"the verdict 'true' contradicts a probability-false of {probability_false:.2f}"
-    if verdict == "false" and probability_false < 0.5:
-        return f"the verdict 'false' contradicts a probability-false of {probability_false:.2f}"
+    problem = probability_problem(verdict, probability_false)
+    if problem is not None:
+        return problem
     if verdict != "undetermined" and not deciding:
         return f"the verdict '{verdict}' names no round that decided it"
     for number in deciding:
