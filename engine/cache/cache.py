@@ -4,12 +4,15 @@
     entry = cache.put("Is coffee bad for the heart?", "Not in moderation…")
     explanation, served = cache.lookup("is coffee bad for your heart")
 
-Lookup, in order: the exact normalised question → a recorded variation → fuzzy candidates
-from the store's keyword index, scored with rapidfuzz, above `threshold`; the best candidate
-must then pass the meaning guard (`engine.cache.guard`). An accepted fuzzy hit records the new
-wording as a variation, so the same wording is an exact-speed hit next time. Only entries whose
-validation is PASSED under the current validator version are served (an older one is validated
-again first); an invalidated or time-sensitive entry never is.
+Lookup, in order: a time-sensitive question is never answered from the cache → the exact
+normalised question → a recorded variation → fuzzy candidates from the store's keyword index
+(every keyword, or all but one), scored with rapidfuzz on their keywords, above `threshold`;
+each candidate, best first, must then pass the meaning guard (`engine.cache.guard`). An
+accepted fuzzy hit records the new wording as a variation, so the same wording is an
+exact-speed hit next time. Only entries whose validation is PASSED under the current validator
+version are served (an older one is validated again first); an invalidated or time-sensitive
+entry never is. When the normaliser changes (`normalise.VERSION`), the store is reindexed on
+open, so no entry is found by a form it no longer has.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from rapidfuzz import fuzz
 
 from engine.cache.guard import check_meaning
 from engine.cache.models import CacheEntry, CheckResult, Explanation, Tier
-from engine.cache.normalise import keywords, normalise
+from engine.cache.normalise import VERSION, keywords, normalise
 from engine.cache.store import CacheStore
 from engine.cache.validate import VALIDATOR_VERSION, requires_realtime, validate
 from engine.errors import ConfigError
@@ -29,8 +32,8 @@ from engine.models.session import now
 __all__ = ["DEFAULT_THRESHOLD", "ResponseCache"]
 
 DEFAULT_THRESHOLD = 85.0
-"""Fuzzy score (rapidfuzz token_set_ratio on normalised questions, 0–100) a candidate needs
-before the meaning guard looks at it."""
+"""Fuzzy score (rapidfuzz token_set_ratio, 0–100: of the normalised questions or of their
+keywords, whichever is higher) a candidate needs before the meaning guard looks at it."""
 NEAREST = 3
 MAX_KEYWORDS = 64
 """Keywords indexed per entry (a long prompt's first ones)."""
@@ -63,6 +66,17 @@ class _Base:
                            rejected=(rejected or [])[:NEAREST])
 
 
+def _keywords(question: str) -> list[str]:
+    """The keywords an entry is indexed by (each once, a long prompt's first ones)."""
+    return list(dict.fromkeys(keywords(question)))[:MAX_KEYWORDS]
+
+
+def _rekeyed(entry: CacheEntry) -> CacheEntry:
+    """`entry` under the current normaliser (`ResponseCache` reindexes a store with it)."""
+    return entry.model_copy(update={"normalised": normalise(entry.question),
+                                    "keywords": _keywords(entry.question)})
+
+
 class ResponseCache:
     """See the module docstring."""
 
@@ -71,6 +85,8 @@ class ResponseCache:
         self.store = store
         self.threshold = threshold
         self.max_bytes = max_bytes
+        if store.meta("normaliser") != VERSION:
+            store.reindex("normaliser", VERSION, _rekeyed)
 
     def put(self, question: str, answer: str, *, scope: str = "", realtime: bool = False,
             template: bool = False, provider: str | None = None,
@@ -80,10 +96,9 @@ class ResponseCache:
         `realtime` says so (a whole case file is not a question about today)."""
         if not question.strip():
             raise ConfigError("the question is empty")
-        words = list(dict.fromkeys(keywords(question)))[:MAX_KEYWORDS]
         entry = CacheEntry(
             question=question.strip(), normalised=normalise(question), scope=scope,
-            keywords=words, payload=answer, response_template=template,
+            keywords=_keywords(question), payload=answer, response_template=template,
             requires_realtime=realtime or (detect_realtime and requires_realtime(question)),
             provider_used=provider, finish_reason=finish_reason,
         )
@@ -113,15 +128,21 @@ class ResponseCache:
         """The entry to serve for `question` in `scope`, or None; always with why."""
         norm = normalise(question)
         base = _Base(question, norm, self.threshold)
+        if requires_realtime(question):
+            self.store.count("miss")
+            return base.explain(False, "the question is time-sensitive: never answered from "
+                                "the cache"), None
         found = self.store.find(scope, norm)
         if found is not None:
             entry, tier = found
             return self._serve(entry, "exact" if tier == "exact" else "variation", 100.0, [],
                                base, None)
-        scored = sorted(
-            ((fuzz.token_set_ratio(norm, c.normalised), c)
-             for c in self.store.candidates(scope, keywords(question))),
-            key=lambda pair: -pair[0])
+        words = keywords(question)
+        mine = " ".join(dict.fromkeys(words))
+        scored = sorted(((max(fuzz.token_set_ratio(mine, c.keywords),
+                              fuzz.token_set_ratio(norm, normalise(c.question))), c)
+                         for c in self.store.candidates(scope, words)),
+                        key=lambda pair: -pair[0])
         rejected: list[tuple[str, float, str]] = []
         for score, candidate in scored:
             if score < self.threshold:
@@ -129,20 +150,24 @@ class ResponseCache:
                                  f"{self.threshold:.0f}"))
                 continue
             guard = check_meaning(question, candidate.question)
-            checks = [CheckResult(name=c.name, passed=c.passed, detail=c.detail)
-                      for c in guard.checks]
             if not guard.passed:
                 failed = guard.rejected_by
                 rejected.append((candidate.question, score,
                                  f"{failed.name}: {failed.detail}" if failed else "guard"))
                 self.store.count("guard_reject")
                 continue
-            return self._serve(candidate, "fuzzy", score, checks, base, rejected)
+            chosen = self.store.get(candidate.entry_id)
+            if chosen is None:  # deleted meanwhile
+                continue
+            checks = [CheckResult(name=c.name, passed=c.passed, detail=c.detail)
+                      for c in guard.checks]
+            return self._serve(chosen, "fuzzy", score, checks, base, rejected)
         if any(score >= self.threshold for score, _ in scored):
             self.store.count("near_miss")
         self.store.count("miss")
         reason = "no entry" if not scored else \
-            f"no candidate passed ({len(scored)} looked at)"
+            f"no candidate passed ({len(scored)} looked at; the nearest: {rejected[0][2]})" \
+            if rejected else f"no candidate passed ({len(scored)} looked at)"
         return base.explain(False, reason, rejected=rejected), None
 
     def lookup_exact(self, question: str, scope: str = "",
@@ -168,12 +193,13 @@ class ResponseCache:
             return base.explain(False, f"matched ({tier}) but {problem}", tier, score,
                                 entry.entry_id, checks, rejected), None
         norm = base.normalised
-        variations = entry.variations
-        if tier == "fuzzy" and norm not in variations:
-            variations = sorted({*variations, norm})
+        if tier == "fuzzy" and norm not in entry.variations:
+            # the new wording is recorded: the next time it is an exact-speed hit
+            self.store.save(entry.model_copy(update={
+                "variations": sorted({*entry.variations, norm})}))
+        self.store.used(entry.entry_id)
         entry = entry.model_copy(update={"usage_count": entry.usage_count + 1,
-                                         "last_used": now(), "variations": variations})
-        self.store.save(entry)
+                                         "last_used": now()})
         self.store.count("hit")
         reason = {"exact": "the same question", "variation": "a wording seen before",
                   "fuzzy": f"score {score:.0f} and every meaning check passed"}[tier]

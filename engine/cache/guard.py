@@ -1,90 +1,50 @@
 """The meaning guard: may a cached answer to one question be served for another? (SPEC §3)
 
 Surface similarity cannot tell a question from its opposite ("Is coffee bad for the heart?"
-vs "…good…" scores higher than a true paraphrase), so every fuzzy candidate must pass every
-check here; the first that fails rejects it, and the result says which and why. Reject when in
-doubt: a miss costs one model call, a wrong hit costs the user's trust.
+vs "…good…" scores higher than a true paraphrase), so every candidate, whichever tier found it,
+must pass every check here; the first that fails rejects it, and the result says which and
+why. Reject when in doubt: a miss costs one model call, a wrong hit costs the user's trust.
 
-Checks, in order:
+The pair is read in the language its words show (`engine.cache.lexicon`). Checks, in order:
 
-    negation       a negation in one and not the other (`not`, `never`, `no`, `without`…)
-    antonyms       a word in one whose opposite is in the other (good/bad, on/off, risks/…)
-    quantities     any differing number, date, month, weekday, unit or quantity word
-    content        a content word in one but not the other (Jupiter/Saturn, benefits/risks)
-    order          the same content words in another order around a relation
-                   ("A bigger than B" vs "B bigger than A")
+    negation       a negation in one and not the other (`not`, `nicht`, `não`, `without`…)
+    interrogative  another question word (when / why / how / who / where / what)
+    operators      another arithmetic operator or comparison sign (`+ - * / ^ = < >`…)
+    antonyms       a word in one whose opposite is in the other (good/bad, gut/schlecht…)
+    quantities     any differing number (with its sign), date, month, weekday or unit
+    content        a content word in one but not the other (Jupiter/Saturn, benefits/risks);
+                   a mistyped word matches its word (`engine.cache.spelling`), never a name,
+                   a number or a word that is a word of its own
+    order          the content words in another order, unless one block of them moved as a
+                   whole ("On Ubuntu, how do I…" / "How do I … on Ubuntu"): two words
+                   swapped around another ("A bigger than B" / "B bigger than A", "from A
+                   to B" / "from B to A") are another question
+
+Stopwords and fillers ("actually", "eigentlich", "afinal") are left out of every check.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.cache.normalise import STOPWORDS, stem, tokens
+from engine.cache.lexicon import OPERATORS, Lexicon, detect, lexicon
+from engine.cache.normalise import fold, stem, tokens
+from engine.cache.spelling import is_typo
 
-__all__ = ["CHECKS", "Check", "GuardResult", "check_meaning"]
+__all__ = ["CHECKS", "Check", "GuardResult", "check_meaning", "names"]
 
-NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "nobody", "neither", "nor",
-                       "without", "nowhere", "non"})
-_PAIRS = """
-good bad; better worse; best worst; benefit risk; benefit harm; advantage disadvantage;
-pro con; strength weakness; increase decrease; rise fall; more less; more fewer; most least;
-big small; bigger smaller; biggest smallest; large small; larger smaller; high low;
-higher lower; highest lowest; long short; longer shorter; on off; true false; safe dangerous;
-safe unsafe; healthy unhealthy; before after; above below; over under; with without; cheap
-expensive; cheaper dearer; hot cold; warm cold; win lose; won lost; buy sell; open close;
-start stop; start end; begin end; enable disable; allow deny; allow forbid; max min;
-maximum minimum; add remove; import export; input output; up down; in out; first last; early
-late; earlier later; fast slow; faster slower; young old; younger older; light heavy; light
-dark; rich poor; strong weak; stronger weaker; success failure; succeed fail; love hate;
-like dislike; agree disagree; legal illegal; possible impossible; accept reject; include
-exclude; positive negative; male female; north south; east west; left right; yesterday
-tomorrow; past future; always never; all none; everyone nobody; everything nothing; same
-different; pass fail; valid invalid; right wrong; correct incorrect; inside outside; push
-pull; send receive; give take; lend borrow; upper lower; wet dry; full empty; happy sad;
-rise drop; gain loss; profit loss; cause prevent; help hurt; friend enemy; asleep awake;
-odd even; sweet sour; soft hard; easy hard; easy difficult; simple complex; deep shallow;
-wide narrow; thick thin; clean dirty; near far; top bottom; front back; inner outer; min max;
-encrypt decrypt; upload download; login logout; mount unmount; install uninstall; lock unlock;
-""".replace("\n", " ")
-ANTONYMS: dict[str, set[str]] = {}
-for _pair in _PAIRS.split(";"):
-    _words = _pair.split()
-    if len(_words) == 2:
-        _a, _b = (stem(w) for w in _words)
-        ANTONYMS.setdefault(_a, set()).add(_b)
-        ANTONYMS.setdefault(_b, set()).add(_a)
-
-_NUMBER_WORDS = frozenset("""
-zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
-sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety
-hundred thousand million billion trillion dozen half quarter third twice double triple
-single couple few several many first second fourth fifth
-january february march april may june july august september october november december
-monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday tonight
-""".split())
-_UNITS = frozenset("""
-km kilometer kilometre mile meter metre cm mm inch foot feet yard kg kilogram gram g lb pound
-ounce oz ton tonne liter litre ml gallon celsius fahrenheit kelvin degree percent % dollar
-euro pound yen usd eur gbp second minute hour day week month year decade century kwh watt
-volt amp mph kmh byte kb mb gb tb
-""".split())
-_DIGITS = re.compile(r"\d")
-RELATIONS = frozenset({"than", "vs", "versus", "before", "after", "over", "beat", "beats",
-                       "defeat", "defeated", "to", "from", "into", "against", "above", "below",
-                       "more", "less", "bigger", "smaller", "larger", "higher", "lower",
-                       "older", "younger", "faster", "slower", "better", "worse", "cause",
-                       "causes", "caused", "owns", "own", "pay", "pays", "paid", "sent",
-                       "send", "sends", "married", "follows", "precede", "precedes", "north",
-                       "south", "east", "west", "left", "right", "behind", "inside",
-                       "outside", "near", "beside", "under"})
+CHECKS = ("negation", "interrogative", "operators", "antonyms", "quantities", "content",
+          "order")
 
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One check of the guard: its name, whether it passed, and why not."""
+    """One check of the guard: its name, whether it passed, and why not (or, passed, what it
+    let through: a typo)."""
 
     name: str
     passed: bool
@@ -107,58 +67,133 @@ class GuardResult:
         return next((c for c in self.checks if not c.passed), None)
 
 
-CHECKS = ("negation", "antonyms", "quantities", "content", "order")
+_SENTENCE = re.compile(r"[.!?:;]\s+|^")
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
-def _quantity(word: str) -> bool:
-    return bool(_DIGITS.search(word)) or word in _NUMBER_WORDS or stem(word) in _UNITS \
-        or word in _UNITS
-
-
-def _content(words: list[str]) -> list[str]:
-    return [stem(w) for w in words
-            if w not in STOPWORDS and w not in NEGATIONS and not _quantity(w)]
+def names(text: str) -> set[str]:
+    """The words `text` writes with a capital inside a sentence (folded): names of things,
+    never taken for a typo of another word."""
+    found: set[str] = set()
+    for sentence in _SENTENCE.split(unicodedata.normalize("NFKC", text)):
+        for word in _LETTERS.findall(sentence)[1:]:
+            if word[0].isupper():
+                found.add(fold(word))
+    return found
 
 
 def _listing(words: Iterable[str]) -> str:
     return ", ".join(sorted(words)) or "nothing"
 
 
+def _one_block_moved(a: list[str], b: list[str], joined_a: list[bool],
+                     joined_b: list[bool]) -> bool:
+    """Whether `b` is `a` with one contiguous block of words moved elsewhere, the two blocks
+    apart (a stopword or a filler between them) in at least one of the questions: `rent or
+    buy` / `buy or rent` is one question, `milk chocolate` / `chocolate milk` is not."""
+    if len(a) != len(b) or Counter(a) != Counter(b):
+        return False
+    start = 0
+    while start < len(a) and a[start] == b[start]:
+        start += 1
+    end = len(a)
+    while end > start and a[end - 1] == b[end - 1]:
+        end -= 1
+    x, y = a[start:end], b[start:end]
+    # y is x rotated: x = P + Q, y = Q + P
+    return any(y == x[cut:] + x[:cut]
+               and not (joined_a[start + cut] and joined_b[start + len(x) - cut])
+               for cut in range(1, len(x)))
+
+
+class _Reading:
+    """One question's words, sorted by what they do."""
+
+    def __init__(self, words: list[str], lex: Lexicon) -> None:
+        kept = [w for w in words if not lex.silent(w)]
+        self.negations = Counter(w for w in kept if w in lex.negations)
+        self.asks = {lex.interrogatives[w] for w in kept if w in lex.interrogatives}
+        self.operators = Counter(w for w in kept if w in OPERATORS)
+        self.quantities = Counter(stem(w) for w in kept if lex.quantity(w))
+        self.stems = {stem(w) for w in words} | set(words)
+        self.content = [w for w in kept if w not in lex.negations
+                        and w not in lex.interrogatives and w not in OPERATORS
+                        and not lex.quantity(w)]
+        self.sequence: list[str] = []
+        self.joined: list[bool] = []  # the word follows the one before it with none between
+        previous = False
+        for word in words:
+            if lex.silent(word) or word in lex.interrogatives:
+                previous = False
+                continue
+            self.sequence.append(word)
+            self.joined.append(previous)
+            previous = True
+
+
 def check_meaning(question: str, candidate: str) -> GuardResult:
     """Whether `candidate`'s cached answer may serve `question`; stops at the first failure."""
-    a, b = tokens(question), tokens(candidate)
+    words_a, words_b = tokens(question), tokens(candidate)
+    lex = lexicon(detect(words_a + words_b))
+    a, b = _Reading(words_a, lex), _Reading(words_b, lex)
     checks: list[Check] = []
 
-    def add(name: str, ok: bool, detail: str = "") -> bool:
-        checks.append(Check(name, ok, "" if ok else detail))
+    def add(name: str, ok: bool, detail: str = "", note: str = "") -> bool:
+        checks.append(Check(name, ok, note if ok else detail))
         return ok
 
-    neg_a, neg_b = Counter(w for w in a if w in NEGATIONS), Counter(w for w in b if w in NEGATIONS)
-    if not add("negation", neg_a == neg_b,
-               f"negation differs: {_listing(neg_a)} vs {_listing(neg_b)}"):
+    if not add("negation", a.negations == b.negations,
+               f"negation differs: {_listing(a.negations)} vs {_listing(b.negations)}"):
         return GuardResult(tuple(checks))
-    stems_a, stems_b = {stem(w) for w in a}, {stem(w) for w in b}
-    clash = sorted(f"{x}/{y}" for x in stems_a - stems_b
-                   for y in ANTONYMS.get(x, ()) if y in stems_b - stems_a)
+    if not add("interrogative", a.asks == b.asks,
+               f"asks another question: {_listing(a.asks)} vs {_listing(b.asks)}"):
+        return GuardResult(tuple(checks))
+    if not add("operators", a.operators == b.operators,
+               f"operators or comparison signs differ: {_listing(a.operators)} vs "
+               f"{_listing(b.operators)}"):
+        return GuardResult(tuple(checks))
+    clash = sorted(f"{x}/{y}" for x in a.stems - b.stems
+                   for y in lex.antonyms.get(x, ()) if y in b.stems - a.stems)
     if not add("antonyms", not clash, f"opposites: {', '.join(clash)}"):
         return GuardResult(tuple(checks))
-    qty_a = Counter(stem(w) for w in a if _quantity(w))
-    qty_b = Counter(stem(w) for w in b if _quantity(w))
-    if not add("quantities", qty_a == qty_b,
-               f"numbers, dates or units differ: {_listing(qty_a)} vs {_listing(qty_b)}"):
+    if not add("quantities", a.quantities == b.quantities,
+               f"numbers, dates or units differ: {_listing(a.quantities)} vs "
+               f"{_listing(b.quantities)}"):
         return GuardResult(tuple(checks))
-    content_a, content_b = _content(a), _content(b)
-    only_a, only_b = set(content_a) - set(content_b), set(content_b) - set(content_a)
+    typos = _typos(a, b, names(question) | names(candidate), lex)
+    content_a = {stem(typos.get(w, w)) for w in a.content}
+    content_b = {stem(w) for w in b.content}
+    only_a, only_b = content_a - content_b, content_b - content_a
+    note = "typed differently: " + ", ".join(f"{x} ~ {y}" for x, y in sorted(typos.items())) \
+        if typos else ""
     if not add("content", not only_a and not only_b,
-               f"words in one only: {_listing(only_a)} | {_listing(only_b)}"):
+               f"words in one only: {_listing(only_a)} | {_listing(only_b)}", note):
         return GuardResult(tuple(checks))
-    # a comparative (-er) or a relation word makes the order of the entities matter
-    related = any(w in RELATIONS or (w.endswith("er") and len(w) > 4) for w in (*a, *b))
-    seq_a = [stem(w) for w in a if w not in STOPWORDS and w not in NEGATIONS]
-    seq_b = [stem(w) for w in b if w not in STOPWORDS and w not in NEGATIONS]
-    order_a = [w for w in seq_a if seq_a.count(w) == 1]
-    order_b = [w for w in seq_b if seq_b.count(w) == 1]
-    add("order", not related or order_a == order_b,
-        f"the same words in another order around a relation: {' '.join(order_a)} vs "
-        f"{' '.join(order_b)}")
+    seq_a = [stem(typos.get(w, w)) for w in a.sequence]
+    seq_b = [stem(w) for w in b.sequence]
+    add("order", seq_a == seq_b or _one_block_moved(seq_a, seq_b, a.joined, b.joined),
+        f"the same words in another order: {' '.join(seq_a)} vs {' '.join(seq_b)}")
     return GuardResult(tuple(checks))
+
+
+def _typos(a: _Reading, b: _Reading, proper: set[str], lex: Lexicon) -> dict[str, str]:
+    """{a word of `a`: the word of `b` it is a mistyping of (or that is its mistyping)}."""
+    stems_b = {stem(w) for w in b.content}
+    stems_a = {stem(w) for w in a.content}
+    lonely_a = [w for w in a.content if stem(w) not in stems_b]
+    lonely_b = [w for w in b.content if stem(w) not in stems_a]
+    if not lonely_a or not lonely_b:
+        return {}
+    # in German every noun has a capital: there, only the dictionary tells a name apart
+    if "de" not in lex.languages:
+        lonely_a = [w for w in lonely_a if w not in proper]
+        lonely_b = [w for w in lonely_b if w not in proper]
+    found: dict[str, str] = {}
+    taken: set[str] = set()
+    for word in lonely_a:
+        match = next((w for w in lonely_b if w not in taken
+                      and is_typo(word, w, lex.languages)), None)
+        if match is not None:
+            found[word] = match
+            taken.add(match)
+    return found

@@ -5,7 +5,7 @@
 
 Same contract as `SQLiteCacheStore` (engine/cache/store.py), the same contract tests. Schema
 created and migrated by the app (`meta.schema_version`). Candidates come from a GIN index on
-the keyword array: those holding every keyword (`@>`) first, then any (`&&`). The size cap
+the keyword array: those holding every keyword (`@>`) first, then all but one. The size cap
 counts the live rows' bytes (see `size`). Writes are single transactions; `put` locks the row
 it may update (`SELECT … FOR UPDATE`), and a unique violation from a concurrent insert of the
 same question is retried as an update.
@@ -14,10 +14,12 @@ same question is retried as an update.
 from __future__ import annotations
 
 import threading
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from engine.cache.models import CacheEntry
-from engine.cache.store import SCHEMA_VERSION, CacheStore, merge
+from engine.cache.store import SCHEMA_VERSION, CacheStore, Candidate, _entry, merge
 from engine.errors import ConfigError
 
 __all__ = ["PostgresCacheStore"]
@@ -29,6 +31,8 @@ _SCHEMA = [
         normalised TEXT NOT NULL, question TEXT NOT NULL, data TEXT NOT NULL,
         keywords TEXT[] NOT NULL, last_used DOUBLE PRECISION NOT NULL,
         UNIQUE (scope, normalised))""",
+    "ALTER TABLE detektiv_cache_entries ADD COLUMN IF NOT EXISTS uses BIGINT NOT NULL "
+    "DEFAULT 0",
     "CREATE INDEX IF NOT EXISTS detektiv_cache_lru ON detektiv_cache_entries (last_used)",
     "CREATE INDEX IF NOT EXISTS detektiv_cache_terms ON detektiv_cache_entries "
     "USING GIN (keywords)",
@@ -42,12 +46,16 @@ _SCHEMA = [
 ]
 
 
+_COLUMNS = "data, uses, last_used"
+
+
 class PostgresCacheStore(CacheStore):
     """See the module docstring."""
 
     def __init__(self, url: str) -> None:
         import psycopg
 
+        self._init_buffers()
         self._lock = threading.Lock()
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
@@ -59,7 +67,8 @@ class PostgresCacheStore(CacheStore):
             for statement in _SCHEMA:
                 self._db.execute(statement)
             self._db.execute("INSERT INTO detektiv_cache_meta VALUES ('schema_version', %s) "
-                             "ON CONFLICT (key) DO NOTHING", (str(SCHEMA_VERSION),))
+                             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                             (str(SCHEMA_VERSION),))
 
     def _one(self, query: str, params: tuple[Any, ...] = ()) -> Any:
         row = self._db.execute(query, params).fetchone()
@@ -68,13 +77,14 @@ class PostgresCacheStore(CacheStore):
     def put(self, entry: CacheEntry) -> CacheEntry:
         import psycopg
 
+        self.flush()
         for _ in range(3):
             try:
                 with self._lock, self._db.transaction():
-                    data = self._one(
-                        "SELECT data FROM detektiv_cache_entries WHERE scope = %s AND "
-                        "normalised = %s FOR UPDATE", (entry.scope, entry.normalised))
-                    old = CacheEntry.model_validate_json(data) if data is not None else None
+                    row = self._db.execute(
+                        f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE scope = %s AND "
+                        "normalised = %s FOR UPDATE", (entry.scope, entry.normalised)).fetchone()
+                    old = _entry(*row) if row is not None else None
                     merged = merge(old, entry)
                     self._store(merged)
                 return merged
@@ -86,8 +96,9 @@ class PostgresCacheStore(CacheStore):
         self._db.execute(
             "INSERT INTO detektiv_cache_entries (entry_id, scope, normalised, question, data, "
             "keywords, last_used) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (entry_id) "
-            "DO UPDATE SET data = excluded.data, keywords = excluded.keywords, "
-            "last_used = excluded.last_used, question = excluded.question",
+            "DO UPDATE SET data = excluded.data, keywords = excluded.keywords, uses = 0, "
+            "last_used = excluded.last_used, question = excluded.question, "
+            "normalised = excluded.normalised",
             (entry.entry_id, entry.scope, entry.normalised, entry.question,
              entry.model_dump_json(), entry.keywords, entry.last_used.timestamp()))
         for variation in entry.variations:
@@ -97,6 +108,7 @@ class PostgresCacheStore(CacheStore):
                 (entry.scope, variation, entry.entry_id))
 
     def save(self, entry: CacheEntry) -> None:
+        self.flush()
         with self._lock, self._db.transaction():
             self._store(entry)
 
@@ -104,42 +116,53 @@ class PostgresCacheStore(CacheStore):
         ref = entry_id.strip().lower().replace("%", "").replace("_", "")
         if not ref:
             return None
+        self.flush()
         with self._lock:
-            rows = self._db.execute("SELECT data FROM detektiv_cache_entries WHERE entry_id "
-                                    "LIKE %s LIMIT 2", (ref + "%",)).fetchall()
-        return CacheEntry.model_validate_json(rows[0][0]) if len(rows) == 1 else None
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
+                                    "entry_id = %s", (ref,)).fetchall() or \
+                self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
+                                 "entry_id LIKE %s LIMIT 2", (ref + "%",)).fetchall()
+        return _entry(*rows[0]) if len(rows) == 1 else None
 
     def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
         with self._lock:
-            data = self._one("SELECT data FROM detektiv_cache_entries WHERE scope = %s AND "
-                             "normalised = %s", (scope, normalised))
-            if data is not None:
-                return CacheEntry.model_validate_json(data), "exact"
-            data = self._one(
-                "SELECT e.data FROM detektiv_cache_variations v JOIN detektiv_cache_entries e "
-                "ON e.entry_id = v.entry_id WHERE v.scope = %s AND v.normalised = %s",
-                (scope, normalised))
-        return (CacheEntry.model_validate_json(data), "variation") if data is not None else None
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
+                                   "scope = %s AND normalised = %s",
+                                   (scope, normalised)).fetchone()
+            if row is not None:
+                return _entry(*row), "exact"
+            row = self._db.execute(
+                f"SELECT {_COLUMNS.replace('data', 'e.data')} FROM detektiv_cache_variations v "
+                "JOIN detektiv_cache_entries e ON e.entry_id = v.entry_id WHERE v.scope = %s "
+                "AND v.normalised = %s", (scope, normalised)).fetchone()
+        return (_entry(*row), "variation") if row is not None else None
 
-    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[CacheEntry]:
+    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[Candidate]:
         words = sorted(set(keywords))
         if not words:
             return []
-        found: dict[int, str] = {}
+        found: dict[str, Candidate] = {}
+        # every keyword first (`@>`), then all but one, as in the SQLite store
+        queries: list[tuple[str, tuple[list[str], ...]]] = [
+            ("keywords @> %s::text[]", (words,))]
+        if len(words) > 1:
+            queries.append((" OR ".join("keywords @> %s::text[]" for _ in words),
+                            tuple([w for w in words if w != left] for left in words)))
         with self._lock:
-            # every keyword first (`@>`), then any (`&&`), as in the SQLite store
-            for operator in ("@>", "&&"):
+            for condition, params in queries:
                 if len(found) >= limit:
                     break
                 rows = self._db.execute(
-                    "SELECT id, data FROM detektiv_cache_entries WHERE scope = %s AND "
-                    f"keywords {operator} %s::text[] LIMIT %s", (scope, words, limit)).fetchall()
-                for rowid, data in rows:
+                    "SELECT entry_id, question, array_to_string(keywords, ' ') FROM "
+                    f"detektiv_cache_entries WHERE scope = %s AND ({condition}) LIMIT %s",
+                    (scope, *params, limit)).fetchall()
+                for entry_id, question, words_of in rows:
                     if len(found) < limit:
-                        found.setdefault(rowid, data)
-        return [CacheEntry.model_validate_json(data) for data in found.values()]
+                        found.setdefault(entry_id, Candidate(entry_id, question, words_of))
+        return list(found.values())
 
     def delete(self, entry_id: str) -> bool:
+        self.flush()
         with self._lock, self._db.transaction():
             return self._delete(entry_id)
 
@@ -151,28 +174,69 @@ class PostgresCacheStore(CacheStore):
         return bool(gone)
 
     def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
+        self.flush()
         pattern = "%" + search.replace("%", "").replace("_", "") + "%"
         with self._lock:
             rows = self._db.execute(
-                "SELECT data FROM detektiv_cache_entries WHERE question ILIKE %s "
+                f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE question ILIKE %s "
                 "ORDER BY last_used DESC LIMIT %s", (pattern, limit)).fetchall()
-        return [CacheEntry.model_validate_json(r[0]) for r in rows]
+        return [_entry(*r) for r in rows]
 
     def total(self) -> int:
         with self._lock:
             return int(self._one("SELECT count(*) FROM detektiv_cache_entries"))
 
-    def count(self, name: str, by: int = 1) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT INTO detektiv_cache_counters VALUES (%s, %s) ON CONFLICT (name) "
-                "DO UPDATE SET value = detektiv_cache_counters.value + excluded.value",
-                (name, by))
+    def _write_buffered(self, counts: Counter[str], uses: dict[str, tuple[int, float]],
+                        ) -> None:
+        with self._lock, self._db.transaction():
+            for name, by in counts.items():
+                self._db.execute(
+                    "INSERT INTO detektiv_cache_counters VALUES (%s, %s) ON CONFLICT (name) "
+                    "DO UPDATE SET value = detektiv_cache_counters.value + excluded.value",
+                    (name, by))
+            for entry_id, (times, when) in uses.items():
+                self._db.execute(
+                    "UPDATE detektiv_cache_entries SET uses = uses + %s, "
+                    "last_used = greatest(last_used, %s) WHERE entry_id = %s",
+                    (times, when, entry_id))
 
     def counters(self) -> dict[str, int]:
+        self.flush()
         with self._lock:
             rows = self._db.execute("SELECT name, value FROM detektiv_cache_counters").fetchall()
         return {str(name): int(value) for name, value in rows}
+
+    def meta(self, key: str) -> str | None:
+        with self._lock:
+            value = self._one("SELECT value FROM detektiv_cache_meta WHERE key = %s", (key,))
+        return str(value) if value is not None else None
+
+    def reindex(self, key: str, value: str, rewrite: Callable[[CacheEntry], CacheEntry],
+                ) -> int:
+        self.flush()
+        with self._lock, self._db.transaction():
+            self._db.execute("SELECT pg_advisory_xact_lock(7461735)")
+            if self._one("SELECT value FROM detektiv_cache_meta WHERE key = %s",
+                         (key,)) == value:
+                return 0  # another process did it meanwhile
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries "
+                                    "ORDER BY last_used DESC").fetchall()
+            self._db.execute("DELETE FROM detektiv_cache_variations")
+            # every old form out of the way first: a new form may be another entry's old one
+            self._db.execute("UPDATE detektiv_cache_entries SET normalised = chr(1) || entry_id")
+            seen: set[tuple[str, str]] = set()
+            done = 0
+            for row in rows:
+                entry = rewrite(_entry(*row)).model_copy(update={"variations": []})
+                if (entry.scope, entry.normalised) in seen:
+                    self._delete(entry.entry_id)
+                    continue
+                seen.add((entry.scope, entry.normalised))
+                self._store(entry)
+                done += 1
+            self._db.execute("INSERT INTO detektiv_cache_meta VALUES (%s, %s) ON CONFLICT "
+                             "(key) DO UPDATE SET value = excluded.value", (key, value))
+        return done
 
     def size(self) -> int:
         """The bytes of the live rows. PostgreSQL keeps a table's files after a DELETE (the
@@ -184,6 +248,7 @@ class PostgresCacheStore(CacheStore):
         return int(total or 0)
 
     def evict_to(self, target: int) -> int:
+        self.flush()
         removed = 0
         while self.size() > target:
             with self._lock, self._db.transaction():
@@ -197,5 +262,6 @@ class PostgresCacheStore(CacheStore):
         return removed
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             self._db.close()

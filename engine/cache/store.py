@@ -4,9 +4,14 @@ The contract, for every backend (the same contract tests run against each):
 
 - one entry per (scope, normalised question): `put` of a duplicate updates it in place;
 - `find` by normalised question or by a recorded variation, within one scope;
-- `candidates` returns at most `limit` entries sharing a keyword with the question, those
-  holding every keyword first (unranked: the caller scores them), from an index (never a
-  scan of every entry), so a lookup stays fast at 100k entries;
+- `candidates` returns at most `limit` light rows (id, question, keywords: never the whole
+  entry) holding every keyword of the question first, then those holding all but one (a
+  mistyped or a missing word), unranked (the caller scores them), from an index (never a
+  scan of every entry), so a miss stays under a millisecond at 100k entries;
+- what a lookup writes (counters, an entry's use) is buffered in memory and written at most
+  once a second, and on `flush`, `close` and before every read that shows it;
+- `reindex` rewrites every entry's normalised form and keywords when the normaliser changes
+  (`normaliser` in the store's meta), so no entry is matched by a form it no longer has;
 - writes are atomic and safe from several processes at once: none is lost, none fails with
   "database is locked";
 - `size` is the database's real size in bytes; `evict_to` removes least-recently-used entries.
@@ -22,21 +27,27 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from engine.cache.models import CacheEntry
 
-__all__ = ["CacheStore", "SQLiteCacheStore", "merge"]
+__all__ = ["CacheStore", "Candidate", "SQLiteCacheStore", "merge"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+FLUSH_SECONDS = 1.0
 _SCHEMA = """
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS entries (
                     id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL UNIQUE, scope TEXT NOT NULL,
                     normalised TEXT NOT NULL, question TEXT NOT NULL, data TEXT NOT NULL,
-                    last_used REAL NOT NULL, UNIQUE (scope, normalised));
+                    last_used REAL NOT NULL, uses INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (scope, normalised));
                 CREATE INDEX IF NOT EXISTS entries_lru ON entries (last_used);
                 CREATE TABLE IF NOT EXISTS variations (
                     scope TEXT NOT NULL, normalised TEXT NOT NULL, entry_id TEXT NOT NULL,
@@ -48,8 +59,22 @@ _SCHEMA = """
             """
 
 
+class Candidate(NamedTuple):
+    """What a lookup scores and checks before it reads a whole entry."""
+
+    entry_id: str
+    question: str
+    keywords: str
+
+
 class CacheStore(ABC):
-    """See the module docstring for the contract."""
+    """See the module docstring for the contract. Subclasses call `_init_buffers` first."""
+
+    def _init_buffers(self) -> None:
+        self._pending_counts: Counter[str] = Counter()
+        self._pending_uses: dict[str, tuple[int, float]] = {}
+        self._buffer_lock = threading.Lock()
+        self._flushed = time.monotonic()
 
     @abstractmethod
     def put(self, entry: CacheEntry) -> CacheEntry:
@@ -69,8 +94,8 @@ class CacheStore(ABC):
         """(entry, "exact" | "variation") for a normalised question in `scope`."""
 
     @abstractmethod
-    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[CacheEntry]:
-        """Entries of `scope` that share a keyword, best first."""
+    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[Candidate]:
+        """Entries of `scope` holding every keyword, then all but one (see the contract)."""
 
     @abstractmethod
     def delete(self, entry_id: str) -> bool:
@@ -84,13 +109,53 @@ class CacheStore(ABC):
     def total(self) -> int:
         """How many entries there are."""
 
-    @abstractmethod
     def count(self, name: str, by: int = 1) -> None:
-        """Add to a counter (hit, miss, near_miss, guard_reject)."""
+        """Add to a counter (hit, miss, near_miss, guard_reject): buffered."""
+        with self._buffer_lock:
+            self._pending_counts[name] += by
+        self._maybe_flush()
+
+    def used(self, entry_id: str) -> None:
+        """An entry was served now: its use counted and its last use moved (buffered)."""
+        with self._buffer_lock:
+            uses, _ = self._pending_uses.get(entry_id, (0, 0.0))
+            self._pending_uses[entry_id] = (uses + 1, time.time())
+        self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if time.monotonic() - self._flushed >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is buffered."""
+        with self._buffer_lock:
+            counts, self._pending_counts = self._pending_counts, Counter()
+            uses, self._pending_uses = self._pending_uses, {}
+            self._flushed = time.monotonic()
+        if counts or uses:
+            self._write_buffered(counts, uses)
+
+    @abstractmethod
+    def _write_buffered(self, counts: Counter[str], uses: dict[str, tuple[int, float]],
+                        ) -> None:
+        """Add `counts` to the counters and `uses` ({entry id: (uses, last used)}) to the
+        entries, in one transaction."""
 
     @abstractmethod
     def counters(self) -> dict[str, int]:
-        """Every counter."""
+        """Every counter (what is buffered written first)."""
+
+    @abstractmethod
+    def meta(self, key: str) -> str | None:
+        """A value of the store's meta table."""
+
+    @abstractmethod
+    def reindex(self, key: str, value: str, rewrite: Callable[[CacheEntry], CacheEntry],
+                ) -> int:
+        """Every entry through `rewrite` (its normalised form and keywords redone; recorded
+        variations dropped), then meta `key` set to `value`, in one transaction that one
+        process at a time runs; an entry whose new form another holds is dropped (the more
+        recently used kept). How many entries were rewritten."""
 
     @abstractmethod
     def size(self) -> int:
@@ -102,7 +167,7 @@ class CacheStore(ABC):
 
     @abstractmethod
     def close(self) -> None:
-        """Release the connection."""
+        """Write what is buffered and release the connection."""
 
 
 def merge(old: CacheEntry | None, new: CacheEntry) -> CacheEntry:
@@ -121,6 +186,7 @@ class SQLiteCacheStore(CacheStore):
     """The default backend: `cache.sqlite3` in the data directory."""
 
     def __init__(self, path: Path) -> None:
+        self._init_buffers()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
@@ -131,15 +197,17 @@ class SQLiteCacheStore(CacheStore):
             self._db.execute("PRAGMA auto_vacuum = INCREMENTAL")
         self._db.execute("PRAGMA journal_mode = WAL")
         # a cache may lose its last writes to a power cut, never its consistency: in WAL mode
-        # NORMAL syncs at checkpoints, not at every commit (a lookup writes twice)
+        # NORMAL syncs at checkpoints, not at every commit
         self._db.execute("PRAGMA synchronous = NORMAL")
         with self._write() as db:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                       (str(SCHEMA_VERSION),))
-
+            columns = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
+            if "uses" not in columns:  # schema 1
+                db.execute("ALTER TABLE entries ADD COLUMN uses INTEGER NOT NULL DEFAULT 0")
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO "
+                       "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -152,23 +220,26 @@ class SQLiteCacheStore(CacheStore):
                 raise
             self._db.execute("COMMIT")
 
-    def _row(self, data: str) -> CacheEntry:
-        return CacheEntry.model_validate_json(data)
+    _COLUMNS = "e.data, e.uses, e.last_used"
+
+    def _row(self, data: str, uses: int = 0, last_used: float = 0.0) -> CacheEntry:
+        return _entry(data, uses, last_used)
 
     def put(self, entry: CacheEntry) -> CacheEntry:
+        self.flush()
         with self._write() as db:
-            row = db.execute("SELECT data FROM entries WHERE scope = ? AND normalised = ?",
-                             (entry.scope, entry.normalised)).fetchone()
-            entry = merge(self._row(row[0]) if row is not None else None, entry)
+            row = db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE scope = ? AND "
+                             "normalised = ?", (entry.scope, entry.normalised)).fetchone()
+            entry = merge(self._row(*row) if row is not None else None, entry)
             self._store(db, entry)
         return entry
 
     def _store(self, db: sqlite3.Connection, entry: CacheEntry) -> None:
         db.execute(
-            "INSERT INTO entries (entry_id, scope, normalised, question, data, last_used) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (entry_id) DO UPDATE "
-            "SET data = excluded.data, last_used = excluded.last_used, "
-            "question = excluded.question",
+            "INSERT INTO entries (entry_id, scope, normalised, question, data, last_used, uses) "
+            "VALUES (?, ?, ?, ?, ?, ?, 0) ON CONFLICT (entry_id) DO UPDATE "
+            "SET data = excluded.data, last_used = excluded.last_used, uses = 0, "
+            "question = excluded.question, normalised = excluded.normalised",
             (entry.entry_id, entry.scope, entry.normalised, entry.question,
              entry.model_dump_json(), entry.last_used.timestamp()))
         rowid = db.execute("SELECT id FROM entries WHERE entry_id = ?",
@@ -181,6 +252,7 @@ class SQLiteCacheStore(CacheStore):
                        (entry.scope, variation, entry.entry_id))
 
     def save(self, entry: CacheEntry) -> None:
+        self.flush()
         with self._write() as db:
             self._store(db, entry)
 
@@ -188,63 +260,111 @@ class SQLiteCacheStore(CacheStore):
         ref = entry_id.strip().lower()
         if not ref:
             return None
-        rows = self._db.execute("SELECT data FROM entries WHERE entry_id LIKE ? LIMIT 2",
+        self.flush()
+        row = self._db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE entry_id = ?",
+                               (ref,)).fetchone()
+        if row is not None:
+            return self._row(*row)
+        rows = self._db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE entry_id "
+                                "LIKE ? LIMIT 2",
                                 (ref.replace("%", "").replace("_", "") + "%",)).fetchall()
-        return self._row(rows[0][0]) if len(rows) == 1 else None
+        return self._row(*rows[0]) if len(rows) == 1 else None
 
     def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
-        row = self._db.execute("SELECT data FROM entries WHERE scope = ? AND normalised = ?",
-                               (scope, normalised)).fetchone()
+        row = self._db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE scope = ? AND "
+                               "normalised = ?", (scope, normalised)).fetchone()
         if row is not None:
-            return self._row(row[0]), "exact"
+            return self._row(*row), "exact"
         row = self._db.execute(
-            "SELECT e.data FROM variations v JOIN entries e ON e.entry_id = v.entry_id "
-            "WHERE v.scope = ? AND v.normalised = ?", (scope, normalised)).fetchone()
-        return (self._row(row[0]), "variation") if row is not None else None
+            f"SELECT {self._COLUMNS} FROM variations v JOIN entries e ON "
+            "e.entry_id = v.entry_id WHERE v.scope = ? AND v.normalised = ?",
+            (scope, normalised)).fetchone()
+        return (self._row(*row), "variation") if row is not None else None
 
-    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[CacheEntry]:
+    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[Candidate]:
         words = sorted({k for k in keywords if k.isalnum()})
         if not words:
             return []
-        # entries holding every keyword first (the only ones the meaning guard can accept),
-        # then others sharing one, to explain a miss. Unranked: rapidfuzz scores them all,
-        # and bm25 over 100k entries costs 30× the query (7.8 ms against 0.26 ms)
-        found: dict[int, str] = {}
-        for query in (" AND ".join(f'"{w}"' for w in words),
-                      " OR ".join(f'"{w}"' for w in words)):
+        # every keyword first (the only ones the meaning guard can accept, typos aside), then
+        # all but one (a mistyped word; and they explain a miss). Unranked: rapidfuzz scores
+        # them all, and bm25 over 100k entries costs 30x the query
+        queries = [" AND ".join(f'"{w}"' for w in words)]
+        if len(words) > 1:
+            queries.append(" OR ".join(
+                "(" + " AND ".join(f'"{w}"' for w in words if w != left) + ")"
+                for left in words))
+        found: dict[str, Candidate] = {}
+        for query in queries:
             if len(found) >= limit:
                 break
             rows = self._db.execute(
-                "SELECT e.id, e.data FROM terms t JOIN entries e ON e.id = t.rowid "
-                "WHERE terms MATCH ? AND t.scope = ? LIMIT ?",
+                "SELECT e.entry_id, e.question, t.keywords FROM terms t JOIN entries e "
+                "ON e.id = t.rowid WHERE terms MATCH ? AND t.scope = ? LIMIT ?",
                 (query, scope, limit)).fetchall()
-            for rowid, data in rows:
+            for entry_id, question, words_of in rows:
                 if len(found) < limit:
-                    found.setdefault(rowid, data)
-        return [self._row(data) for data in found.values()]
+                    found.setdefault(entry_id, Candidate(entry_id, question, words_of))
+        return list(found.values())
 
     def delete(self, entry_id: str) -> bool:
+        self.flush()
         with self._write() as db:
             return _delete(db, entry_id)
 
     def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
+        self.flush()
         pattern = "%" + search.replace("%", "").replace("_", "") + "%"
         rows = self._db.execute(
-            "SELECT data FROM entries WHERE question LIKE ? ORDER BY last_used DESC LIMIT ?",
-            (pattern, limit)).fetchall()
-        return [self._row(r[0]) for r in rows]
+            f"SELECT {self._COLUMNS} FROM entries e WHERE question LIKE ? "
+            "ORDER BY last_used DESC LIMIT ?", (pattern, limit)).fetchall()
+        return [self._row(*r) for r in rows]
 
     def total(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM entries").fetchone()[0])
 
-    def count(self, name: str, by: int = 1) -> None:
+    def _write_buffered(self, counts: Counter[str], uses: dict[str, tuple[int, float]],
+                        ) -> None:
         with self._write() as db:
-            db.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT (name) DO UPDATE "
-                       "SET value = value + excluded.value", (name, by))
+            for name, by in counts.items():
+                db.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT (name) DO UPDATE "
+                           "SET value = value + excluded.value", (name, by))
+            for entry_id, (times, when) in uses.items():
+                db.execute("UPDATE entries SET uses = uses + ?, last_used = max(last_used, ?) "
+                           "WHERE entry_id = ?", (times, when, entry_id))
 
     def counters(self) -> dict[str, int]:
+        self.flush()
         return {str(name): int(value) for name, value in
                 self._db.execute("SELECT name, value FROM counters").fetchall()}
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row is not None else None
+
+    def reindex(self, key: str, value: str, rewrite: Callable[[CacheEntry], CacheEntry],
+                ) -> int:
+        self.flush()
+        with self._write() as db:
+            if self.meta(key) == value:  # another process did it meanwhile
+                return 0
+            rows = db.execute(f"SELECT {self._COLUMNS} FROM entries e "
+                              "ORDER BY last_used DESC").fetchall()
+            db.execute("DELETE FROM variations")
+            # every old form out of the way first: a new form may be another entry's old one
+            db.execute("UPDATE entries SET normalised = char(0) || entry_id")
+            seen: set[tuple[str, str]] = set()
+            done = 0
+            for row in rows:
+                entry = rewrite(self._row(*row)).model_copy(update={"variations": []})
+                if (entry.scope, entry.normalised) in seen:
+                    _delete(db, entry.entry_id)
+                    continue
+                seen.add((entry.scope, entry.normalised))
+                self._store(db, entry)
+                done += 1
+            db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+                       "SET value = excluded.value", (key, value))
+        return done
 
     def size(self) -> int:
         pages = self._db.execute("PRAGMA page_count").fetchone()[0]
@@ -253,6 +373,7 @@ class SQLiteCacheStore(CacheStore):
         return int((pages - free) * page)
 
     def evict_to(self, target: int) -> int:
+        self.flush()
         removed = 0
         while self.size() > target:
             with self._write() as db:
@@ -267,8 +388,19 @@ class SQLiteCacheStore(CacheStore):
         return removed
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             self._db.close()
+
+
+def _entry(data: str, uses: int, last_used: float) -> CacheEntry:
+    """An entry as stored, with the uses and last use written since it was (`used`)."""
+    entry = CacheEntry.model_validate_json(data)
+    if not uses and last_used <= entry.last_used.timestamp():
+        return entry
+    return entry.model_copy(update={
+        "usage_count": entry.usage_count + uses,
+        "last_used": max(entry.last_used, datetime.fromtimestamp(last_used, UTC))})
 
 
 def _empty(db: sqlite3.Connection) -> bool:

@@ -10,19 +10,20 @@ import json
 import re
 from typing import Any
 
+from engine.cache.lexicon import detect, lexicon
 from engine.cache.models import CacheEntry, CheckResult, ValidationResult
-from engine.cache.normalise import tokens
+from engine.cache.normalise import normalise
 
 __all__ = ["VALIDATOR_VERSION", "requires_realtime", "validate"]
 
 VALIDATOR_VERSION = 1
 """Bump when a check changes: entries validated under an older version are checked again."""
 
-REALTIME_WORDS = frozenset("""
-now today tonight current currently latest recent recently live breaking trending price
-prices weather forecast news headline headlines stock stocks exchange traffic yesterday
-tomorrow upcoming ongoing
-""".split())
+_REALTIME_PHRASES = re.compile(
+    r"\b(?:(?:this|next|last) (?:week|weekend|month|year|morning|evening|season)|right now|"
+    r"at the moment|as of|so far|(?:diese|dieses|diesen|naechste|naechsten|letzte|letzten) "
+    r"(?:woche|wochenende|monat|jahr|saison)|im moment|zur zeit|(?:esta|este|nesta|neste|"
+    r"proxima|proximo) (?:semana|fim de semana|mes|ano|momento)|ate agora)\b")
 _REFUSAL = re.compile(
     r"^\s*(?:i(?:'m| am) sorry|sorry,|i can(?:no|')t (?:help|answer|provide|assist)|"
     r"i(?:'m| am) (?:not able|unable) to|as an ai(?: language model)?|"
@@ -32,8 +33,12 @@ _REFUSAL = re.compile(
 
 
 def requires_realtime(question: str) -> bool:
-    """Whether the answer depends on when it is asked (now, today, prices, weather, news…)."""
-    return any(word in REALTIME_WORDS for word in tokens(question))
+    """Whether the answer depends on when it is asked (now, today, prices, weather, news… in
+    the question's language; `engine.cache.lexicon`)."""
+    text = normalise(question)
+    words = text.split()
+    realtime = lexicon(detect(words)).realtime
+    return any(word in realtime for word in words) or bool(_REALTIME_PHRASES.search(text))
 
 
 def validate(entry: CacheEntry, schema: dict[str, Any] | None = None) -> ValidationResult:

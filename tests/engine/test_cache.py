@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine.cache.cache import ResponseCache
+from engine.cache.guard import CHECKS
 from engine.cache.normalise import keywords
 from engine.cache.store import CacheStore, SQLiteCacheStore
 from engine.cache.validate import requires_realtime
@@ -68,8 +69,7 @@ def test_exact_variation_and_fuzzy_tiers_each_explain_themselves(cache: Response
     assert served.payload == "Not in moderation." and served.usage_count == 1
     why, served = cache.lookup("Is coffee bad for your heart?")
     assert why.hit and why.tier == "fuzzy" and why.score is not None and why.score >= 85
-    assert [c.name for c in why.checks] == ["negation", "antonyms", "quantities", "content",
-                                            "order"] and all(c.passed for c in why.checks)
+    assert [c.name for c in why.checks] == list(CHECKS) and all(c.passed for c in why.checks)
     why, _ = cache.lookup("Is coffee bad for your heart?")
     assert why.tier == "variation"  # the accepted wording was recorded
     why, served = cache.lookup("Is coffee good for the heart?")

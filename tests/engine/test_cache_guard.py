@@ -3,11 +3,15 @@ what surface similarity cannot tell apart, the guard must."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from rapidfuzz import fuzz
 
 from engine.cache.guard import check_meaning
 from engine.cache.normalise import keywords, normalise, stem
+from tests.support.cache_sets import Pair, by_kind, measure, pairs, scores
 from tests.support.servers import GUARD_SCORES, ROOT
 
 PAIRS = [
@@ -21,8 +25,8 @@ PAIRS = [
 def test_normalise_is_loose_on_surface() -> None:
     assert normalise("What's the   Café's PRICE?!") == "what is the cafe s price"
     assert normalise("Isn't it WON'T can't") == "is not it will not can not"
-    assert normalise("Ｆｕｌｌ　ｗｉｄｔｈ 3.5% -2") == "full width 3.5% 2"
-    assert keywords("What are the risks of smoking?") == ["risk", "smok"]
+    assert normalise("Ｆｕｌｌ　ｗｉｄｔｈ 3.5% -2") == "full width 3.5% -2"
+    assert keywords("What are the risks of smoking?") == ["what", "risk", "smok"]
     assert stem("boxes") == stem("box") and stem("increases") == stem("increase")
     assert stem("studies") == "study" and stem("class") == "class"
 
@@ -63,16 +67,115 @@ def test_each_rejection_names_its_check(a: str, b: str, name: str) -> None:
     assert [c.name for c in result.checks][-1] == name
 
 
-def test_precision_and_recall_on_the_labelled_set(request: pytest.FixtureRequest) -> None:
-    """Printed at the end of every run (CI's log): a hit is a positive."""
-    hits = [(same, check_meaning(a, b).passed) for a, b, same in PAIRS]
-    true_pos = sum(1 for same, hit in hits if same and hit)
-    false_pos = sum(1 for same, hit in hits if not same and hit)
-    false_neg = sum(1 for same, hit in hits if same and not hit)
-    precision = true_pos / max(1, true_pos + false_pos)
-    recall = true_pos / max(1, true_pos + false_neg)
-    request.config.stash[GUARD_SCORES] = (
-        f"meaning guard on {len(PAIRS)} labelled pairs ({sum(s for s, _ in hits)} same, "
-        f"{sum(not s for s, _ in hits)} different): precision {precision:.3f}, recall "
-        f"{recall:.3f}, wrong hits {false_pos}")
-    assert len(PAIRS) >= 150 and false_pos == 0 and recall >= 0.9
+@pytest.mark.parametrize(("a", "b", "name", "words"), [
+    ("What is 12+4?", "What is 12-4?", "operators", "plus vs minus"),
+    ("What is 12*4?", "What is 12/4?", "operators", "times vs divided"),
+    ("Is 2^10 more than 1000?", "Is 2*10 more than 1000?", "operators", "pow vs times"),
+    ("Was ist 7 mal 8?", "Was ist 7 plus 8?", "operators", "times vs plus"),
+    ("Quanto é 100 dividido por 4?", "Quanto é 100 menos 4?", "operators", "divided vs minus"),
+    ("Is x > 5?", "Is x < 5?", "operators", "greaterthan vs lessthan"),
+    ("Is a == b in Python?", "Is a != b in Python?", "operators", "equals vs notequals"),
+    ("Is x >= 5?", "Is x > 5?", "operators", "atleast vs greaterthan"),
+    ("Is -5 °C freezing?", "Is 5 °C freezing?", "quantities", "-5"),
+    ("Walk 5 km", "Walk 5 Meilen", "quantities", "km"),
+    ("When did the Wall fall?", "Why did the Wall fall?", "interrogative", "when vs why"),
+    ("Wann fiel die Mauer?", "Warum fiel die Mauer?", "interrogative", "when vs why"),
+    ("Quando caiu o Muro?", "Por que caiu o Muro?", "interrogative", "when vs why"),
+    ("Who built it?", "Where was it built?", "interrogative", "who vs where"),
+    ("Ist Kaffee gut?", "Ist Kaffee nicht gut?", "negation", "nicht"),
+    ("Café é bom?", "Café não é bom?", "negation", "nao"),
+    ("Ist Kaffee gut?", "Ist Kaffee schlecht?", "antonyms", "gut"),
+    ("Café faz bem?", "Café faz mal?", "antonyms", "bem"),
+])
+def test_meaning_bearing_words_are_compared_with_a_reason(a: str, b: str, name: str,
+                                                         words: str) -> None:
+    for x, y in ((a, b), (b, a)):
+        failed = check_meaning(x, y).rejected_by
+        assert failed is not None and failed.name == name, (x, y, failed)
+    assert words.split(" vs ")[0] in check_meaning(a, b).rejected_by.detail  # type: ignore
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("What are the side effects of vitamin B-3?", "What are the side effects of vitamin B3?"),
+    ("vitamin B3 dose", "vitamin b 3 dose"),
+    ("Why do cats purr?", "Why do cats actually purr?"),
+    ("Warum schnurren Katzen?", "Warum schnurren Katzen eigentlich?"),
+    ("Por que os gatos ronronam?", "Por que os gatos ronronam, afinal?"),
+    ("How much caffeine is in coffee?", "How much caffeine is in cofee?"),
+    ("Wie funktioniert eine Wärmepumpe?", "Wie funktionert eine Waermepumpe?"),
+    ("Qual é a capital da Austrália?", "Qual e a captal da Australia?"),
+    ("How do I install Docker on Ubuntu?", "On Ubuntu, how do I install Docker?"),
+    ("What is the difference between TCP and UDP?", "What's the difference between UDP and TCP?"),
+    ("What is 2+2?", "what is 2 + 2"),
+])
+def test_surface_variants_pass(a: str, b: str) -> None:
+    assert check_meaning(a, b).passed and check_meaning(b, a).passed, (
+        check_meaning(a, b).rejected_by, check_meaning(b, a).rejected_by)
+
+
+@pytest.mark.parametrize(("a", "b", "why"), [
+    ("What is the population of Gambia?", "What is the population of Zambia?", "both words"),
+    ("Is a bat dangerous?", "Is a bad dangerous?", "both words"),
+    ("How tall is Jupyter?", "How tall is Jupiter?", "a name"),
+    ("What is vitamin B12?", "What is vitamin B13?", "a number"),
+    ("Is milk chocolate healthy?", "Is chocolate milk healthy?", "two words swapped"),
+    ("Is Jupiter bigger than Saturn?", "Is Saturn bigger than Jupiter?", "around a relation"),
+    ("Flights from Lisboa to Paris", "Flights from Paris to Lisboa", "around a relation"),
+    ("Did Alice pay Bob?", "Did Bob pay Alice?", "around a verb"),
+])
+def test_typos_and_word_order_are_never_stretched_over_meaning(a: str, b: str,
+                                                               why: str) -> None:
+    assert not check_meaning(a, b).passed, why
+
+
+def test_a_typo_is_named_in_the_content_check() -> None:
+    content = next(c for c in check_meaning("Is coffee bad?", "Is cofee bad?").checks
+                   if c.name == "content")
+    assert content.passed and content.detail == "typed differently: coffee ~ cofee"
+
+
+def test_both_labelled_sets_through_the_cache(request: pytest.FixtureRequest) -> None:
+    """Printed at the end of every run (CI's log): each pair's first question put in, the
+    second looked up. Never a wrong answer on either set; on the held-out set (written before
+    the rules of issue 23, never used while changing one) surface variants pass."""
+    lines = []
+    for name in ("cache_pairs.tsv", "cache_heldout.tsv"):
+        outcomes = measure(pairs(name))
+        lines.append(scores(outcomes).line(f"response cache on {name}"))
+        if name == "cache_heldout.tsv":
+            kinds = by_kind(outcomes)
+            lines += [kinds[k].line(f"  {k}") for k in ("surface", "paraphrase", "opposite",
+                                                        "realtime", "en", "de", "pt")]
+        wrong = [(o.pair.question, o.pair.candidate, o.reason) for o in outcomes
+                 if o.hit and not o.pair.served]
+        assert wrong == []
+    request.config.stash[GUARD_SCORES] = "\n".join(lines)
+    held_out = by_kind(measure(pairs("cache_heldout.tsv")))
+    assert held_out["surface"].recall >= 0.9 and held_out["opposite"].wrong == 0
+    assert len(pairs("cache_heldout.tsv")) >= 300
+
+
+def test_the_held_out_set_through_the_cli(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    """The way a user checks the cache: `cache put` then `cache match --json`, two pairs of
+    every kind and language, each in a cache of its own."""
+    from tests.support.cli import detektiv
+
+    sample: dict[tuple[str, str], list[Pair]] = {}
+    for pair in pairs("cache_heldout.tsv"):
+        group = sample.setdefault((pair.kind, pair.language), [])
+        if len(group) < 2:
+            group.append(pair)
+    chosen = [pair for group in sample.values() for pair in group]
+    assert len(chosen) == 24
+    for number, pair in enumerate(chosen):
+        monkeypatch.setenv("DETEKTIV_HOME", str(tmp_path / f"home{number}"))
+        put = detektiv("cache", "put", pair.question, "--answer", f"answer {number}")
+        assert put.returncode == 0, put.stderr
+        match = detektiv("cache", "match", pair.candidate, "--json")
+        data = json.loads(match.stdout)
+        served = data["answer"] == f"answer {number}"
+        assert match.returncode == (0 if served else 1)
+        if not pair.served:
+            assert not served, (pair, data["explanation"]["reason"])
+        assert data["explanation"]["reason"]

@@ -1,0 +1,79 @@
+"""Is a differing word a typo, or another word? The meaning guard's typo tolerance.
+
+Two words count as one typed twice only when
+
+- both are words of letters, the shorter at least 4 long (`cat`/`bat` never are);
+- their edit distance (optimal string alignment: a swapped pair of letters is one edit) is at
+  most 1, or 2 from 9 letters on;
+- exactly one of them is a word of the language (a dictionary, folded as the normaliser folds):
+  `bad`/`bat` and `Gambia`/`Zambia` are both words, so neither is a typo of the other;
+  `cofee` is no word, `coffee` is;
+- neither is a name (the caller leaves out words written with a capital inside a sentence).
+
+The dictionaries are pyspellchecker's word-frequency lists (English, German, Portuguese: the
+languages the normaliser folds), read on first use, one language at a time. Without them no
+word is a typo: the guard then asks for the same words, as it did before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from rapidfuzz.distance import OSA
+
+__all__ = ["bound", "is_typo", "known"]
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_words: dict[str, frozenset[str] | None] = {}
+
+
+def _dictionary(language: str) -> frozenset[str] | None:
+    with _lock:
+        if language not in _words:
+            _words[language] = _load(language)
+        return _words[language]
+
+
+def _load(language: str) -> frozenset[str] | None:
+    from engine.cache.normalise import fold
+
+    try:
+        from spellchecker import SpellChecker
+
+        words = SpellChecker(language=language, distance=1).word_frequency.dictionary
+    except Exception as exc:  # noqa: BLE001 — no dictionary: no typo tolerance, never an error
+        log.warning("no %s dictionary for typo tolerance: %s", language, exc)
+        return None
+    return frozenset(w if w.isascii() else fold(w) for w in words)
+
+
+def known(word: str, languages: tuple[str, ...]) -> bool | None:
+    """Whether `word` (folded) is a word of any of `languages`; None without a dictionary."""
+    found = False
+    for language in languages:
+        words = _dictionary(language)
+        if words is None:
+            return None
+        found = found or word in words
+    return found
+
+
+def bound(length: int) -> int:
+    """The edits a word of `length` letters may have and still be the same word."""
+    return 0 if length < 4 else 1 if length < 9 else 2
+
+
+def is_typo(a: str, b: str, languages: tuple[str, ...]) -> bool:
+    """Whether `a` and `b` are one word, one of them mistyped (see the module docstring)."""
+    if a == b:
+        return True
+    if not (a.isalpha() and b.isalpha()):
+        return False
+    limit = bound(min(len(a), len(b)))
+    if limit == 0 or abs(len(a) - len(b)) > limit or OSA.distance(a, b) > limit:
+        return False
+    known_a, known_b = known(a, languages), known(b, languages)
+    return known_a is not None and known_b is not None and known_a != known_b
