@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -141,46 +139,15 @@ async def hanging_server() -> AsyncIterator[HangingServer]:
         await server.stop()
 
 
-def _pg_bin(name: str) -> str | None:
-    """A PostgreSQL server program: Debian's packages keep them off PATH."""
-    import glob
-    import shutil
-
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return found[-1] if found else shutil.which(name)
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server of our own on 127.0.0.1 (initdb + pg_ctl from Debian's
     `postgresql` package, which .ci/run installs), for the whole session."""
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
+    from tests.support.postgres import installed, postgres_server
+
+    if not installed():
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL's initdb/pg_ctl are required in CI")
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    import shutil
-    import tempfile
-
-    # pytest's temp dirs are private to their owner: the server's user could not enter them
-    root = Path(tempfile.mkdtemp(prefix="detektiv-pg-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root: run the server as the postgres user
-        shutil.chown(root, "postgres")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    data = root / "data"
-    subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "detektiv",
-                    "--no-sync"], check=True, capture_output=True)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off "
-               "-c synchronous_commit=off -c full_page_writes=off")
-    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-o", options, "-l",
-                    str(root / "log.txt"), "-w", "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql://detektiv@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+    with postgres_server() as url:
+        yield url

@@ -24,16 +24,20 @@ from rapidfuzz import fuzz
 from engine.cache.guard import check_meaning
 from engine.cache.models import CacheEntry, CheckResult, Explanation, Tier
 from engine.cache.normalise import VERSION, keywords, normalise
-from engine.cache.store import CacheStore
+from engine.cache.store import CacheStore, Candidate
 from engine.cache.validate import VALIDATOR_VERSION, requires_realtime, validate
 from engine.errors import ConfigError
 from engine.models.session import now
 
 __all__ = ["DEFAULT_THRESHOLD", "ResponseCache"]
 
-DEFAULT_THRESHOLD = 85.0
-"""Fuzzy score (rapidfuzz token_set_ratio, 0–100: of the normalised questions or of their
+DEFAULT_THRESHOLD = 80.0
+"""Fuzzy score (rapidfuzz token_sort_ratio, 0–100: of the normalised questions or of their
 keywords, whichever is higher) a candidate needs before the meaning guard looks at it."""
+CANDIDATES = 50
+"""Candidates a lookup scores, at most, from each query of the keyword index."""
+GUARDED = 8
+"""The nearest candidates above the threshold the guard checks; a miss costs no more."""
 NEAREST = 3
 MAX_KEYWORDS = 64
 """Keywords indexed per entry (a long prompt's first ones)."""
@@ -139,29 +143,40 @@ class ResponseCache:
                                base, None)
         words = keywords(question)
         mine = " ".join(dict.fromkeys(words))
-        scored = sorted(((max(fuzz.token_set_ratio(mine, c.keywords),
-                              fuzz.token_set_ratio(norm, normalise(c.question))), c)
-                         for c in self.store.candidates(scope, words)),
-                        key=lambda pair: -pair[0])
+        scored: list[tuple[float, Candidate]] = []
         rejected: list[tuple[str, float, str]] = []
-        for score, candidate in scored:
-            if score < self.threshold:
-                rejected.append((candidate.question, score, f"score {score:.0f} below "
-                                 f"{self.threshold:.0f}"))
-                continue
-            guard = check_meaning(question, candidate.question)
-            if not guard.passed:
-                failed = guard.rejected_by
-                rejected.append((candidate.question, score,
-                                 f"{failed.name}: {failed.detail}" if failed else "guard"))
-                self.store.count("guard_reject")
-                continue
-            chosen = self.store.get(candidate.entry_id)
-            if chosen is None:  # deleted meanwhile
-                continue
-            checks = [CheckResult(name=c.name, passed=c.passed, detail=c.detail)
-                      for c in guard.checks]
-            return self._serve(chosen, "fuzzy", score, checks, base, rejected)
+        guarded = 0
+        # every keyword first; all but one (a mistyped word) only when none of those passed
+        # and they were not too many to look at all (a question of common words)
+        for loose in (False, True):
+            fetched = self.store.candidates(scope, words, CANDIDATES, loose=loose)
+            near = sorted(((max(fuzz.token_sort_ratio(mine, c.keywords),
+                                fuzz.token_sort_ratio(norm, c.normalised)), c)
+                           for c in fetched), key=lambda pair: -pair[0])
+            scored += near
+            for score, candidate in near:
+                if score < self.threshold or guarded == GUARDED:
+                    rejected.append((candidate.question, score, f"score {score:.0f} below "
+                                     f"{self.threshold:.0f}" if score < self.threshold else
+                                     f"not checked: {GUARDED} nearer ones were"))
+                    continue
+                guarded += 1
+                guard = check_meaning(question, candidate.question)
+                if not guard.passed:
+                    failed = guard.rejected_by
+                    rejected.append((candidate.question, score,
+                                     f"{failed.name}: {failed.detail}" if failed else "guard"))
+                    self.store.count("guard_reject")
+                    continue
+                chosen = self.store.get(candidate.entry_id)
+                if chosen is None:  # deleted meanwhile
+                    continue
+                checks = [CheckResult(name=c.name, passed=c.passed, detail=c.detail)
+                          for c in guard.checks]
+                return self._serve(chosen, "fuzzy", score, checks, base, rejected)
+            if len(fetched) == CANDIDATES:
+                break
+        rejected.sort(key=lambda item: -item[1])
         if any(score >= self.threshold for score, _ in scored):
             self.store.count("near_miss")
         self.store.count("miss")
@@ -195,8 +210,7 @@ class ResponseCache:
         norm = base.normalised
         if tier == "fuzzy" and norm not in entry.variations:
             # the new wording is recorded: the next time it is an exact-speed hit
-            self.store.save(entry.model_copy(update={
-                "variations": sorted({*entry.variations, norm})}))
+            self.store.add_variation(entry.entry_id, entry.scope, norm)
         self.store.used(entry.entry_id)
         entry = entry.model_copy(update={"usage_count": entry.usage_count + 1,
                                          "last_used": now()})

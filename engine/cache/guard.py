@@ -30,6 +30,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from engine.cache.lexicon import OPERATORS, Lexicon, detect, lexicon
 from engine.cache.normalise import fold, stem, tokens
@@ -71,7 +72,8 @@ _SENTENCE = re.compile(r"[.!?:;]\s+|^")
 _LETTERS = re.compile(r"[^\W\d_]+")
 
 
-def names(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def names(text: str) -> frozenset[str]:
     """The words `text` writes with a capital inside a sentence (folded): names of things,
     never taken for a typo of another word."""
     found: set[str] = set()
@@ -79,7 +81,7 @@ def names(text: str) -> set[str]:
         for word in _LETTERS.findall(sentence)[1:]:
             if word[0].isupper():
                 found.add(fold(word))
-    return found
+    return frozenset(found)
 
 
 def _listing(words: Iterable[str]) -> str:
@@ -133,9 +135,9 @@ class _Reading:
 
 def check_meaning(question: str, candidate: str) -> GuardResult:
     """Whether `candidate`'s cached answer may serve `question`; stops at the first failure."""
-    words_a, words_b = tokens(question), tokens(candidate)
-    lex = lexicon(detect(words_a + words_b))
-    a, b = _Reading(words_a, lex), _Reading(words_b, lex)
+    languages = detect(tokens(question) + tokens(candidate))
+    lex = lexicon(languages)
+    a, b = _read(question, languages), _read(candidate, languages)
     checks: list[Check] = []
 
     def add(name: str, ok: bool, detail: str = "", note: str = "") -> bool:
@@ -176,7 +178,14 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
     return GuardResult(tuple(checks))
 
 
-def _typos(a: _Reading, b: _Reading, proper: set[str], lex: Lexicon) -> dict[str, str]:
+@lru_cache(maxsize=4096)
+def _read(text: str, languages: tuple[str, ...]) -> _Reading:
+    """`text` read in `languages` (the same question is checked against many candidates)."""
+    return _Reading(tokens(text), lexicon(languages))
+
+
+def _typos(a: _Reading, b: _Reading, proper: frozenset[str], lex: Lexicon,
+           ) -> dict[str, str]:
     """{a word of `a`: the word of `b` it is a mistyping of (or that is its mistyping)}."""
     stems_b = {stem(w) for w in b.content}
     stems_a = {stem(w) for w in a.content}

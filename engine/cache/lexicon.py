@@ -10,12 +10,14 @@ lexicon of the language its words show (`detect`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 __all__ = ["LANGUAGES", "Lexicon", "detect", "lexicon"]
 
 LANGUAGES = ("en", "de", "pt")
+_DIGIT = re.compile(r"\d")
 
 
 def _words(text: str) -> frozenset[str]:
@@ -252,7 +254,7 @@ class Lexicon:
 
     def quantity(self, word: str) -> bool:
         """A number, date, month, weekday, unit or quantity word."""
-        return any(ch.isdigit() for ch in word) or word in self.numbers or word in _UNITS
+        return word in self.numbers or word in _UNITS or bool(_DIGIT.search(word))
 
 
 @lru_cache(maxsize=16)

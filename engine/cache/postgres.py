@@ -19,7 +19,15 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cache.models import CacheEntry
-from engine.cache.store import SCHEMA_VERSION, CacheStore, Candidate, _entry, merge
+from engine.cache.store import (
+    ENTRIES,
+    SCHEMA_VERSION,
+    CacheStore,
+    Candidate,
+    _entry,
+    merge,
+    query_plan,
+)
 from engine.errors import ConfigError
 
 __all__ = ["PostgresCacheStore"]
@@ -35,7 +43,11 @@ _SCHEMA = [
     "DEFAULT 0",
     "CREATE INDEX IF NOT EXISTS detektiv_cache_lru ON detektiv_cache_entries (last_used)",
     "CREATE INDEX IF NOT EXISTS detektiv_cache_terms ON detektiv_cache_entries "
-    "USING GIN (keywords)",
+    "USING GIN (keywords) WITH (fastupdate = off)",
+    # an index made with the pending list: every query scans that list until a vacuum
+    "ALTER INDEX detektiv_cache_terms SET (fastupdate = off)",
+    "CREATE TABLE IF NOT EXISTS detektiv_cache_term_counts (term TEXT PRIMARY KEY, "
+    "n BIGINT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS detektiv_cache_variations (
         scope TEXT NOT NULL, normalised TEXT NOT NULL, entry_id TEXT NOT NULL,
         PRIMARY KEY (scope, normalised))""",
@@ -66,6 +78,13 @@ class PostgresCacheStore(CacheStore):
             self._db.execute("SELECT pg_advisory_xact_lock(7461735)")  # one migrator at once
             for statement in _SCHEMA:
                 self._db.execute(statement)
+            if self._one("SELECT value FROM detektiv_cache_meta WHERE key = "
+                         "'schema_version'") == "1":  # keyword counts start from the entries
+                self._db.execute(
+                    "INSERT INTO detektiv_cache_term_counts SELECT term, count(*) FROM "
+                    "detektiv_cache_entries, unnest(keywords || ARRAY[%s]) AS term "
+                    "GROUP BY term ON CONFLICT (term) DO NOTHING", (ENTRIES,))
+                self._db.execute("SELECT gin_clean_pending_list('detektiv_cache_terms')")
             self._db.execute("INSERT INTO detektiv_cache_meta VALUES ('schema_version', %s) "
                              "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                              (str(SCHEMA_VERSION),))
@@ -93,6 +112,9 @@ class PostgresCacheStore(CacheStore):
         raise ConfigError("the cache entry could not be stored (concurrent writers)")
 
     def _store(self, entry: CacheEntry) -> None:
+        old = self._one("SELECT keywords FROM detektiv_cache_entries WHERE entry_id = %s",
+                        (entry.entry_id,))
+        self._count_terms(old, entry.keywords)
         self._db.execute(
             "INSERT INTO detektiv_cache_entries (entry_id, scope, normalised, question, data, "
             "keywords, last_used) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (entry_id) "
@@ -107,6 +129,22 @@ class PostgresCacheStore(CacheStore):
                 "(scope, normalised) DO UPDATE SET entry_id = excluded.entry_id",
                 (entry.scope, variation, entry.entry_id))
 
+    def _count_terms(self, gone: list[str] | None, added: list[str] | None) -> None:
+        """The keyword counts moved from an entry's old keywords (None: it is new) to its new
+        ones (None: it is deleted), one word at a time in one order (two writers never
+        deadlock on them)."""
+        delta: Counter[str] = Counter()
+        if gone is not None:
+            delta.subtract({ENTRIES, *gone})
+        if added is not None:
+            delta.update({ENTRIES, *added})
+        for word, by in sorted(delta.items()):
+            if by:
+                self._db.execute(
+                    "INSERT INTO detektiv_cache_term_counts VALUES (%s, %s) ON CONFLICT "
+                    "(term) DO UPDATE SET n = detektiv_cache_term_counts.n + excluded.n",
+                    (word, by))
+
     def save(self, entry: CacheEntry) -> None:
         self.flush()
         with self._lock, self._db.transaction():
@@ -116,7 +154,6 @@ class PostgresCacheStore(CacheStore):
         ref = entry_id.strip().lower().replace("%", "").replace("_", "")
         if not ref:
             return None
-        self.flush()
         with self._lock:
             rows = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
                                     "entry_id = %s", (ref,)).fetchall() or \
@@ -137,29 +174,47 @@ class PostgresCacheStore(CacheStore):
                 "AND v.normalised = %s", (scope, normalised)).fetchone()
         return (_entry(*row), "variation") if row is not None else None
 
-    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[Candidate]:
+    def candidates(self, scope: str, keywords: list[str], limit: int = 50,
+                   loose: bool = False) -> list[Candidate]:
         words = sorted(set(keywords))
         if not words:
             return []
-        found: dict[str, Candidate] = {}
-        # every keyword first (`@>`), then all but one, as in the SQLite store
-        queries: list[tuple[str, tuple[list[str], ...]]] = [
-            ("keywords @> %s::text[]", (words,))]
-        if len(words) > 1:
-            queries.append((" OR ".join("keywords @> %s::text[]" for _ in words),
-                            tuple([w for w in words if w != left] for left in words)))
         with self._lock:
-            for condition, params in queries:
-                if len(found) >= limit:
-                    break
-                rows = self._db.execute(
-                    "SELECT entry_id, question, array_to_string(keywords, ' ') FROM "
-                    f"detektiv_cache_entries WHERE scope = %s AND ({condition}) LIMIT %s",
-                    (scope, *params, limit)).fetchall()
-                for entry_id, question, words_of in rows:
-                    if len(found) < limit:
-                        found.setdefault(entry_id, Candidate(entry_id, question, words_of))
-        return list(found.values())
+            frequency: dict[str, int] = dict(self._db.execute(
+                "SELECT term, n FROM detektiv_cache_term_counts WHERE term = ANY(%s)",
+                ([ENTRIES, *words],)).fetchall())
+            plan = query_plan(words, frequency, loose)
+            if plan is None:
+                return []
+            groups, excluded = plan
+            # the rarest keywords, as in the SQLite store: `@>` on the GIN index
+            condition = " OR ".join("keywords @> %s::text[]" for _ in groups)
+            params: list[Any] = [scope, *groups]
+            if excluded is not None:
+                condition = f"({condition}) AND NOT keywords @> %s::text[]"
+                params.append(excluded)
+            rows = self._db.execute(
+                "SELECT entry_id, question, normalised, array_to_string(keywords, ' ') "
+                f"FROM detektiv_cache_entries WHERE scope = %s AND ({condition}) LIMIT %s",
+                (*params, limit)).fetchall()
+        return [Candidate(*row) for row in rows]
+
+    def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
+        with self._lock, self._db.transaction():
+            data = self._one("SELECT data FROM detektiv_cache_entries WHERE entry_id = %s "
+                             "FOR UPDATE", (entry_id,))
+            if data is None:
+                return
+            entry = CacheEntry.model_validate_json(data)
+            if normalised not in entry.variations:
+                entry = entry.model_copy(update={
+                    "variations": sorted({*entry.variations, normalised})})
+                self._db.execute("UPDATE detektiv_cache_entries SET data = %s WHERE "
+                                 "entry_id = %s", (entry.model_dump_json(), entry_id))
+            self._db.execute(
+                "INSERT INTO detektiv_cache_variations VALUES (%s, %s, %s) ON CONFLICT "
+                "(scope, normalised) DO UPDATE SET entry_id = excluded.entry_id",
+                (scope, normalised, entry_id))
 
     def delete(self, entry_id: str) -> bool:
         self.flush()
@@ -167,8 +222,11 @@ class PostgresCacheStore(CacheStore):
             return self._delete(entry_id)
 
     def _delete(self, entry_id: str) -> bool:
-        gone = self._db.execute("DELETE FROM detektiv_cache_entries WHERE entry_id = %s",
-                                (entry_id,)).rowcount
+        words = self._one("DELETE FROM detektiv_cache_entries WHERE entry_id = %s "
+                          "RETURNING keywords", (entry_id,))
+        gone = words is not None
+        if gone:
+            self._count_terms(words, None)
         self._db.execute("DELETE FROM detektiv_cache_variations WHERE entry_id = %s",
                          (entry_id,))
         return bool(gone)

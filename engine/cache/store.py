@@ -4,10 +4,10 @@ The contract, for every backend (the same contract tests run against each):
 
 - one entry per (scope, normalised question): `put` of a duplicate updates it in place;
 - `find` by normalised question or by a recorded variation, within one scope;
-- `candidates` returns at most `limit` light rows (id, question, keywords: never the whole
-  entry) holding every keyword of the question first, then those holding all but one (a
-  mistyped or a missing word), unranked (the caller scores them), from an index (never a
-  scan of every entry), so a miss stays under a millisecond at 100k entries;
+- `candidates` returns at most `limit` light rows (id, question, normalised form, keywords:
+  never the whole entry) holding every keyword of the question, or (`loose`) all but one
+  and not all (a mistyped or a missing word), unranked (the caller scores them), from an
+  index (never a scan of every entry), so a miss stays under a millisecond at 100k entries;
 - what a lookup writes (counters, an entry's use) is buffered in memory and written at most
   once a second, and on `flush`, `close` and before every read that shows it;
 - `reindex` rewrites every entry's normalised form and keywords when the normaliser changes
@@ -53,10 +53,58 @@ _SCHEMA = """
                     scope TEXT NOT NULL, normalised TEXT NOT NULL, entry_id TEXT NOT NULL,
                     PRIMARY KEY (scope, normalised));
                 CREATE INDEX IF NOT EXISTS variations_entry ON variations (entry_id);
-                CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(keywords, scope UNINDEXED);
+                CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(
+                    keywords, scope UNINDEXED, entry_id UNINDEXED, question UNINDEXED,
+                    normalised UNINDEXED, detail = none);
                 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY,
                                                      value INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS term_counts (term TEXT PRIMARY KEY,
+                                                        n INTEGER NOT NULL);
             """
+RAREST = 4
+"""Keywords a candidate query asks for at most: the question's rarest ones. A common word
+("what") in an AND over 100k entries costs milliseconds, and the meaning guard checks every
+word anyway."""
+SELECTIVE = 25
+"""Rarer keywords are added to a query until it should hold no more entries than this."""
+ENTRIES = ""
+"""The keyword counts' own row: how many entries there are (no keyword is empty)."""
+
+
+def _rarest(known: list[str], frequency: dict[str, int], total: int) -> list[str]:
+    """The rarest keywords, until the entries holding them all should be few (their shares
+    taken as independent)."""
+    chosen: list[str] = []
+    expected = float(total)
+    for word in known[:RAREST]:
+        if chosen and expected <= SELECTIVE:
+            break
+        chosen.append(word)
+        expected *= frequency[word] / max(1, total)
+    return chosen
+
+
+def query_plan(words: list[str], frequency: dict[str, int], loose: bool,
+               ) -> tuple[list[list[str]], list[str] | None] | None:
+    """(groups, excluded): the entries to fetch hold every keyword of one group and not every
+    keyword of `excluded`; None when no entry can be a candidate. From the rarest keywords
+    (`frequency`: how many entries hold each, `ENTRIES` how many there are): those with every
+    keyword hold the rarest ones; those with all but one hold all but one of the rarest and
+    the next, or all of the rarest when the missing word is one no entry has (mistyped)."""
+    known = sorted((w for w in set(words) if frequency.get(w, 0) > 0),
+                   key=lambda w: (frequency[w], w))
+    unknown = len(set(words)) - len(known)
+    if not known or unknown > 1:
+        return None
+    rare = _rarest(known, frequency, frequency.get(ENTRIES, 0))
+    if not loose:
+        return ([rare], None) if unknown == 0 else None
+    if unknown == 1:
+        return [rare], None
+    wider = known[:len(rare) + 1]
+    if len(wider) < 2:
+        return None
+    return [[w for w in wider if w != left] for left in wider], wider
 
 
 class Candidate(NamedTuple):
@@ -64,6 +112,7 @@ class Candidate(NamedTuple):
 
     entry_id: str
     question: str
+    normalised: str
     keywords: str
 
 
@@ -94,8 +143,13 @@ class CacheStore(ABC):
         """(entry, "exact" | "variation") for a normalised question in `scope`."""
 
     @abstractmethod
-    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[Candidate]:
-        """Entries of `scope` holding every keyword, then all but one (see the contract)."""
+    def candidates(self, scope: str, keywords: list[str], limit: int = 50,
+                   loose: bool = False) -> list[Candidate]:
+        """Entries of `scope` holding every keyword, or all but one (see the contract)."""
+
+    @abstractmethod
+    def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
+        """Record another wording of an entry's question (found by it from now on)."""
 
     @abstractmethod
     def delete(self, entry_id: str) -> bool:
@@ -199,13 +253,31 @@ class SQLiteCacheStore(CacheStore):
         # a cache may lose its last writes to a power cut, never its consistency: in WAL mode
         # NORMAL syncs at checkpoints, not at every commit
         self._db.execute("PRAGMA synchronous = NORMAL")
+        # lookups read a few pages of a large file: mapped, they cost no read() each
+        self._db.execute("PRAGMA mmap_size = 1073741824")
         with self._write() as db:
+            # schema 1's keyword index held the keywords only: candidates then read the
+            # entries' rows, whose answers make them large (the index now holds what a lookup
+            # scores and checks)
+            old_index = {row[1] for row in db.execute("PRAGMA table_info(terms)")}
+            if old_index and "entry_id" not in old_index:
+                db.execute("ALTER TABLE terms RENAME TO terms_1")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            if old_index and "entry_id" not in old_index:
+                db.execute("INSERT INTO terms (rowid, keywords, scope, entry_id, question, "
+                           "normalised) SELECT t.rowid, t.keywords, t.scope, e.entry_id, "
+                           "e.question, e.normalised FROM terms_1 t JOIN entries e "
+                           "ON e.id = t.rowid")
+                db.execute("DROP TABLE terms_1")
             columns = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
             if "uses" not in columns:  # schema 1
                 db.execute("ALTER TABLE entries ADD COLUMN uses INTEGER NOT NULL DEFAULT 0")
+                counts: Counter[str] = Counter()
+                for (words,) in db.execute("SELECT keywords FROM terms"):
+                    counts.update({ENTRIES, *words.split()})
+                db.executemany("INSERT INTO term_counts VALUES (?, ?)", counts.items())
             db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO "
                        "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
 
@@ -244,9 +316,13 @@ class SQLiteCacheStore(CacheStore):
              entry.model_dump_json(), entry.last_used.timestamp()))
         rowid = db.execute("SELECT id FROM entries WHERE entry_id = ?",
                            (entry.entry_id,)).fetchone()[0]
-        db.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
-        db.execute("INSERT INTO terms (rowid, keywords, scope) VALUES (?, ?, ?)",
-                   (rowid, " ".join(entry.keywords), entry.scope))
+        _forget_terms(db, rowid)
+        db.execute("INSERT INTO terms (rowid, keywords, scope, entry_id, question, normalised) "
+                   "VALUES (?, ?, ?, ?, ?, ?)", (rowid, " ".join(entry.keywords), entry.scope,
+                                                 entry.entry_id, entry.question,
+                                                 entry.normalised))
+        db.executemany("INSERT INTO term_counts VALUES (?, 1) ON CONFLICT (term) DO UPDATE "
+                       "SET n = n + 1", [(w,) for w in {ENTRIES, *entry.keywords}])
         for variation in entry.variations:
             db.execute("INSERT OR REPLACE INTO variations VALUES (?, ?, ?)",
                        (entry.scope, variation, entry.entry_id))
@@ -260,7 +336,6 @@ class SQLiteCacheStore(CacheStore):
         ref = entry_id.strip().lower()
         if not ref:
             return None
-        self.flush()
         row = self._db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE entry_id = ?",
                                (ref,)).fetchone()
         if row is not None:
@@ -281,30 +356,45 @@ class SQLiteCacheStore(CacheStore):
             (scope, normalised)).fetchone()
         return (self._row(*row), "variation") if row is not None else None
 
-    def candidates(self, scope: str, keywords: list[str], limit: int = 50) -> list[Candidate]:
+    def candidates(self, scope: str, keywords: list[str], limit: int = 50,
+                   loose: bool = False) -> list[Candidate]:
         words = sorted({k for k in keywords if k.isalnum()})
         if not words:
             return []
-        # every keyword first (the only ones the meaning guard can accept, typos aside), then
-        # all but one (a mistyped word; and they explain a miss). Unranked: rapidfuzz scores
-        # them all, and bm25 over 100k entries costs 30x the query
-        queries = [" AND ".join(f'"{w}"' for w in words)]
-        if len(words) > 1:
-            queries.append(" OR ".join(
-                "(" + " AND ".join(f'"{w}"' for w in words if w != left) + ")"
-                for left in words))
-        found: dict[str, Candidate] = {}
-        for query in queries:
-            if len(found) >= limit:
-                break
-            rows = self._db.execute(
-                "SELECT e.entry_id, e.question, t.keywords FROM terms t JOIN entries e "
-                "ON e.id = t.rowid WHERE terms MATCH ? AND t.scope = ? LIMIT ?",
-                (query, scope, limit)).fetchall()
-            for entry_id, question, words_of in rows:
-                if len(found) < limit:
-                    found.setdefault(entry_id, Candidate(entry_id, question, words_of))
-        return list(found.values())
+        frequency = dict(self._db.execute(
+            f"SELECT term, n FROM term_counts WHERE term IN ({', '.join('?' * (len(words) + 1))})",
+            [ENTRIES, *words]).fetchall())
+        plan = query_plan(words, frequency, loose)
+        if plan is None:
+            return []
+        groups, excluded = plan
+
+        def every(terms: list[str]) -> str:
+            return "(" + " AND ".join(f'"{w}"' for w in terms) + ")"
+
+        # unranked: rapidfuzz scores them all, and bm25 over 100k entries costs 30x the query
+        query = " OR ".join(every(group) for group in groups)
+        if excluded is not None:
+            query = f"({query}) NOT {every(excluded)}"
+        rows = self._db.execute(
+            "SELECT entry_id, question, normalised, keywords FROM terms WHERE terms MATCH ? "
+            "AND scope = ? LIMIT ?", (query, scope, limit)).fetchall()
+        return [Candidate(*row) for row in rows]
+
+    def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
+        with self._write() as db:
+            row = db.execute("SELECT data FROM entries WHERE entry_id = ?",
+                             (entry_id,)).fetchone()
+            if row is None:
+                return
+            entry = CacheEntry.model_validate_json(row[0])
+            if normalised not in entry.variations:
+                entry = entry.model_copy(update={
+                    "variations": sorted({*entry.variations, normalised})})
+                db.execute("UPDATE entries SET data = ? WHERE entry_id = ?",
+                           (entry.model_dump_json(), entry_id))
+            db.execute("INSERT OR REPLACE INTO variations VALUES (?, ?, ?)",
+                       (scope, normalised, entry_id))
 
     def delete(self, entry_id: str) -> bool:
         self.flush()
@@ -407,11 +497,21 @@ def _empty(db: sqlite3.Connection) -> bool:
     return bool(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0)
 
 
+def _forget_terms(db: sqlite3.Connection, rowid: int) -> None:
+    """Take an entry's keywords out of the index and of the keyword counts."""
+    row = db.execute("SELECT keywords FROM terms WHERE rowid = ?", (rowid,)).fetchone()
+    if row is None:
+        return
+    db.executemany("UPDATE term_counts SET n = n - 1 WHERE term = ?",
+                   [(w,) for w in {ENTRIES, *row[0].split()}])
+    db.execute("DELETE FROM terms WHERE rowid = ?", (rowid,))
+
+
 def _delete(db: sqlite3.Connection, entry_id: str) -> bool:
     row = db.execute("SELECT id FROM entries WHERE entry_id = ?", (entry_id,)).fetchone()
     if row is None:
         return False
     db.execute("DELETE FROM entries WHERE id = ?", (row[0],))
-    db.execute("DELETE FROM terms WHERE rowid = ?", (row[0],))
+    _forget_terms(db, row[0])
     db.execute("DELETE FROM variations WHERE entry_id = ?", (entry_id,))
     return True

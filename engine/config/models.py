@@ -75,7 +75,7 @@ class CacheConfig(BaseModel):
 
     url: str | None = None
     """`postgresql://…` for a cache shared by a team; unset: SQLite in the data directory."""
-    threshold: float = Field(default=85.0, ge=50, le=100)
+    threshold: float = Field(default=80.0, ge=50, le=100)
     """Fuzzy score (0–100) a candidate needs before the meaning guard looks at it."""
     max_mb: float = Field(default=10.0, gt=0, le=100_000)
     """Size cap; the least recently used entries go beyond it (down to 90 %)."""

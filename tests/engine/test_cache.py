@@ -319,3 +319,100 @@ def test_a_new_validator_version_validates_again_before_serving(
     stored = cache.store.get(entry.entry_id)
     assert stored is not None and stored.validation_metadata is not None
     assert stored.validation_metadata.validator_version == 2
+
+
+def test_a_changed_normaliser_reindexes_the_store_before_any_lookup(
+    cache: ResponseCache
+) -> None:
+    """An entry stored under an older normaliser ("12+4" then read "12 4") must not be found
+    by that form: the store is reindexed when it opens under a new one."""
+    from engine.cache.store import merge
+
+    stale = cache.put("What is 12+4?", "16.")
+    cache.store.save(merge(None, stale.model_copy(update={"normalised": "what is 12 4",
+                                                          "keywords": ["what", "12", "4"]})))
+    assert cache.store.meta("normaliser") is not None
+    import engine.cache.cache as cache_module
+
+    old = cache_module.VERSION
+    try:
+        cache.store.reindex("normaliser", "old", lambda e: e)  # as an older release left it
+        cache_module.VERSION = "next"
+        again = ResponseCache(cache.store)
+        assert again.lookup("What is 12 4")[1] is None
+        why, served = again.lookup("What is 12 + 4?")
+        assert served is not None and served.payload == "16." and why.tier == "exact"
+        assert cache.store.meta("normaliser") == "next"
+    finally:
+        cache_module.VERSION = old
+
+
+def test_uses_and_counters_are_written_in_batches_and_never_lost(cache: ResponseCache) -> None:
+    entry = cache.put("Who wrote Hamlet?", "Shakespeare.")
+    for _ in range(5):
+        assert cache.lookup("Who wrote Hamlet?")[1] is not None
+    assert cache.stats()["hit"] == 5  # a read that shows them writes what is buffered
+    (listed,) = cache.store.entries()
+    assert listed.entry_id == entry.entry_id and listed.usage_count == 5
+    assert listed.last_used > entry.last_used
+
+
+def test_a_schema_1_sqlite_cache_is_migrated_and_still_served(tmp_path: Path) -> None:
+    """The cache file of the previous release: a keywords-only index, no use counts, the old
+    normaliser. Opened, it is migrated in place, and its entries are found by their words."""
+    import sqlite3
+
+    from engine.cache.models import CacheEntry
+
+    path = tmp_path / "cache.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE entries (id INTEGER PRIMARY KEY, entry_id TEXT NOT NULL UNIQUE,
+            scope TEXT NOT NULL, normalised TEXT NOT NULL, question TEXT NOT NULL,
+            data TEXT NOT NULL, last_used REAL NOT NULL, UNIQUE (scope, normalised));
+        CREATE TABLE variations (scope TEXT NOT NULL, normalised TEXT NOT NULL,
+            entry_id TEXT NOT NULL, PRIMARY KEY (scope, normalised));
+        CREATE VIRTUAL TABLE terms USING fts5(keywords, scope UNINDEXED);
+        CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1');
+    """)
+    for number, (question, old_form) in enumerate((
+            ("What are the side effects of vitamin B-3?", "what are the side effects of "
+             "vitamin b 3"), ("What is 12+4?", "what is 12 4"))):
+        entry = CacheEntry(question=question, normalised=old_form, payload=f"answer {number}",
+                           keywords=old_form.split()[2:])
+        db.execute("INSERT INTO entries VALUES (?, ?, '', ?, ?, ?, ?)",
+                   (number + 1, entry.entry_id, old_form, question, entry.model_dump_json(),
+                    entry.last_used.timestamp()))
+        db.execute("INSERT INTO terms (rowid, keywords, scope) VALUES (?, ?, '')",
+                   (number + 1, " ".join(entry.keywords)))
+    db.commit()
+    db.close()
+    store = SQLiteCacheStore(path)
+    try:
+        cache = ResponseCache(store)
+        assert store.meta("schema_version") == "2"
+        why, served = cache.lookup("what are actually the side effects of vitamin B3")
+        assert served is not None and served.payload == "answer 0", why.reason
+        assert cache.lookup("What is 12 4")[1] is None
+        assert cache.lookup("what is 12 + 4")[1] is not None
+    finally:
+        store.close()
+
+
+def test_the_candidate_query_asks_for_the_rarest_words_only() -> None:
+    from engine.cache.store import ENTRIES, query_plan
+
+    frequency = {ENTRIES: 100_000, "what": 100_000, "coffee": 5_000, "heart": 2_000,
+                 "bad": 30_000, "1990": 20}
+    assert query_plan(["what", "coffee", "heart"], frequency, loose=False) == \
+        ([["heart", "coffee", "what"]], None)
+    assert query_plan(["what", "1990", "coffee"], frequency, loose=False) == \
+        ([["1990"]], None)  # 20 entries at most: one word is enough
+    assert query_plan(["cofee", "heart", "bad"], frequency, loose=False) is None
+    assert query_plan(["cofee", "heart", "bad"], frequency, loose=True) == \
+        ([["heart", "bad"]], None)  # the mistyped word held by no entry is the one missing
+    groups, excluded = query_plan(["heart", "coffee", "1990"], frequency, loose=True) or ([], [])
+    assert excluded == ["1990", "heart"] and groups == [["heart"], ["1990"]]
+    assert query_plan(["cofee", "hart"], frequency, loose=True) is None
