@@ -134,11 +134,50 @@ def labelled() -> None:
                 print(result.line(f"  {kind}"))
 
 
+def semantic(entries: int, repeat: int) -> None:
+    """The semantic tier with the bundled model as embedding model (mean-pooled in llama.cpp):
+    both labelled sets, the time to embed one question, and the nearest-neighbour search over
+    `entries` vectors of its width (random ones: the search costs the same)."""
+    import numpy as np
+
+    from engine import Paths
+    from engine.cache.cache import Semantic
+    from engine.cache.embeddings import open_embedder
+    from engine.config.models import EmbeddingsConfig
+
+    embedder = open_embedder(EmbeddingsConfig(kind="gguf"), Paths.from_env())
+    for name in ("cache_pairs.tsv", "cache_heldout.tsv"):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = SQLiteCacheStore(Path(tmp) / "cache.sqlite3")
+            cache = ResponseCache(store, semantic=Semantic(embedder))
+            begin = time.perf_counter()
+            outcomes = measure(pairs(name), cache)
+            seconds = time.perf_counter() - begin
+            store.close()
+        print(scores(outcomes).line(f"semantic tier on, {name}") + f" ({seconds:.0f} s)")
+        if name == "cache_heldout.tsv":
+            for kind in ("surface", "paraphrase", "opposite"):
+                print(by_kind(outcomes)[kind].line(f"  {kind}"))
+    questions = iter(question(i) for i in range(repeat + 1))
+    embed = percentiles(lambda: embedder.embed([next(questions)]), repeat)
+    width = embedder.embed(["width"]).shape[1]
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((entries, width)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    probe = matrix[0]
+    search = percentiles(lambda: np.argsort(-(matrix @ probe))[:5], repeat)
+    embedder.close()
+    print(f"semantic tier ({embedder.name}, {width} dimensions): embedding one question p50 "
+          f"{embed[0]:.1f} ms p95 {embed[1]:.1f} ms; nearest neighbours among {entries:,} "
+          f"p50 {search[0]:.1f} ms p95 {search[1]:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeat", type=int, default=100)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-semantic", action="store_true")
     args = parser.parse_args()
     for size in (int(s) for s in args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
@@ -161,6 +200,8 @@ def main() -> None:
                 pg.close()
     inserts_and_cap(3000)
     labelled()
+    if not args.no_semantic:
+        semantic(max(int(s) for s in args.sizes.split(",")), args.repeat)
 
 
 if __name__ == "__main__":

@@ -9,18 +9,26 @@ normalised question → a recorded variation → fuzzy candidates from the store
 (every keyword, or all but one), scored with rapidfuzz on their keywords, above `threshold`;
 each candidate, best first, must then pass the meaning guard (`engine.cache.guard`). An
 accepted fuzzy hit records the new wording as a variation, so the same wording is an
-exact-speed hit next time. Only entries whose validation is PASSED under the current validator
-version are served (an older one is validated again first); an invalidated or time-sensitive
-entry never is. When the normaliser changes (`normalise.VERSION`), the store is reindexed on
-open, so no entry is found by a form it no longer has.
+exact-speed hit next time. When an embedding model is configured (the semantic tier,
+`engine.cache.embeddings`), the nearest neighbours of the question's embedding are the last
+candidates, each through the same meaning guard: similar vectors are not the same question ("Is
+coffee good for the heart?" is nearer "…bad…" than any paraphrase). Only entries whose
+validation is PASSED under the current validator version are served (an older one is
+validated again first); an invalidated or time-sensitive entry never is. When the normaliser
+changes (`normalise.VERSION`), the store is reindexed on open, so no entry is found by a form
+it no longer has.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import threading
+from dataclasses import dataclass, field
 
+import numpy as np
 from rapidfuzz import fuzz
 
+from engine.cache.embeddings import Embedder, EmbeddingError
 from engine.cache.guard import check_meaning
 from engine.cache.models import CacheEntry, CheckResult, Explanation, Tier
 from engine.cache.normalise import VERSION, keywords, normalise
@@ -40,6 +48,7 @@ GUARDED = 8
 """The nearest candidates above the threshold the guard checks; a miss costs no more."""
 NEAREST = 3
 MAX_KEYWORDS = 64
+log = logging.getLogger(__name__)
 """Keywords indexed per entry (a long prompt's first ones)."""
 
 
@@ -81,14 +90,36 @@ def _rekeyed(entry: CacheEntry) -> CacheEntry:
                                     "keywords": _keywords(entry.question)})
 
 
+@dataclass
+class _Vectors:
+    """The embeddings of one scope, as read so far (the store's ids only grow)."""
+
+    last: int = 0
+    ids: list[str] = field(default_factory=list)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+
+
+@dataclass(frozen=True, slots=True)
+class Semantic:
+    """The semantic tier's settings: the embedding model, the cosine a neighbour needs, how
+    many neighbours the guard checks."""
+
+    embedder: Embedder
+    similarity: float = 0.8
+    neighbours: int = 5
+
+
 class ResponseCache:
     """See the module docstring."""
 
     def __init__(self, store: CacheStore, threshold: float = DEFAULT_THRESHOLD,
-                 max_bytes: int = 10 * 1024 * 1024) -> None:
+                 max_bytes: int = 10 * 1024 * 1024, semantic: Semantic | None = None) -> None:
         self.store = store
         self.threshold = threshold
         self.max_bytes = max_bytes
+        self.semantic = semantic
+        self._vectors: dict[str, _Vectors] = {}
+        self._vectors_lock = threading.Lock()
         if store.meta("normaliser") != VERSION:
             store.reindex("normaliser", VERSION, _rekeyed)
 
@@ -107,6 +138,11 @@ class ResponseCache:
             provider_used=provider, finish_reason=finish_reason,
         )
         stored = self.store.put(_validated(entry))
+        if self.semantic is not None and detect_realtime and not stored.requires_realtime:
+            vector = self._embed(stored.question)
+            if vector is not None:
+                self.store.put_vector(stored.entry_id, scope, self.semantic.embedder.name,
+                                      vector.tobytes())
         if self.store.size() > self.max_bytes:
             self.store.evict_to(int(self.max_bytes * 0.9))
         return stored
@@ -176,14 +212,85 @@ class ResponseCache:
                 return self._serve(chosen, "fuzzy", score, checks, base, rejected)
             if len(fetched) == CANDIDATES:
                 break
+        if self.semantic is not None:
+            seen = {candidate.entry_id for _, candidate in scored}
+            served = self._nearest(question, scope, seen, base, rejected)
+            if served is not None:
+                return served
         rejected.sort(key=lambda item: -item[1])
         if any(score >= self.threshold for score, _ in scored):
             self.store.count("near_miss")
         self.store.count("miss")
-        reason = "no entry" if not scored else \
-            f"no candidate passed ({len(scored)} looked at; the nearest: {rejected[0][2]})" \
-            if rejected else f"no candidate passed ({len(scored)} looked at)"
+        reason = "no entry" if not rejected else \
+            f"no candidate passed ({len(rejected)} looked at; the nearest: {rejected[0][2]})"
         return base.explain(False, reason, rejected=rejected), None
+
+    def _embed(self, text: str) -> np.ndarray | None:
+        """`text`'s embedding, or None (logged) when the model fails: the tier is skipped."""
+        assert self.semantic is not None
+        try:
+            vector: np.ndarray = self.semantic.embedder.embed([text])[0]
+            return vector
+        except EmbeddingError as exc:
+            log.warning("semantic tier skipped: %s", exc)
+            return None
+
+    def _index(self, scope: str) -> _Vectors:
+        """The scope's embeddings, with any stored since the last look added."""
+        assert self.semantic is not None
+        with self._vectors_lock:
+            known = self._vectors.setdefault(scope, _Vectors())
+            rows = self.store.vectors(scope, self.semantic.embedder.name, known.last)
+            if rows:
+                fresh = np.stack([np.frombuffer(vec, dtype=np.float32) for _, _, vec in rows])
+                if known.matrix.size and fresh.shape[1] != known.matrix.shape[1]:
+                    known.ids, known.matrix = [], np.zeros((0, 0), np.float32)
+                known.matrix = fresh if not known.matrix.size else \
+                    np.concatenate([known.matrix, fresh])
+                known.ids += [entry_id for _, entry_id, _ in rows]
+                known.last = rows[-1][0]
+            return known
+
+    def _nearest(self, question: str, scope: str, seen: set[str], base: _Base,
+                 rejected: list[tuple[str, float, str]],
+                 ) -> tuple[Explanation, CacheEntry | None] | None:
+        """The semantic tier: the nearest neighbours of `question`'s embedding not looked at
+        yet, each through the meaning guard; the served one, or None."""
+        assert self.semantic is not None
+        index = self._index(scope)
+        if not index.ids:
+            return None
+        vector = self._embed(question)
+        if vector is None or vector.shape[0] != index.matrix.shape[1]:
+            return None
+        similarity = index.matrix @ vector
+        order = np.argsort(-similarity)[: self.semantic.neighbours + len(seen)]
+        checked = 0
+        for position in order:
+            cosine = float(similarity[position])
+            entry_id = index.ids[position]
+            if cosine < self.semantic.similarity or checked == self.semantic.neighbours:
+                break
+            if entry_id in seen:
+                continue
+            seen.add(entry_id)
+            checked += 1
+            entry = self.store.get(entry_id)
+            if entry is None:  # deleted since
+                continue
+            guard = check_meaning(question, entry.question)
+            if not guard.passed:
+                failed = guard.rejected_by
+                rejected.append((entry.question, round(cosine * 100, 1),
+                                 f"semantic tier, cosine {cosine:.2f}; "
+                                 f"{failed.name}: {failed.detail}" if failed else "guard"))
+                self.store.count("guard_reject")
+                continue
+            checks = [CheckResult(name=c.name, passed=c.passed, detail=c.detail)
+                      for c in guard.checks]
+            return self._serve(entry, "semantic", round(cosine * 100, 1), checks, base,
+                               rejected)
+        return None
 
     def lookup_exact(self, question: str, scope: str = "",
                      ) -> tuple[Explanation, CacheEntry | None]:
@@ -208,7 +315,7 @@ class ResponseCache:
             return base.explain(False, f"matched ({tier}) but {problem}", tier, score,
                                 entry.entry_id, checks, rejected), None
         norm = base.normalised
-        if tier == "fuzzy" and norm not in entry.variations:
+        if tier in ("fuzzy", "semantic") and norm not in entry.variations:
             # the new wording is recorded: the next time it is an exact-speed hit
             self.store.add_variation(entry.entry_id, entry.scope, norm)
         self.store.used(entry.entry_id)
@@ -216,7 +323,9 @@ class ResponseCache:
                                          "last_used": now()})
         self.store.count("hit")
         reason = {"exact": "the same question", "variation": "a wording seen before",
-                  "fuzzy": f"score {score:.0f} and every meaning check passed"}[tier]
+                  "fuzzy": f"score {score:.0f} and every meaning check passed",
+                  "semantic": f"found by the semantic tier (cosine {score / 100:.2f}) and "
+                              "every meaning check passed"}[tier]
         return base.explain(True, reason, tier, score, entry.entry_id, checks, rejected), entry
 
     def invalidate(self, entry_id: str) -> CacheEntry:

@@ -68,6 +68,10 @@ class GuardResult:
         return next((c for c in self.checks if not c.passed), None)
 
 
+MOST_WORDS = 200
+"""Words beyond which a different order is never looked at as a moved block."""
+MOST_TYPOS = 8
+"""Mistyped words beyond which two texts are not one question typed twice."""
 _SENTENCE = re.compile(r"[.!?:;]\s+|^")
 _LETTERS = re.compile(r"[^\W\d_]+")
 
@@ -93,8 +97,8 @@ def _one_block_moved(a: list[str], b: list[str], joined_a: list[bool],
     """Whether `b` is `a` with one contiguous block of words moved elsewhere, the two blocks
     apart (a stopword or a filler between them) in at least one of the questions: `rent or
     buy` / `buy or rent` is one question, `milk chocolate` / `chocolate milk` is not."""
-    if len(a) != len(b) or Counter(a) != Counter(b):
-        return False
+    if len(a) != len(b) or len(a) > MOST_WORDS or Counter(a) != Counter(b):
+        return False  # a long text in another order is not a rewording of a question
     start = 0
     while start < len(a) and a[start] == b[start]:
         start += 1
@@ -191,7 +195,9 @@ def _typos(a: _Reading, b: _Reading, proper: frozenset[str], lex: Lexicon,
     stems_a = {stem(w) for w in a.content}
     lonely_a = [w for w in a.content if stem(w) not in stems_b]
     lonely_b = [w for w in b.content if stem(w) not in stems_a]
-    if not lonely_a or not lonely_b:
+    # typos pair one to one: a different number of lonely words, or many, is another question
+    if not lonely_a or len({stem(w) for w in lonely_a}) != len({stem(w) for w in lonely_b}) \
+            or len(lonely_a) > MOST_TYPOS:
         return {}
     # in German every noun has a capital: there, only the dictionary tells a name apart
     if "de" not in lex.languages:

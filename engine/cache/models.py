@@ -14,7 +14,7 @@ from engine.models.session import now
 __all__ = ["CacheEntry", "CheckResult", "Explanation", "Tier", "ValidationResult"]
 
 Status = Literal["PASSED", "FAILED", "WARNING"]
-Tier = Literal["exact", "variation", "fuzzy"]
+Tier = Literal["exact", "variation", "fuzzy", "semantic"]
 
 
 class _Model(BaseModel):

@@ -48,6 +48,11 @@ _SCHEMA = [
     "ALTER INDEX detektiv_cache_terms SET (fastupdate = off)",
     "CREATE TABLE IF NOT EXISTS detektiv_cache_term_counts (term TEXT PRIMARY KEY, "
     "n BIGINT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS detektiv_cache_vectors (
+        id BIGSERIAL PRIMARY KEY, entry_id TEXT NOT NULL UNIQUE, scope TEXT NOT NULL,
+        model TEXT NOT NULL, vec BYTEA NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS detektiv_cache_vectors_scope ON detektiv_cache_vectors "
+    "(scope, model, id)",
     """CREATE TABLE IF NOT EXISTS detektiv_cache_variations (
         scope TEXT NOT NULL, normalised TEXT NOT NULL, entry_id TEXT NOT NULL,
         PRIMARY KEY (scope, normalised))""",
@@ -199,6 +204,21 @@ class PostgresCacheStore(CacheStore):
                 (*params, limit)).fetchall()
         return [Candidate(*row) for row in rows]
 
+    def put_vector(self, entry_id: str, scope: str, model: str, vector: bytes) -> None:
+        with self._lock, self._db.transaction():
+            self._db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s",
+                             (entry_id,))
+            self._db.execute("INSERT INTO detektiv_cache_vectors (entry_id, scope, model, vec) "
+                             "VALUES (%s, %s, %s, %s)", (entry_id, scope, model, vector))
+
+    def vectors(self, scope: str, model: str, after: int = 0,
+                ) -> list[tuple[int, str, bytes]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, entry_id, vec FROM detektiv_cache_vectors WHERE scope = %s AND "
+                "model = %s AND id > %s ORDER BY id", (scope, model, after)).fetchall()
+        return [(int(i), str(e), bytes(v)) for i, e, v in rows]
+
     def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
         with self._lock, self._db.transaction():
             data = self._one("SELECT data FROM detektiv_cache_entries WHERE entry_id = %s "
@@ -224,6 +244,7 @@ class PostgresCacheStore(CacheStore):
     def _delete(self, entry_id: str) -> bool:
         words = self._one("DELETE FROM detektiv_cache_entries WHERE entry_id = %s "
                           "RETURNING keywords", (entry_id,))
+        self._db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s", (entry_id,))
         gone = words is not None
         if gone:
             self._count_terms(words, None)

@@ -60,6 +60,10 @@ _SCHEMA = """
                                                      value INTEGER NOT NULL);
                 CREATE TABLE IF NOT EXISTS term_counts (term TEXT PRIMARY KEY,
                                                         n INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS vectors (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, entry_id TEXT NOT NULL UNIQUE,
+                    scope TEXT NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL);
+                CREATE INDEX IF NOT EXISTS vectors_scope ON vectors (scope, model, id);
             """
 RAREST = 4
 """Keywords a candidate query asks for at most: the question's rarest ones. A common word
@@ -146,6 +150,16 @@ class CacheStore(ABC):
     def candidates(self, scope: str, keywords: list[str], limit: int = 50,
                    loose: bool = False) -> list[Candidate]:
         """Entries of `scope` holding every keyword, or all but one (see the contract)."""
+
+    @abstractmethod
+    def put_vector(self, entry_id: str, scope: str, model: str, vector: bytes) -> None:
+        """Store the embedding of an entry's question (by the embedding model `model`)."""
+
+    @abstractmethod
+    def vectors(self, scope: str, model: str, after: int = 0,
+                ) -> list[tuple[int, str, bytes]]:
+        """(id, entry id, vector) of the entries of `scope` embedded by `model`, stored after
+        id `after`, in the order stored (ids only grow: a reader keeps what it read)."""
 
     @abstractmethod
     def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
@@ -381,6 +395,18 @@ class SQLiteCacheStore(CacheStore):
             "AND scope = ? LIMIT ?", (query, scope, limit)).fetchall()
         return [Candidate(*row) for row in rows]
 
+    def put_vector(self, entry_id: str, scope: str, model: str, vector: bytes) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM vectors WHERE entry_id = ?", (entry_id,))
+            db.execute("INSERT INTO vectors (entry_id, scope, model, vec) VALUES (?, ?, ?, ?)",
+                       (entry_id, scope, model, vector))
+
+    def vectors(self, scope: str, model: str, after: int = 0,
+                ) -> list[tuple[int, str, bytes]]:
+        return [(int(i), str(e), bytes(v)) for i, e, v in self._db.execute(
+            "SELECT id, entry_id, vec FROM vectors WHERE scope = ? AND model = ? AND id > ? "
+            "ORDER BY id", (scope, model, after))]
+
     def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
         with self._write() as db:
             row = db.execute("SELECT data FROM entries WHERE entry_id = ?",
@@ -512,6 +538,7 @@ def _delete(db: sqlite3.Connection, entry_id: str) -> bool:
     if row is None:
         return False
     db.execute("DELETE FROM entries WHERE id = ?", (row[0],))
+    db.execute("DELETE FROM vectors WHERE entry_id = ?", (entry_id,))
     _forget_terms(db, row[0])
     db.execute("DELETE FROM variations WHERE entry_id = ?", (entry_id,))
     return True

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -15,7 +17,7 @@ from pydantic import (
 from engine.config.defaults import DEFAULT_THEME
 from engine.config.providers import NAME_CHARS, ProviderConfig
 
-__all__ = ["AgentConfig", "CacheConfig", "Config", "InterrogationConfig",
+__all__ = ["AgentConfig", "CacheConfig", "Config", "EmbeddingsConfig", "InterrogationConfig",
            "OracleConfig", "RouterConfig", "UIConfig"]
 
 
@@ -68,6 +70,37 @@ class AgentConfig(BaseModel):
     """Sampling temperature of the turns; unset leaves each provider's default."""
 
 
+class EmbeddingsConfig(BaseModel):
+    """`[cache.embeddings]`: the embedding model of the cache's semantic tier (off without)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["openai", "ollama", "gguf"]
+    """openai (any OpenAI-compatible `/embeddings`), ollama (`/api/embed`), or gguf (a GGUF
+    model run in-process by llama.cpp)."""
+    model: str = ""
+    """The model's name; for gguf, a model of `detektiv models` (a pulled name, the bundled
+    `gemma-3-270m`) or the path of a GGUF file."""
+    base_url: str | None = None
+    """openai: e.g. `https://api.openai.com/v1`; ollama: OLLAMA_HOST or 127.0.0.1:11434."""
+    api_key_env: str | None = None
+    """openai: the environment variable holding the key."""
+    similarity: float = Field(default=0.8, ge=0, le=1)
+    """Cosine similarity a neighbour needs before the meaning guard looks at it."""
+    neighbours: int = Field(default=5, ge=1, le=50)
+    """Nearest neighbours the guard checks, at most."""
+    semantic: bool = True
+    """False keeps the model configured but the tier off."""
+    timeout: float = Field(default=10.0, gt=0, le=300)
+    """Seconds one embedding call may take (an endpoint's)."""
+
+    @model_validator(mode="after")
+    def _named(self) -> EmbeddingsConfig:
+        if self.kind != "gguf" and not self.model:
+            raise ValueError(f"a {self.kind} embedding model needs `model`")
+        return self
+
+
 class CacheConfig(BaseModel):
     """The `[cache]` table (SPEC §3)."""
 
@@ -90,6 +123,8 @@ class CacheConfig(BaseModel):
     answer is a `cache_hit` entry in the session's audit trail)."""
     detective: bool = False
     """The detective's questions (its structured calls are never cached)."""
+    embeddings: EmbeddingsConfig | None = None
+    """The semantic tier's embedding model; unset, the tier is off."""
 
     @field_validator("url")
     @classmethod

@@ -255,7 +255,10 @@ def explanation_lines(why: Explanation) -> list[str]:
     """What a cache lookup decided and why: the verdict, the tier, every meaning check, the
     nearest rejected candidates (`detektiv cache match` and the Cache tab's why box)."""
     lines = [f"{'HIT' if why.hit else 'MISS'}: {strip_control(why.reason)}"]
-    if why.tier:
+    if why.tier == "semantic":
+        lines.append(f"tier semantic · cosine {(why.score or 0) / 100:.2f} · entry "
+                     f"{why.entry_id} · validator v{why.validator_version}")
+    elif why.tier:
         lines.append(f"tier {why.tier} · score {why.score or 0:.0f} · threshold "
                      f"{why.threshold:.0f} · entry {why.entry_id} · validator "
                      f"v{why.validator_version}")

@@ -19,6 +19,7 @@ before its first frame, which must not wait for pydantic and the rest (`bench/st
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -26,8 +27,10 @@ from typing import TYPE_CHECKING
 from engine.errors import ConfigError
 from engine.paths import Paths
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
-    from engine.cache.cache import ResponseCache
+    from engine.cache.cache import ResponseCache, Semantic
     from engine.cache.store import CacheStore
     from engine.config.models import Config
     from engine.config.providers import ProviderConfig
@@ -300,13 +303,32 @@ class Workspace:
             else:
                 store = SQLiteCacheStore(self.paths.data_dir / "cache.sqlite3")
             self._cache = ResponseCache(store, settings.threshold,
-                                        int(settings.max_mb * 1024 * 1024))
+                                        int(settings.max_mb * 1024 * 1024),
+                                        self._semantic_tier())
         return self._cache
+
+    def _semantic_tier(self) -> Semantic | None:
+        """The cache's semantic tier, when `[cache.embeddings]` configures one (a model that
+        cannot be set up leaves it off, logged: the cache never fails over it)."""
+        from engine.cache.cache import Semantic
+        from engine.cache.embeddings import EmbeddingError, open_embedder
+
+        settings = self.config.cache.embeddings
+        if settings is None or not settings.semantic:
+            return None
+        try:
+            return Semantic(open_embedder(settings, self.paths), settings.similarity,
+                            settings.neighbours)
+        except (EmbeddingError, FileNotFoundError) as exc:
+            log.warning("the cache's semantic tier is off: %s", exc)
+            return None
 
     async def aclose(self) -> None:
         """Release what the workspace holds (the shared router's connections and tasks)."""
         if self._cache is not None:
             self._cache.store.close()
+            if self._cache.semantic is not None:
+                self._cache.semantic.embedder.close()
             self._cache = None
         await self.reset_router()
         if self._conversations is not None:
