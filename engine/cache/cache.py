@@ -44,7 +44,7 @@ DEFAULT_THRESHOLD = 80.0
 keywords, whichever is higher) a candidate needs before the meaning guard looks at it."""
 CANDIDATES = 50
 """Candidates a lookup scores, at most, from each query of the keyword index."""
-GUARDED = 8
+GUARDED = 5
 """The nearest candidates above the threshold the guard checks; a miss costs no more."""
 NEAREST = 3
 MAX_KEYWORDS = 64

@@ -10,6 +10,11 @@ The pair is read in the language its words show (`engine.cache.lexicon`). Checks
     negation       a negation in one and not the other (`not`, `nicht`, `não`, `without`…)
     interrogative  another question word (when / why / how / who / where / what)
     operators      another arithmetic operator or comparison sign (`+ - * / ^ = < >`…)
+    person         another person asked about, in a question about little else ("Who am I?" /
+                   "Who are you?", "What is my name?" / "What is your name?"; a polite frame
+                   and the generic "you" of "Can you freeze rice?" aside)
+    modality       another of can / must / will ("Can I take it?" / "Must I take it?")
+    tense          the past in one only ("Was he king?" / "Is he king?")
     antonyms       a word in one whose opposite is in the other (good/bad, gut/schlecht…)
     quantities     any differing number (with its sign), date, month, weekday or unit
     content        a content word in one but not the other (Jupiter/Saturn, benefits/risks);
@@ -38,8 +43,8 @@ from engine.cache.spelling import is_typo
 
 __all__ = ["CHECKS", "Check", "GuardResult", "check_meaning", "names"]
 
-CHECKS = ("negation", "interrogative", "operators", "antonyms", "quantities", "content",
-          "order")
+CHECKS = ("negation", "interrogative", "operators", "person", "modality", "tense", "antonyms",
+          "quantities", "content", "order")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,8 @@ class GuardResult:
         return next((c for c in self.checks if not c.passed), None)
 
 
+PERSONAL = 2
+"""Content words a question has at most for the person it names to be what it asks about."""
 MOST_WORDS = 200
 """Words beyond which a different order is never looked at as a moved block."""
 MOST_TYPOS = 8
@@ -118,7 +125,11 @@ class _Reading:
     def __init__(self, words: list[str], lex: Lexicon) -> None:
         kept = [w for w in words if not lex.silent(w)]
         self.negations = Counter(w for w in kept if w in lex.negations)
-        self.asks = {lex.interrogatives[w] for w in kept if w in lex.interrogatives}
+        self.asks = lex.asks(words)
+        self.persons = {lex.persons[w] for w in words if w in lex.persons}
+        self.modals = {lex.modals[w] for w in words if w in lex.modals}
+        self.past = any(w in lex.past for w in words)
+        self.how_to = "how to" in " ".join(words)
         self.operators = Counter(w for w in kept if w in OPERATORS)
         self.quantities = Counter(stem(w) for w in kept if lex.quantity(w))
         self.stems = {stem(w) for w in words} | set(words)
@@ -157,6 +168,19 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
     if not add("operators", a.operators == b.operators,
                f"operators or comparison signs differ: {_listing(a.operators)} vs "
                f"{_listing(b.operators)}"):
+        return GuardResult(tuple(checks))
+    # "you" is as often anyone ("Can you freeze rice?", "bad for your heart"): the person
+    # counts when the question is about little else ("Who are you?", "What is my name?")
+    about_person = min(len(a.content), len(b.content)) <= PERSONAL
+    if not add("person", a.persons == b.persons or not about_person or (a.how_to and b.how_to),
+               f"asks about another person: {_listing(a.persons)} vs {_listing(b.persons)}"):
+        return GuardResult(tuple(checks))
+    if not add("modality", a.modals == b.modals,
+               f"can / must / will differ: {_listing(a.modals)} vs {_listing(b.modals)}"):
+        return GuardResult(tuple(checks))
+    if not add("tense", a.past == b.past,
+               f"the past in one only: {'past' if a.past else 'present'} vs "
+               f"{'past' if b.past else 'present'}"):
         return GuardResult(tuple(checks))
     clash = sorted(f"{x}/{y}" for x in a.stems - b.stems
                    for y in lex.antonyms.get(x, ()) if y in b.stems - a.stems)

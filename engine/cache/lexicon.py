@@ -41,7 +41,8 @@ def _classes(text: str) -> dict[str, str]:
 # words that mark a language: the commonest function words, each in one language only
 _MARKERS = {
     "en": _words("the is are what how do does did of to and you my can why who when where "
-                 "which were have has it i this that with for should will there"),
+                 "which were have has it i this that with for should will there was a an he "
+                 "she they be not or your"),
     "de": _words("der die das ist sind ich wie was wer wo wann warum und ein eine einen nicht "
                  "mit von fuer hat kann man es den dem des im am zu auf sich welche welcher "
                  "wieso gibt mein meine ueber bei wurde wird"),
@@ -102,6 +103,42 @@ _INTERROGATIVES = {
 }
 """Interrogative words by the question they ask: `When did X happen?` and `Why did X happen?`
 are different questions; `what` and `which` ask the same one."""
+
+_PERSONS = {
+    "en": _classes("I: i me my mine myself; we: we us our ours ourselves; you: you your yours "
+                   "yourself yourselves; he: he him his himself; she: she her hers herself; "
+                   "they: they them their theirs themselves"),
+    "de": _classes("I: ich mich mir mein meine meinen meinem meiner meines; we: wir uns unser "
+                   "unsere unseren unserem unserer; you: du dich dir dein deine deinen deinem "
+                   "deiner euch euer eure; he: er ihn ihm"),
+    "pt": _classes("I: eu mim meu minha meus minhas comigo; we: nosso nossa nossos nossas; "
+                   "you: voce voces te ti teu tua teus tuas contigo; he: ele dele; she: ela "
+                   "dela; they: eles elas deles delas"),
+}
+"""Whose question it is: "Who am I?" and "Who are you?", "What is my name?" and "What is your
+name?" are different questions (a polite frame, "Can you tell me…", is taken off first)."""
+
+_MODALS = {
+    "en": _classes("can: can could may might; must: must should ought; will: will would shall"),
+    "de": _classes("can: kann kannst koennen koennte koennten darf darfst duerfen durfte; "
+                   "must: muss musst muessen soll sollst sollen sollte solltest sollten"),
+    "pt": _classes("can: posso pode podem podemos consigo consegue poderia; "
+                   "must: devo deve devem deveria deveriam"),
+}
+"""What a question asks of an action: whether one can, must or will (`Can I take it?` is not
+`Must I take it?`, `Will it explode?` is not `Did it explode?`)."""
+
+_PAST = {
+    "en": _words("did was were had"),
+    "de": _words("war waren warst wurde wurden hatte hatten"),
+    "pt": _words("foi foram era eram estava estavam teve tinha"),
+}
+"""Auxiliaries of the past: "Was he a good king?" is not "Is he a good king?"."""
+
+_YES_NO = _words("is are was were do does did can could will would should shall may might "
+                 "must has have had am")
+"""How an English yes/no question starts; a question with no question word that starts
+otherwise is a fragment asking what ("capital of France?")."""
 
 _ANTONYMS = {
     "en": _pairs("""
@@ -212,16 +249,18 @@ _REALTIME = {
     "en": _words("""
 now today tonight current currently latest recent recently live breaking trending price
 prices weather forecast news headline headlines stock stocks exchange traffic yesterday
-tomorrow upcoming ongoing moment weekend score scores
+tomorrow upcoming ongoing moment weekend score scores still yet anymore nowadays newest
+standings
 """),
     "de": _words("""
 jetzt heute heutige heutigen heutiger gerade aktuell aktuelle aktuellen aktueller derzeit
 momentan moment morgen gestern wetter wettervorhersage vorhersage kurs kurse wechselkurs
-nachrichten neuigkeiten neues schlagzeilen stau verkehr boerse live preis preise
+nachrichten neuigkeiten neues schlagzeilen stau verkehr boerse live preis preise noch
+inzwischen mittlerweile neueste neuesten zurzeit
 """),
     "pt": _words("""
 agora hoje hoje atual atuais atualmente amanha ontem momento noticias noticia previsao
-cotacao transito bolsa ultimas ultimos preco precos clima
+cotacao transito bolsa ultimas ultimos preco precos clima ainda recente recentes
 """),
 }
 """Words that make an answer depend on when the question is asked: such questions are stored,
@@ -247,6 +286,17 @@ class Lexicon:
     numbers: frozenset[str]
     relations: frozenset[str]
     realtime: frozenset[str]
+    persons: dict[str, str]
+    modals: dict[str, str]
+    past: frozenset[str]
+
+    def asks(self, words: list[str]) -> set[str]:
+        """The questions `words` ask (by interrogative word); an English fragment with none,
+        not starting as a yes/no question, asks what."""
+        asks = {self.interrogatives[w] for w in words if w in self.interrogatives}
+        if not asks and self.languages == ("en",) and words and words[0] not in _YES_NO:
+            return {"what"}
+        return asks
 
     def silent(self, word: str) -> bool:
         """A stopword or a filler: no content of its own."""
@@ -269,8 +319,12 @@ def lexicon(languages: tuple[str, ...]) -> Lexicon:
             antonyms.setdefault(a, set()).add(b)
             antonyms.setdefault(b, set()).add(a)
     interrogatives: dict[str, str] = {}
+    persons: dict[str, str] = {}
+    modals: dict[str, str] = {}
     for lang in languages:
         interrogatives.update(_INTERROGATIVES[lang])
+        persons.update(_PERSONS[lang])
+        modals.update(_MODALS[lang])
     meaningful = join(_NEGATIONS) | join(_RELATIONS) | set(interrogatives) | OPERATORS
     return Lexicon(
         languages=languages,
@@ -282,6 +336,9 @@ def lexicon(languages: tuple[str, ...]) -> Lexicon:
         numbers=join(_NUMBERS),
         relations=join(_RELATIONS),
         realtime=join(_REALTIME),
+        persons=persons,
+        modals=modals,
+        past=join(_PAST),
     )
 
 

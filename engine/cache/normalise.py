@@ -28,7 +28,7 @@ from engine.cache.lexicon import detect, lexicon
 
 __all__ = ["VERSION", "fold", "keywords", "normalise", "stem", "tokens"]
 
-VERSION = "2"
+VERSION = "3"
 """Bump when a change makes a question normalise differently: stores are reindexed on open."""
 
 _IRREGULAR = {
@@ -67,6 +67,70 @@ _BETWEEN = re.compile(rf"(?<=\d)\s+(mal|durch|mais|menos|vezes)\s+(?=[{_SIGN}]?\
 _BETWEEN_WORD = {"mal": "times", "durch": "divided", "mais": "plus", "menos": "minus",
                  "vezes": "times"}
 _SPLIT = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
+# polite frames around a question, taken off: "Can you tell me the capital…" asks what "the
+# capital…" asks; "How do I…" and "How can you…" ask how to
+_ASK = r"(?:what|which|why|how|who|whom|whose|where|when|if|whether)"
+_FRAMES = [
+    (re.compile(r"\b(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+                r"(?:tell|show)\s+(?:me|us)\b"), " "),
+    (re.compile(r"\b(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+                r"(?=(?:explain|give|list|describe|define|summari[sz]e|recommend|name)\b)"), " "),
+    (re.compile(r"\b(?:please\s+)?tell\s+(?:me|us)\b"), " "),
+    (re.compile(rf"\b(?:do|does)\s+(?:you|anyone|anybody)\s+know\s+(?={_ASK}\b)"), " "),
+    (re.compile(rf"\bi\s+(?:wonder|was\s+wondering|want\s+to\s+know|would\s+like\s+to\s+know|"
+                rf"am\s+curious)\s+(?={_ASK}\b)"), " "),
+    (re.compile(r"\bhow\s+(?:do|can|could|should|would|does|might)\s+(?:i|you|we|one|someone"
+                r"|people)\s+"), " how to "),
+    (re.compile(r"\b(?:kannst\s+du|koennen\s+sie|koenntest\s+du|koennten\s+sie)\s+mir\s+"
+                r"(?:sagen|erklaeren)\s*,?"), " "),
+    (re.compile(r"\b(?:weisst\s+du|wissen\s+sie)\s*,?\s+(?=(?:was|wie|wer|wo|wann|warum|"
+                r"wieso|welche\w*|ob)\b)"), " "),
+    (re.compile(r"\bsag\s+mir\b"), " "),
+    (re.compile(r"\bwie\s+(?:kann|koennte)\s+(?:ich|man)\s+"), " wie "),
+    (re.compile(r"\b(?:voce|voces)\s+(?:sabe|sabem)\s+(?=(?:o que|por ?que|como|quem|onde|"
+                r"quando|qual|quais|quanto|quanta|quantos|quantas|se)\b)"), " "),
+    (re.compile(r"\b(?:pode|poderia|podes)\s+(?:me\s+)?(?:dizer|explicar)(?:\s+me)?\b"), " "),
+    (re.compile(r"\bme\s+(?:diga|diz|explique|explica)\b"), " "),
+    (re.compile(r"\bcomo\s+(?:eu\s+)?(?:faco|posso|consigo|devo)\s+(?:para\s+)?"), " como "),
+]
+# most questions hold none of these: one search first spares the dozens of substitutions
+_ANY_FRAME = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _FRAMES))
+_ANY_SYMBOL = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _SYMBOLS))
+_NUMBER_WORDS = {
+    **{w: str(n) for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()) if n != 1},
+    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
+    "eighty": "80", "ninety": "90", "hundred": "100", "thousand": "1000",
+    **{w: str(n + 2) for n, w in enumerate(
+        "zwei drei vier fuenf sechs sieben acht neun zehn elf zwoelf".split())},
+    "zwanzig": "20", "dreissig": "30", "hundert": "100", "tausend": "1000",
+    **{w: str(n + 2) for n, w in enumerate("dois tres quatro cinco seis sete oito nove dez "
+                                           "onze doze".split())},
+    "duas": "2", "vinte": "20", "trinta": "30", "cem": "100",
+}
+"""Numbers written as words, as digits ("two eggs" is "2 eggs"). `one`, `ein`, `um` stay words:
+they are as often an article or a pronoun ("which one")."""
+_UNIT_WORDS = {
+    **dict.fromkeys("kilometer kilometers kilometre kilometres kilometern quilometro "
+                    "quilometros".split(), "km"),
+    **dict.fromkeys("kilogram kilograms kilogramm kilogramme kilogrammes kilos kilo quilo "
+                    "quilos".split(), "kg"),
+    **dict.fromkeys("gram grams gramm gramme grammes grama gramas".split(), "g"),
+    **dict.fromkeys("milligram milligrams milligramm miligrama miligramas".split(), "mg"),
+    **dict.fromkeys("meter meters metre metres metern metro metros".split(), "m"),
+    **dict.fromkeys("centimeter centimeters centimetre centimetres zentimeter centimetro "
+                    "centimetros".split(), "cm"),
+    **dict.fromkeys("mile miles meile meilen milha milhas".split(), "mi"),
+    **dict.fromkeys("liter liters litre litres litro litros".split(), "l"),
+    **dict.fromkeys("milliliter milliliters millilitre millilitres mililitro "
+                    "mililitros".split(), "ml"),
+    **dict.fromkeys("lbs".split(), "lb"),
+    **dict.fromkeys("mins".split(), "min"),
+    **dict.fromkeys("hrs hr".split(), "hour"),
+}
+"""Units written out, as their symbol ("5 kilometres" is "5 km")."""
+_DEGREES = re.compile(r"\b(?:degrees?|grad|graus?)\s+(celsius|fahrenheit|kelvin)\b")
 _WORD = re.compile(rf"{_SIGN}?{_NUM}%?|[a-z0-9]+|%")
 
 
@@ -97,12 +161,18 @@ def normalise(text: str) -> str:
         if word in text:
             text = re.sub(rf"\b{re.escape(word)}\b", expanded, text)
     text = _CONTRACTION.sub(_expand, text)
-    for pattern, replacement in _SYMBOLS:
-        text = pattern.sub(replacement, text)
+    if _ANY_FRAME.search(text):
+        for pattern, replacement in _FRAMES:
+            text = pattern.sub(replacement, text)
+    if _ANY_SYMBOL.search(text):
+        for pattern, replacement in _SYMBOLS:
+            text = pattern.sub(replacement, text)
     text = _BETWEEN.sub(lambda m: f" {_BETWEEN_WORD[m.group(1)]} ", text)
+    text = _DEGREES.sub(r"\1", text)  # "5 degrees Celsius" is "5 °C"
     text = _SPLIT.sub(" ", text)
     text = re.sub(r"(\d)\s+%", r"\1%", text)  # "15 %" is "15%"
-    return " ".join(_WORD.findall(text)).replace(_SIGN, "-")
+    words = [_NUMBER_WORDS.get(w) or _UNIT_WORDS.get(w) or w for w in _WORD.findall(text)]
+    return " ".join(words).replace(_SIGN, "-")
 
 
 def tokens(text: str) -> list[str]:

@@ -8,7 +8,9 @@ Two words count as one typed twice only when
 - exactly one of them is a word of the language (a dictionary, folded as the normaliser folds):
   `bad`/`bat` and `Gambia`/`Zambia` are both words, so neither is a typo of the other;
   `cofee` is no word, `coffee` is;
-- neither is a name (the caller leaves out words written with a capital inside a sentence).
+- neither is a name (the caller leaves out words written with a capital inside a sentence);
+- they start with the same letter, and not with two prefixes of opposite meaning
+  (`hypo`/`hyper`, `inter`/`intra`, `pre`/`post`…).
 
 The dictionaries are pyspellchecker's word-frequency lists (English, German, Portuguese: the
 languages the normaliser folds), read on first use, one language at a time. Without them no
@@ -61,6 +63,17 @@ def known(word: str, languages: tuple[str, ...]) -> bool | None:
     return found
 
 
+_OPPOSITE_PREFIXES = [("hypo", "hyper"), ("inter", "intra"), ("pre", "post"), ("over", "under"),
+                      ("micro", "macro"), ("sub", "super"), ("infra", "ultra"), ("in", "ex"),
+                      ("im", "ex"), ("en", "de"), ("hetero", "homo"), ("endo", "exo"),
+                      ("mono", "poly"), ("uni", "multi"), ("up", "down")]
+
+
+def _opposite_prefixes(a: str, b: str) -> bool:
+    return any((a.startswith(x) and b.startswith(y)) or (a.startswith(y) and b.startswith(x))
+               for x, y in _OPPOSITE_PREFIXES)
+
+
 def bound(length: int) -> int:
     """The edits a word of `length` letters may have and still be the same word."""
     return 0 if length < 4 else 1 if length < 9 else 2
@@ -73,7 +86,8 @@ def is_typo(a: str, b: str, languages: tuple[str, ...]) -> bool:
     if not (a.isalpha() and b.isalpha()):
         return False
     limit = bound(min(len(a), len(b)))
-    if limit == 0 or abs(len(a) - len(b)) > limit or OSA.distance(a, b) > limit:
+    if limit == 0 or abs(len(a) - len(b)) > limit or a[0] != b[0] \
+            or _opposite_prefixes(a, b) or OSA.distance(a, b) > limit:
         return False
     known_a, known_b = known(a, languages), known(b, languages)
     return known_a is not None and known_b is not None and known_a != known_b

@@ -23,7 +23,8 @@ _REALTIME_PHRASES = re.compile(
     r"\b(?:(?:this|next|last) (?:week|weekend|month|year|morning|evening|season)|right now|"
     r"at the moment|as of|so far|(?:diese|dieses|diesen|naechste|naechsten|letzte|letzten) "
     r"(?:woche|wochenende|monat|jahr|saison)|im moment|zur zeit|(?:esta|este|nesta|neste|"
-    r"proxima|proximo) (?:semana|fim de semana|mes|ano|momento)|ate agora)\b")
+    r"proxima|proximo) (?:semana|fim de semana|mes|ano|momento)|ate agora|these days|"
+    r"hoje em dia|heutzutage)\b")
 _REFUSAL = re.compile(
     r"^\s*(?:i(?:'m| am) sorry|sorry,|i can(?:no|')t (?:help|answer|provide|assist)|"
     r"i(?:'m| am) (?:not able|unable) to|as an ai(?: language model)?|"
@@ -32,13 +33,28 @@ _REFUSAL = re.compile(
 )
 
 
+_OFFICE_HOLDER = re.compile(
+    r"\b(?:who (?:is|are) (?:the |our |their )?(?:current |new )?(?:president|prime minister|"
+    r"ceo|chancellor|king|queen|pope|mayor|governor|leader|head|coach|manager|champion|"
+    r"champions|chairman|chair|owner|secretary general|minister)|who (?:runs|leads|owns|"
+    r"coaches|governs|rules)|wer (?:ist|sind) (?:der |die |das )?(?:aktuelle |neue )?"
+    r"(?:praesident|praesidentin|kanzler|kanzlerin|bundeskanzler|bundeskanzlerin|"
+    r"ministerpraesident|ministerpraesidentin|chef|chefin|trainer|trainerin|papst|koenig|"
+    r"koenigin|buergermeister|buergermeisterin|meister|minister|ministerin)|quem e (?:o |a |os |"
+    r"as )?(?:atual )?(?:presidente|primeiro ministro|primeira ministra|ceo|papa|rei|rainha|"
+    r"prefeito|prefeita|governador|governadora|treinador|tecnico|campeao|campea|dono|dona|"
+    r"ministro|ministra))\b")
+"""Who holds an office now: the answer changes with the next election or season."""
+
+
 def requires_realtime(question: str) -> bool:
     """Whether the answer depends on when it is asked (now, today, prices, weather, news… in
     the question's language; `engine.cache.lexicon`)."""
     text = normalise(question)
     words = text.split()
     realtime = lexicon(detect(words)).realtime
-    return any(word in realtime for word in words) or bool(_REALTIME_PHRASES.search(text))
+    return any(word in realtime for word in words) or bool(_REALTIME_PHRASES.search(text)) \
+        or bool(_OFFICE_HOLDER.search(text))
 
 
 def validate(entry: CacheEntry, schema: dict[str, Any] | None = None) -> ValidationResult:

@@ -108,6 +108,11 @@ def test_only_validated_answers_are_served(cache: ResponseCache) -> None:
 def test_time_sensitive_questions_are_never_served(cache: ResponseCache) -> None:
     assert requires_realtime("What is the weather in Paris today?")
     assert not requires_realtime("What is the capital of France?")
+    for now in ("Wie ist das Wetter heute?", "Qual é a cotação do dólar agora?",
+                "Who is the president of France?", "Wer ist der Bundeskanzler?",
+                "Quem é o presidente do Brasil?", "Is the store open this weekend?"):
+        assert requires_realtime(now), now
+    assert not requires_realtime("Who was the first president of the USA?")
     entry = cache.put("What is the latest Python version?", "3.14")
     assert entry.requires_realtime
     why, served = cache.lookup("What is the latest Python version?")
