@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from engine.cache.lexicon import OPERATORS, Lexicon, detect, lexicon
-from engine.cache.normalise import fold, stem, tokens
+from engine.cache.normalise import fold, stemmer, tokens
 from engine.cache.spelling import is_typo
 
 __all__ = ["CHECKS", "Check", "GuardResult", "check_meaning", "names"]
@@ -123,6 +123,7 @@ class _Reading:
     """One question's words, sorted by what they do."""
 
     def __init__(self, words: list[str], lex: Lexicon) -> None:
+        stem = stemmer(lex.languages)
         kept = [w for w in words if not lex.silent(w)]
         self.negations = Counter(w for w in kept if w in lex.negations)
         self.asks = lex.asks(words)
@@ -191,6 +192,7 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
                f"{_listing(b.quantities)}"):
         return GuardResult(tuple(checks))
     typos = _typos(a, b, names(question) | names(candidate), lex)
+    stem = stemmer(languages)
     content_a = {stem(typos.get(w, w)) for w in a.content}
     content_b = {stem(w) for w in b.content}
     only_a, only_b = content_a - content_b, content_b - content_a
@@ -215,6 +217,7 @@ def _read(text: str, languages: tuple[str, ...]) -> _Reading:
 def _typos(a: _Reading, b: _Reading, proper: frozenset[str], lex: Lexicon,
            ) -> dict[str, str]:
     """{a word of `a`: the word of `b` it is a mistyping of (or that is its mistyping)}."""
+    stem = stemmer(lex.languages)
     stems_b = {stem(w) for w in b.content}
     stems_a = {stem(w) for w in a.content}
     lonely_a = [w for w in a.content if stem(w) not in stems_b]

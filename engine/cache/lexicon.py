@@ -172,7 +172,8 @@ sinken; hinzufuegen entfernen; einfuegen loeschen; fuege loesche; gewinnen verli
 verlor; maximal minimal; maximale minimale; maximum minimum; warm kalt; waermer kaelter; heiss
 kalt; schnell langsam; schneller langsamer; alt jung; aelter juenger; neu alt; sicher
 gefaehrlich; gesund ungesund; schaedlich harmlos; verschluesseln entschluesseln; verschluessele
-entschluessele; mounten unmounten; mounte unmounte; einschalten ausschalten; ein aus;
+entschluessele; mounten unmounten; mounte unmounte; einschalten ausschalten; ein aus; an aus;
+auf zu; anmachen ausmachen; aufmachen zumachen;
 anmelden abmelden; hochladen herunterladen; kaufen verkaufen; immer nie; alle keine; erste
 letzte; frueh spaet; richtig falsch; wahr falsch; billig teuer; guenstig teuer; nah fern;
 naeher weiter; oben unten; links rechts; norden sueden; osten westen; groesste kleinste
@@ -215,8 +216,8 @@ agosto setembro outubro novembro dezembro domingo sabado hoje amanha ontem
 _UNITS = _words("""
 km kilometer kilometre mile meter metre cm mm inch foot feet yard kg kilogram gram g mg lb
 pound ounce oz ton tonne liter litre ml dl l gallon cup celsius fahrenheit kelvin degree
-percent % dollar euro yen usd eur gbp second minute hour day week month year decade century
-kwh watt volt amp mph kmh byte kb mb gb tb
+percent % dollar euro yen usd eur gbp jpy inr rub chf second minute hour day week month
+year decade century mi min m kwh watt volt amp mph kmh byte kb mb gb tb
 kilometer meile meilen meter zentimeter gramm kilogramm kilo pfund unze tonne liter grad
 prozent sekunde sekunden minute minuten stunde stunden tag tage tagen woche wochen monat monate
 jahr jahre jahren jahrhundert

@@ -22,18 +22,25 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 from engine.cache.lexicon import detect, lexicon
 
-__all__ = ["VERSION", "fold", "keywords", "normalise", "stem", "tokens"]
+__all__ = ["VERSION", "fold", "keywords", "normalise", "stem", "stem_de", "stemmer", "tokens"]
 
-VERSION = "3"
+VERSION = "5"
 """Bump when a change makes a question normalise differently: stores are reindexed on open."""
 
 _IRREGULAR = {
     "won't": "will not", "can't": "can not", "cannot": "can not", "shan't": "shall not",
     "ain't": "is not", "let's": "let us", "y'all": "you all",
+    # typed without the apostrophe
+    "dont": "do not", "doesnt": "does not", "didnt": "did not", "isnt": "is not",
+    "arent": "are not", "wasnt": "was not", "werent": "were not", "cant": "can not",
+    "couldnt": "could not", "wouldnt": "would not", "shouldnt": "should not",
+    "havent": "have not", "hasnt": "has not", "whats": "what is", "wheres": "where is",
+    "hows": "how is", "thats": "that is", "youre": "you are", "ive": "i have",
 }
 _PRONOUN_IS = ("it", "that", "what", "there", "here", "who", "where", "how", "when", "why",
                "he", "she", "this")
@@ -41,6 +48,7 @@ _CONTRACTION = re.compile(r"\b(\w+)'(s|re|ve|ll|d|m|t)\b")
 _GERMAN = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"})
 _NUM = r"\d+(?:[.,]\d+)*"
 _SIGN = "\u2212"  # a number's sign while hyphens are dropped
+_CURRENCIES = {r"\$": "usd", "€": "eur", "£": "gbp", "¥": "jpy", "₹": "inr", "₽": "rub"}
 _SYMBOLS = [  # in order: the longer sign first
     (re.compile(r"°\s*c\b"), " celsius "), (re.compile(r"°\s*f\b"), " fahrenheit "),
     (re.compile(r"°"), " degree "), (re.compile(r"<=|≤|=<"), " atmost "),
@@ -50,6 +58,10 @@ _SYMBOLS = [  # in order: the longer sign first
     (re.compile(r"\^|\*\*"), " pow "), (re.compile(r"\+"), " plus "),
     (re.compile(r"[*×·]"), " times "), (re.compile(r"÷"), " divided "),
     (re.compile(r"√"), " sqrt "),
+    *[(re.compile(rf"{sign}\s*(\d[\d.,]*)"), rf" \1 {code} ")  # "$100" is "100 dollars"
+      for sign, code in _CURRENCIES.items()],
+    *[(re.compile(sign), f" {code} ") for sign, code in _CURRENCIES.items()],
+    (re.compile(r"(?<=[a-z])#"), " sharp "),  # C# is not C
     (re.compile(r"(?<=\d)\s*[/⁄]\s*(?=\d)"), " divided "),
     (re.compile(rf"(?<![\w.])({_NUM})\s+x\s+(?=\d)"), r"\1 times "),
     (re.compile(r"\b(?:divided|dividido|geteilt)\s+(?:by|por|durch)\b"), " divided "),
@@ -66,6 +78,7 @@ _SYMBOLS = [  # in order: the longer sign first
 _BETWEEN = re.compile(rf"(?<=\d)\s+(mal|durch|mais|menos|vezes)\s+(?=[{_SIGN}]?\d)")
 _BETWEEN_WORD = {"mal": "times", "durch": "divided", "mais": "plus", "menos": "minus",
                  "vezes": "times"}
+_VOWEL = re.compile(r"[aeiouy]")
 _SPLIT = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
 # polite frames around a question, taken off: "Can you tell me the capital…" asks what "the
 # capital…" asks; "How do I…" and "How can you…" ask how to
@@ -128,6 +141,10 @@ _UNIT_WORDS = {
     **dict.fromkeys("lbs".split(), "lb"),
     **dict.fromkeys("mins".split(), "min"),
     **dict.fromkeys("hrs hr".split(), "hour"),
+    **dict.fromkeys("dollar dollars".split(), "usd"),
+    **dict.fromkeys("euro euros".split(), "eur"),
+    **dict.fromkeys("yen".split(), "jpy"),
+    **dict.fromkeys("rupee rupees".split(), "inr"),
 }
 """Units written out, as their symbol ("5 kilometres" is "5 km")."""
 _DEGREES = re.compile(r"\b(?:degrees?|grad|graus?)\s+(celsius|fahrenheit|kelvin)\b")
@@ -192,8 +209,9 @@ def stem(word: str) -> str:
                                 ("ly", ""), ("s", "")):
         shortest = 2 if suffix in ("xes", "ches", "shes", "zes") else 3
         if word.endswith(suffix) and len(word) - len(suffix) >= shortest:
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
-                break
+            if suffix == "s" and (word.endswith(("ss", "us", "is"))
+                                  or not _VOWEL.search(word[:-1])):
+                break  # "class", "https" (not "http")
             word = word[: len(word) - len(suffix)] + replacement
             break
     if word.endswith("e") and len(word) > 4:
@@ -201,9 +219,32 @@ def stem(word: str) -> str:
     return word
 
 
+_GERMAN_ENDINGS = ("en", "em", "es", "e", "n", "s")
+
+
+@lru_cache(maxsize=65536)
+def stem_de(word: str) -> str:
+    """A light German stem: declension and plural endings taken off (`Katzen`/`Katze` →
+    `katz`, `kleinen`/`kleine` → `klein`), never the comparative `-er` (`größer` is not
+    `groß`)."""
+    if not word.isalpha():
+        return word
+    for ending in _GERMAN_ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            return word[: len(word) - len(ending)]
+    return word
+
+
+def stemmer(languages: tuple[str, ...]) -> Callable[[str], str]:
+    """The stem of a question read as German alone is German; else the light English one
+    (which also takes a Portuguese plural off)."""
+    return stem_de if languages == ("de",) else stem
+
+
 def keywords(text: str) -> list[str]:
     """The content words of `text`, in order, normalised and stemmed (the stopwords and fillers
     of its language left out; negations, interrogatives, operators and numbers kept)."""
     words = tokens(text)
-    lex = lexicon(detect(words))
-    return [stem(w) for w in words if not lex.silent(w)]
+    languages = detect(words)
+    lex, stem_of = lexicon(languages), stemmer(languages)
+    return [stem_of(w) for w in words if not lex.silent(w)]
