@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -160,37 +160,36 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
         checks.append(Check(name, ok, note if ok else detail))
         return ok
 
-    if not add("negation", a.negations == b.negations,
-               f"negation differs: {_listing(a.negations)} vs {_listing(b.negations)}"):
-        return GuardResult(tuple(checks))
-    if not add("interrogative", a.asks == b.asks,
-               f"asks another question: {_listing(a.asks)} vs {_listing(b.asks)}"):
-        return GuardResult(tuple(checks))
-    if not add("operators", a.operators == b.operators,
-               f"operators or comparison signs differ: {_listing(a.operators)} vs "
-               f"{_listing(b.operators)}"):
-        return GuardResult(tuple(checks))
     # "you" is as often anyone ("Can you freeze rice?", "bad for your heart"): the person
     # counts when the question is about little else ("Who are you?", "What is my name?")
     about_person = min(len(a.content), len(b.content)) <= PERSONAL
-    if not add("person", a.persons == b.persons or not about_person or (a.how_to and b.how_to),
-               f"asks about another person: {_listing(a.persons)} vs {_listing(b.persons)}"):
-        return GuardResult(tuple(checks))
-    if not add("modality", a.modals == b.modals,
-               f"can / must / will differ: {_listing(a.modals)} vs {_listing(b.modals)}"):
-        return GuardResult(tuple(checks))
-    if not add("tense", a.past == b.past,
-               f"the past in one only: {'past' if a.past else 'present'} vs "
-               f"{'past' if b.past else 'present'}"):
-        return GuardResult(tuple(checks))
     clash = sorted(f"{x}/{y}" for x in a.stems - b.stems
                    for y in lex.antonyms.get(x, ()) if y in b.stems - a.stems)
-    if not add("antonyms", not clash, f"opposites: {', '.join(clash)}"):
-        return GuardResult(tuple(checks))
-    if not add("quantities", a.quantities == b.quantities,
-               f"numbers, dates or units differ: {_listing(a.quantities)} vs "
-               f"{_listing(b.quantities)}"):
-        return GuardResult(tuple(checks))
+
+    def tense(reading: _Reading) -> str:
+        return "past" if reading.past else "present"
+
+    # (check, passed, why not): each reason is worded only when its check fails
+    words: list[tuple[str, bool, Callable[[], str]]] = [
+        ("negation", a.negations == b.negations, lambda: "negation differs: "
+         f"{_listing(a.negations)} vs {_listing(b.negations)}"),
+        ("interrogative", a.asks == b.asks, lambda: "asks another question: "
+         f"{_listing(a.asks)} vs {_listing(b.asks)}"),
+        ("operators", a.operators == b.operators, lambda: "operators or comparison signs "
+         f"differ: {_listing(a.operators)} vs {_listing(b.operators)}"),
+        ("person", a.persons == b.persons or not about_person or (a.how_to and b.how_to),
+         lambda: f"asks about another person: {_listing(a.persons)} vs "
+         f"{_listing(b.persons)}"),
+        ("modality", a.modals == b.modals, lambda: "can / must / will differ: "
+         f"{_listing(a.modals)} vs {_listing(b.modals)}"),
+        ("tense", a.past == b.past, lambda: f"the past in one only: {tense(a)} vs {tense(b)}"),
+        ("antonyms", not clash, lambda: f"opposites: {', '.join(clash)}"),
+        ("quantities", a.quantities == b.quantities, lambda: "numbers, dates or units "
+         f"differ: {_listing(a.quantities)} vs {_listing(b.quantities)}"),
+    ]
+    for name, passed, why in words:
+        if not add(name, passed, "" if passed else why()):
+            return GuardResult(tuple(checks))
     typos = _typos(a, b, names(question) | names(candidate), lex)
     stem = stemmer(languages)
     content_a = {stem(typos.get(w, w)) for w in a.content}
