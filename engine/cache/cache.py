@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from rapidfuzz import fuzz
 
+from engine.cache.contract import CacheStore, Candidate
 from engine.cache.embeddings import Embedder, EmbeddingError
 from engine.cache.guard import check_meaning
 from engine.cache.models import CacheEntry, CheckResult, Explanation, Tier
 from engine.cache.normalise import VERSION, keywords, normalise
-from engine.cache.store import CacheStore, Candidate
 from engine.cache.validate import VALIDATOR_VERSION, requires_realtime, validate
 from engine.errors import ConfigError
 from engine.models.session import now

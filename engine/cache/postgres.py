@@ -3,7 +3,7 @@
     [cache]
     url = "postgresql://user@db.example/detektiv"
 
-Same contract as `SQLiteCacheStore` (engine/cache/store.py), the same contract tests. Schema
+Same contract as `SQLiteCacheStore` (engine/cache/contract.py), the same contract tests. Schema
 created and migrated by the app (`meta.schema_version`). Candidates come from a GIN index on
 the keyword array: those holding every keyword (`@>`) first, then all but one. The size cap
 counts the live rows' bytes (see `size`). Writes are single transactions; `put` locks the row
@@ -18,16 +18,16 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from engine.cache.models import CacheEntry
-from engine.cache.store import (
+from engine.cache.contract import (
     ENTRIES,
     SCHEMA_VERSION,
     CacheStore,
     Candidate,
-    _entry,
+    entry_from_row,
     merge,
     query_plan,
 )
+from engine.cache.models import CacheEntry
 from engine.errors import ConfigError
 
 __all__ = ["PostgresCacheStore"]
@@ -108,7 +108,7 @@ class PostgresCacheStore(CacheStore):
                     row = self._db.execute(
                         f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE scope = %s AND "
                         "normalised = %s FOR UPDATE", (entry.scope, entry.normalised)).fetchone()
-                    old = _entry(*row) if row is not None else None
+                    old = entry_from_row(*row) if row is not None else None
                     merged = merge(old, entry)
                     self._store(merged)
                 return merged
@@ -164,7 +164,7 @@ class PostgresCacheStore(CacheStore):
                                     "entry_id = %s", (ref,)).fetchall() or \
                 self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
                                  "entry_id LIKE %s LIMIT 2", (ref + "%",)).fetchall()
-        return _entry(*rows[0]) if len(rows) == 1 else None
+        return entry_from_row(*rows[0]) if len(rows) == 1 else None
 
     def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
         with self._lock:
@@ -172,12 +172,12 @@ class PostgresCacheStore(CacheStore):
                                    "scope = %s AND normalised = %s",
                                    (scope, normalised)).fetchone()
             if row is not None:
-                return _entry(*row), "exact"
+                return entry_from_row(*row), "exact"
             row = self._db.execute(
                 f"SELECT {_COLUMNS.replace('data', 'e.data')} FROM detektiv_cache_variations v "
                 "JOIN detektiv_cache_entries e ON e.entry_id = v.entry_id WHERE v.scope = %s "
                 "AND v.normalised = %s", (scope, normalised)).fetchone()
-        return (_entry(*row), "variation") if row is not None else None
+        return (entry_from_row(*row), "variation") if row is not None else None
 
     def candidates(self, scope: str, keywords: list[str], limit: int = 50,
                    loose: bool = False) -> list[Candidate]:
@@ -259,7 +259,7 @@ class PostgresCacheStore(CacheStore):
             rows = self._db.execute(
                 f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE question ILIKE %s "
                 "ORDER BY last_used DESC LIMIT %s", (pattern, limit)).fetchall()
-        return [_entry(*r) for r in rows]
+        return [entry_from_row(*r) for r in rows]
 
     def total(self) -> int:
         with self._lock:
@@ -306,7 +306,7 @@ class PostgresCacheStore(CacheStore):
             seen: set[tuple[str, str]] = set()
             done = 0
             for row in rows:
-                entry = rewrite(_entry(*row)).model_copy(update={"variations": []})
+                entry = rewrite(entry_from_row(*row)).model_copy(update={"variations": []})
                 if (entry.scope, entry.normalised) in seen:
                     self._delete(entry.entry_id)
                     continue

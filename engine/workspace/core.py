@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from engine.cache.cache import ResponseCache, Semantic
-    from engine.cache.store import CacheStore
+    from engine.cache.contract import CacheStore
     from engine.config.models import Config
     from engine.config.providers import ProviderConfig
     from engine.context.conversations import ConversationStore

@@ -331,7 +331,7 @@ def test_a_changed_normaliser_reindexes_the_store_before_any_lookup(
 ) -> None:
     """An entry stored under an older normaliser ("12+4" then read "12 4") must not be found
     by that form: the store is reindexed when it opens under a new one."""
-    from engine.cache.store import merge
+    from engine.cache.contract import merge
 
     stale = cache.put("What is 12+4?", "16.")
     cache.store.save(merge(None, stale.model_copy(update={"normalised": "what is 12 4",
@@ -407,7 +407,7 @@ def test_a_schema_1_sqlite_cache_is_migrated_and_still_served(tmp_path: Path) ->
 
 
 def test_the_candidate_query_asks_for_the_rarest_words_only() -> None:
-    from engine.cache.store import ENTRIES, query_plan
+    from engine.cache.contract import ENTRIES, query_plan
 
     frequency = {ENTRIES: 100_000, "what": 100_000, "coffee": 5_000, "heart": 2_000,
                  "bad": 30_000, "1990": 20}
