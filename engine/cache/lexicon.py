@@ -243,8 +243,8 @@ doque contra antes depois de para sobre sob mais menos melhor pior maior menor v
 derrotou ganhou perto longe entre
 """),
 }
-"""Words around which the order of the other words matters ("A bigger than B", "from A to B",
-"Brasil venceu Alemanha")."""
+"""Words that relate others ("A bigger than B", "from A to B", "Brasil venceu Alemanha"): never
+stopwords, so the guard's order check sees them between the words they relate."""
 
 _REALTIME = {
     "en": _words("""
@@ -285,7 +285,6 @@ class Lexicon:
     interrogatives: dict[str, str]
     antonyms: dict[str, frozenset[str]]
     numbers: frozenset[str]
-    relations: frozenset[str]
     realtime: frozenset[str]
     persons: dict[str, str]
     modals: dict[str, str]
@@ -335,7 +334,6 @@ def lexicon(languages: tuple[str, ...]) -> Lexicon:
         interrogatives=interrogatives,
         antonyms={word: frozenset(opposites) for word, opposites in antonyms.items()},
         numbers=join(_NUMBERS),
-        relations=join(_RELATIONS),
         realtime=join(_REALTIME),
         persons=persons,
         modals=modals,
