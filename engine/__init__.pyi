@@ -28,7 +28,10 @@ from .agent.run import AgentRun as AgentRun
 from .config.defaults import DEFAULT_THEME as DEFAULT_THEME
 from .config.load import load_config as load_config
 from .config.models import Config as Config
-from .config.providers import ProviderConfig as ProviderConfig
+from .config.providers import (
+    ProviderConfig as ProviderConfig,
+    default_local_model as default_local_model,
+)
 from .config.roles import split_chain as split_chain
 from .errors import (
     AgentError as AgentError,

@@ -8,6 +8,7 @@ in a handler, becomes a notification and a log record, never a traceback on the 
 from __future__ import annotations
 
 import logging
+import os
 import time
 import tomllib
 from collections import deque
@@ -35,7 +36,13 @@ from engine import (
 from tui._input import harden_input_decoder
 from tui._stderr import divert_native_stderr
 from tui.funnel import GuardedApp
-from tui.messages import InterrogationWanted, NewSessionWanted, SessionOpened, SessionShown
+from tui.messages import (
+    InterrogationWanted,
+    NewSessionWanted,
+    SessionOpened,
+    SessionShown,
+    TabClosed,
+)
 from tui.screens.dialogs import HelpScreen
 from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
@@ -91,7 +98,16 @@ class DetektivApp(GuardedApp, App[int]):
             wanted, keymap = config.ui.theme, config.keymap
         else:
             wanted, keymap = _preview_ui(preview or {})
+        wanted = os.environ.get("TEXTUAL_THEME") or wanted  # the environment wins
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
+        self.served = bool(os.environ.get("DETEKTIV_SERVED"))
+        """Running in a browser tab (`detektiv serve`): the browser keymap, no $EDITOR."""
+        self.closing = False
+        """The tab closed while an interrogation ran here: the app ends when it does."""
+        if self.served:
+            from tui.serve.driver import BROWSER_KEYMAP
+
+            keymap = {**BROWSER_KEYMAP, **keymap}
         self.set_keymap(keymap)
 
     def on_mount(self) -> None:
@@ -260,6 +276,19 @@ class DetektivApp(GuardedApp, App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             self._report(event.worker.error)
+        if self.closing and event.worker.group == "live" and event.worker.is_finished:
+            self.exit()
+
+    def on_tab_closed(self, _: TabClosed) -> None:
+        """The browser tab closed: end now, or once the interrogation run here has ended."""
+        live = self._screens.get("live")
+        running = live is not None and not getattr(live, "attached", True) and any(
+            w.group == "live" and not w.is_finished for w in live.workers)
+        if running:
+            self.closing = True
+            log.info("tab closed; the interrogation goes on until it ends")
+        else:
+            self.exit()
 
     async def on_unmount(self) -> None:
         await self.workspace.aclose()

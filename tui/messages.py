@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
-__all__ = ["InterrogationWanted", "NewSessionWanted", "SessionOpened", "SessionShown"]
+__all__ = ["InterrogationWanted", "NewSessionWanted", "SessionOpened", "SessionShown",
+           "TabClosed"]
 
 
 class SessionOpened(Message):
@@ -38,3 +39,8 @@ class InterrogationWanted(Message):
     def __init__(self, directory: str) -> None:
         super().__init__()
         self.directory = directory
+
+
+class TabClosed(Message):
+    """The browser tab showing this app (`detektiv serve`) was closed: the app ends, once the
+    interrogation it runs, if any, has finished."""

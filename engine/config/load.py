@@ -101,9 +101,10 @@ def _implicit_providers(config: Config, env: Mapping[str, str]) -> None:
     if "local" not in config.providers and not any(
         p.kind == "local" for p in config.providers.values()
     ):
+        shared = env.get("DETEKTIV_LOCAL_SERVER")  # `detektiv serve`: one model for all tabs
         config.providers["local"] = ProviderConfig(
-            kind="local", model=default_local_model(), priority=max(next_priority, 1000),
-            origin="default",
+            kind="openai" if shared else "local", base_url=shared or None,
+            model=default_local_model(), priority=max(next_priority, 1000), origin="default",
         )
 
 

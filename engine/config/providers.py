@@ -113,8 +113,9 @@ class ProviderConfig(BaseModel):
 
     @property
     def is_demonstration(self) -> bool:
-        """True for a small model shipped with the app (the embedded default)."""
-        return self.kind == "local" and self.model.lower() in DEMONSTRATION_MODELS
+        """True for a small model shipped with the app (the embedded default), run here or by
+        a server on this machine (`detektiv local-server`, as `serve` shares it)."""
+        return self.model.lower() in DEMONSTRATION_MODELS and self.is_local
 
     @property
     def total_timeout(self) -> float:

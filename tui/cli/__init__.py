@@ -79,6 +79,17 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
+    web = commands.add_parser("serve", parents=[common],
+                              help="serve the app to a browser (textual-serve)")
+    web.add_argument("--host", default="127.0.0.1",
+                     help="address to listen on (default 127.0.0.1; others need --allow-remote)")
+    web.add_argument("--port", type=int, default=8000, metavar="N", help="0 picks a free port")
+    web.add_argument("--allow-remote", action="store_true",
+                     help="listen on a non-loopback address; every request then needs the "
+                     "token printed (or DETEKTIV_SERVE_TOKEN)")
+    web.add_argument("--no-shared-model", dest="shared_model", action="store_false",
+                     help="do not start one local-server for all tabs (each tab then loads "
+                     "the embedded model itself)")
     from tui.cli import agent, cache, case, evals, models, sessions
 
     sessions.add_parsers(commands, common)
@@ -127,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return cache_commands.run(paths, args)
             case "local-server":
                 return commands.local_server(paths, args)
+            case "serve":
+                return commands.serve(paths, args)
             case "models":
                 from tui.cli import models as model_commands
 

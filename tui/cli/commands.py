@@ -140,3 +140,17 @@ def local_server(paths: Paths, args: argparse.Namespace) -> int:
           flush=True)
     signal.sigwait(stop_signals)
     return 0
+
+
+def serve(paths: Paths, args: argparse.Namespace) -> int:
+    """`detektiv serve`: the app in a browser (see `tui.serve.server`)."""
+    import os
+
+    from tui.serve.server import ServeOptions, new_token, serve as run_server
+
+    token = None
+    if args.allow_remote:
+        token = os.environ.get("DETEKTIV_SERVE_TOKEN") or new_token()
+    options = ServeOptions(args.host, args.port, token, getattr(args, "config", None),
+                           shared_model=args.shared_model)
+    return run_server(paths, options)

@@ -1,0 +1,186 @@
+"""`detektiv serve` in a real headless Chromium (Debian's, driven by playwright; no browser
+download). The page is a canvas, so a tab's screen is read from the terminal frames the app
+sends over the WebSocket, played into a terminal emulator (pyte)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pyte
+from playwright.sync_api import Browser, Page, WebSocket, sync_playwright
+
+from tests.support.servers import ROOT, cli
+
+
+def chromium() -> str | None:
+    """Debian's Chromium, if installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class Tab:
+    """One browser tab on the served app, with its terminal screen as text."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.raw = bytearray()
+        self.requests: list[str] = []
+        self.screen: pyte.Screen | None = None
+        self.stream: pyte.ByteStream | None = None
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("websocket", self._socket)
+
+    def _socket(self, socket: WebSocket) -> None:
+        query = parse_qs(urlsplit(socket.url).query)
+        width, height = int(query["width"][0]), int(query["height"][0])
+        self.screen = pyte.Screen(width, height)
+        self.stream = pyte.ByteStream(self.screen)
+        socket.on("framereceived", self._frame)
+        socket.on("framesent", self._sent)
+
+    def _sent(self, payload: str | bytes) -> None:
+        """The page tells the app its terminal's size: the emulator follows."""
+        if isinstance(payload, str) and payload.startswith('["resize"'):
+            size = json.loads(payload)[1]
+            if self.screen is not None:
+                self.screen.resize(lines=size["height"], columns=size["width"])
+
+    def _frame(self, payload: str | bytes) -> None:
+        if isinstance(payload, bytes):
+            self.raw += payload
+            if self.stream is not None:
+                self.stream.feed(payload)
+
+    def text(self) -> str:
+        """The terminal's screen, line by line."""
+        return "\n".join(line.rstrip() for line in self.screen.display) if self.screen else ""
+
+    def wait_for(self, condition: Callable[[str], bool] | str, timeout: float = 60) -> str:
+        """Wait (processing the page's events) until the screen meets `condition`."""
+        check = (lambda text: condition in text) if isinstance(condition, str) else condition
+        deadline = time.monotonic() + timeout
+        while not check(text := self.text()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; the screen shows:\n{text}")
+            self.page.wait_for_timeout(50)
+        return text
+
+    def has_focus(self, field: str) -> bool:
+        """True when the input showing `field` is drawn focused: its border (the `▊` before
+        it) has another colour than the next field's on the same line."""
+        if self.screen is None:
+            return False
+        for row, line in enumerate(self.screen.display):
+            column = line.find(field)
+            if column >= 0:
+                left = line.rfind("▊", 0, column)
+                right = line.find("▊", column)
+                if left < 0 or right < 0:
+                    return False
+                cells = self.screen.buffer[row]
+                return bool(cells[left].fg != cells[right].fg)
+        return False
+
+    def focus_with(self, key: str, field: str, timeout: float = 30) -> None:
+        """Press `key` and wait until the input showing `field` is drawn focused: keys typed
+        before that would land where the focus was."""
+        self.page.keyboard.press(key)
+        deadline = time.monotonic() + timeout
+        while not self.has_focus(field):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{field!r} never took the focus:\n{self.text()}")
+            self.page.wait_for_timeout(30)
+
+    def press(self, *keys: str) -> None:
+        """Press keys, each once the app has drawn what the one before changed (a key sent
+        before the app moved the focus would land in the old place)."""
+        for key in keys:
+            drawn = len(self.raw)
+            self.page.keyboard.press(key)
+            deadline = time.monotonic() + 10
+            while len(self.raw) == drawn and time.monotonic() < deadline:
+                self.page.wait_for_timeout(20)
+
+    def type(self, text: str) -> None:
+        self.page.keyboard.type(text)
+
+
+class Served:
+    """A running `detektiv serve` and a Chromium to open tabs on it."""
+
+    def __init__(self, url: str, process: subprocess.Popen[str], browser: Browser) -> None:
+        self.url, self.process, self.browser = url, process, browser
+        self.context = browser.new_context(viewport={"width": 1280, "height": 720})
+
+    def open(self) -> Tab:
+        page = self.context.new_page()
+        tab = Tab(page)
+        page.goto(self.url)
+        tab.wait_for("Sessions")
+        page.locator("#terminal").click()  # keys go to the terminal once it has the focus
+        return tab
+
+
+def children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of every descendant of `pid`, read from /proc."""
+    found: list[tuple[int, str]] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if parent == pid:
+                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                found.append((int(entry.name), line))
+                found += children(int(entry.name))
+    return found
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    pairs = (Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+    return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
+
+
+@contextlib.contextmanager
+def served(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """`detektiv serve --port 0 ARGS…` on 127.0.0.1, and a headless Chromium."""
+    environment = {**os.environ, "DETEKTIV_HOME": str(home), **(env or {})}
+    log = (home / "serve.log").open("w")
+    process = subprocess.Popen(cli("serve", "--port", "0", *args), stdout=subprocess.PIPE,
+                               stderr=log, text=True, env=environment, cwd=home)
+    assert process.stdout is not None
+    try:
+        line = process.stdout.readline()
+        found = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", line)
+        if found is None:
+            raise AssertionError(f"serve did not start: {line!r} "
+                                 f"{(home / 'serve.log').read_text()[-2000:]}")
+        executable = chromium()
+        assert executable is not None, "Debian's chromium is not installed (.ci/run does it)"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=executable,
+                                                 args=["--no-sandbox"])
+            try:
+                yield Served(found.group(1), process, browser)
+            finally:
+                browser.close()
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        log.close()
+
+
+__all__ = ["ROOT", "Served", "Tab", "children", "chromium", "environment_of", "served"]
