@@ -53,6 +53,19 @@ class Paths:
         )
 
 
+    def described(self) -> list[tuple[str, Path, str]]:
+        """Every file and directory detektiv uses: (name, path, what it holds)."""
+        return [
+            ("config", self.config_file, "the configuration (TOML)"),
+            ("data", self.data_dir, "sessions, evaluation runs, conversations, case notes"),
+            ("sessions", self.data_dir / "sessions", "one folder per interrogation"),
+            ("cache", self.cache_dir, "the response cache and rebuildable indexes"),
+            ("logs", self.log_dir, "detektiv.log"),
+            ("models", self.model_dir, "GGUF models (the bundled one, pulled ones)"),
+            ("prompts", resource_dir("prompts"), "the shipped prompts"),
+        ]
+
+
 def resource_dir(name: str) -> Path:
     """The shipped `prompts/` or `themes/` directory, installed or in a source checkout."""
     package = Path(__file__).resolve().parent

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
+    where = commands.add_parser("paths", parents=[common],
+                                help="print every file and directory detektiv uses")
+    where.add_argument("--json", action="store_true", help="print JSON")
     web = commands.add_parser("serve", parents=[common],
                               help="serve the app to a browser (textual-serve)")
     web.add_argument("--host", default="127.0.0.1",
@@ -112,6 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if args.command is None:
+            if not sys.stdout.isatty() and not os.environ.get("TEXTUAL_DRIVER"):
+                print("detektiv: the app needs a terminal on stdout; in a script, use a "
+                      "command (detektiv --help lists them)", file=sys.stderr)
+                return 2
             from tui.app import run_app
 
             return run_app(paths)
@@ -140,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return commands.local_server(paths, args)
             case "serve":
                 return commands.serve(paths, args)
+            case "paths":
+                return commands.show_paths(paths, as_json=args.json)
             case "models":
                 from tui.cli import models as model_commands
 

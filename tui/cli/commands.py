@@ -154,3 +154,16 @@ def serve(paths: Paths, args: argparse.Namespace) -> int:
     options = ServeOptions(args.host, args.port, token, getattr(args, "config", None),
                            shared_model=args.shared_model)
     return run_server(paths, options)
+
+
+def show_paths(paths: Paths, as_json: bool) -> int:
+    """`detektiv paths`: every file and directory detektiv uses, and whether it exists."""
+    rows = paths.described()
+    if as_json:
+        print(json.dumps([{"name": name, "path": str(path), "exists": path.exists(),
+                           "what": what} for name, path, what in rows], indent=2))
+        return 0
+    width = max(len(name) for name, _, _ in rows)
+    for name, path, what in rows:
+        print(f"{name.ljust(width)}  {path}{'' if path.exists() else '  (not yet)'}  # {what}")
+    return 0

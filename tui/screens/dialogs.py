@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -70,6 +71,13 @@ class PromptDialog(Guarded, ModalScreen[str | None]):
         self.dismiss(None)
 
 
+HELP_NOTES = (
+    "A run starts with Enter in the Live tab's form (ctrl+s too, where the terminal lets it "
+    "through: tmux and screen may take it).\n"
+    "Copying (c, C) goes through the terminal (OSC 52). Over SSH in tmux, enable it with "
+    "`set -g set-clipboard on` in ~/.tmux.conf.")
+
+
 class HelpScreen(Guarded, ModalScreen[None]):
     """Every binding of the tab it was opened from, and the global ones."""
 
@@ -89,11 +97,19 @@ class HelpScreen(Guarded, ModalScreen[None]):
                 Content(description.ljust(28)),
                 Content.styled(binding_id, "dim"),
             ))
+        lines += [Content(""), Content(HELP_NOTES)]
         with Vertical(id="dialog"):
             yield Static(Content("\n").join(lines))
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def on_key(self, event: events.Key) -> None:
+        """Escape and the next key, typed quickly over SSH or in tmux, arrive as one alt+key
+        (the terminal cannot tell them apart): that closes the help too."""
+        if event.key.startswith("alt+"):
+            event.stop()
+            self.dismiss(None)
 
 
 class ChoiceDialog(Guarded, ModalScreen[str | None]):

@@ -51,6 +51,13 @@ from tui.widgets.transcript import TranscriptView
 __all__ = ["LiveScreen"]
 
 
+class FormInput(Input):
+    """A field of the Live form: Enter starts the run, and the footer says so (ctrl+s does
+    too, but tmux, screen and terminal flow control may take it)."""
+
+    BINDINGS = [Binding("enter", "submit", "Start run", id="form-start")]
+
+
 
 
 class LiveScreen(Guarded, Screen[None]):
@@ -62,7 +69,7 @@ class LiveScreen(Guarded, Screen[None]):
     `1` goes back); `n`, Enter on the transcript or a click go to the field."""
     BINDINGS = [
         Binding("n,enter", "focus_form", "New", id="focus-form"),
-        Binding("ctrl+s", "start", "Start", id="start"),
+        Binding("ctrl+s", "start", "Start", id="start", show=False),
         Binding("escape", "stop", "Stop", id="stop"),
         Binding("ctrl+r", "resume", "Resume", id="resume"),
         Binding("left_square_bracket", "select(-1)", "Prev answer", id="previous-answer"),
@@ -86,11 +93,11 @@ class LiveScreen(Guarded, Screen[None]):
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
         with Horizontal(id="form"):
-            yield Input(placeholder="Hypothesis… (Enter starts)", id="hypothesis")
-            yield Input(placeholder="detective (default chain)", id="detective")
-            yield Input(placeholder="witness (default chain)", id="witness")
+            yield FormInput(placeholder="Hypothesis… (Enter starts)", id="hypothesis")
+            yield FormInput(placeholder="detective (default chain)", id="detective")
+            yield FormInput(placeholder="witness (default chain)", id="witness")
             limit = self.host.workspace.config.interrogation.iteration_limit
-            yield Input(value=str(limit), id="limit", type="integer", max_length=2)
+            yield FormInput(value=str(limit), id="limit", type="integer", max_length=2)
         advice = self.advice_text()
         line = Static(Content(strip_control(advice)), id="advice")
         line.display = bool(advice)

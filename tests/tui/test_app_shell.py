@@ -1,0 +1,46 @@
+"""Small things a user trips over: the help after Escape-and-a-key, Enter documented in the
+form's footer, copying over SSH, the theme from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Footer, Input, Static
+
+from tests.support.app import app_for, until
+from tui.screens.dialogs import HelpScreen
+
+
+async def test_help_closes_on_escape_and_a_quick_key_and_says_how_to_copy(home: Path) -> None:
+    app = app_for(home)
+    async with app.run_test() as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one(Static).render())
+        assert "set -g set-clipboard on" in text and "Enter in the Live tab's form" in text
+        await pilot.press("alt+x")  # Escape then x, as the terminal delivers them over SSH
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen), timeout=10)
+        assert not app.internal_errors
+
+
+async def test_the_footer_says_enter_starts_a_run_from_the_form(home: Path) -> None:
+    app = app_for(home)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await pilot.press("2")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.focused, Input), timeout=10)
+        await pilot.pause()
+        app.screen.query_one(Footer)  # the footer shows what `active_bindings` has
+        keys = [(active.binding.key, active.binding.description)
+                for active in app.screen.active_bindings.values() if active.binding.show]
+        assert ("enter", "Start run") in keys
+        assert not any(key == "ctrl+s" for key, _ in keys)
+
+
+async def test_the_theme_from_the_environment_wins_over_the_config(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEXTUAL_THEME", "detektiv-light")
+    app = app_for(home, '[ui]\ntheme = "detektiv-dark"\n')
+    async with app.run_test():
+        assert app.theme == "detektiv-light"
