@@ -117,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command is None:
             if not sys.stdout.isatty() and not os.environ.get("TEXTUAL_DRIVER"):
+                from engine import load_config
+
+                load_config(paths)  # a broken config is the line worth saying
                 print("detektiv: the app needs a terminal on stdout; in a script, use a "
                       "command (detektiv --help lists them)", file=sys.stderr)
                 return 2

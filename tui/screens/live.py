@@ -51,7 +51,7 @@ from tui.widgets.transcript import TranscriptView
 __all__ = ["LiveScreen"]
 
 
-class FormInput(Input):
+class FormInput(Guarded, Input):
     """A field of the Live form: Enter starts the run, and the footer says so (ctrl+s does
     too, but tmux, screen and terminal flow control may take it)."""
 
