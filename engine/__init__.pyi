@@ -33,7 +33,14 @@ from .config.providers import (
     default_local_model as default_local_model,
 )
 from .config.roles import split_chain as split_chain
+from .costs import (
+    Budget as Budget,
+    cost_text as cost_text,
+    money as money,
+    usage_line as usage_line,
+)
 from .errors import (
+    EXIT_CODES as EXIT_CODES,
     AgentError as AgentError,
     AllProvidersFailed as AllProvidersFailed,
     AuthError as AuthError,
@@ -60,6 +67,7 @@ from .errors import (
     StallTimeout as StallTimeout,
     TotalTimeout as TotalTimeout,
     UnusableReplyError as UnusableReplyError,
+    exit_family as exit_family,
 )
 from .evals.folder import EvalRunInfo as EvalRunInfo
 from .evals.report import (
@@ -74,7 +82,11 @@ from .evals.run import (
     EvalStarted as EvalStarted,
 )
 from .evals.summary import EvalSummary as EvalSummary
-from .logs import configure_logging as configure_logging, log_file as log_file
+from .logs import (
+    configure_logging as configure_logging,
+    log_file as log_file,
+    log_level as log_level,
+)
 from .models.event import Event as Event
 from .models.events import (
     Advice as Advice,
@@ -97,7 +109,11 @@ from .models.events import (
     encode_record as encode_record,
 )
 from .models.notes import LlmEntry as LlmEntry, NoteEntry as NoteEntry
-from .models.session import AuditResult as AuditResult, GapAnalysis as GapAnalysis
+from .models.session import (
+    AuditResult as AuditResult,
+    GapAnalysis as GapAnalysis,
+    TokenTally as TokenTally,
+)
 from .oracles.catalog import Oracle as Oracle
 from .oracles.consult import Consultation as Consultation
 from .oracles.events import (
@@ -109,6 +125,7 @@ from .oracles.events import (
     OracleSaved as OracleSaved,
 )
 from .paths import Paths as Paths, resource_dir as resource_dir
+from .prompts import PromptFile as PromptFile
 from .report.agent import (
     TagFilter as TagFilter,
     event_line as event_line,

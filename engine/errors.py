@@ -36,10 +36,12 @@ exception is built, so an API key echoed back by a server is masked before anyon
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from engine.secrets import redact
 
 __all__ = [
+    "EXIT_CODES",
     "AgentError",
     "AllProvidersFailed",
     "AuthError",
@@ -49,6 +51,7 @@ __all__ = [
     "DatasetError",
     "DetektivError",
     "FirstTokenTimeout",
+    "exit_family",
     "InterrogationFailed",
     "ModelError",
     "NoteRefused",
@@ -233,9 +236,12 @@ class ServerError(ProviderError):
 class AllProvidersFailed(DetektivError):
     """Every provider of a chain failed or was skipped; `failures` is (provider, why) in order."""
 
-    def __init__(self, role: str, failures: list[tuple[str, str]]) -> None:
+    def __init__(self, role: str, failures: list[tuple[str, str]],
+                 causes: Sequence[ProviderError] = ()) -> None:
         self.role = role
         self.failures = failures
+        self.causes = list(causes)
+        """The providers' own errors, in order (a skipped provider has none)."""
         if failures:
             detail = "; ".join(f"{name}: {why}" for name, why in failures)
             super().__init__(f"every provider for {role} failed — {detail}")
@@ -283,3 +289,23 @@ class AgentError(DetektivError):
 class DatasetError(DetektivError):
     """An evaluation's labelled claims cannot be read, fetched or trusted; the message names
     the file (and line) or the dataset and says why."""
+
+
+EXIT_CODES = {"ok": 0, "failed": 1, "usage": 2, "connection": 3, "timeout": 4,
+              "interrupted": 130}
+"""The documented exit code families of every command."""
+
+
+def exit_family(error: BaseException) -> str:
+    """Which exit code family an error belongs to: `usage` for configuration and usage,
+    `connection` when a provider could not be reached, `timeout` when it did not answer in
+    time (for a whole chain: its last provider's failure), else `failed`."""
+    if isinstance(error, ConfigError):
+        return "usage"
+    if isinstance(error, AllProvidersFailed) and error.causes:
+        error = error.causes[-1]
+    if isinstance(error, ProviderConnectionError):
+        return "connection"
+    if isinstance(error, ProviderTimeout):
+        return "timeout"
+    return "failed"

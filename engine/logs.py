@@ -14,7 +14,10 @@ from pathlib import Path
 
 from engine.secrets import redact
 
-__all__ = ["configure_logging", "log_file"]
+__all__ = ["configure_logging", "log_file", "log_level"]
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+          "error": logging.ERROR}
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
@@ -36,8 +39,23 @@ def log_file(log_dir: Path) -> Path:
     return log_dir / "detektiv.log"
 
 
-def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
-    """Send the `engine` and `tui` loggers (and warnings) to a rotating, redacted log file."""
+def log_level(value: str | None, debug: bool = False) -> int:
+    """The log level: DEBUG with `--debug`, else `DETEKTIV_LOG_LEVEL` (debug, info, warning,
+    error; any case), else INFO. `ValueError` names a level that does not exist."""
+    if debug:
+        return logging.DEBUG
+    if value is None or not value.strip():
+        return logging.INFO
+    try:
+        return LEVELS[value.strip().lower()]
+    except KeyError:
+        raise ValueError(f"DETEKTIV_LOG_LEVEL: {value!r} is not one of "
+                         f"{', '.join(LEVELS)}") from None
+
+
+def configure_logging(log_dir: Path, level: int = logging.INFO, echo: bool = False) -> Path:
+    """Send the `engine` and `tui` loggers (and warnings) to a rotating, redacted log file;
+    `echo`: to stderr too, redacted the same way (`--debug` on a command)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     path = log_file(log_dir)
     handler = _PrivateRotatingFileHandler(path, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
@@ -48,6 +66,10 @@ def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
             root.removeHandler(existing)
             existing.close()  # its file, else left open until collected
     root.addHandler(handler)
+    if echo:
+        shown = logging.StreamHandler()
+        shown.setFormatter(_RedactingFormatter("detektiv: %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(shown)
     root.setLevel(level)
     logging.captureWarnings(True)
     return path

@@ -63,6 +63,9 @@ class Paths:
             ("logs", self.log_dir, "detektiv.log"),
             ("models", self.model_dir, "GGUF models (the bundled one, pulled ones)"),
             ("prompts", resource_dir("prompts"), "the shipped prompts"),
+            ("user-prompts", self.config_file.parent / "prompts",
+             "your prompts: a file named as a shipped one replaces it"),
+            ("user-oracles", self.config_file.parent / "oracles", "your oracles"),
         ]
 
 

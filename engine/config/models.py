@@ -178,6 +178,19 @@ class InterrogationConfig(BaseModel):
     """Sampling temperature for both roles; unset leaves each provider's default."""
 
 
+class Price(BaseModel):
+    """What a model's tokens cost, per million: `[prices."openai:gpt-4o-mini"]` with
+    `input = 0.15` and `output = 0.60`. None are shipped: prices change, and are yours to set
+    from your provider's price list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    """Per million prompt tokens."""
+    output: float = Field(ge=0)
+    """Per million reply tokens."""
+
+
 class Config(BaseModel):
     """The whole configuration."""
 
@@ -195,6 +208,9 @@ class Config(BaseModel):
     interrogation: InterrogationConfig = Field(default_factory=InterrogationConfig)
     keymap: dict[str, str] = Field(default_factory=dict)
     """Key bindings by id (`stop = "ctrl+c"`); the app's help screen lists every id."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Token prices by provider name, `kind:model` or model name (the first found wins); a
+    provider on this machine without one costs nothing, any other is `unpriced`."""
 
     @model_validator(mode="after")
     def _check_providers(self) -> Config:

@@ -53,7 +53,7 @@ class Baselines:
         reply = Reply()
         async for _ in reply.follow(self.router.stream(request, role, accept)):
             pass
-        count_tokens(self.tally, reply)
+        count_tokens(self.tally, reply, self.router.config)
         return reply
 
     def _ask(self, messages: tuple[Message, ...]) -> StreamRequest:

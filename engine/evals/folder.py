@@ -53,6 +53,10 @@ class EvalResult(_Model):
     probability_false: Annotated[float, Field(ge=0, le=1)] | None = None
     rounds: int = 0
     tokens: int = 0
+    cost: float = 0.0
+    """What its calls cost at the configured prices (`engine.costs`)."""
+    unpriced: list[str] = Field(default_factory=list)
+    """Providers that answered with no price configured."""
     seconds: float = 0.0
     session: str | None = None
     error: str | None = None

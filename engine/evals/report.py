@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from engine.costs import cost_text
 from engine.evals.folder import RESULTS, RunFolder
 from engine.evals.summary import SYSTEMS, EvalSummary
 
@@ -62,6 +63,8 @@ def eval_lines(summary: EvalSummary) -> list[str]:
                      f"witness {info.witness_label or '?'}")
     lines.append("Positive class: a false claim. Undetermined and failed items count as "
                  "abstentions (never correct, never dropped). [95 % bootstrap intervals]")
+    lines.append(f"Cost of the run: {cost_text(summary.cost, summary.unpriced)} "
+                 f"over {summary.units} judgings")
     if summary.by_rounds:
         parts = [f"{rounds} round{'s' if rounds != 1 else ''}: "
                  f"{'n/a' if math.isnan(f1) else f'{f1:.3f}'} (n={n})"

@@ -54,8 +54,10 @@ from engine.models.session import (
 )
 
 if TYPE_CHECKING:
+    from engine.costs import Budget
     from engine.routing.router import Router
     from engine.workspace.core import Workspace
+    from engine.workspace.sessions import Run
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -168,6 +170,10 @@ class EvalRun:
         self.baselines = baselines
         self.concurrency = concurrency
         self.retry_failed = retry_failed
+        self.budget: Budget | None = None
+        """`--max-cost`, shared by every unit: once the next call would pass it, that unit
+        stops `cancelled` ("cost limit") and no further unit starts (the run is then
+        `cancelled`; the same command with a larger budget goes on)."""
 
     @property
     def id(self) -> str:
@@ -203,9 +209,15 @@ class EvalRun:
         queue: asyncio.Queue[EvalResult] = asyncio.Queue()
         pending = iter(todo)
 
+        budget = self.budget
+
         async def worker() -> None:
             for unit in pending:  # one shared iterator: each unit taken once
+                if budget is not None and budget.stopped:
+                    return  # the cost limit: no further unit starts
                 result = await self._unit(unit, sessions)
+                if budget is not None and budget.stopped and result.failed:
+                    return  # stopped by the limit: not a result (rerunning judges it)
                 self.folder.add_result(result)
                 await queue.put(result)
 
@@ -222,6 +234,11 @@ class EvalRun:
                             getter.cancel()
                             raise task.exception()  # type: ignore[misc]
                     waiting = {getter, *[w for w in workers if not w.done()]}
+                    if waiting == {getter} and queue.empty() and not getter.done():
+                        break  # every worker stopped early (the cost limit)
+                if not getter.done():
+                    getter.cancel()
+                    break
                 result = getter.result()
                 tally.done += 1
                 tally.failed += int(result.failed)
@@ -229,7 +246,8 @@ class EvalRun:
                 yield EvalItemDone(result=result, done=tally.done, failed=tally.failed,
                                    total=total, tokens=tally.tokens,
                                    elapsed=time.monotonic() - tally.started)
-            status = "completed"
+            else:
+                status = "completed"
         finally:
             for task in workers:
                 task.cancel()
@@ -276,6 +294,7 @@ class EvalRun:
                 ident = uuid.UUID(ref)
             except SessionError:  # damaged since: interrogated anew
                 session = None
+        run: Run
         if session is not None:
             ended = session.status in ("completed", "limit-reached") or (
                 session.status == "failed" and not self.retry_failed)
@@ -294,6 +313,7 @@ class EvalRun:
                 tag=EvalTag(run=info.id, item=unit.item.key, repeat=unit.repeat),
                 router=self.router, ident=ident,
             )
+        run.budget = self.budget
         async for _ in run.events():
             pass
         return self._from_session(unit, run.session, time.monotonic() - started)
@@ -306,9 +326,11 @@ class EvalRun:
             return self._result(unit, session.status, verdict=audit.verdict,
                                 probability_false=audit.probability_false,
                                 rounds=len(session.qa_pairs), tokens=session.tokens.total,
+                                cost=session.tokens.cost, unpriced=session.tokens.unpriced,
                                 seconds=seconds, session=str(session.id))
         return self._result(unit, "failed", rounds=len(session.qa_pairs),
-                            tokens=session.tokens.total, seconds=seconds,
+                            tokens=session.tokens.total, cost=session.tokens.cost,
+                            unpriced=session.tokens.unpriced, seconds=seconds,
                             session=str(session.id),
                             error=session.error or f"the session ended {session.status} "
                             "without a verdict")
@@ -325,10 +347,12 @@ class EvalRun:
                 evidence = await judge.are_you_sure(unit.item)
             verdict, probability = await judge.verdict(unit.item.claim, evidence)
         except (AllProvidersFailed, DetektivError) as exc:
-            return self._result(unit, "failed", tokens=tally.total, error=exc.message,
+            return self._result(unit, "failed", tokens=tally.total, cost=tally.cost,
+                                unpriced=tally.unpriced, error=exc.message,
                                 seconds=time.monotonic() - started)
         return self._result(unit, "completed", verdict=verdict, probability_false=probability,
-                            tokens=tally.total, seconds=time.monotonic() - started)
+                            tokens=tally.total, cost=tally.cost, unpriced=tally.unpriced,
+                            seconds=time.monotonic() - started)
 
 
 def _duration(session: InterrogationSession) -> float:

@@ -76,6 +76,10 @@ class EvalSummary:
     bins: dict[str, list[tuple[int, float, float]]]
     """Reliability bins of each system: (count, mean probability-false, fraction false)."""
     units: int = 0
+    cost: float = 0.0
+    """What every unit's calls cost, at the configured prices."""
+    unpriced: list[str] = field(default_factory=list)
+    """Providers that answered with no price configured (not in `cost`)."""
 
 
 def _majority(verdicts: list[str | None]) -> str | None:
@@ -89,9 +93,11 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
     """The summary of `results` (the last result of a key counts)."""
     compact: dict[tuple[str, str, int], tuple[bool, str | None, float | None, int, int,
                                              float]] = {}
+    spent: dict[tuple[str, str, int], tuple[float, list[str]]] = {}
     for r in results:
         compact[r.key] = (r.label, r.verdict, r.probability_false, r.rounds, r.tokens,
                           r.seconds)
+        spent[r.key] = (r.cost, r.unpriced)
     rows = {key: _Rows() for key in SYSTEMS}
     repeats: dict[str, list[tuple[bool, str | None, float | None, int, int, float]]] = {}
     for (item, kind, repeat), value in compact.items():
@@ -132,7 +138,9 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         fn = sum(1 for i in picked if single.pred[i] != 1 and single.y[i] == 1)
         f1 = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else math.nan
         by_rounds.append((count, len(picked), f1))
-    return EvalSummary(info, systems, by_rounds, curves, bins, len(compact))
+    unpriced = sorted({name for _, names in spent.values() for name in names})
+    return EvalSummary(info, systems, by_rounds, curves, bins, len(compact),
+                       cost=sum(cost for cost, _ in spent.values()), unpriced=unpriced)
 
 
 def summarize(folder: RunFolder, *, resamples: int = BOOTSTRAP) -> EvalSummary:

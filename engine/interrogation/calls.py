@@ -8,10 +8,11 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config.models import InterrogationConfig
+from engine.config.models import Config, InterrogationConfig
 from engine.config.providers import ProviderConfig
 from engine.context.budget import FitReport, Prompt
 from engine.context.fit import shorten
+from engine.costs import Budget, call_cost, price_for
 from engine.errors import BadResponseError, InterrogationFailed
 from engine.models.events import (
     AnswerDelta,
@@ -50,9 +51,11 @@ RETRY_ECHO = 400
 """Characters of an invalid structured reply shown back to the model with the error."""
 
 
-def count_tokens(tally: TokenTally, reply: Reply) -> None:
+def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
+                 budget: Budget | None = None) -> None:
     """Add one call's tokens to `tally`: as the provider reported them, else estimated (the
-    prompt as fitted, the reply at four characters a token)."""
+    prompt as fitted, the reply at four characters a token); with `config`, its cost at the
+    answering provider's price (`engine.costs`), also spent from `budget`."""
     usage = reply.usage
     prompt = usage.prompt_tokens if usage is not None else None
     completion = usage.completion_tokens if usage is not None else None
@@ -64,17 +67,31 @@ def count_tokens(tally: TokenTally, reply: Reply) -> None:
         tally.estimated = True
     tally.prompt += prompt
     tally.completion += completion
+    name = reply.provider
+    if config is None or name is None:
+        return
+    price = price_for(config, name)
+    if price is None:
+        if name not in tally.unpriced:
+            tally.unpriced.append(name)
+        return
+    cost = call_cost(price, prompt, completion)
+    tally.cost += cost
+    if budget is not None:
+        budget.spend(cost)
 
 
 class SessionCalls:
     """The calls of one run of a session over `router`, recorded in `journal`."""
 
     def __init__(self, router: Router, journal: SessionJournal,
-                 settings: InterrogationConfig) -> None:
+                 settings: InterrogationConfig, budget: Budget | None = None) -> None:
         self.router = router
         self.journal = journal
         self.session = journal.session
         self.settings = settings
+        self.budget = budget
+        """`--max-cost`: checked before every call (shared by an evaluation's sessions)."""
         self._labels = {name: p.label for name, p in router.providers.items()}
 
     def _emit(self, event: InterrogationEvent) -> InterrogationEvent:
@@ -164,6 +181,11 @@ class SessionCalls:
         round the call belongs to is `fit_for` when no delta is wanted)."""
         delta = QuestionDelta if role == "detective" else AnswerDelta
         label = self._label
+        if self.budget is not None:
+            chars = sum(len(m.content) for m in (*request.request.messages, *request.extra))
+            self.budget.check(chars + len(request.note), request.request.max_tokens or 0,
+                              [price_for(self.router.config, name)
+                               for name in self.router.chain(role)])
         reply = Reply()
         async for event in reply.follow(self.router.stream(request, role, accept)):
             match event:
@@ -188,7 +210,7 @@ class SessionCalls:
                 case Fitted(_, report):
                     yield self._fitted(role, sequence or fit_for, report)
         turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
-        count_tokens(self.session.tokens, reply)
+        count_tokens(self.session.tokens, reply, self.router.config, self.budget)
 
     def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> InterrogationEvent:
         trim = report.trim

@@ -35,6 +35,7 @@ from typing import Any
 
 from engine.config.models import InterrogationConfig
 from engine.context.budget import Prompt
+from engine.costs import Budget, CostLimitReached
 from engine.errors import (
     AllProvidersFailed,
     DetektivError,
@@ -113,8 +114,9 @@ class Interrogation(SessionCalls):
         settings: InterrogationConfig,
         *,
         resumed: bool = False,
+        budget: Budget | None = None,
     ) -> None:
-        super().__init__(router, journal, settings)
+        super().__init__(router, journal, settings, budget)
         self.resumed = resumed
 
     def _finish(self, status: SessionStatus, reason: str | None) -> InterrogationEvent:
@@ -122,7 +124,8 @@ class Interrogation(SessionCalls):
         session.status, session.end_time = status, now()
         session.error = reason if status == "failed" else None
         self.journal.save()
-        return self._emit(Finished(status=status, reason=reason))
+        return self._emit(Finished(status=status, reason=reason,
+                                   usage=session.tokens.model_copy(deep=True)))
 
     async def run(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run to the end; see the module docstring. Never raises for a model's failure: the
@@ -174,6 +177,9 @@ class Interrogation(SessionCalls):
                 yield self._trail(AuditTrailEntry(event="error", role=exc.role,
                                                   reason=exc.message))
             yield self._finish("failed", exc.message)
+        except CostLimitReached as exc:  # before a call, nothing half done: a clean stop
+            yield self._trail(AuditTrailEntry(event="cost_limit", reason=exc.message))
+            yield self._finish("cancelled", exc.message)
         except (asyncio.CancelledError, GeneratorExit):
             self._finish("cancelled", "stopped by the user")
             raise
@@ -187,6 +193,7 @@ class Interrogation(SessionCalls):
 
     async def _round(self, sequence: int) -> AsyncGenerator[InterrogationEvent, None]:
         session = self.session
+        before = session.tokens.model_copy(deep=True)
         asked = Turn()
         yield self._emit(Phase(phase="question", sequence=sequence))
         async for event in self._question(sequence, asked):
@@ -231,6 +238,7 @@ class Interrogation(SessionCalls):
             provider_used=ProvidersUsed(detective=asked.provider, witness=answered.provider),
             answer_cut_off=cut_off,
             answer_problem=problem,
+            usage=session.tokens.since(before),
         )
         session.qa_pairs.append(pair)
         session.current_iteration = len(session.qa_pairs)

@@ -20,6 +20,7 @@ from engine.models.session import (
     GapAnalysis,
     QuestionAnswerPair,
     SessionStatus,
+    TokenTally,
 )
 
 __all__ = [
@@ -190,6 +191,8 @@ class Finished(_Event):
     type: Literal["finished"] = "finished"
     status: SessionStatus
     reason: str | None = None
+    usage: TokenTally | None = None
+    """The session's tokens and cost at the end (None in logs written before costs)."""
 
 
 InterrogationEvent = (

@@ -68,10 +68,12 @@ TrailEvent = Literal[
     "context_too_small",
     "degenerate_output",
     "contradictory_analysis",
+    "cost_limit",
 ]
 """`degenerate_output`: a model's reply was empty, an echo or not what was asked (named in the
 reason); `contradictory_analysis`: a gap analysis contradicted itself and the loop's rule
-decided instead (see `engine.interrogation.checks`)."""
+decided instead (see `engine.interrogation.checks`); `cost_limit`: the next call would have
+passed `--max-cost`, and the run stopped before it."""
 VerdictValue = Literal["true", "false", "undetermined"]
 """The audit's verdict on the hypothesis."""
 GapCategory = Literal["missing_information", "ambiguity", "inconsistency", "vagueness"]
@@ -133,6 +135,40 @@ ANSWER_CUT_OFF = "the answer was cut off at the token limit"
 """How a cut-off answer is marked, for the user and for the detective alike."""
 
 
+class TokenTally(_Model):
+    """Tokens a session's model calls used, prompt and reply (as the providers reported them;
+    `estimated` once any call had to be estimated: its prompt from the fit, its reply at four
+    characters a token)."""
+
+    prompt: Annotated[int, Field(ge=0)] = 0
+    completion: Annotated[int, Field(ge=0)] = 0
+    estimated: bool = False
+    cost: Annotated[float, Field(ge=0)] = 0.0
+    """What the priced calls cost (`[prices]`, per million tokens; this machine's models 0)."""
+    unpriced: list[str] = Field(default_factory=list)
+    """Providers that answered with no price configured: their calls are not in `cost`."""
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def add(self, other: TokenTally) -> None:
+        """Count `other` in too."""
+        self.prompt += other.prompt
+        self.completion += other.completion
+        self.estimated = self.estimated or other.estimated
+        self.cost += other.cost
+        self.unpriced += [name for name in other.unpriced if name not in self.unpriced]
+
+    def since(self, before: TokenTally) -> TokenTally:
+        """What was counted after `before` (a copy of this tally taken earlier)."""
+        return TokenTally(prompt=self.prompt - before.prompt,
+                          completion=self.completion - before.completion,
+                          estimated=self.estimated and not before.estimated,
+                          cost=max(0.0, self.cost - before.cost),
+                          unpriced=[n for n in self.unpriced if n not in before.unpriced])
+
+
 class QuestionAnswerPair(_Model):
     """One completed round: question, answer, and the detective's analysis of it."""
 
@@ -148,6 +184,8 @@ class QuestionAnswerPair(_Model):
     answer_problem: str | None = None
     """Why the answer is no real testimony (`"no answer"`, `"the answer only repeats the
     question"`), None for a real answer. The round is kept: the detective presses on it."""
+    usage: TokenTally | None = None
+    """The round's tokens and cost (its question, answer and analysis calls)."""
 
     @property
     def answered(self) -> bool:
@@ -258,20 +296,6 @@ class EvalTag(_Model):
     repeat: Annotated[int, Field(ge=1)] = 1
 
 
-class TokenTally(_Model):
-    """Tokens a session's model calls used, prompt and reply (as the providers reported them;
-    `estimated` once any call had to be estimated: its prompt from the fit, its reply at four
-    characters a token)."""
-
-    prompt: Annotated[int, Field(ge=0)] = 0
-    completion: Annotated[int, Field(ge=0)] = 0
-    estimated: bool = False
-
-    @property
-    def total(self) -> int:
-        return self.prompt + self.completion
-
-
 class InterrogationSession(_Model):
     """A whole interrogation, as stored in metadata.json and exported as JSON."""
 
@@ -311,6 +335,9 @@ class InterrogationSession(_Model):
     """The evaluation run this session belongs to, else None."""
     tokens: TokenTally = Field(default_factory=TokenTally)
     """Tokens used by the session's model calls."""
+    prompts: dict[str, str] = Field(default_factory=dict)
+    """The prompts its last run used: name → "shipped sha256:…" or "user PATH sha256:…" (a
+    verdict can be reproduced with the same prompt files)."""
 
     @field_validator("schema_version")
     @classmethod

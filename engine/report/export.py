@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.costs import usage_line
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
 from engine.report.blocks import Block, session_blocks
@@ -78,6 +79,7 @@ def to_markdown(
         out.append(f"- Ended: {session.end_time.isoformat(timespec='seconds')}")
     if hypothesis:
         out.append(f"- Rounds: {len(session.qa_pairs)} of at most {session.iteration_limit}")
+        out.append(f"- Usage: {usage_line(session.tokens)}")
     else:
         out.append("- No interrogation yet")
     out.append(f"- Notes: {len(session.notes)} · oracle answers: {len(session.llm_entries)}")
@@ -106,6 +108,15 @@ def to_markdown(
             out += ["", f"### {answer_title(answer)}", "", f"- {snapshot_line(answer)}"]
             if content is not None:
                 out += ["", _quote(content)]
+    rounds = [(pair.sequence, pair.usage) for pair in session.qa_pairs if pair.usage]
+    if rounds:
+        out += ["", "## Costs", ""]
+        out += [f"- Round {sequence}: {usage_line(usage)}" for sequence, usage in rounds]
+        out.append("- Prices per million tokens from `[prices]` in the config; a model on this "
+                   "machine costs nothing")
+    if session.prompts:
+        out += ["", "## Prompts", ""]
+        out += [f"- {name}: {strip_control(use)}" for name, use in session.prompts.items()]
     summary = context_summary(session.context_fits)
     if summary:
         out += ["", "## Context", "", summary]

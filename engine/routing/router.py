@@ -228,6 +228,7 @@ class Router:
                 yield Done("stop")
                 return
         reply = Reply()
+        errors: list[ProviderError] = []
         try:
             for name in chain:
                 state = self.states[name]
@@ -242,7 +243,8 @@ class Router:
                 outcome: list[tuple[str, str]] = []
                 # closed with this generator: a caller that stops reading stops the stream
                 async with aclosing(self._attempt(name, state, admission.trial, request,
-                                                  accept, previous, outcome)) as attempt:
+                                                  accept, previous, outcome,
+                                                  errors)) as attempt:
                     async for event in attempt:
                         reply.take(event)
                         if type(event) is Done and cached:
@@ -254,7 +256,7 @@ class Router:
                     return
                 failures.append(outcome[0])
                 previous = outcome[0]
-            raise AllProvidersFailed(role, failures)
+            raise AllProvidersFailed(role, failures, errors)
         finally:
             if self._dirty:
                 self.save()
@@ -262,7 +264,7 @@ class Router:
     async def _attempt(
         self, name: str, state: ProviderState, trial: bool, request: StreamRequest | Prompt,
         accept: Accept | None, previous: tuple[str, str] | None,
-        outcome: list[tuple[str, str]],
+        outcome: list[tuple[str, str]], errors: list[ProviderError] | None = None,
     ) -> AsyncGenerator[RouterEvent, None]:
         """Stream from one admitted provider: fitted to its window, and fitted once more when
         its server says the prompt was too long. Ends after `Done` when it answered; else
@@ -329,6 +331,8 @@ class Router:
             if partial:
                 yield PartialDiscarded(name, "".join(partial), failed.detail)
             outcome.append((name, failed.detail))
+            if errors is not None:
+                errors.append(failed)
             return
 
     async def complete(

@@ -51,6 +51,12 @@ class SessionSummary:
     """The audit's probability that the hypothesis is false."""
     eval_run: str | None = None
     """The evaluation run the session was interrogated for (`detektiv eval`), else None."""
+    tokens: int = 0
+    """Tokens its model calls used, prompt and reply."""
+    cost: float = 0.0
+    """What they cost at the configured prices (`engine.costs`)."""
+    unpriced: tuple[str, ...] = ()
+    """Providers it used with no price configured (not in `cost`)."""
 
     def with_status(self, status: str, error: str | None = None) -> SessionSummary:
         """A copy with another display status."""
@@ -72,6 +78,9 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         verdict=audit.verdict if audit else None,
         probability_false=audit.probability_false if audit else None,
         eval_run=session.eval_tag.run if session.eval_tag else None,
+        tokens=session.tokens.total,
+        cost=session.tokens.cost,
+        unpriced=tuple(session.tokens.unpriced),
     )
 
 
@@ -124,6 +133,7 @@ class SessionIndex:
                 if raw.get("deleted"):
                     rows.pop(raw["dir"], None)
                 else:
+                    raw["unpriced"] = tuple(raw.get("unpriced", ()))
                     rows[raw["dir"]] = SessionSummary(**raw)
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue  # a torn or foreign line: the folder is re-read from metadata.json

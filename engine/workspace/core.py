@@ -22,10 +22,12 @@ import asyncio
 import logging
 import threading
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import ConfigError
 from engine.paths import Paths
+from engine.prompts import PromptFile, prompt_files, use_prompts
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,17 @@ class Workspace:
         self._cache: ResponseCache | None = None
         self.warnings: list[str] = []
         """Problems that changed nothing but should be seen (an invalid context.toml)."""
+        use_prompts(self.user_prompts_dir)
+
+    @property
+    def user_prompts_dir(self) -> Path:
+        """The user's `prompts/` (beside the config file): files there override the shipped
+        prompts by name (`engine.prompts`)."""
+        return self.paths.config_file.parent / "prompts"
+
+    def prompts(self) -> list[PromptFile]:
+        """Every prompt as a run would use it (shipped or the user's), with what is wrong."""
+        return prompt_files()
 
     # ---- the parts (each built, and its module imported, on first use) --------------------
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.config.roles import apply_roles
+from engine.costs import Budget
 from engine.errors import ConfigError, DatasetError
 from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
 from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
@@ -61,11 +62,14 @@ class Evals:
 
     async def start(self, request: EvalRequest, *, runs: int = 1, baselines: bool = False,
                     concurrency: int | None = None, retry_failed: bool = False,
-                    progress: Progress | None = None) -> EvalRun:
+                    progress: Progress | None = None,
+                    max_cost: float | None = None) -> EvalRun:
         """A run ready to go (its folder created or found again). `ConfigError` for bad
         settings or unknown providers, `DatasetError` for items that cannot be read."""
         if runs not in RUNS:
             raise ConfigError(f"--runs must be 1 or 3 (got {runs})")
+        if max_cost is not None and not max_cost > 0:
+            raise ConfigError(f"--max-cost must be more than 0 (got {max_cost})")
         if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
             raise ConfigError(f"--concurrency must be between 1 and {MAX_CONCURRENCY} "
                               f"(got {concurrency})")
@@ -102,8 +106,10 @@ class Evals:
         except BaseException:
             await router.aclose()
             raise
-        return EvalRun(workspace, folder, info, items, router, runs=runs, baselines=baselines,
-                       concurrency=slots, retry_failed=retry_failed)
+        run = EvalRun(workspace, folder, info, items, router, runs=runs, baselines=baselines,
+                      concurrency=slots, retry_failed=retry_failed)
+        run.budget = Budget(max_cost) if max_cost is not None else None
+        return run
 
     async def _router(self, request: EvalRequest) -> Router:
         """The run's own router: its chains, the response cache bypassed."""

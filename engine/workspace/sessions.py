@@ -26,11 +26,13 @@ from engine.models.session import (
     WitnessBrief,
     check_resumable,
 )
+from engine.prompts import fill, load_prompt, prompt_uses
 from engine.report.export import to_json, to_markdown
 from engine.storage.journal import SessionJournal
 
 if TYPE_CHECKING:
     from engine.config.models import InterrogationConfig
+    from engine.costs import Budget
     from engine.routing.router import Router
     from engine.workspace.core import Workspace
 
@@ -55,6 +57,9 @@ class Run:
         """A router lent by the caller (an evaluation's, shared by its items), not closed."""
         self.settings: InterrogationConfig | None = None
         """Settings for this run instead of the configuration's `[interrogation]`."""
+        self.budget: Budget | None = None
+        """`--max-cost`: the run stops `cancelled` ("cost limit") before a call would pass it
+        (an evaluation shares one among its items)."""
 
     @property
     def session(self) -> InterrogationSession:
@@ -78,7 +83,7 @@ class Run:
             config, router = workspace.config, await workspace.router()
         interrogation = Interrogation(router, self.journal,
                                       self.settings or config.interrogation,
-                                      resumed=self.resumed)
+                                      resumed=self.resumed, budget=self.budget)
         try:
             async for event in interrogation.run():
                 yield event
@@ -137,6 +142,7 @@ class Sessions:
         value = self.check_limit(limit)
         workspace = self.workspace
         apply_roles(workspace.config, list(detective), list(witness))  # unknown names fail
+        uses = prompt_uses()  # an invalid prompt override fails here, before anything is stored
         store = workspace.store
         if session is not None:
             journal = store.begin(session, text, value, detective=list(detective),
@@ -145,7 +151,17 @@ class Sessions:
             journal = store.create(text, value, detective=list(detective),
                                    witness=list(witness), on_record=on_record, brief=brief,
                                    tag=tag, ident=ident)
+        journal.session.prompts = uses
         return Run(workspace, journal, resumed=False, router=router)
+
+    def prompts_for_run(self) -> dict[str, str]:
+        """The prompt files a run would use, with their hashes (`ConfigError` for an invalid
+        override, as `start` would raise)."""
+        return prompt_uses()
+
+    def first_instructions(self, hypothesis: str) -> str:
+        """The detective's instructions for `hypothesis`, as the first round sends them."""
+        return fill(load_prompt("detective_question"), HYPOTHESIS=hypothesis)
 
     def resume(self, ref: str, on_record: OnRecord | None = None,
                router: Router | None = None) -> Run:
@@ -153,8 +169,10 @@ class Sessions:
         `SessionError` when it ended already or another process runs it."""
         store = self.workspace.store
         check_resumable(store.load(ref))
-        return Run(self.workspace, store.open(ref, on_record=on_record), resumed=True,
-                   router=router)
+        uses = prompt_uses()
+        journal = store.open(ref, on_record=on_record)
+        journal.session.prompts = uses
+        return Run(self.workspace, journal, resumed=True, router=router)
 
     def follow(self, ref: str) -> AsyncIterator[Record]:
         """Every event of a session so far, then new ones until its run ends (or its process

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+from engine import __version__
+from engine.storage.sessions import SessionStore
 from tests.support.cli import detektiv
+from tests.support.factory import stored_session
+from tests.support.servers import cli
 
 
 def test_the_app_without_a_terminal_on_stdout_says_so_in_one_line(home: Path) -> None:
@@ -26,3 +35,83 @@ def test_paths_lists_every_place_and_whether_it_exists(home: Path) -> None:
     assert by_name["cache"]["exists"] is False
     plain = detektiv("paths").stdout
     assert f"{home / 'cache'}  (not yet)" in plain
+
+
+def _completing(home: Path) -> tuple[str, dict[str, str]]:
+    store = SessionStore(home / "data" / "sessions")
+    short = store.load(stored_session(store, "Tides follow the moon")).short_id
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return short, env
+
+
+def test_the_shipped_scripts_are_what_the_parser_makes_now() -> None:
+    from tui.cli import build_parser
+    from tui.cli.completion import SHELLS, generate, script
+
+    for shell in SHELLS:
+        assert script(shell) == generate(build_parser(), shell), \
+            f"tui/completions/detektiv.{shell} is out of date: run `make completions`"
+        assert detektiv("completion", shell).stdout == script(shell)
+
+
+def test_bash_completes_commands_options_and_a_session_id(home: Path, tmp_path: Path) -> None:
+    short, env = _completing(home)
+    installed = tmp_path / "detektiv.bash"
+    installed.write_text(detektiv("completion", "bash").stdout)
+
+    def complete(*words: str) -> list[str]:
+        typed = ("detektiv", *words)
+        probe = (f"source {installed}\n"
+                 f"COMP_WORDS=({' '.join(shlex.quote(w) for w in typed)})\n"
+                 f"COMP_CWORD={len(words)}\nCOMP_LINE={shlex.quote(' '.join(typed))}\n"
+                 "COMP_POINT=${#COMP_LINE}\n_shtab_detektiv\n"
+                 "printf '%s\\n' \"${COMPREPLY[@]}\"\n")
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, env=env,
+                              timeout=60)
+        return done.stdout.split()
+
+    assert "serve" in complete("se")
+    assert complete("show", short[:4]) == [short]
+    assert "--dry-run" in complete("run", "--d")
+
+
+def test_fish_completes_a_session_id(home: Path, tmp_path: Path) -> None:
+    assert shutil.which("fish"), "fish is not installed (.ci/run installs it)"
+    short, env = _completing(home)
+    installed = tmp_path / "detektiv.fish"
+    installed.write_text(detektiv("completion", "fish").stdout)
+    probe = f"source {installed}; complete -C 'detektiv show {short[:4]}'"
+    done = subprocess.run(["fish", "-c", probe], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert [line.split("\t")[0] for line in done.stdout.splitlines()] == [short]
+
+
+def test_the_zsh_script_parses(tmp_path: Path) -> None:
+    assert shutil.which("zsh"), "zsh is not installed (.ci/run installs it)"
+    installed = tmp_path / "_detektiv"
+    installed.write_text(detektiv("completion", "zsh").stdout)
+    assert subprocess.run(["zsh", "-n", str(installed)], capture_output=True).returncode == 0
+
+
+def test_debug_logs_on_stderr_and_a_bad_log_level_is_one_line(home: Path) -> None:
+    (home / "config.toml").write_text("")
+    log = home / "logs" / "detektiv.log"
+    plain = detektiv("paths")
+    assert "DEBUG" not in plain.stderr and "DEBUG" not in log.read_text()
+    shown = detektiv("paths", "--debug")
+    assert shown.returncode == 0
+    assert f"detektiv: DEBUG tui.cli: detektiv {__version__}: paths" in shown.stderr
+    assert f"DEBUG tui.cli: detektiv {__version__}: paths" in log.read_text()
+
+    def run(level: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(cli("paths"), capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "DETEKTIV_LOG_LEVEL": level})
+
+    bad = run("loud")
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == ("detektiv: DETEKTIV_LOG_LEVEL: 'loud' is not one of debug, "
+                                  "info, warning, error")
+    log.unlink()
+    filed = run("Debug")
+    assert filed.returncode == 0 and "DEBUG" not in filed.stderr  # the file only
+    assert "DEBUG tui.cli" in log.read_text()

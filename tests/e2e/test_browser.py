@@ -35,7 +35,7 @@ def _until(condition: Any, timeout: float = 60) -> None:
 
 def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
     with ScriptedModel(_detective, pace=0.05) as detective, \
-            ScriptedModel(["A: plain words. " * 12], pace=0.4) as witness:
+            ScriptedModel(["A: plain words. " * 12], pace=0.25) as witness:
         home = tmp_path / "home"
         home.mkdir()
         (home / "config.toml").write_text(config_text(
@@ -51,7 +51,7 @@ def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
 
             first.press("2")
             first.wait_for("Nothing is running here yet")
-            first.focus_with("n", "Hypothesis…")
+            first.focus_with("n", "Hypothesis…", "detective (default")
             first.type(f"The river is wide {KEEP_ASKING}")
             first.press("Enter")
             shown = first.wait_for("click[/link]")

@@ -191,6 +191,14 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer, sleuth: str) 
     try:
         # the first run: an empty Sessions tab says what to do; `n`, a hypothesis, Enter
         wait("No sessions yet")
+        # the help closes on Escape and a key sent at once (one alt+key, as over SSH)
+        subprocess.run([*tmux, "send-keys", "?"], check=True)
+        wait("set -g set-clipboard on")
+        subprocess.run([*tmux, "send-keys", "Escape", "x"], check=True)
+        deadline = time.monotonic() + 30
+        while "set-clipboard" in pane():
+            assert time.monotonic() < deadline, f"the help stayed open:\n{pane()}"
+            time.sleep(0.2)
         subprocess.run([*tmux, "send-keys", "n"], check=True)
         wait("Hypothesis…")
         subprocess.run([*tmux, "send-keys", "Bees make honey", "Enter"], check=True)

@@ -73,28 +73,32 @@ class Tab:
             self.page.wait_for_timeout(50)
         return text
 
-    def has_focus(self, field: str) -> bool:
-        """True when the input showing `field` is drawn focused: its border (the `▊` before
-        it) has another colour than the next field's on the same line."""
+    def _border_left_of(self, row: int, column: int) -> str | None:
+        """The colour of the first drawn cell left of `column` (a field's border)."""
+        assert self.screen is not None
+        cells = self.screen.buffer[row]
+        for left in range(column - 1, -1, -1):
+            if cells[left].data.strip():
+                return str(cells[left].fg)
+        return None
+
+    def has_focus(self, field: str, other: str) -> bool:
+        """True when the field showing `field` is drawn focused: its border has another
+        colour than the border of the field showing `other` on the same line."""
         if self.screen is None:
             return False
         for row, line in enumerate(self.screen.display):
-            column = line.find(field)
-            if column >= 0:
-                left = line.rfind("▊", 0, column)
-                right = line.find("▊", column)
-                if left < 0 or right < 0:
-                    return False
-                cells = self.screen.buffer[row]
-                return bool(cells[left].fg != cells[right].fg)
+            mine, theirs = line.find(field), line.find(other)
+            if mine >= 0 and theirs >= 0:
+                return self._border_left_of(row, mine) != self._border_left_of(row, theirs)
         return False
 
-    def focus_with(self, key: str, field: str, timeout: float = 30) -> None:
-        """Press `key` and wait until the input showing `field` is drawn focused: keys typed
-        before that would land where the focus was."""
+    def focus_with(self, key: str, field: str, other: str, timeout: float = 30) -> None:
+        """Press `key` and wait until the field showing `field` is drawn focused (`other`: an
+        unfocused field on the same line): keys typed before would land elsewhere."""
         self.page.keyboard.press(key)
         deadline = time.monotonic() + timeout
-        while not self.has_focus(field):
+        while not self.has_focus(field, other):
             if time.monotonic() > deadline:
                 raise AssertionError(f"{field!r} never took the focus:\n{self.text()}")
             self.page.wait_for_timeout(30)

@@ -27,7 +27,8 @@ def _pieces(text: str, size: int = 24) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
-def sse(text: str, finish: str = "stop", pace: float = 0.0) -> Reply:
+def sse(text: str, finish: str = "stop", pace: float = 0.0,
+        usage: tuple[int, int] | None = None) -> Reply:
     chunks: list[bytes | float] = []
     for piece in _pieces(text):
         chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
@@ -37,16 +38,26 @@ def sse(text: str, finish: str = "stop", pace: float = 0.0) -> Reply:
             chunks.append(pace)
     end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
            "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-    chunks += [f"data: {json.dumps(end)}\n\n".encode(), b"data: [DONE]\n\n"]
+    chunks.append(f"data: {json.dumps(end)}\n\n".encode())
+    if usage is not None:  # as OpenAI sends it with stream_options.include_usage
+        counted = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                   "choices": [], "usage": {"prompt_tokens": usage[0],
+                                            "completion_tokens": usage[1],
+                                            "total_tokens": sum(usage)}}
+        chunks.append(f"data: {json.dumps(counted)}\n\n".encode())
+    chunks.append(b"data: [DONE]\n\n")
     return Reply(200, {"content-type": "text/event-stream"}, chunks)
 
 
 class ScriptedModel(WireServer):
     """See the module docstring."""
 
-    def __init__(self, script: Script, window: int = 32768, pace: float = 0.0) -> None:
+    def __init__(self, script: Script, window: int = 32768, pace: float = 0.0,
+                 usage: tuple[int, int] | None = None) -> None:
         self.script = script
         self.pace = pace
+        self.usage = usage
+        """(prompt, completion) tokens every reply reports, as a priced cloud API does."""
         """Seconds between the pieces of a reply (a model that takes its time)."""
         self.turn = 0
         self.chats: list[list[dict[str, Any]]] = []
@@ -64,7 +75,7 @@ class ScriptedModel(WireServer):
         else:
             text = self.script[min(self.turn, len(self.script) - 1)]
         self.turn += 1
-        return sse(text, pace=self.pace)
+        return sse(text, pace=self.pace, usage=self.usage)
 
     def provider_config(self, **overrides: object) -> ProviderConfig:
         values: dict[str, object] = {"kind": "openai", "model": "scripted",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -84,7 +85,7 @@ def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
         if "--model" not in args:  # the suite's server runs the bundled Gemma, whatever the
             args = ("--model", "gemma-3-270m", *args)  # embedded default is
         process = subprocess.Popen(
-            cli("local-server", "--port", "0", *args),
+            cli("local-server", "--port", "0", "--json", *args),
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
@@ -94,11 +95,14 @@ def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
     assert process.stdout is not None
     try:
         line = process.stdout.readline()  # printed once the model is loaded and the port is open
-        if " at http://127.0.0.1:" not in line:
+        try:
+            started = json.loads(line)
+        except ValueError:
             raise RuntimeError(
                 f"local-server did not start: {line!r} {stderr_path.read_text()[-2000:]!r}"
-            )
-        base = line.rsplit(" at ", 1)[1].strip().removesuffix("/v1")
+            ) from None
+        assert started["pid"] == process.pid and started["url"].startswith("http://127.0.0.1:")
+        base = started["url"].removesuffix("/v1")
         yield LlamaServer(process, base)
     finally:
         process.send_signal(signal.SIGTERM)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, TextArea
 
 from engine import Paths
 from engine.storage.sessions import SessionStore
@@ -186,7 +186,7 @@ async def test_keymap_help_and_palette_list_every_action(home: Path) -> None:
         app.live.focus_form()
         await pilot.press(*"2 + 3?")  # digits typed in a field are text, not tab switches
         assert app.current_mode == "live"
-        assert app.live.query_one("#hypothesis", Input).value == "2 + 3?"
+        assert app.live.query_one("#hypothesis", TextArea).text == "2 + 3?"
         await pilot.press("f9")
         assert app.current_mode == "providers"
         await pilot.press("question_mark")

@@ -14,7 +14,7 @@ import pytest
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.pilot import Pilot
-from textual.widgets import Input, Static
+from textual.widgets import Input, Static, TextArea
 
 from engine import Paths
 from engine.storage.sessions import SessionStore
@@ -130,12 +130,12 @@ async def test_switching_tabs_keeps_keys_for_commands_and_n_goes_to_the_field(
         await pilot.press("n")  # from Sessions, on a cold Live tab
         await pilot.pause()
         assert app.current_mode == "live"
-        assert isinstance(app.focused, Input) and app.focused.id == "hypothesis"
+        assert isinstance(app.focused, TextArea) and app.focused.id == "hypothesis"
         await pilot.press(*"Owls hunt at night")
         assert app.focused.value == "Owls hunt at night"
         app.live.query_one(TranscriptView).focus()
         await pilot.press("enter")  # Enter on the transcript goes to the field too
-        assert isinstance(app.focused, Input) and app.focused.id == "hypothesis"
+        assert isinstance(app.focused, TextArea) and app.focused.id == "hypothesis"
         await pilot.press("f1")
         await pilot.pause()
         assert app.current_mode == "sessions"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Static, TextArea
 
 from tests.support.app import app_for, until
 from tui.screens.dialogs import HelpScreen
@@ -29,7 +29,7 @@ async def test_the_footer_says_enter_starts_a_run_from_the_form(home: Path) -> N
     async with app.run_test(size=(130, 40)) as pilot:
         await pilot.press("2")
         await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.focused, Input), timeout=10)
+        await until(pilot, lambda: isinstance(app.focused, TextArea), timeout=10)
         await pilot.pause()
         app.screen.query_one(Footer)  # the footer shows what `active_bindings` has
         keys = [(active.binding.key, active.binding.description)
@@ -44,3 +44,36 @@ async def test_the_theme_from_the_environment_wins_over_the_config(
     app = app_for(home, '[ui]\ntheme = "detektiv-dark"\n')
     async with app.run_test():
         assert app.theme == "detektiv-light"
+
+
+async def test_the_hypothesis_takes_lines_and_comes_back_from_the_editor(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "\\nwritten in the editor\\n" >> "$1"\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    app = app_for(home)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await pilot.press("2", "n")
+        area = app.screen.query_one("#hypothesis", TextArea)
+        await until(pilot, lambda: app.focused is area, timeout=10)
+        await pilot.press(*"The sea", "ctrl+j", *"is salty")
+        assert area.text == "The sea\nis salty"
+        await pilot.press("ctrl+e")
+        await until(pilot, lambda: "written in the editor" in area.text, timeout=20)
+        assert area.text == "The sea\nis salty\nwritten in the editor"
+        assert not app.internal_errors
+
+
+async def test_a_browser_tab_says_the_editor_cannot_open(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DETEKTIV_SERVED", "1")
+    monkeypatch.setenv("EDITOR", "/bin/false")
+    app = app_for(home)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await pilot.press("2", "n")
+        await until(pilot, lambda: isinstance(app.focused, TextArea), timeout=10)
+        await pilot.press("ctrl+e")
+        assert any("cannot open $EDITOR" in message for _, message in app.notices)
+        # the browser keymap: the theme is on f9 there (ctrl+t opens a browser tab)
+        assert app.key_for("toggle-theme", "ctrl+t") == "f9"

@@ -1,13 +1,16 @@
 """The `detektiv` console script: argument parsing and the one error funnel for commands.
 
-Headless commands never import Textual. Every failure ends as one line on stderr:
-exit 2 for bad configuration or usage, 1 for a failed command, 130 for Ctrl-C.
+Headless commands never import Textual. Every failure ends as one line on stderr (with
+`--json`, one JSON object), and its exit code says its family (`engine.EXIT_CODES`): 1 a model
+or provider failed, 2 bad configuration or usage, 3 a provider could not be reached, 4 it did
+not answer in time, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -15,19 +18,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine import (
-    ConfigError,
+    EXIT_CODES,
     DetektivError,
     Paths,
     __version__,
     configure_logging,
+    exit_family,
+    log_level,
 )
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 log = logging.getLogger("tui.cli")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The `detektiv` argument parser (also what the completion scripts are made from)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--config",
@@ -36,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="configuration file (default: $DETEKTIV_HOME/config.toml or the user config dir)",
     )
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="log everything (DETEKTIV_LOG_LEVEL=debug), on stderr too for a "
+                        "command")
     parser = argparse.ArgumentParser(
         prog="detektiv",
         description="Interrogate language models. With no command, opens the terminal app.",
@@ -58,6 +67,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="continue the last conversation")
     ask.add_argument("--conversation", metavar="ID", help="continue (or start) conversation ID")
     ask.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    ask.add_argument("--json", action="store_true",
+                     help="print one JSON object (answer, provider, conversation, notes) at "
+                     "the end instead of streaming")
     ask.add_argument("prompt", help="the prompt; - reads it from stdin")
 
     conversations = commands.add_parser(
@@ -80,6 +92,16 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
+    server.add_argument("--json", action="store_true",
+                        help="print one JSON line (url, port, pid, model) once it listens")
+    listed = commands.add_parser("prompts", parents=[common],
+                                 help="list the prompts (shipped or yours) and check yours")
+    listed.add_argument("--json", action="store_true", help="print JSON")
+    completion = commands.add_parser("completion", parents=[common],
+                                     help="print a shell completion script (bash, zsh, fish)")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
+    complete = commands.add_parser("complete", parents=[common])  # for the scripts
+    complete.add_argument("kind", choices=("sessions", "oracles", "providers", "models"))
     where = commands.add_parser("paths", parents=[common],
                                 help="print every file and directory detektiv uses")
     where.add_argument("--json", action="store_true", help="print JSON")
@@ -105,15 +127,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _failed(args: argparse.Namespace, family: str, kind: str, message: str,
+            line: str | None) -> int:
+    """Say why a command failed: one line on stderr, or with --json one JSON object
+    (`{"error": {"family", "type", "message", "exit_code"}}`); returns the exit code."""
+    code = EXIT_CODES[family]
+    if getattr(args, "json", False):
+        print(json.dumps({"error": {"family": family, "type": kind, "message": message,
+                                    "exit_code": code}}, ensure_ascii=False), file=sys.stderr)
+    elif line is not None:
+        print(f"detektiv: {line}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     paths = Paths.from_env(getattr(args, "config", None))
+    debug = bool(getattr(args, "debug", False))
     try:
-        log_path = configure_logging(paths.log_dir)
+        level = log_level(os.environ.get("DETEKTIV_LOG_LEVEL"), debug)
+    except ValueError as exc:
+        print(f"detektiv: {exc}", file=sys.stderr)
+        return 2
+    try:
+        log_path = configure_logging(paths.log_dir, level,
+                                     echo=debug and args.command is not None)
     except OSError as exc:
         print(f"detektiv: cannot write logs in {paths.log_dir}: {exc.strerror}", file=sys.stderr)
         return 2
+    log.debug("detektiv %s: %s, config %s", __version__, args.command or "the app",
+              paths.config_file)
     try:
         if args.command is None:
             if not sys.stdout.isatty() and not os.environ.get("TEXTUAL_DRIVER"):
@@ -151,29 +195,36 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return commands.local_server(paths, args)
             case "serve":
                 return commands.serve(paths, args)
+            case "completion":
+                from tui.cli.completion import script
+
+                sys.stdout.write(script(args.shell))
+                return 0
+            case "complete":
+                from tui.cli.completion import candidates
+
+                print("\n".join(candidates(paths, args.kind)))
+                return 0
+            case "prompts":
+                return commands.prompts(paths, as_json=args.json)
             case "paths":
                 return commands.show_paths(paths, as_json=args.json)
             case "models":
                 from tui.cli import models as model_commands
 
                 return model_commands.run(paths, args)
-    except ConfigError as exc:
-        print(f"detektiv: {exc.message}", file=sys.stderr)
-        return 2
     except DetektivError as exc:
-        print(f"detektiv: error: {exc.message}", file=sys.stderr)
-        return 1
+        family = exit_family(exc)
+        line = exc.message if family == "usage" else f"error: {exc.message}"
+        return _failed(args, family, type(exc).__name__, exc.message, line)
     except KeyboardInterrupt:
-        return 130
+        return _failed(args, "interrupted", "KeyboardInterrupt", "interrupted", None)
     except BrokenPipeError:  # `detektiv ask … | head`
         return 0
     except Exception as exc:
         log.exception("internal error")
-        print(
-            f"detektiv: internal error: {type(exc).__name__} (details in {log_path})",
-            file=sys.stderr,
-        )
-        return 1
+        message = f"internal error: {type(exc).__name__} (details in {log_path})"
+        return _failed(args, "failed", "InternalError", message, message)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -38,6 +38,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     answer.add_argument("--answer-file", type=Path, metavar="FILE")
     put.add_argument("--realtime", action="store_true", help="time-sensitive: never served")
     put.add_argument("--template", action="store_true", help="the answer is a template")
+    put.add_argument("--json", action="store_true", help="print the stored entry as JSON")
     match = sub.add_parser("match", parents=[common], help="what a question would match, why")
     match.add_argument("question")
     match.add_argument("--json", action="store_true")
@@ -49,11 +50,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                        ("delete", "remove an entry")):
         one = sub.add_parser(name, parents=[common], help=text)
         one.add_argument("id", help="entry id or a unique prefix")
+        one.add_argument("--json", action="store_true", help="print JSON")
     export = sub.add_parser("export", parents=[common], help="every entry as JSON or CSV")
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.add_argument("-o", "--output", type=Path, metavar="FILE")
     imported = sub.add_parser("import", parents=[common], help="entries from a JSON export")
     imported.add_argument("file", type=Path)
+    imported.add_argument("--json", action="store_true", help="print the count and ids as JSON")
     stats = sub.add_parser("stats", parents=[common], help="hits, misses, size")
     stats.add_argument("--json", action="store_true")
 
@@ -69,6 +72,10 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                 entry = cache.put(args.question, answer, realtime=args.realtime,
                                   template=args.template)
                 status = entry.validation_metadata.status if entry.validation_metadata else "?"
+                if args.json:
+                    print(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False,
+                                     indent=1))
+                    return 0
                 print(entry.entry_id)
                 print(f"detektiv: stored ({status}"
                       + (", time-sensitive: never served" if entry.requires_realtime else "")
@@ -101,10 +108,11 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                     raise ConfigError(f"no cache entry matches {args.id!r}")
                 print(json.dumps(found.model_dump(mode="json"), ensure_ascii=False, indent=1))
             case "invalidate":
-                print(f"invalidated {cache.invalidate(args.id).entry_id}")
+                done = cache.invalidate(args.id).entry_id
+                print(json.dumps({"invalidated": done}) if args.json else f"invalidated {done}")
             case "delete":
                 cache.delete(args.id)
-                print(f"deleted {args.id}")
+                print(json.dumps({"deleted": args.id}) if args.json else f"deleted {args.id}")
             case "export":
                 text = _export(cache.store.entries(limit=10_000_000), args.format)
                 if args.output is None:
@@ -112,14 +120,14 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                 else:
                     atomic_write_text(args.output, text)
             case "import":
-                count = 0
-                for item in _load(args.file):
-                    cache.put(str(item["question"]), str(item["payload"]),
-                              realtime=bool(item.get("requires_realtime")),
-                              template=bool(item.get("response_template")),
-                              provider=_text(item.get("provider_used")))
-                    count += 1
-                print(f"detektiv: imported {count} entries", file=sys.stderr)
+                ids = [cache.put(str(item["question"]), str(item["payload"]),
+                                 realtime=bool(item.get("requires_realtime")),
+                                 template=bool(item.get("response_template")),
+                                 provider=_text(item.get("provider_used"))).entry_id
+                       for item in _load(args.file)]
+                if args.json:
+                    print(json.dumps({"imported": len(ids), "ids": ids}))
+                print(f"detektiv: imported {len(ids)} entries", file=sys.stderr)
             case "stats":
                 stats = cache.stats()
                 if args.json:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from engine import (
     AskAnswered,
     AskDelta,
+    AskEvent,
     AskNote,
     ConfigError,
     Paths,
@@ -84,6 +87,8 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
             continue_last=args.continue_last)
         for warning in workspace.warnings:
             print(f"detektiv: warning: {warning}", file=sys.stderr)
+        if args.json:
+            return await _ask_json(asking.events())
         async for event in asking.events():
             match event:
                 case AskDelta(text=text):
@@ -97,6 +102,20 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
     finally:
         out.end_line()
         await workspace.aclose()
+    return 0
+
+
+async def _ask_json(events: AsyncIterator[AskEvent]) -> int:
+    """`ask --json`: one object once the answer is complete (its notes with it)."""
+    notes: list[str] = []
+    async for event in events:
+        match event:
+            case AskNote(text=text):
+                notes.append(text)
+            case AskAnswered(text=text, provider=provider, conversation_id=conversation):
+                print(json.dumps({"answer": text, "provider": provider,
+                                  "conversation": conversation, "notes": notes},
+                                 ensure_ascii=False))
     return 0
 
 
@@ -136,16 +155,21 @@ def local_server(paths: Paths, args: argparse.Namespace) -> int:
     except BaseException:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
         raise
-    print(f"detektiv local-server: {engine.options.model_path.name} at {engine.address}/v1",
-          flush=True)
+    address = str(engine.address)
+    if args.json:
+        port = int(address.rsplit(":", 1)[1])
+        print(json.dumps({"url": f"{address}/v1", "port": port, "pid": os.getpid(),
+                          "model": engine.options.model_path.name,
+                          "model_path": str(engine.options.model_path)}), flush=True)
+    else:
+        print(f"detektiv local-server: {engine.options.model_path.name} (pid {os.getpid()}) "
+              f"at {address}/v1", flush=True)
     signal.sigwait(stop_signals)
     return 0
 
 
 def serve(paths: Paths, args: argparse.Namespace) -> int:
     """`detektiv serve`: the app in a browser (see `tui.serve.server`)."""
-    import os
-
     from tui.serve.server import ServeOptions, new_token, serve as run_server
 
     token = None
@@ -167,3 +191,25 @@ def show_paths(paths: Paths, as_json: bool) -> int:
     for name, path, what in rows:
         print(f"{name.ljust(width)}  {path}{'' if path.exists() else '  (not yet)'}  # {what}")
     return 0
+
+
+def prompts(paths: Paths, as_json: bool) -> int:
+    """`detektiv prompts`: every prompt as a run would use it; exit 1 when an override is
+    invalid (each says why)."""
+    workspace = Workspace(paths)
+    files = workspace.prompts()
+    if as_json:
+        print(json.dumps([{"name": f.name, "source": f.source, "path": str(f.path),
+                           "sha256": f.sha256, "placeholders": list(f.placeholders),
+                           "valid": f.problem is None, "problem": f.problem}
+                          for f in files], indent=2, ensure_ascii=False))
+    else:
+        print(f"your prompts: {workspace.user_prompts_dir} (a file there named as a shipped "
+              "one replaces it)")
+        for f in files:
+            where = "shipped" if f.source == "shipped" else f"user    {f.path}"
+            line = f"{f.name:<26} {where}  sha256:{f.sha256[:12]}"
+            if f.problem is not None:
+                line += f"\n{'':<26} INVALID: {f.problem}"
+            print(line)
+    return 1 if any(f.problem is not None for f in files) else 0

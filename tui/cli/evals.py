@@ -22,6 +22,7 @@ from engine import (
     Workspace,
     eval_lines,
     eval_table,
+    money,
     split_chain,
 )
 
@@ -55,6 +56,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run.add_argument("--baselines", action="store_true",
                      help="also judge each claim with no interrogation and after one "
                      "\"Are you sure?\"")
+    run.add_argument("--max-cost", type=float, metavar="AMOUNT",
+                     help="stop before a call would pass this cost ([prices] in the config)")
     run.add_argument("--retry-failed", action="store_true",
                      help="run the items that failed last time again")
     run.add_argument("--json", action="store_true",
@@ -114,7 +117,8 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
     try:
         run = await workspace.evals.start(request, runs=args.runs, baselines=args.baselines,
                                           concurrency=args.concurrency,
-                                          retry_failed=args.retry_failed, progress=download)
+                                          retry_failed=args.retry_failed, progress=download,
+                                          max_cost=args.max_cost)
     finally:
         download.close()
     bar = _Progress()
@@ -156,6 +160,11 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
         print(f"detektiv: evaluation {run.id}: {finished.done}/{finished.total} judged, "
               f"{finished.failed} failed, in {time.monotonic() - started:.0f} s "
               f"(sessions: detektiv evals {run.id})", file=sys.stderr)
+        if finished.status == "cancelled" and run.budget is not None and run.budget.stopped:
+            print(f"detektiv: stopped at the cost limit ({money(run.budget.spent)} spent of "
+                  f"{money(run.budget.limit)}); the same command with a larger --max-cost "
+                  "goes on", file=sys.stderr)
+            return 130
     return 0
 
 
@@ -189,6 +198,8 @@ def summary_json(summary: EvalSummary) -> dict[str, object]:
         },
         "f1_by_rounds": [{"rounds": r, "n": n, "f1": number(f1)}
                          for r, n, f1 in summary.by_rounds],
+        "cost": round(summary.cost, 6),
+        "unpriced": summary.unpriced,
     }
 
 

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from engine import (
+    Budget,
     ConfigError,
     Paths,
     Record,
@@ -74,13 +75,49 @@ async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
 
 async def run(paths: Paths, args: argparse.Namespace) -> int:
     """Run an interrogation, streaming the transcript (or the event records with --json)."""
-    hypothesis = sys.stdin.read() if args.hypothesis == "-" else args.hypothesis
+    hypothesis = read_hypothesis(args.hypothesis, args.file)
+    if args.max_cost is not None and not args.max_cost > 0:
+        raise ConfigError(f"--max-cost must be more than 0 (got {args.max_cost})")
     workspace = Workspace(paths, use_cache=not args.no_cache)
+    if args.dry_run:
+        return dry_run(workspace, hypothesis)
     started = workspace.sessions.start(
         hypothesis, args.limit, split_chain(args.detective), split_chain(args.witness),
         on_record=_print_record if args.json else None, session=args.session,
     )
+    if args.max_cost is not None:
+        started.budget = Budget(args.max_cost)
     return await _drive(workspace, started, args.json)
+
+
+def read_hypothesis(given: str | None, file: Path | None) -> str:
+    """The hypothesis: as given, `-` from stdin, or `--file FILE` (one of them)."""
+    if (given is None) == (file is None):
+        raise ConfigError("give the hypothesis, `-` to read it from stdin, or --file FILE "
+                          "(one of them)")
+    if file is not None:
+        if str(file) == "-":
+            return sys.stdin.read()
+        try:
+            return file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{file}: not UTF-8 text") from None
+        except OSError as exc:
+            raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
+    return sys.stdin.read() if given == "-" else str(given)
+
+
+def dry_run(workspace: Workspace, hypothesis: str) -> int:
+    """What a run would send first, and with which prompt files; nothing is stored or sent."""
+    if not hypothesis.strip():
+        raise ConfigError("the hypothesis is empty")
+    uses = workspace.sessions.prompts_for_run()
+    print("prompts this run would use:")
+    for name, use in uses.items():
+        print(f"  {name:<26} {use}")
+    print("\nthe detective's instructions, filled:\n")
+    print(workspace.sessions.first_instructions(hypothesis.strip()))
+    return 0
 
 
 async def resume(paths: Paths, args: argparse.Namespace) -> int:
@@ -119,8 +156,9 @@ def sessions(paths: Paths, as_json: bool) -> int:
 
 
 def show(paths: Paths, args: argparse.Namespace) -> int:
-    """Print a stored session as a readable report."""
-    sys.stdout.write(Workspace(paths).sessions.export(args.session, "md"))
+    """Print a stored session as a readable report (with --json: the whole session)."""
+    sys.stdout.write(Workspace(paths).sessions.export(args.session,
+                                                      "json" if args.json else "md"))
     return 0
 
 
@@ -164,12 +202,21 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                 common: argparse.ArgumentParser) -> None:
     """Register the session commands on the `detektiv` parser."""
     run_parser = commands.add_parser("run", parents=[common], help="run an interrogation")
-    run_parser.add_argument("hypothesis", help="what to examine; - reads it from stdin")
+    run_parser.add_argument("hypothesis", nargs="?",
+                            help="what to examine (several lines are fine); - reads stdin")
+    run_parser.add_argument("--file", type=Path, metavar="FILE",
+                            help="read the hypothesis from FILE (- is stdin)")
+    run_parser.add_argument("--dry-run", action="store_true",
+                            help="print the prompts it would use and the detective's first "
+                            "instructions; send nothing")
     run_parser.add_argument("--detective", metavar="P",
                             help="provider name or kind:model; a comma-separated chain")
     run_parser.add_argument("--witness", metavar="P",
                             help="provider name or kind:model; a comma-separated chain")
     run_parser.add_argument("--limit", type=int, metavar="N", help="iteration limit, 5-20")
+    run_parser.add_argument("--max-cost", type=float, metavar="AMOUNT",
+                            help="stop (cancelled, \"cost limit\") before a call would pass "
+                            "this cost, at the [prices] in the config")
     run_parser.add_argument("--no-cache", action="store_true",
                             help="bypass the response cache (when [cache] witness is on)")
     run_parser.add_argument("--session", metavar="ID",
@@ -182,8 +229,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                        ("resume", "continue an interrupted session")):
         sub = commands.add_parser(name, parents=[common], help=text)
         sub.add_argument("session", help="session id, id prefix or folder name")
-        if name != "show":
-            sub.add_argument("--json", action="store_true", help="print the event records")
+        sub.add_argument("--json", action="store_true",
+                         help="print the session as JSON" if name == "show"
+                         else "print the event records")
     exporting = commands.add_parser("export", parents=[common], help="export a session")
     exporting.add_argument("session", help="session id, id prefix or folder name")
     exporting.add_argument("--format", choices=("md", "json"), default="md")

@@ -6,15 +6,18 @@ records of events.jsonl when attached to a run in another process; both go throu
 
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, ProgressBar, Static
+from textual.widgets import Footer, Input, ProgressBar, Static, TextArea
 
 from engine import (
     Append,
@@ -35,14 +38,17 @@ from engine import (
     ProviderChosen,
     Run,
     Started,
+    TokenTally,
     Void,
     audit_lines,
     discarded_line,
     finished_line,
+    money,
     split_chain,
     strip_control,
     verdict_short,
 )
+from tui._editor import edit_file
 from tui.funnel import Guarded
 from tui.messages import SessionShown
 from tui.widgets.tabs import ModeTabs
@@ -56,6 +62,59 @@ class FormInput(Guarded, Input):
     too, but tmux, screen and terminal flow control may take it)."""
 
     BINDINGS = [Binding("enter", "submit", "Start run", id="form-start")]
+
+
+class HypothesisArea(Guarded, TextArea):
+    """The hypothesis, on as many lines as it needs (up to a few shown): Enter starts the run
+    as in the other fields, ctrl+j (or alt+enter) starts a new line, a paste keeps its lines,
+    and ctrl+e opens it in $EDITOR."""
+
+    BINDINGS = [
+        Binding("enter", "submit", "Start run", id="hypothesis-start"),
+        Binding("ctrl+j,alt+enter,shift+enter", "newline", "New line", id="hypothesis-newline",
+                show=False),
+        Binding("ctrl+e", "edit", "$EDITOR", id="hypothesis-editor"),
+    ]
+
+    class Submitted(Message):
+        """Enter in the hypothesis."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":  # TextArea inserts a line break on Enter; here it starts
+            event.stop()
+            event.prevent_default()
+            self.action_submit()
+            return
+        await super()._on_key(event)
+
+    def action_submit(self) -> None:
+        self.post_message(self.Submitted())
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+    def action_edit(self) -> None:
+        """Edit the hypothesis in $EDITOR (the app suspends), then take the file back."""
+        if getattr(self.app, "served", False):
+            self.notify("A browser tab cannot open $EDITOR: paste the text, or use ctrl+j "
+                        "for a new line.", severity="warning", markup=False)
+            return
+        with tempfile.TemporaryDirectory(prefix="detektiv-") as folder:
+            path = Path(folder) / "hypothesis.md"
+            path.write_text(self.text, encoding="utf-8")
+            problem = edit_file(self.app, path)
+            if problem:
+                self.notify(problem, severity="warning", markup=False)
+                return
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                self.notify(f"Cannot read the edited hypothesis back: {exc}",
+                            severity="warning", markup=False)
+                return
+        self.text = text.rstrip("\n")
+        self.move_cursor(self.document.end)
+        self.focus()
 
 
 
@@ -85,6 +144,8 @@ class LiveScreen(Guarded, Screen[None]):
         self.narration = Narration()
         self.badges: dict[str, str] = {}
         self.status_text = "idle"
+        self.usage = TokenTally()
+        """Tokens and cost of the run on show, so far."""
         self._form_wanted = False
         self._built = False
         self.case_dir: str | None = None
@@ -93,7 +154,9 @@ class LiveScreen(Guarded, Screen[None]):
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
         with Horizontal(id="form"):
-            yield FormInput(placeholder="Hypothesis… (Enter starts)", id="hypothesis")
+            yield HypothesisArea(placeholder="Hypothesis… (Enter starts · ctrl+j new line · "
+                                 "ctrl+e $EDITOR)", id="hypothesis", soft_wrap=True,
+                                 tab_behavior="focus", show_line_numbers=False)
             yield FormInput(placeholder="detective (default chain)", id="detective")
             yield FormInput(placeholder="witness (default chain)", id="witness")
             limit = self.host.workspace.config.interrogation.iteration_limit
@@ -106,6 +169,7 @@ class LiveScreen(Guarded, Screen[None]):
             yield Static(Content("detective: –"), id="detective-badge", classes="badge")
             yield Static(Content("witness: –"), id="witness-badge", classes="badge")
             yield Static(Content("verdict: –"), id="verdict-badge", classes="badge")
+            yield Static(Content("cost: –"), id="cost-badge", classes="badge")
             yield Static(Content("idle"), id="status")
         with Horizontal(id="main"):
             yield TranscriptView(id="transcript")
@@ -148,10 +212,13 @@ class LiveScreen(Guarded, Screen[None]):
             self._form_wanted = True
             return
         self._form_wanted = False
-        self.query_one("#hypothesis", Input).focus()
+        self.query_one("#hypothesis", HypothesisArea).focus()
 
     def action_focus_form(self) -> None:
         self.focus_form()
+
+    def on_hypothesis_area_submitted(self, _: HypothesisArea.Submitted) -> None:
+        self.action_start()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id in ("hypothesis", "detective", "witness", "limit"):
@@ -171,7 +238,7 @@ class LiveScreen(Guarded, Screen[None]):
             limit = 0
         try:
             run = self.host.workspace.sessions.start(
-                self.query_one("#hypothesis", Input).value, limit,
+                self.query_one("#hypothesis", HypothesisArea).text, limit,
                 split_chain(self.query_one("#detective", Input).value),
                 split_chain(self.query_one("#witness", Input).value),
                 session=self.case_dir,
@@ -272,6 +339,8 @@ class LiveScreen(Guarded, Screen[None]):
             self.query_one(f"#{role}-badge", Static).update(Content(f"{role}: –"))
         self.query_one("#verdict-badge", Static).update(Content("verdict: –"))
         self.query_one("#verdict-badge", Static).set_classes("badge")
+        self.usage = TokenTally()
+        self.query_one("#cost-badge", Static).update(Content("cost: –"))
         self.query_one("#completeness", ProgressBar).update(progress=0)
         self.query_one("#gaps", Static).update(Content("no analysis yet"))
         self.query_one("#audit", Static).update(Content("not yet"))
@@ -310,11 +379,18 @@ class LiveScreen(Guarded, Screen[None]):
                             markup=False)
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.show_analysis(analysis, sequence)
-            case PairCompleted(pair=pair) if replayed:
-                self.show_analysis(pair.gap_analysis, pair.sequence)
+            case PairCompleted(pair=pair):
+                if replayed:
+                    self.show_analysis(pair.gap_analysis, pair.sequence)
+                if pair.usage is not None:
+                    self.usage.add(pair.usage)
+                    self.show_usage(self.usage)
             case AuditReady(audit=audit):
                 self.show_audit(audit)
-            case Finished(status=status, reason=reason):
+            case Finished(status=status, reason=reason, usage=usage):
+                if usage is not None:
+                    self.usage = usage
+                    self.show_usage(usage)
                 self.set_status(status + (f": {reason}" if reason else ""))
                 ok = status in ("completed", "limit-reached")
                 if announce:
@@ -340,6 +416,11 @@ class LiveScreen(Guarded, Screen[None]):
                 view.end_stream()
                 shown = {"summary": "audit", "end": "note", "mark": "note"}.get(kind, kind)
                 view.add(shown, text, title=title, markdown=markdown)  # type: ignore[arg-type]
+
+    def show_usage(self, usage: TokenTally) -> None:
+        """The cost badge: what the run has cost so far (`+?`: calls with no price)."""
+        self.query_one("#cost-badge", Static).update(Content(
+            f"cost: {money(usage.cost)}{' +?' if usage.unpriced else ''} · {usage.total:,} tok"))
 
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
         """The side panel's view of a round's analysis (the transcript has its block)."""

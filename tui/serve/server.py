@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 import os
 import secrets
 import shlex
@@ -272,7 +273,7 @@ def _shared_model(options: ServeOptions) -> tuple[subprocess.Popen[str], str]:
     """Start `detektiv local-server` on a free loopback port; its process and its /v1 URL."""
     from engine import default_local_model
 
-    command = [sys.executable, "-m", "tui", "local-server", "--port", "0",
+    command = [sys.executable, "-m", "tui", "local-server", "--port", "0", "--json",
                "--model", default_local_model()]
     if options.config is not None:
         command[3:3] = ["--config", str(options.config)]
@@ -280,12 +281,14 @@ def _shared_model(options: ServeOptions) -> tuple[subprocess.Popen[str], str]:
                                text=True)
     assert process.stdout is not None
     line = process.stdout.readline()
-    if " at http://127.0.0.1:" not in line:
+    try:
+        url = str(json.loads(line)["url"])
+    except (ValueError, KeyError, TypeError):
         process.kill()
         process.wait()
         raise ConfigError("serve: the shared local model did not start "
-                          "(see `detektiv local-server`)")
-    return process, line.rsplit(" at ", 1)[1].strip()
+                          "(see `detektiv local-server`)") from None
+    return process, url
 
 
 def serve(paths: Paths, options: ServeOptions) -> int:

@@ -1,0 +1,82 @@
+"""Shell completion: `detektiv completion bash|zsh|fish` prints a script made at build time.
+
+The scripts in `tui/completions/` are generated from the argument parser by shtab
+(`make completions`, a test keeps them equal to what the parser makes now), so the console
+script imports nothing for completion at start-up. What changes with the user's data (session
+ids, oracle names, provider and model names) the scripts ask of `detektiv complete KIND`, which
+prints one candidate a line and never fails loudly.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from engine import DetektivError, Paths, Workspace
+
+__all__ = ["SHELLS", "candidates", "generate", "script"]
+
+SHELLS = ("bash", "zsh", "fish")
+KINDS = ("sessions", "oracles", "providers", "models")
+FOLDER = Path(__file__).resolve().parent.parent / "completions"
+
+_BY_DEST = {"session": "sessions", "oracle": "oracles", "provider": "providers",
+            "detective": "providers", "witness": "providers", "model": "models"}
+"""Which arguments complete what, by their destination name."""
+
+
+def script(shell: str) -> str:
+    """The completion script for `shell`, as shipped."""
+    return (FOLDER / f"detektiv.{shell}").read_text(encoding="utf-8")
+
+
+def generate(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script for `shell`, made from `parser` now (shtab; build time only)."""
+    import shtab
+
+    def mark(node: argparse.ArgumentParser) -> None:
+        for action in node._actions:
+            kind = _BY_DEST.get(action.dest)
+            if kind is not None:
+                action.complete = shtab.cmd(  # type: ignore[attr-defined]
+                    f"detektiv complete {kind} 2>/dev/null")
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    mark(child)
+
+    mark(parser)
+    return str(shtab.complete(parser, shell=shell))
+
+
+def candidates(paths: Paths, kind: str) -> list[str]:
+    """What `detektiv complete KIND` offers: session short ids, oracle slugs and names,
+    provider names (and `local:` models), model names. Nothing when the data cannot be read."""
+    workspace = Workspace(paths)
+    try:
+        match kind:
+            case "sessions":
+                return [row.id[:8] for row in workspace.store.list()]
+            case "oracles":
+                return sorted({o.id for o in workspace.cases.oracles()})
+            case "providers":
+                names = list(workspace.config.providers)
+                return names + [f"local:{m.name}" for m in workspace.models.list()]
+            case "models":
+                return [m.name for m in workspace.models.list()]
+    except (DetektivError, OSError):
+        return []
+    return []
+
+
+def write_all() -> None:
+    """Regenerate the shipped scripts (`make completions`)."""
+    from tui.cli import build_parser
+
+    FOLDER.mkdir(exist_ok=True)
+    for shell in SHELLS:
+        (FOLDER / f"detektiv.{shell}").write_text(generate(build_parser(), shell),
+                                                  encoding="utf-8")
+
+
+if __name__ == "__main__":  # pragma: no cover - `make completions`
+    write_all()
