@@ -14,6 +14,7 @@ import pytest
 
 from engine import __version__
 from tests.support.servers import LONG_PROMPT, ROOT, LlamaServer, cli, closed_port
+from tests.support.wire import Reply, WireServer
 
 SCHEMA = {
     "type": "object",
@@ -126,7 +127,7 @@ def test_ask_adhoc_local_model(home: Path) -> None:
 
 
 def test_ask_a_dead_provider_is_one_clear_line(configured: Path) -> None:
-    line = assert_one_line_error(run("ask", "-p", "dead", "hello"), 1)
+    line = assert_one_line_error(run("ask", "-p", "dead", "hello"), 3)  # connection
     assert line.startswith("detektiv: error: dead: ")
 
 
@@ -250,7 +251,28 @@ model = "gemma-3-270m"
 enabled = false
 """)
     result = run("ask", "hi")
-    assert result.returncode == 1
+    assert result.returncode == 3  # the exit code family of a provider not reached
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines()[-1].startswith(
         "detektiv: error: every provider for default failed — a: Connection error")
+    failed = run("ask", "hi", "--json")
+    assert failed.returncode == 3 and failed.stdout == ""
+    error = json.loads(failed.stderr.strip().splitlines()[-1])["error"]
+    assert error["family"] == "connection" and error["exit_code"] == 3
+    assert error["type"] == "AllProvidersFailed"
+    assert error["message"].startswith("every provider for default failed — a: Connection")
+
+
+def test_a_provider_that_never_answers_exits_4_and_usage_exits_2(home: Path) -> None:
+    silent = WireServer({"POST /v1/chat/completions": lambda _: Reply(
+        200, {"content-type": "text/event-stream"}, [30.0])})
+    with silent:
+        (home / "config.toml").write_text(
+            f'[providers.mute]\nkind = "openai"\nmodel = "m"\n'
+            f'base_url = "{silent.url}/v1"\nfirst_token_timeout = 1\n')
+        result = run("ask", "-p", "mute", "hi")
+    assert result.returncode == 4, result.stderr  # the timeout family
+    assert "mute" in result.stderr
+    usage = run("ask", "-p", "nope:x", "hi", "--json")
+    assert usage.returncode == 2
+    assert json.loads(usage.stderr)["error"]["family"] == "usage"

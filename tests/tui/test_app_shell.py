@@ -77,3 +77,18 @@ async def test_a_browser_tab_says_the_editor_cannot_open(
         assert any("cannot open $EDITOR" in message for _, message in app.notices)
         # the browser keymap: the theme is on f9 there (ctrl+t opens a browser tab)
         assert app.key_for("toggle-theme", "ctrl+t") == "f9"
+
+
+@pytest.mark.parametrize("size", [(130, 40), (100, 24)])
+async def test_the_empty_cache_tab_shows_its_whole_hint(home: Path,
+                                                       size: tuple[int, int]) -> None:
+    app = app_for(home)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("4")
+        await until(pilot, lambda: "cache is empty" in str(
+            app.screen.query_one("#cache-detail", Static).render()), timeout=20)
+        await pilot.pause()
+        shown = app.export_screenshot().replace("&#160;", " ")
+        for piece in ("The cache is empty", "Put an answer", "detektiv cache put",
+                      "--answer"):  # every line of it, wherever it wraps
+            assert piece in shown, piece

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
@@ -57,7 +57,8 @@ class CacheScreen(Guarded, Screen[None]):
             table: DataTable[str | Text] = DataTable(id="cache-entries", cursor_type="row")
             yield table
             with Vertical(id="cache-side"):
-                yield Static(Content("no entry selected"), id="cache-detail")
+                with VerticalScroll(id="cache-detail-box"):  # scrolls, never cuts off
+                    yield Static(Content("no entry selected"), id="cache-detail")
                 yield Input(placeholder="Why? Type a question: what would it match?",
                             id="cache-question")
                 yield Static(Content(""), id="cache-explanation")
@@ -108,8 +109,9 @@ class CacheScreen(Guarded, Screen[None]):
     def _show_detail(self) -> None:
         entry = self.selected()
         if entry is None:
-            text = ("The cache is empty. Put an answer in with: detektiv cache put "
-                    "\"question\" --answer \"…\"" if not self.entries else "no entry selected")
+            text = ("The cache is empty. Put an answer in with:\n\n"
+                    "  detektiv cache put \"question\" --answer \"…\""
+                    if not self.entries else "no entry selected")
         else:
             meta = entry.validation_metadata
             lines = [entry.question, "", entry.payload[:600], "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static, TextArea
@@ -18,6 +18,7 @@ __all__ = ["ChoiceDialog", "ConfirmDialog", "HelpScreen", "PromptDialog", "TextD
 DIALOG_CSS = """
 ConfirmDialog, PromptDialog, HelpScreen, ChoiceDialog, TextDialog { align: center middle; }
 TextDialog #dialog { width: 90; }
+HelpScreen #dialog { width: 92; }
 TextDialog TextArea { height: 14; }
 ChoiceDialog OptionList { max-height: 20; }
 #dialog { width: 70; height: auto; max-height: 90%; border: round $accent; padding: 1 2;
@@ -98,7 +99,7 @@ class HelpScreen(Guarded, ModalScreen[None]):
                 Content.styled(binding_id, "dim"),
             ))
         lines += [Content(""), Content(HELP_NOTES)]
-        with Vertical(id="dialog"):
+        with VerticalScroll(id="dialog"):  # a short terminal scrolls it, never cuts it off
             yield Static(Content("\n").join(lines))
 
     def action_close(self) -> None:
