@@ -33,12 +33,7 @@ from .config.providers import (
     default_local_model as default_local_model,
 )
 from .config.roles import split_chain as split_chain
-from .costs import (
-    Budget as Budget,
-    cost_text as cost_text,
-    money as money,
-    usage_line as usage_line,
-)
+from .costs import Budget as Budget, money as money
 from .errors import (
     EXIT_CODES as EXIT_CODES,
     AgentError as AgentError,
@@ -125,7 +120,6 @@ from .oracles.events import (
     OracleSaved as OracleSaved,
 )
 from .paths import Paths as Paths, resource_dir as resource_dir
-from .prompts import PromptFile as PromptFile
 from .report.agent import (
     TagFilter as TagFilter,
     event_line as event_line,

@@ -51,14 +51,22 @@ RETRY_ECHO = 400
 """Characters of an invalid structured reply shown back to the model with the error."""
 
 
+def _count(value: object) -> int | None:
+    """A token count a server reported, if it is one (a hostile or odd server may send a
+    string, a negative number or a float: then the count is estimated instead)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
                  budget: Budget | None = None) -> None:
     """Add one call's tokens to `tally`: as the provider reported them, else estimated (the
     prompt as fitted, the reply at four characters a token); with `config`, its cost at the
     answering provider's price (`engine.costs`), also spent from `budget`."""
     usage = reply.usage
-    prompt = usage.prompt_tokens if usage is not None else None
-    completion = usage.completion_tokens if usage is not None else None
+    prompt = _count(usage.prompt_tokens) if usage is not None else None
+    completion = _count(usage.completion_tokens) if usage is not None else None
     if prompt is None:
         prompt = reply.fits[-1].used if reply.fits else 0
         tally.estimated = True

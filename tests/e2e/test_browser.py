@@ -14,9 +14,9 @@ import pytest
 
 from engine.storage.sessions import SessionStore
 from tests.support.app import config_text
-from tests.support.browser import children, environment_of, served
+from tests.support.browser import alive, children, environment_of, served
 from tests.support.cli import detektiv
-from tests.support.scripted import KEEP_ASKING, ScriptedModel, detective as scripted_detective
+from tests.support.scripted import ScriptedModel, detective as scripted_detective
 
 HOSTILE = "See https://example.com/x [bold red]LOUD[/] [link=https://evil.test]click[/link]"
 
@@ -35,7 +35,7 @@ def _until(condition: Any, timeout: float = 60) -> None:
 
 def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
     with ScriptedModel(_detective, pace=0.05) as detective, \
-            ScriptedModel(["A: plain words. " * 12], pace=0.25) as witness:
+            ScriptedModel(["A: plain words. " * 12], pace=0.6) as witness:
         home = tmp_path / "home"
         home.mkdir()
         (home / "config.toml").write_text(config_text(
@@ -52,7 +52,7 @@ def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
             first.press("2")
             first.wait_for("Nothing is running here yet")
             first.focus_with("n", "Hypothesis…", "detective (default")
-            first.type(f"The river is wide {KEEP_ASKING}")
+            first.type("The river is wide")
             first.press("Enter")
             shown = first.wait_for("click[/link]")
             assert "[bold red]LOUD[/]" in shown and "https://example.com/x" in shown
@@ -80,6 +80,8 @@ def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
         store = SessionStore(home / "data" / "sessions")
         (summary,) = store.list()
         assert summary.status in ("completed", "limit-reached")
+        # stopping the server stopped every tab's app
+        _until(lambda: not any(alive(pid) for pid, _ in tab_processes), timeout=30)
 
 
 def test_remote_needs_a_flag_and_a_token_and_pages_from_elsewhere_are_refused(
@@ -123,3 +125,5 @@ def test_tabs_share_one_local_model(tmp_path: Path) -> None:
         assert url == environment_of(tabs[1])["DETEKTIV_LOCAL_SERVER"]
         assert url.startswith("http://127.0.0.1:")
         assert httpx.get(url.removesuffix("/v1") + "/health").status_code == 200
+    # the shared model and both tabs' apps ended with the server
+    _until(lambda: not any(alive(pid) for pid in [*models, *tabs]), timeout=30)

@@ -69,3 +69,22 @@ def test_a_tally_adds_and_tells_what_came_after() -> None:
     after = total.since(before)
     assert (after.prompt, after.completion, after.cost, after.unpriced, after.estimated) == \
         (3, 2, 0.25, ["cloud"], True)
+
+
+@pytest.mark.parametrize("reported", [("12", 3), (-5, 3), (1.5, 3), (True, 3), (None, None)])
+def test_odd_usage_from_a_server_is_estimated_never_trusted(reported: tuple[object, object]
+                                                           ) -> None:
+    from engine.interrogation.calls import count_tokens
+    from engine.providers import Usage
+    from engine.routing.collect import Reply
+    from engine.routing.events import Attempt
+
+    config = _config({"cloud": Price(input=1_000_000, output=1_000_000)})  # 1 a token
+    reply = Reply(attempt=Attempt("cloud", "cloud:gpt-x", False),
+                  usage=Usage(*reported))  # type: ignore[arg-type]
+    reply.parts = ["x" * 40]
+    tally = TokenTally()
+    count_tokens(tally, reply, config)
+    assert tally.estimated and tally.prompt == 0  # no fit recorded: 0, and said estimated
+    assert tally.completion == (3 if reported[1] == 3 else 10)  # 40 characters: 10
+    assert tally.cost == tally.prompt + tally.completion

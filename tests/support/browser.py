@@ -148,6 +148,15 @@ def children(pid: int) -> list[tuple[int, str]]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie waiting to be reaped does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def environment_of(pid: int) -> dict[str, str]:
     pairs = (Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
     return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
@@ -187,4 +196,5 @@ def served(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterato
         log.close()
 
 
-__all__ = ["ROOT", "Served", "Tab", "children", "chromium", "environment_of", "served"]
+__all__ = ["ROOT", "Served", "Tab", "alive", "children", "chromium", "environment_of",
+           "served"]

@@ -132,7 +132,7 @@ async def test_switching_tabs_keeps_keys_for_commands_and_n_goes_to_the_field(
         assert app.current_mode == "live"
         assert isinstance(app.focused, TextArea) and app.focused.id == "hypothesis"
         await pilot.press(*"Owls hunt at night")
-        assert app.focused.value == "Owls hunt at night"
+        assert app.focused.text == "Owls hunt at night"
         app.live.query_one(TranscriptView).focus()
         await pilot.press("enter")  # Enter on the transcript goes to the field too
         assert isinstance(app.focused, TextArea) and app.focused.id == "hypothesis"

@@ -30,6 +30,7 @@ import shlex
 import signal
 import subprocess
 import sys
+from asyncio.subprocess import Process
 from collections.abc import Iterable, Mapping
 from importlib.metadata import version
 from pathlib import Path
@@ -99,6 +100,17 @@ class _Tab(AppService):
         self._environment = environment
         self.detached = False
 
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
+        """The app itself, not a shell around it (a signal reaches it), in a process group of
+        its own (stopping the server stops it and anything it started)."""
+        self._process = process = await asyncio.create_subprocess_exec(
+            *shlex.split(self.command), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=self._build_environment(width=width, height=height), start_new_session=True)
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        return process
+
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         return {
             **self._environment,
@@ -127,10 +139,11 @@ class _Tab(AppService):
         await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
         await self.send_meta({"type": "detach"})
 
-    def terminate(self) -> None:
+    def signal(self, signum: int) -> None:
+        """Send `signum` to the app's process group."""
         if self._process is not None and self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signum)
 
     async def on_data(self, payload: bytes) -> None:
         if self.detached:
@@ -238,10 +251,12 @@ class DetektivServer(Server):
         """Stop every tab's app (an interrogation one runs is then `interrupted`)."""
         running = [tab for tab in self.tabs if tab.running]
         for tab in running:
-            tab.terminate()
+            tab.signal(signal.SIGTERM)
         tasks = [tab.task for tab in running if tab.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=10)
+        for tab in running:  # one that did not end in time
+            tab.signal(signal.SIGKILL)
 
     # ---- running -----------------------------------------------------------------------------
 
