@@ -28,6 +28,13 @@ class Paths:
     cache_dir: Path
     log_dir: Path
     model_dir: Path
+    state_dir: Path | None = None
+    """State that is neither data nor cache (the providers' circuit breakers); None: the data
+    directory (a `Paths` made by hand)."""
+
+    @property
+    def state(self) -> Path:
+        return self.state_dir if self.state_dir is not None else self.data_dir
 
     @classmethod
     def from_env(cls, config_file: Path | None = None) -> Paths:
@@ -43,6 +50,7 @@ class Paths:
                 cache_dir=root / "cache",
                 log_dir=root / "logs",
                 model_dir=Path(model_dir) if model_dir else default_models,
+                state_dir=root / "state",
             )
         return cls(
             config_file=config_file or Path(platformdirs.user_config_dir(_APP)) / "config.toml",
@@ -50,6 +58,7 @@ class Paths:
             cache_dir=Path(platformdirs.user_cache_dir(_APP)),
             log_dir=Path(platformdirs.user_log_dir(_APP)),
             model_dir=Path(model_dir) if model_dir else default_models,
+            state_dir=Path(platformdirs.user_state_dir(_APP)),
         )
 
 
@@ -57,9 +66,11 @@ class Paths:
         """Every file and directory detektiv uses: (name, path, what it holds)."""
         return [
             ("config", self.config_file, "the configuration (TOML)"),
-            ("data", self.data_dir, "sessions, evaluation runs, conversations, case notes"),
+            ("data", self.data_dir, "sessions, evaluation runs, conversations, case notes, "
+             "the response cache"),
             ("sessions", self.data_dir / "sessions", "one folder per interrogation"),
-            ("cache", self.cache_dir, "the response cache and rebuildable indexes"),
+            ("cache", self.cache_dir, "rebuildable indexes (the case agent's vault)"),
+            ("state", self.state, "the providers' circuit breakers and health"),
             ("logs", self.log_dir, "detektiv.log"),
             ("models", self.model_dir, "GGUF models (the bundled one, pulled ones)"),
             ("prompts", resource_dir("prompts"), "the shipped prompts"),

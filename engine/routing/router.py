@@ -174,7 +174,7 @@ class Router:
         self.fingerprints = {
             name: fingerprint(config.providers[name], environ) for name in self.providers
         }
-        self._store = StateStore(paths.data_dir / "providers.json" if persist else None)
+        self._store = StateStore(_state_file(paths) if persist else None)
         saved = self._store.load(self.fingerprints)
         self.states = {name: saved.get(name, ProviderState()) for name in self.providers}
         # a state left by an earlier configuration is replaced at the next save
@@ -401,3 +401,17 @@ class Router:
         """Stop health checks and close every provider's connections."""
         await self.stop_health_checks()
         await asyncio.gather(*(p.aclose() for p in self.providers.values()))
+
+
+def _state_file(paths: Paths) -> Path:
+    """`providers.json` in the state directory; one left in the data directory by an earlier
+    version is moved there first (nothing is lost, nothing is read twice)."""
+    path = paths.state / "providers.json"
+    old = paths.data_dir / "providers.json"
+    if old != path and old.exists() and not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(old, path)
+        except OSError:
+            return old  # cannot move it: go on using it where it is
+    return path

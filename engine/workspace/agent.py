@@ -33,11 +33,16 @@ class Agent:
 
     @property
     def vault(self) -> Vault:
-        """The vault index (`vault.sqlite3` in the data directory; rebuilt if damaged)."""
+        """The vault index (`vault.sqlite3` in the cache directory, rebuilt from the sessions
+        when missing or damaged; one an earlier version left in the data directory is
+        removed)."""
         if self._vault is None:
-
-            self._vault = Vault(self.workspace.paths.data_dir / "vault.sqlite3",
-                                self.workspace.store)
+            paths = self.workspace.paths
+            for stale in (paths.data_dir / "vault.sqlite3", paths.data_dir / "vault.sqlite3-wal",
+                          paths.data_dir / "vault.sqlite3-shm"):
+                if paths.cache_dir != paths.data_dir:
+                    stale.unlink(missing_ok=True)
+            self._vault = Vault(paths.cache_dir / "vault.sqlite3", self.workspace.store)
         return self._vault
 
     def close(self) -> None:

@@ -28,10 +28,12 @@ def test_paths_lists_every_place_and_whether_it_exists(home: Path) -> None:
     (home / "config.toml").write_text("")
     listed = json.loads(detektiv("paths", "--json").stdout)
     by_name = {row["name"]: row for row in listed}
-    assert {"config", "data", "sessions", "cache", "logs", "models", "prompts"} <= set(by_name)
+    assert {"config", "data", "sessions", "cache", "state", "logs", "models", "prompts",
+            "user-prompts", "user-oracles"} <= set(by_name)
     assert by_name["config"] == {"name": "config", "path": str(home / "config.toml"),
                                  "exists": True, "what": "the configuration (TOML)"}
     assert by_name["cache"]["path"] == str(home / "cache")
+    assert by_name["state"]["path"] == str(home / "state")
     assert by_name["cache"]["exists"] is False
     plain = detektiv("paths").stdout
     assert f"{home / 'cache'}  (not yet)" in plain

@@ -397,9 +397,11 @@ async def test_corrupt_state_file_is_kept_aside(
 ) -> None:
     paths.data_dir.mkdir(parents=True)
     (paths.data_dir / "providers.json").write_text('{"version": 1, "providers": {"flaky": [')
+    # (an earlier version's file, in the data directory: moved to the state directory first)
     router = make_router(paths, proxy, llama_server, persist=True)
     assert router.states["flaky"].circuit is CircuitState.CLOSED
-    aside = [p.name for p in Path(paths.data_dir).iterdir() if ".corrupt-" in p.name]
+    assert not (paths.data_dir / "providers.json").exists()
+    aside = [p.name for p in Path(paths.state).iterdir() if ".corrupt-" in p.name]
     assert len(aside) == 1
     await router.aclose()
 
@@ -432,7 +434,7 @@ async def test_a_provider_whose_configuration_changed_starts_fresh(
     events = await run(fixed)
     assert trace(events)[:2] == [("attempt", "flaky"), ("tokens", "flaky")]
     await fixed.aclose()
-    saved = (paths.data_dir / "providers.json").read_text()
+    saved = (paths.state / "providers.json").read_text()
     assert "sk-second-key" not in saved
     again = reopened(base_url=llama_server.url)
     assert again.states["flaky"].circuit is CircuitState.CLOSED
@@ -549,3 +551,16 @@ async def test_a_cancellation_a_library_turns_into_an_error_stays_a_cancellation
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+def test_an_earlier_versions_state_file_moves_to_the_state_directory(paths: Paths) -> None:
+    from engine.routing.router import _state_file
+
+    paths.data_dir.mkdir(parents=True)
+    old = paths.data_dir / "providers.json"
+    old.write_text('{"version": 1, "providers": {}}')
+    moved = _state_file(paths)
+    assert moved == paths.state / "providers.json" and paths.state != paths.data_dir
+    assert moved.read_text() == '{"version": 1, "providers": {}}' and not old.exists()
+    old.write_text("an older copy")  # both there: the state directory's wins, nothing moves
+    assert _state_file(paths) == moved and old.read_text() == "an older copy"
