@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pyte
 from playwright.sync_api import Browser, Page, WebSocket, sync_playwright
 
-from tests.support.servers import ROOT, cli
+from tests.support.servers import ROOT, cli, stop
 
 
 def chromium() -> str | None:
@@ -186,13 +186,7 @@ def served(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterato
             finally:
                 browser.close()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+        stop(process, timeout=30)
         log.close()
 
 

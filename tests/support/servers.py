@@ -76,6 +76,18 @@ class LlamaServer:
         return time.monotonic() - start
 
 
+def stop(process: subprocess.Popen[str], timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds; its stdout closed."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
 @contextlib.contextmanager
 def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
     """`detektiv local-server --port 0 ARGS…` running, stopped on exit."""
@@ -105,13 +117,7 @@ def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
         base = started["url"].removesuffix("/v1")
         yield LlamaServer(process, base)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+        stop(process, timeout=15)
 
 
 class HangingServer:
