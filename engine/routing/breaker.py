@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -38,6 +39,7 @@ from engine.errors import (
     RequestError,
     UnusableReplyError,
 )
+from engine.paths import Paths
 from engine.providers._base import standard_key_env
 from engine.storage.atomic import atomic_write_text
 
@@ -49,6 +51,7 @@ __all__ = [
     "ProviderStatus",
     "StateStore",
     "fingerprint",
+    "state_file",
 ]
 
 log = logging.getLogger(__name__)
@@ -352,3 +355,16 @@ class StateStore:
             )
         except OSError as exc:
             log.warning("cannot save provider state to %s: %s", self.path, exc)
+
+def state_file(paths: Paths) -> Path:
+    """`providers.json` in the state directory; one left in the data directory by an earlier
+    version is moved there first (nothing is lost, nothing is read twice)."""
+    path = paths.state / "providers.json"
+    old = paths.data_dir / "providers.json"
+    if old != path and old.exists() and not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(old, path)
+        except OSError:
+            return old  # cannot move it: go on using it where it is
+    return path

@@ -62,7 +62,7 @@ from engine.providers import (
     TokenDelta,
     create_provider,
 )
-from engine.routing.breaker import Breaker, ProviderState, StateStore, fingerprint
+from engine.routing.breaker import Breaker, ProviderState, StateStore, fingerprint, state_file
 from engine.routing.collect import Reply
 from engine.routing.events import (
     Attempt,
@@ -174,7 +174,7 @@ class Router:
         self.fingerprints = {
             name: fingerprint(config.providers[name], environ) for name in self.providers
         }
-        self._store = StateStore(_state_file(paths) if persist else None)
+        self._store = StateStore(state_file(paths) if persist else None)
         saved = self._store.load(self.fingerprints)
         self.states = {name: saved.get(name, ProviderState()) for name in self.providers}
         # a state left by an earlier configuration is replaced at the next save
@@ -243,8 +243,7 @@ class Router:
                 outcome: list[tuple[str, str]] = []
                 # closed with this generator: a caller that stops reading stops the stream
                 async with aclosing(self._attempt(name, state, admission.trial, request,
-                                                  accept, previous, outcome,
-                                                  errors)) as attempt:
+                                                  accept, previous, outcome, errors)) as attempt:
                     async for event in attempt:
                         reply.take(event)
                         if type(event) is Done and cached:
@@ -264,11 +263,11 @@ class Router:
     async def _attempt(
         self, name: str, state: ProviderState, trial: bool, request: StreamRequest | Prompt,
         accept: Accept | None, previous: tuple[str, str] | None,
-        outcome: list[tuple[str, str]], errors: list[ProviderError] | None = None,
+        outcome: list[tuple[str, str]], errors: list[ProviderError],
     ) -> AsyncGenerator[RouterEvent, None]:
         """Stream from one admitted provider: fitted to its window, and fitted once more when
         its server says the prompt was too long. Ends after `Done` when it answered; else
-        `outcome` gets (provider, why)."""
+        `outcome` gets (provider, why) and `errors` its error."""
         provider = self.providers[name]
         shrink, told, retried = 1.0, None, False
         while True:  # twice at most: again after the server said the prompt was too long
@@ -331,8 +330,7 @@ class Router:
             if partial:
                 yield PartialDiscarded(name, "".join(partial), failed.detail)
             outcome.append((name, failed.detail))
-            if errors is not None:
-                errors.append(failed)
+            errors.append(failed)
             return
 
     async def complete(
@@ -402,16 +400,3 @@ class Router:
         await self.stop_health_checks()
         await asyncio.gather(*(p.aclose() for p in self.providers.values()))
 
-
-def _state_file(paths: Paths) -> Path:
-    """`providers.json` in the state directory; one left in the data directory by an earlier
-    version is moved there first (nothing is lost, nothing is read twice)."""
-    path = paths.state / "providers.json"
-    old = paths.data_dir / "providers.json"
-    if old != path and old.exists() and not path.exists():
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(old, path)
-        except OSError:
-            return old  # cannot move it: go on using it where it is
-    return path

@@ -554,13 +554,13 @@ async def test_a_cancellation_a_library_turns_into_an_error_stays_a_cancellation
 
 
 def test_an_earlier_versions_state_file_moves_to_the_state_directory(paths: Paths) -> None:
-    from engine.routing.router import _state_file
+    from engine.routing.breaker import state_file
 
     paths.data_dir.mkdir(parents=True)
     old = paths.data_dir / "providers.json"
     old.write_text('{"version": 1, "providers": {}}')
-    moved = _state_file(paths)
+    moved = state_file(paths)
     assert moved == paths.state / "providers.json" and paths.state != paths.data_dir
     assert moved.read_text() == '{"version": 1, "providers": {}}' and not old.exists()
     old.write_text("an older copy")  # both there: the state directory's wins, nothing moves
-    assert _state_file(paths) == moved and old.read_text() == "an older copy"
+    assert state_file(paths) == moved and old.read_text() == "an older copy"
