@@ -31,6 +31,7 @@ from .config.models import Config as Config
 from .config.providers import (
     ProviderConfig as ProviderConfig,
     default_local_model as default_local_model,
+    is_loopback as is_loopback,
 )
 from .config.roles import split_chain as split_chain
 from .costs import Budget as Budget, money as money

