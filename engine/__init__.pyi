@@ -34,7 +34,7 @@ from .config.providers import (
     is_loopback as is_loopback,
 )
 from .config.roles import split_chain as split_chain
-from .costs import Budget as Budget, money as money
+from .costs import Budget as Budget, cost_badge as cost_badge, money as money
 from .errors import (
     EXIT_CODES as EXIT_CODES,
     AgentError as AgentError,
@@ -64,6 +64,7 @@ from .errors import (
     TotalTimeout as TotalTimeout,
     UnusableReplyError as UnusableReplyError,
     exit_family as exit_family,
+    session_exit_code as session_exit_code,
 )
 from .evals.folder import EvalRunInfo as EvalRunInfo
 from .evals.report import (

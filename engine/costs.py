@@ -23,8 +23,8 @@ from engine.config.providers import ProviderConfig
 from engine.errors import DetektivError
 from engine.models.session import TokenTally
 
-__all__ = ["Budget", "CostLimitReached", "call_cost", "cost_text", "money", "price_for",
-           "usage_line"]
+__all__ = ["Budget", "CostLimitReached", "call_cost", "cost_badge", "cost_text", "money",
+           "price_for", "usage_line"]
 
 FREE = Price(input=0, output=0)
 
@@ -73,6 +73,13 @@ def usage_line(tally: TokenTally) -> str:
     """`1,234 tokens in, 56 out · cost $0.0012`: a round's, a session's."""
     return (f"{tally.prompt:,} tokens in, {tally.completion:,} out · cost "
             f"{cost_text(tally.cost, tally.unpriced, tally.estimated)}")
+
+
+def cost_badge(tally: TokenTally) -> str:
+    """`cost: $0.0012 +? · ~1,234 tok`: the short form for a status line (`+?`: calls with no
+    price left out; `~`: some tokens estimated)."""
+    return (f"cost: {money(tally.cost)}{' +?' if tally.unpriced else ''} · "
+            f"{'~' if tally.estimated else ''}{tally.total:,} tok")
 
 
 @dataclass

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 from engine.secrets import redact
 
@@ -52,6 +53,8 @@ __all__ = [
     "DetektivError",
     "FirstTokenTimeout",
     "exit_family",
+    "failure_family",
+    "session_exit_code",
     "InterrogationFailed",
     "ModelError",
     "NoteRefused",
@@ -296,12 +299,35 @@ EXIT_CODES = {"ok": 0, "failed": 1, "usage": 2, "connection": 3, "timeout": 4,
 """The documented exit code families of every command."""
 
 
+def session_exit_code(status: str, family: str | None = None) -> int:
+    """How `run`, `resume` and `watch` exit for a session that ended `status`: 0 completed or
+    limit-reached, 130 cancelled (by the user or its `--max-cost`), a failed one by its
+    `family` (`Finished.family`: 3 unreachable, 4 timed out, else 1)."""
+    if status in ("completed", "limit-reached"):
+        return EXIT_CODES["ok"]
+    if status == "cancelled":
+        return EXIT_CODES["interrupted"]
+    if status == "failed" and family in ("connection", "timeout"):
+        return EXIT_CODES[family]
+    return EXIT_CODES["failed"]
+
+
 def exit_family(error: BaseException) -> str:
     """Which exit code family an error belongs to: `usage` for configuration and usage,
     `connection` when a provider could not be reached, `timeout` when it did not answer in
     time (for a whole chain: its last provider's failure), else `failed`."""
     if isinstance(error, ConfigError):
         return "usage"
+    return failure_family(error)
+
+
+FailureFamily = Literal["failed", "connection", "timeout"]
+"""How a model or provider failed, as an exit code family."""
+
+
+def failure_family(error: BaseException) -> FailureFamily:
+    """`exit_family` of a failure that is no usage error: `connection`, `timeout` or
+    `failed`."""
     if isinstance(error, AllProvidersFailed) and error.causes:
         error = error.causes[-1]
     if isinstance(error, ProviderConnectionError):

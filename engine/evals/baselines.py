@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config.models import InterrogationConfig
 from engine.errors import UnusableReplyError
 from engine.evals.items import EvalItem, brief_for
-from engine.interrogation.calls import count_tokens
+from engine.interrogation.calls import check_budget, count_tokens
 from engine.interrogation.checks import probability_problem
 from engine.interrogation.transcript import witness_opening
 from engine.models.session import TokenTally, WitnessMode
@@ -21,6 +21,7 @@ from engine.routing.collect import Reply
 from engine.routing.structured import collect_json
 
 if TYPE_CHECKING:
+    from engine.costs import Budget
     from engine.routing.router import Accept, Router
 
 __all__ = ["JUDGE_MAX_TOKENS", "VERDICT_SCHEMA", "Baselines"]
@@ -39,21 +40,26 @@ VERDICT_SCHEMA: dict[str, Any] = {
 
 
 class Baselines:
-    """The calls of one baseline unit over `router`, their tokens added to `tally`."""
+    """The calls of one baseline unit over `router`, their tokens added to `tally`; with
+    `budget` (`--max-cost`), each call is checked against it first (`CostLimitReached`) and
+    what it cost is spent from it."""
 
     def __init__(self, router: Router, settings: InterrogationConfig, mode: WitnessMode,
-                 tally: TokenTally) -> None:
+                 tally: TokenTally, budget: Budget | None = None) -> None:
         self.router = router
         self.settings = settings
         self.mode = mode
         self.tally = tally
+        self.budget = budget
 
     async def _complete(self, request: StreamRequest, role: str,
                         accept: Accept | None = None) -> Reply:
+        if self.budget is not None:
+            check_budget(self.budget, self.router, role, request)
         reply = Reply()
         async for _ in reply.follow(self.router.stream(request, role, accept)):
             pass
-        count_tokens(self.tally, reply, self.router.config)
+        count_tokens(self.tally, reply, self.router.config, self.budget)
         return reply
 
     def _ask(self, messages: tuple[Message, ...]) -> StreamRequest:

@@ -342,7 +342,7 @@ class EvalRun:
         evidence = ""
         try:
             judge = Baselines(self.router, self.workspace.config.interrogation,
-                              self.info.mode, tally)
+                              self.info.mode, tally, self.budget)
             if unit.kind == "are-you-sure":
                 evidence = await judge.are_you_sure(unit.item)
             verdict, probability = await judge.verdict(unit.item.claim, evidence)

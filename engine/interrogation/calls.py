@@ -67,12 +67,13 @@ def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
     usage = reply.usage
     prompt = _count(usage.prompt_tokens) if usage is not None else None
     completion = _count(usage.completion_tokens) if usage is not None else None
+    if prompt is None or completion is None:
+        tally.estimated = True
+        tally.estimated_calls += 1
     if prompt is None:
         prompt = reply.fits[-1].used if reply.fits else 0
-        tally.estimated = True
     if completion is None:
         completion = (len(reply.text) + 3) // 4
-        tally.estimated = True
     tally.prompt += prompt
     tally.completion += completion
     name = reply.provider
@@ -87,6 +88,15 @@ def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
     tally.cost += cost
     if budget is not None:
         budget.spend(cost)
+
+
+def check_budget(budget: Budget, router: Router, role: str, request: StreamRequest,
+                 extra_chars: int = 0) -> None:
+    """`CostLimitReached` when `request` (and `extra_chars` more of prompt) may pass `budget`
+    on the role's chain: the check made before every call of a run."""
+    chars = sum(len(m.content) for m in request.messages) + extra_chars
+    budget.check(chars, request.max_tokens or 0,
+                 [price_for(router.config, name) for name in router.chain(role)])
 
 
 class SessionCalls:
@@ -190,10 +200,8 @@ class SessionCalls:
         delta = QuestionDelta if role == "detective" else AnswerDelta
         label = self._label
         if self.budget is not None:
-            chars = sum(len(m.content) for m in (*request.request.messages, *request.extra))
-            self.budget.check(chars + len(request.note), request.request.max_tokens or 0,
-                              [price_for(self.router.config, name)
-                               for name in self.router.chain(role)])
+            extra = sum(len(m.content) for m in request.extra) + len(request.note)
+            check_budget(self.budget, self.router, role, request.request, extra)
         reply = Reply()
         async for event in reply.follow(self.router.stream(request, role, accept)):
             match event:

@@ -39,8 +39,10 @@ from engine.costs import Budget, CostLimitReached
 from engine.errors import (
     AllProvidersFailed,
     DetektivError,
+    FailureFamily,
     InterrogationFailed,
     UnusableReplyError,
+    failure_family,
 )
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import (
@@ -119,12 +121,14 @@ class Interrogation(SessionCalls):
         super().__init__(router, journal, settings, budget)
         self.resumed = resumed
 
-    def _finish(self, status: SessionStatus, reason: str | None) -> InterrogationEvent:
+    def _finish(self, status: SessionStatus, reason: str | None,
+                family: FailureFamily = "failed") -> InterrogationEvent:
         session = self.session
         session.status, session.end_time = status, now()
         session.error = reason if status == "failed" else None
         self.journal.save()
         return self._emit(Finished(status=status, reason=reason,
+                                   family=family if status == "failed" else None,
                                    usage=session.tokens.model_copy(deep=True)))
 
     async def run(self) -> AsyncGenerator[InterrogationEvent, None]:
@@ -176,7 +180,7 @@ class Interrogation(SessionCalls):
             if isinstance(exc, AllProvidersFailed):  # an invalid reply is in the trail already
                 yield self._trail(AuditTrailEntry(event="error", role=exc.role,
                                                   reason=exc.message))
-            yield self._finish("failed", exc.message)
+            yield self._finish("failed", exc.message, failure_family(exc))
         except CostLimitReached as exc:  # before a call, nothing half done: a clean stop
             yield self._trail(AuditTrailEntry(event="cost_limit", reason=exc.message))
             yield self._finish("cancelled", exc.message)

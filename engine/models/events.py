@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
+from engine.errors import FailureFamily
 from engine.models.event import Event, journal_line, read_journal_line
 from engine.models.session import (
     AuditResult,
@@ -191,6 +192,9 @@ class Finished(_Event):
     type: Literal["finished"] = "finished"
     status: SessionStatus
     reason: str | None = None
+    family: FailureFamily | None = None
+    """For a failed run, its exit code family (`engine.exit_family`): `connection` when its
+    providers could not be reached, `timeout` when they did not answer in time."""
     usage: TokenTally | None = None
     """The session's tokens and cost at the end (None in logs written before costs)."""
 

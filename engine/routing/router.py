@@ -24,8 +24,8 @@ stall, malformed chunk, invalid structured output) restarts the turn on the next
 the start, after a `PartialDiscarded` that carries the partial text: text from two providers is
 never spliced. When the chain runs out, `AllProvidersFailed` names every provider and why.
 
-Breaker state survives the process (`data_dir/providers.json`), so a provider that keeps
-failing is skipped by the next `detektiv ask` too, instead of costing it a timeout.
+Breaker state survives the process (`providers.json` in the state directory), so a provider
+that keeps failing is skipped by the next `detektiv ask` too, instead of costing it a timeout.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.config.models import Config
@@ -46,7 +45,6 @@ from engine.context.budget import FitReport, Prompt, fit, forget_window
 from engine.context.fit import DoesNotFit
 from engine.errors import (
     AllProvidersFailed,
-    ConfigError,
     ContextOverflowError,
     ProviderError,
     ProviderTimeout,
@@ -63,6 +61,7 @@ from engine.providers import (
     create_provider,
 )
 from engine.routing.breaker import Breaker, ProviderState, StateStore, fingerprint, state_file
+from engine.routing.chains import chain_for
 from engine.routing.collect import Reply
 from engine.routing.events import (
     Attempt,
@@ -86,7 +85,6 @@ __all__ = [
     "RoutedCompletion",
     "Router",
     "RouterEvent",
-    "chain_for",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,30 +95,6 @@ ProviderFactory = Callable[[str, ProviderConfig], Provider]
 Accept = Callable[[str, str, str], None]
 """Called with (provider, whole text, finish reason) before `Done`; raising
 `BadResponseError` rejects the answer (the next provider is asked)."""
-
-
-
-def chain_for(config: Config, role: str, config_file: Path | None = None) -> list[str]:
-    """The provider names a role tries, in order.
-
-    From `[roles]` when set (unknown names are a `ConfigError`; disabled ones are left out).
-    Otherwise: `witness` = local providers (embedded, Ollama, loopback servers) by priority;
-    `detective`, `oracle` and `agent` = cloud providers by priority, then the witness chain as
-    the last resort; any other role = every enabled provider by priority.
-    """
-    enabled = {name for name, p in config.providers.items() if p.enabled}
-    if role in config.roles:
-        for name in config.roles[role]:
-            if name not in config.providers:
-                where = f"{config_file}: " if config_file else ""
-                raise ConfigError(f"{where}roles.{role}: unknown provider {name!r}")
-        return [name for name in config.roles[role] if name in enabled]
-    ranked = config.by_priority()
-    if role == "witness":
-        return [name for name, p in ranked if p.is_local]
-    if role in ("detective", "oracle", "agent"):
-        return [name for name, p in ranked if not p.is_local] + chain_for(config, "witness")
-    return [name for name, _ in ranked]
 
 
 def _event_type(error: ProviderError) -> EventType:

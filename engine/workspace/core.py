@@ -356,7 +356,7 @@ class Workspace:
         """What to tell the user before a run when a demonstration model plays `role` first
         in the configured chain (None: a capable model does)."""
         from engine.report.words import demonstration_note
-        from engine.routing.router import chain_for
+        from engine.routing.chains import chain_for
 
         config = self.config
         chain = chain_for(config, role, self.paths.config_file)

@@ -263,6 +263,31 @@ enabled = false
     assert error["message"].startswith("every provider for default failed — a: Connection")
 
 
+def test_a_run_whose_providers_fail_exits_by_their_family(home: Path) -> None:
+    """`run`, `resume` and `watch` exit 3 when a failed session's providers could not be
+    reached and 4 when they did not answer in time, as `ask` does; the family is in the
+    `finished` record."""
+    silent = WireServer({"POST /v1/chat/completions": lambda _: Reply(
+        200, {"content-type": "text/event-stream"}, [30.0])})
+    with silent:
+        for url, code, family in ((f"http://127.0.0.1:{closed_port()}/v1", 3, "connection"),
+                                  (f"{silent.url}/v1", 4, "timeout")):
+            (home / "config.toml").write_text(
+                f'[providers.a]\nkind = "openai"\nmodel = "m"\nbase_url = "{url}"\n'
+                'first_token_timeout = 1\n\n[providers.local]\nkind = "local"\n'
+                'model = "gemma-3-270m"\nenabled = false\n')
+            result = run("run", "Tea contains caffeine", "--json")
+            assert result.returncode == code, result.stderr
+            records = [json.loads(line) for line in result.stdout.splitlines()]
+            finished = records[-1]
+            assert finished["type"] == "finished" and finished["status"] == "failed"
+            assert finished["family"] == family
+            session = records[0]["session_id"]
+            assert run("watch", session[:8]).returncode == code
+            assert run("resume", session[:8]).returncode == code
+            assert "Traceback" not in result.stderr
+
+
 def test_a_provider_that_never_answers_exits_4_and_usage_exits_2(home: Path) -> None:
     silent = WireServer({"POST /v1/chat/completions": lambda _: Reply(
         200, {"content-type": "text/event-stream"}, [30.0])})

@@ -134,7 +134,7 @@ def test_the_documented_example_is_a_valid_config(paths: Paths) -> None:
     write(paths, example)
     config = load_config(paths, env={})
     assert [name for name, _ in config.by_priority()] == ["localsrv", "work-ollama", "local"]
-    from engine.routing.router import chain_for
+    from engine.routing.chains import chain_for
 
     assert chain_for(config, "witness") == ["work-ollama", "local"]
     assert chain_for(config, "detective") == ["localsrv", "work-ollama", "local"]
@@ -142,7 +142,7 @@ def test_the_documented_example_is_a_valid_config(paths: Paths) -> None:
 
 
 def test_role_chains(paths: Paths) -> None:
-    from engine.routing.router import chain_for
+    from engine.routing.chains import chain_for
 
     write(paths, '[providers.ollama]\nkind = "ollama"\nmodel = "llama3.2"\npriority = 5\n'
                  '[providers.srv]\nkind = "openai"\nbase_url = "http://127.0.0.1:8080/v1"\n'

@@ -71,6 +71,20 @@ def test_a_tally_adds_and_tells_what_came_after() -> None:
         (3, 2, 0.25, ["cloud"], True)
 
 
+def test_each_round_says_whether_its_own_calls_were_estimated() -> None:
+    """An estimated round stays estimated after an earlier one; an exact one after it is exact."""
+    total = TokenTally()
+    marks = []
+    for estimated in (True, True, False, True):
+        before = total.model_copy(deep=True)
+        total.add(TokenTally(prompt=1, completion=1, estimated=estimated))
+        marks.append(total.since(before).estimated)
+    assert marks == [True, True, False, True]
+    assert total.estimated and total.estimated_calls == 3
+    stored = TokenTally.model_validate({"prompt": 4, "estimated": True})  # before the count
+    assert stored.estimated_calls == 1
+
+
 @pytest.mark.parametrize("reported", [("12", 3), (-5, 3), (1.5, 3), (True, 3), (None, None)])
 def test_odd_usage_from_a_server_is_estimated_never_trusted(reported: tuple[object, object]
                                                            ) -> None:
@@ -85,6 +99,7 @@ def test_odd_usage_from_a_server_is_estimated_never_trusted(reported: tuple[obje
     reply.parts = ["x" * 40]
     tally = TokenTally()
     count_tokens(tally, reply, config)
-    assert tally.estimated and tally.prompt == 0  # no fit recorded: 0, and said estimated
+    assert tally.estimated and tally.estimated_calls == 1  # one call, estimated once
+    assert tally.prompt == 0  # no fit recorded: 0
     assert tally.completion == (3 if reported[1] == 3 else 10)  # 40 characters: 10
     assert tally.cost == tally.prompt + tally.completion

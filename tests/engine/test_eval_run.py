@@ -219,3 +219,40 @@ def test_a_sample_keeps_haluevals_pairs_together_and_is_reproducible(tmp_path: A
     assert sum(i.label for i in picked) == 5
 
 
+
+
+async def test_every_baseline_call_is_checked_against_the_budget_before_it_is_made(
+        paths: Paths) -> None:
+    """`--max-cost` holds for the baselines too: what they cost is spent from the run's
+    budget, and a call that may pass it is never sent."""
+    from engine.config.models import Price
+    from engine.costs import Budget, CostLimitReached
+    from engine.evals.baselines import Baselines
+    from engine.models.session import TokenTally
+    from engine.routing.router import Router
+
+    (item,) = demo(paths, 1)
+    per_call = (1000, 100)
+    with ScriptedModel(detective(knows([item])), usage=per_call) as sleuth, \
+            ScriptedModel(witness, usage=per_call) as wit:
+        config = make_config({"det": sleuth.url + "/v1", "wit": wit.url + "/v1"},
+                             ["det"], ["wit"])
+        config.prices = {"det": Price(input=3, output=15), "wit": Price(input=0.5, output=1.5)}
+        router = Router(config, paths)
+        try:
+            tally, budget = TokenTally(), Budget(limit=1.0)
+            judge = Baselines(router, config.interrogation, "planted", tally, budget)
+            evidence = await judge.are_you_sure(item)
+            await judge.verdict(item.claim, evidence)
+            witness_call, judge_call = (1000 * 0.5 + 100 * 1.5) / 1e6, (1000 * 3 + 100 * 15) / 1e6
+            assert tally.cost == pytest.approx(len(wit.chats) * witness_call + judge_call)
+            assert budget.spent == pytest.approx(tally.cost)
+            # a budget the judge's call may pass: refused before it reaches the detective
+            asked = len(sleuth.chats)
+            poor = Budget(limit=judge_call / 2)
+            with pytest.raises(CostLimitReached, match="cost limit"):
+                await Baselines(router, config.interrogation, "planted", TokenTally(),
+                                poor).verdict(item.claim, "")
+            assert len(sleuth.chats) == asked and poor.spent == 0 and poor.stopped
+        finally:
+            await router.aclose()

@@ -10,7 +10,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
 
-from engine import Paths
+from engine import Paths, cost_badge
 from engine.storage.sessions import SessionStore
 from tests.support.app import app_for, config_text, finished, until
 from tests.support.factory import recorded_session, stored_session
@@ -50,6 +50,12 @@ async def test_an_interrogation_streams_live_and_completes(
         verdict = app.live.query_one("#verdict-badge")
         assert str(verdict.render()) == "verdict: undetermined (p 0.50)"
         assert verdict.has_class("verdict-undetermined")
+        # the cost badge: both models are on this machine, so free; the scripted detective
+        # reports no usage, so its tokens are estimated (`~`)
+        session = app.workspace.store.load(app.workspace.store.list()[0].id)
+        cost = str(app.live.query_one("#cost-badge").render())
+        assert cost == cost_badge(session.tokens) and session.tokens.total > 0
+        assert cost.startswith("cost: $0.00 · ~")
         await pilot.press("1")
         await until(pilot, lambda: bool(app.screen.query_one(DataTable).row_count))
         assert app.internal_errors == []

@@ -1,7 +1,9 @@
 """The headless interrogation commands: run, sessions, show, watch, resume, export.
 
-No Textual here. Exit codes: 0 when a run ends completed or limit-reached, 1 when it failed
-(or, for watch, when the process running it died), 130 when it was stopped.
+No Textual here. Exit codes (`engine.session_exit_code`): 0 when a run ends completed or
+limit-reached, 130 when it was stopped, and when it failed 3 (its providers could not be
+reached), 4 (they did not answer in time) or 1 (anything else; for watch also when the process
+running it died).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from engine import (
     Budget,
     ConfigError,
+    Finished,
     Paths,
     Record,
     Run,
@@ -24,6 +27,7 @@ from engine import (
     Workspace,
     atomic_write_text,
     encode_record,
+    session_exit_code,
     split_chain,
     strip_control,
     verdict_cell,
@@ -32,10 +36,6 @@ from tui._format import local_minute
 from tui.cli.printer import TranscriptPrinter
 
 __all__ = ["export", "resume", "run", "sessions", "show", "watch"]
-
-_EXIT = {"completed": 0, "limit-reached": 0, "failed": 1, "cancelled": 130}
-
-
 
 
 def _print_record(record: Record) -> None:
@@ -51,6 +51,7 @@ async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     terminated: list[int] = []
+    family: str | None = None
 
     def on_sigterm() -> None:  # stop the way Ctrl-C does: the session is stored as cancelled
         terminated.append(signal.SIGTERM)
@@ -60,6 +61,8 @@ async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
     loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     try:
         async for event in started.events():
+            if isinstance(event, Finished):
+                family = event.family
             if not as_json:
                 printer.show(event)
     except asyncio.CancelledError:
@@ -70,7 +73,7 @@ async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         await workspace.aclose()
-    return _EXIT.get(session.status, 1)
+    return session_exit_code(session.status, family)
 
 
 async def run(paths: Paths, args: argparse.Namespace) -> int:
@@ -188,11 +191,11 @@ async def watch(paths: Paths, args: argparse.Namespace) -> int:
             _print_record(record)
         else:
             printer.show(record.event)
-    if last is not None and last.event.type == "finished":
-        return _EXIT.get(last.event.status, 1)
+    if last is not None and isinstance(last.event, Finished):
+        return session_exit_code(last.event.status, last.event.family)
     session = workspace.store.load(args.session)
     if session.status != "running":  # ended between the last event and the final save
-        return _EXIT.get(session.status, 1)
+        return session_exit_code(session.status)
     printer.note(f"session {session.short_id} was interrupted (no process runs it any more); "
                  f"continue it with: detektiv resume {session.short_id}")
     return 1

@@ -38,9 +38,9 @@ from engine import (
     TokenTally,
     Void,
     audit_lines,
+    cost_badge,
     discarded_line,
     finished_line,
-    money,
     split_chain,
     strip_control,
     verdict_short,
@@ -353,9 +353,8 @@ class LiveScreen(Guarded, Screen[None]):
                 view.add(shown, text, title=title, markdown=markdown)  # type: ignore[arg-type]
 
     def show_usage(self, usage: TokenTally) -> None:
-        """The cost badge: what the run has cost so far (`+?`: calls with no price)."""
-        self.query_one("#cost-badge", Static).update(Content(
-            f"cost: {money(usage.cost)}{' +?' if usage.unpriced else ''} · {usage.total:,} tok"))
+        """The cost badge: what the run has cost so far."""
+        self.query_one("#cost-badge", Static).update(Content(cost_badge(usage)))
 
     def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
         """The side panel's view of a round's analysis (the transcript has its block)."""
