@@ -75,6 +75,8 @@ def test_bash_completes_commands_options_and_a_session_id(home: Path, tmp_path: 
     assert "serve" in complete("se")
     assert complete("show", short[:4]) == [short]
     assert "--dry-run" in complete("run", "--d")
+    (tmp_path / "mine.toml").write_text("")
+    assert complete("run", "--config", f"{tmp_path}/mi") == [f"{tmp_path}/mine.toml"]
 
 
 def test_fish_completes_a_session_id(home: Path, tmp_path: Path) -> None:
@@ -88,11 +90,64 @@ def test_fish_completes_a_session_id(home: Path, tmp_path: Path) -> None:
     assert [line.split("\t")[0] for line in done.stdout.splitlines()] == [short]
 
 
-def test_the_zsh_script_parses(tmp_path: Path) -> None:
+def test_zsh_completes_commands_options_and_a_session_id(home: Path, tmp_path: Path) -> None:
+    """In a real interactive zsh (driven through zpty): the installed script, compinit, a Tab
+    typed after a word; a key bound to a widget then writes the completed line to a file."""
     assert shutil.which("zsh"), "zsh is not installed (.ci/run installs it)"
-    installed = tmp_path / "_detektiv"
-    installed.write_text(detektiv("completion", "zsh").stdout)
-    assert subprocess.run(["zsh", "-n", str(installed)], capture_output=True).returncode == 0
+    short, env = _completing(home)
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    script = detektiv("completion", "zsh").stdout
+    (functions / "_detektiv").write_text(script)
+    assert subprocess.run(["zsh", "-n", str(functions / "_detektiv")]).returncode == 0
+    line = tmp_path / "line"
+    # detektiv as the shell finds it, noting each time the script runs it
+    calls, wrapped = tmp_path / "calls", tmp_path / "bin"
+    wrapped.mkdir()
+    real = Path(sys.executable).parent / "detektiv"
+    (wrapped / "detektiv").write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\nexec {real} "$@"\n')
+    (wrapped / "detektiv").chmod(0o755)
+    env = {**env, "PATH": f"{wrapped}:{env['PATH']}"}
+
+    def ran() -> list[str]:
+        said = calls.read_text().splitlines() if calls.exists() else []
+        calls.unlink(missing_ok=True)
+        return said
+
+    def complete(typed: str) -> str:
+        line.unlink(missing_ok=True)
+        shell = [
+            f"fpath=({shlex.quote(str(functions))} $fpath); autoload -Uz compinit; "
+            "compinit -u -D",
+            f"dump() {{ print -r -- \"$BUFFER\" > {line}.part && mv {line}.part {line} }}; "
+            "zle -N dump; bindkey '^X' dump",
+        ]
+        probe = "zmodload zsh/zpty\nzpty z zsh -f -i\n"
+        probe += "".join(f"zpty -w z {shlex.quote(command)}\n" for command in shell)
+        probe += f"zpty -w -n z {shlex.quote(typed)}$'\\t\\x18'\n"
+        # waits for the line (a minute at most), not for a fixed time
+        probe += f"for i in {{1..600}}; do [[ -e {line} ]] && break; sleep 0.1; done\n"
+        probe += "zpty -d z\n"
+        subprocess.run(["zsh", "-f", "-c", probe], env=env, timeout=120, capture_output=True)
+        assert line.exists(), f"zsh never completed {typed!r}"
+        return line.read_text().rstrip("\n")
+
+    assert complete("detektiv sho") == "detektiv show "
+    assert ran() == []  # the data is asked for only where it is completed
+    assert complete(f"detektiv show {short[:4]}") == f"detektiv show {short} "
+    assert ran() == ["complete sessions"]
+    (home / "config.toml").write_text('[providers.nightshift]\nkind = "ollama"\n'
+                                      'model = "llama3"\n')
+    assert complete("detektiv ask -p night") == "detektiv ask -p nightshift "
+    # an option where free text (the hypothesis, a question) may come first
+    assert complete("detektiv run --dry") == "detektiv run --dry-run "
+    assert complete("detektiv ask --js") == "detektiv ask --json "
+    assert complete("detektiv eval --basel") == "detektiv eval --baselines "
+    # a file where a file goes
+    (tmp_path / "claims-held-out.jsonl").write_text("")
+    assert complete(f"detektiv eval {tmp_path}/claims-h") == \
+        f"detektiv eval {tmp_path}/claims-held-out.jsonl "
 
 
 def test_debug_logs_on_stderr_and_a_bad_log_level_is_one_line(home: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from engine import DetektivError, Paths, Workspace
 
@@ -24,10 +25,39 @@ _BY_DEST = {"session": "sessions", "oracle": "oracles", "provider": "providers",
             "detective": "providers", "witness": "providers", "model": "models"}
 """Which arguments complete what, by their destination name."""
 
+_FILES = {"dataset"}
+"""Arguments that take a file without saying so by their type (eval's DATASET: a JSONL file,
+or a named dataset)."""
+
+FREE_TEXT_ZSH = "()"
+"""zsh's action for a positional argument of free text: nothing to offer. shtab leaves the
+action empty, and zsh's `_arguments` then offers no option either (`detektiv run --li<Tab>`
+completed nothing)."""
+
 
 def script(shell: str) -> str:
     """The completion script for `shell`, as shipped."""
     return (FOLDER / f"detektiv.{shell}").read_text(encoding="utf-8")
+
+
+_ZSH_ASK = """
+# candidates that change with the user's data, asked for only when that argument is completed
+# (_arguments passes its compadd options first, the kind comes last)
+_detektiv_candidates() {
+  local -a found
+  found=(${(f)"$(detektiv complete ${@[-1]} 2>/dev/null)"})
+  compadd "${@[1,-2]}" -a found
+}"""
+
+
+def _asking(shtab: Any, kind: str) -> dict[str, Any]:
+    """How each shell asks `detektiv complete KIND`: at the moment the argument is completed.
+    (shtab's `cmd` puts a command substitution in zsh's option arrays, which zsh evaluates for
+    every array on every Tab: 17 runs of detektiv, five seconds before any candidate shows.)"""
+    asked = dict(shtab.cmd(f"detektiv complete {kind} 2>/dev/null"))
+    asked["zsh"] = f"_detektiv_candidates {kind}"
+    asked["preamble"] = {**asked["preamble"], "zsh": _ZSH_ASK}
+    return asked
 
 
 def generate(parser: argparse.ArgumentParser, shell: str) -> str:
@@ -37,12 +67,17 @@ def generate(parser: argparse.ArgumentParser, shell: str) -> str:
     def mark(node: argparse.ArgumentParser) -> None:
         for action in node._actions:
             kind = _BY_DEST.get(action.dest)
-            if kind is not None:
-                action.complete = shtab.cmd(  # type: ignore[attr-defined]
-                    f"detektiv complete {kind} 2>/dev/null")
             if isinstance(action, argparse._SubParsersAction):
                 for child in action.choices.values():
                     mark(child)
+            elif kind is not None:
+                action.complete = _asking(shtab, kind)  # type: ignore[attr-defined]
+            elif action.type is Path or action.dest in _FILES:
+                action.complete = (  # type: ignore[attr-defined]
+                    shtab.DIRECTORY if action.metavar == "DIR" else shtab.FILE)
+            elif not action.option_strings and action.choices is None \
+                    and action.nargs != 0:
+                action.complete = {"zsh": FREE_TEXT_ZSH}  # type: ignore[attr-defined]
 
     mark(parser)
     return str(shtab.complete(parser, shell=shell))

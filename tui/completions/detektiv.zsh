@@ -70,7 +70,7 @@ _shtab_detektiv_vault_commands() {
 
 _shtab_detektiv_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "(- : *)--version[show program\'s version number and exit]"
 )
@@ -80,15 +80,15 @@ _shtab_detektiv_defaults_added=0
 
 _shtab_detektiv_agent_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
-  {-p,--provider}"[configured name or kind\:model for every turn]:provider:($(detektiv complete providers 2>/dev/null))"
+  {-p,--provider}"[configured name or kind\:model for every turn]:provider:_detektiv_candidates providers"
   {-c,--continue}"[continue the last agent conversation]"
   "--conversation[continue (or start) conversation ID]:ID:"
   "--json[print one JSON object per event]"
   "--nodes[also show the tree\'s node changes]"
   "--replay[print a logged run again (its run id)]:RUN:"
-  ":the question\; - reads it from stdin:"
+  ":the question\; - reads it from stdin:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -96,17 +96,17 @@ _shtab_detektiv_agent_defaults_added=0
 
 _shtab_detektiv_ask_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
-  {-p,--provider}"[configured name or kind\:model (local\:gemma-3-270m)]:provider:($(detektiv complete providers 2>/dev/null))"
-  "--schema[JSON schema the answer must meet]:FILE:"
+  {-p,--provider}"[configured name or kind\:model (local\:gemma-3-270m)]:provider:_detektiv_candidates providers"
+  "--schema[JSON schema the answer must meet]:FILE:_files"
   "--max-tokens[N]:N:"
   "--temperature[T]:T:"
   {-c,--continue}"[continue the last conversation]"
   "--conversation[continue (or start) conversation ID]:ID:"
   "--no-cache[bypass the response cache]"
   "--json[print one JSON object (answer, provider, conversation, notes) at the end instead of streaming]"
-  ":the prompt\; - reads it from stdin:"
+  ":the prompt\; - reads it from stdin:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -114,7 +114,7 @@ _shtab_detektiv_ask_defaults_added=0
 
 _shtab_detektiv_cache_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
 )
 
@@ -123,10 +123,10 @@ _shtab_detektiv_cache_defaults_added=0
 
 _shtab_detektiv_cache_delete_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
-  ":entry id or a unique prefix:"
+  ":entry id or a unique prefix:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -134,10 +134,10 @@ _shtab_detektiv_cache_delete_defaults_added=0
 
 _shtab_detektiv_cache_export_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--format[format]:format:(json csv)"
-  {-o,--output}"[FILE]:FILE:"
+  {-o,--output}"[FILE]:FILE:_files"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -145,10 +145,10 @@ _shtab_detektiv_cache_export_defaults_added=0
 
 _shtab_detektiv_cache_import_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print the count and ids as JSON]"
-  ":file:"
+  ":file:_files"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -156,10 +156,10 @@ _shtab_detektiv_cache_import_defaults_added=0
 
 _shtab_detektiv_cache_invalidate_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
-  ":entry id or a unique prefix:"
+  ":entry id or a unique prefix:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -167,7 +167,7 @@ _shtab_detektiv_cache_invalidate_defaults_added=0
 
 _shtab_detektiv_cache_list_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--search[S]:S:"
   "--json[json]"
@@ -178,10 +178,10 @@ _shtab_detektiv_cache_list_defaults_added=0
 
 _shtab_detektiv_cache_match_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[json]"
-  ":question:"
+  ":question:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -189,14 +189,14 @@ _shtab_detektiv_cache_match_defaults_added=0
 
 _shtab_detektiv_cache_put_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--answer[TEXT]:TEXT:"
-  "--answer-file[FILE]:FILE:"
+  "--answer-file[FILE]:FILE:_files"
   "--realtime[time-sensitive\: never served]"
   "--template[the answer is a template]"
   "--json[print the stored entry as JSON]"
-  ":question:"
+  ":question:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -204,10 +204,10 @@ _shtab_detektiv_cache_put_defaults_added=0
 
 _shtab_detektiv_cache_show_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
-  ":entry id or a unique prefix:"
+  ":entry id or a unique prefix:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -215,7 +215,7 @@ _shtab_detektiv_cache_show_defaults_added=0
 
 _shtab_detektiv_cache_stats_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[json]"
 )
@@ -225,7 +225,7 @@ _shtab_detektiv_cache_stats_defaults_added=0
 
 _shtab_detektiv_completion_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   ":shell:(bash zsh fish)"
 )
@@ -235,15 +235,15 @@ _shtab_detektiv_completion_defaults_added=0
 
 _shtab_detektiv_consult_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
-  {-p,--provider}"[configured name or kind\:model for all]:provider:($(detektiv complete providers 2>/dev/null))"
+  {-p,--provider}"[configured name or kind\:model for all]:provider:_detektiv_candidates providers"
   "--no-history[leave earlier oracle answers out of the context]"
   "--dry-run[print the final prompts and their token estimates\; send nothing]"
   "--json[print one JSON object per line]"
   "--no-cache[bypass the response cache]"
-  ":session id, id prefix or folder name:($(detektiv complete sessions 2>/dev/null))"
-  "(*):oracle name, id or slug (1\–4):($(detektiv complete oracles 2>/dev/null))"
+  ":session id, id prefix or folder name:_detektiv_candidates sessions"
+  "(*):oracle name, id or slug (1\–4):_detektiv_candidates oracles"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -251,7 +251,7 @@ _shtab_detektiv_consult_defaults_added=0
 
 _shtab_detektiv_conversations_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
 )
@@ -261,22 +261,22 @@ _shtab_detektiv_conversations_defaults_added=0
 
 _shtab_detektiv_eval_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--n[claims to sample (default\: all)]:N:"
   "--seed[sampling seed]:S:"
   "--mode[planted\: the claim is the witness\'s own first answer\; defend\: the witness is told to defend it (default\: planted)]:mode:(planted defend)"
   "--runs[interrogations an item (3\: majority verdict)]:runs:(1 3)"
-  "--detective[detective chain (a,b)]:P:($(detektiv complete providers 2>/dev/null))"
-  "--witness[witness chain (a,b)]:P:($(detektiv complete providers 2>/dev/null))"
+  "--detective[detective chain (a,b)]:P:_detektiv_candidates providers"
+  "--witness[witness chain (a,b)]:P:_detektiv_candidates providers"
   "--limit[rounds an interrogation (5-20)]:R:"
   "--concurrency[items at once (default\: the servers\' slots, else 4)]:K:"
   "--baselines[also judge each claim with no interrogation and after one \"Are you sure\?\"]"
   "--max-cost[stop before a call would pass this cost (\[prices\] in the config)]:AMOUNT:"
   "--retry-failed[run the items that failed last time again]"
   "--json[print one JSON object a unit, then the summary]"
-  {-o,--output}"[write report.md, results.jsonl and PNG plots there]:DIR:"
-  ":a JSONL file of labelled claims, a HaluEval-QA file, or a named dataset\: demo, halueval-qa:"
+  {-o,--output}"[write report.md, results.jsonl and PNG plots there]:DIR:_files -/"
+  ":a JSONL file of labelled claims, a HaluEval-QA file, or a named dataset\: demo, halueval-qa:_files"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -284,11 +284,11 @@ _shtab_detektiv_eval_defaults_added=0
 
 _shtab_detektiv_evals_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
-  {-o,--output}"[write the run\'s report there]:DIR:"
-  ":a run id (or its start):"
+  {-o,--output}"[write the run\'s report there]:DIR:_files -/"
+  ":a run id (or its start):()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -296,11 +296,11 @@ _shtab_detektiv_evals_defaults_added=0
 
 _shtab_detektiv_export_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--format[format]:format:(md json)"
-  {-o,--output}"[write to FILE instead of stdout]:FILE:"
-  ":session id, id prefix or folder name:($(detektiv complete sessions 2>/dev/null))"
+  {-o,--output}"[write to FILE instead of stdout]:FILE:_files"
+  ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -308,10 +308,10 @@ _shtab_detektiv_export_defaults_added=0
 
 _shtab_detektiv_local_server_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--port[0 picks a free port]:N:"
-  "--model[a model of \`detektiv models\` or a GGUF file (default\: the embedded one)]:NAME|GGUF:($(detektiv complete models 2>/dev/null))"
+  "--model[a model of \`detektiv models\` or a GGUF file (default\: the embedded one)]:NAME|GGUF:_detektiv_candidates models"
   "--parallel[concurrent slots]:N:"
   "--ctx[total context size, shared by the slots]:N:"
   "--threads[CPU threads (default\: cores - 1)]:N:"
@@ -323,7 +323,7 @@ _shtab_detektiv_local_server_defaults_added=0
 
 _shtab_detektiv_models_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
   "--catalogue[list the recommended models pull knows by name]"
@@ -334,10 +334,10 @@ _shtab_detektiv_models_defaults_added=0
 
 _shtab_detektiv_models_pull_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
-  ":a catalogue name or OWNER\/REPO:($(detektiv complete models 2>/dev/null))"
-  ":the GGUF file, with a REPO:"
+  ":a catalogue name or OWNER\/REPO:_detektiv_candidates models"
+  ":the GGUF file, with a REPO:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -345,9 +345,9 @@ _shtab_detektiv_models_pull_defaults_added=0
 
 _shtab_detektiv_models_rm_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
-  ":NAME:($(detektiv complete models 2>/dev/null))"
+  ":NAME:_detektiv_candidates models"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -355,9 +355,9 @@ _shtab_detektiv_models_rm_defaults_added=0
 
 _shtab_detektiv_new_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
-  ":what the case is called:"
+  ":what the case is called:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -365,10 +365,10 @@ _shtab_detektiv_new_defaults_added=0
 
 _shtab_detektiv_notes_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
-  "(*):a session id to list, or \`add\`, a session id and files (.txt .md .srt .vtt):"
+  "(*):a session id to list, or \`add\`, a session id and files (.txt .md .srt .vtt):()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -376,7 +376,7 @@ _shtab_detektiv_notes_defaults_added=0
 
 _shtab_detektiv_oracles_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
 )
@@ -386,7 +386,7 @@ _shtab_detektiv_oracles_defaults_added=0
 
 _shtab_detektiv_paths_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
 )
@@ -396,7 +396,7 @@ _shtab_detektiv_paths_defaults_added=0
 
 _shtab_detektiv_prompts_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
 )
@@ -406,7 +406,7 @@ _shtab_detektiv_prompts_defaults_added=0
 
 _shtab_detektiv_providers_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
 )
@@ -416,10 +416,10 @@ _shtab_detektiv_providers_defaults_added=0
 
 _shtab_detektiv_resume_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print the event records]"
-  ":session id, id prefix or folder name:($(detektiv complete sessions 2>/dev/null))"
+  ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -427,18 +427,18 @@ _shtab_detektiv_resume_defaults_added=0
 
 _shtab_detektiv_run_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
-  "--file[read the hypothesis from FILE (- is stdin)]:FILE:"
+  "--file[read the hypothesis from FILE (- is stdin)]:FILE:_files"
   "--dry-run[print the prompts it would use and the detective\'s first instructions\; send nothing]"
-  "--detective[provider name or kind\:model\; a comma-separated chain]:P:($(detektiv complete providers 2>/dev/null))"
-  "--witness[provider name or kind\:model\; a comma-separated chain]:P:($(detektiv complete providers 2>/dev/null))"
+  "--detective[provider name or kind\:model\; a comma-separated chain]:P:_detektiv_candidates providers"
+  "--witness[provider name or kind\:model\; a comma-separated chain]:P:_detektiv_candidates providers"
   "--limit[iteration limit, 5-20]:N:"
   "--max-cost[stop (cancelled, \"cost limit\") before a call would pass this cost, at the \[prices\] in the config]:AMOUNT:"
   "--no-cache[bypass the response cache (when \[cache\] witness is on)]"
-  "--session[interrogate in this notes-only session (\`detektiv new\`)]:ID:($(detektiv complete sessions 2>/dev/null))"
+  "--session[interrogate in this notes-only session (\`detektiv new\`)]:ID:_detektiv_candidates sessions"
   "--json[print the event records (as in events.jsonl)]"
-  ":what to examine (several lines are fine)\; - reads stdin:"
+  ":what to examine (several lines are fine)\; - reads stdin:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -446,7 +446,7 @@ _shtab_detektiv_run_defaults_added=0
 
 _shtab_detektiv_serve_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--host[address to listen on (default 127.0.0.1\; others need --allow-remote)]:host:"
   "--port[0 picks a free port]:N:"
@@ -459,7 +459,7 @@ _shtab_detektiv_serve_defaults_added=0
 
 _shtab_detektiv_sessions_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
 )
@@ -469,10 +469,10 @@ _shtab_detektiv_sessions_defaults_added=0
 
 _shtab_detektiv_show_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print the session as JSON]"
-  ":session id, id prefix or folder name:($(detektiv complete sessions 2>/dev/null))"
+  ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -480,7 +480,7 @@ _shtab_detektiv_show_defaults_added=0
 
 _shtab_detektiv_vault_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
 )
 
@@ -489,11 +489,11 @@ _shtab_detektiv_vault_defaults_added=0
 
 _shtab_detektiv_vault_search_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   {-n,--limit}"[N]:N:"
   "--json[print JSON]"
-  ":words to look for:"
+  ":words to look for:()"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -501,10 +501,10 @@ _shtab_detektiv_vault_search_defaults_added=0
 
 _shtab_detektiv_watch_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
-  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print the event records]"
-  ":session id, id prefix or folder name:($(detektiv complete sessions 2>/dev/null))"
+  ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -635,6 +635,16 @@ _shtab_detektiv_vault() {
   esac
 }
 
+# Custom Preamble
+
+# candidates that change with the user's data, asked for only when that argument is completed
+# (_arguments passes its compadd options first, the kind comes last)
+_detektiv_candidates() {
+  local -a found
+  found=(${(f)"$(detektiv complete ${@[-1]} 2>/dev/null)"})
+  compadd "${@[1,-2]}" -a found
+}
+# End Custom Preamble
 
 
 typeset -A opt_args
