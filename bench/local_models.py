@@ -132,7 +132,7 @@ async def analysis_valid(router: Router, hypothesis: str) -> tuple[bool, bool]:
 
 async def whole_run(router: Router, config: Config, paths: Paths, hypothesis: str,
                     scores: Scores) -> bool:
-    store = SessionStore(paths.data_dir / "sessions")
+    store = SessionStore.of(paths)
     journal = store.create(hypothesis, 5)
     final: Finished | None = None
     async for event in Interrogation(router, journal, config.interrogation).run():

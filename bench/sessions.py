@@ -65,7 +65,7 @@ print(json.dumps({{"seconds": elapsed, "rows": len(rows),
 """
 
 
-def make_sessions(root: Path, count: int) -> None:
+def make_sessions(root: Path, count: int, index: Path | None = None) -> None:
     answer = "The witness said something fairly long about the matter at hand. " * 12
     gaps = [Gap(category="vagueness", description="the dates stay vague", severity="medium")]
     start = datetime(2026, 1, 1, tzinfo=UTC)
@@ -95,7 +95,7 @@ def make_sessions(root: Path, count: int) -> None:
         (root / name / "metadata.json").write_text(session.model_dump_json(indent=1))
         (root / name / "events.jsonl").write_text("")
         rows.append(summarize(name, session))
-    SessionIndex(root).append(*rows)
+    SessionIndex(index or root / "index.jsonl").append(*rows)
 
 
 def measure(kind: str, root: Path) -> dict[str, float]:

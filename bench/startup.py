@@ -77,7 +77,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         make_sessions_root = Path(home) / "data" / "sessions"
         make_sessions_root.mkdir(parents=True)
-        make_sessions(make_sessions_root, args.sessions)
+        make_sessions(make_sessions_root, args.sessions,
+                      Path(home) / "cache" / "sessions-index.jsonl")
         env = {**os.environ, "DETEKTIV_HOME": home, "PYTHONPATH": str(ROOT)}
         env.pop("OPENAI_API_KEY", None)
         minimal: list[float] = []

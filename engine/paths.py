@@ -36,6 +36,11 @@ class Paths:
     def state(self) -> Path:
         return self.state_dir if self.state_dir is not None else self.data_dir
 
+    @property
+    def session_index(self) -> Path:
+        """The session list's index: rebuilt from the sessions when lost."""
+        return self.cache_dir / "sessions-index.jsonl"
+
     @classmethod
     def from_env(cls, config_file: Path | None = None) -> Paths:
         """Resolve the paths from `DETEKTIV_HOME` or the platform defaults."""
@@ -69,7 +74,10 @@ class Paths:
             ("data", self.data_dir, "sessions, evaluation runs, conversations, case notes, "
              "the response cache"),
             ("sessions", self.data_dir / "sessions", "one folder per interrogation"),
-            ("cache", self.cache_dir, "rebuildable indexes (the case agent's vault)"),
+            ("cache", self.cache_dir, "rebuildable indexes (the session list's, the case "
+             "agent's vault)"),
+            ("session-index", self.session_index, "the session list's index (rebuilt from the "
+             "sessions when lost)"),
             ("state", self.state, "the providers' circuit breakers and health"),
             ("logs", self.log_dir, "detektiv.log"),
             ("models", self.model_dir, "GGUF models (the bundled one, pulled ones)"),

@@ -1,4 +1,5 @@
-"""sessions/index.jsonl: one small line per change of a session, so listing reads one file.
+"""The session list's index (`Paths.session_index`, in the cache directory): one small line
+per change of a session, so listing reads one file.
 
 The index is a cache, never the truth: each line repeats what a session's metadata.json says
 (the last line for a folder wins), appends are serialised with `flock` and written in one
@@ -13,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -87,12 +89,30 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
 class SessionIndex:
     """Append-only JSON lines; see the module docstring."""
 
-    def __init__(self, root: Path) -> None:
-        self.path = root / "index.jsonl"
-        self._lock_path = root / ".index.lock"
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock_path = path.parent / f".{path.stem}.lock"
+
+    def adopt(self, old: Path) -> None:
+        """Take over the index an earlier version kept at `old` (beside the sessions), unless
+        this one exists already; the old file is gone either way. Losing it costs only a
+        slower listing: the store rebuilds what the index lacks."""
+        if not old.exists():
+            return
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                try:
+                    os.replace(old, self.path)  # same file system: atomic
+                except OSError:  # another file system: copied, then the old one removed
+                    shutil.copyfile(old, self.path)
+        for stale in (old, old.parent / f".{old.stem}.lock"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -1,7 +1,7 @@
 """The session store: one folder per session under `data_dir/sessions/`.
 
+    cache_dir/sessions-index.jsonl         one line per change (see `engine.storage.index`)
     sessions/
-      index.jsonl                          one line per change (see `engine.storage.index`)
       2026-11-22_14-30-22_1a2b3c4d/
         metadata.json                      the whole session, replaced atomically
         events.jsonl                       every event, numbered, append-only
@@ -35,6 +35,7 @@ from typing import TypeVar
 from engine.errors import SessionBusy, SessionCorrupt, SessionError, SessionNotFound
 from engine.models.events import PairCompleted, Record
 from engine.models.session import EvalTag, Hypothesis, InterrogationSession, WitnessBrief
+from engine.paths import Paths
 from engine.storage.atomic import atomic_write_text
 from engine.storage.eventlog import EventLogWriter, EventTail, read_events
 from engine.storage.index import SessionIndex, SessionSummary, summarize
@@ -57,9 +58,18 @@ T = TypeVar("T")
 class SessionStore:
     """Creates, lists, loads, resumes, follows and deletes sessions under `root`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, index: Path | None = None) -> None:
+        """`index`: where the session list's index lives (a cache: `Paths.session_index`);
+        default `root/index.jsonl`. One found there is moved to `index` (earlier versions)."""
         self.root = root
-        self.index = SessionIndex(root)
+        self.index = SessionIndex(index or root / "index.jsonl")
+        if index is not None:
+            self.index.adopt(root / "index.jsonl")
+
+    @classmethod
+    def of(cls, paths: Paths) -> SessionStore:
+        """The store of `paths`: sessions in the data directory, their index in the cache."""
+        return cls(paths.data_dir / "sessions", paths.session_index)
 
     def _lock(self, directory: Path) -> int:
         fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o644)

@@ -155,7 +155,7 @@ class Workspace:
         from engine.storage.sessions import SessionStore
 
         if self._store is None:
-            store = SessionStore(self.paths.data_dir / "sessions")
+            store = SessionStore.of(self.paths)
             store.sweep()
             self._store = store
         return self._store

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from engine import Paths
 from engine.models.session import InterrogationSession
 from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.sessions import SessionStore
@@ -53,7 +54,7 @@ KILL_AFTER = ["started", "phase", "provider", "question_delta", "answer_delta", 
 def configured(home: Path, llama_server: LlamaServer) -> Iterator[SessionStore]:
     with ScriptedModel(detective, pace=0.01) as sleuth:
         write_config(home, llama_server, sleuth.url + "/v1")
-        yield SessionStore(home / "data" / "sessions")
+        yield SessionStore.of(Paths.from_env())
 
 
 def test_run_streams_a_transcript_and_every_command_reads_the_session(
@@ -252,7 +253,7 @@ def test_damaged_sessions_give_a_clear_error_and_the_rest_still_list(
     metadata.write_bytes(metadata.read_bytes()[:40])
     log = configured.root / truncated.dir / "events.jsonl"
     log.write_bytes(log.read_bytes()[:400])
-    (configured.root / "index.jsonl").unlink()  # so listing has to read every metadata.json
+    configured.index.path.unlink()  # so listing has to read every metadata.json
 
     listing = detektiv("sessions")
     assert listing.returncode == 0

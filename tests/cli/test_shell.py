@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine import __version__
+from engine import Paths, __version__
 from engine.storage.sessions import SessionStore
 from tests.support.cli import detektiv
 from tests.support.factory import stored_session
@@ -28,8 +28,9 @@ def test_paths_lists_every_place_and_whether_it_exists(home: Path) -> None:
     (home / "config.toml").write_text("")
     listed = json.loads(detektiv("paths", "--json").stdout)
     by_name = {row["name"]: row for row in listed}
-    assert {"config", "data", "sessions", "cache", "state", "logs", "models", "prompts",
-            "user-prompts", "user-oracles"} <= set(by_name)
+    assert {"config", "data", "sessions", "session-index", "cache", "state", "logs", "models",
+            "prompts", "user-prompts", "user-oracles"} <= set(by_name)
+    assert by_name["session-index"]["path"] == str(home / "cache" / "sessions-index.jsonl")
     assert by_name["config"] == {"name": "config", "path": str(home / "config.toml"),
                                  "exists": True, "what": "the configuration (TOML)"}
     assert by_name["cache"]["path"] == str(home / "cache")
@@ -40,7 +41,7 @@ def test_paths_lists_every_place_and_whether_it_exists(home: Path) -> None:
 
 
 def _completing(home: Path) -> tuple[str, dict[str, str]]:
-    store = SessionStore(home / "data" / "sessions")
+    store = SessionStore.of(Paths.from_env())
     short = store.load(stored_session(store, "Tides follow the moon")).short_id
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return short, env

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from engine import Paths
 from engine.storage.sessions import SessionStore
 from tests.support.app import config_text
 from tests.support.browser import alive, children, environment_of, served
@@ -77,7 +78,7 @@ def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
             first.page.close()  # the run goes on in its process
             second.wait_for(lambda text: "completed" in text or "limit-reached" in text,
                             timeout=120)
-        store = SessionStore(home / "data" / "sessions")
+        store = SessionStore.of(Paths.from_env())
         (summary,) = store.list()
         assert summary.status in ("completed", "limit-reached")
         # stopping the server stopped every tab's app

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import Paths
 from engine.storage.sessions import SessionStore
 from tests.support.app import config_text
 from tests.support.cases import HOSTILE, TEST_ORACLE, VTT, hostile_session
@@ -84,7 +85,7 @@ def env_for(home: Path) -> dict[str, str]:
 
 
 def test_no_escape_sequence_from_model_text_reaches_the_terminal(home: Path) -> None:
-    store = SessionStore(home / "data" / "sessions")
+    store = SessionStore.of(Paths.from_env())
     hostile_session(store)
     term = Terminal(cli(), env_for(home))
     try:
@@ -235,7 +236,7 @@ def test_invisible_reordering_text_never_reaches_the_cli_but_stays_in_the_data(
 ) -> None:
     """`show` and `export md` neutralise bidi overrides and zero-width characters; the stored
     session and the JSON export keep the text exactly as the model wrote it."""
-    store = SessionStore(home / "data" / "sessions")
+    store = SessionStore.of(Paths.from_env())
     session = hostile_session(store)
     env = env_for(home)
 

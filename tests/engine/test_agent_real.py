@@ -27,7 +27,7 @@ def test_the_agent_answers_from_the_vault_and_names_its_stop(home: Path, paths,
     (home / "config.toml").write_text(
         f'[providers.llama]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{llama_server.url}"'
         '\n\n[agent]\nturn_limit = 3\nmax_tokens = 64\ntemperature = 0\n')
-    store = SessionStore(paths.data_dir / "sessions")
+    store = SessionStore.of(paths)
     paris = case_session(store, "Bob was in Paris on Monday",
                          [("Where were you on Monday?", "In Paris, at the Louvre.")])
     case_session(store, "Tea contains caffeine", [("How much?", "About 40 mg a cup.")])

@@ -21,6 +21,7 @@ from engine.models.session import (
 from engine.storage import eventlog
 from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.eventlog import EventLogWriter, read_events
+from engine.paths import Paths
 from engine.storage.sessions import SessionStore
 from tests.support.factory import stored_session
 
@@ -119,6 +120,30 @@ def test_listing_comes_from_the_index_and_heals_it(tmp_path: Path) -> None:
     store.index.append(*[])
     stored_session(store, "after the tear")
     assert len(store.list()) == 4
+
+
+def test_the_index_lives_in_the_cache_and_an_earlier_one_beside_the_sessions_moves_there(
+        tmp_path: Path) -> None:
+    """`Paths.session_index` is in the cache directory; an index an earlier version wrote in
+    `sessions/` is moved there (not rebuilt), and the sessions folder keeps only sessions."""
+    paths = Paths(config_file=tmp_path / "config.toml", data_dir=tmp_path / "data",
+                  cache_dir=tmp_path / "cache", log_dir=tmp_path / "logs",
+                  model_dir=tmp_path / "models")
+    root = paths.data_dir / "sessions"
+    old = SessionStore(root)  # as earlier versions kept it
+    names = [stored_session(old, f"h{i}", pairs=1) for i in range(2)]
+    old.list()
+    moved = (root / "index.jsonl").read_bytes()
+    store = SessionStore.of(paths)
+    assert store.index.path == paths.session_index == tmp_path / "cache" / "sessions-index.jsonl"
+    assert paths.session_index.read_bytes() == moved  # taken over as it was
+    assert sorted(os.listdir(root)) == sorted(names)
+    assert sorted(r.dir for r in store.list()) == sorted(names)
+    newer = stored_session(store, "after the move")
+    assert newer in paths.session_index.read_text()
+    assert not (root / "index.jsonl").exists()
+    paths.session_index.unlink()  # the cache cleared: rebuilt from the sessions
+    assert len(SessionStore.of(paths).list()) == 3 and paths.session_index.exists()
 
 
 def test_a_session_nobody_runs_lists_as_interrupted_and_its_temp_files_are_swept(

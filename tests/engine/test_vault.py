@@ -21,7 +21,7 @@ from tests.support.servers import cli
 
 @pytest.fixture
 def store(paths) -> SessionStore:  # type: ignore[no-untyped-def]
-    return SessionStore(paths.data_dir / "sessions")
+    return SessionStore.of(paths)
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_two_indexes_of_the_same_file_share_the_work(store, paths) -> None:
 
 
 def test_vault_search_on_the_command_line(home: Path, paths) -> None:
-    store = SessionStore(paths.data_dir / "sessions")
+    store = SessionStore.of(paths)
     case_session(store, "Bordeaux wine was tested", [("Which year?", "The 2019 vintage.")])
     done = subprocess.run(cli("vault", "search", "vintage", "--json"), capture_output=True,
                           text=True, timeout=60)

@@ -54,7 +54,7 @@ def cold_home(request: pytest.FixtureRequest, home: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
     paths = Paths.from_env()
     if request.param == "one session":
-        stored_session(SessionStore(paths.data_dir / "sessions"), "Stored hypothesis", 2)
+        stored_session(SessionStore.of(paths), "Stored hypothesis", 2)
     return paths
 
 

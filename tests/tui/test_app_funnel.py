@@ -73,7 +73,7 @@ async def test_a_failing_action_and_message_handler_leave_the_app_running(
 async def test_a_failing_handler_on_a_screen_does_not_stop_that_screen(
     paths: Paths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = SessionStore(paths.data_dir / "sessions")
+    store = SessionStore.of(paths)
     stored_session(store, "Bees sleep at night")
     stored_session(store, "Whales are fish")
     original = SessionsScreen._apply_filter
