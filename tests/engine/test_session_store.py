@@ -18,10 +18,10 @@ from engine.models.session import (
     ProvidersUsed,
     QuestionAnswerPair,
 )
+from engine.paths import Paths
 from engine.storage import eventlog
 from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.eventlog import EventLogWriter, read_events
-from engine.paths import Paths
 from engine.storage.sessions import SessionStore
 from tests.support.factory import stored_session
 
