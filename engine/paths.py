@@ -19,6 +19,12 @@ __all__ = ["Paths", "resource_dir"]
 _APP = "detektiv"
 
 
+def _model_dir() -> Path:
+    """`DETEKTIV_MODEL_DIR`, else the user cache's `models` (shared by every home)."""
+    given = os.environ.get("DETEKTIV_MODEL_DIR")
+    return Path(given) if given else Path(platformdirs.user_cache_dir(_APP)) / "models"
+
+
 @dataclass(frozen=True)
 class Paths:
     """The directories and files detektiv reads and writes."""
@@ -42,30 +48,32 @@ class Paths:
         return self.cache_dir / "sessions-index.jsonl"
 
     @classmethod
+    def at(cls, root: Path, config_file: Path | None = None) -> Paths:
+        """Everything under one directory, as `DETEKTIV_HOME=root` lays it out (models from
+        `DETEKTIV_MODEL_DIR`, else the user cache)."""
+        return cls(
+            config_file=config_file or root / "config.toml",
+            data_dir=root / "data",
+            cache_dir=root / "cache",
+            log_dir=root / "logs",
+            model_dir=_model_dir(),
+            state_dir=root / "state",
+        )
+
+    @classmethod
     def from_env(cls, config_file: Path | None = None) -> Paths:
         """Resolve the paths from `DETEKTIV_HOME` or the platform defaults."""
         home = os.environ.get("DETEKTIV_HOME")
-        model_dir = os.environ.get("DETEKTIV_MODEL_DIR")
-        default_models = Path(platformdirs.user_cache_dir(_APP)) / "models"
         if home:
-            root = Path(home).expanduser()
-            return cls(
-                config_file=config_file or root / "config.toml",
-                data_dir=root / "data",
-                cache_dir=root / "cache",
-                log_dir=root / "logs",
-                model_dir=Path(model_dir) if model_dir else default_models,
-                state_dir=root / "state",
-            )
+            return cls.at(Path(home).expanduser(), config_file)
         return cls(
             config_file=config_file or Path(platformdirs.user_config_dir(_APP)) / "config.toml",
             data_dir=Path(platformdirs.user_data_dir(_APP)),
             cache_dir=Path(platformdirs.user_cache_dir(_APP)),
             log_dir=Path(platformdirs.user_log_dir(_APP)),
-            model_dir=Path(model_dir) if model_dir else default_models,
+            model_dir=_model_dir(),
             state_dir=Path(platformdirs.user_state_dir(_APP)),
         )
-
 
     def described(self) -> list[tuple[str, Path, str]]:
         """Every file and directory detektiv uses: (name, path, what it holds)."""

@@ -9,7 +9,7 @@ What is indexed, per session: its title and hypothesis, each round's question an
 round's gaps, the audit (summary, contradictions, remaining gaps), every note and every oracle
 answer. A session is re-indexed when its metadata.json changes (every change to a session
 replaces that file atomically: a round, a note, an answer, a status), found by one `stat` per
-session. `search` syncs first; the stats are taken only when the store's index.jsonl or the
+session. `search` syncs first; the stats are taken only when the store's session index or the
 sessions folder changed (every write of the app touches one of them), or 10 s after the last
 look, so a search sees every change made through detektiv at once and a hand edit within 10 s.
 
@@ -206,10 +206,10 @@ class Vault:
 
     def _signal(self) -> tuple[int, ...]:
         """What changes whenever a session does: every write of the app appends to the
-        store's index.jsonl (or rewrites it), and adding or removing a folder changes the
+        store's session index (or rewrites it), and adding or removing a folder changes the
         sessions folder."""
         out: list[int] = []
-        for path in (self.store.root, self.store.root / "index.jsonl"):
+        for path in (self.store.root, self.store.index.path):
             try:
                 stat = os.stat(path)
             except OSError:

@@ -47,7 +47,7 @@ def test_a_priced_run_counts_every_call_per_round_and_in_total(home: Path) -> No
         result = detektiv("run", "The sea is salty")
         assert result.returncode == 0, result.stderr
         detective_calls, witness_calls = len(det.chats), len(wit.chats)
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     (summary,) = store.list()
     session = store.load(summary.dir)
     expected = detective_calls * _call("det") + witness_calls * _call("wit")
@@ -74,7 +74,7 @@ def test_max_cost_stops_before_the_call_that_would_pass_it(home: Path) -> None:
         result = detektiv("run", f"The sea is salty {KEEP_ASKING}", "--max-cost", str(budget))
         assert result.returncode == 130
         calls = len(det.chats) + len(wit.chats)
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     session = store.load(store.list()[0].dir)
     assert session.status == "cancelled"
     assert session.error is None and session.audit_trail[-1].event == "cost_limit"
@@ -91,7 +91,7 @@ def test_the_local_server_costs_nothing(home: Path, llama_server: LlamaServer) -
         _config(home, {"det": det.url + "/v1", "wit": llama_server.url}, prices=False)
         result = detektiv("run", "The sea is salty")
         assert result.returncode == 0, result.stderr
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     session = store.load(store.list()[0].dir)
     assert session.tokens.total > 0 and session.tokens.cost == 0
     assert session.tokens.unpriced == []

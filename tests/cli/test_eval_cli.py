@@ -115,7 +115,7 @@ def test_kill_9_in_the_middle_then_rerun_loses_no_item_and_does_none_twice(
     assert len(results) == 8 and len({r.item for r in results}) == 8  # each once
     sessions = folder.sessions()
     assert len(sessions) == 8 and len(set(sessions.values())) == 8
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     tagged = [row for row in store.list() if row.eval_run == folder.directory.name]
     assert len(tagged) == 8 and all(row.status == "completed" for row in tagged)
     assert {r.session for r in results} == {row.id for row in tagged}

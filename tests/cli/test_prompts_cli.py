@@ -53,7 +53,7 @@ def test_an_unknown_placeholder_is_refused_before_a_run_stores_anything(home: Pa
     result = detektiv("run", "The sea is salty", "--witness", "local:gemma-3-270m")
     assert result.returncode == 2
     assert "gap_analysis.md: it has {{HYPOTESIS}}, which nothing fills here" in result.stderr
-    assert SessionStore.of(Paths.from_env()).list() == []
+    assert SessionStore.of(Paths.at(home)).list() == []
 
 
 def test_a_run_uses_the_override_and_records_every_prompt_hash(home: Path,
@@ -73,8 +73,8 @@ def test_a_run_uses_the_override_and_records_every_prompt_hash(home: Path,
         result = detektiv("run", "--file", str(hypothesis))
         assert result.returncode == 0, result.stderr
     assert sleuth.chats[0][0]["content"].startswith("You interrogate for me. The claim:")
-    (summary,) = SessionStore.of(Paths.from_env()).list()
-    session = SessionStore.of(Paths.from_env()).load(summary.dir)
+    (summary,) = SessionStore.of(Paths.at(home)).list()
+    session = SessionStore.of(Paths.at(home)).load(summary.dir)
     assert session.hypothesis_text == "The sea is salty.\nEspecially the Dead Sea."
     digest = hashlib.sha256(MINE.encode()).hexdigest()
     assert session.prompts["detective_question"] == \

@@ -54,7 +54,7 @@ KILL_AFTER = ["started", "phase", "provider", "question_delta", "answer_delta", 
 def configured(home: Path, llama_server: LlamaServer) -> Iterator[SessionStore]:
     with ScriptedModel(detective, pace=0.01) as sleuth:
         write_config(home, llama_server, sleuth.url + "/v1")
-        yield SessionStore.of(Paths.from_env())
+        yield SessionStore.of(Paths.at(home))
 
 
 def test_run_streams_a_transcript_and_every_command_reads_the_session(

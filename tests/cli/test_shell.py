@@ -41,7 +41,7 @@ def test_paths_lists_every_place_and_whether_it_exists(home: Path) -> None:
 
 
 def _completing(home: Path) -> tuple[str, dict[str, str]]:
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     short = store.load(stored_session(store, "Tides follow the moon")).short_id
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return short, env

@@ -78,7 +78,7 @@ def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
             first.page.close()  # the run goes on in its process
             second.wait_for(lambda text: "completed" in text or "limit-reached" in text,
                             timeout=120)
-        store = SessionStore.of(Paths.from_env())
+        store = SessionStore.of(Paths.at(home))
         (summary,) = store.list()
         assert summary.status in ("completed", "limit-reached")
         # stopping the server stopped every tab's app

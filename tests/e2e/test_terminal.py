@@ -85,7 +85,7 @@ def env_for(home: Path) -> dict[str, str]:
 
 
 def test_no_escape_sequence_from_model_text_reaches_the_terminal(home: Path) -> None:
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     hostile_session(store)
     term = Terminal(cli(), env_for(home))
     try:
@@ -236,7 +236,7 @@ def test_invisible_reordering_text_never_reaches_the_cli_but_stays_in_the_data(
 ) -> None:
     """`show` and `export md` neutralise bidi overrides and zero-width characters; the stored
     session and the JSON export keep the text exactly as the model wrote it."""
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     session = hostile_session(store)
     env = env_for(home)
 

@@ -37,6 +37,16 @@ def new_case(home: Path, tmp_path: Path) -> str:
 
 
 
+def test_new_with_json_prints_the_session_it_created(home: Path) -> None:
+    made = detektiv("new", "Second call", "--json")
+    assert made.returncode == 0, made.stderr
+    created = json.loads(made.stdout)
+    assert created["short_id"] == created["id"][:8] and created["title"] == "Second call"
+    assert Path(created["dir"]).parent == home / "data" / "sessions"
+    stored = json.loads((Path(created["dir"]) / "metadata.json").read_text())
+    assert stored["id"] == created["id"] and stored["status"] == "notes"
+
+
 def metadata(home: Path, ref: str) -> dict[str, object]:
     folder = next((home / "data" / "sessions").glob(f"*_{ref}"))
     data: dict[str, object] = json.loads((folder / "metadata.json").read_text())

@@ -53,7 +53,8 @@ def test_a_pull_shows_progress_verifies_the_checksum_and_is_listed_then_removed(
     data = tiny_gguf()
     with LoopbackHub() as hub:
         digest = hub.add("acme/Tiny-GGUF", "tiny-q4_k_m.gguf", data)
-        done = detektiv(home, "models", "pull", "acme/Tiny-GGUF", "tiny-q4_k_m.gguf", hub=hub)
+        done = detektiv(home, "models", "pull", "acme/Tiny-GGUF", "tiny-q4_k_m.gguf", "--json",
+                        hub=hub)
     assert done.returncode == 0, done.stderr
     assert "100%" in done.stderr  # huggingface_hub's progress bar
     assert f"sha256 {digest[:12]}… verified" in done.stderr
@@ -65,12 +66,14 @@ def test_a_pull_shows_progress_verifies_the_checksum_and_is_listed_then_removed(
         ("acme/Tiny-GGUF", digest, len(data))
     rows = {r["name"]: r for r in json.loads(detektiv(home, "models", "--json").stdout)}
     pulled = rows["tiny-q4_k_m"]
+    assert json.loads(done.stdout) == pulled  # pull --json prints the row models lists
     assert (pulled["source"], pulled["parameters"], pulled["chat_template"],
             pulled["use_as"]) == ("pulled", "1M", True, "local:tiny-q4_k_m")
     assert resolve_model_path("tiny-q4_k_m", Paths.from_env()) == folder / "tiny-q4_k_m.gguf"
 
-    removed = detektiv(home, "models", "rm", "tiny-q4_k_m")
+    removed = detektiv(home, "models", "rm", "tiny-q4_k_m", "--json")
     assert removed.returncode == 0 and not folder.exists()
+    assert json.loads(removed.stdout) == {"name": "tiny-q4_k_m", "removed": str(folder)}
     again = detektiv(home, "models", "rm", "tiny-q4_k_m")
     assert again.returncode == 1 and "no pulled model called tiny-q4_k_m" in again.stderr
     shipped = detektiv(home, "models", "rm", "gemma-3-270m")

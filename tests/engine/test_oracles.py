@@ -266,7 +266,7 @@ def test_a_schema_1_session_still_loads_and_takes_notes(home: Path) -> None:
 
 
 def test_a_note_added_while_an_interrogation_runs_is_not_lost(home: Path) -> None:
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     journal = store.create("Tea has caffeine", 5)
     try:
         name = journal.directory.name

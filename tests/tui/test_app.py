@@ -219,7 +219,7 @@ async def test_a_dead_backend_fails_the_run_not_the_app(home: Path) -> None:
 
 def test_first_frame_imports_no_provider_sdk(home: Path) -> None:
     for i in range(3):
-        stored_session(SessionStore.of(Paths.from_env()), f"h{i}")
+        stored_session(SessionStore.of(Paths.at(home)), f"h{i}")
     (home / "config.toml").write_text(
         '[providers.cloud]\nkind = "openai"\nmodel = "gpt-4o"\napi_key_env = "X_KEY"\n')
     script = """

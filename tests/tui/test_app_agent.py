@@ -45,7 +45,7 @@ async def ask(pilot: Any, question: str) -> None:
 
 
 async def test_ask_the_agent_and_watch_its_signals_node_tools_and_stop(home: Path) -> None:
-    store = SessionStore.of(Paths.from_env())
+    store = SessionStore.of(Paths.at(home))
     case_session(store, "Bob was in Paris on Monday", [("Where?", "In Paris, said Bob.")])
 
     def script(messages: list[dict[str, Any]]) -> str:

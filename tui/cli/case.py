@@ -41,6 +41,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     new = commands.add_parser("new", parents=[common],
                               help="create a session for notes (its interrogation later)")
     new.add_argument("title", help="what the case is called")
+    new.add_argument("--json", action="store_true",
+                     help="print the new session as JSON (id, short id, folder)")
     notes = commands.add_parser("notes", parents=[common],
                                 help="list a session's notes; `notes add ID FILE…` imports")
     notes.add_argument("words", nargs="+", metavar="ID | add ID FILE…",
@@ -68,7 +70,7 @@ async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
             case "oracles":
                 return list_oracles(workspace, args.json)
             case "new":
-                return new_case(workspace, args.title)
+                return new_case(workspace, args.title, args.json)
             case "notes":
                 return notes(workspace, args.words, args.json)
             case _:
@@ -104,10 +106,15 @@ def list_oracles(workspace: Workspace, as_json: bool) -> int:
     return 0
 
 
-def new_case(workspace: Workspace, title: str) -> int:
-    """Create a notes-only session; print its id."""
+def new_case(workspace: Workspace, title: str, as_json: bool = False) -> int:
+    """Create a notes-only session; print its id (with `as_json`: id, short id, folder)."""
     session = workspace.cases.new_case(title)
-    print(session.short_id)
+    if as_json:
+        folder = workspace.store.resolve(str(session.id))
+        print(json.dumps({"id": str(session.id), "short_id": session.short_id,
+                          "title": session.title, "dir": str(folder)}, ensure_ascii=False))
+    else:
+        print(session.short_id)
     print(f"detektiv: created session {session.short_id}; add notes with: detektiv notes add "
           f"{session.short_id} FILE…", file=sys.stderr)
     return 0

@@ -33,8 +33,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                           help="download a model from the Hugging Face Hub")
     pull.add_argument("model", metavar="NAME|REPO", help="a catalogue name or OWNER/REPO")
     pull.add_argument("file", nargs="?", metavar="FILE", help="the GGUF file, with a REPO")
+    pull.add_argument("--json", action="store_true",
+                      help="print what was pulled as JSON (its manifest, path and use)")
     remove = sub.add_parser("rm", parents=[common], help="delete a pulled model")
     remove.add_argument("model", metavar="NAME")
+    remove.add_argument("--json", action="store_true", help="print what was removed as JSON")
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> None:
@@ -57,10 +60,16 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
             "size checked (the Hub gave no sha256 for this file)"
         print(f"detektiv: pulled {manifest.name} ({manifest.size / 1e6:.0f} MB, {check}); "
               f"use it as local:{manifest.name}", file=sys.stderr)
+        if args.json:  # the row `models --json` lists for it
+            (pulled,) = [m for m in models.list()
+                         if m.name == manifest.name and m.source == "pulled"]
+            print(json.dumps(model_row(pulled), ensure_ascii=False))
         return 0
     if args.action == "rm":
         folder = models.remove(args.model)
         print(f"detektiv: removed {args.model} ({folder})", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"name": args.model, "removed": str(folder)}, ensure_ascii=False))
         return 0
     if args.catalogue:
         entries = models.catalogue()

@@ -336,6 +336,7 @@ _shtab_detektiv_models_pull_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
+  "--json[print what was pulled as JSON (its manifest, path and use)]"
   ":a catalogue name or OWNER\/REPO:_detektiv_candidates models"
   ":the GGUF file, with a REPO:()"
 )
@@ -347,6 +348,7 @@ _shtab_detektiv_models_rm_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
+  "--json[print what was removed as JSON]"
   ":NAME:_detektiv_candidates models"
 )
 
@@ -357,6 +359,7 @@ _shtab_detektiv_new_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
+  "--json[print the new session as JSON (id, short id, folder)]"
   ":what the case is called:()"
 )
 
