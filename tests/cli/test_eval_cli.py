@@ -24,7 +24,7 @@ from tests.support.evals import detective, knows, never, witness
 from tests.support.hub import LoopbackHub
 from tests.support.interrogation import FAST
 from tests.support.scripted import ScriptedModel
-from tests.support.servers import LlamaServer
+from tests.support.servers import LlamaServer, closed_port
 
 DEMO = read_items(Path(__file__).parents[2] / "engine" / "evals" / "data" / "claims.jsonl")
 
@@ -89,6 +89,24 @@ def test_an_unknown_dataset_or_a_bad_file_is_one_clear_line(home: Path,
     assert refused.returncode == 1 and "line 1" in refused.stderr
     assert "Traceback" not in refused.stderr + missing.stderr
     assert detektiv("eval", "demo", "--limit", "2").returncode == 2
+
+
+def test_an_evaluation_that_judges_nothing_fails_and_one_that_judges_something_does_not(
+        home: Path) -> None:
+    """Every unit failing (the models unreachable) is exit 1 with the first failure, never a
+    report of nothing that exits 0."""
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    write_config(home, {"sleuth": dead, "wit": dead}, "sleuth", "wit")
+    failed = detektiv("eval", "demo", "--n", "2", "--baselines")
+    assert failed.returncode == 1, failed.stderr
+    assert "no item could be judged; the first failure: every provider" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    with ScriptedModel(detective(knows(DEMO)), pace=0.002) as sleuth, \
+            ScriptedModel(witness, pace=0.002) as wit:
+        write_config(home, {"sleuth": sleuth.url + "/v1", "wit": wit.url + "/v1"},
+                     "sleuth", "wit")
+        redone = detektiv("eval", "demo", "--n", "2", "--baselines", "--retry-failed")
+    assert redone.returncode == 0, redone.stderr
 
 
 def test_kill_9_in_the_middle_then_rerun_loses_no_item_and_does_none_twice(

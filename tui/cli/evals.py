@@ -124,6 +124,7 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
     bar = _Progress()
     finished: EvalFinished | None = None
     started = time.monotonic()
+    tried, failures = 0, []
     try:
         async for event in run.events():
             match event:
@@ -137,6 +138,9 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
                     if not args.json:
                         bar.start(total, skipped)
                 case EvalItemDone(result=result):
+                    tried += 1
+                    if result.failed:
+                        failures.append(result.error or result.status)
                     if args.json:
                         print(json.dumps({"type": "result", **result.model_dump(mode="json")},
                                          ensure_ascii=False), flush=True)
@@ -165,6 +169,10 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
                   f"{money(run.budget.limit)}); the same command with a larger --max-cost "
                   "goes on", file=sys.stderr)
             return 130
+    if tried and len(failures) == tried:  # not one verdict this time: a failure, said once
+        print(f"detektiv: evaluation {run.id}: no item could be judged; the first failure: "
+              f"{failures[0]}", file=sys.stderr)
+        return 1
     return 0
 
 
