@@ -36,6 +36,7 @@ from engine.errors import (
     StallTimeout,
     TotalTimeout,
 )
+from engine.providers._http import not_text
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
 from engine.text import TemplateMarkers
 
@@ -261,6 +262,8 @@ class Provider(ABC):
                         self.name, f"unexpected {type(exc).__name__}: {exc}"
                     ) from exc
                 if type(event) is TokenDelta:
+                    if not isinstance(event.text, str):  # whatever a provider let through
+                        raise BadResponseError(self.name, not_text(event.text))
                     stall_deadline = loop.time() + stall_timeout
                     if stall_deadline < total_deadline:
                         deadline, phase = stall_deadline, StallTimeout

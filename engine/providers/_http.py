@@ -19,8 +19,10 @@ from engine.errors import (
 )
 
 __all__ = [
+    "content_text",
     "error_for_status",
     "error_message",
+    "not_text",
     "is_event_stream",
     "iter_sse",
     "looks_like_sse",
@@ -136,6 +138,25 @@ def looks_like_sse(body: bytes) -> bool:
         if line.strip():
             return line.startswith(("data:", "event:", ":", "id:", "retry:"))
     return False
+
+
+def content_text(value: object) -> str | None:
+    """A message's or a delta's `content` as text: a string, or a list of content parts
+    (`[{"type": "text", "text": …}]`, as some OpenAI-compatible servers send it) joined; None
+    when it is anything else (a number, an object, a part with no text), which the caller
+    names as a bad response."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [part.get("text") if isinstance(part, dict) else None for part in value]
+        if all(isinstance(text, str) for text in texts):
+            return "".join(texts)  # type: ignore[arg-type]
+    return None
+
+
+def not_text(value: object) -> str:
+    """How a content that is not text is named in the error: its type and its start."""
+    return f"the content was {type(value).__name__}, not text: {str(value)[:80]!r}"
 
 
 def not_a_stream(content_type: str | None, body: bytes) -> str:

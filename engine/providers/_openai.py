@@ -25,11 +25,13 @@ from engine.providers._base import (
     Usage,
 )
 from engine.providers._http import (
+    content_text,
     error_for_status,
     error_message,
     is_event_stream,
     looks_like_sse,
     not_a_stream,
+    not_text,
     parse_retry_after,
     server_dropped_connection,
 )
@@ -143,11 +145,18 @@ class OpenAIProvider(Provider):
                 if chunk.usage is not None:
                     usage = chunk.usage
                 for choice in chunk.choices:
-                    text = choice.delta.content if choice.delta is not None else None
+                    content = choice.delta.content if choice.delta is not None else None
+                    text = content_text(content) if content is not None else None
+                    if content is not None and text is None:
+                        raise BadResponseError(self.name, "a streamed delta: "
+                                               + not_text(content))
                     if text:
                         yield TokenDelta(text)
                     if choice.finish_reason:
                         finish = choice.finish_reason
+                        if not isinstance(finish, str):
+                            raise BadResponseError(
+                                self.name, f"a finish reason that is not text: {finish!r:.80}")
         except ProviderError:
             raise
         except Exception as exc:
@@ -181,11 +190,12 @@ class OpenAIProvider(Provider):
         try:
             data = json.loads(body)
             choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
+            content = choice["message"].get("content") or ""
             finish = choice.get("finish_reason") or "stop"
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
-        if not isinstance(text, str) or not isinstance(finish, str):
+        text = content_text(content)
+        if text is None or not isinstance(finish, str):
             raise BadResponseError(self.name, not_a_stream(content_type, body))
         events: list[StreamEvent] = [TokenDelta(text)] if text else []
         usage = data.get("usage")

@@ -157,7 +157,8 @@ def test_a_named_dataset_is_fetched_from_the_hub_once_then_checked(
     rows = [{"knowledge": f"SECRET-KNOWLEDGE-{i}", "question": f"Who built tower {i}?",
              "right_answer": f"Builder {i}", "hallucinated_answer": f"Impostor {i}",
              "task_type": "qa"} for i in range(3)]
-    with LoopbackHub() as hub, ScriptedModel(never) as sleuth, ScriptedModel(witness) as wit:
+    with LoopbackHub() as hub, ScriptedModel(detective(never)) as sleuth, \
+            ScriptedModel(witness) as wit:
         assert entry.repo is not None
         hub.add(entry.repo, entry.file, _parquet(rows))
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
@@ -196,7 +197,6 @@ def test_the_real_local_server_runs_two_items_end_to_end(
     out = tmp_path / "out"
     done = detektiv("eval", "demo", "--n", "2", "--limit", "5", "--detective",
                     "local:gemma-3-270m", "--witness", "llama", "-o", str(out), timeout=600)
-    assert done.returncode == 0, done.stderr
     assert "demonstration model" in done.stderr
     assert "demonstration model" in (out / "report.md").read_text()
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -204,3 +204,8 @@ def test_the_real_local_server_runs_two_items_end_to_end(
     for row in rows:
         assert row["verdict"] in ("true", "false", "undetermined") or row["error"]
         assert row["session"]
+    # what the tiny model says decides only which of the two honest endings it is
+    if all(row["verdict"] is None for row in rows):
+        assert done.returncode == 1 and "no item could be judged" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr

@@ -257,3 +257,66 @@ def test_streaming_the_filter_equals_filtering_the_whole(parts: list[str],
         assert shown.rstrip() == strip_markers(text, stop).rstrip()
         if not any(m in text for m in END_OF_TURN_MARKERS):
             assert shown == text
+
+
+def _openai_stream(*contents: object, finish: object = "stop") -> Reply:
+    chunks = [{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+               "choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]}
+              for c in contents]
+    chunks.append({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    body = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
+    return Reply(200, {"content-type": "text/event-stream"}, [*body, b"data: [DONE]\n\n"])
+
+
+async def _openai_events(reply: Reply, paths: Paths) -> list[Any]:
+    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
+        try:
+            return [e async for e in provider.stream(StreamRequest.of("x"))]
+        finally:
+            await provider.aclose()
+
+
+async def test_content_sent_as_a_list_of_text_parts_is_read_as_its_text(paths: Paths) -> None:
+    """Some OpenAI-compatible servers send `content` as parts, streamed or whole."""
+    events = await _openai_events(_openai_stream(
+        "Plain, ", [{"type": "text", "text": "then parts"}, {"type": "text", "text": "."}]),
+        paths)
+    assert deltas(events) == "Plain, then parts." and events[-1] == Done("stop")
+    whole = {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                 "role": "assistant", "content": [{"type": "text", "text": "Whole."}]}}]}
+    events = await _openai_events(
+        Reply(200, {"content-type": "application/json"}, [json.dumps(whole).encode()]), paths)
+    assert deltas(events) == "Whole." and events[-1] == Done("stop")
+
+
+@pytest.mark.parametrize(("content", "finish", "says"), [
+    (["undetermined", 0.5], "stop", "the content was list, not text: \"['undetermined', 0.5]\""),
+    (42, "stop", "the content was int, not text: '42'"),
+    ({"text": "nested"}, "stop", "the content was dict, not text"),
+    ([{"type": "image_url", "image_url": {"url": "x"}}], "stop", "the content was list"),
+    ("fine", 7, "a finish reason that is not text: 7"),
+])
+async def test_content_that_is_not_text_is_a_bad_response_that_names_it(
+        paths: Paths, content: object, finish: object, says: str) -> None:
+    """Never an internal error (a TypeError deep in the engine): the provider failed, and
+    the router moves on."""
+    with pytest.raises(BadResponseError) as raised:
+        await _openai_events(_openai_stream(content, finish=finish), paths)
+    assert says in raised.value.message
+
+
+async def test_an_anthropic_text_delta_that_is_not_text_is_a_bad_response(paths: Paths) -> None:
+    events = [("message_start", {"type": "message_start", "message": {"usage": {}}}),
+              ("content_block_delta", {"type": "content_block_delta",
+                                       "delta": {"type": "text_delta", "text": ["x", 1]}})]
+    body = [f"event: {e}\ndata: {json.dumps(d)}\n\n".encode() for e, d in events]
+    reply = Reply(200, {"content-type": "text/event-stream"}, body)
+    with WireServer({"POST /v1/messages": lambda _: reply}) as server:
+        provider = anthropic(server, paths)
+        with pytest.raises(BadResponseError, match="the content was list, not text"):
+            [e async for e in provider.stream(StreamRequest.of("x"))]
+        await provider.aclose()
