@@ -28,6 +28,7 @@ from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, T
 from engine.providers._http import (
     error_for_status,
     error_message,
+    field_of,
     is_event_stream,
     iter_sse,
     looks_like_sse,
@@ -129,11 +130,12 @@ class AnthropicProvider(Provider):
                         if delta.get("type") == "text_delta" and delta.get("text"):
                             yield TokenDelta(delta["text"])
                     elif event == "message_start":
-                        usage = (data.get("message") or {}).get("usage") or {}
-                        prompt_tokens = usage.get("input_tokens")
+                        prompt_tokens = field_of(field_of(data.get("message"), "usage"),
+                                                 "input_tokens")
                     elif event == "message_delta":
-                        stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
-                        output_tokens = (data.get("usage") or {}).get("output_tokens")
+                        stop = field_of(data.get("delta"), "stop_reason")
+                        stop_reason = stop if isinstance(stop, str) and stop else stop_reason
+                        output_tokens = field_of(data.get("usage"), "output_tokens")
                     elif event == "message_stop":
                         yield Usage(prompt_tokens, output_tokens)
                         reason = stop_reason or "end_turn"
@@ -155,13 +157,14 @@ class AnthropicProvider(Provider):
                 raise ValueError("not a message")
             text = "".join(part.get("text") or "" for part in data["content"]
                            if isinstance(part, dict) and part.get("type") == "text")
-            usage = data.get("usage") or {}
+            usage = data.get("usage")
             reason = data.get("stop_reason") or "end_turn"
         except (ValueError, KeyError, TypeError, AttributeError):
             raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
         events: list[StreamEvent] = [TokenDelta(text)] if text else []
-        events.append(Usage(usage.get("input_tokens"), usage.get("output_tokens")))
-        return [*events, Done(_STOP_REASONS.get(reason, str(reason)))]
+        events.append(Usage(field_of(usage, "input_tokens"), field_of(usage, "output_tokens")))
+        reason = reason if isinstance(reason, str) else "end_turn"
+        return [*events, Done(_STOP_REASONS.get(reason, reason))]
 
     @contextlib.asynccontextmanager
     async def _open(

@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from engine.errors import (
     AuthError,
@@ -22,6 +23,7 @@ __all__ = [
     "content_text",
     "error_for_status",
     "error_message",
+    "field_of",
     "not_text",
     "is_event_stream",
     "iter_sse",
@@ -152,6 +154,17 @@ def content_text(value: object) -> str | None:
         if all(isinstance(text, str) for text in texts):
             return "".join(texts)  # type: ignore[arg-type]
     return None
+
+
+def field_of(value: object, name: str) -> Any:
+    """`value[name]` or `value.name`; None when there is no such field. For what a server
+    reports beside the answer (usage counts, a stop reason): an odd value there is ignored
+    (the counts are then estimated), never a reason to throw the answer away."""
+    if isinstance(value, dict):
+        return value.get(name)
+    if value is None or isinstance(value, str | int | float | list):
+        return None
+    return getattr(value, name, None)
 
 
 def not_text(value: object) -> str:

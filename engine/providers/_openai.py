@@ -28,6 +28,7 @@ from engine.providers._http import (
     content_text,
     error_for_status,
     error_message,
+    field_of,
     is_event_stream,
     looks_like_sse,
     not_a_stream,
@@ -166,7 +167,7 @@ class OpenAIProvider(Provider):
         if finish is None:
             raise ProviderConnectionError(self.name, "the stream ended before the model finished")
         if usage is not None:
-            yield Usage(usage.prompt_tokens, usage.completion_tokens)
+            yield Usage(field_of(usage, "prompt_tokens"), field_of(usage, "completion_tokens"))
         yield Done(finish)
 
     async def _not_streamed(self, stream: Any) -> list[StreamEvent] | None:
@@ -200,7 +201,8 @@ class OpenAIProvider(Provider):
         events: list[StreamEvent] = [TokenDelta(text)] if text else []
         usage = data.get("usage")
         if isinstance(usage, dict):
-            events.append(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")))
+            events.append(Usage(field_of(usage, "prompt_tokens"),
+                                field_of(usage, "completion_tokens")))
         return [*events, Done(finish)]
 
     # ---- a llama.cpp server behind the OpenAI-compatible API: its window and its tokenizer --

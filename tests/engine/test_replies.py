@@ -320,3 +320,44 @@ async def test_an_anthropic_text_delta_that_is_not_text_is_a_bad_response(paths:
         with pytest.raises(BadResponseError, match="the content was list, not text"):
             [e async for e in provider.stream(StreamRequest.of("x"))]
         await provider.aclose()
+
+
+@pytest.mark.parametrize("usage", [5, "many", [1, 2], {"prompt_tokens": "12"}, None])
+async def test_odd_usage_beside_an_answer_never_costs_the_answer(paths: Paths,
+                                                                 usage: object) -> None:
+    """What a server reports beside the answer may be nonsense: the answer stands, and the
+    counts it could not read are left to be estimated."""
+    from engine.providers import Usage
+
+    reply = _openai_stream("The answer.")
+    tail = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [], "usage": usage}
+    body = list(reply.body)
+    body.insert(-1, f"data: {json.dumps(tail)}\n\n".encode())
+    events = await _openai_events(Reply(reply.status, reply.headers, body), paths)
+    assert deltas(events) == "The answer." and events[-1] == Done("stop")
+    counted = [e for e in events if isinstance(e, Usage)]
+    if isinstance(usage, dict):
+        assert counted == [Usage("12", None)]  # type: ignore[arg-type]  # count_tokens judges
+    else:
+        assert all(e.prompt_tokens is None and e.completion_tokens is None for e in counted)
+
+
+@pytest.mark.parametrize("message", [
+    {"usage": 5}, {"usage": {"input_tokens": [3]}}, "a string", None, {"usage": None},
+])
+async def test_anthropic_odd_usage_or_stop_reason_never_costs_the_answer(
+        paths: Paths, message: object) -> None:
+    events = [("message_start", {"type": "message_start", "message": message}),
+              ("content_block_delta", {"type": "content_block_delta",
+                                       "delta": {"type": "text_delta", "text": "Kept."}}),
+              ("message_delta", {"type": "message_delta", "delta": {"stop_reason": ["x"]},
+                                 "usage": "lots"}),
+              ("message_stop", {"type": "message_stop"})]
+    body = [f"event: {e}\ndata: {json.dumps(d)}\n\n".encode() for e, d in events]
+    reply = Reply(200, {"content-type": "text/event-stream"}, body)
+    with WireServer({"POST /v1/messages": lambda _: reply}) as server:
+        provider = anthropic(server, paths)
+        got = [e async for e in provider.stream(StreamRequest.of("x"))]
+        await provider.aclose()
+    assert deltas(got) == "Kept." and got[-1] == Done("stop")
