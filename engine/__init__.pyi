@@ -106,11 +106,8 @@ from .models.events import (
     encode_record as encode_record,
 )
 from .models.notes import LlmEntry as LlmEntry, NoteEntry as NoteEntry
-from .models.session import (
-    AuditResult as AuditResult,
-    GapAnalysis as GapAnalysis,
-    TokenTally as TokenTally,
-)
+from .models.session import AuditResult as AuditResult, GapAnalysis as GapAnalysis
+from .models.usage import TokenTally as TokenTally
 from .oracles.catalog import Oracle as Oracle
 from .oracles.consult import Consultation as Consultation
 from .oracles.events import (

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from engine.config.models import Config, Price
 from engine.config.providers import ProviderConfig
 from engine.errors import DetektivError
-from engine.models.session import TokenTally
+from engine.models.usage import TokenTally
 
 __all__ = ["Budget", "CostLimitReached", "call_cost", "cost_badge", "cost_text", "money",
            "price_for", "usage_line"]

@@ -14,7 +14,8 @@ from engine.evals.items import EvalItem, brief_for
 from engine.interrogation.calls import check_budget, count_tokens
 from engine.interrogation.checks import probability_problem
 from engine.interrogation.transcript import witness_opening
-from engine.models.session import TokenTally, WitnessMode
+from engine.models.session import WitnessMode
+from engine.models.usage import TokenTally
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest
 from engine.routing.collect import Reply

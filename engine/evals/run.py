@@ -49,9 +49,9 @@ from engine.models.event import Event
 from engine.models.session import (
     EvalTag,
     InterrogationSession,
-    TokenTally,
     WitnessMode,
 )
+from engine.models.usage import TokenTally
 
 if TYPE_CHECKING:
     from engine.costs import Budget

@@ -24,7 +24,8 @@ from engine.models.events import (
     Role,
     TrailAdded,
 )
-from engine.models.session import AuditTrailEntry, ContextFit, TokenTally
+from engine.models.session import AuditTrailEntry, ContextFit
+from engine.models.usage import TokenTally
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest, TokenDelta
 from engine.report.words import RESUME_AUDIT

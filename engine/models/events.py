@@ -21,8 +21,8 @@ from engine.models.session import (
     GapAnalysis,
     QuestionAnswerPair,
     SessionStatus,
-    TokenTally,
 )
+from engine.models.usage import TokenTally
 
 __all__ = [
     "Advice",

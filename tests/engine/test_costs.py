@@ -7,7 +7,7 @@ import pytest
 from engine.config.models import Config, Price
 from engine.config.providers import ProviderConfig
 from engine.costs import Budget, CostLimitReached, call_cost, cost_text, price_for
-from engine.models.session import TokenTally
+from engine.models.usage import TokenTally
 
 
 def _config(prices: dict[str, Price]) -> Config:

@@ -228,7 +228,7 @@ async def test_every_baseline_call_is_checked_against_the_budget_before_it_is_ma
     from engine.config.models import Price
     from engine.costs import Budget, CostLimitReached
     from engine.evals.baselines import Baselines
-    from engine.models.session import TokenTally
+    from engine.models.usage import TokenTally
     from engine.routing.router import Router
 
     (item,) = demo(paths, 1)
