@@ -16,7 +16,7 @@ stops `cancelled` with the reason "cost limit".
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engine.config.models import Config, Price
 from engine.config.providers import ProviderConfig
@@ -89,7 +89,6 @@ class Budget:
     limit: float
     spent: float = 0.0
     stopped: bool = False
-    _counted: dict[int, float] = field(default_factory=dict)
 
     def check(self, prompt_chars: int, reply_tokens: int, prices: Iterable[Price | None]) -> None:
         """Raise `CostLimitReached` when the next call may pass the limit."""

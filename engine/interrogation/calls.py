@@ -69,7 +69,6 @@ def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
     prompt = _count(usage.prompt_tokens) if usage is not None else None
     completion = _count(usage.completion_tokens) if usage is not None else None
     if prompt is None or completion is None:
-        tally.estimated = True
         tally.estimated_calls += 1
     if prompt is None:
         prompt = reply.fits[-1].used if reply.fits else 0
