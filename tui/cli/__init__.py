@@ -31,6 +31,11 @@ __all__ = ["build_parser", "main"]
 
 log = logging.getLogger("tui.cli")
 
+COMPLETION_SHELLS = ("bash", "zsh", "fish")
+"""The shells `detektiv completion` has a script for."""
+COMPLETION_KINDS = ("sessions", "oracles", "providers", "models")
+"""What `detektiv complete KIND` offers the scripts (`tui.cli.completion.candidates`)."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The `detektiv` argument parser (also what the completion scripts are made from)."""
@@ -99,9 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     listed.add_argument("--json", action="store_true", help="print JSON")
     completion = commands.add_parser("completion", parents=[common],
                                      help="print a shell completion script (bash, zsh, fish)")
-    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
+    completion.add_argument("shell", choices=COMPLETION_SHELLS)
     complete = commands.add_parser("complete", parents=[common])  # for the scripts
-    complete.add_argument("kind", choices=("sessions", "oracles", "providers", "models"))
+    complete.add_argument("kind", choices=COMPLETION_KINDS)
     where = commands.add_parser("paths", parents=[common],
                                 help="print every file and directory detektiv uses")
     where.add_argument("--json", action="store_true", help="print JSON")

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from engine import DetektivError, Paths, Workspace
+from tui.cli import COMPLETION_SHELLS
 
 __all__ = ["SHELLS", "candidates", "generate", "script"]
 
-SHELLS = ("bash", "zsh", "fish")
-KINDS = ("sessions", "oracles", "providers", "models")
+SHELLS = COMPLETION_SHELLS
 FOLDER = Path(__file__).resolve().parent.parent / "completions"
 
 _BY_DEST = {"session": "sessions", "oracle": "oracles", "provider": "providers",
