@@ -70,7 +70,7 @@ def load(store: CacheStore, entries: int) -> float:
             from engine.cache.postgres import PostgresCacheStore
 
             assert isinstance(store, PostgresCacheStore)
-            with store._lock, store._db.transaction():
+            with store._tx():
                 for item in batch:
                     store._store(item)
     return time.perf_counter() - begin

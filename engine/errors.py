@@ -13,6 +13,8 @@
     ├── ModelError                a local model cannot be pulled, found or removed (one line)
     ├── AgentError                    the case agent cannot start (a prompt segment is missing
     │                                 or empty: names the file) or a tool was given bad input
+    ├── StoreClosed                   a store (cache, vault, conversations) was used after it
+    │                                 was closed: the app is shutting down, nothing is lost
     └── ProviderError                 a model provider failed; carries `provider`
         ├── AuthError                 401/403: missing, wrong or unauthorised API key
         ├── RateLimitedError          429: carries `retry_after` seconds when the server said
@@ -71,6 +73,7 @@ __all__ = [
     "SessionNotFound",
     "UnusableReplyError",
     "StallTimeout",
+    "StoreClosed",
     "TotalTimeout",
     "is_context_overflow",
     "overflow_window",
@@ -287,6 +290,11 @@ class OracleError(DetektivError):
 class AgentError(DetektivError):
     """The case agent cannot start (a prompt segment file is missing or empty: the message
     names it), or a tool was given input it cannot use."""
+
+
+class StoreClosed(DetektivError):
+    """A store was used after it was closed (`engine.storage.shared`): a read racing a
+    shutdown gets this or its result, never a crash."""
 
 
 class DatasetError(DetektivError):

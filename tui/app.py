@@ -7,6 +7,8 @@ in a handler, becomes a notification and a log record, never a traceback on the 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -35,6 +37,7 @@ from engine import (
 )
 from tui._input import harden_input_decoder
 from tui._stderr import divert_native_stderr
+from tui.background import Background, in_background
 from tui.funnel import GuardedApp
 from tui.messages import (
     InterrogationWanted,
@@ -48,12 +51,18 @@ from tui.tabs import TABS, tab_bindings
 from tui.themes import load_themes
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+
     from engine import Config
     from tui.screens.live import LiveScreen
 
 __all__ = ["DetektivApp", "build_app", "run_app"]
 
 log = logging.getLogger(__name__)
+
+SHUTDOWN_WAIT = 10.0
+"""Seconds quitting waits for thread work in flight before the stores close under it (they
+then refuse it: `StoreClosed`)."""
 
 
 
@@ -80,6 +89,8 @@ class DetektivApp(GuardedApp, App[int]):
         super().__init__()
         self.paths = paths
         self.workspace = Workspace(paths, config, preimport=True)
+        self.background = Background()
+        """Thread work in flight: drained before the workspace closes (`tui.background`)."""
         self._unvalidated = config is None
         self.config_error: str | None = None
         self.internal_errors: list[BaseException] = []
@@ -103,6 +114,9 @@ class DetektivApp(GuardedApp, App[int]):
         self.served = bool(os.environ.get("DETEKTIV_SERVED"))
         """Running in a browser tab (`detektiv serve`): the browser keymap, no $EDITOR."""
         self.closing = False
+        self.quitting = False
+        """The app is quitting: screens close under their handlers and thread work; what
+        fails then is logged, not notified."""
         """The tab closed while an interrogation ran here: the app ends when it does."""
         if self.served:
             from tui.serve.driver import BROWSER_KEYMAP
@@ -112,11 +126,10 @@ class DetektivApp(GuardedApp, App[int]):
 
     def on_mount(self) -> None:
         if self._unvalidated:
-            self.call_after_refresh(self.run_worker, self._validate_config, thread=True,
-                                    exit_on_error=False, group="config")
-        self.call_after_refresh(self.run_worker, self._read_policies, thread=True,
-                                exit_on_error=False, group="config")
+            self.call_after_refresh(self._validate_config)
+        self.call_after_refresh(self._read_policies)
 
+    @in_background("config-policies")
     def _read_policies(self) -> None:
         """Read context.toml now, off the first frame: an invalid one is a warning, shown."""
         self.workspace.context_policy  # noqa: B018 - reads it; problems land in `warnings`
@@ -131,6 +144,7 @@ class DetektivApp(GuardedApp, App[int]):
         """The validated configuration (loaded now if the worker has not done it yet)."""
         return self.workspace.config
 
+    @in_background("config")
     def _validate_config(self) -> None:
         try:
             self.config  # noqa: B018 - loads and validates it
@@ -251,6 +265,9 @@ class DetektivApp(GuardedApp, App[int]):
         and from the worker); the same message again within a few seconds is only logged."""
         if isinstance(error, WorkerFailed):
             error = error.error
+        if self.quitting:  # a screen closed under its own handler: no news to anyone
+            log.info("while quitting: %r", error)
+            return
         if any(seen is error for seen in self._reported):
             return
         self._reported.append(error)
@@ -290,7 +307,25 @@ class DetektivApp(GuardedApp, App[int]):
         else:
             self.exit()
 
+    def exit(self, result: int | None = None, return_code: int = 0,
+             message: RenderableType | None = None) -> None:
+        """Quit (see `on_unmount` for the order things stop in)."""
+        self.quitting = True
+        super().exit(result, return_code, message)
+
     async def on_unmount(self) -> None:
+        """Stop what uses the workspace, then close it: workers cancelled and awaited, thread
+        work drained (a thread outlives its cancelled worker), and only then the stores."""
+        self.workers.cancel_all()
+        self.quitting = True
+        started = [w.wait() for w in self.workers if w.state is not WorkerState.PENDING]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*started, return_exceptions=True),
+                                   SHUTDOWN_WAIT)
+        still = await self.background.drain(timeout=SHUTDOWN_WAIT)
+        if still:
+            log.warning("%d thread(s) still ran after %.0f s; closing the stores under them",
+                        still, SHUTDOWN_WAIT)
         await self.workspace.aclose()
 
 

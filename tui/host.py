@@ -6,11 +6,14 @@ worker's thread) they use Textual's own `App` API, and for news they post a mess
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from textual.app import App
 
 from engine import Workspace
+
+if TYPE_CHECKING:
+    from tui.background import Background
 
 __all__ = ["Host", "host"]
 
@@ -21,6 +24,10 @@ class Host(Protocol):
 
     @property
     def workspace(self) -> Workspace: ...
+
+    @property
+    def background(self) -> Background:
+        """The app's thread work in flight, drained before the workspace closes."""
 
     @property
     def current_session(self) -> str | None:

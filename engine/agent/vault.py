@@ -23,7 +23,6 @@ import contextlib
 import os
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from engine.errors import SessionCorrupt
 from engine.models.session import InterrogationSession
 from engine.storage.layout import METADATA, NOTES_DIR, RESPONSES_DIR
 from engine.storage.sessions import SessionStore
+from engine.storage.shared import SharedSQLite
 
 __all__ = ["MAX_DOC_CHARS", "SyncReport", "Vault", "VaultHit", "documents", "search_words"]
 
@@ -145,8 +145,10 @@ class Vault:
     def __init__(self, path: Path, store: SessionStore) -> None:
         self.path = path
         self.store = store
-        self._lock = threading.RLock()
         self._db = self._open()
+        # the agent's tools search from worker threads while the app may close it: every use
+        # of `_db` is inside `_conn.use()` or `_conn.write()` (engine.storage.shared)
+        self._conn = SharedSQLite(self._db, "the vault")
         self._last_signal: tuple[int, ...] | None = None
         self._last_scan = 0.0
 
@@ -181,8 +183,8 @@ class Vault:
                 path.replace(Path(f"{self.path}.damaged{suffix}"))
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Close the index; a use after this raises `StoreClosed`."""
+        self._conn.close()
 
     # ---- keeping it current --------------------------------------------------------------
 
@@ -232,7 +234,7 @@ class Vault:
 
     def _scan(self) -> SyncReport:
         on_disk = self._signatures_on_disk()
-        with self._lock:
+        with self._conn.use():
             indexed = dict(self._db.execute("SELECT dir, signature FROM sessions").fetchall())
         changed = [name for name, signature in on_disk.items()
                    if indexed.get(name) != signature]
@@ -249,7 +251,7 @@ class Vault:
             prepared.append((name, on_disk[name], session.short_id, session.name[:200],
                              list(self._documents(name, session))))
         if prepared or removed:
-            with self._lock, self._transaction():
+            with self._conn.write():
                 for name in removed:
                     self._drop(name)
                 for name, signature, short_id, title, docs in prepared:
@@ -277,16 +279,6 @@ class Vault:
                                                                entry.response_filename)
         return documents(session, notes, answers)
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
     def _drop(self, name: str) -> None:
         rows = self._db.execute("SELECT id, text FROM entries WHERE dir=?", (name,)).fetchall()
         for rowid, text in rows:
@@ -308,7 +300,7 @@ class Vault:
             return []
         # rank first, cheaply (FTS5 sorts by bm25 and stops at the limit); snippets only for
         # the rows kept: computed for every match, they cost more than the search
-        with self._lock:
+        with self._conn.use():
             ranked = self._db.execute(
                 "SELECT e.id, e.dir, s.short_id, s.name, e.kind, e.ref, f.rank "
                 "FROM (SELECT rowid, rank FROM entries_fts WHERE entries_fts MATCH ? "
@@ -335,7 +327,7 @@ class Vault:
 
     def count(self) -> tuple[int, int]:
         """(sessions, documents) in the index."""
-        with self._lock:
+        with self._conn.use():
             sessions = self._db.execute("SELECT count(*) FROM sessions").fetchone()[0]
             docs = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
         return int(sessions), int(docs)

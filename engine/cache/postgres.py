@@ -13,9 +13,9 @@ same question is retried as an update.
 
 from __future__ import annotations
 
-import threading
+import contextlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine.cache.contract import (
@@ -29,6 +29,7 @@ from engine.cache.contract import (
 )
 from engine.cache.models import CacheEntry
 from engine.errors import ConfigError
+from engine.storage.shared import Shared
 
 __all__ = ["PostgresCacheStore"]
 
@@ -73,13 +74,15 @@ class PostgresCacheStore(CacheStore):
         import psycopg
 
         self._init_buffers()
-        self._lock = threading.Lock()
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise ConfigError(f"[cache] url: cannot connect to PostgreSQL: "
                               f"{str(exc).strip().splitlines()[0]}") from None
-        with self._lock, self._db.transaction():
+        # shared by the app's threads: `self._db` is touched only inside `_use()` or `_tx()`
+        # (its lock held; `StoreClosed` once closed: engine.storage.shared)
+        self._conn = Shared(self._db, "the response cache (PostgreSQL)", psycopg.Connection.close)
+        with self._tx():
             self._db.execute("SELECT pg_advisory_xact_lock(7461735)")  # one migrator at once
             for statement in _SCHEMA:
                 self._db.execute(statement)
@@ -94,6 +97,14 @@ class PostgresCacheStore(CacheStore):
                              "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                              (str(SCHEMA_VERSION),))
 
+    def _use(self) -> contextlib.AbstractContextManager[Any]:
+        return self._conn.use()
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        with self._conn.use() as db, db.transaction():
+            yield
+
     def _one(self, query: str, params: tuple[Any, ...] = ()) -> Any:
         row = self._db.execute(query, params).fetchone()
         return row[0] if row is not None else None
@@ -104,7 +115,7 @@ class PostgresCacheStore(CacheStore):
         self.flush()
         for _ in range(3):
             try:
-                with self._lock, self._db.transaction():
+                with self._tx():
                     row = self._db.execute(
                         f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE scope = %s AND "
                         "normalised = %s FOR UPDATE", (entry.scope, entry.normalised)).fetchone()
@@ -152,14 +163,14 @@ class PostgresCacheStore(CacheStore):
 
     def save(self, entry: CacheEntry) -> None:
         self.flush()
-        with self._lock, self._db.transaction():
+        with self._tx():
             self._store(entry)
 
     def get(self, entry_id: str) -> CacheEntry | None:
         ref = entry_id.strip().lower().replace("%", "").replace("_", "")
         if not ref:
             return None
-        with self._lock:
+        with self._use():
             rows = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
                                     "entry_id = %s", (ref,)).fetchall() or \
                 self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
@@ -167,7 +178,7 @@ class PostgresCacheStore(CacheStore):
         return entry_from_row(*rows[0]) if len(rows) == 1 else None
 
     def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
-        with self._lock:
+        with self._use():
             row = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
                                    "scope = %s AND normalised = %s",
                                    (scope, normalised)).fetchone()
@@ -184,7 +195,7 @@ class PostgresCacheStore(CacheStore):
         words = sorted(set(keywords))
         if not words:
             return []
-        with self._lock:
+        with self._use():
             frequency: dict[str, int] = dict(self._db.execute(
                 "SELECT term, n FROM detektiv_cache_term_counts WHERE term = ANY(%s)",
                 ([ENTRIES, *words],)).fetchall())
@@ -205,7 +216,7 @@ class PostgresCacheStore(CacheStore):
         return [Candidate(*row) for row in rows]
 
     def put_vector(self, entry_id: str, scope: str, model: str, vector: bytes) -> None:
-        with self._lock, self._db.transaction():
+        with self._tx():
             self._db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s",
                              (entry_id,))
             self._db.execute("INSERT INTO detektiv_cache_vectors (entry_id, scope, model, vec) "
@@ -213,14 +224,14 @@ class PostgresCacheStore(CacheStore):
 
     def vectors(self, scope: str, model: str, after: int = 0,
                 ) -> list[tuple[int, str, bytes]]:
-        with self._lock:
+        with self._use():
             rows = self._db.execute(
                 "SELECT id, entry_id, vec FROM detektiv_cache_vectors WHERE scope = %s AND "
                 "model = %s AND id > %s ORDER BY id", (scope, model, after)).fetchall()
         return [(int(i), str(e), bytes(v)) for i, e, v in rows]
 
     def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
-        with self._lock, self._db.transaction():
+        with self._tx():
             data = self._one("SELECT data FROM detektiv_cache_entries WHERE entry_id = %s "
                              "FOR UPDATE", (entry_id,))
             if data is None:
@@ -238,7 +249,7 @@ class PostgresCacheStore(CacheStore):
 
     def delete(self, entry_id: str) -> bool:
         self.flush()
-        with self._lock, self._db.transaction():
+        with self._tx():
             return self._delete(entry_id)
 
     def _delete(self, entry_id: str) -> bool:
@@ -255,19 +266,19 @@ class PostgresCacheStore(CacheStore):
     def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
         self.flush()
         pattern = "%" + search.replace("%", "").replace("_", "") + "%"
-        with self._lock:
+        with self._use():
             rows = self._db.execute(
                 f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE question ILIKE %s "
                 "ORDER BY last_used DESC LIMIT %s", (pattern, limit)).fetchall()
         return [entry_from_row(*r) for r in rows]
 
     def total(self) -> int:
-        with self._lock:
+        with self._use():
             return int(self._one("SELECT count(*) FROM detektiv_cache_entries"))
 
     def _write_buffered(self, counts: Counter[str], uses: dict[str, tuple[int, float]],
                         ) -> None:
-        with self._lock, self._db.transaction():
+        with self._tx():
             for name, by in counts.items():
                 self._db.execute(
                     "INSERT INTO detektiv_cache_counters VALUES (%s, %s) ON CONFLICT (name) "
@@ -281,19 +292,19 @@ class PostgresCacheStore(CacheStore):
 
     def counters(self) -> dict[str, int]:
         self.flush()
-        with self._lock:
+        with self._use():
             rows = self._db.execute("SELECT name, value FROM detektiv_cache_counters").fetchall()
         return {str(name): int(value) for name, value in rows}
 
     def meta(self, key: str) -> str | None:
-        with self._lock:
+        with self._use():
             value = self._one("SELECT value FROM detektiv_cache_meta WHERE key = %s", (key,))
         return str(value) if value is not None else None
 
     def reindex(self, key: str, value: str, rewrite: Callable[[CacheEntry], CacheEntry],
                 ) -> int:
         self.flush()
-        with self._lock, self._db.transaction():
+        with self._tx():
             self._db.execute("SELECT pg_advisory_xact_lock(7461735)")
             if self._one("SELECT value FROM detektiv_cache_meta WHERE key = %s",
                          (key,)) == value:
@@ -321,7 +332,7 @@ class PostgresCacheStore(CacheStore):
         """The bytes of the live rows. PostgreSQL keeps a table's files after a DELETE (the
         space is reused, not returned), so the files' size could never come down to the cap;
         the rows' size does."""
-        with self._lock:
+        with self._use():
             total = self._one("SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM "
                               "detektiv_cache_entries t")
         return int(total or 0)
@@ -330,7 +341,7 @@ class PostgresCacheStore(CacheStore):
         self.flush()
         removed = 0
         while self.size() > target:
-            with self._lock, self._db.transaction():
+            with self._tx():
                 ids = [r[0] for r in self._db.execute(
                     "SELECT entry_id FROM detektiv_cache_entries ORDER BY last_used "
                     "LIMIT 50").fetchall()]
@@ -341,6 +352,5 @@ class PostgresCacheStore(CacheStore):
         return removed
 
     def close(self) -> None:
-        self.flush()
-        with self._lock:
-            self._db.close()
+        """Write what is buffered and close; a use after this raises `StoreClosed`."""
+        self._conn.close(before=self.flush)

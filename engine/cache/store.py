@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.cache.contract import (
@@ -26,6 +25,7 @@ from engine.cache.contract import (
     query_plan,
 )
 from engine.cache.models import CacheEntry
+from engine.storage.shared import SharedSQLite
 
 __all__ = ["CacheStore", "Candidate", "SQLiteCacheStore", "merge"]
 
@@ -60,18 +60,19 @@ class SQLiteCacheStore(CacheStore):
         self._init_buffers()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, timeout=30, isolation_level=None,
-                                   check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 30000")
-        if _empty(self._db):  # only before the first table: eviction then frees the file
-            self._db.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        self._db.execute("PRAGMA journal_mode = WAL")
+        db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout = 30000")
+        if _empty(db):  # only before the first table: eviction then frees the file
+            db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        db.execute("PRAGMA journal_mode = WAL")
         # a cache may lose its last writes to a power cut, never its consistency: in WAL mode
         # NORMAL syncs at checkpoints, not at every commit
-        self._db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA synchronous = NORMAL")
         # lookups read a few pages of a large file: mapped, they cost no read() each
-        self._db.execute("PRAGMA mmap_size = 1073741824")
+        db.execute("PRAGMA mmap_size = 1073741824")
+        # the connection is shared by the app's threads: every use under its lock, refused
+        # once closed (engine.storage.shared)
+        self._conn = SharedSQLite(db, "the response cache")
         with self._write() as db:
             # schema 1's keyword index held the keywords only: candidates then read the
             # entries' rows, whose answers make them large (the index now holds what a lookup
@@ -98,16 +99,11 @@ class SQLiteCacheStore(CacheStore):
             db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO "
                        "UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._conn.write()
+
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._conn.use()
 
     _COLUMNS = "e.data, e.uses, e.last_used"
 
@@ -153,24 +149,26 @@ class SQLiteCacheStore(CacheStore):
         ref = entry_id.strip().lower()
         if not ref:
             return None
-        row = self._db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE entry_id = ?",
-                               (ref,)).fetchone()
-        if row is not None:
-            return self._row(*row)
-        rows = self._db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE entry_id "
-                                "LIKE ? LIMIT 2",
-                                (ref.replace("%", "").replace("_", "") + "%",)).fetchall()
+        with self._read() as db:
+            row = db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE entry_id = ?",
+                             (ref,)).fetchone()
+            if row is not None:
+                return self._row(*row)
+            rows = db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE entry_id "
+                              "LIKE ? LIMIT 2",
+                              (ref.replace("%", "").replace("_", "") + "%",)).fetchall()
         return self._row(*rows[0]) if len(rows) == 1 else None
 
     def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
-        row = self._db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE scope = ? AND "
-                               "normalised = ?", (scope, normalised)).fetchone()
-        if row is not None:
-            return self._row(*row), "exact"
-        row = self._db.execute(
-            f"SELECT {self._COLUMNS} FROM variations v JOIN entries e ON "
-            "e.entry_id = v.entry_id WHERE v.scope = ? AND v.normalised = ?",
-            (scope, normalised)).fetchone()
+        with self._read() as db:
+            row = db.execute(f"SELECT {self._COLUMNS} FROM entries e WHERE scope = ? AND "
+                             "normalised = ?", (scope, normalised)).fetchone()
+            if row is not None:
+                return self._row(*row), "exact"
+            row = db.execute(
+                f"SELECT {self._COLUMNS} FROM variations v JOIN entries e ON "
+                "e.entry_id = v.entry_id WHERE v.scope = ? AND v.normalised = ?",
+                (scope, normalised)).fetchone()
         return (self._row(*row), "variation") if row is not None else None
 
     def candidates(self, scope: str, keywords: list[str], limit: int = 50,
@@ -178,9 +176,10 @@ class SQLiteCacheStore(CacheStore):
         words = sorted({k for k in keywords if k.isalnum()})
         if not words:
             return []
-        frequency = dict(self._db.execute(
-            f"SELECT term, n FROM term_counts WHERE term IN ({', '.join('?' * (len(words) + 1))})",
-            [ENTRIES, *words]).fetchall())
+        with self._read() as db:
+            frequency = dict(db.execute(
+                "SELECT term, n FROM term_counts WHERE term IN "
+                f"({', '.join('?' * (len(words) + 1))})", [ENTRIES, *words]).fetchall())
         plan = query_plan(words, frequency, loose)
         if plan is None:
             return []
@@ -193,9 +192,10 @@ class SQLiteCacheStore(CacheStore):
         query = " OR ".join(every(group) for group in groups)
         if excluded is not None:
             query = f"({query}) NOT {every(excluded)}"
-        rows = self._db.execute(
-            "SELECT entry_id, question, normalised, keywords FROM terms WHERE terms MATCH ? "
-            "AND scope = ? LIMIT ?", (query, scope, limit)).fetchall()
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT entry_id, question, normalised, keywords FROM terms WHERE terms MATCH ? "
+                "AND scope = ? LIMIT ?", (query, scope, limit)).fetchall()
         return [Candidate(*row) for row in rows]
 
     def put_vector(self, entry_id: str, scope: str, model: str, vector: bytes) -> None:
@@ -206,9 +206,11 @@ class SQLiteCacheStore(CacheStore):
 
     def vectors(self, scope: str, model: str, after: int = 0,
                 ) -> list[tuple[int, str, bytes]]:
-        return [(int(i), str(e), bytes(v)) for i, e, v in self._db.execute(
-            "SELECT id, entry_id, vec FROM vectors WHERE scope = ? AND model = ? AND id > ? "
-            "ORDER BY id", (scope, model, after))]
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT id, entry_id, vec FROM vectors WHERE scope = ? AND model = ? AND id > ? "
+                "ORDER BY id", (scope, model, after)).fetchall()
+        return [(int(i), str(e), bytes(v)) for i, e, v in rows]
 
     def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
         with self._write() as db:
@@ -233,13 +235,15 @@ class SQLiteCacheStore(CacheStore):
     def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
         self.flush()
         pattern = "%" + search.replace("%", "").replace("_", "") + "%"
-        rows = self._db.execute(
-            f"SELECT {self._COLUMNS} FROM entries e WHERE question LIKE ? "
-            "ORDER BY last_used DESC LIMIT ?", (pattern, limit)).fetchall()
+        with self._read() as db:
+            rows = db.execute(
+                f"SELECT {self._COLUMNS} FROM entries e WHERE question LIKE ? "
+                "ORDER BY last_used DESC LIMIT ?", (pattern, limit)).fetchall()
         return [self._row(*r) for r in rows]
 
     def total(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM entries").fetchone()[0])
+        with self._read() as db:
+            return int(db.execute("SELECT count(*) FROM entries").fetchone()[0])
 
     def _write_buffered(self, counts: Counter[str], uses: dict[str, tuple[int, float]],
                         ) -> None:
@@ -253,11 +257,13 @@ class SQLiteCacheStore(CacheStore):
 
     def counters(self) -> dict[str, int]:
         self.flush()
-        return {str(name): int(value) for name, value in
-                self._db.execute("SELECT name, value FROM counters").fetchall()}
+        with self._read() as db:
+            rows = db.execute("SELECT name, value FROM counters").fetchall()
+        return {str(name): int(value) for name, value in rows}
 
     def meta(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self._read() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return str(row[0]) if row is not None else None
 
     def reindex(self, key: str, value: str, rewrite: Callable[[CacheEntry], CacheEntry],
@@ -286,9 +292,10 @@ class SQLiteCacheStore(CacheStore):
         return done
 
     def size(self) -> int:
-        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
-        free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
-        page = self._db.execute("PRAGMA page_size").fetchone()[0]
+        with self._read() as db:
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            free = db.execute("PRAGMA freelist_count").fetchone()[0]
+            page = db.execute("PRAGMA page_size").fetchone()[0]
         return int((pages - free) * page)
 
     def evict_to(self, target: int) -> int:
@@ -302,14 +309,13 @@ class SQLiteCacheStore(CacheStore):
                     break
                 for entry_id in ids:
                     removed += _delete(db, entry_id)
-        with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
+        with self._read() as db:
+            db.execute("PRAGMA incremental_vacuum")
         return removed
 
     def close(self) -> None:
-        self.flush()
-        with self._lock:
-            self._db.close()
+        """Write what is buffered and close; a use after this raises `StoreClosed`."""
+        self._conn.close(before=self.flush)
 
 
 def _empty(db: sqlite3.Connection) -> bool:

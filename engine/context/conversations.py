@@ -33,6 +33,7 @@ from engine.context.reference import LastReference
 from engine.context.tokens import MESSAGE_OVERHEAD, estimate
 from engine.errors import DetektivError
 from engine.providers import Message, StreamRequest
+from engine.storage.shared import SharedSQLite
 
 __all__ = [
     "ConversationInfo",
@@ -212,15 +213,17 @@ class MemoryConversations:
         return sorted(found, key=lambda info: info.updated_at, reverse=True)
 
     def reference(self, client_id: str, conversation_id: str) -> LastReference | None:
-        return self._refs.get((client_id, conversation_id))
+        with self._lock:
+            return self._refs.get((client_id, conversation_id))
 
     def set_reference(
         self, client_id: str, conversation_id: str, reference: LastReference | None
     ) -> None:
-        if reference is None:
-            self._refs.pop((client_id, conversation_id), None)
-        else:
-            self._refs[(client_id, conversation_id)] = reference
+        with self._lock:
+            if reference is None:
+                self._refs.pop((client_id, conversation_id), None)
+            else:
+                self._refs[(client_id, conversation_id)] = reference
 
     def close(self) -> None:
         pass
@@ -259,48 +262,43 @@ class SQLiteConversations:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=self.BUSY_TIMEOUT, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA busy_timeout={int(self.BUSY_TIMEOUT * 1000)}")
-            self._db.executescript(_SCHEMA)
+            db = sqlite3.connect(path, timeout=self.BUSY_TIMEOUT, isolation_level=None,
+                                 check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA busy_timeout={int(self.BUSY_TIMEOUT * 1000)}")
+            db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise ConversationsError(
                 f"{path}: cannot open the conversation store ({exc}); the file is left as it is"
             ) from None
-        self._lock = threading.Lock()
+        # used from `ask`'s threads and the app's workers (engine.storage.shared)
+        self._conn = SharedSQLite(db, "the conversation store")
 
     def _fail(self, exc: sqlite3.Error) -> ConversationsError:
         return ConversationsError(f"{self.path}: {exc}")
 
     def append(self, client_id: str, conversation_id: str, turn: ConversationTurn) -> int:
         meta = json.dumps(turn.meta, ensure_ascii=False, default=str)
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    (index,) = self._db.execute(
-                        "SELECT COALESCE(MAX(idx) + 1, 0) FROM turns "
-                        "WHERE client_id = ? AND conversation_id = ?",
-                        (client_id, conversation_id),
-                    ).fetchone()
-                    self._db.execute(
-                        "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (client_id, conversation_id, index, turn.role, turn.content,
-                         turn.created_at, meta),
-                    )
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise self._fail(exc) from None
+        try:
+            with self._conn.write() as db:
+                (index,) = db.execute(
+                    "SELECT COALESCE(MAX(idx) + 1, 0) FROM turns "
+                    "WHERE client_id = ? AND conversation_id = ?",
+                    (client_id, conversation_id),
+                ).fetchone()
+                db.execute(
+                    "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (client_id, conversation_id, index, turn.role, turn.content,
+                     turn.created_at, meta),
+                )
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
         return int(index)
 
     def turns(self, client_id: str, conversation_id: str) -> list[ConversationTurn]:
-        with self._lock:
+        with self._conn.use() as db:
             try:
-                rows = self._db.execute(
+                rows = db.execute(
                     "SELECT role, content, created_at, meta, idx FROM turns "
                     "WHERE client_id = ? AND conversation_id = ? ORDER BY idx",
                     (client_id, conversation_id),
@@ -325,18 +323,18 @@ class SQLiteConversations:
             "FROM turns AS t" + (" WHERE client_id = ?" if client_id is not None else "")
             + " GROUP BY client_id, conversation_id ORDER BY MAX(created_at) DESC"
         )
-        with self._lock:
+        with self._conn.use() as db:
             try:
-                rows = self._db.execute(query, () if client_id is None else (client_id,))
+                rows = db.execute(query, () if client_id is None else (client_id,))
                 return [ConversationInfo(c, k, n, first, last, question or "")
                         for c, k, n, first, last, question in rows.fetchall()]
             except sqlite3.Error as exc:
                 raise self._fail(exc) from None
 
     def reference(self, client_id: str, conversation_id: str) -> LastReference | None:
-        with self._lock:
+        with self._conn.use() as db:
             try:
-                row = self._db.execute(
+                row = db.execute(
                     "SELECT entity, kind, intent, updated_at, turn_index FROM last_reference "
                     "WHERE client_id = ? AND conversation_id = ?", (client_id, conversation_id),
                 ).fetchone()
@@ -347,14 +345,14 @@ class SQLiteConversations:
     def set_reference(
         self, client_id: str, conversation_id: str, reference: LastReference | None
     ) -> None:
-        with self._lock:
+        with self._conn.use() as db:
             try:
                 if reference is None:
-                    self._db.execute(
+                    db.execute(
                         "DELETE FROM last_reference WHERE client_id = ? AND conversation_id = ?",
                         (client_id, conversation_id))
                 else:
-                    self._db.execute(
+                    db.execute(
                         "INSERT OR REPLACE INTO last_reference VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (client_id, conversation_id, reference.entity, reference.kind,
                          reference.intent, reference.updated_at, reference.turn_index))
@@ -362,8 +360,8 @@ class SQLiteConversations:
                 raise self._fail(exc) from None
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Close the file; a use after this raises `StoreClosed`."""
+        self._conn.close()
 
 
 def conversation_prompt(

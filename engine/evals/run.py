@@ -31,7 +31,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -187,7 +187,7 @@ class EvalRun:
                 yield Unit(item, "direct")
                 yield Unit(item, "are-you-sure")
 
-    async def events(self) -> AsyncIterator[EvalEvent]:
+    async def events(self) -> AsyncGenerator[EvalEvent, None]:
         """Run every unit not finished yet, `concurrency` at once; see the module docstring.
         The router is closed at the end."""
         finished = self.folder.latest()

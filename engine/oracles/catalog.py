@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 import time
 import tomllib
 from collections.abc import Callable, Sequence
@@ -241,13 +242,13 @@ class OracleCatalog:
         self._listed: list[Oracle] | None = None
         self._at = 0.0
         self._parsed: dict[Path, tuple[tuple[int, int, int], Oracle]] = {}
+        self._lock = threading.Lock()  # the Oracles tab lists on a thread, a consultation not
 
     def refresh(self) -> None:
         """Scan again at the next `list` whatever the TTL (after the user edited a file)."""
         self._listed = None
 
-    def list(self) -> list[Oracle]:
-        """Every oracle, valid or not, ordered by name (scanned at most every `ttl` s)."""
+    def _scan(self) -> list[Oracle]:
         now = self._clock()
         if self._listed is not None and now - self._at < self.ttl:
             return self._listed
@@ -279,6 +280,11 @@ class OracleCatalog:
                               key=lambda o: (o.name.casefold(), o.path.name))
         self._at = now
         return self._listed
+
+    def list(self) -> list[Oracle]:
+        """Every oracle, valid or not, ordered by name (scanned at most every `ttl` s)."""
+        with self._lock:
+            return self._scan()
 
     def find(self, ref: str) -> Oracle:
         """The oracle `ref` names: its id, its slug or file name, or its name (case and

@@ -28,7 +28,7 @@ import fcntl
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -280,7 +280,10 @@ class SessionStore:
         listed: list[SessionSummary] = []
         for name in names:
             row = rows.get(name)
-            if row is None or (row.status == "running" and not is_locked(self.root / name)):
+            # stale: not indexed, running with nobody running it, or failed without its reason
+            # (an index written before rows carried it): metadata.json says, and heals the row
+            if row is None or (row.status == "running" and not is_locked(self.root / name)) \
+                    or (row.status == "failed" and row.error is None):
                 directory = self.root / name
                 try:
                     fresh = summarize(name, load_metadata(directory / METADATA))
@@ -319,7 +322,7 @@ class SessionStore:
 
     async def follow(
         self, ref: str, poll_interval: float = 0.05
-    ) -> AsyncIterator[Record]:
+    ) -> AsyncGenerator[Record, None]:
         """Every event so far, then new ones as they are written, until the run ends.
 
         Ends after a `finished` event that is the last in the log, or when no live process is

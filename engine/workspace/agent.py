@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from engine.agent.segments import load_segments
@@ -29,6 +30,7 @@ class Agent:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self._vault: Vault | None = None
+        self._vault_lock = threading.Lock()  # the agent's tools and the app's workers race
         self._segments: list[PromptSegment] | None = None
 
     @property
@@ -36,20 +38,24 @@ class Agent:
         """The vault index (`vault.sqlite3` in the cache directory, rebuilt from the sessions
         when missing or damaged; one an earlier version left in the data directory is
         removed)."""
-        if self._vault is None:
-            paths = self.workspace.paths
-            for stale in (paths.data_dir / "vault.sqlite3", paths.data_dir / "vault.sqlite3-wal",
-                          paths.data_dir / "vault.sqlite3-shm"):
-                if paths.cache_dir != paths.data_dir:
-                    stale.unlink(missing_ok=True)
-            self._vault = Vault(paths.cache_dir / "vault.sqlite3", self.workspace.store)
-        return self._vault
+        with self._vault_lock:
+            self.workspace.check_open("the vault")
+            if self._vault is None:
+                paths = self.workspace.paths
+                for stale in (paths.data_dir / "vault.sqlite3",
+                              paths.data_dir / "vault.sqlite3-wal",
+                              paths.data_dir / "vault.sqlite3-shm"):
+                    if paths.cache_dir != paths.data_dir:
+                        stale.unlink(missing_ok=True)
+                self._vault = Vault(paths.cache_dir / "vault.sqlite3", self.workspace.store)
+            return self._vault
 
     def close(self) -> None:
         """Close the vault's database, if it was opened."""
-        if self._vault is not None:
-            self._vault.close()
-            self._vault = None
+        with self._vault_lock:
+            vault, self._vault = self._vault, None
+        if vault is not None:
+            vault.close()
 
     def search(self, query: str, limit: int = 10) -> list[VaultHit]:
         """The vault's best matches for `query`, the index synced with the sessions first."""

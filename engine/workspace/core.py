@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, StoreClosed
 from engine.paths import Paths
 from engine.prompts import PromptFile, prompt_files, use_prompts
 
@@ -80,6 +80,8 @@ class Workspace:
         self._policy: ContextPolicy | None = None
         self._conversations: ConversationStore | None = None
         self._cache: ResponseCache | None = None
+        self._open_lock = threading.Lock()
+        self._closed = False
         self.warnings: list[str] = []
         """Problems that changed nothing but should be seen (an invalid context.toml)."""
         use_prompts(self.user_prompts_dir)
@@ -291,34 +293,39 @@ class Workspace:
         """The conversation store (`conversations.sqlite3` in the data directory)."""
         from engine.context.conversations import SQLiteConversations
 
-        if self._conversations is None:
-            self._conversations = SQLiteConversations(
-                self.paths.data_dir / "conversations.sqlite3"
-            )
-        return self._conversations
+        with self._open_lock:  # workers of the app ask for it from several threads
+            self.check_open("the conversation store")
+            if self._conversations is None:
+                self._conversations = SQLiteConversations(
+                    self.paths.data_dir / "conversations.sqlite3"
+                )
+            return self._conversations
 
     @property
     def cache(self) -> ResponseCache:
         """The response cache: PostgreSQL at `[cache] url`, else `cache.sqlite3` in the data
         directory (`ConfigError` when the server cannot be reached)."""
+        with self._open_lock:  # workers of the app ask for it from several threads
+            self.check_open("the response cache")
+            if self._cache is None:
+                self._cache = self._open_cache()
+            return self._cache
+
+    def _open_cache(self) -> ResponseCache:
+        # imported on first use: most runs never open the cache (psycopg is heavy)
         from engine.cache.cache import ResponseCache
         from engine.cache.store import SQLiteCacheStore
 
-        if self._cache is None:
-            # imported on first use: most runs never open the cache (psycopg is heavy)
+        settings = self.config.cache
+        store: CacheStore
+        if settings.url:
+            from engine.cache.postgres import PostgresCacheStore
 
-            settings = self.config.cache
-            store: CacheStore
-            if settings.url:
-                from engine.cache.postgres import PostgresCacheStore
-
-                store = PostgresCacheStore(settings.url)
-            else:
-                store = SQLiteCacheStore(self.paths.data_dir / "cache.sqlite3")
-            self._cache = ResponseCache(store, settings.threshold,
-                                        int(settings.max_mb * 1024 * 1024),
-                                        self._semantic_tier())
-        return self._cache
+            store = PostgresCacheStore(settings.url)
+        else:
+            store = SQLiteCacheStore(self.paths.data_dir / "cache.sqlite3")
+        return ResponseCache(store, settings.threshold, int(settings.max_mb * 1024 * 1024),
+                             self._semantic_tier())
 
     def _semantic_tier(self) -> Semantic | None:
         """The cache's semantic tier, when `[cache.embeddings]` configures one (a model that
@@ -336,17 +343,32 @@ class Workspace:
             log.warning("the cache's semantic tier is off: %s", exc)
             return None
 
+    @property
+    def closed(self) -> bool:
+        """True once `aclose` began: the stores it held refuse further use."""
+        return self._closed
+
+    def check_open(self, what: str) -> None:
+        """`StoreClosed` naming `what` once the workspace is closed (a worker still running at
+        shutdown must not open a store nobody would close)."""
+        if self._closed:
+            raise StoreClosed(f"{what} is closed: detektiv is shutting down")
+
     async def aclose(self) -> None:
-        """Release what the workspace holds (the shared router's connections and tasks)."""
-        if self._cache is not None:
-            self._cache.store.close()
-            if self._cache.semantic is not None:
-                self._cache.semantic.embedder.close()
-            self._cache = None
+        """Release what the workspace holds (the shared router's connections and tasks, the
+        stores). The front end first stops what uses them (the app drains its workers); a use
+        racing this gets its result or `StoreClosed`, and nothing is opened again."""
+        with self._open_lock:
+            self._closed = True
+            cache, self._cache = self._cache, None
+            conversations, self._conversations = self._conversations, None
+        if cache is not None:
+            cache.store.close()
+            if cache.semantic is not None:
+                cache.semantic.embedder.close()
         await self.reset_router()
-        if self._conversations is not None:
-            self._conversations.close()
-            self._conversations = None
+        if conversations is not None:
+            conversations.close()
         if "agent" in self.__dict__:  # built: its vault may be open
             self.agent.close()
 

@@ -13,7 +13,7 @@ ends present the errors it raises.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from engine.config.roles import apply_roles
@@ -66,7 +66,7 @@ class Run:
         """The session being run (updated as it goes)."""
         return self.journal.session
 
-    async def events(self) -> AsyncIterator[InterrogationEvent]:
+    async def events(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run the interrogation to its end, yielding every event; see
         `engine.interrogation.loop`. The session's own chains (set at start) get a router of
         their own, closed at the end; otherwise the workspace's shared router is used."""
@@ -174,7 +174,7 @@ class Sessions:
         journal.session.prompts = uses
         return Run(self.workspace, journal, resumed=True, router=router)
 
-    def follow(self, ref: str) -> AsyncIterator[Record]:
+    def follow(self, ref: str) -> AsyncGenerator[Record, None]:
         """Every event of a session so far, then new ones until its run ends (or its process
         dies: then `status` says `interrupted`)."""
         store = self.workspace.store

@@ -8,6 +8,7 @@ bindings such as open, export and delete do real work only when there is a row.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,16 @@ def still_fine(app: DetektivApp, what: str) -> None:
     assert not app.internal_errors, f"{what}: internal error {app.internal_errors!r}"
 
 
+async def settle(pilot: Pilot[int], app: DetektivApp, at_most: float = 0.3) -> None:
+    """Until what a key or command started is done (its screen processed, no worker running),
+    `at_most` seconds: a worker that runs on (a health check) has shown by then whether it
+    fails at once."""
+    deadline = time.monotonic() + at_most
+    await pilot.pause()
+    while any(w.is_running for w in app.workers) and time.monotonic() < deadline:
+        await pilot.pause(0.01)
+
+
 async def show_only(pilot: Pilot[int], app: DetektivApp, mode: str) -> None:
     """Show `mode`'s tab, the only one visited (the app opens on Sessions)."""
     await pilot.pause()
@@ -82,7 +93,7 @@ async def test_every_binding_works_from_a_cold_start(
     async with app.run_test(size=(120, 36)) as pilot:
         await show_only(pilot, app, mode)
         await pilot.press(key)
-        await pilot.pause(0.3)
+        await settle(pilot, app)
         still_fine(app, f"{binding_id} ({key}) on {mode}")
         await pilot.press("escape")  # close whatever it opened; the app must survive that too
         await pilot.pause()
@@ -110,7 +121,7 @@ async def test_every_palette_command_works_from_a_cold_start(cold_home: Paths, m
             await show_only(pilot, app, mode)
             command = palette_commands(app)[index]
             app.call_later(command.callback)  # what the palette does with a chosen command
-            await pilot.pause(0.3)
+            await settle(pilot, app)
             still_fine(app, f"palette command {command.title!r} on {mode}")
 
 

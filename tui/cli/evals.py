@@ -9,6 +9,7 @@ import asyncio
 import json
 import sys
 import time
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -126,28 +127,32 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
     started = time.monotonic()
     tried, failures = 0, []
     try:
-        async for event in run.events():
-            match event:
-                case EvalStarted(total=total, skipped=skipped, concurrency=k):
-                    note = f", {skipped} finished earlier" if skipped else ""
-                    print(f"detektiv: evaluation {run.id}: {total} to judge{note}, {k} at "
-                          "once", file=sys.stderr)
-                    if event.demonstration:
-                        print("detektiv: the detective is a demonstration model: the "
-                              "verdicts will mean nothing", file=sys.stderr)
-                    if not args.json:
-                        bar.start(total, skipped)
-                case EvalItemDone(result=result):
-                    tried += 1
-                    if result.failed:
-                        failures.append(result.error or result.status)
-                    if args.json:
-                        print(json.dumps({"type": "result", **result.model_dump(mode="json")},
-                                         ensure_ascii=False), flush=True)
-                    else:
-                        bar.step(event)
-                case EvalFinished():
-                    finished = event
+        # closed here, not when collected: its tasks are cancelled and awaited before the
+        # workspace closes what they use
+        async with aclosing(run.events()) as events:
+            async for event in events:
+                match event:
+                    case EvalStarted(total=total, skipped=skipped, concurrency=k):
+                        note = f", {skipped} finished earlier" if skipped else ""
+                        print(f"detektiv: evaluation {run.id}: {total} to judge{note}, "
+                              f"{k} at once", file=sys.stderr)
+                        if event.demonstration:
+                            print("detektiv: the detective is a demonstration model: the "
+                                  "verdicts will mean nothing", file=sys.stderr)
+                        if not args.json:
+                            bar.start(total, skipped)
+                    case EvalItemDone(result=result):
+                        tried += 1
+                        if result.failed:
+                            failures.append(result.error or result.status)
+                        if args.json:
+                            print(json.dumps({"type": "result",
+                                              **result.model_dump(mode="json")},
+                                             ensure_ascii=False), flush=True)
+                        else:
+                            bar.step(event)
+                    case EvalFinished():
+                        finished = event
     except asyncio.CancelledError:
         bar.close()
         print(f"\ndetektiv: evaluation {run.id} stopped; run the same command again to go "

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -23,6 +22,7 @@ from engine import (
     explanation_lines,
     strip_control,
 )
+from tui.background import in_background
 from tui.funnel import Guarded
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.tabs import ModeTabs
@@ -71,7 +71,7 @@ class CacheScreen(Guarded, Screen[None]):
         self.refresh_entries()
         self.set_interval(REFRESH_SECONDS, self.refresh_entries)
 
-    @work(exclusive=True, thread=True, group="cache-list", exit_on_error=False)
+    @in_background("cache-list")
     def refresh_entries(self) -> None:
         cache = self.host.workspace.cache
         search = self.query_one("#cache-filter", Input).value.strip()
@@ -139,7 +139,7 @@ class CacheScreen(Guarded, Screen[None]):
         else:
             self.query_one(DataTable).focus()
 
-    @work(exclusive=True, thread=True, group="cache-why", exit_on_error=False)
+    @in_background("cache-why")
     def explain(self, question: str) -> None:
         if not question.strip():
             return

@@ -6,7 +6,6 @@ interrogation that opens like any other."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -24,6 +23,7 @@ from engine import (
     strip_control,
 )
 from tui._format import local_minute
+from tui.background import in_background
 from tui.funnel import Guarded
 
 __all__ = ["EvalsScreen"]
@@ -71,7 +71,7 @@ class EvalsScreen(Guarded, Screen[str | None]):
         table.focus()
         self.load_runs()
 
-    @work(exclusive=True, thread=True, group="eval-runs", exit_on_error=False)
+    @in_background("eval-runs")
     def load_runs(self) -> None:
         runs = self.host.workspace.evals.runs()
         self.app.call_from_thread(self._show_runs, runs)
@@ -97,7 +97,7 @@ class EvalsScreen(Guarded, Screen[str | None]):
         if event.data_table.id == "eval-runs" and event.row_key.value:
             self.load_figures(str(event.row_key.value))
 
-    @work(exclusive=True, thread=True, group="eval-figures", exit_on_error=False)
+    @in_background("eval-figures")
     def load_figures(self, ident: str) -> None:
         """Figures off the event loop (the bootstrap takes a moment on a large run)."""
         try:

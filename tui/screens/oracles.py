@@ -10,7 +10,6 @@ engine call goes through the workspace; model text is shown as data (TranscriptV
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from engine import (
     strip_control,
 )
 from tui._editor import edit_file
+from tui.background import in_background
 from tui.funnel import Guarded
 from tui.messages import InterrogationWanted
 from tui.screens.dialogs import ChoiceDialog, PromptDialog, TextDialog
@@ -151,7 +151,7 @@ class OraclesScreen(Guarded, Screen[None]):
 
     # ---- oracles and the session -------------------------------------------------------------
 
-    @work(exclusive=True, thread=True, group="oracle-list", exit_on_error=False)
+    @in_background("oracle-list")
     def load_oracles(self) -> None:
         oracles = self.host.workspace.cases.oracles()
         self.app.call_from_thread(self.picker.show, oracles)
@@ -160,7 +160,7 @@ class OraclesScreen(Guarded, Screen[None]):
         self.session_dir = directory
         self.load_case()
 
-    @work(exclusive=True, thread=True, group="oracle-case", exit_on_error=False)
+    @in_background("oracle-case")
     def load_case(self) -> None:
         """Read the session's notes and answers (off the event loop) and show them."""
         if self.session_dir is None:
@@ -298,7 +298,7 @@ class OraclesScreen(Guarded, Screen[None]):
 
     async def _rows(self) -> list[SessionSummary]:
 
-        return await asyncio.to_thread(self.host.workspace.store.list)
+        return await self.host.background.call(self.host.workspace.store.list)
 
     def action_import_note(self) -> None:
         if self.session_or_say() is None:

@@ -23,6 +23,7 @@ from engine import (
     model_row,
     strip_control,
 )
+from tui.background import in_background
 from tui.funnel import Guarded
 from tui.screens.dialogs import PromptDialog
 from tui.widgets.tabs import ModeTabs
@@ -195,7 +196,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         finally:
             bar.display = False
 
-    @work(exclusive=True, thread=True, group="gguf", exit_on_error=False)
+    @in_background("gguf")
     def action_local_models(self) -> None:
         """List the GGUF models detektiv can run (reading their headers off the event loop)."""
         rows = [model_row(model) for model in self.host.workspace.models.list()]
@@ -224,7 +225,7 @@ class ProvidersScreen(Guarded, Screen[None]):
             f"Pull which GGUF model? A catalogue name ({names}, …) or OWNER/REPO FILE.gguf"),
             chosen)
 
-    @work(exclusive=True, thread=True, group="gguf", exit_on_error=False)
+    @in_background("gguf")
     def pull_gguf(self, spec: str, file: str | None) -> None:
         """Pull a GGUF model from the Hub on a thread, its progress in the bar."""
         bar = self.query_one("#pull-progress", ProgressBar)

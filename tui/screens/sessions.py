@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -20,6 +19,7 @@ from engine import (
     verdict_cell,
 )
 from tui._format import local_minute
+from tui.background import in_background
 from tui.funnel import Guarded
 from tui.messages import NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
@@ -70,7 +70,7 @@ class SessionsScreen(Guarded, Screen[None]):
         self.refresh_rows()
         self.set_interval(REFRESH_SECONDS, self.refresh_rows)
 
-    @work(exclusive=True, thread=True, group="sessions-list", exit_on_error=False)
+    @in_background("sessions-list")
     def refresh_rows(self) -> None:
         """Read the index off the event loop, then show it."""
         rows = self.host.workspace.store.list()
