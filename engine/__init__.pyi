@@ -79,6 +79,12 @@ from .evals.run import (
     EvalStarted as EvalStarted,
 )
 from .evals.summary import EvalSummary as EvalSummary
+from .lifeline import (
+    Lifeline as Lifeline,
+    hold_lifeline as hold_lifeline,
+    release_tied as release_tied,
+    spawn_tied as spawn_tied,
+)
 from .logs import (
     configure_logging as configure_logging,
     log_file as log_file,
@@ -128,6 +134,7 @@ from .report.agent import (
 from .report.blocks import (
     Append as Append,
     Block as Block,
+    BlockKind as BlockKind,
     Narration as Narration,
     Piece as Piece,
     Void as Void,

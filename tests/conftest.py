@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import Paths
+from engine.lifeline import ENV as LIFELINE
 from tests.support.faults import FaultProxy
 from tests.support.servers import (
     FALLBACK_SCORES,
@@ -44,6 +45,10 @@ _STRAY = pytest.StashKey[set[str]]()
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_STRAY] = {p.name for p in ROOT.iterdir()}
+    # every `detektiv` the suite starts dies with the suite, however the suite dies (a
+    # segfault, kill -9): tied to this process by pid (engine.lifeline); the servers it
+    # starts are spawned with a lifeline pipe of their own
+    os.environ[LIFELINE] = str(os.getpid())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -141,13 +146,13 @@ async def hanging_server() -> AsyncIterator[HangingServer]:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A real PostgreSQL server of our own on 127.0.0.1 (initdb + pg_ctl from Debian's
+    """A real PostgreSQL server of our own on 127.0.0.1 (initdb + postgres from Debian's
     `postgresql` package, which .ci/run installs), for the whole session."""
     from tests.support.postgres import installed, postgres_server
 
     if not installed():
         if os.environ.get("CI"):
-            pytest.fail("PostgreSQL's initdb/pg_ctl are required in CI")
+            pytest.fail("PostgreSQL's initdb/postgres are required in CI")
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
     with postgres_server() as url:
         yield url

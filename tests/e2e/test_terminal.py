@@ -11,7 +11,6 @@ import sys
 import termios
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from engine import Paths
 from engine.storage.sessions import SessionStore
 from tests.support.app import config_text
 from tests.support.cases import HOSTILE, TEST_ORACLE, VTT, hostile_session
-from tests.support.servers import ROOT, LlamaServer, cli
+from tests.support.servers import ROOT, LlamaServer, cli, tmux_server
 
 BIDI = ("\u202e", "\u202c", "\u2066", "\u2069", "\u200f", "\u200b", "\ufeff", "\u2060",
         "\U000e0041", "\U000e007f")
@@ -168,12 +167,15 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer, sleuth: str) 
         TEST_ORACLE.format(name="Judge", tokens=24))
     call = home / "call.vtt"
     call.write_text(VTT)
-    socket = f"detektiv-test-{uuid.uuid4().hex[:8]}"
     env = env_for(home)
     command = " ".join([*cli()])
-    tmux = ["tmux", "-L", socket]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40", command], env=env,
-                   cwd=ROOT, check=True)
+    with tmux_server(env) as tmux:
+        subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40", command],
+                       env=env, cwd=ROOT, check=True)
+        drive_the_app(tmux, call)
+
+
+def drive_the_app(tmux: list[str], call: Path) -> None:
 
     def pane() -> str:
         return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True,
@@ -189,46 +191,43 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer, sleuth: str) 
                 raise AssertionError(f"never saw {text!r} in:\n{screen}")
             time.sleep(0.2)
 
-    try:
-        # the first run: an empty Sessions tab says what to do; `n`, a hypothesis, Enter
-        wait("No sessions yet")
-        # the help closes on Escape and a key sent at once (one alt+key, as over SSH)
-        subprocess.run([*tmux, "send-keys", "?"], check=True)
-        wait("set -g set-clipboard on")
-        subprocess.run([*tmux, "send-keys", "Escape", "x"], check=True)
-        deadline = time.monotonic() + 30
-        while "set-clipboard" in pane():
-            assert time.monotonic() < deadline, f"the help stayed open:\n{pane()}"
-            time.sleep(0.2)
-        subprocess.run([*tmux, "send-keys", "n"], check=True)
-        wait("Hypothesis…")
-        subprocess.run([*tmux, "send-keys", "Bees make honey", "Enter"], check=True)
-        screen = wait("Answer · llama:gemma")
-        assert "Question · sleuth:gemma" in screen
-        screen = wait("consistency", timeout=120)
-        assert "Audit" in screen and "Gap analysis" in screen
-        wait("verdict: undetermined (p 0.50)")  # the Live badge
-        # the Oracles tab works on the session Live shows; then a new case from the keyboard,
-        # a note imported by path, and the highlighted oracle consulted on it
-        subprocess.run([*tmux, "send-keys", "3"], check=True)
-        wait("Session ")
-        wait("Bees make honey")
-        subprocess.run([*tmux, "send-keys", "s"], check=True)
-        wait("New case (notes only)")
-        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
-        wait("Title of the new case")
-        subprocess.run([*tmux, "send-keys", "Pricing call", "Enter"], check=True)
-        wait("Pricing call · 0 notes")
-        subprocess.run([*tmux, "send-keys", "i"], check=True)
-        wait("Import a note")
-        subprocess.run([*tmux, "send-keys", str(call), "Enter"], check=True)
-        wait("Pricing call · 1 notes")
-        subprocess.run([*tmux, "send-keys", "c"], check=True)
-        screen = wait("saved as 001_judge.txt", timeout=120)
-        assert "asking llama:gemma" in screen
-        subprocess.run([*tmux, "send-keys", "C-q"], check=True)
-    finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    # the first run: an empty Sessions tab says what to do; `n`, a hypothesis, Enter
+    wait("No sessions yet")
+    # the help closes on Escape and a key sent at once (one alt+key, as over SSH)
+    subprocess.run([*tmux, "send-keys", "?"], check=True)
+    wait("set -g set-clipboard on")
+    subprocess.run([*tmux, "send-keys", "Escape", "x"], check=True)
+    deadline = time.monotonic() + 30
+    while "set-clipboard" in pane():
+        assert time.monotonic() < deadline, f"the help stayed open:\n{pane()}"
+        time.sleep(0.2)
+    subprocess.run([*tmux, "send-keys", "n"], check=True)
+    wait("Hypothesis…")
+    subprocess.run([*tmux, "send-keys", "Bees make honey", "Enter"], check=True)
+    screen = wait("Answer · llama:gemma")
+    assert "Question · sleuth:gemma" in screen
+    screen = wait("consistency", timeout=120)
+    assert "Audit" in screen and "Gap analysis" in screen
+    wait("verdict: undetermined (p 0.50)")  # the Live badge
+    # the Oracles tab works on the session Live shows; then a new case from the keyboard,
+    # a note imported by path, and the highlighted oracle consulted on it
+    subprocess.run([*tmux, "send-keys", "3"], check=True)
+    wait("Session ")
+    wait("Bees make honey")
+    subprocess.run([*tmux, "send-keys", "s"], check=True)
+    wait("New case (notes only)")
+    subprocess.run([*tmux, "send-keys", "Enter"], check=True)
+    wait("Title of the new case")
+    subprocess.run([*tmux, "send-keys", "Pricing call", "Enter"], check=True)
+    wait("Pricing call · 0 notes")
+    subprocess.run([*tmux, "send-keys", "i"], check=True)
+    wait("Import a note")
+    subprocess.run([*tmux, "send-keys", str(call), "Enter"], check=True)
+    wait("Pricing call · 1 notes")
+    subprocess.run([*tmux, "send-keys", "c"], check=True)
+    screen = wait("saved as 001_judge.txt", timeout=120)
+    assert "asking llama:gemma" in screen
+    subprocess.run([*tmux, "send-keys", "C-q"], check=True)
 
 
 def test_invisible_reordering_text_never_reaches_the_cli_but_stays_in_the_data(

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pyte
 from playwright.sync_api import Browser, Page, WebSocket, sync_playwright
 
+from tests.support.processes import alive, children, environment_of
 from tests.support.servers import ROOT, cli, stop
 
 
@@ -131,35 +132,6 @@ class Served:
         tab.wait_for("Sessions")
         page.locator("#terminal").click()  # keys go to the terminal once it has the focus
         return tab
-
-
-def children(pid: int) -> list[tuple[int, str]]:
-    """(pid, command line) of every descendant of `pid`, read from /proc."""
-    found: list[tuple[int, str]] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if parent == pid:
-                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                found.append((int(entry.name), line))
-                found += children(int(entry.name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` still runs (a zombie waiting to be reaped does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def environment_of(pid: int) -> dict[str, str]:
-    pairs = (Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
-    return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine import ProviderConfig
+from engine import ProviderConfig, release_tied, spawn_tied
 
 GUARD_SCORES = pytest.StashKey[str]()
 """The meaning guard's precision and recall, printed at the end of a run."""
@@ -77,13 +77,15 @@ class LlamaServer:
 
 
 def stop(process: subprocess.Popen[str], timeout: float) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds; its stdout closed."""
+    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds; its stdout closed
+    and its lifeline (if `spawn_tied` gave it one) let go."""
     process.send_signal(signal.SIGTERM)
     try:
         process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+    release_tied(process.pid)
     if process.stdout is not None:
         process.stdout.close()
 
@@ -96,7 +98,7 @@ def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
     with stderr_path.open("w") as stderr:
         if "--model" not in args:  # the suite's server runs the bundled Gemma, whatever the
             args = ("--model", "gemma-3-270m", *args)  # embedded default is
-        process = subprocess.Popen(
+        process = spawn_tied(  # dies with the suite, however the suite dies
             cli("local-server", "--port", "0", "--json", *args),
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -143,3 +145,31 @@ class HangingServer:
             writer.close()
         if self._server is not None:
             self._server.close()
+
+
+@contextlib.contextmanager
+def tmux_server(env: dict[str, str]) -> Iterator[list[str]]:
+    """A tmux server of its own, in the foreground (`tmux -D`) under a lifeline, so that it —
+    and the apps in its panes, which lose their terminal — die with the suite however the
+    suite dies (a daemonised server would outlive it); the `tmux -L NAME` command prefix."""
+    import uuid
+
+    tmux = ["tmux", "-L", f"detektiv-test-{uuid.uuid4().hex[:8]}"]
+    server = spawn_tied([*tmux, "-D"], foreign=True, env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run([*tmux, "list-sessions"], capture_output=True, env=env,
+                             ).returncode != 0:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("tmux -D did not start")
+            time.sleep(0.02)
+        yield tmux
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        release_tied(server.pid)

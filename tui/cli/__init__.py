@@ -24,6 +24,7 @@ from engine import (
     __version__,
     configure_logging,
     exit_family,
+    hold_lifeline,
     log_level,
 )
 
@@ -147,6 +148,7 @@ def _failed(args: argparse.Namespace, family: str, kind: str, message: str,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
+    hold_lifeline()  # started by another detektiv (or the suite): die with it
     args = build_parser().parse_args(argv)
     paths = Paths.from_env(getattr(args, "config", None))
     debug = bool(getattr(args, "debug", False))

@@ -42,7 +42,15 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from engine import ConfigError, Paths, Workspace, is_loopback
+from engine import (
+    ConfigError,
+    Lifeline,
+    Paths,
+    Workspace,
+    is_loopback,
+    release_tied,
+    spawn_tied,
+)
 from tui.serve.driver import BROWSER_KEYMAP
 
 __all__ = ["BROWSER_KEYMAP", "ServeOptions", "is_loopback", "serve", "tab_environment"]
@@ -94,10 +102,17 @@ class _Tab(AppService):
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
         """The app itself, not a shell around it (a signal reaches it), in a process group of
         its own (stopping the server stops it and anything it started)."""
-        self._process = process = await asyncio.create_subprocess_exec(
-            *shlex.split(self.command), stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=self._build_environment(width=width, height=height), start_new_session=True)
+        # and tied to this server by a lifeline: however the server dies, the app dies too
+        lifeline = Lifeline(self._build_environment(width=width, height=height))
+        try:
+            self._process = process = await asyncio.create_subprocess_exec(
+                *shlex.split(self.command), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env=lifeline.env, pass_fds=lifeline.pass_fds, start_new_session=True)
+        except BaseException:
+            lifeline.abandon()
+            raise
+        lifeline.started(process.pid)
         assert process.stdin is not None
         self._stdin = process.stdin
         return process
@@ -129,6 +144,14 @@ class _Tab(AppService):
         self.detached = True
         await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
         await self.send_meta({"type": "detach"})
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            if self._process is not None:  # its lifeline let go once it ended (closing it
+                await self._process.wait()  # earlier would end it)
+                release_tied(self._process.pid)
 
     def signal(self, signum: int) -> None:
         """Send `signum` to the app's process group."""
@@ -283,8 +306,7 @@ def _shared_model(options: ServeOptions) -> tuple[subprocess.Popen[str], str]:
                "--model", default_local_model()]
     if options.config is not None:
         command[3:3] = ["--config", str(options.config)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True)
+    process = spawn_tied(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert process.stdout is not None
     line = process.stdout.readline()
     try:
@@ -318,6 +340,8 @@ def serve(paths: Paths, options: ServeOptions) -> int:
                 model.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 model.kill()
+                model.wait()
+            release_tied(model.pid)
     return 0
 
 
