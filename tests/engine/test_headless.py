@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import engine
+from tests.support.servers import ROOT
 
 FORBIDDEN = ("textual", "rich", "tui", "openai", "ollama", "anthropic", "xllamacpp", "jsonschema")
 
@@ -48,3 +49,18 @@ def test_public_api_is_exactly_all() -> None:
     assert public - submodules == set(engine.__all__) - {"__version__"}
     for name in engine.__all__:
         assert getattr(engine, name) is not None
+
+
+def test_the_config_floor_does_not_reach_up_to_the_model_store() -> None:
+    """`engine.gguf.store` reads the config; the config (a lower floor) never imports it, not
+    even inside a function: which model ships as the default is `engine.config.shipped`."""
+    import ast
+
+    reaching = []
+    for path in (ROOT / "engine" / "config").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                       [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            reaching += [f"{path.name}:{node.lineno} {m}" for m in modules
+                         if m.startswith("engine.gguf")]
+    assert reaching == []
