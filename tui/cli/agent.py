@@ -14,6 +14,7 @@ import sys
 from engine import (
     AgentDelta,
     AgentError,
+    AgentEvent,
     AgentStopped,
     NodeChanged,
     Paths,
@@ -131,7 +132,7 @@ class _Shower:
         self.filter = TagFilter()
         self.streamed = False
 
-    def __call__(self, event: object) -> None:
+    def __call__(self, event: AgentEvent) -> None:
         if self.as_json:
             to_json = getattr(event, "to_json", None)
             if to_json is not None:
@@ -159,7 +160,7 @@ class _Shower:
                 for line in stop_lines(event):
                     out.note(line)
                 return
-        said = event_line(event)  # type: ignore[arg-type]
+        said = event_line(event)
         if said:
             out.end_line()
             out.note(said)

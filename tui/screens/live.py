@@ -7,6 +7,7 @@ records of events.jsonl when attached to a run in another process; both go throu
 from __future__ import annotations
 
 import time
+from contextlib import aclosing
 
 from textual import work
 from textual.app import ComposeResult
@@ -49,7 +50,7 @@ from tui.funnel import Guarded
 from tui.messages import SessionShown
 from tui.widgets.form import FormInput, HypothesisArea
 from tui.widgets.tabs import ModeTabs
-from tui.widgets.transcript import TranscriptView
+from tui.widgets.transcript import SHOWN_AS, TranscriptView
 
 __all__ = ["LiveScreen"]
 
@@ -236,8 +237,11 @@ class LiveScreen(Guarded, Screen[None]):
         self.post_message(SessionShown(self.session_dir))
         self.query_one(TranscriptView).clear()
         self.narration = Narration()
-        async for event in run.events():
-            self.show(event)
+        # closed here when cancelled (quitting): the session is stored before the app closes
+        # the workspace under it
+        async with aclosing(run.events()) as events:
+            async for event in events:
+                self.show(event)
 
     @work(exclusive=True, group="live", exit_on_error=False)
     async def attach(self, directory: str) -> None:
@@ -251,10 +255,11 @@ class LiveScreen(Guarded, Screen[None]):
         self.set_status("following a live run…" if live else "replaying…")
         last: InterrogationEvent | None = None
         opened = time.time()
-        async for record in self.host.workspace.sessions.follow(directory):
-            # what happened before it was opened is history: shown, not announced
-            self.show(record.event, announce=record.at >= opened - 1.0)
-            last = record.event
+        async with aclosing(self.host.workspace.sessions.follow(directory)) as records:
+            async for record in records:
+                # what happened before it was opened is history: shown, not announced
+                self.show(record.event, announce=record.at >= opened - 1.0)
+                last = record.event
         if not isinstance(last, Finished):
             status = self.host.workspace.sessions.status(directory)
             if status == "interrupted":
@@ -349,8 +354,7 @@ class LiveScreen(Guarded, Screen[None]):
                 view.add("note", text)  # beside the stream, which goes on (or is voided next)
             case Block(kind=kind, title=title, text=text, markdown=markdown):
                 view.end_stream()
-                shown = {"summary": "audit", "end": "note", "mark": "note"}.get(kind, kind)
-                view.add(shown, text, title=title, markdown=markdown)  # type: ignore[arg-type]
+                view.add(SHOWN_AS[kind], text, title=title, markdown=markdown)
 
     def show_usage(self, usage: TokenTally) -> None:
         """The cost badge: what the run has cost so far."""
@@ -383,4 +387,6 @@ class LiveScreen(Guarded, Screen[None]):
         if event.state is WorkerState.CANCELLED and not self.attached:
             self.set_status("cancelled")
         elif event.state is WorkerState.ERROR and isinstance(event.worker.error, DetektivError):
-            self.set_status(f"failed: {event.worker.error.message}")
+            line = f"failed: {event.worker.error.message}"
+            self.set_status(line)  # shortened there if it must be: whole in the transcript
+            self.query_one(TranscriptView).add("note", line)

@@ -25,12 +25,16 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
-from engine import strip_control
+from engine import BlockKind, strip_control
 from tui.funnel import Guarded
 
-__all__ = ["Block", "TranscriptView"]
+__all__ = ["SHOWN_AS", "Block", "TranscriptView"]
 
 Kind = Literal["heading", "question", "answer", "analysis", "audit", "note", "discarded"]
+SHOWN_AS: dict[BlockKind, Kind] = {
+    "heading": "heading", "question": "question", "answer": "answer", "analysis": "analysis",
+    "audit": "audit", "summary": "audit", "note": "note", "mark": "note", "end": "note"}
+"""How each kind of the engine's blocks (`engine.report.blocks`) shows in the transcript."""
 FPS = 30
 
 
