@@ -217,6 +217,25 @@ async def test_a_dead_backend_fails_the_run_not_the_app(home: Path) -> None:
         assert any("every provider" in message for _, message in app.notices)
 
 
+async def test_a_status_too_long_for_its_line_ends_in_an_ellipsis(home: Path) -> None:
+    """At 130 columns a failure's status does not fit: it is one line ending in "…" (not cut
+    mid-sentence by wrapping out of sight), and the whole line is in the transcript."""
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    app = app_for(home, config_text({"dead": dead}, ["dead"], ["dead"]))
+    async with app.run_test(size=(130, 40)) as pilot:
+        await start(pilot, app, "Anything")
+        await until(pilot, lambda: finished(app))
+        status = app.live.query_one("#status")
+        whole = app.live.status_text
+        assert len(whole) > status.size.width > 0
+        shown = status.render_line(0).text.rstrip()
+        assert shown.endswith("…") and whole.startswith(shown[:-1].rstrip())
+        assert status.render_line(1).text.strip() == ""  # nothing wrapped below
+        reason = whole.removeprefix("failed: ")
+        view = app.live.query_one(TranscriptView)
+        assert any(reason in block.text for block in view.blocks)
+
+
 def test_first_frame_imports_no_provider_sdk(home: Path) -> None:
     for i in range(3):
         stored_session(SessionStore.of(Paths.at(home)), f"h{i}")
