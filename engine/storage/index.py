@@ -35,7 +35,8 @@ class SessionSummary:
     """One row of the session list.
 
     `status` is the stored status, or `interrupted` (stored as running, but no live process
-    runs it), or `damaged` (its metadata.json cannot be read; `error` says why).
+    runs it), or `damaged` (its metadata.json cannot be read; `error` says why). `error` is
+    also the line a failed session ended with.
     """
 
     dir: str
@@ -77,6 +78,7 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         started=session.start_time.isoformat(),
         pairs=len(session.qa_pairs),
         iteration_limit=session.iteration_limit,
+        error=session.error,
         verdict=audit.verdict if audit else None,
         probability_false=audit.probability_false if audit else None,
         eval_run=session.eval_tag.run if session.eval_tag else None,

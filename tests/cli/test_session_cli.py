@@ -283,3 +283,26 @@ def test_bad_input_gets_one_clear_line(configured: SessionStore) -> None:
         assert message in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     assert configured.list() == []
+
+
+def test_sessions_json_carries_a_failed_sessions_error_line(home: Path) -> None:
+    """A failed session's reason is in `sessions --json` as `show` names it; a row an earlier
+    version indexed without it is read again from metadata.json (and healed)."""
+    store = SessionStore.of(Paths.at(home))
+    name = stored_session(store, "Failed on purpose", 1)
+    reason = "the detective model local:smollm2-135m gave no usable question 3 times"
+
+    def fail(session: InterrogationSession, _: Path) -> None:
+        session.status, session.error = "failed", reason
+
+    store.update(name, fail)
+    listed = json.loads(detektiv("sessions", "--json").stdout)
+    assert [(r["status"], r["error"]) for r in listed] == [("failed", reason)]
+    assert reason in detektiv("show", name[-8:]).stdout
+    assert "damaged" not in detektiv("sessions").stderr
+    # an index line of an earlier version: the failed row without its error
+    index = Paths.at(home).session_index
+    rows = [json.loads(line) for line in index.read_text().splitlines()]
+    index.write_text("".join(json.dumps({**row, "error": None}) + "\n" for row in rows))
+    listed = json.loads(detektiv("sessions", "--json").stdout)
+    assert [(r["status"], r["error"]) for r in listed] == [("failed", reason)]

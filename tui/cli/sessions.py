@@ -13,6 +13,7 @@ import asyncio
 import json
 import signal
 import sys
+from contextlib import aclosing
 from dataclasses import asdict
 from pathlib import Path
 
@@ -60,11 +61,12 @@ async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
 
     loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     try:
-        async for event in started.events():
-            if isinstance(event, Finished):
-                family = event.family
-            if not as_json:
-                printer.show(event)
+        async with aclosing(started.events()) as events:  # ended before the workspace closes
+            async for event in events:
+                if isinstance(event, Finished):
+                    family = event.family
+                if not as_json:
+                    printer.show(event)
     except asyncio.CancelledError:
         if not terminated:
             raise  # Ctrl-C: asyncio.run turns it into KeyboardInterrupt (exit 130)
@@ -139,8 +141,8 @@ def sessions(paths: Paths, as_json: bool) -> int:
         print(json.dumps([asdict(row) for row in rows], indent=1, ensure_ascii=False))
         return 0
     for row in rows:
-        if row.error:
-            print(f"detektiv: session {row.dir} is damaged: {strip_control(row.error)}",
+        if row.status == "damaged":
+            print(f"detektiv: session {row.dir} is damaged: {strip_control(row.error or '')}",
                   file=sys.stderr)
     if not rows:
         print("No sessions yet. Start one with: detektiv run \"your hypothesis\"")
@@ -185,12 +187,16 @@ async def watch(paths: Paths, args: argparse.Namespace) -> int:
     workspace = Workspace(paths)
     printer = TranscriptPrinter()
     last = None
-    async for record in workspace.sessions.follow(args.session):
-        last = record
-        if args.json:
-            _print_record(record)
-        else:
-            printer.show(record.event)
+    try:
+        async with aclosing(workspace.sessions.follow(args.session)) as records:
+            async for record in records:
+                last = record
+                if args.json:
+                    _print_record(record)
+                else:
+                    printer.show(record.event)
+    finally:
+        await workspace.aclose()
     if last is not None and isinstance(last.event, Finished):
         return session_exit_code(last.event.status, last.event.family)
     session = workspace.store.load(args.session)
