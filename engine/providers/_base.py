@@ -219,6 +219,7 @@ class Provider(ABC):
         stall_timeout = request.stall_timeout or self.config.between_tokens_timeout
         total_timeout = request.timeout or self.config.total_timeout
         first_timeout = min(first_timeout, total_timeout)
+        await self._prepare()  # our own set-up (an SDK's import) is not the server's time
         loop = asyncio.get_running_loop()
         start = loop.time()
         total_deadline = start + total_timeout
@@ -344,6 +345,10 @@ class Provider(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections; the provider can still be used afterwards (they reopen)."""
+
+    async def _prepare(self) -> None:  # noqa: B027 - optional hook, not abstract
+        """What a call needs before it is sent (a client built, its SDK imported), done before
+        the deadlines start: the time to the first token is the server's, not ours."""
 
     @abstractmethod
     def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:

@@ -8,7 +8,10 @@ not a deadline.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
+import sys
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +61,11 @@ class OpenAIProvider(Provider):
     """Streams chat completions from an OpenAI-compatible endpoint."""
 
     _client: openai.AsyncOpenAI | None = None
+
+    async def _prepare(self) -> None:
+        if "openai" not in sys.modules:  # a second or more: off the event loop
+            await asyncio.to_thread(importlib.import_module, "openai")
+        await self._get_client()
 
     async def _get_client(self) -> openai.AsyncOpenAI:
         if self._client is None:
