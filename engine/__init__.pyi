@@ -95,6 +95,7 @@ from .models.events import (
     Advice as Advice,
     AnswerCutOff as AnswerCutOff,
     AnswerDelta as AnswerDelta,
+    AnswerSampled as AnswerSampled,
     AnswerUnusable as AnswerUnusable,
     AuditReady as AuditReady,
     ContextFitted as ContextFitted,
@@ -112,7 +113,12 @@ from .models.events import (
     encode_record as encode_record,
 )
 from .models.notes import LlmEntry as LlmEntry, NoteEntry as NoteEntry
-from .models.session import AuditResult as AuditResult, GapAnalysis as GapAnalysis
+from .models.session import (
+    PROTOCOLS as PROTOCOLS,
+    AuditResult as AuditResult,
+    GapAnalysis as GapAnalysis,
+    Protocol as Protocol,
+)
 from .models.usage import TokenTally as TokenTally
 from .oracles.catalog import Oracle as Oracle
 from .oracles.consult import Consultation as Consultation

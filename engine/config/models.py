@@ -176,6 +176,11 @@ class InterrogationConfig(BaseModel):
     """Token budget of the audit (JSON with the markdown summary)."""
     temperature: float | None = Field(default=None, ge=0, le=2)
     """Sampling temperature for both roles; unset leaves each provider's default."""
+    consistency_samples: int = Field(default=3, ge=2, le=10)
+    """Answers to each question under `--protocol consistency`."""
+    consistency_temperature: float = Field(default=1.0, ge=0, le=2)
+    """The temperature the further answers are sampled at (the first keeps `temperature`): at
+    0 they could only repeat the first."""
 
 
 class Price(BaseModel):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.config.models import InterrogationConfig
-from engine.errors import UnusableReplyError
 from engine.evals.items import EvalItem, brief_for
 from engine.interrogation.calls import check_budget, count_tokens
 from engine.interrogation.checks import probability_problem
@@ -50,6 +49,8 @@ class Baselines:
         self.router = router
         self.settings = settings
         self.mode = mode
+        self.repairs = 0
+        """Verdicts asked for again because they broke a rule."""
         self.tally = tally
         self.budget = budget
 
@@ -73,7 +74,7 @@ class Baselines:
         messages = [Message("system", system), *opening]
         if opening:
             asked, answered = opening[0].content, opening[1].content
-        else:  # defend: the witness states its claim first
+        else:  # defend or open: the witness states its answer first
             asked = item.question or load_prompt("eval_state_claim").strip()
             first = await self._complete(
                 self._ask((*messages, Message("user", asked))), "witness")
@@ -87,25 +88,38 @@ class Baselines:
                     ANSWER=answered or "(no answer)", SURE=sure,
                     REPLY=reply.text.strip() or "(no answer)")
 
-    async def verdict(self, claim: str, evidence: str) -> tuple[str, float]:
-        """The detective's verdict on `claim` given `evidence` (empty: the claim alone)."""
+    async def verdict(self, claim: str, evidence: str) -> tuple[str, float | None]:
+        """The detective's verdict on `claim` given `evidence` (empty: the claim alone). A
+        verdict that breaks a rule (against its own probability) is asked for again once with
+        the rule, as in an interrogation's audit; a second miss is `undetermined` with no
+        probability (`repairs` counts the retries)."""
         found: dict[str, tuple[str, float]] = {}
+        broken: list[str] = []
 
-        def accept(provider: str, text: str, finish_reason: str) -> None:
+        def accept(provider: str, text: str, finish_reason: str) -> str | None:
             value = collect_json(provider, text, finish_reason, VERDICT_SCHEMA)
             verdict, probability = value["verdict"], float(value["probability_false"])
             problem = probability_problem(verdict, probability)
             if problem is not None:
-                raise UnusableReplyError(provider, problem)
+                broken.append(problem)
+                return problem
             found[provider] = (verdict, probability)
+            return None
 
-        request = StreamRequest(
-            messages=(Message("system", fill(load_prompt("eval_judge"), CLAIM=claim,
-                                             EVIDENCE=evidence)),
-                      Message("user", "Give your verdict.")),
-            schema=VERDICT_SCHEMA, schema_name="verdict", max_tokens=JUDGE_MAX_TOKENS,
-            temperature=self.settings.temperature,
-        )
-        reply = await self._complete(request, "detective", accept)
-        assert reply.provider is not None
-        return found[reply.provider]
+        messages: tuple[Message, ...] = (
+            Message("system", fill(load_prompt("eval_judge"), CLAIM=claim, EVIDENCE=evidence)),
+            Message("user", "Give your verdict."))
+        for attempt in (1, 2):
+            request = StreamRequest(messages=messages, schema=VERDICT_SCHEMA,
+                                    schema_name="verdict", max_tokens=JUDGE_MAX_TOKENS,
+                                    temperature=self.settings.temperature)
+            reply = await self._complete(request, "detective", accept)
+            assert reply.provider is not None
+            if reply.provider in found:
+                return found[reply.provider]
+            if attempt == 1:
+                self.repairs += 1
+                retry = fill(load_prompt("validation_retry"), ERROR=broken[-1])
+                messages = (*messages, Message("assistant", reply.text),
+                            Message("user", retry))
+        return "undetermined", None

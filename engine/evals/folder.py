@@ -26,9 +26,10 @@ from engine.storage.atomic import atomic_write_text
 
 __all__ = ["EvalKind", "EvalResult", "EvalRunInfo", "RunFolder", "list_runs"]
 
-EvalKind = Literal["interrogation", "direct", "are-you-sure"]
-"""How an item was judged: a whole interrogation, or a baseline (the detective on the claim
-alone; the witness asked once "Are you sure?")."""
+EvalKind = Literal["interrogation", "consistency", "direct", "are-you-sure"]
+"""How an item was judged: a whole interrogation (`interrogation`: the cross-examination;
+`consistency`: the consistency protocol), or a baseline (the detective on the claim alone;
+the witness asked once "Are you sure?")."""
 
 INFO, SESSIONS, RESULTS = "run.json", "sessions.jsonl", "results.jsonl"
 
@@ -60,6 +61,10 @@ class EvalResult(_Model):
     seconds: float = 0.0
     session: str | None = None
     error: str | None = None
+    repairs: int = 0
+    """Replies asked for again because they broke a rule of detektiv's."""
+    rule_broken: str | None = None
+    """Set when a rule stayed broken after its retry: the verdict is `undetermined` for it."""
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -89,6 +94,8 @@ class EvalRunInfo(_Model):
     """The most repeats asked for so far."""
     baselines: bool = False
     """Whether baselines were ever asked for."""
+    protocols: list[str] = Field(default_factory=lambda: ["cross-exam"])
+    """The interrogation protocols ever asked for (each its own system)."""
     detective_label: str = ""
     witness_label: str = ""
     demonstration: bool = False
@@ -156,17 +163,24 @@ class RunFolder:
         finally:
             os.close(fd)
 
-    def add_session(self, item: str, repeat: int, session: str) -> None:
-        self._append(SESSIONS, {"item": item, "repeat": repeat, "session": session})
+    def add_session(self, item: str, repeat: int, session: str,
+                    kind: EvalKind = "interrogation") -> None:
+        row: dict[str, object] = {"item": item, "repeat": repeat, "session": session}
+        if kind != "interrogation":
+            row["kind"] = kind
+        self._append(SESSIONS, row)
 
-    def sessions(self) -> dict[tuple[str, int], str]:
-        """The session of each (item, repeat) interrogated so far."""
-        found: dict[tuple[str, int], str] = {}
+    def sessions(self) -> dict[tuple[str, str, int], str]:
+        """The session of each (item, kind, repeat) interrogated so far (a line without a
+        kind, written before protocols, is the cross-examination's)."""
+        found: dict[tuple[str, str, int], str] = {}
         for line in _lines(self.directory / SESSIONS):
             try:
                 row = json.loads(line)
-                found[(str(row["item"]), int(row["repeat"]))] = str(row["session"])
-            except (ValueError, KeyError, TypeError):
+                key = (str(row["item"]), str(row.get("kind", "interrogation")),
+                       int(row["repeat"]))
+                found[key] = str(row["session"])
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue
         return found
 

@@ -6,6 +6,9 @@ The positive class is a *false* claim: catching a false claim is what an interro
     pred  1 = verdict "false", 0 = verdict "true", -1 = no verdict (undetermined, or failed)
     p     the probability-false the detective gave (0.5 where it gave none)
 
+`accuracy_p` reads the verdict from the probability alone (false when p ≥ 0.5), so a detective
+that abstains in words but knows in numbers shows.
+
 An abstention is counted, never dropped: it is never correct (accuracy), a false claim left
 undetermined is a miss (recall), a true one left undetermined is not a false alarm
 (precision), and the undetermined rate says how often it happened. A figure that cannot be
@@ -150,6 +153,8 @@ Statistic = Callable[[Ints, Ints, Floats, Floats, Floats], float]
 
 STATISTICS: dict[str, Statistic] = {
     "accuracy": lambda y, pred, p, t, s: _ratio(confusion(y, pred)[3], len(y)),
+    "accuracy_p": lambda y, pred, p, t, s: _ratio(float(np.sum((p >= 0.5) == (y == 1))),
+                                                  len(y)),
     "precision": lambda y, pred, p, t, s: (lambda c: _ratio(c[0], c[0] + c[1]))(
         confusion(y, pred)),
     "recall": lambda y, pred, p, t, s: (lambda c: _ratio(c[0], c[0] + c[2]))(

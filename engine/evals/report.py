@@ -25,7 +25,8 @@ DEMONSTRATION_WARNING = (
 )
 
 COLUMNS = [
-    ("n", "items"), ("accuracy", "accuracy"), ("precision", "precision"), ("recall", "recall"),
+    ("n", "items"), ("accuracy", "accuracy"), ("accuracy_p", "accuracy from p"),
+    ("precision", "precision"), ("recall", "recall"),
     ("f1", "F1"), ("auroc", "AUROC"), ("auc_pr", "AUC-PR"), ("ece", "ECE"),
     ("undetermined", "undetermined"), ("tokens", "tokens/item"), ("seconds", "s/item"),
 ]
@@ -70,6 +71,13 @@ def eval_lines(summary: EvalSummary) -> list[str]:
                  f"{'n/a' if math.isnan(f1) else f'{f1:.3f}'} (n={n})"
                  for rounds, n, f1 in summary.by_rounds]
         lines.append("F1 by rounds asked: " + "; ".join(parts))
+    mended = [f"{SYSTEMS.get(kind, kind)} {items} of {summary.systems[kind].n} items "
+              f"({retries} retries, {stayed} undetermined by a broken rule)"
+              for kind, (items, retries, stayed) in summary.repairs.items()
+              if kind in summary.systems and retries]
+    if mended:
+        lines.append("Repaired (a reply asked for again with the rule it broke): "
+                     + "; ".join(mended))
     if info is not None and info.demonstration:
         lines.append(DEMONSTRATION_WARNING)
     return lines

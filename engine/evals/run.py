@@ -49,6 +49,7 @@ from engine.models.event import Event
 from engine.models.session import (
     EvalTag,
     InterrogationSession,
+    Protocol,
     WitnessMode,
 )
 from engine.models.usage import TokenTally
@@ -71,6 +72,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+PROTOCOL_KIND: dict[Protocol, EvalKind] = {"cross-exam": "interrogation",
+                                          "consistency": "consistency"}
+"""The results kind each interrogation protocol is judged as."""
+KIND_PROTOCOL: dict[str, Protocol] = {kind: protocol for protocol, kind in PROTOCOL_KIND.items()}
 
 DEFAULT_CONCURRENCY = 4
 """Items at once when no server says how many it serves."""
@@ -160,7 +166,8 @@ class EvalRun:
 
     def __init__(self, workspace: Workspace, folder: RunFolder, info: EvalRunInfo,
                  items: list[EvalItem], router: Router, *, runs: int, baselines: bool,
-                 concurrency: int, retry_failed: bool = False) -> None:
+                 concurrency: int, retry_failed: bool = False,
+                 protocols: tuple[Protocol, ...] = ("cross-exam",)) -> None:
         self.workspace = workspace
         self.folder = folder
         self.info = info
@@ -170,6 +177,7 @@ class EvalRun:
         self.baselines = baselines
         self.concurrency = concurrency
         self.retry_failed = retry_failed
+        self.protocols = protocols
         self.budget: Budget | None = None
         """`--max-cost`, shared by every unit: once the next call would pass it, that unit
         stops `cancelled` ("cost limit") and no further unit starts (the run is then
@@ -181,8 +189,9 @@ class EvalRun:
 
     def units(self) -> Iterator[Unit]:
         for item in self.items:
-            for repeat in range(1, self.runs + 1):
-                yield Unit(item, "interrogation", repeat)
+            for protocol in self.protocols:
+                for repeat in range(1, self.runs + 1):
+                    yield Unit(item, PROTOCOL_KIND[protocol], repeat)
             if self.baselines:
                 yield Unit(item, "direct")
                 yield Unit(item, "are-you-sure")
@@ -260,10 +269,11 @@ class EvalRun:
 
     # ---- one unit -------------------------------------------------------------------------
 
-    async def _unit(self, unit: Unit, sessions: dict[tuple[str, int], str]) -> EvalResult:
+    async def _unit(self, unit: Unit, sessions: dict[tuple[str, str, int], str]
+                    ) -> EvalResult:
         started = time.monotonic()
         try:
-            if unit.kind == "interrogation":
+            if unit.kind in KIND_PROTOCOL:
                 return await self._interrogate(unit, sessions, started)
             return await self._baseline(unit, started)
         except asyncio.CancelledError:
@@ -280,11 +290,11 @@ class EvalRun:
                           label=unit.item.label, claim=unit.item.claim, status=status,
                           **values)
 
-    async def _interrogate(self, unit: Unit, sessions: dict[tuple[str, int], str],
+    async def _interrogate(self, unit: Unit, sessions: dict[tuple[str, str, int], str],
                            started: float) -> EvalResult:
         parts = self.workspace.sessions
         store = self.workspace.store
-        ref = sessions.get((unit.item.key, unit.repeat))
+        ref = sessions.get((unit.item.key, unit.kind, unit.repeat))
         session: InterrogationSession | None = None
         ident: uuid.UUID | None = None
         if ref is not None:
@@ -304,14 +314,14 @@ class EvalRun:
         else:
             if ident is None:  # recorded before it exists: a kill in between loses nothing
                 ident = uuid.uuid4()
-                sessions[(unit.item.key, unit.repeat)] = str(ident)
-                self.folder.add_session(unit.item.key, unit.repeat, str(ident))
+                sessions[(unit.item.key, unit.kind, unit.repeat)] = str(ident)
+                self.folder.add_session(unit.item.key, unit.repeat, str(ident), unit.kind)
             info = self.info
             run = parts.start(
                 unit.item.claim, info.limit, info.detective, info.witness,
                 brief=brief_for(unit.item, info.mode),
                 tag=EvalTag(run=info.id, item=unit.item.key, repeat=unit.repeat),
-                router=self.router, ident=ident,
+                router=self.router, ident=ident, protocol=KIND_PROTOCOL[unit.kind],
             )
         run.budget = self.budget
         async for _ in run.events():
@@ -327,8 +337,10 @@ class EvalRun:
                                 probability_false=audit.probability_false,
                                 rounds=len(session.qa_pairs), tokens=session.tokens.total,
                                 cost=session.tokens.cost, unpriced=session.tokens.unpriced,
-                                seconds=seconds, session=str(session.id))
+                                seconds=seconds, session=str(session.id),
+                                repairs=session.repairs, rule_broken=audit.rule_broken)
         return self._result(unit, "failed", rounds=len(session.qa_pairs),
+                            repairs=session.repairs,
                             tokens=session.tokens.total, cost=session.tokens.cost,
                             unpriced=session.tokens.unpriced, seconds=seconds,
                             session=str(session.id),
@@ -340,18 +352,21 @@ class EvalRun:
     async def _baseline(self, unit: Unit, started: float) -> EvalResult:
         tally = TokenTally()
         evidence = ""
+        judge = Baselines(self.router, self.workspace.config.interrogation,
+                          self.info.mode, tally, self.budget)
         try:
-            judge = Baselines(self.router, self.workspace.config.interrogation,
-                              self.info.mode, tally, self.budget)
             if unit.kind == "are-you-sure":
                 evidence = await judge.are_you_sure(unit.item)
             verdict, probability = await judge.verdict(unit.item.claim, evidence)
         except (AllProvidersFailed, DetektivError) as exc:
             return self._result(unit, "failed", tokens=tally.total, cost=tally.cost,
                                 unpriced=tally.unpriced, error=exc.message,
-                                seconds=time.monotonic() - started)
+                                repairs=judge.repairs, seconds=time.monotonic() - started)
         return self._result(unit, "completed", verdict=verdict, probability_false=probability,
                             tokens=tally.total, cost=tally.cost, unpriced=tally.unpriced,
+                            repairs=judge.repairs, rule_broken=(
+                                "the verdict broke its rule twice" if probability is None
+                                else None),
                             seconds=time.monotonic() - started)
 
 

@@ -28,6 +28,7 @@ __all__ = ["SYSTEMS", "EvalSummary", "summarize", "summarize_results"]
 SYSTEMS = {
     "interrogation": "interrogation",
     "majority": "majority of 3",
+    "consistency": "consistency protocol",
     "direct": "baseline: detective alone",
     "are-you-sure": "baseline: \"Are you sure?\"",
 }
@@ -80,6 +81,9 @@ class EvalSummary:
     """What every unit's calls cost, at the configured prices."""
     unpriced: list[str] = field(default_factory=list)
     """Providers that answered with no price configured (not in `cost`)."""
+    repairs: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    """By system: (items that needed a repair, replies asked for again, items whose rule stayed
+    broken and ended undetermined for it)."""
 
 
 def _majority(verdicts: list[str | None]) -> str | None:
@@ -94,10 +98,18 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
     compact: dict[tuple[str, str, int], tuple[bool, str | None, float | None, int, int,
                                              float]] = {}
     spent: dict[tuple[str, str, int], tuple[float, list[str]]] = {}
+    mended: dict[tuple[str, str, int], tuple[int, bool]] = {}
     for r in results:
         compact[r.key] = (r.label, r.verdict, r.probability_false, r.rounds, r.tokens,
                           r.seconds)
         spent[r.key] = (r.cost, r.unpriced)
+        mended[r.key] = (r.repairs, r.rule_broken is not None)
+    repairs: dict[str, tuple[int, int, int]] = {}
+    for (_, kind, repeat), (count, broken) in mended.items():
+        if repeat != 1:
+            continue
+        items, retries, stayed = repairs.get(kind, (0, 0, 0))
+        repairs[kind] = (items + (count > 0), retries + count, stayed + broken)
     rows = {key: _Rows() for key in SYSTEMS}
     repeats: dict[str, list[tuple[bool, str | None, float | None, int, int, float]]] = {}
     for (item, kind, repeat), value in compact.items():
@@ -105,7 +117,7 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
             repeats.setdefault(item, []).append(value)
             if repeat == 1:
                 rows["interrogation"].add(*value)
-        else:
+        elif repeat == 1 and kind in rows:
             rows[kind].add(*value)
     for values in repeats.values():
         if len(values) < 3:
@@ -140,7 +152,8 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         by_rounds.append((count, len(picked), f1))
     unpriced = sorted({name for _, names in spent.values() for name in names})
     return EvalSummary(info, systems, by_rounds, curves, bins, len(compact),
-                       cost=sum(cost for cost, _ in spent.values()), unpriced=unpriced)
+                       cost=sum(cost for cost, _ in spent.values()), unpriced=unpriced,
+                       repairs=repairs)
 
 
 def summarize(folder: RunFolder, *, resamples: int = BOOTSTRAP) -> EvalSummary:

@@ -13,7 +13,7 @@ from engine.config.providers import ProviderConfig
 from engine.context.budget import FitReport, Prompt
 from engine.context.fit import shorten
 from engine.costs import Budget, call_cost, price_for
-from engine.errors import BadResponseError, InterrogationFailed
+from engine.errors import BadResponseError
 from engine.models.events import (
     AnswerDelta,
     ContextFitted,
@@ -28,7 +28,6 @@ from engine.models.session import AuditTrailEntry, ContextFit
 from engine.models.usage import TokenTally
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest, TokenDelta
-from engine.report.words import RESUME_AUDIT
 from engine.routing.collect import Reply
 from engine.routing.events import Attempt, Fitted, PartialDiscarded, ProviderEvent
 from engine.routing.router import Router
@@ -46,6 +45,9 @@ class Turn:
     provider: str = ""
     finish_reason: str = ""
     value: Any = None
+    invalid: str | None = None
+    """Set by `_structured` when the reply broke its rule twice: the rule (then `value` is
+    None and `text` is the second invalid reply)."""
 
 
 RETRY_ECHO = 400
@@ -140,23 +142,30 @@ class SessionCalls:
     def _request(
         self, messages: list[Message], max_tokens: int,
         schema: dict[str, Any] | None = None, name: str = "answer",
+        grammar: str | None = None,
     ) -> StreamRequest:
-        """The unfitted request: every round whole (what a window large enough is sent)."""
+        """The unfitted request: every round whole (what a window large enough is sent);
+        `grammar` holds a demonstration model to the reply's form."""
         return StreamRequest(
             messages=tuple(messages),
             schema=schema,
             schema_name=name,
             max_tokens=max_tokens,
             temperature=self.settings.temperature,
+            demonstration_grammar=grammar,
         )
 
     async def _structured(
         self, request: Prompt, turn: Turn, what: str, validate: Callable[[Any], Any],
-        sequence: int | None = None,
+        sequence: int | None = None, allowed: str = "",
     ) -> AsyncGenerator[InterrogationEvent, None]:
-        """A detective call whose reply must be valid JSON; retried once with the error."""
+        """A detective call whose reply must be valid JSON and keep its rules (`validate`
+        raises `ValueError` naming the rule); asked again once with the rule it broke and
+        `allowed` (what it may name). A second miss is the model's, not the session's: `turn`
+        gets `invalid` (the rule) and no value, and the caller decides what stands in."""
         schema = request.request.schema
         assert schema is not None
+        turn.invalid = None
         for attempt in (1, 2):
             async for event in self._call(request, "detective", turn, None, fit_for=sequence):
                 yield event
@@ -169,15 +178,16 @@ class SessionCalls:
                 detail = detail.splitlines()[0] if detail else type(exc).__name__
             yield self._trail(AuditTrailEntry(
                 event="error", role="detective", from_provider=turn.provider,
-                reason=f"invalid {what}" + (", asking again" if attempt == 1 else "")
+                reason=f"invalid {what}" + (", asking again" if attempt == 1 else
+                                            " again; the rule decides instead")
                 + f": {detail}",
             ))
             if attempt == 2:
-                raise InterrogationFailed(
-                    f"the {what} from {turn.provider} was still invalid after a retry: {detail}"
-                    + (RESUME_AUDIT.format(id=self.session.short_id) if what == "audit" else "")
-                )
-            retry = fill(load_prompt("validation_retry"), ERROR=detail)
+                turn.value, turn.invalid = None, detail
+                return
+            self.session.repairs += 1
+            retry = fill(load_prompt("validation_retry"),
+                         ERROR=f"{detail}. {allowed}" if allowed else detail)
             if turn.text.strip():
                 # the invalid reply is shown again only in part: it is there to point at the
                 # error, and all of it would take the window from the transcript
@@ -192,7 +202,7 @@ class SessionCalls:
         role: Role,
         turn: Turn,
         sequence: int | None,
-        accept: Callable[[str, str, str], None] | None = None,
+        accept: Callable[[str, str, str], str | None] | None = None,
         fit_for: int | None = None,
     ) -> AsyncGenerator[InterrogationEvent, None]:
         """Stream one call over the role's chain; deltas only when `sequence` is given (the

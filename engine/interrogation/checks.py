@@ -21,15 +21,24 @@ text, so the loop, the tests and the documentation share one definition:
   (`limit-reached`). A wish to ask more is always followed.
 - **An audit summary** is unusable when it is empty, echoes a placeholder or the instructions,
   or has fewer than `MIN_SUMMARY_WORDS` (5) words (a lone `Markdown:`).
+- **A question leads** when it carries what it should ask about: the whole hypothesis inside
+  it, or the claim's answer (an evaluated claim's `answer`, when its words are not already in
+  the question it answers). A leading question is unusable like the others.
 - **A verdict** is inconsistent when `true` comes with a probability-false above one half,
-  `false` with one below, when a `true`/`false` verdict names no deciding round, or names a
-  round the witness gave no answer in.
+  `false` with one below, `undetermined` with one of `DECIDED_LOW` (0.2) or less or
+  `DECIDED_HIGH` (0.8) or more (the numbers say it is decided), when a `true`/`false` verdict
+  names no deciding round, or names a round that does not exist or where the witness gave no
+  answer.
+
+Breaking one of these rules is the model's nonsense, never the session's failure: the loop asks
+again with the rule that was broken, and a second miss ends the session `completed` with an
+`undetermined` verdict that names the rule (`engine.interrogation.loop`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
@@ -40,6 +49,8 @@ if TYPE_CHECKING:
     from engine.models.session import GapAnalysis, QuestionAnswerPair
 
 __all__ = [
+    "DECIDED_HIGH",
+    "DECIDED_LOW",
     "MARKERS",
     "MIN_SUMMARY_WORDS",
     "NO_ANSWER",
@@ -49,7 +60,9 @@ __all__ = [
     "answer_problem",
     "close_reason",
     "may_close",
+    "leading_problem",
     "question_problem",
+    "stance_problem",
     "summary_problem",
     "probability_problem",
     "verdict_problem",
@@ -62,6 +75,9 @@ MARKERS = ("(empty)", "(no answer)", "(no questions yet)")
 SELF_CONTRADICTION_LOW = 50
 SELF_CONTRADICTION_HIGH = 90
 MIN_SUMMARY_WORDS = 5
+DECIDED_LOW = 0.2
+DECIDED_HIGH = 0.8
+"""An `undetermined` verdict with a probability-false at or beyond these contradicts itself."""
 _SAME = 92.0
 """rapidfuzz ratio (0–100) from which two texts count as the same words."""
 _ECHO_SHARE = 0.6
@@ -126,10 +142,34 @@ def _marker_only(text: str) -> bool:
     return not _words(rest) and rest != text
 
 
+def _contains(words: Sequence[str], part: Sequence[str]) -> bool:
+    """Whether `part` occurs in `words` as a run of whole words."""
+    n = len(part)
+    return n > 0 and any(list(words[i:i + n]) == list(part) for i in range(len(words) - n + 1))
+
+
+def leading_problem(words: Sequence[str], hypothesis: str, answer: str | None = None,
+                    asked: str | None = None) -> str | None:
+    """How a question's `words` carry the hypothesis or the claim's `answer` (to the question
+    `asked`), or None. A hypothesis of fewer than four words, or an answer whose words are all
+    in the question it answers ("Which is older, X or Y?" — "X"), is never counted."""
+    claim = _words(hypothesis)
+    if len(claim) >= 4 and _contains(words, claim):
+        return "it states the whole hypothesis inside the question: a leading question"
+    if answer:
+        given = _words(answer)
+        if given and not set(given) <= set(_words(asked or "")) and _contains(words, given):
+            return (f"it states the claim's answer ({one_line(answer, 40)!r}) inside the "
+                    "question: a leading question")
+    return None
+
+
 def question_problem(
-    text: str, hypothesis: str, earlier: Sequence[str], instructions: Iterable[str] = ()
+    text: str, hypothesis: str, earlier: Sequence[str], instructions: Iterable[str] = (),
+    answer: str | None = None, asked: str | None = None,
 ) -> str | None:
-    """Why `text` is no usable question (see the module docstring), or None."""
+    """Why `text` is no usable question (see the module docstring), or None. `answer`: the
+    claim's answer to the question `asked`, when the hypothesis is an evaluated claim."""
     stripped = text.strip()
     if not stripped:
         return "the question is empty"
@@ -154,7 +194,7 @@ def question_problem(
         return "it echoes the instructions it was given"
     if not any(mark in stripped for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
         return "it is not a question"
-    return None
+    return leading_problem(words, hypothesis, answer, asked)
 
 
 def answer_problem(answer: str, question: str) -> str | None:
@@ -223,14 +263,41 @@ def probability_problem(verdict: str, probability_false: float) -> str | None:
         return f"the verdict 'true' contradicts a probability-false of {probability_false:.2f}"
     if verdict == "false" and probability_false < 0.5:
         return f"the verdict 'false' contradicts a probability-false of {probability_false:.2f}"
+    if verdict == "undetermined" and not DECIDED_LOW < probability_false < DECIDED_HIGH:
+        return (f"the verdict 'undetermined' contradicts a probability-false of "
+                f"{probability_false:.2f} (at {DECIDED_LOW} or below the claim is decided "
+                f"true, at {DECIDED_HIGH} or above false)")
+    return None
+
+
+_FOLLOWS = {"true": "agrees", "false": "contradicts"}
+
+
+def stance_problem(verdict: str, deciding: Sequence[int], stances: Mapping[int, str]
+                   ) -> str | None:
+    """How a verdict contradicts the audit's own comparison of the answers with the
+    hypothesis, or None: a `true` verdict rests only on rounds it says agree, a `false` one
+    only on rounds it says contradict."""
+    wanted = _FOLLOWS.get(verdict)
+    if wanted is None:
+        return None
+    for number in deciding:
+        stance = stances.get(number)
+        if stance is None:
+            return (f"the verdict rests on round {number}, which your comparisons leave out: "
+                    "compare it first")
+        if stance != wanted:
+            return (f"the verdict '{verdict}' rests on round {number}, which your comparison "
+                    f"marks '{stance}': a '{verdict}' verdict rests on rounds marked '{wanted}'")
     return None
 
 
 def verdict_problem(
     verdict: str, probability_false: float, deciding: Sequence[int],
-    pairs: Sequence[QuestionAnswerPair],
+    pairs: Sequence[QuestionAnswerPair], stances: Mapping[int, str] | None = None,
 ) -> str | None:
-    """How a verdict contradicts itself or the rounds, or None."""
+    """How a verdict contradicts itself, the rounds or (with `stances`) the audit's own
+    comparison of the answers, or None."""
     problem = probability_problem(verdict, probability_false)
     if problem is not None:
         return problem
@@ -241,4 +308,4 @@ def verdict_problem(
             return f"the verdict names round {number}, which does not exist"
         if not pairs[number - 1].answered:
             return f"the verdict rests on round {number}, where the witness gave no answer"
-    return None
+    return stance_problem(verdict, deciding, stances) if stances is not None else None

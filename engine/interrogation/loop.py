@@ -57,6 +57,7 @@ from engine.interrogation.checks import (
 from engine.interrogation.transcript import (
     audit_schema,
     gap_schema,
+    protocol_note,
     transcript,
     transcript_prompt,
     witness_messages,
@@ -66,8 +67,10 @@ from engine.interrogation.transcript import (
 from engine.models.events import (
     Advice,
     AnswerCutOff,
+    AnswerSampled,
     AnswerUnusable,
     AuditReady,
+    Discarded,
     Finished,
     GapAnalysisReady,
     InterrogationEvent,
@@ -78,6 +81,7 @@ from engine.models.events import (
 from engine.models.session import (
     AuditResult,
     AuditTrailEntry,
+    Comparison,
     Contradiction,
     GapAnalysis,
     ProvidersUsed,
@@ -93,17 +97,26 @@ from engine.report.words import demonstration_note, no_testimony, no_usable_ques
 from engine.routing.router import Router
 from engine.storage.journal import SessionJournal
 
-__all__ = ["Interrogation"]
+__all__ = ["Interrogation", "NoQuestion"]
 
 log = logging.getLogger(__name__)
 
 
 QUESTION_ATTEMPTS = 3
 """Times the detective is asked for a usable question before the session fails."""
+QUESTION_GRAMMAR = r'''root ::= [A-Z] [^\n?]{8,190} "?"'''
+"""One line that starts with a capital, ends with its only question mark, 200 characters at
+most: what a demonstration model's question is held to (`StreamRequest.demonstration_grammar`;
+a capable model is never constrained)."""
 RETRY_TEMPERATURE = 0.8
 """The temperature the last of those attempts uses at least (the configured one when higher);
 the others keep the configured one (at temperature 0 a model that said nothing twice says
 nothing again)."""
+
+
+class NoQuestion(DetektivError):
+    """The detective gave no usable question `QUESTION_ATTEMPTS` times: a rule of ours was
+    broken, so the questioning closes (the session does not fail)."""
 
 
 class Interrogation(SessionCalls):
@@ -120,6 +133,8 @@ class Interrogation(SessionCalls):
     ) -> None:
         super().__init__(router, journal, settings, budget)
         self.resumed = resumed
+        self._no_question: str | None = None
+        """Why the questioning closed early: the detective gave no usable question."""
 
     def _finish(self, status: SessionStatus, reason: str | None,
                 family: FailureFamily = "failed") -> InterrogationEvent:
@@ -166,6 +181,11 @@ class Interrogation(SessionCalls):
                 async with aclosing(self._round(len(pairs) + 1)) as events:
                     async for event in events:
                         yield event
+                if self._no_question is not None:  # questioning closed by a rule of ours
+                    completed = True
+                    break
+            if self._no_question is not None and not session.qa_pairs:
+                raise InterrogationFailed(self._no_question)  # nothing was asked at all
             if not any(pair.answered for pair in session.qa_pairs):
                 witness = self._role_label("witness")
                 raise InterrogationFailed(no_testimony(
@@ -174,8 +194,13 @@ class Interrogation(SessionCalls):
             async with aclosing(self._audit()) as events:
                 async for event in events:
                     yield event
-            yield self._finish("completed" if completed else "limit-reached",
-                               close_reason(session.qa_pairs, limit, completed))
+            audit = session.audit_result
+            reason = (f"questioning closed after round {len(session.qa_pairs)}: "
+                      f"{self._no_question}" if self._no_question
+                      else close_reason(session.qa_pairs, limit, completed))
+            if audit is not None and audit.rule_broken:
+                reason = f"{reason}; the verdict is undetermined: {audit.rule_broken}"
+            yield self._finish("completed" if completed else "limit-reached", reason)
         except (AllProvidersFailed, InterrogationFailed) as exc:
             if isinstance(exc, AllProvidersFailed):  # an invalid reply is in the trail already
                 yield self._trail(AuditTrailEntry(event="error", role=exc.role,
@@ -200,8 +225,14 @@ class Interrogation(SessionCalls):
         before = session.tokens.model_copy(deep=True)
         asked = Turn()
         yield self._emit(Phase(phase="question", sequence=sequence))
-        async for event in self._question(sequence, asked):
-            yield event
+        try:
+            async for event in self._question(sequence, asked):
+                yield event
+        except NoQuestion as exc:
+            self._no_question = exc.message
+            yield self._trail(AuditTrailEntry(event="degenerate_output", role="detective",
+                                              reason=f"questioning closed: {exc.message}"))
+            return
         question = asked.text.strip()
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
@@ -218,6 +249,20 @@ class Interrogation(SessionCalls):
         cut_off = answered.finish_reason == "length"
         if cut_off:
             yield self._emit(AnswerCutOff(sequence=sequence, provider=answered.provider))
+        samples: list[str] = []
+        if session.protocol == "consistency":  # the same question, asked anew
+            hotter = max(self.settings.consistency_temperature,
+                         self.settings.temperature or 0.0)
+            again = replace(request, request=replace(request.request, temperature=hotter))
+            for number in range(2, session.consistency_samples + 1):
+                sampled = Turn()
+                async for event in self._call(again, "witness", sampled, None,
+                                              fit_for=sequence):
+                    yield event
+                samples.append(sampled.text)
+                yield self._emit(AnswerSampled(
+                    sequence=sequence, number=number, of=session.consistency_samples,
+                    provider=sampled.provider, text=sampled.text))
         problem = answer_problem(answered.text, question)
         if problem is not None:  # testimony all the same: kept, named, pressed on
             yield self._emit(AnswerUnusable(sequence=sequence, provider=answered.provider,
@@ -226,7 +271,7 @@ class Interrogation(SessionCalls):
         yield self._emit(Phase(phase="analysis", sequence=sequence))
         pending = QuestionAnswerPair.model_construct(
             sequence=sequence, question=question, answer=answered.text, answer_cut_off=cut_off,
-            answer_problem=problem,
+            answer_problem=problem, samples=samples,
         )
         analysis: GapAnalysis | None = None
         async for event in self._analyse(pending, sequence):
@@ -243,6 +288,7 @@ class Interrogation(SessionCalls):
             answer_cut_off=cut_off,
             answer_problem=problem,
             usage=session.tokens.since(before),
+            samples=samples,
         )
         session.qa_pairs.append(pair)
         session.current_iteration = len(session.qa_pairs)
@@ -250,21 +296,19 @@ class Interrogation(SessionCalls):
         yield self._emit(PairCompleted(pair=pair))
 
     async def _question(self, sequence: int, asked: Turn
-                        ) -> AsyncGenerator[InterrogationEvent, None]:
-        """Stream a usable question into `asked`, or raise `InterrogationFailed` naming why
-        the detective gave none after `QUESTION_ATTEMPTS`."""
+                         ) -> AsyncGenerator[InterrogationEvent, None]:
+        """Stream a usable question into `asked`. An unusable one is asked for again of the
+        same provider, told the rule it broke (in the user's turn); only the last attempt may
+        go on to the chain's next provider. After `QUESTION_ATTEMPTS`, `NoQuestion` says why
+        (a rule of ours: the loop closes the questioning, it does not fail the session)."""
         session, settings = self.session, self.settings
         hypothesis = session.hypothesis_text
+        brief = session.witness_brief
+        claim_answer, claim_question = (brief.answer, brief.question) if brief else (None, None)
         system_template, turn = load_prompt("detective_question"), load_prompt("detective_turn")
         system = fill(system_template, HYPOTHESIS=hypothesis)
         earlier = [pair.question for pair in session.qa_pairs]
         rejected: list[tuple[str, str]] = []
-
-        def accept(provider: str, text: str, finish_reason: str) -> None:
-            problem = question_problem(text, hypothesis, earlier, (system_template, turn))
-            if problem is not None:
-                rejected.append((self._labels.get(provider, provider), problem))
-                raise UnusableReplyError(provider, problem)
 
         def frame(text: str) -> list[Message]:
             return [Message("system", system), Message("user", fill(
@@ -272,27 +316,49 @@ class Interrogation(SessionCalls):
 
         prompt: Prompt = transcript_prompt(
             self._request(frame(transcript(session.qa_pairs, analyses=True)),
-                          settings.question_max_tokens),
+                          settings.question_max_tokens, grammar=QUESTION_GRAMMAR),
             session.qa_pairs, frame, analyses=True,
         )
         for attempt in range(1, QUESTION_ATTEMPTS + 1):
-            if attempt == QUESTION_ATTEMPTS and (settings.temperature is not None
-                                                 and settings.temperature < RETRY_TEMPERATURE):
+            last = attempt == QUESTION_ATTEMPTS
+
+            def accept(provider: str, text: str, finish_reason: str,
+                       last: bool = last) -> str | None:
+                problem = question_problem(text, hypothesis, earlier,
+                                           (system_template, turn), claim_answer,
+                                           claim_question)
+                if problem is None:
+                    return None
+                rejected.append((self._labels.get(provider, provider), problem))
+                if last:  # the next provider of the chain may do better
+                    raise UnusableReplyError(provider, problem)
+                return problem
+
+            if last and (settings.temperature is not None
+                         and settings.temperature < RETRY_TEMPERATURE):
                 prompt = replace(prompt, request=replace(prompt.request,
                                                          temperature=RETRY_TEMPERATURE))
             tried = len(rejected)
             try:
                 async for event in self._call(prompt, "detective", asked, sequence, accept):
                     yield event
-                return
             except AllProvidersFailed:
                 if len(rejected) == tried:  # no model spoke nonsense: the providers failed
                     raise
+            else:
+                if len(rejected) == tried:
+                    return
+                label, problem = rejected[-1]
+                yield self._emit(Discarded(role="detective", provider=label, text=asked.text,
+                                           reason=problem))
+                yield self._trail(AuditTrailEntry(
+                    event="degenerate_output", role="detective", from_provider=label,
+                    reason=problem))
             label, problem = rejected[-1]
-            if attempt == QUESTION_ATTEMPTS:
-                raise InterrogationFailed(no_usable_question(
+            if last:
+                raise NoQuestion(no_usable_question(
                     label, QUESTION_ATTEMPTS, problem, self._is_demonstration(label)))
-            # the router's trail entry (degenerate output) has said what was wrong with it
+            session.repairs += 1
             prompt = prompt.noted(fill(load_prompt("question_retry"), SEQUENCE=sequence,
                                        PROBLEM=problem))
 
@@ -303,10 +369,11 @@ class Interrogation(SessionCalls):
         session, settings = self.session, self.settings
         analysed = Turn()
         analysis_prompt = load_prompt("gap_analysis")
+        note = protocol_note(session.protocol, session.consistency_samples)
 
         def analysis_frame(text: str) -> list[Message]:
             return [Message("system", fill(analysis_prompt, HYPOTHESIS=session.hypothesis_text,
-                                           TRANSCRIPT=text)),
+                                           TRANSCRIPT=note + text)),
                     Message("user", "Analyse the last answer.")]
 
         rounds = [*session.qa_pairs, pending]
@@ -323,7 +390,12 @@ class Interrogation(SessionCalls):
             request, analysed, "gap analysis", GapAnalysis.model_validate, sequence
         ):
             yield event
-        analysis: GapAnalysis = analysed.value
+        analysis: GapAnalysis
+        if analysed.invalid is not None:  # the loop's rule asks on
+            analysis = GapAnalysis(gaps=[], completeness_score=0, requires_follow_up=True,
+                                   invalid=analysed.invalid)
+        else:
+            analysis = analysed.value
         conflict = analysis_conflict(analysis)
         if conflict is not None:
             yield self._trail(AuditTrailEntry(
@@ -339,10 +411,11 @@ class Interrogation(SessionCalls):
         pairs = session.qa_pairs
         audited = Turn()
         audit_prompt = load_prompt("audit")
+        note = protocol_note(session.protocol, session.consistency_samples)
 
         def frame(text: str) -> list[Message]:
             return [Message("system", fill(audit_prompt, HYPOTHESIS=session.hypothesis_text,
-                                           TRANSCRIPT=text)),
+                                           TRANSCRIPT=note + text)),
                     Message("user", "Write the audit.")]
 
         request = transcript_prompt(
@@ -364,10 +437,19 @@ class Interrogation(SessionCalls):
                 found.append(Contradiction(
                     qa_pair_indexes=(first - 1, second - 1), description=item["description"]
                 ))
+            compared: dict[int, str] = {}
+            for item in value["comparisons"]:
+                number = item["round"]
+                if not 1 <= number <= len(pairs):
+                    raise ValueError(f"the comparison names round {number}, which does not "
+                                     "exist")
+                if compared.get(number, item["stance"]) != item["stance"]:
+                    raise ValueError(f"the comparisons give round {number} two stances")
+                compared[number] = item["stance"]
             problem = summary_problem(value["summary"], (audit_prompt,))
             deciding = sorted(set(value["deciding_rounds"]))
             problem = problem or verdict_problem(value["verdict"], value["probability_false"],
-                                                 deciding, pairs)
+                                                 deciding, pairs, compared)
             if problem is not None:
                 raise ValueError(problem)
             remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
@@ -379,10 +461,42 @@ class Interrogation(SessionCalls):
                 verdict=value["verdict"],
                 probability_false=value["probability_false"],
                 deciding_rounds=deciding,
+                comparisons=[Comparison.model_validate({"round": n, "stance": stance})
+                             for n, stance in sorted(compared.items())],
             )
 
-        async for event in self._structured(request, audited, "audit", validate):
+        answered = [pair.sequence for pair in pairs if pair.answered]
+        allowed = ("The rounds you may name as deciding (the witness answered in them): "
+                   + ", ".join(str(n) for n in answered) + "; none for 'undetermined'.")
+        async for event in self._structured(request, audited, "audit", validate,
+                                            allowed=allowed):
             yield event
-        session.audit_result = audited.value
-        yield self._emit(AuditReady(audit=audited.value))
+        demonstration = any(self._is_demonstration(label) for label in
+                            {audited.provider, *(p.provider_used.detective for p in pairs)})
+        if audited.invalid is not None:
+            yield self._undetermined_audit(f"the audit broke a rule twice: {audited.invalid}",
+                                           audited.text, demonstration)
+            return
+        audit: AuditResult = audited.value
+        audit.demonstration = demonstration
+        session.audit_result = audit
+        yield self._emit(AuditReady(audit=audit))
+
+    def _undetermined_audit(self, why: str, invalid: str,
+                            demonstration: bool) -> InterrogationEvent:
+        """The audit that stands in when the detective's broke a rule of ours twice: verdict
+        `undetermined`, `why` as its reason, the invalid reply kept."""
+        pairs = self.session.qa_pairs
+        remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
+        audit = AuditResult(
+            consistency_score=consistency_score(0, remaining),
+            remaining_gaps=remaining,
+            summary=f"No verdict from the detective: {why}.",
+            verdict="undetermined",
+            rule_broken=why,
+            invalid_reply=invalid or None,
+            demonstration=demonstration,
+        )
+        self.session.audit_result = audit
+        return self._emit(AuditReady(audit=audit))
 

@@ -16,7 +16,7 @@ from typing import Any
 from engine.context.budget import Prompt
 from engine.context.fit import Plan, RoundCost, Trim, plan_all_rounds, plan_rounds, shorten, span
 from engine.context.tokens import MESSAGE_OVERHEAD
-from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair, WitnessBrief
+from engine.models.session import ANSWER_CUT_OFF, STANCES, QuestionAnswerPair, WitnessBrief
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest
 from engine.text import one_line
@@ -25,6 +25,7 @@ __all__ = [
     "audit_schema",
     "digest",
     "gap_schema",
+    "protocol_note",
     "transcript",
     "transcript_prompt",
     "witness_messages",
@@ -62,7 +63,9 @@ def gap_schema(max_gaps: int, max_tokens: int) -> dict[str, Any]:
 
 
 def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
-    """The JSON schema of the audit reply; question numbers run from 1 to `pairs`.
+    """The JSON schema of the audit reply; question numbers run from 1 to `pairs`. It opens
+    with `comparisons`, each answer set against the hypothesis (`STANCES`), before the verdict
+    that must follow from them (`checks.stance_problem`).
 
     Lengths follow the token budget (about 3 characters a token), so a model that fills every
     field still finishes its JSON within `max_tokens`.
@@ -77,11 +80,22 @@ def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
         "required": ["questions", "description"],
         "additionalProperties": False,
     }
+    comparison = {
+        "type": "object",
+        "properties": {
+            "round": number,
+            "stance": {"enum": list(STANCES)},
+        },
+        "required": ["round", "stance"],
+        "additionalProperties": False,
+    }
     most = min(10, pairs * (pairs - 1) // 2, max(0, (max_tokens - 140) // 200))
-    summary = max(100, min(8000, (max_tokens - 100 - most * 120) * 3))
+    summary = max(100, min(8000, (max_tokens - 100 - most * 120 - pairs * 12) * 3))
     return {
         "type": "object",
         "properties": {
+            "comparisons": {"type": "array", "items": comparison, "minItems": 1,
+                            "maxItems": max(pairs, 1)},
             "contradictions": {"type": "array", "items": contradiction, "maxItems": most},
             "summary": {"type": "string", "minLength": 1, "maxLength": summary},
             "verdict": {"enum": ["true", "false", "undetermined"]},
@@ -89,8 +103,8 @@ def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
             "deciding_rounds": {"type": "array", "items": number,
                                 "maxItems": max(pairs, 1)},
         },
-        "required": ["contradictions", "summary", "verdict", "probability_false",
-                     "deciding_rounds"],
+        "required": ["comparisons", "contradictions", "summary", "verdict",
+                     "probability_false", "deciding_rounds"],
         "additionalProperties": False,
     }
 
@@ -101,9 +115,12 @@ def _round_lines(
     marks = [ANSWER_CUT_OFF] if pair.answer_cut_off else []
     if pair.answer_problem and pair.answer.strip():  # an empty one reads "(no answer)"
         marks.append(pair.answer_problem)
-    lines = [f"Q{pair.sequence}: {shorten(pair.question, qcap)}",
-             f"A{pair.sequence}: {shorten(pair.answer, cap) or '(no answer)'}"
-             + "".join(f" [{mark}]" for mark in marks)]
+    lines = [f"Q{pair.sequence}: {shorten(pair.question, qcap)}"]
+    answers = [pair.answer, *pair.samples]
+    for number, answer in enumerate(answers, start=1):
+        label = f"A{pair.sequence}" + (f" ({number} of {len(answers)})" if pair.samples else "")
+        lines.append(f"{label}: {shorten(answer, cap) or '(no answer)'}"
+                     + ("".join(f" [{mark}]" for mark in marks) if number == 1 else ""))
     if analyses:
         lines.append(f"Analysis of A{pair.sequence}: {_analysis_line(pair)}")
     return "\n".join(lines)
@@ -148,6 +165,14 @@ def transcript(pairs: Iterable[QuestionAnswerPair], analyses: bool) -> str:
     """Every round whole (the stored session's full text)."""
     text = "\n\n".join(_round_lines(pair, analyses) for pair in pairs)
     return text or "(no questions yet)"
+
+
+def protocol_note(protocol: str, samples: int) -> str:
+    """What the detective is told before a transcript of the `consistency` protocol (the
+    answers side by side, and what their agreement means); empty for `cross-exam`."""
+    if protocol != "consistency":
+        return ""
+    return fill(load_prompt("consistency_note"), SAMPLES=samples).strip() + "\n\n"
 
 
 def _costs(
@@ -236,9 +261,10 @@ def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str,
 def witness_opening(brief: WitnessBrief | None) -> tuple[str, list[Message]]:
     """The witness's system prompt and the turns before the first question, for a session
     with `brief` (an evaluation's claim) or without. `planted`: the neutral prompt, and the
-    claim as the witness's own answer to its question; `defend`: told it asserted the claim.
+    claim as the witness's own answer to its question; `defend`: told it asserted the claim;
+    `open`: nothing but the neutral prompt.
     The claim is data: filled in once, never scanned again for placeholders."""
-    if brief is None:
+    if brief is None or brief.mode == "open":
         return load_prompt("witness"), []
     if brief.mode == "defend":
         return fill(load_prompt("witness_defend"), CLAIM=brief.claim), []

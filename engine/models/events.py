@@ -27,6 +27,7 @@ from engine.models.usage import TokenTally
 __all__ = [
     "Advice",
     "AnswerCutOff",
+    "AnswerSampled",
     "AnswerDelta",
     "AnswerUnusable",
     "AuditReady",
@@ -122,6 +123,18 @@ class AnswerCutOff(_Event):
     provider: str
 
 
+class AnswerSampled(_Event):
+    """Under the `consistency` protocol: answer `number` of `of` to round `sequence`'s
+    question, asked anew (the first is the streamed one)."""
+
+    type: Literal["answer_sampled"] = "answer_sampled"
+    sequence: int
+    number: int
+    of: int
+    provider: str
+    text: str
+
+
 class AnswerUnusable(_Event):
     """The witness's answer of round `sequence` is no real testimony (`problem`: `no answer`,
     an echo of the question). The round is kept and the detective presses on it."""
@@ -206,6 +219,7 @@ InterrogationEvent = (
     | QuestionDelta
     | AnswerDelta
     | AnswerCutOff
+    | AnswerSampled
     | AnswerUnusable
     | Advice
     | ContextFitted

@@ -40,7 +40,12 @@ __all__ = [
     "TrailEvent",
     "VerdictValue",
     "WitnessBrief",
+    "PROTOCOLS",
+    "Protocol",
     "WitnessMode",
+    "STANCES",
+    "Comparison",
+    "Stance",
     "consistency_score",
     "now",
 ]
@@ -122,6 +127,9 @@ class GapAnalysis(_Model):
     gaps: list[Gap] = Field(default_factory=list)
     completeness_score: Annotated[int, Field(ge=0, le=100)]
     requires_follow_up: bool
+    invalid: str | None = None
+    """Set when the detective gave no valid analysis twice: the rule it broke. The analysis is
+    then a stand-in (completeness 0, follow-up needed) and the loop's rule asks on."""
 
 
 class ProvidersUsed(_Model):
@@ -152,6 +160,9 @@ class QuestionAnswerPair(_Model):
     question"`), None for a real answer. The round is kept: the detective presses on it."""
     usage: TokenTally | None = None
     """The round's tokens and cost (its question, answer and analysis calls)."""
+    samples: list[str] = Field(default_factory=list)
+    """The `consistency` protocol's further answers to the same question, each asked anew
+    (`answer` is the first); empty under `cross-exam`."""
 
     @property
     def answered(self) -> bool:
@@ -164,6 +175,18 @@ class Contradiction(_Model):
 
     qa_pair_indexes: tuple[int, int]
     description: Annotated[str, Field(min_length=1)]
+
+
+Stance = Literal["agrees", "contradicts", "unrelated"]
+"""How one answer stands to the hypothesis, in the audit's comparison."""
+STANCES: tuple[Stance, ...] = ("agrees", "contradicts", "unrelated")
+
+
+class Comparison(_Model):
+    """The audit's reading of one round: does its answer agree with the hypothesis?"""
+
+    round: Annotated[int, Field(ge=1)]
+    stance: Stance
 
 
 class AuditResult(_Model):
@@ -181,6 +204,17 @@ class AuditResult(_Model):
     """The detective's probability that the hypothesis is false (0–1)."""
     deciding_rounds: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
     """The rounds (numbered from 1) whose answers decided the verdict."""
+    comparisons: list[Comparison] = Field(default_factory=list)
+    """Each answer the detective set against the hypothesis before its verdict."""
+    rule_broken: str | None = None
+    """Set when the detective's audit broke a rule of detektiv's twice (no deciding round, a
+    verdict against its probability, JSON that misses the schema…): the verdict is then
+    `undetermined` and this is why."""
+    invalid_reply: str | None = None
+    """The audit that broke the rule, as the detective wrote it (kept, shown, never used)."""
+    demonstration: bool = False
+    """A demonstration model spoke for the detective in this session: its verdict means
+    nothing."""
 
 
 class AuditTrailEntry(_Model):
@@ -235,14 +269,22 @@ def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
     return max(0, 100 - CONTRADICTION_PENALTY * contradictions - penalty)
 
 
-WitnessMode = Literal["planted", "defend"]
+Protocol = Literal["cross-exam", "consistency"]
+"""How a session questions its witness: `cross-exam`, one answer a question (the default);
+`consistency`, each question put to the witness several times (SelfCheckGPT's finding: a
+model that knows a fact says it the same way each time, one that makes it up does not), the
+answers judged side by side."""
+PROTOCOLS: tuple[Protocol, ...] = ("cross-exam", "consistency")
+
+WitnessMode = Literal["planted", "defend", "open"]
 """How an evaluated claim is put to the witness (`detektiv eval --mode`)."""
 
 
 class WitnessBrief(_Model):
     """A claim the witness is made to stand behind before its first question (an evaluation's
     item): `planted`, its own first answer to `question` under the neutral witness prompt;
-    `defend`, told it asserted `claim` and must defend it consistently. Given alike for true
+    `defend`, told it asserted `claim` and must defend it consistently; `open`, nothing: the
+    witness is not primed, and the detective finds out what it knows. Given alike for true
     and false claims: nothing in it tells the label."""
 
     mode: WitnessMode
@@ -280,6 +322,12 @@ class InterrogationSession(_Model):
     qa_pairs: list[QuestionAnswerPair] = Field(default_factory=list)
     audit_result: AuditResult | None = None
     audit_trail: list[AuditTrailEntry] = Field(default_factory=list)
+    protocol: Protocol = "cross-exam"
+    consistency_samples: Annotated[int, Field(ge=2, le=10)] = 3
+    """Answers to each question under the `consistency` protocol (fixed when it starts)."""
+    repairs: int = 0
+    """Replies asked for again because they broke a rule of detektiv's (an unusable question,
+    an invalid analysis or audit): a measure of how hard the models found the rules."""
     detective: list[str] = Field(default_factory=list)
     """The detective chain asked for (`--detective`), empty for the configured one."""
     witness: list[str] = Field(default_factory=list)

@@ -76,6 +76,10 @@ class StreamRequest:
     first_token_timeout: float | None = None
     stall_timeout: float | None = None
     timeout: float | None = None
+    demonstration_grammar: str | None = None
+    """A GBNF grammar that holds a demonstration model to the reply's form (a tiny model
+    cannot keep it unaided). Only a provider running a shipped demonstration model on
+    llama.cpp applies it; a capable model is never constrained this way."""
 
     @classmethod
     def of(cls, prompt: str, **kwargs: Any) -> StreamRequest:

@@ -87,6 +87,8 @@ class LocalProvider(Provider):
                 "type": "json_schema",
                 "json_schema": {"name": request.schema_name, "schema": request.schema},
             }
+        elif request.demonstration_grammar is not None and self.config.is_demonstration:
+            body["grammar"] = request.demonstration_grammar
         return body
 
     def _error(self, chunk: dict[str, Any]) -> ProviderError:

@@ -107,6 +107,9 @@ class OpenAIProvider(Provider):
                     "strict": True,
                 },
             }
+        elif request.demonstration_grammar is not None and self.config.is_demonstration:
+            # a shipped model on a llama.cpp server here (`detektiv local-server`)
+            body["extra_body"] = {"grammar": request.demonstration_grammar}
         return body
 
     def _map(self, exc: BaseException) -> ProviderError:

@@ -22,6 +22,7 @@ from typing import Literal
 from engine.models.events import (
     AnswerCutOff,
     AnswerDelta,
+    AnswerSampled,
     AnswerUnusable,
     AuditReady,
     Discarded,
@@ -38,9 +39,11 @@ from engine.models.events import (
 from engine.models.session import AuditResult, GapAnalysis, InterrogationSession
 from engine.report.words import (
     ANSWER_CUT_OFF,
+    comparisons_line,
     completeness,
     contradiction,
     in_transcript,
+    invalid_audit_line,
     note,
     round_title,
     trail_line,
@@ -93,10 +96,18 @@ def audit_lines(audit: AuditResult) -> list[str]:
     """The verdict, the consistency score, each contradiction and remaining gap."""
     verdict = verdict_line(audit)
     lines = [verdict] if verdict else []
+    for extra in (comparisons_line(audit), invalid_audit_line(audit)):
+        if extra:
+            lines.append(extra)
     lines.append(f"consistency {audit.consistency_score}/100")
     lines += [f"contradiction {contradiction(item)}" for item in audit.contradictions]
     lines += [f"remaining gap · {gap.line}" for gap in audit.remaining_gaps]
     return lines
+
+
+def sample_title(number: int, of: int, provider: str) -> str:
+    """`"Answer 2 of 3 · provider"`: the consistency protocol's further answers."""
+    return f"Answer {number} of {of} · {provider}"
 
 
 def discarded_line(provider: str, characters: int, reason: str) -> str:
@@ -157,6 +168,9 @@ class Narration:
                 return [Block("mark", text=ANSWER_CUT_OFF)]
             case AnswerUnusable(problem=problem):
                 return [Block("mark", text=problem)]
+            case AnswerSampled(number=number, of=of, provider=provider, text=text):
+                return [Block("answer", sample_title(number, of, provider), text,
+                              markdown=True)]
             case Discarded(provider=provider, text=text, reason=reason):
                 return [Void(discarded_line(provider, len(text), reason))]
             case TrailAdded(entry=entry):
@@ -183,6 +197,10 @@ class Narration:
                     pieces.append(Block("mark", text=ANSWER_CUT_OFF))
                 if pair.answer_problem and pair.answer.strip():  # an empty one says so itself
                     pieces.append(Block("mark", text=pair.answer_problem))
+                of = len(pair.samples) + 1
+                pieces += [Block("answer", sample_title(number, of, pair.provider_used.witness),
+                                 text, markdown=True)
+                           for number, text in enumerate(pair.samples, start=2)]
                 return [*pieces, self._analysis(pair.gap_analysis, pair.sequence)]
             case PairCompleted():
                 pass

@@ -20,5 +20,7 @@ def verdict_short(verdict: str | None, probability_false: float | None) -> str:
 
 
 def verdict_cell(row: SessionSummary) -> str:
-    """A session list's verdict column (`verdict_short`)."""
-    return verdict_short(row.verdict, row.probability_false)
+    """A session list's verdict column (`verdict_short`; `· demo` when a demonstration model
+    gave it)."""
+    cell = verdict_short(row.verdict, row.probability_false)
+    return f"{cell} · demo" if cell and row.demonstration else cell

@@ -30,7 +30,7 @@ from engine.models.session import (
     Contradiction,
     GapAnalysis,
 )
-from engine.text import strip_control
+from engine.text import one_line, strip_control
 
 if TYPE_CHECKING:
     from engine.cache.models import CheckResult, Explanation
@@ -40,7 +40,6 @@ __all__ = [
     "ANSWER_CUT_OFF",
     "CAPABLE_MODEL_HINT",
     "NO_ANSWER",
-    "RESUME_AUDIT",
     "answer_title",
     "check_line",
     "explanation_lines",
@@ -59,6 +58,9 @@ __all__ = [
     "snapshot_line",
     "trail_line",
     "verdict_line",
+    "invalid_audit_line",
+    "comparisons_line",
+    "DEMONSTRATION_VERDICT",
 ]
 
 CAPABLE_MODEL_HINT = (
@@ -67,8 +69,12 @@ CAPABLE_MODEL_HINT = (
     "qwen2.5-1.5b, then --detective local:qwen2.5-1.5b"
 )
 """How to give the detective a capable model: said wherever a demonstration model plays it."""
-RESUME_AUDIT = " (the rounds are kept; retry the audit with: detektiv resume {id})"
-"""Added to an audit's failure: the rounds stay, and `resume` asks for the audit again."""
+
+
+DEMONSTRATION_VERDICT = "a demonstration model's verdict: it means nothing"
+"""Said beside every verdict a demonstration model spoke for the detective in."""
+INVALID_AUDIT_CHARS = 600
+"""Characters of an invalid audit shown in a transcript or export (the session keeps all)."""
 
 
 def demonstration_note(chain: list[ProviderConfig], role: str = "detective") -> str | None:
@@ -107,7 +113,27 @@ def verdict_line(audit: AuditResult) -> str | None:
         rounds = audit.deciding_rounds
         line += (f" · decided by round{'s' if len(rounds) > 1 else ''} "
                  + ", ".join(str(n) for n in rounds))
+    if audit.rule_broken:
+        line += f" · no verdict from the detective: {strip_control(audit.rule_broken)}"
+    if audit.demonstration:
+        line += f" · {DEMONSTRATION_VERDICT}"
     return line
+
+
+def comparisons_line(audit: AuditResult) -> str | None:
+    """`"answers against the hypothesis: round 1 agrees · round 2 unrelated"`, or None."""
+    if not audit.comparisons:
+        return None
+    return "answers against the hypothesis: " + " · ".join(
+        f"round {c.round} {c.stance}" for c in audit.comparisons)
+
+
+def invalid_audit_line(audit: AuditResult) -> str | None:
+    """The detective's invalid audit, kept and shown (never used), or None."""
+    if not audit.invalid_reply:
+        return None
+    return ("the detective's audit as it wrote it (not used): "
+            + one_line(strip_control(audit.invalid_reply), INVALID_AUDIT_CHARS))
 
 _QUIET_IN_TRANSCRIPT = frozenset({"partial_discarded", "resumed"})
 """Trail entries a transcript shows otherwise (struck-through text, a "resumed" note)."""

@@ -16,7 +16,9 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
     From `[roles]` when set (unknown names are a `ConfigError`; disabled ones are left out).
     Otherwise: `witness` = local providers (embedded, Ollama, loopback servers) by priority;
     `detective`, `oracle` and `agent` = cloud providers by priority, then the witness chain as
-    the last resort; any other role = every enabled provider by priority.
+    the last resort, less its demonstration models (a shipped tiny model never stands in for
+    a capable one unless `[roles]` puts it there, or nothing else could play the role); any
+    other role = every enabled provider by priority.
     """
     enabled = {name for name, p in config.providers.items() if p.enabled}
     if role in config.roles:
@@ -29,5 +31,8 @@ def chain_for(config: Config, role: str, config_file: Path | None = None) -> lis
     if role == "witness":
         return [name for name, p in ranked if p.is_local]
     if role in ("detective", "oracle", "agent"):
-        return [name for name, p in ranked if not p.is_local] + chain_for(config, "witness")
+        local = chain_for(config, "witness")
+        capable = [name for name, p in ranked if not p.is_local] + [
+            name for name in local if not config.providers[name].is_demonstration]
+        return capable or local
     return [name for name, _ in ranked]

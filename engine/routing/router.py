@@ -92,9 +92,11 @@ log = logging.getLogger(__name__)
 ProviderFactory = Callable[[str, ProviderConfig], Provider]
 """Builds the provider for a (name, configuration) of the config."""
 
-Accept = Callable[[str, str, str], None]
+Accept = Callable[[str, str, str], str | None]
 """Called with (provider, whole text, finish reason) before `Done`; raising
-`BadResponseError` rejects the answer (the next provider is asked)."""
+`BadResponseError` rejects the answer (the next provider is asked). Returning a reason instead
+passes the answer on but keeps it out of the response cache: the caller asks the same provider
+again, telling it what was wrong."""
 
 
 def _event_type(error: ProviderError) -> EventType:
@@ -215,12 +217,14 @@ class Router:
                     previous = (name, admission.reason)
                     continue
                 outcome: list[tuple[str, str]] = []
+                refused: list[str] = []
                 # closed with this generator: a caller that stops reading stops the stream
                 async with aclosing(self._attempt(name, state, admission.trial, request,
-                                                  accept, previous, outcome, errors)) as attempt:
+                                                  accept, previous, outcome, errors,
+                                                  refused)) as attempt:
                     async for event in attempt:
                         reply.take(event)
-                        if type(event) is Done and cached:
+                        if type(event) is Done and cached and not refused:
                             assert self.cache is not None
                             await self.cache.store(role, chain, plain, reply.text,
                                                    reply.label or "", event.finish_reason)
@@ -237,11 +241,12 @@ class Router:
     async def _attempt(
         self, name: str, state: ProviderState, trial: bool, request: StreamRequest | Prompt,
         accept: Accept | None, previous: tuple[str, str] | None,
-        outcome: list[tuple[str, str]], errors: list[ProviderError],
+        outcome: list[tuple[str, str]], errors: list[ProviderError], refused: list[str],
     ) -> AsyncGenerator[RouterEvent, None]:
         """Stream from one admitted provider: fitted to its window, and fitted once more when
-        its server says the prompt was too long. Ends after `Done` when it answered; else
-        `outcome` gets (provider, why) and `errors` its error."""
+        its server says the prompt was too long. Ends after `Done` when it answered (`refused`
+        gets the reason when `accept` returned one); else `outcome` gets (provider, why) and
+        `errors` its error."""
         provider = self.providers[name]
         shrink, told, retried = 1.0, None, False
         while True:  # twice at most: again after the server said the prompt was too long
@@ -274,7 +279,9 @@ class Router:
                         else:
                             yield event
                 if accept is not None:
-                    accept(name, "".join(partial), done.finish_reason if done else "")
+                    why = accept(name, "".join(partial), done.finish_reason if done else "")
+                    if why is not None:
+                        refused.append(why)
             except ContextOverflowError as exc:
                 if retried:  # fitted twice and still too long: a failure
                     failed: ProviderError | None = exc

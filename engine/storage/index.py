@@ -52,6 +52,8 @@ class SessionSummary:
     """The audit's verdict (`true`, `false`, `undetermined`), None before one."""
     probability_false: float | None = None
     """The audit's probability that the hypothesis is false."""
+    demonstration: bool = False
+    """A demonstration model spoke for the detective: its verdict means nothing."""
     eval_run: str | None = None
     """The evaluation run the session was interrogated for (`detektiv eval`), else None."""
     tokens: int = 0
@@ -81,6 +83,7 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         error=session.error,
         verdict=audit.verdict if audit else None,
         probability_false=audit.probability_false if audit else None,
+        demonstration=audit.demonstration if audit else False,
         eval_run=session.eval_tag.run if session.eval_tag else None,
         tokens=session.tokens.total,
         cost=session.tokens.cost,

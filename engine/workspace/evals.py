@@ -11,8 +11,9 @@ stored interrogation) and one router of its own; see `engine.evals.run`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from engine.config.roles import apply_roles
 from engine.costs import Budget
@@ -23,6 +24,7 @@ from engine.evals.items import EvalItem, read_items, sample
 from engine.evals.report import write_report
 from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
 from engine.evals.summary import EvalSummary, summarize
+from engine.models.session import PROTOCOLS, Protocol
 from engine.storage.atomic import file_sha256
 
 if TYPE_CHECKING:
@@ -63,9 +65,17 @@ class Evals:
     async def start(self, request: EvalRequest, *, runs: int = 1, baselines: bool = False,
                     concurrency: int | None = None, retry_failed: bool = False,
                     progress: Progress | None = None,
-                    max_cost: float | None = None) -> EvalRun:
-        """A run ready to go (its folder created or found again). `ConfigError` for bad
-        settings or unknown providers, `DatasetError` for items that cannot be read."""
+                    max_cost: float | None = None,
+                    protocols: Sequence[str] = ("cross-exam",)) -> EvalRun:
+        """A run ready to go (its folder created or found again). `protocols`: the
+        interrogation protocols to judge each item with (each a system of its own; like
+        `baselines`, they add to a run). `ConfigError` for bad settings or unknown providers,
+        `DatasetError` for items that cannot be read."""
+        chosen = tuple(dict.fromkeys(protocols))
+        unknown = [name for name in chosen if name not in PROTOCOLS]
+        if unknown or not chosen:
+            raise ConfigError(f"--protocol: unknown protocol {', '.join(unknown) or '(none)'} "
+                              f"(known: {', '.join(PROTOCOLS)})")
         if runs not in RUNS:
             raise ConfigError(f"--runs must be 1 or 3 (got {runs})")
         if max_cost is not None and not max_cost > 0:
@@ -89,14 +99,16 @@ class Evals:
             first = router.providers[detective[0]]
             if folder.exists:
                 info = folder.info()
-                info = info.model_copy(update={"runs": max(info.runs, runs),
-                                               "baselines": info.baselines or baselines})
+                info = info.model_copy(update={
+                    "runs": max(info.runs, runs), "baselines": info.baselines or baselines,
+                    "protocols": list(dict.fromkeys([*info.protocols, *chosen]))})
             else:
                 info = EvalRunInfo(
                     id=ident, dataset=request.dataset, dataset_file=str(path),
                     checksum=checksum, n=request.n, seed=request.seed, mode=request.mode,
                     detective=list(request.detective), witness=list(request.witness),
                     limit=limit, items=len(items), runs=runs, baselines=baselines,
+                    protocols=list(chosen),
                     detective_label=first.label,
                     witness_label=router.providers[witness[0]].label,
                     demonstration=first.config.is_demonstration,
@@ -107,7 +119,8 @@ class Evals:
             await router.aclose()
             raise
         run = EvalRun(workspace, folder, info, items, router, runs=runs, baselines=baselines,
-                      concurrency=slots, retry_failed=retry_failed)
+                      concurrency=slots, retry_failed=retry_failed,
+                      protocols=cast(tuple[Protocol, ...], chosen))
         run.budget = Budget(max_cost) if max_cost is not None else None
         return run
 

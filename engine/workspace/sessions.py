@@ -21,8 +21,10 @@ from engine.errors import ConfigError, SessionError
 from engine.interrogation.loop import Interrogation
 from engine.models.events import InterrogationEvent, Record
 from engine.models.session import (
+    PROTOCOLS,
     EvalTag,
     InterrogationSession,
+    Protocol,
     WitnessBrief,
     check_resumable,
 )
@@ -130,16 +132,21 @@ class Sessions:
         tag: EvalTag | None = None,
         router: Router | None = None,
         ident: uuid.UUID | None = None,
+        protocol: Protocol = "cross-exam",
     ) -> Run:
         """A new session, stored at once; `Run.events()` runs it. With `session`, the
         interrogation of that notes-only session (`cases.new_case`) instead. Raises
         `ConfigError` for an empty hypothesis, a limit outside 5–20 or an unknown provider,
         before anything is stored. `brief` and `tag` (an evaluation's item) put a claim to the
-        witness first and mark the session as the run's; `router` lends one (kept open)."""
+        witness first and mark the session as the run's; `router` lends one (kept open).
+        `protocol`: how the witness is questioned (`cross-exam`, or `consistency`: each
+        question asked `[interrogation] consistency_samples` times)."""
         text = hypothesis.strip()
         if not text:
             raise ConfigError("the hypothesis is empty")
         value = self.check_limit(limit)
+        if protocol not in PROTOCOLS:
+            raise ConfigError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
         workspace = self.workspace
         apply_roles(workspace.config, list(detective), list(witness))  # unknown names fail
         uses = prompt_uses()  # an invalid prompt override fails here, before anything is stored
@@ -152,6 +159,8 @@ class Sessions:
                                    witness=list(witness), on_record=on_record, brief=brief,
                                    tag=tag, ident=ident)
         journal.session.prompts = uses
+        journal.session.protocol = protocol
+        journal.session.consistency_samples = workspace.config.interrogation.consistency_samples
         return Run(workspace, journal, resumed=False, router=router)
 
     def prompts_for_run(self) -> dict[str, str]:

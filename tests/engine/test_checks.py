@@ -34,7 +34,7 @@ INSTRUCTIONS = (load_prompt("detective_question"), load_prompt("detective_turn")
     ("At what pressure does water boil at 90 degrees?", "it repeats question 1"),
     ("Q1: What is the pressure?\nA1: One bar.", "it writes transcript lines"),
     ("Q2: What is the pressure?\nQ3: And the heat?", "it writes transcript lines"),
-    ("Ask exactly one clear, specific question at a time.",
+    ("Ask exactly one open, neutral question at a time: what, which, when, where.",
      "it echoes the instructions it was given"),
     ("Reply with the question only.", "it echoes the instructions it was given"),
     ("Markdown:", "it is not a question"),
@@ -145,3 +145,42 @@ def test_a_verdict_that_contradicts_itself_or_the_rounds_is_named() -> None:
         "the verdict rests on round 1, where the witness gave no answer"
     assert verdict_problem("false", 0.8, [2], pairs) is None
     assert verdict_problem("undetermined", 0.5, [], pairs) is None
+    # an undetermined verdict whose numbers say it is decided contradicts itself
+    for decided in (0.0, 0.2, 0.8, 1.0):
+        assert verdict_problem("undetermined", decided, [], pairs) == (
+            f"the verdict 'undetermined' contradicts a probability-false of {decided:.2f} (at "
+            "0.2 or below the claim is decided true, at 0.8 or above false)")
+    assert verdict_problem("undetermined", 0.21, [], pairs) is None
+    assert verdict_problem("undetermined", 0.79, [], pairs) is None
+
+
+CLAIM = 'The answer to the question "Which country does most of the Amazon lie in?" is: Brazil'
+
+
+@pytest.mark.parametrize(("question", "hypothesis", "answer", "asked", "problem"), [
+    ("Is it true that water boils at 100 degrees Celsius at sea level?", HYPOTHESIS, None,
+     None, "it states the whole hypothesis inside the question"),
+    ("Does most of the Amazon lie in Brazil?", CLAIM, "Brazil",
+     "Which country does most of the Amazon lie in?", "it states the claim's answer ('Brazil')"),
+    ("Was it in the year 1905 or later?", "Einstein published it in 1905.", "1905", None,
+     "it states the claim's answer ('1905')"),
+    ("Wo liegt der größte Teil des Amazonas, in Brasilien?", "Der Amazonas liegt in "
+     "Brasilien.", "Brasilien", None, "it states the claim's answer ('Brasilien')"),
+])
+def test_a_leading_question_is_named(question: str, hypothesis: str, answer: str | None,
+                                     asked: str | None, problem: str) -> None:
+    found = question_problem(question, hypothesis, [], INSTRUCTIONS, answer, asked)
+    assert found is not None and found.startswith(problem), found
+
+
+@pytest.mark.parametrize(("question", "answer", "asked"), [
+    ("Which country does most of the Amazon lie in?", "Brazil",
+     "Which country does most of the Amazon lie in?"),  # the open question itself
+    ("Which is older, the Colosseum or the Parthenon?", "the Parthenon",
+     "Which is older, the Colosseum or the Parthenon?"),  # its words are the question's
+    ("Where does the Amazon river end?", None, None),
+    ("What do you know about boiling water?", "Brazilian", None),  # a part of a word is not it
+])
+def test_an_open_question_is_not_leading(question: str, answer: str | None,
+                                         asked: str | None) -> None:
+    assert question_problem(question, CLAIM, [], INSTRUCTIONS, answer, asked) is None

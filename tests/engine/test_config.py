@@ -137,7 +137,7 @@ def test_the_documented_example_is_a_valid_config(paths: Paths) -> None:
     from engine.routing.chains import chain_for
 
     assert chain_for(config, "witness") == ["work-ollama", "local"]
-    assert chain_for(config, "detective") == ["localsrv", "work-ollama", "local"]
+    assert chain_for(config, "detective") == ["localsrv", "work-ollama", "local"]  # [roles]
     assert config.providers["localsrv"].between_tokens_timeout == 10
 
 
@@ -150,9 +150,15 @@ def test_role_chains(paths: Paths) -> None:
                  '[providers.off]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
                  'model = "m"\nenabled = false\n')
     config = load_config(paths, env={"OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "a"})
-    assert chain_for(config, "detective") == ["openai", "anthropic", "srv", "ollama", "local"]
+    assert chain_for(config, "detective") == ["openai", "anthropic", "srv", "ollama"]
     assert chain_for(config, "witness") == ["srv", "ollama", "local"]
     assert chain_for(config, "default") == ["srv", "ollama", "openai", "anthropic", "local"]
+    config.roles["detective"] = ["srv", "local"]  # the user put it there: it stays
+    assert chain_for(config, "detective") == ["srv", "local"]
+    del config.roles["detective"]
+    alone = load_config(paths.__class__.from_env(paths.config_file.parent / "none.toml"),
+                        env={})
+    assert chain_for(alone, "detective") == ["local"], "nothing else could play it"
     config.roles["witness"] = ["off", "ollama"]
     assert chain_for(config, "witness") == ["ollama"], "disabled providers are left out"
     config.roles["witness"] = ["ollama", "nope"]

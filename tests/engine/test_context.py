@@ -382,6 +382,7 @@ async def test_ten_rounds_in_a_1024_token_window_complete_without_overflow(
     proxy.scripts["gap"] = (json.dumps(gap), "stop")
     proxy.schema_scripts["gap_analysis"] = "gap"
     proxy.scripts["audit"] = (json.dumps({
+        "comparisons": [{"round": 1, "stance": "agrees"}, {"round": 10, "stance": "agrees"}],
         "contradictions": [], "summary": "The witness named years and builders at length.",
         "verdict": "true", "probability_false": 0.2, "deciding_rounds": [1, 10]}), "stop")
     proxy.schema_scripts["audit"] = "audit"

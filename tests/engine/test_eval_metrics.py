@@ -79,6 +79,9 @@ def test_worked_by_hand() -> None:
     assert m["recall"].value == pytest.approx(2 / 4)  # the open one is a miss
     assert m["f1"].value == pytest.approx(2 * 2 / (2 * 2 + 1 + 2))
     assert m["undetermined"].value == pytest.approx(2 / 8)
+    # read from the probability alone (false at 0.5 or more): .9 .8 .5 right of the false
+    # claims, .3 wrong; .7 and .5 wrong of the true ones, .2 .1 right
+    assert m["accuracy_p"].value == pytest.approx(5 / 8)
     # 16 (false, true) pairs: .9 and .8 beat all four true ones, .3 beats two, .5 beats two
     # and ties one → (4 + 4 + 2 + 2.5) / 16
     assert auroc(y, p) == pytest.approx(12.5 / 16)

@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine import Paths
 from engine.interrogation.loop import Interrogation
-from engine.models.events import Advice, AnswerUnusable, Finished, PairCompleted
+from engine.models.events import Advice, AnswerUnusable, Finished
 from engine.report.export import to_json, to_markdown
 from engine.routing.router import Router
 from engine.storage.sessions import SessionStore
@@ -29,9 +31,13 @@ def gap(score: int, follow_up: bool, severity: str = "low") -> tuple[str, str]:
 
 
 def audit(verdict: str = "false", p: float = 0.8, deciding: list[int] | None = None,
-          summary: str = "The witness placed the boiling point below 100 degrees.") -> \
-        tuple[str, str]:
-    return json.dumps({"contradictions": [], "summary": summary, "verdict": verdict,
+          summary: str = "The witness placed the boiling point below 100 degrees.",
+          stance: str | None = None) -> tuple[str, str]:
+    rounds = [1] if deciding is None else deciding
+    stance = stance or {"true": "agrees", "false": "contradicts"}.get(verdict, "unrelated")
+    comparisons = [{"round": n, "stance": stance} for n in rounds or [1]]
+    return json.dumps({"comparisons": comparisons, "contradictions": [], "summary": summary,
+                       "verdict": verdict,
                        "probability_false": p,
                        "deciding_rounds": [1] if deciding is None else deciding}), "stop"
 
@@ -126,9 +132,10 @@ async def test_an_unusable_question_is_asked_again_without_words_in_the_models_m
         roles = [m["role"] for m in retry["messages"]]
         assert roles == ["system", "user"], roles  # no planted assistant turn
         assert retry["messages"][-1]["content"].endswith(
-            f"could not be used as question 1: {problem}. Write question\n1 now: one clear, "
-            "specific question to the witness about the hypothesis, ending\nwith a question "
-            "mark, and nothing else.")
+            f"could not be used as question 1: {problem}. Write question\n1 now: one open, "
+            "neutral question to the witness about the subject of the\nhypothesis, that does "
+            "not state the hypothesis or its answer, ending with a question mark,\nand nothing "
+            "else.")
     assert first["temperature"] == second["temperature"] == 0 and third["temperature"] == 0.8
     # the model's nonsense did not count against the server
     config = make_config({"via": proxy.url}, ["via"], ["via"])
@@ -188,43 +195,69 @@ async def test_an_empty_answer_is_testimony_shown_once_and_pressed_on(
     assert out.count("(no answer)") == 1
 
 
-async def test_a_boilerplate_summary_is_asked_again_then_fails_and_resume_retries_the_audit(
+async def test_an_audit_that_breaks_a_rule_twice_ends_completed_and_undetermined(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
-    proxy.scripts |= SCRIPTS | {"g90": gap(90, False), "bad": audit(summary="Markdown:"),
-                                "good": audit()}
+    """Our rule broken twice is the model's nonsense, never the session's failure: the rounds
+    and the invalid audit are kept, the verdict is undetermined and names the rule."""
+    proxy.scripts |= SCRIPTS | {"g90": gap(90, False), "bad": audit(summary="Markdown:")}
     proxy.plan = ["script:q1", "script:a1", "script:g90", "script:bad", "script:bad"]
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store, min_rounds=1)
     final = events[-1]
-    assert isinstance(final, Finished) and final.status == "failed"
-    assert final.reason is not None and "the summary is boilerplate ('Markdown:'" in final.reason
-    short = store.load(directory).short_id
-    assert final.reason.endswith(f"(the rounds are kept; retry the audit with: detektiv "
-                                 f"resume {short})")
+    assert isinstance(final, Finished) and final.status == "completed", final
+    assert final.reason is not None
+    assert final.reason.endswith("; the verdict is undetermined: the audit broke a rule "
+                                 "twice: the summary is boilerplate ('Markdown:', fewer than "
+                                 "5 words)")
     retry = json.loads(proxy.requests[4])["messages"]
     assert retry[-2] == {"role": "assistant", "content": proxy.scripts["bad"][0]}
-    assert retry[-1]["content"].startswith("That reply was not valid: the summary is "
-                                           "boilerplate")
+    assert retry[-1]["content"].startswith(
+        "That reply broke a rule: the summary is boilerplate ('Markdown:', fewer than 5 "
+        "words). The rounds you may name as deciding (the witness answered in them): 1; none "
+        "for 'undetermined'.")
     session = store.load(directory)
-    assert len(session.qa_pairs) == 1 and session.audit_result is None
+    assert session.status == "completed" and session.error is None
+    assert len(session.qa_pairs) == 1
+    result = session.audit_result
+    assert result is not None and result.verdict == "undetermined"
+    assert result.probability_false is None and result.deciding_rounds == []
+    assert result.rule_broken is not None and "summary is boilerplate" in result.rule_broken
+    assert result.invalid_reply == proxy.scripts["bad"][0]
+    # shown: the export names the rule and keeps the invalid audit
+    text = to_markdown(session)
+    assert "summary is boilerplate" in text and "Markdown:" in text
 
-    # resume: the stored round satisfies the rule, so only the audit is asked again
-    proxy.plan = ["script:good"]
-    before = len(proxy.requests)
-    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
-    router = Router(config, paths, persist=False)
-    journal = store.open(directory)
-    try:
-        resumed = [e async for e in Interrogation(router, journal, config.interrogation,
-                                                  resumed=True).run()]
-    finally:
-        await router.aclose()
-    assert isinstance(resumed[-1], Finished) and resumed[-1].status == "completed"
-    assert len(proxy.requests) == before + 1
-    assert not [e for e in resumed if isinstance(e, PairCompleted)]
+
+@pytest.mark.parametrize(("verdict", "p", "deciding", "rule", "stance"), [
+    ("true", 0.1, [1], "the verdict 'true' rests on round 1, which your comparison marks "
+     "'contradicts': a 'true' verdict rests on rounds marked 'agrees'", "contradicts"),
+    ("false", 0.9, [1], "the verdict 'false' rests on round 1, which your comparison marks "
+     "'unrelated': a 'false' verdict rests on rounds marked 'contradicts'", "unrelated"),
+    ("true", 0.9, [1], "the verdict 'true' contradicts a probability-false of 0.90", None),
+    ("false", 0.9, [], "the verdict 'false' names no round that decided it", None),
+    ("false", 0.9, [3], "the answer does not match the schema at ", None),
+    ("undetermined", 1.0, [], "the verdict 'undetermined' contradicts a probability-false of "
+     "1.00", None),
+])
+async def test_every_broken_verdict_rule_is_asked_again_and_repaired(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path, verdict: str, p: float,
+    deciding: list[int], rule: str, stance: str | None,
+) -> None:
+    proxy.scripts |= SCRIPTS | {"g90": gap(90, False),
+                                "bad": audit(verdict, p, deciding, stance=stance),
+                                "good": audit("false", 0.8, [1])}
+    proxy.plan = ["script:q1", "script:a1", "script:g90", "script:bad", "script:good"]
+    store = SessionStore(tmp_path / "s")
+    events, directory = await interrogate(proxy, paths, store, min_rounds=1)
+    assert isinstance(events[-1], Finished) and events[-1].status == "completed"
+    retry = json.loads(proxy.requests[4])["messages"][-1]["content"]
+    assert retry.startswith(f"That reply broke a rule: {rule}")
     session = store.load(directory)
     assert session.audit_result is not None and session.audit_result.verdict == "false"
+    assert session.audit_result.rule_broken is None
+    repairs = [t.reason for t in session.audit_trail if t.event == "error"]
+    assert len(repairs) == 1 and repairs[0].startswith(f"invalid audit, asking again: {rule}")
 
 
 async def test_no_real_answer_in_any_round_fails_before_the_audit(

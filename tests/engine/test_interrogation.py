@@ -44,7 +44,7 @@ def stored(directory: Path) -> dict[str, Any]:
     return data
 
 
-NAMED_FAILURES = ("gave no usable question", "gave no real answer", "still invalid after a retry")
+NAMED_FAILURES = ("gave no usable question", "gave no real answer")
 """How a session on the tiny model may honestly fail: each cause named."""
 
 
@@ -84,12 +84,15 @@ async def test_a_whole_interrogation_on_the_tiny_model_ends_in_a_verdict_or_a_na
         assert session["audit_result"] is None and session["error"] == final.reason
     else:
         assert final.status in ("completed", "limit-reached")
-        assert len(rounds) >= 3  # min_rounds
+        # min_rounds, unless the questioning closed because no usable question came
+        assert len(rounds) >= 3 or "questioning closed" in (final.reason or ""), final.reason
         assert any(pair["answer_problem"] is None and pair["answer"].strip()
                    for pair in session["qa_pairs"])
         audit = session["audit_result"]
         assert audit is not None and audit["summary"].strip()
         reply = {
+            "comparisons": [{"round": c["round"], "stance": c["stance"]}
+                            for c in audit["comparisons"]],
             "contradictions": [{"questions": [i + 1 for i in c["qa_pair_indexes"]],
                                 "description": c["description"]}
                                for c in audit["contradictions"]],
@@ -121,7 +124,8 @@ def script_round(proxy: FaultProxy) -> None:
         "a": ("At 100 degrees Celsius at sea level.", "stop"),
         "gap": (json.dumps({"gaps": [], "completeness_score": 90,
                             "requires_follow_up": False}), "stop"),
-        "audit": (json.dumps({"contradictions": [], "summary": "The witness gave the usual "
+        "audit": (json.dumps({"comparisons": [{"round": 1, "stance": "agrees"}],
+                              "contradictions": [], "summary": "The witness gave the usual "
                               "boiling point at sea level.", "verdict": "true",
                               "probability_false": 0.1, "deciding_rounds": [1]}), "stop"),
     }
@@ -180,28 +184,36 @@ async def test_an_invalid_structured_reply_is_retried_once_with_the_error(
     assert "not JSON" in retries[0]["reason"]
     retry_request = json.loads(proxy.requests[3])
     last = retry_request["messages"][-1]["content"]
-    assert last.startswith("That reply was not valid:") and "not JSON" in last
+    assert last.startswith("That reply broke a rule:") and "not JSON" in last
     assert retry_request["messages"][-2]["role"] == "assistant"
     assert any(isinstance(e, GapAnalysisReady) for e in events)
 
 
-async def test_a_reply_still_invalid_after_the_retry_fails_the_session_cleanly(
+async def test_an_analysis_still_invalid_after_the_retry_stands_in_and_the_loop_asks_on(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
-    config = make_config({"via": proxy.url}, ["via"], ["via"])
+    """A rule of ours broken twice is the model's nonsense, not the session's failure: the
+    round is kept with a stand-in analysis that names the rule, and the loop asks again."""
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
     script_round(proxy)
-    proxy.plan = ["script:q", "script:a", "invalid_json", "invalid_json"]
+    proxy.scripts["q2"] = ("At what pressure does water boil at 100 degrees?", "stop")
+    proxy.plan = ["script:q", "script:a", "invalid_json", "invalid_json",
+                  "script:q2", "script:a", "script:gap", "script:audit"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
 
     final = events[-1]
-    assert isinstance(final, Finished) and final.status == "failed"
-    assert final.reason is not None and "still invalid after a retry" in final.reason
+    assert isinstance(final, Finished) and final.status == "completed", final
     session = stored(directory)
-    assert session["status"] == "failed" and session["error"] == final.reason
-    assert session["audit_result"] is None and session["qa_pairs"] == []
+    assert session["error"] is None and len(session["qa_pairs"]) == 2
+    first = session["qa_pairs"][0]["gap_analysis"]
+    assert first["completeness_score"] == 0 and first["requires_follow_up"] is True
+    assert first["invalid"] is not None and "not JSON" in first["invalid"]
+    assert session["qa_pairs"][1]["gap_analysis"]["invalid"] is None
     errors = [t["reason"] for t in session["audit_trail"] if t["event"] == "error"]
-    assert len(errors) == 2 and "asking again" in errors[0] and "asking again" not in errors[1]
-    # what the witness said is not lost: it is in the event log
+    assert len(errors) == 2 and "asking again" in errors[0]
+    assert "again; the rule decides instead" in errors[1]
+    assert session["audit_result"]["verdict"] == "true"
+    # the witness's first answer is not lost: it is the round's testimony
     records = read_events(directory / "events.jsonl")
     assert "".join(r.event.text for r in records if isinstance(r.event, AnswerDelta))
 

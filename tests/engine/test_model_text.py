@@ -34,7 +34,8 @@ def gap(follow_up: bool, description: str = "the year is missing") -> str:
                        "requires_follow_up": follow_up})
 
 
-AUDIT = json.dumps({"contradictions": [], "summary": "The witness said little of substance.",
+AUDIT = json.dumps({"comparisons": [{"round": 1, "stance": "unrelated"}],
+                    "contradictions": [], "summary": "The witness said little of substance.",
                     "verdict": "undetermined", "probability_false": 0.5,
                     "deciding_rounds": []})
 QUESTIONS = {"q1": ("When was it built?", "stop"), "q2": ("Who built it?", "stop")}

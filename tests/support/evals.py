@@ -18,7 +18,7 @@ from engine.evals.items import EvalItem
 Verdict = Callable[[str], tuple[str, float]]
 """claim → (verdict, probability-false)."""
 
-_CLAIM = re.compile(r"(?:The hypothesis:|The claim:)\s*\n\s*\n(.*?)\n\n", re.DOTALL)
+_CLAIM = re.compile(r"(?:The hypothesis[^\n]*:|The claim:)\s*\n\s*\n(.*?)(?:\n\n|\s*$)", re.DOTALL)
 
 
 def knows(items: Iterable[EvalItem], wrong: Iterable[str] = ()) -> Verdict:
@@ -68,7 +68,9 @@ def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
             value, p = verdict(claim_of(messages))
             body: dict[str, Any] = {"verdict": value, "probability_false": p}
             if system.startswith("You are a detective auditing"):
-                body.update(contradictions=[], summary="The witness held to its account.",
+                stance = {"true": "agrees", "false": "contradicts"}.get(value, "unrelated")
+                body.update(comparisons=[{"round": 1, "stance": stance}],
+                            contradictions=[], summary="The witness held to its account.",
                             deciding_rounds=[] if value == "undetermined" else [1])
             return json.dumps(body)
         found = re.search(r"Write question (\d+)", messages[-1]["content"])

@@ -61,6 +61,8 @@ class ScriptedModel(WireServer):
         """Seconds between the pieces of a reply (a model that takes its time)."""
         self.turn = 0
         self.chats: list[list[dict[str, Any]]] = []
+        self.bodies: list[dict[str, Any]] = []
+        """Every request body, whole (the sampling settings with the messages)."""
         super().__init__({
             "GET /props": lambda _: json_reply({"default_generation_settings":
                                                 {"n_ctx": window}}),
@@ -68,7 +70,9 @@ class ScriptedModel(WireServer):
         })
 
     def _chat(self, recorded: Recorded) -> Reply:
-        messages = recorded.json()["messages"]
+        body = recorded.json()
+        messages = body["messages"]
+        self.bodies.append(body)
         self.chats.append(messages)
         if callable(self.script):
             text = self.script(messages)
@@ -103,7 +107,8 @@ def detective(messages: list[dict[str, Any]]) -> str:
             return json.dumps({"gaps": [], "completeness_score": 30, "requires_follow_up": True})
         return json.dumps({"gaps": [], "completeness_score": 90, "requires_follow_up": False})
     if system.startswith("You are a detective auditing"):
-        return json.dumps({"contradictions": [], "summary": "The witness answered every "
+        return json.dumps({"comparisons": [{"round": 1, "stance": "unrelated"}],
+                           "contradictions": [], "summary": "The witness answered every "
                            "question; nothing it said settles the hypothesis.",
                            "verdict": "undetermined", "probability_false": 0.5,
                            "deciding_rounds": []})

@@ -44,9 +44,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                      "dataset: demo, halueval-qa")
     run.add_argument("--n", type=int, metavar="N", help="claims to sample (default: all)")
     run.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
-    run.add_argument("--mode", choices=("planted", "defend"), default="planted",
+    run.add_argument("--mode", choices=("planted", "defend", "open"), default="planted",
                      help="planted: the claim is the witness's own first answer; defend: "
-                     "the witness is told to defend it (default: planted)")
+                     "the witness is told to defend it; open: the witness is told nothing "
+                     "(default: planted)")
+    run.add_argument("--protocol", default="cross-exam", metavar="P[,P]",
+                     help="interrogation protocols, each judged as a system of its own: "
+                     "cross-exam (default), consistency, or both (cross-exam,consistency)")
     run.add_argument("--runs", type=int, choices=(1, 3), default=1,
                      help="interrogations an item (3: majority verdict)")
     run.add_argument("--detective", metavar="P", help="detective chain (a,b)")
@@ -117,6 +121,7 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
     download = _Download(args.dataset)
     try:
         run = await workspace.evals.start(request, runs=args.runs, baselines=args.baselines,
+                                          protocols=split_chain(args.protocol),
                                           concurrency=args.concurrency,
                                           retry_failed=args.retry_failed, progress=download,
                                           max_cost=args.max_cost)

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from engine import (
+    PROTOCOLS,
     Budget,
     ConfigError,
     Finished,
@@ -89,6 +90,7 @@ async def run(paths: Paths, args: argparse.Namespace) -> int:
     started = workspace.sessions.start(
         hypothesis, args.limit, split_chain(args.detective), split_chain(args.witness),
         on_record=_print_record if args.json else None, session=args.session,
+        protocol=args.protocol,
     )
     if args.max_cost is not None:
         started.budget = Budget(args.max_cost)
@@ -223,6 +225,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run_parser.add_argument("--witness", metavar="P",
                             help="provider name or kind:model; a comma-separated chain")
     run_parser.add_argument("--limit", type=int, metavar="N", help="iteration limit, 5-20")
+    run_parser.add_argument("--protocol", choices=PROTOCOLS, default="cross-exam",
+                            help="cross-exam: one answer a question (default); consistency: "
+                            "each question put to the witness several times, the answers "
+                            "judged by their agreement")
     run_parser.add_argument("--max-cost", type=float, metavar="AMOUNT",
                             help="stop (cancelled, \"cost limit\") before a call would pass "
                             "this cost, at the [prices] in the config")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from contextlib import aclosing
+from typing import cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -15,9 +16,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, ProgressBar, Static
+from textual.widgets import Footer, Input, ProgressBar, Select, Static
 
 from engine import (
+    PROTOCOLS,
     Append,
     AuditReady,
     AuditResult,
@@ -33,6 +35,7 @@ from engine import (
     PairCompleted,
     Phase,
     Piece,
+    Protocol,
     ProviderChosen,
     Run,
     Started,
@@ -97,6 +100,10 @@ class LiveScreen(Guarded, Screen[None]):
             yield FormInput(placeholder="witness (default chain)", id="witness")
             limit = self.host.workspace.config.interrogation.iteration_limit
             yield FormInput(value=str(limit), id="limit", type="integer", max_length=2)
+            yield Select([(name, name) for name in PROTOCOLS], value="cross-exam",
+                         allow_blank=False, id="protocol", compact=True,
+                         tooltip="cross-exam: one answer a question; consistency: each "
+                         "question asked several times, judged by agreement")
         advice = self.advice_text()
         line = Static(Content(strip_control(advice)), id="advice")
         line.display = bool(advice)
@@ -178,6 +185,7 @@ class LiveScreen(Guarded, Screen[None]):
                 split_chain(self.query_one("#detective", Input).value),
                 split_chain(self.query_one("#witness", Input).value),
                 session=self.case_dir,
+                protocol=cast(Protocol, self.query_one("#protocol", Select).value),
             )
         except ConfigError as exc:  # the engine's rule, said as a hint: nothing was stored
             self.notify(exc.message[:1].upper() + exc.message[1:] + ".", severity="warning",

