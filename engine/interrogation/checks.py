@@ -58,6 +58,7 @@ __all__ = [
     "SELF_CONTRADICTION_LOW",
     "analysis_conflict",
     "answer_problem",
+    "bare_question",
     "close_reason",
     "may_close",
     "leading_problem",
@@ -195,6 +196,20 @@ def question_problem(
     if not any(mark in stripped for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
         return "it is not a question"
     return leading_problem(words, hypothesis, answer, asked)
+
+
+_LEADING_LABEL = re.compile(r"^\s*(?:\*\*)?(?:Q|Question)\s*\d+\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
+                            re.I)
+
+
+def bare_question(text: str) -> str:
+    """A usable question without the labels a model puts before it ("Q3:", "**Question 3:**",
+    even twice): what is stored and shown back, so a label is not copied from round to
+    round."""
+    stripped = text.strip()
+    while (found := _LEADING_LABEL.match(stripped)) and found.end() < len(stripped):
+        stripped = stripped[found.end():]
+    return stripped
 
 
 def answer_problem(answer: str, question: str) -> str | None:

@@ -48,6 +48,7 @@ from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import (
     analysis_conflict,
     answer_problem,
+    bare_question,
     close_reason,
     may_close,
     question_problem,
@@ -104,10 +105,12 @@ log = logging.getLogger(__name__)
 
 QUESTION_ATTEMPTS = 3
 """Times the detective is asked for a usable question before the session fails."""
-QUESTION_GRAMMAR = r'''root ::= [A-Z] [^\n?]{8,190} "?"'''
+QUESTION_GRAMMAR = r'''root ::= [A-Z] [^\n?<]{8,190} "?"'''
 """One line that starts with a capital, ends with its only question mark, 200 characters at
 most: what a demonstration model's question is held to (`StreamRequest.demonstration_grammar`;
-a capable model is never constrained)."""
+a capable model is never constrained). `<` is left out: a tiny model that spells its chat
+template's end-of-turn marker (`<end_of_turn>`) as text makes the server stop on it as a stop
+word, mid-line, whatever the grammar says."""
 RETRY_TEMPERATURE = 0.8
 """The temperature the last of those attempts uses at least (the configured one when higher);
 the others keep the configured one (at temperature 0 a model that said nothing twice says
@@ -233,7 +236,7 @@ class Interrogation(SessionCalls):
             yield self._trail(AuditTrailEntry(event="degenerate_output", role="detective",
                                               reason=f"questioning closed: {exc.message}"))
             return
-        question = asked.text.strip()
+        question = bare_question(asked.text)
 
         yield self._emit(Phase(phase="answer", sequence=sequence))
         answered = Turn()

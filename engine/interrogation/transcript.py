@@ -93,18 +93,19 @@ def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
     summary = max(100, min(8000, (max_tokens - 100 - most * 120 - pairs * 12) * 3))
     return {
         "type": "object",
-        "properties": {
+        "properties": {  # in the order a model writes them: the verdict right after the
+            # comparisons it must follow from
             "comparisons": {"type": "array", "items": comparison, "minItems": 1,
                             "maxItems": max(pairs, 1)},
-            "contradictions": {"type": "array", "items": contradiction, "maxItems": most},
-            "summary": {"type": "string", "minLength": 1, "maxLength": summary},
             "verdict": {"enum": ["true", "false", "undetermined"]},
-            "probability_false": {"type": "number", "minimum": 0, "maximum": 1},
             "deciding_rounds": {"type": "array", "items": number,
                                 "maxItems": max(pairs, 1)},
+            "probability_false": {"type": "number", "minimum": 0, "maximum": 1},
+            "contradictions": {"type": "array", "items": contradiction, "maxItems": most},
+            "summary": {"type": "string", "minLength": 1, "maxLength": summary},
         },
-        "required": ["comparisons", "contradictions", "summary", "verdict",
-                     "probability_false", "deciding_rounds"],
+        "required": ["comparisons", "verdict", "deciding_rounds", "probability_false",
+                     "contradictions", "summary"],
         "additionalProperties": False,
     }
 

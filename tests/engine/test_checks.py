@@ -10,6 +10,7 @@ from engine.interrogation.checks import (
     NO_ANSWER,
     analysis_conflict,
     answer_problem,
+    bare_question,
     may_close,
     question_problem,
     summary_problem,
@@ -184,3 +185,10 @@ def test_a_leading_question_is_named(question: str, hypothesis: str, answer: str
 def test_an_open_question_is_not_leading(question: str, answer: str | None,
                                          asked: str | None) -> None:
     assert question_problem(question, CLAIM, [], INSTRUCTIONS, answer, asked) is None
+
+
+def test_a_question_is_kept_without_the_labels_before_it() -> None:
+    assert bare_question("Q5: Q5: What was his profession?") == "What was his profession?"
+    assert bare_question("**Question 2:** Who built it?") == "Who built it?"
+    assert bare_question("  What is Q2: about?  ") == "What is Q2: about?"
+    assert bare_question("Q1:") == "Q1:"  # nothing after it: left for the rules to name
