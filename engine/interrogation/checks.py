@@ -64,6 +64,7 @@ __all__ = [
     "leading_problem",
     "question_problem",
     "stance_problem",
+    "stance_verdict",
     "summary_problem",
     "probability_problem",
     "verdict_problem",
@@ -288,11 +289,28 @@ def probability_problem(verdict: str, probability_false: float) -> str | None:
 _FOLLOWS = {"true": "agrees", "false": "contradicts"}
 
 
+def stance_verdict(stances: Mapping[int, str]) -> str:
+    """The verdict the audit's comparisons make: `false` when an answer contradicts the
+    hypothesis, else `true` when one agrees, else `undetermined`."""
+    found = set(stances.values())
+    if "contradicts" in found:
+        return "false"
+    return "true" if "agrees" in found else "undetermined"
+
+
 def stance_problem(verdict: str, deciding: Sequence[int], stances: Mapping[int, str]
                    ) -> str | None:
     """How a verdict contradicts the audit's own comparison of the answers with the
-    hypothesis, or None: a `true` verdict rests only on rounds it says agree, a `false` one
-    only on rounds it says contradict."""
+    hypothesis, or None: the verdict is the one the comparisons make (`stance_verdict`), and
+    a `true` verdict rests only on rounds marked `agrees`, a `false` one only on rounds marked
+    `contradicts`. The problem says what the comparisons make, so that a retry corrects the
+    verdict rather than its reading of the answers."""
+    expected = stance_verdict(stances)
+    if verdict != expected:
+        read = ", ".join(f"round {n} {stance}" for n, stance in sorted(stances.items()))
+        return (f"the verdict '{verdict}' does not follow from your comparisons ({read}): "
+                f"they make it '{expected}'; keep the comparisons and give that verdict with "
+                "its deciding rounds and a probability to match")
     wanted = _FOLLOWS.get(verdict)
     if wanted is None:
         return None

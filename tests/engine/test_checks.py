@@ -13,6 +13,8 @@ from engine.interrogation.checks import (
     bare_question,
     may_close,
     question_problem,
+    stance_problem,
+    stance_verdict,
     summary_problem,
     verdict_problem,
 )
@@ -192,3 +194,20 @@ def test_a_question_is_kept_without_the_labels_before_it() -> None:
     assert bare_question("**Question 2:** Who built it?") == "Who built it?"
     assert bare_question("  What is Q2: about?  ") == "What is Q2: about?"
     assert bare_question("Q1:") == "Q1:"  # nothing after it: left for the rules to name
+
+
+def test_the_verdict_is_the_one_the_audits_comparisons_make() -> None:
+    assert stance_verdict({1: "agrees", 2: "unrelated"}) == "true"
+    assert stance_verdict({1: "agrees", 2: "contradicts"}) == "false"
+    assert stance_verdict({1: "unrelated"}) == stance_verdict({}) == "undetermined"
+    assert stance_problem("true", [1], {1: "agrees", 2: "unrelated"}) is None
+    assert stance_problem("undetermined", [], {1: "unrelated"}) is None
+    assert stance_problem("false", [1], {1: "agrees"}) == (
+        "the verdict 'false' does not follow from your comparisons (round 1 agrees): they "
+        "make it 'true'; keep the comparisons and give that verdict with its deciding rounds "
+        "and a probability to match")
+    assert stance_problem("false", [2], {1: "contradicts", 2: "agrees"}) == (
+        "the verdict 'false' rests on round 2, which your comparison marks 'agrees': a "
+        "'false' verdict rests on rounds marked 'contradicts'")
+    assert stance_problem("true", [3], {1: "agrees"}) == (
+        "the verdict rests on round 3, which your comparisons leave out: compare it first")

@@ -230,10 +230,11 @@ async def test_an_audit_that_breaks_a_rule_twice_ends_completed_and_undetermined
 
 
 @pytest.mark.parametrize(("verdict", "p", "deciding", "rule", "stance"), [
-    ("true", 0.1, [1], "the verdict 'true' rests on round 1, which your comparison marks "
-     "'contradicts': a 'true' verdict rests on rounds marked 'agrees'", "contradicts"),
-    ("false", 0.9, [1], "the verdict 'false' rests on round 1, which your comparison marks "
-     "'unrelated': a 'false' verdict rests on rounds marked 'contradicts'", "unrelated"),
+    ("true", 0.1, [1], "the verdict 'true' does not follow from your comparisons (round 1 "
+     "contradicts): they make it 'false'; keep the comparisons and give that verdict with its "
+     "deciding rounds and a probability to match", "contradicts"),
+    ("false", 0.9, [1], "the verdict 'false' does not follow from your comparisons (round 1 "
+     "unrelated): they make it 'undetermined'", "unrelated"),
     ("true", 0.9, [1], "the verdict 'true' contradicts a probability-false of 0.90", None),
     ("false", 0.9, [], "the verdict 'false' names no round that decided it", None),
     ("false", 0.9, [3], "the answer does not match the schema at ", None),

@@ -336,3 +336,33 @@ async def test_a_trimmed_prompt_is_noted_in_the_live_view(home: Path) -> None:
         text = app.live.query_one(TranscriptView).plain_text()
         assert text.count("context (detective, d:m)") == 1
         assert "1000/1024 tokens, counted exactly · round 2 digested" in text
+
+
+async def test_the_live_form_runs_the_consistency_protocol(
+    home: Path, llama_server: LlamaServer, sleuth: str
+) -> None:
+    """Chosen in the form with the keyboard: each question goes to the witness three times,
+    and the transcript shows every answer."""
+    from textual.widgets import Select
+
+    app = app_for(home, config_text({"llama": llama_server.url, "sleuth": sleuth}, ["sleuth"],
+                                    ["llama"]))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("2")
+        protocol = app.live.query_one("#protocol", Select)
+        assert protocol.value == "cross-exam"
+        protocol.focus()
+        await pilot.press("enter", "down", "enter")  # open, the next choice, take it
+        await until(pilot, lambda: protocol.value == "consistency")
+        app.live.focus_form()
+        await pilot.press(*"Tea contains caffeine", "enter")
+        view = app.live.query_one(TranscriptView)
+        await until(pilot, lambda: finished(app))
+        titles = [b.title for b in view.blocks if b.kind == "answer"]
+        session = app.workspace.store.load(app.workspace.store.list()[0].id)
+        assert session.protocol == "consistency" and session.qa_pairs
+        assert all(len(pair.samples) == 2 for pair in session.qa_pairs)
+        for number in (2, 3):
+            assert sum(t.startswith(f"Answer {number} of 3 · ") for t in titles) == \
+                len(session.qa_pairs)
+        assert app.internal_errors == []
