@@ -13,13 +13,17 @@ structured output. The loop, not the detective, decides when to stop (`interroga
 least `min_rounds`, completeness at `satisfied_at`, no high-severity gap; else up to the
 limit), then the detective audits the whole session and gives its verdict.
 
-A model's nonsense is named, never a result: an unusable question is asked for again (the
-problem said in the user's turn, never as words put in the model's mouth) and fails the
-session after `QUESTION_ATTEMPTS`; an empty answer is kept as testimony (`no answer`); a
-self-contradicting analysis is recorded and overruled; a structured reply that fails
-validation (an empty or boilerplate summary, a verdict that contradicts itself) is asked again
-once, with the error, then fails the session. A session with no real answer in any round
-fails before its audit. Every event is recorded in the session's journal before it is yielded.
+A model's nonsense is named, never a result, and a rule of ours never fails a session: an
+unusable question is asked for again of the same provider (the problem said in the user's
+turn, never as words put in the model's mouth; only the last try may go on to the next
+provider), and after `QUESTION_ATTEMPTS` the questioning closes and the audit follows (the
+session fails only when not one round was asked); an empty answer is kept as testimony (`no
+answer`); a self-contradicting analysis is recorded and overruled; a structured reply that
+fails validation (its schema, an empty or boilerplate summary, a verdict that contradicts
+itself or its own comparisons) is asked again once with the rule it broke, and a second miss
+stands in: an analysis as "completeness 0, follow-up needed", an audit as an `undetermined`
+verdict that names the rule (the invalid reply kept). Each retry counts in the session's
+`repairs`. A session with no real answer in any round fails before its audit. Every event is recorded in the session's journal before it is yielded.
 Cancelling the consumer (or closing the generator) stops both models and stores the session as
 `cancelled`.
 """
@@ -104,7 +108,12 @@ log = logging.getLogger(__name__)
 
 
 QUESTION_ATTEMPTS = 3
-"""Times the detective is asked for a usable question before the session fails."""
+"""Times the detective is asked for a usable question before the questioning closes (the
+session fails when not one round was asked)."""
+DEMONSTRATION_ATTEMPTS = 6
+"""The same for a demonstration model: its questions only show the loop, and a tiny model
+that echoes the hypothesis into its question (a leading question) needs more draws to give
+one that is not."""
 QUESTION_GRAMMAR = r'''root ::= [A-Z] [^\n?<]{8,190} "?"'''
 """One line that starts with a capital, ends with its only question mark, 200 characters at
 most: what a demonstration model's question is held to (`StreamRequest.demonstration_grammar`;
@@ -322,8 +331,11 @@ class Interrogation(SessionCalls):
                           settings.question_max_tokens, grammar=QUESTION_GRAMMAR),
             session.qa_pairs, frame, analyses=True,
         )
-        for attempt in range(1, QUESTION_ATTEMPTS + 1):
-            last = attempt == QUESTION_ATTEMPTS
+        chain = self._chain_configs("detective")
+        attempts = DEMONSTRATION_ATTEMPTS if chain and chain[0].is_demonstration \
+            else QUESTION_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
 
             def accept(provider: str, text: str, finish_reason: str,
                        last: bool = last) -> str | None:
@@ -360,7 +372,7 @@ class Interrogation(SessionCalls):
             label, problem = rejected[-1]
             if last:
                 raise NoQuestion(no_usable_question(
-                    label, QUESTION_ATTEMPTS, problem, self._is_demonstration(label)))
+                    label, attempts, problem, self._is_demonstration(label)))
             session.repairs += 1
             prompt = prompt.noted(fill(load_prompt("question_retry"), SEQUENCE=sequence,
                                        PROBLEM=problem))

@@ -52,7 +52,7 @@ def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
 
             first.press("2")
             first.wait_for("Nothing is running here yet")
-            first.focus_with("n", "Hypothesis…", "detective (default")
+            first.focus_with("n", "Hypothesis…", "detective (")
             first.type("The river is wide")
             first.press("Enter")
             shown = first.wait_for("click[/link]")
