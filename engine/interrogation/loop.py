@@ -23,7 +23,8 @@ fails validation (its schema, an empty or boilerplate summary, a verdict that co
 itself or its own comparisons) is asked again once with the rule it broke, and a second miss
 stands in: an analysis as "completeness 0, follow-up needed", an audit as an `undetermined`
 verdict that names the rule (the invalid reply kept). Each retry counts in the session's
-`repairs`. A session with no real answer in any round fails before its audit. Every event is recorded in the session's journal before it is yielded.
+`repairs`. A session with no real answer in any round fails before its audit. Every
+event is recorded in the session's journal before it is yielded.
 Cancelling the consumer (or closing the generator) stops both models and stores the session as
 `cancelled`.
 """
