@@ -427,6 +427,7 @@ class Interrogation(SessionCalls):
         pairs = session.qa_pairs
         audited = Turn()
         audit_prompt = load_prompt("audit")
+        sampled = any(pair.samples for pair in pairs)
         note = protocol_note(session.protocol, session.consistency_samples)
 
         def frame(text: str) -> list[Message]:
@@ -437,19 +438,21 @@ class Interrogation(SessionCalls):
         request = transcript_prompt(
             self._request(frame(transcript(pairs, analyses=False)),
                           self.settings.audit_max_tokens,
-                          audit_schema(len(pairs), self.settings.audit_max_tokens), "audit"),
+                          audit_schema(len(pairs), self.settings.audit_max_tokens, sampled),
+                          "audit"),
             pairs, frame, analyses=False, every_round=True,
-            reshape=lambda reply: audit_schema(len(pairs), reply),
+            reshape=lambda reply: audit_schema(len(pairs), reply, sampled),
         )
 
         def validate(value: Any) -> AuditResult:
             found: list[Contradiction] = []
             for item in value["contradictions"]:
                 first, second = item["questions"]
-                if first == second:
-                    raise ValueError(f"contradiction between Q{first} and itself")
                 if not (1 <= first <= len(pairs) and 1 <= second <= len(pairs)):
                     raise ValueError(f"Q{max(first, second)} does not exist")
+                if first == second and not pairs[first - 1].samples:
+                    # under the consistency protocol a round's own answers may disagree
+                    raise ValueError(f"contradiction between Q{first} and itself")
                 found.append(Contradiction(
                     qa_pair_indexes=(first - 1, second - 1), description=item["description"]
                 ))

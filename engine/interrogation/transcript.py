@@ -62,7 +62,7 @@ def gap_schema(max_gaps: int, max_tokens: int) -> dict[str, Any]:
     }
 
 
-def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
+def audit_schema(pairs: int, max_tokens: int, sampled: bool = False) -> dict[str, Any]:
     """The JSON schema of the audit reply; question numbers run from 1 to `pairs`. It opens
     with `comparisons`, each answer set against the hypothesis (`STANCES`), before the verdict
     that must follow from them (`checks.stance_problem`).
@@ -89,7 +89,10 @@ def audit_schema(pairs: int, max_tokens: int) -> dict[str, Any]:
         "required": ["round", "stance"],
         "additionalProperties": False,
     }
-    most = min(10, pairs * (pairs - 1) // 2, max(0, (max_tokens - 140) // 200))
+    # two rounds a contradiction; with `sampled` (the consistency protocol) also one round's
+    # own answers
+    couples = pairs * (pairs + 1) // 2 if sampled else pairs * (pairs - 1) // 2
+    most = min(10, couples, max(0, (max_tokens - 140) // 200))
     summary = max(100, min(8000, (max_tokens - 100 - most * 120 - pairs * 12) * 3))
     return {
         "type": "object",

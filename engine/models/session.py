@@ -171,7 +171,8 @@ class QuestionAnswerPair(_Model):
 
 
 class Contradiction(_Model):
-    """Two answers that cannot both be true; indexes are 0-based into `qa_pairs`."""
+    """Two answers that cannot both be true; indexes are 0-based into `qa_pairs` (the same
+    index twice: one round's answers disagree, under the consistency protocol)."""
 
     qa_pair_indexes: tuple[int, int]
     description: Annotated[str, Field(min_length=1)]

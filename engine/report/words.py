@@ -155,9 +155,11 @@ def completeness(analysis: GapAnalysis) -> str:
 
 
 def contradiction(item: Contradiction) -> str:
-    """`"Q2 vs Q4: what conflicts"` (question numbers from 1)."""
+    """`"Q2 vs Q4: what conflicts"` (question numbers from 1); `"Q2's answers: …"` for one
+    round's answers that disagree (the consistency protocol)."""
     first, second = (index + 1 for index in item.qa_pair_indexes)
-    return f"Q{first} vs Q{second}: {strip_control(item.description).strip()}"
+    where = f"Q{first}'s answers" if first == second else f"Q{first} vs Q{second}"
+    return f"{where}: {strip_control(item.description).strip()}"
 
 
 def in_transcript(entry: AuditTrailEntry) -> bool:

@@ -46,8 +46,11 @@ def agreement_detective(items: list[EvalItem]) -> Callable[[list[dict[str, Any]]
             else:
                 verdict, p, deciding = "false", 0.9, [1]
             stance = {"true": "agrees", "false": "contradicts"}.get(verdict, "unrelated")
+            # one round's answers that disagree are a contradiction of that round with itself
+            disagree = [{"questions": [1, 1], "description": "its answers differ"}] \
+                if verdict == "false" else []
             return json.dumps({"comparisons": [{"round": 1, "stance": stance}],
-                               "contradictions": [], "summary": "Compared the answers side "
+                               "contradictions": disagree, "summary": "Compared the answers side "
                                "by side.", "verdict": verdict, "probability_false": p,
                                "deciding_rounds": deciding})
         if system.startswith("You are a detective judging"):
@@ -79,7 +82,7 @@ async def test_consistency_catches_what_one_answer_a_question_cannot(paths: Path
     with ScriptedModel(agreement_detective(items)) as sleuth, \
             ScriptedModel(steady_when_true(items)) as witness:
         config = make_config({"det": sleuth.url + "/v1", "wit": witness.url + "/v1"},
-                             ["det"], ["wit"], temperature=0)
+                             ["det"], ["wit"], temperature=0, audit_max_tokens=1024)
         workspace = Workspace(paths, config)
         try:
             run = await workspace.evals.start(
@@ -108,6 +111,10 @@ async def test_consistency_catches_what_one_answer_a_question_cannot(paths: Path
     assert {len(v) for v in by_protocol.values()} == {6}
     for session in by_protocol["consistency"]:
         assert session.consistency_samples == 3
+        audit = session.audit_result
+        assert audit is not None
+        assert [c.qa_pair_indexes for c in audit.contradictions] == (
+            [(0, 0)] if audit.verdict == "false" else [])
         assert all(len(pair.samples) == 2 for pair in session.qa_pairs)
     assert all(pair.samples == [] for session in by_protocol["cross-exam"]
                for pair in session.qa_pairs)

@@ -115,6 +115,9 @@ def test_schemas_are_valid_and_bounded_by_the_token_budget() -> None:
         check_schema(schema)
     assert audit_schema(1, 2048)["properties"]["contradictions"]["maxItems"] == 0
     assert audit_schema(3, 2048)["properties"]["contradictions"]["maxItems"] == 3
+    # under the consistency protocol a round's own answers may contradict each other
+    assert audit_schema(1, 2048, sampled=True)["properties"]["contradictions"]["maxItems"] == 1
+    assert audit_schema(3, 2048, sampled=True)["properties"]["contradictions"]["maxItems"] == 6
     small = audit_schema(3, 200)["properties"]["summary"]["maxLength"]
     assert small < audit_schema(3, 2048)["properties"]["summary"]["maxLength"]
     jsonschema.validate({"gaps": [], "completeness_score": 100, "requires_follow_up": False},
