@@ -306,3 +306,19 @@ def test_sessions_json_carries_a_failed_sessions_error_line(home: Path) -> None:
     index.write_text("".join(json.dumps({**row, "error": None}) + "\n" for row in rows))
     listed = json.loads(detektiv("sessions", "--json").stdout)
     assert [(r["status"], r["error"]) for r in listed] == [("failed", reason)]
+
+
+def test_run_with_the_consistency_protocol_asks_each_question_three_times(
+    configured: SessionStore,
+) -> None:
+    done = detektiv("run", "Tea contains caffeine", "--limit", "5", "--protocol",
+                    "consistency")
+    assert done.returncode == 0, done.stderr
+    (row,) = configured.list()
+    session = configured.load(row.dir)
+    assert session.protocol == "consistency" and session.qa_pairs
+    assert all(len(pair.samples) == 2 for pair in session.qa_pairs)
+    assert done.stdout.count("[Answer 2 of 3 · llama:gemma]") == len(session.qa_pairs)
+    assert done.stdout.count("[Answer 3 of 3 · llama:gemma]") == len(session.qa_pairs)
+    refused = detektiv("run", "Tea contains caffeine", "--protocol", "sideways")
+    assert refused.returncode == 2 and "invalid choice: 'sideways'" in refused.stderr
