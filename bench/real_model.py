@@ -89,7 +89,8 @@ SAMPLE_SEEDS = {"test": 20261125, "dev": 7}
 
 def balanced_demo(claims: int, split: str) -> list[dict[str, object]]:
     """`claims` claims of the shipped set, half true and half false: the test and dev samples
-    are drawn from one shuffle (test first), so they never overlap."""
+    are drawn from the two ends of one shuffle, so they never overlap while both together
+    take no more than the set holds (20 true, 20 false)."""
     rows = [json.loads(line) for line in
             (ROOT / "engine/evals/data/claims.jsonl").read_text().splitlines() if line.strip()]
     true = [r for r in rows if str(r["label"]).lower() == "true"]
@@ -98,19 +99,20 @@ def balanced_demo(claims: int, split: str) -> list[dict[str, object]]:
     shuffle.shuffle(true)
     shuffle.shuffle(false)
     half = claims // 2
-    start = 0 if split == "test" else half
-    return true[start:start + half] + false[start:start + half]
+    if split == "test":
+        return true[:half] + false[:half]
+    return true[len(true) - half:] + false[len(false) - half:]
 
 
 def halueval_rows(path: Path, claims: int, split: str) -> list[dict[str, object]]:
-    """`claims // 2` HaluEval-QA rows (each a true and a false claim), test and dev disjoint."""
+    """`claims // 2` HaluEval-QA rows (each a true and a false claim); test and dev from the
+    two ends of one shuffle of 10,000 rows, so they never overlap."""
     with path.open(encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     order = list(range(len(rows)))
     random.Random(SAMPLE_SEEDS["test"]).shuffle(order)
     half = claims // 2
-    start = 0 if split == "test" else half
-    picked = sorted(order[start:start + half])
+    picked = sorted(order[:half] if split == "test" else order[len(order) - half:])
     return [{k: rows[i][k] for k in ("question", "right_answer", "hallucinated_answer")}
             for i in picked]
 
