@@ -128,8 +128,9 @@ nothing again)."""
 
 
 class NoQuestion(DetektivError):
-    """The detective gave no usable question `QUESTION_ATTEMPTS` times: a rule of ours was
-    broken, so the questioning closes (the session does not fail)."""
+    """The detective gave no usable question in all its tries (`QUESTION_ATTEMPTS`, or
+    `DEMONSTRATION_ATTEMPTS`): a rule of ours was broken, so the questioning closes (the
+    session fails only when not one round was asked)."""
 
 
 class Interrogation(SessionCalls):

@@ -10,6 +10,7 @@ stored session:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -42,6 +43,7 @@ __all__ = [
     "WitnessBrief",
     "PROTOCOLS",
     "Protocol",
+    "unknown_protocols",
     "WitnessMode",
     "STANCES",
     "Comparison",
@@ -276,6 +278,16 @@ Protocol = Literal["cross-exam", "consistency"]
 model that knows a fact says it the same way each time, one that makes it up does not), the
 answers judged side by side."""
 PROTOCOLS: tuple[Protocol, ...] = ("cross-exam", "consistency")
+
+
+def unknown_protocols(names: Iterable[str]) -> str | None:
+    """Why `names` are no protocols to run (`"unknown protocol 'x' (known: …)"`), or None."""
+    unknown = [name for name in names if name not in PROTOCOLS]
+    if not unknown:
+        return None
+    return (f"unknown protocol {', '.join(repr(name) for name in unknown)} "
+            f"(known: {', '.join(PROTOCOLS)})")
+
 
 WitnessMode = Literal["planted", "defend", "open"]
 """How an evaluated claim is put to the witness (`detektiv eval --mode`)."""

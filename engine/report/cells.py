@@ -11,16 +11,16 @@ if TYPE_CHECKING:
 __all__ = ["verdict_cell", "verdict_short"]
 
 
-def verdict_short(verdict: str | None, probability_false: float | None) -> str:
+def verdict_short(verdict: str | None, probability_false: float | None,
+                  demonstration: bool = False) -> str:
     """`"false (p 0.82)"`: a verdict where room is short (a list's column, a badge); empty
-    before a verdict."""
+    before a verdict; `· demo` after one a demonstration model gave."""
     if verdict is None:
         return ""
-    return verdict + ("" if probability_false is None else f" (p {probability_false:.2f})")
+    return (verdict + ("" if probability_false is None else f" (p {probability_false:.2f})")
+            + (" · demo" if demonstration else ""))
 
 
 def verdict_cell(row: SessionSummary) -> str:
-    """A session list's verdict column (`verdict_short`; `· demo` when a demonstration model
-    gave it)."""
-    cell = verdict_short(row.verdict, row.probability_false)
-    return f"{cell} · demo" if cell and row.demonstration else cell
+    """A session list's verdict column (`verdict_short`)."""
+    return verdict_short(row.verdict, row.probability_false, row.demonstration)

@@ -24,7 +24,7 @@ from engine.evals.items import EvalItem, read_items, sample
 from engine.evals.report import write_report
 from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
 from engine.evals.summary import EvalSummary, summarize
-from engine.models.session import PROTOCOLS, Protocol
+from engine.models.session import Protocol, unknown_protocols
 from engine.storage.atomic import file_sha256
 
 if TYPE_CHECKING:
@@ -72,10 +72,8 @@ class Evals:
         `baselines`, they add to a run). `ConfigError` for bad settings or unknown providers,
         `DatasetError` for items that cannot be read."""
         chosen = tuple(dict.fromkeys(protocols))
-        unknown = [name for name in chosen if name not in PROTOCOLS]
-        if unknown or not chosen:
-            raise ConfigError(f"--protocol: unknown protocol {', '.join(unknown) or '(none)'} "
-                              f"(known: {', '.join(PROTOCOLS)})")
+        if (problem := unknown_protocols(chosen or [""])) is not None:
+            raise ConfigError(f"--protocol: {problem}")
         if runs not in RUNS:
             raise ConfigError(f"--runs must be 1 or 3 (got {runs})")
         if max_cost is not None and not max_cost > 0:

@@ -21,12 +21,12 @@ from engine.errors import ConfigError, SessionError
 from engine.interrogation.loop import Interrogation
 from engine.models.events import InterrogationEvent, Record
 from engine.models.session import (
-    PROTOCOLS,
     EvalTag,
     InterrogationSession,
     Protocol,
     WitnessBrief,
     check_resumable,
+    unknown_protocols,
 )
 from engine.prompts import fill, load_prompt, prompt_uses
 from engine.report.export import to_json, to_markdown
@@ -145,8 +145,8 @@ class Sessions:
         if not text:
             raise ConfigError("the hypothesis is empty")
         value = self.check_limit(limit)
-        if protocol not in PROTOCOLS:
-            raise ConfigError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+        if (problem := unknown_protocols([protocol])) is not None:
+            raise ConfigError(problem)
         workspace = self.workspace
         apply_roles(workspace.config, list(detective), list(witness))  # unknown names fail
         uses = prompt_uses()  # an invalid prompt override fails here, before anything is stored

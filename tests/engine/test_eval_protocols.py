@@ -128,7 +128,7 @@ async def test_consistency_catches_what_one_answer_a_question_cannot(paths: Path
 async def test_an_unknown_protocol_is_refused_before_anything_runs(paths: Paths) -> None:
     workspace = Workspace(paths, make_config({"x": "http://127.0.0.1:9/v1"}, ["x"], ["x"]))
     try:
-        with pytest.raises(ConfigError, match="unknown protocol sideways"):
+        with pytest.raises(ConfigError, match="--protocol: unknown protocol 'sideways'"):
             await workspace.evals.start(EvalRequest("demo", n=2), protocols=["sideways"])
         with pytest.raises(ConfigError, match="unknown protocol 'sideways'"):
             workspace.sessions.start("Owls hunt at night", protocol="sideways")  # type: ignore[arg-type]

@@ -379,8 +379,8 @@ class LiveScreen(Guarded, Screen[None]):
     def show_audit(self, audit: AuditResult) -> None:
         """The verdict badge and the side panel's audit (the transcript has its blocks)."""
         badge = self.query_one("#verdict-badge", Static)
-        text = verdict_short(audit.verdict, audit.probability_false) or "–"
-        badge.update(Content("verdict: " + text + (" · demo" if audit.demonstration else "")))
+        badge.update(Content("verdict: " + (verdict_short(audit.verdict, audit.probability_false,
+                                                          audit.demonstration) or "–")))
         badge.set_classes(f"badge verdict-{audit.verdict or 'none'}")
         self.query_one("#audit", Static).update(
             Content(strip_control("\n".join(audit_lines(audit)))))
