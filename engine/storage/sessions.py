@@ -24,9 +24,12 @@ other wrote.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import shutil
+import tempfile
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
@@ -36,7 +39,7 @@ from engine.errors import SessionBusy, SessionCorrupt, SessionError, SessionNotF
 from engine.models.events import PairCompleted, Record
 from engine.models.session import EvalTag, Hypothesis, InterrogationSession, WitnessBrief
 from engine.paths import Paths
-from engine.storage.atomic import atomic_write_text
+from engine.storage.atomic import TEMP_PREFIX, atomic_write_text
 from engine.storage.eventlog import EventLogWriter, EventTail, read_events
 from engine.storage.index import SessionIndex, SessionSummary, summarize
 from engine.storage.journal import SessionJournal
@@ -105,28 +108,44 @@ class SessionStore:
             witness_brief=brief,
             eval_tag=tag,
         )
-        directory = self._new_folder(session)
-        fd = self._lock(directory)
+        directory, fd = self._new_folder(session)
         journal = SessionJournal(
             self, directory, session, fd, EventLogWriter(directory / EVENTS, 1, on_record)
         )
-        journal.save()
+        self.index.append(summarize(directory.name, session))
         return journal
 
-    def _new_folder(self, session: InterrogationSession) -> Path:
-        """`{local start time}_{id8}`, created."""
+    def _new_folder(self, session: InterrogationSession,
+                    locked: bool = True) -> tuple[Path, int]:
+        """`{local start time}_{id8}` with its metadata.json, and the fd of its held lock
+        (-1 when not `locked`). Built under a temporary name and renamed into place, so a
+        kill at any moment leaves either no folder or a whole one, never a folder without
+        its metadata (which a rerun could not take over, and a new folder would collide
+        with)."""
         stamp = session.start_time.astimezone().strftime("%Y-%m-%d_%H-%M-%S")
         directory = self.root / f"{stamp}_{session.short_id}"
-        directory.mkdir(parents=True)
-        return directory
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=self.root))
+        fd = -1
+        try:
+            if locked:  # the lock's inode moves with the folder: held from the first moment
+                fd = self._lock(staging)
+            atomic_write_text(staging / METADATA, session.model_dump_json(indent=1))
+            if directory.exists():
+                raise SessionError(f"a session folder {directory.name} exists already")
+            os.rename(staging, directory)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return directory, fd
 
     def create_notes(self, title: str, iteration_limit: int) -> InterrogationSession:
         """A new case file with no interrogation yet (status `notes`), stored at once."""
         session = InterrogationSession(title=title, status="notes",
                                        iteration_limit=iteration_limit)
-        directory = self._new_folder(session)
-        with case_locked(directory):
-            atomic_write_text(directory / METADATA, session.model_dump_json(indent=1))
+        directory, _ = self._new_folder(session, locked=False)
         self.index.append(summarize(directory.name, session))
         return session
 
@@ -304,9 +323,17 @@ class SessionStore:
         return listed
 
     def sweep(self) -> None:
-        """Remove temp files left in the store's root by a killed write."""
-        if self.root.is_dir():
-            sweep_temp_files(self.root)
+        """Remove temp files left in the store's root by a killed write, and folders a
+        killed `create` left half built (older than a minute: one may be under way in
+        another process now)."""
+        if not self.root.is_dir():
+            return
+        sweep_temp_files(self.root)
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.root):
+                if entry.name.startswith(TEMP_PREFIX) and entry.is_dir(follow_symlinks=False) \
+                        and time.time() - entry.stat(follow_symlinks=False).st_mtime > 60:
+                    shutil.rmtree(entry.path, ignore_errors=True)
 
     def delete(self, ref: str) -> None:
         """Remove a session (refused while it runs)."""

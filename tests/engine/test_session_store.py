@@ -166,6 +166,40 @@ def test_a_session_nobody_runs_lists_as_interrupted_and_its_temp_files_are_swept
     assert store.load(name).status == "running"  # stored as it was; shown as interrupted
 
 
+def test_a_kill_while_sessions_are_created_leaves_whole_folders_only(tmp_path: Path) -> None:
+    """A folder appears with its metadata or not at all: a kill between making the folder and
+    writing its metadata.json left one no rerun could take over (an evaluation then failed
+    its item on a FileExistsError)."""
+    store = SessionStore(tmp_path)
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from engine.storage.sessions import SessionStore\n"
+        f"store = SessionStore(Path({str(tmp_path)!r}))\n"
+        "store.create('first', 5).close(); print('ready', flush=True)\n"
+        "while True: store.create('more', 5).close()\n"
+    )
+    for kill in range(8):
+        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                 text=True)
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        time.sleep(0.01 * kill)  # a different moment of the loop each time
+        child.kill()
+        child.wait()
+        child.stdout.close()
+        rows = store.list()
+        assert rows and not [r for r in rows if r.status == "damaged"], kill
+        for name in store.directories():
+            assert store.load(name).hypothesis.text in ("first", "more")
+    # a folder a kill left half built is swept once it is old enough not to be under way
+    old, young = tmp_path / f"{TEMP_PREFIX}old", tmp_path / f"{TEMP_PREFIX}young"
+    for folder in (old, young):
+        folder.mkdir()
+        (folder / "metadata.json").write_text("{")
+    os.utime(old, (time.time() - 120, time.time() - 120))
+    store.sweep()
+    assert not old.exists() and young.exists()
+
+
 def test_a_running_session_is_locked_to_its_process(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     journal = store.create("busy", 5)
