@@ -35,7 +35,7 @@ from engine.storage.eventlog import read_events
 from engine.storage.sessions import SessionStore
 from tests.support.faults import FaultProxy
 from tests.support.interrogation import FAST, interrogate, make_config
-from tests.support.servers import LlamaServer
+from tests.support.servers import LONG_PROMPT, LlamaServer
 
 
 def stored(directory: Path) -> dict[str, Any]:
@@ -223,31 +223,38 @@ async def test_cancelling_stops_both_models_within_a_second(
     phase: str, llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     long = {"question_max_tokens": 400} if phase == "question" else {"answer_max_tokens": 400}
-    # the answer phase needs a usable question first: scripted; the answer is the real model's
-    # (through the proxy, which passes it on)
+    # the phase under test streams from the real model, on a prompt it answers at length (on
+    # detektiv's own prompt the tiny model may end its turn at once); the question before an
+    # answer is scripted
     script_round(proxy)
-    proxy.plan = ["script:q"] if phase == "answer" else []
+    proxy.scripts["long"] = (LONG_PROMPT, "stop")
+    proxy.plan = ["script:q", "prompt:long"] if phase == "answer" else ["prompt:long"]
     config = make_config({"llama": proxy.url}, ["llama"], ["llama"], **long)
     router = Router(config, paths, persist=False)
     store = SessionStore(tmp_path / "s")
     journal = store.create("Cancel me", 5)
     streaming = asyncio.Event()
     delta = QuestionDelta if phase == "question" else AnswerDelta
+    seen: list[str] = []
 
     async def consume() -> None:
         async for event in Interrogation(router, journal, config.interrogation).run():
+            seen.append(type(event).__name__)
             if isinstance(event, delta):
                 streaming.set()
 
     task = asyncio.create_task(consume())
     try:
-        await asyncio.wait_for(streaming.wait(), 60)
+        waiting = asyncio.create_task(streaming.wait())
+        await asyncio.wait({waiting, task}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        assert streaming.is_set() and not task.done(), f"no {delta.__name__}: {seen}"
         assert llama_server.busy_slots() >= 1
         start = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        idle_after = llama_server.wait_idle(timeout=1.0)
+        idle_after = await llama_server.wait_idle(timeout=1.0)
         assert time.monotonic() - start < 1.0 + 0.1, idle_after
     finally:
         await router.aclose()

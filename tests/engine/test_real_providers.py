@@ -60,7 +60,7 @@ def generation_threads() -> int:
 async def assert_generation_stopped(provider: Provider, llama_server: LlamaServer) -> None:
     """The model itself stopped within 2 s, not just our reading of it."""
     if provider.kind == "openai":
-        assert llama_server.wait_idle(timeout=2.0) < 2.0
+        assert await llama_server.wait_idle(timeout=2.0) < 2.0
         return
     deadline = time.monotonic() + 2.0
     while generation_threads() and time.monotonic() < deadline:

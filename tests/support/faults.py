@@ -19,6 +19,10 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
     whole           the real server's answer asked for without streaming: one JSON completion,
                     as from a server that ignores `stream`
     relabel         the real stream with its content type rewritten to text/plain
+    prompt:NAME     the real server's stream for one user message `scripts[NAME][0]` in place
+                    of the request's messages: the real model generates, on a prompt whose
+                    length of reply the test chooses (not on detektiv's, whose reply from the
+                    tiny model may be anything, an immediate end of turn too)
 
 `schema_scripts` maps a structured request's schema name (`gap_analysis`) to a script: such a
 request is answered by it, whatever the plan (the plan is not consumed).
@@ -205,6 +209,11 @@ class FaultProxy:
             await self._chunk(writer, (html if kind == "html" else error).encode())
             await self._end(writer)
             return
+        if kind == "prompt":
+            data = {**json.loads(body), "messages": [
+                {"role": "user", "content": self.scripts[arg][0]}]}
+            data.pop("response_format", None)
+            body = json.dumps(data).encode()
         if kind == "whole":
             data = {**json.loads(body), "stream": False}
             data.pop("stream_options", None)
@@ -218,7 +227,7 @@ class FaultProxy:
             if kind == "relabel":
                 content_type = "text/plain"
             self._start(writer, upstream.status_code, {"content-type": content_type})
-            limit = int(arg) if arg else None
+            limit = int(arg) if arg and kind != "prompt" else None
             events = 0
             async for line in upstream.aiter_lines():
                 if limit is not None and line.startswith("data:"):

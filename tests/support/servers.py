@@ -66,14 +66,19 @@ class LlamaServer:
         slots = httpx.get(f"{self.base}/slots", timeout=5).json()
         return sum(1 for slot in slots if slot.get("is_processing"))
 
-    def wait_idle(self, timeout: float = 5.0) -> float:
-        """Seconds until no slot is generating; raises if still busy after `timeout`."""
+    async def wait_idle(self, timeout: float = 5.0) -> float:
+        """Seconds until no slot is generating; raises if still busy after `timeout`. Waits
+        without blocking the event loop: a fault proxy on the same loop must go on passing
+        the client's hang-up to the server meanwhile."""
         start = time.monotonic()
-        while self.busy_slots():
-            if time.monotonic() - start > timeout:
-                raise AssertionError(f"the server still generates after {timeout} s")
-            time.sleep(0.02)
-        return time.monotonic() - start
+        async with httpx.AsyncClient(timeout=5) as client:
+            while True:
+                slots = (await client.get(f"{self.base}/slots")).json()
+                if not any(slot.get("is_processing") for slot in slots):
+                    return time.monotonic() - start
+                if time.monotonic() - start > timeout:
+                    raise AssertionError(f"the server still generates after {timeout} s")
+                await asyncio.sleep(0.02)
 
 
 def stop(process: subprocess.Popen[str], timeout: float) -> None:

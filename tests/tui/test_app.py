@@ -132,7 +132,7 @@ async def test_stop_then_resume(home: Path, llama_server: LlamaServer, sleuth: s
         app.live.query_one(TranscriptView).focus()
         await pilot.press("escape")
         await until(pilot, lambda: app.live.status_text == "cancelled")
-        assert llama_server.wait_idle(timeout=1.5) < 1.5
+        assert await llama_server.wait_idle(timeout=1.5) < 1.5
         (row,) = app.workspace.store.list()
         assert row.status == "cancelled"
         await pilot.press("ctrl+r")
