@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,13 +22,30 @@ from tests.support.servers import (
     local_server,
 )
 
+_SCORES = {"guard": GUARD_SCORES, "fallback": FALLBACK_SCORES}
+
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
                             config: pytest.Config) -> None:
-    for key in (GUARD_SCORES, FALLBACK_SCORES):
+    for key in _SCORES.values():
         line = config.stash.get(key, None)
         if line:
             terminalreporter.write_line(line)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `heavy` (a minute or more of a busy machine) go first, so that the
+    two workers of `make test` end together instead of one finishing a long test alone."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """Under pytest-xdist (`make test` runs two workers) the figures a worker measured come
+    back to the process that prints the summary."""
+    config: pytest.Config = node.config
+    for name, value in getattr(node, "workeroutput", {}).get("scores", {}).items():
+        config.stash[_SCORES[name]] = value
 
 
 
@@ -53,6 +71,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A file that appeared at the top of the repository during the run fails it."""
+    output = getattr(session.config, "workeroutput", None)  # an xdist worker's
+    if output is not None:
+        output["scores"] = {name: session.config.stash[key] for name, key in _SCORES.items()
+                            if key in session.config.stash}
     before = session.config.stash.get(_STRAY, None)
     if before is None:
         return

@@ -188,6 +188,7 @@ def test_a_named_dataset_is_fetched_from_the_hub_once_then_checked(
         assert "has changed since it was downloaded" in refused.stderr
 
 
+@pytest.mark.heavy
 def test_the_real_local_server_runs_two_items_end_to_end(
         home: Path, llama_server: LlamaServer, tmp_path: Path) -> None:
     """Plumbing only: the embedded model as the detective (a demonstration model, said so),

@@ -197,6 +197,7 @@ def check_after_kill(store: SessionStore, name: str | None,
     return session.status
 
 
+@pytest.mark.heavy
 def test_kill_9_at_thirty_seeded_moments_loses_no_completed_round(
     configured: SessionStore,
 ) -> None:

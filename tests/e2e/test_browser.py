@@ -34,6 +34,7 @@ def _until(condition: Any, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.heavy
 def test_two_tabs_watch_one_run_that_outlives_its_tab(tmp_path: Path) -> None:
     with ScriptedModel(_detective, pace=0.05) as detective, \
             ScriptedModel(["A: plain words. " * 12], pace=0.6) as witness:

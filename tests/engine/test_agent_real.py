@@ -9,6 +9,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from engine import Workspace
 from engine.agent.events import STOP_REASONS
 from engine.storage.sessions import SessionStore
@@ -21,6 +23,7 @@ def detektiv(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[st
                           cwd=ROOT)
 
 
+@pytest.mark.heavy
 def test_the_agent_answers_from_the_vault_and_names_its_stop(home: Path, paths,
                                                              llama_server: LlamaServer
                                                              ) -> None:

@@ -182,6 +182,7 @@ def test_both_labelled_sets_through_the_cache(request: pytest.FixtureRequest) ->
     assert len(pairs("cache_heldout.tsv")) >= 300
 
 
+@pytest.mark.heavy
 def test_the_held_out_set_through_the_cli(home: Path, monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path) -> None:
     """The way a user checks the cache: `cache put` then `cache match --json`, two pairs of

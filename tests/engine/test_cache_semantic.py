@@ -76,6 +76,7 @@ def test_a_near_vector_is_never_served_without_the_guard(tmp_path: Path,
         cache.store.close()
 
 
+@pytest.mark.heavy
 def test_the_held_out_opposites_stay_unserved_with_the_semantic_tier(
     tmp_path: Path, gguf: Embedder
 ) -> None:

@@ -65,6 +65,7 @@ def busy_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Paths:
     return paths
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(900)  # 200 apps: about two minutes, more on a busy machine
 async def test_quitting_at_any_moment_never_crashes(busy_home: Paths) -> None:
     seed = int(time.time())
