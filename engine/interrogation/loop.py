@@ -11,7 +11,9 @@ Each round: the detective asks one question (streamed), the witness answers (str
 only the questions and its own earlier answers), the detective returns a `GapAnalysis` in
 structured output. The loop, not the detective, decides when to stop (`interrogation.checks`: at
 least `min_rounds`, completeness at `satisfied_at`, no high-severity gap; else up to the
-limit), then the detective audits the whole session and gives its verdict.
+limit), then the detective audits the whole session and gives its verdict
+(`interrogation.audit`). How often a question is asked for, and what holds a demonstration
+model's, is `interrogation.questions`.
 
 A model's nonsense is named, never a result, and a rule of ours never fails a session: an
 unusable question is asked for again of the same provider (the problem said in the user's
@@ -36,7 +38,6 @@ import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import replace
-from typing import Any
 
 from engine.config.models import InterrogationConfig
 from engine.context.budget import Prompt
@@ -49,6 +50,7 @@ from engine.errors import (
     UnusableReplyError,
     failure_family,
 )
+from engine.interrogation.audit import audit as run_audit
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import (
     analysis_conflict,
@@ -57,11 +59,15 @@ from engine.interrogation.checks import (
     close_reason,
     may_close,
     question_problem,
-    summary_problem,
-    verdict_problem,
+)
+from engine.interrogation.questions import (
+    DEMONSTRATION_ATTEMPTS,
+    QUESTION_ATTEMPTS,
+    QUESTION_GRAMMAR,
+    RETRY_TEMPERATURE,
+    NoQuestion,
 )
 from engine.interrogation.transcript import (
-    audit_schema,
     gap_schema,
     protocol_note,
     transcript,
@@ -75,7 +81,6 @@ from engine.models.events import (
     AnswerCutOff,
     AnswerSampled,
     AnswerUnusable,
-    AuditReady,
     Discarded,
     Finished,
     GapAnalysisReady,
@@ -85,16 +90,12 @@ from engine.models.events import (
     Started,
 )
 from engine.models.session import (
-    AuditResult,
     AuditTrailEntry,
-    Comparison,
-    Contradiction,
     GapAnalysis,
     ProvidersUsed,
     QuestionAnswerPair,
     SessionStatus,
     check_resumable,
-    consistency_score,
     now,
 )
 from engine.prompts import fill, load_prompt
@@ -103,34 +104,9 @@ from engine.report.words import demonstration_note, no_testimony, no_usable_ques
 from engine.routing.router import Router
 from engine.storage.journal import SessionJournal
 
-__all__ = ["Interrogation", "NoQuestion"]
+__all__ = ["Interrogation"]
 
 log = logging.getLogger(__name__)
-
-
-QUESTION_ATTEMPTS = 3
-"""Times the detective is asked for a usable question before the questioning closes (the
-session fails when not one round was asked)."""
-DEMONSTRATION_ATTEMPTS = 6
-"""The same for a demonstration model: its questions only show the loop, and a tiny model
-that echoes the hypothesis into its question (a leading question) needs more draws to give
-one that is not."""
-QUESTION_GRAMMAR = r'''root ::= [A-Z] [^\n?<]{8,190} "?"'''
-"""One line that starts with a capital, ends with its only question mark, 200 characters at
-most: what a demonstration model's question is held to (`StreamRequest.demonstration_grammar`;
-a capable model is never constrained). `<` is left out: a tiny model that spells its chat
-template's end-of-turn marker (`<end_of_turn>`) as text makes the server stop on it as a stop
-word, mid-line, whatever the grammar says."""
-RETRY_TEMPERATURE = 0.8
-"""The temperature the last of those attempts uses at least (the configured one when higher);
-the others keep the configured one (at temperature 0 a model that said nothing twice says
-nothing again)."""
-
-
-class NoQuestion(DetektivError):
-    """The detective gave no usable question in all its tries (`QUESTION_ATTEMPTS`, or
-    `DEMONSTRATION_ATTEMPTS`): a rule of ours was broken, so the questioning closes (the
-    session fails only when not one round was asked)."""
 
 
 class Interrogation(SessionCalls):
@@ -205,7 +181,7 @@ class Interrogation(SessionCalls):
                 raise InterrogationFailed(no_testimony(
                     len(session.qa_pairs), witness, self._is_demonstration(witness)))
             yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
-            async with aclosing(self._audit()) as events:
+            async with aclosing(run_audit(self)) as events:
                 async for event in events:
                     yield event
             audit = session.audit_result
@@ -422,101 +398,3 @@ class Interrogation(SessionCalls):
                 "the loop's rule decides",
             ))
         yield self._emit(GapAnalysisReady(sequence=sequence, analysis=analysis))
-
-    async def _audit(self) -> AsyncGenerator[InterrogationEvent, None]:
-        session = self.session
-        pairs = session.qa_pairs
-        audited = Turn()
-        audit_prompt = load_prompt("audit")
-        sampled = any(pair.samples for pair in pairs)
-        note = protocol_note(session.protocol, session.consistency_samples)
-
-        def frame(text: str) -> list[Message]:
-            return [Message("system", fill(audit_prompt, HYPOTHESIS=session.hypothesis_text,
-                                           TRANSCRIPT=note + text)),
-                    Message("user", "Write the audit.")]
-
-        request = transcript_prompt(
-            self._request(frame(transcript(pairs, analyses=False)),
-                          self.settings.audit_max_tokens,
-                          audit_schema(len(pairs), self.settings.audit_max_tokens, sampled),
-                          "audit"),
-            pairs, frame, analyses=False, every_round=True,
-            reshape=lambda reply: audit_schema(len(pairs), reply, sampled),
-        )
-
-        def validate(value: Any) -> AuditResult:
-            found: list[Contradiction] = []
-            for item in value["contradictions"]:
-                first, second = item["questions"]
-                if not (1 <= first <= len(pairs) and 1 <= second <= len(pairs)):
-                    raise ValueError(f"Q{max(first, second)} does not exist")
-                if first == second and not pairs[first - 1].samples:
-                    # under the consistency protocol a round's own answers may disagree
-                    raise ValueError(f"contradiction between Q{first} and itself")
-                found.append(Contradiction(
-                    qa_pair_indexes=(first - 1, second - 1), description=item["description"]
-                ))
-            compared: dict[int, str] = {}
-            for item in value["comparisons"]:
-                number = item["round"]
-                if not 1 <= number <= len(pairs):
-                    raise ValueError(f"the comparison names round {number}, which does not "
-                                     "exist")
-                if compared.get(number, item["stance"]) != item["stance"]:
-                    raise ValueError(f"the comparisons give round {number} two stances")
-                compared[number] = item["stance"]
-            problem = summary_problem(value["summary"], (audit_prompt,))
-            deciding = sorted(set(value["deciding_rounds"]))
-            problem = problem or verdict_problem(value["verdict"], value["probability_false"],
-                                                 deciding, pairs, compared)
-            if problem is not None:
-                raise ValueError(problem)
-            remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
-            return AuditResult(
-                consistency_score=consistency_score(len(found), remaining),
-                contradictions=found,
-                remaining_gaps=remaining,
-                summary=value["summary"].strip(),
-                verdict=value["verdict"],
-                probability_false=value["probability_false"],
-                deciding_rounds=deciding,
-                comparisons=[Comparison.model_validate({"round": n, "stance": stance})
-                             for n, stance in sorted(compared.items())],
-            )
-
-        answered = [pair.sequence for pair in pairs if pair.answered]
-        allowed = ("The rounds you may name as deciding (the witness answered in them): "
-                   + ", ".join(str(n) for n in answered) + "; none for 'undetermined'.")
-        async for event in self._structured(request, audited, "audit", validate,
-                                            allowed=allowed):
-            yield event
-        demonstration = any(self._is_demonstration(label) for label in
-                            {audited.provider, *(p.provider_used.detective for p in pairs)})
-        if audited.invalid is not None:
-            yield self._undetermined_audit(f"the audit broke a rule twice: {audited.invalid}",
-                                           audited.text, demonstration)
-            return
-        audit: AuditResult = audited.value
-        audit.demonstration = demonstration
-        session.audit_result = audit
-        yield self._emit(AuditReady(audit=audit))
-
-    def _undetermined_audit(self, why: str, invalid: str,
-                            demonstration: bool) -> InterrogationEvent:
-        """The audit that stands in when the detective's broke a rule of ours twice: verdict
-        `undetermined`, `why` as its reason, the invalid reply kept."""
-        pairs = self.session.qa_pairs
-        remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
-        audit = AuditResult(
-            consistency_score=consistency_score(0, remaining),
-            remaining_gaps=remaining,
-            summary=f"No verdict from the detective: {why}.",
-            verdict="undetermined",
-            rule_broken=why,
-            invalid_reply=invalid or None,
-            demonstration=demonstration,
-        )
-        self.session.audit_result = audit
-        return self._emit(AuditReady(audit=audit))
-

@@ -10,7 +10,7 @@ import pytest
 
 from engine import Paths
 from engine.config.providers import ProviderConfig
-from engine.interrogation.loop import QUESTION_GRAMMAR
+from engine.interrogation.questions import QUESTION_GRAMMAR
 from engine.providers import StreamRequest, create_provider
 from engine.routing.structured import complete
 from tests.support.scripted import ScriptedModel

@@ -269,13 +269,13 @@ async def test_a_long_invalid_reply_is_shown_back_only_in_part(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     """All of it would take the window from the transcript the retry must still carry."""
-    config = make_config({"via": proxy.url}, ["via"], ["via"])
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
     rambling = "I think the analysis is as follows, " * 120 + "and that is all."
-    proxy.scripts |= {"q": ("At what temperature does water boil?", "stop"),
-                      "ramble": (rambling, "stop")}
-    proxy.scripts["a"] = ("At 100 degrees Celsius at sea level.", "stop")
-    proxy.plan = ["script:q", "script:a", "script:ramble"]
+    script_round(proxy)  # the whole run scripted: what the retry carries is the test
+    proxy.scripts["ramble"] = (rambling, "stop")
+    proxy.plan = ["script:q", "script:a", "script:ramble", "script:gap", "script:audit"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+    assert stored(directory)["status"] == "completed" and len(proxy.requests) == 5
     retry_request = json.loads(proxy.requests[3])
     echoed = retry_request["messages"][-2]
     assert echoed["role"] == "assistant"
