@@ -145,10 +145,10 @@ class Vault:
     def __init__(self, path: Path, store: SessionStore) -> None:
         self.path = path
         self.store = store
-        self._db = self._open()
-        # the agent's tools search from worker threads while the app may close it: every use
-        # of `_db` is inside `_conn.use()` or `_conn.write()` (engine.storage.shared)
-        self._conn = SharedSQLite(self._db, "the vault")
+        # the agent's tools search from worker threads while the app may close it: the
+        # connection is reached only through `_conn.use()` or `_conn.write()`, which hold its
+        # lock and hand it out (engine.storage.shared); the helpers take it from them
+        self._conn = SharedSQLite(self._open(), "the vault")
         self._last_signal: tuple[int, ...] | None = None
         self._last_scan = 0.0
 
@@ -234,8 +234,8 @@ class Vault:
 
     def _scan(self) -> SyncReport:
         on_disk = self._signatures_on_disk()
-        with self._conn.use():
-            indexed = dict(self._db.execute("SELECT dir, signature FROM sessions").fetchall())
+        with self._conn.use() as db:
+            indexed = dict(db.execute("SELECT dir, signature FROM sessions").fetchall())
         changed = [name for name, signature in on_disk.items()
                    if indexed.get(name) != signature]
         removed = [name for name in indexed if name not in on_disk]
@@ -251,18 +251,18 @@ class Vault:
             prepared.append((name, on_disk[name], session.short_id, session.name[:200],
                              list(self._documents(name, session))))
         if prepared or removed:
-            with self._conn.write():
+            with self._conn.write() as db:
                 for name in removed:
-                    self._drop(name)
+                    self._drop(db, name)
                 for name, signature, short_id, title, docs in prepared:
-                    self._drop(name)
-                    self._db.execute("INSERT INTO sessions VALUES(?,?,?,?)",
+                    self._drop(db, name)
+                    db.execute("INSERT INTO sessions VALUES(?,?,?,?)",
                                      (name, signature, short_id, title))
                     for kind, ref, text in docs:
-                        cursor = self._db.execute(
+                        cursor = db.execute(
                             "INSERT INTO entries(dir, kind, ref, text) VALUES(?,?,?,?)",
                             (name, kind, ref, text[:MAX_DOC_CHARS]))
-                        self._db.execute("INSERT INTO entries_fts(rowid, text) VALUES(?,?)",
+                        db.execute("INSERT INTO entries_fts(rowid, text) VALUES(?,?)",
                                          (cursor.lastrowid, text[:MAX_DOC_CHARS]))
         return SyncReport(len(on_disk), len(prepared) - damaged, len(removed), damaged)
 
@@ -279,13 +279,14 @@ class Vault:
                                                                entry.response_filename)
         return documents(session, notes, answers)
 
-    def _drop(self, name: str) -> None:
-        rows = self._db.execute("SELECT id, text FROM entries WHERE dir=?", (name,)).fetchall()
+    @staticmethod
+    def _drop(db: sqlite3.Connection, name: str) -> None:
+        rows = db.execute("SELECT id, text FROM entries WHERE dir=?", (name,)).fetchall()
         for rowid, text in rows:
-            self._db.execute("INSERT INTO entries_fts(entries_fts, rowid, text) "
+            db.execute("INSERT INTO entries_fts(entries_fts, rowid, text) "
                              "VALUES('delete', ?, ?)", (rowid, text))
-        self._db.execute("DELETE FROM entries WHERE dir=?", (name,))
-        self._db.execute("DELETE FROM sessions WHERE dir=?", (name,))
+        db.execute("DELETE FROM entries WHERE dir=?", (name,))
+        db.execute("DELETE FROM sessions WHERE dir=?", (name,))
 
     # ---- searching -----------------------------------------------------------------------
 
@@ -300,8 +301,8 @@ class Vault:
             return []
         # rank first, cheaply (FTS5 sorts by bm25 and stops at the limit); snippets only for
         # the rows kept: computed for every match, they cost more than the search
-        with self._conn.use():
-            ranked = self._db.execute(
+        with self._conn.use() as db:
+            ranked = db.execute(
                 "SELECT e.id, e.dir, s.short_id, s.name, e.kind, e.ref, f.rank "
                 "FROM (SELECT rowid, rank FROM entries_fts WHERE entries_fts MATCH ? "
                 "      ORDER BY rank LIMIT ?) f "
@@ -317,7 +318,7 @@ class Vault:
                 if len(kept) >= limit:
                     break
             marks = ",".join("?" * len(kept))
-            snippets = dict(self._db.execute(
+            snippets = dict(db.execute(
                 "SELECT rowid, snippet(entries_fts, 0, '[', ']', '…', 14) FROM entries_fts "
                 f"WHERE entries_fts MATCH ? AND rowid IN ({marks})",
                 (expression, *(row[0] for row in kept))).fetchall()) if kept else {}
@@ -327,7 +328,7 @@ class Vault:
 
     def count(self) -> tuple[int, int]:
         """(sessions, documents) in the index."""
-        with self._conn.use():
-            sessions = self._db.execute("SELECT count(*) FROM sessions").fetchone()[0]
-            docs = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
+        with self._conn.use() as db:
+            sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+            docs = db.execute("SELECT count(*) FROM entries").fetchone()[0]
         return int(sessions), int(docs)

@@ -75,25 +75,27 @@ class PostgresCacheStore(CacheStore):
 
         self._init_buffers()
         try:
-            self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise ConfigError(f"[cache] url: cannot connect to PostgreSQL: "
                               f"{str(exc).strip().splitlines()[0]}") from None
-        # shared by the app's threads: `self._db` is touched only inside `_use()` or `_tx()`
-        # (its lock held; `StoreClosed` once closed: engine.storage.shared)
-        self._conn = Shared(self._db, "the response cache (PostgreSQL)", psycopg.Connection.close)
-        with self._tx():
-            self._db.execute("SELECT pg_advisory_xact_lock(7461735)")  # one migrator at once
+        # shared by the app's threads: the connection is reached only through `_use()` or
+        # `_tx()`, which hold its lock and hand it out (`StoreClosed` once closed:
+        # engine.storage.shared); the helpers take it from them
+        self._conn = Shared(connection, "the response cache (PostgreSQL)",
+                            psycopg.Connection.close)
+        with self._tx() as db:
+            db.execute("SELECT pg_advisory_xact_lock(7461735)")  # one migrator at once
             for statement in _SCHEMA:
-                self._db.execute(statement)
-            if self._one("SELECT value FROM detektiv_cache_meta WHERE key = "
+                db.execute(statement)
+            if self._one(db, "SELECT value FROM detektiv_cache_meta WHERE key = "
                          "'schema_version'") == "1":  # keyword counts start from the entries
-                self._db.execute(
+                db.execute(
                     "INSERT INTO detektiv_cache_term_counts SELECT term, count(*) FROM "
                     "detektiv_cache_entries, unnest(keywords || ARRAY[%s]) AS term "
                     "GROUP BY term ON CONFLICT (term) DO NOTHING", (ENTRIES,))
-                self._db.execute("SELECT gin_clean_pending_list('detektiv_cache_terms')")
-            self._db.execute("INSERT INTO detektiv_cache_meta VALUES ('schema_version', %s) "
+                db.execute("SELECT gin_clean_pending_list('detektiv_cache_terms')")
+            db.execute("INSERT INTO detektiv_cache_meta VALUES ('schema_version', %s) "
                              "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                              (str(SCHEMA_VERSION),))
 
@@ -101,12 +103,13 @@ class PostgresCacheStore(CacheStore):
         return self._conn.use()
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[None]:
+    def _tx(self) -> Iterator[Any]:
         with self._conn.use() as db, db.transaction():
-            yield
+            yield db
 
-    def _one(self, query: str, params: tuple[Any, ...] = ()) -> Any:
-        row = self._db.execute(query, params).fetchone()
+    @staticmethod
+    def _one(db: Any, query: str, params: tuple[Any, ...] = ()) -> Any:
+        row = db.execute(query, params).fetchone()
         return row[0] if row is not None else None
 
     def put(self, entry: CacheEntry) -> CacheEntry:
@@ -115,23 +118,23 @@ class PostgresCacheStore(CacheStore):
         self.flush()
         for _ in range(3):
             try:
-                with self._tx():
-                    row = self._db.execute(
+                with self._tx() as db:
+                    row = db.execute(
                         f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE scope = %s AND "
                         "normalised = %s FOR UPDATE", (entry.scope, entry.normalised)).fetchone()
                     old = entry_from_row(*row) if row is not None else None
                     merged = merge(old, entry)
-                    self._store(merged)
+                    self._store(db, merged)
                 return merged
             except psycopg.errors.UniqueViolation:
                 continue  # another process inserted the same question: update it instead
         raise ConfigError("the cache entry could not be stored (concurrent writers)")
 
-    def _store(self, entry: CacheEntry) -> None:
-        old = self._one("SELECT keywords FROM detektiv_cache_entries WHERE entry_id = %s",
+    def _store(self, db: Any, entry: CacheEntry) -> None:
+        old = self._one(db, "SELECT keywords FROM detektiv_cache_entries WHERE entry_id = %s",
                         (entry.entry_id,))
-        self._count_terms(old, entry.keywords)
-        self._db.execute(
+        self._count_terms(db, old, entry.keywords)
+        db.execute(
             "INSERT INTO detektiv_cache_entries (entry_id, scope, normalised, question, data, "
             "keywords, last_used) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (entry_id) "
             "DO UPDATE SET data = excluded.data, keywords = excluded.keywords, uses = 0, "
@@ -140,12 +143,13 @@ class PostgresCacheStore(CacheStore):
             (entry.entry_id, entry.scope, entry.normalised, entry.question,
              entry.model_dump_json(), entry.keywords, entry.last_used.timestamp()))
         for variation in entry.variations:
-            self._db.execute(
+            db.execute(
                 "INSERT INTO detektiv_cache_variations VALUES (%s, %s, %s) ON CONFLICT "
                 "(scope, normalised) DO UPDATE SET entry_id = excluded.entry_id",
                 (entry.scope, variation, entry.entry_id))
 
-    def _count_terms(self, gone: list[str] | None, added: list[str] | None) -> None:
+    def _count_terms(self, db: Any, gone: list[str] | None, added: list[str] | None
+                     ) -> None:
         """The keyword counts moved from an entry's old keywords (None: it is new) to its new
         ones (None: it is deleted), one word at a time in one order (two writers never
         deadlock on them)."""
@@ -156,35 +160,35 @@ class PostgresCacheStore(CacheStore):
             delta.update({ENTRIES, *added})
         for word, by in sorted(delta.items()):
             if by:
-                self._db.execute(
+                db.execute(
                     "INSERT INTO detektiv_cache_term_counts VALUES (%s, %s) ON CONFLICT "
                     "(term) DO UPDATE SET n = detektiv_cache_term_counts.n + excluded.n",
                     (word, by))
 
     def save(self, entry: CacheEntry) -> None:
         self.flush()
-        with self._tx():
-            self._store(entry)
+        with self._tx() as db:
+            self._store(db, entry)
 
     def get(self, entry_id: str) -> CacheEntry | None:
         ref = entry_id.strip().lower().replace("%", "").replace("_", "")
         if not ref:
             return None
-        with self._use():
-            rows = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
+        with self._use() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
                                     "entry_id = %s", (ref,)).fetchall() or \
-                self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
+                db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
                                  "entry_id LIKE %s LIMIT 2", (ref + "%",)).fetchall()
         return entry_from_row(*rows[0]) if len(rows) == 1 else None
 
     def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
-        with self._use():
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
+        with self._use() as db:
+            row = db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
                                    "scope = %s AND normalised = %s",
                                    (scope, normalised)).fetchone()
             if row is not None:
                 return entry_from_row(*row), "exact"
-            row = self._db.execute(
+            row = db.execute(
                 f"SELECT {_COLUMNS.replace('data', 'e.data')} FROM detektiv_cache_variations v "
                 "JOIN detektiv_cache_entries e ON e.entry_id = v.entry_id WHERE v.scope = %s "
                 "AND v.normalised = %s", (scope, normalised)).fetchone()
@@ -195,8 +199,8 @@ class PostgresCacheStore(CacheStore):
         words = sorted(set(keywords))
         if not words:
             return []
-        with self._use():
-            frequency: dict[str, int] = dict(self._db.execute(
+        with self._use() as db:
+            frequency: dict[str, int] = dict(db.execute(
                 "SELECT term, n FROM detektiv_cache_term_counts WHERE term = ANY(%s)",
                 ([ENTRIES, *words],)).fetchall())
             plan = query_plan(words, frequency, loose)
@@ -209,30 +213,30 @@ class PostgresCacheStore(CacheStore):
             if excluded is not None:
                 condition = f"({condition}) AND NOT keywords @> %s::text[]"
                 params.append(excluded)
-            rows = self._db.execute(
+            rows = db.execute(
                 "SELECT entry_id, question, normalised, array_to_string(keywords, ' ') "
                 f"FROM detektiv_cache_entries WHERE scope = %s AND ({condition}) LIMIT %s",
                 (*params, limit)).fetchall()
         return [Candidate(*row) for row in rows]
 
     def put_vector(self, entry_id: str, scope: str, model: str, vector: bytes) -> None:
-        with self._tx():
-            self._db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s",
+        with self._tx() as db:
+            db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s",
                              (entry_id,))
-            self._db.execute("INSERT INTO detektiv_cache_vectors (entry_id, scope, model, vec) "
+            db.execute("INSERT INTO detektiv_cache_vectors (entry_id, scope, model, vec) "
                              "VALUES (%s, %s, %s, %s)", (entry_id, scope, model, vector))
 
     def vectors(self, scope: str, model: str, after: int = 0,
                 ) -> list[tuple[int, str, bytes]]:
-        with self._use():
-            rows = self._db.execute(
+        with self._use() as db:
+            rows = db.execute(
                 "SELECT id, entry_id, vec FROM detektiv_cache_vectors WHERE scope = %s AND "
                 "model = %s AND id > %s ORDER BY id", (scope, model, after)).fetchall()
         return [(int(i), str(e), bytes(v)) for i, e, v in rows]
 
     def add_variation(self, entry_id: str, scope: str, normalised: str) -> None:
-        with self._tx():
-            data = self._one("SELECT data FROM detektiv_cache_entries WHERE entry_id = %s "
+        with self._tx() as db:
+            data = self._one(db, "SELECT data FROM detektiv_cache_entries WHERE entry_id = %s "
                              "FOR UPDATE", (entry_id,))
             if data is None:
                 return
@@ -240,91 +244,91 @@ class PostgresCacheStore(CacheStore):
             if normalised not in entry.variations:
                 entry = entry.model_copy(update={
                     "variations": sorted({*entry.variations, normalised})})
-                self._db.execute("UPDATE detektiv_cache_entries SET data = %s WHERE "
+                db.execute("UPDATE detektiv_cache_entries SET data = %s WHERE "
                                  "entry_id = %s", (entry.model_dump_json(), entry_id))
-            self._db.execute(
+            db.execute(
                 "INSERT INTO detektiv_cache_variations VALUES (%s, %s, %s) ON CONFLICT "
                 "(scope, normalised) DO UPDATE SET entry_id = excluded.entry_id",
                 (scope, normalised, entry_id))
 
     def delete(self, entry_id: str) -> bool:
         self.flush()
-        with self._tx():
-            return self._delete(entry_id)
+        with self._tx() as db:
+            return self._delete(db, entry_id)
 
-    def _delete(self, entry_id: str) -> bool:
-        words = self._one("DELETE FROM detektiv_cache_entries WHERE entry_id = %s "
+    def _delete(self, db: Any, entry_id: str) -> bool:
+        words = self._one(db, "DELETE FROM detektiv_cache_entries WHERE entry_id = %s "
                           "RETURNING keywords", (entry_id,))
-        self._db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s", (entry_id,))
+        db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s", (entry_id,))
         gone = words is not None
         if gone:
-            self._count_terms(words, None)
-        self._db.execute("DELETE FROM detektiv_cache_variations WHERE entry_id = %s",
+            self._count_terms(db, words, None)
+        db.execute("DELETE FROM detektiv_cache_variations WHERE entry_id = %s",
                          (entry_id,))
         return bool(gone)
 
     def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
         self.flush()
         pattern = "%" + search.replace("%", "").replace("_", "") + "%"
-        with self._use():
-            rows = self._db.execute(
+        with self._use() as db:
+            rows = db.execute(
                 f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE question ILIKE %s "
                 "ORDER BY last_used DESC LIMIT %s", (pattern, limit)).fetchall()
         return [entry_from_row(*r) for r in rows]
 
     def total(self) -> int:
-        with self._use():
-            return int(self._one("SELECT count(*) FROM detektiv_cache_entries"))
+        with self._use() as db:
+            return int(self._one(db, "SELECT count(*) FROM detektiv_cache_entries"))
 
     def _write_buffered(self, counts: Counter[str], uses: dict[str, tuple[int, float]],
                         ) -> None:
-        with self._tx():
+        with self._tx() as db:
             for name, by in counts.items():
-                self._db.execute(
+                db.execute(
                     "INSERT INTO detektiv_cache_counters VALUES (%s, %s) ON CONFLICT (name) "
                     "DO UPDATE SET value = detektiv_cache_counters.value + excluded.value",
                     (name, by))
             for entry_id, (times, when) in uses.items():
-                self._db.execute(
+                db.execute(
                     "UPDATE detektiv_cache_entries SET uses = uses + %s, "
                     "last_used = greatest(last_used, %s) WHERE entry_id = %s",
                     (times, when, entry_id))
 
     def counters(self) -> dict[str, int]:
         self.flush()
-        with self._use():
-            rows = self._db.execute("SELECT name, value FROM detektiv_cache_counters").fetchall()
+        with self._use() as db:
+            rows = db.execute("SELECT name, value FROM detektiv_cache_counters").fetchall()
         return {str(name): int(value) for name, value in rows}
 
     def meta(self, key: str) -> str | None:
-        with self._use():
-            value = self._one("SELECT value FROM detektiv_cache_meta WHERE key = %s", (key,))
+        with self._use() as db:
+            value = self._one(db, "SELECT value FROM detektiv_cache_meta WHERE key = %s", (key,))
         return str(value) if value is not None else None
 
     def reindex(self, key: str, value: str, rewrite: Callable[[CacheEntry], CacheEntry],
                 ) -> int:
         self.flush()
-        with self._tx():
-            self._db.execute("SELECT pg_advisory_xact_lock(7461735)")
-            if self._one("SELECT value FROM detektiv_cache_meta WHERE key = %s",
+        with self._tx() as db:
+            db.execute("SELECT pg_advisory_xact_lock(7461735)")
+            if self._one(db, "SELECT value FROM detektiv_cache_meta WHERE key = %s",
                          (key,)) == value:
                 return 0  # another process did it meanwhile
-            rows = self._db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries "
+            rows = db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries "
                                     "ORDER BY last_used DESC").fetchall()
-            self._db.execute("DELETE FROM detektiv_cache_variations")
+            db.execute("DELETE FROM detektiv_cache_variations")
             # every old form out of the way first: a new form may be another entry's old one
-            self._db.execute("UPDATE detektiv_cache_entries SET normalised = chr(1) || entry_id")
+            db.execute("UPDATE detektiv_cache_entries SET normalised = chr(1) || entry_id")
             seen: set[tuple[str, str]] = set()
             done = 0
             for row in rows:
                 entry = rewrite(entry_from_row(*row)).model_copy(update={"variations": []})
                 if (entry.scope, entry.normalised) in seen:
-                    self._delete(entry.entry_id)
+                    self._delete(db, entry.entry_id)
                     continue
                 seen.add((entry.scope, entry.normalised))
-                self._store(entry)
+                self._store(db, entry)
                 done += 1
-            self._db.execute("INSERT INTO detektiv_cache_meta VALUES (%s, %s) ON CONFLICT "
+            db.execute("INSERT INTO detektiv_cache_meta VALUES (%s, %s) ON CONFLICT "
                              "(key) DO UPDATE SET value = excluded.value", (key, value))
         return done
 
@@ -332,8 +336,8 @@ class PostgresCacheStore(CacheStore):
         """The bytes of the live rows. PostgreSQL keeps a table's files after a DELETE (the
         space is reused, not returned), so the files' size could never come down to the cap;
         the rows' size does."""
-        with self._use():
-            total = self._one("SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM "
+        with self._use() as db:
+            total = self._one(db, "SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM "
                               "detektiv_cache_entries t")
         return int(total or 0)
 
@@ -341,14 +345,14 @@ class PostgresCacheStore(CacheStore):
         self.flush()
         removed = 0
         while self.size() > target:
-            with self._tx():
-                ids = [r[0] for r in self._db.execute(
+            with self._tx() as db:
+                ids = [r[0] for r in db.execute(
                     "SELECT entry_id FROM detektiv_cache_entries ORDER BY last_used "
                     "LIMIT 50").fetchall()]
                 if not ids:
                     break
                 for entry_id in ids:
-                    removed += self._delete(entry_id)
+                    removed += self._delete(db, entry_id)
         return removed
 
     def close(self) -> None:
