@@ -8,15 +8,23 @@ return True, so the model stops within one token.
 
 The same server also listens on HTTP (OpenAI-compatible). In-process that port is locked with a
 random API key; `serve()` opens it for `detektiv local-server`.
+
+A generation still running when the interpreter exits (a run stopped by SIGTERM, the app quit
+mid-answer) is stopped and waited for at exit (`_stop_generations`, up to `EXIT_WAIT`
+seconds): a daemon thread left inside llama.cpp is torn down by CPython's finalisation with a
+forced unwind that llama.cpp's `catch (...)` swallows, and the process aborted with "FATAL:
+exception not rethrown" instead of exiting with its code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import secrets
 import threading
+import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +40,25 @@ __all__ = [
 ]
 
 _END = object()
+
+EXIT_WAIT = 15.0
+"""Seconds the interpreter's exit waits for generations it stopped (one token each, or the
+prompt being read)."""
+
+_generations: set[tuple[threading.Thread, threading.Event]] = set()
+_generations_lock = threading.Lock()
+
+
+@atexit.register
+def _stop_generations() -> None:
+    """Stop every generation still running and wait for its thread (see the docstring)."""
+    with _generations_lock:
+        running = list(_generations)
+    for _, stop in running:
+        stop.set()
+    deadline = time.monotonic() + EXIT_WAIT
+    for thread, _ in running:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def bundled_model_path(model_dir: Path) -> Path:
@@ -191,12 +218,18 @@ class LlamaEngine:
                 outcome: Any = exc
             else:
                 outcome = _END
+            finally:
+                with _generations_lock:
+                    _generations.discard(generation)
             try:
                 loop.call_soon_threadsafe(put, outcome)
             except RuntimeError:
                 pass
 
         thread = threading.Thread(target=run, name="detektiv-llama", daemon=True)
+        generation = (thread, stop)
+        with _generations_lock:
+            _generations.add(generation)
         thread.start()
         try:
             while True:

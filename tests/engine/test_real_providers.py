@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -20,7 +22,7 @@ from engine import (
 )
 from engine.providers import Done, Provider, StreamRequest, TokenDelta, Usage, create_provider
 from engine.routing.structured import complete, complete_json
-from tests.support.servers import LONG_PROMPT, HangingServer, LlamaServer, closed_port
+from tests.support.servers import LONG_PROMPT, ROOT, HangingServer, LlamaServer, closed_port
 
 KINDS = ["openai", "local"]
 
@@ -227,3 +229,35 @@ async def test_a_dropped_connection_is_retried_once(
         await provider.aclose()
         await proxy.stop()
     assert proxy.connections == 2, "one retry, never more"
+
+
+EXITS_MID_ANSWER = f"""
+import asyncio
+from engine import Paths, ProviderConfig
+from engine.providers import StreamRequest, TokenDelta, create_provider
+
+async def main() -> None:
+    provider = create_provider("local", ProviderConfig(kind="local", model="gemma-3-270m"),
+                               Paths.from_env())
+    seen = 0
+    request = StreamRequest.of({LONG_PROMPT!r}, max_tokens=400, temperature=0)
+    async for event in provider.stream(request):
+        if isinstance(event, TokenDelta) and event.text:
+            seen += 1
+            if seen == 3:
+                print("streaming", flush=True)
+                raise SystemExit(0)  # the process ends while llama.cpp generates
+    print("the answer ended after", seen, "pieces")
+
+asyncio.run(main())
+"""
+
+
+def test_a_process_that_exits_mid_answer_exits_with_its_code(home: object) -> None:
+    """The embedded model's thread is stopped and waited for at exit: left running, CPython's
+    finalisation tore it down inside llama.cpp and the process aborted ("FATAL: exception not
+    rethrown", SIGABRT) instead of exiting 0 (as `detektiv run` did on SIGTERM)."""
+    done = subprocess.run([sys.executable, "-c", EXITS_MID_ANSWER], capture_output=True,
+                          text=True, cwd=ROOT, timeout=240)
+    assert done.stdout == "streaming\n", (done.stdout, done.stderr[-2000:])
+    assert done.returncode == 0 and "FATAL" not in done.stderr, done.stderr[-2000:]
