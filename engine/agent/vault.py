@@ -257,13 +257,13 @@ class Vault:
                 for name, signature, short_id, title, docs in prepared:
                     self._drop(db, name)
                     db.execute("INSERT INTO sessions VALUES(?,?,?,?)",
-                                     (name, signature, short_id, title))
+                               (name, signature, short_id, title))
                     for kind, ref, text in docs:
                         cursor = db.execute(
                             "INSERT INTO entries(dir, kind, ref, text) VALUES(?,?,?,?)",
                             (name, kind, ref, text[:MAX_DOC_CHARS]))
                         db.execute("INSERT INTO entries_fts(rowid, text) VALUES(?,?)",
-                                         (cursor.lastrowid, text[:MAX_DOC_CHARS]))
+                                   (cursor.lastrowid, text[:MAX_DOC_CHARS]))
         return SyncReport(len(on_disk), len(prepared) - damaged, len(removed), damaged)
 
     def _documents(self, name: str, session: InterrogationSession
@@ -284,7 +284,7 @@ class Vault:
         rows = db.execute("SELECT id, text FROM entries WHERE dir=?", (name,)).fetchall()
         for rowid, text in rows:
             db.execute("INSERT INTO entries_fts(entries_fts, rowid, text) "
-                             "VALUES('delete', ?, ?)", (rowid, text))
+                       "VALUES('delete', ?, ?)", (rowid, text))
         db.execute("DELETE FROM entries WHERE dir=?", (name,))
         db.execute("DELETE FROM sessions WHERE dir=?", (name,))
 

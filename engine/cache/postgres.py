@@ -96,8 +96,8 @@ class PostgresCacheStore(CacheStore):
                     "GROUP BY term ON CONFLICT (term) DO NOTHING", (ENTRIES,))
                 db.execute("SELECT gin_clean_pending_list('detektiv_cache_terms')")
             db.execute("INSERT INTO detektiv_cache_meta VALUES ('schema_version', %s) "
-                             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                             (str(SCHEMA_VERSION),))
+                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                       (str(SCHEMA_VERSION),))
 
     def _use(self) -> contextlib.AbstractContextManager[Any]:
         return self._conn.use()
@@ -176,16 +176,16 @@ class PostgresCacheStore(CacheStore):
             return None
         with self._use() as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
-                                    "entry_id = %s", (ref,)).fetchall() or \
+                              "entry_id = %s", (ref,)).fetchall() or \
                 db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
-                                 "entry_id LIKE %s LIMIT 2", (ref + "%",)).fetchall()
+                           "entry_id LIKE %s LIMIT 2", (ref + "%",)).fetchall()
         return entry_from_row(*rows[0]) if len(rows) == 1 else None
 
     def find(self, scope: str, normalised: str) -> tuple[CacheEntry, str] | None:
         with self._use() as db:
             row = db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries WHERE "
-                                   "scope = %s AND normalised = %s",
-                                   (scope, normalised)).fetchone()
+                             "scope = %s AND normalised = %s",
+                             (scope, normalised)).fetchone()
             if row is not None:
                 return entry_from_row(*row), "exact"
             row = db.execute(
@@ -222,9 +222,9 @@ class PostgresCacheStore(CacheStore):
     def put_vector(self, entry_id: str, scope: str, model: str, vector: bytes) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM detektiv_cache_vectors WHERE entry_id = %s",
-                             (entry_id,))
+                       (entry_id,))
             db.execute("INSERT INTO detektiv_cache_vectors (entry_id, scope, model, vec) "
-                             "VALUES (%s, %s, %s, %s)", (entry_id, scope, model, vector))
+                       "VALUES (%s, %s, %s, %s)", (entry_id, scope, model, vector))
 
     def vectors(self, scope: str, model: str, after: int = 0,
                 ) -> list[tuple[int, str, bytes]]:
@@ -245,7 +245,7 @@ class PostgresCacheStore(CacheStore):
                 entry = entry.model_copy(update={
                     "variations": sorted({*entry.variations, normalised})})
                 db.execute("UPDATE detektiv_cache_entries SET data = %s WHERE "
-                                 "entry_id = %s", (entry.model_dump_json(), entry_id))
+                           "entry_id = %s", (entry.model_dump_json(), entry_id))
             db.execute(
                 "INSERT INTO detektiv_cache_variations VALUES (%s, %s, %s) ON CONFLICT "
                 "(scope, normalised) DO UPDATE SET entry_id = excluded.entry_id",
@@ -264,7 +264,7 @@ class PostgresCacheStore(CacheStore):
         if gone:
             self._count_terms(db, words, None)
         db.execute("DELETE FROM detektiv_cache_variations WHERE entry_id = %s",
-                         (entry_id,))
+                   (entry_id,))
         return bool(gone)
 
     def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
@@ -314,7 +314,7 @@ class PostgresCacheStore(CacheStore):
                          (key,)) == value:
                 return 0  # another process did it meanwhile
             rows = db.execute(f"SELECT {_COLUMNS} FROM detektiv_cache_entries "
-                                    "ORDER BY last_used DESC").fetchall()
+                              "ORDER BY last_used DESC").fetchall()
             db.execute("DELETE FROM detektiv_cache_variations")
             # every old form out of the way first: a new form may be another entry's old one
             db.execute("UPDATE detektiv_cache_entries SET normalised = chr(1) || entry_id")
@@ -329,7 +329,7 @@ class PostgresCacheStore(CacheStore):
                 self._store(db, entry)
                 done += 1
             db.execute("INSERT INTO detektiv_cache_meta VALUES (%s, %s) ON CONFLICT "
-                             "(key) DO UPDATE SET value = excluded.value", (key, value))
+                       "(key) DO UPDATE SET value = excluded.value", (key, value))
         return done
 
     def size(self) -> int:
