@@ -8,6 +8,8 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,10 +85,20 @@ def is_locked(directory: Path) -> bool:
     return False
 
 
+STAGED_AGE = 60.0
+"""Seconds after which a temp folder is taken for one a killed `SessionStore.create` left half
+built (a younger one may be under way in another process)."""
+
+
 def sweep_temp_files(directory: Path) -> None:
-    """Remove temp files a killed atomic write left behind."""
+    """Remove temp files a killed atomic write left behind, and temp folders a killed
+    session creation left (older than `STAGED_AGE`)."""
     with contextlib.suppress(OSError):
         for entry in os.scandir(directory):
-            if entry.name.startswith(TEMP_PREFIX):
-                with contextlib.suppress(OSError):
+            if not entry.name.startswith(TEMP_PREFIX):
+                continue
+            with contextlib.suppress(OSError):
+                if not entry.is_dir(follow_symlinks=False):
                     os.unlink(entry.path)
+                elif time.time() - entry.stat(follow_symlinks=False).st_mtime > STAGED_AGE:
+                    shutil.rmtree(entry.path, ignore_errors=True)

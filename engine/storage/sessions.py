@@ -24,12 +24,10 @@ other wrote.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import os
 import shutil
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
@@ -323,17 +321,10 @@ class SessionStore:
         return listed
 
     def sweep(self) -> None:
-        """Remove temp files left in the store's root by a killed write, and folders a
-        killed `create` left half built (older than a minute: one may be under way in
-        another process now)."""
-        if not self.root.is_dir():
-            return
-        sweep_temp_files(self.root)
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(self.root):
-                if entry.name.startswith(TEMP_PREFIX) and entry.is_dir(follow_symlinks=False) \
-                        and time.time() - entry.stat(follow_symlinks=False).st_mtime > 60:
-                    shutil.rmtree(entry.path, ignore_errors=True)
+        """Remove temp files left in the store's root by a killed write, and folders a killed
+        `create` left half built (`layout.sweep_temp_files`)."""
+        if self.root.is_dir():
+            sweep_temp_files(self.root)
 
     def delete(self, ref: str) -> None:
         """Remove a session (refused while it runs)."""
