@@ -227,7 +227,7 @@ class FaultProxy:
             if kind == "relabel":
                 content_type = "text/plain"
             self._start(writer, upstream.status_code, {"content-type": content_type})
-            limit = int(arg) if arg and kind != "prompt" else None
+            limit = int(arg) if kind in ("stall", "cut", "malformed") else None
             events = 0
             async for line in upstream.aiter_lines():
                 if limit is not None and line.startswith("data:"):

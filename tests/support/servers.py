@@ -62,9 +62,12 @@ class LlamaServer:
         values.update(overrides)
         return ProviderConfig.model_validate(values)
 
-    def busy_slots(self) -> int:
-        slots = httpx.get(f"{self.base}/slots", timeout=5).json()
+    @staticmethod
+    def _busy(slots: list[dict[str, object]]) -> int:
         return sum(1 for slot in slots if slot.get("is_processing"))
+
+    def busy_slots(self) -> int:
+        return self._busy(httpx.get(f"{self.base}/slots", timeout=5).json())
 
     async def wait_idle(self, timeout: float = 5.0) -> float:
         """Seconds until no slot is generating; raises if still busy after `timeout`. Waits
@@ -73,8 +76,7 @@ class LlamaServer:
         start = time.monotonic()
         async with httpx.AsyncClient(timeout=5) as client:
             while True:
-                slots = (await client.get(f"{self.base}/slots")).json()
-                if not any(slot.get("is_processing") for slot in slots):
+                if not self._busy((await client.get(f"{self.base}/slots")).json()):
                     return time.monotonic() - start
                 if time.monotonic() - start > timeout:
                     raise AssertionError(f"the server still generates after {timeout} s")
