@@ -49,8 +49,18 @@ def price_for(config: Config, name: str, provider: ProviderConfig | None = None)
     return None
 
 
-def call_cost(price: Price, prompt: int, completion: int) -> float:
-    return (prompt * price.input + completion * price.output) / 1_000_000
+def call_cost(price: Price, prompt: int, completion: int, cached: int = 0,
+              written: int = 0) -> float:
+    """What one call costs: `prompt` tokens in all, of which `cached` were read from the
+    provider's cache and `written` written to it (each at its own price when the table gives
+    one), and `completion` tokens out (reasoning tokens among them)."""
+    cached = min(max(cached, 0), prompt)
+    written = min(max(written, 0), prompt - cached)
+    fresh = prompt - cached - written
+    read_price = price.input if price.cached_input is None else price.cached_input
+    write_price = price.input if price.cache_write is None else price.cache_write
+    return (fresh * price.input + cached * read_price + written * write_price
+            + completion * price.output) / 1_000_000
 
 
 def money(amount: float) -> str:

@@ -187,15 +187,20 @@ class ContextOverflowError(RequestError):
 
     reason = "context"
 
-    def __init__(self, provider: str, message: str, status: int | None = None) -> None:
+    def __init__(self, provider: str, message: str, status: int | None = None,
+                 window: int | None = None) -> None:
         super().__init__(provider, message, status)
-        self.window = overflow_window(message)
+        self.window = window or overflow_window(message)
 
 
-_WINDOW_IN_MESSAGE = (
+_WINDOW_IN_MESSAGE = (  # real messages of each server: tests/engine/test_overflow.py
     re.compile(r"context size \((\d+) tokens?\)", re.IGNORECASE),       # llama.cpp
+    re.compile(r"""["']n_ctx["']\s*:\s*(\d+)""", re.IGNORECASE),         # llama.cpp's JSON
     re.compile(r"maximum context length is (\d+) tokens?", re.IGNORECASE),  # OpenAI, vLLM
     re.compile(r"context (?:window|length) of (\d+) tokens?", re.IGNORECASE),
+    re.compile(r"\d+ tokens? > (\d+) maximum", re.IGNORECASE),             # Anthropic
+    re.compile(r"\d+ \+ \d+ > (\d+)", re.IGNORECASE),                       # Anthropic
+    re.compile(r"maximum number of tokens allowed \((\d+)\)", re.IGNORECASE),  # Gemini
 )
 
 
@@ -210,6 +215,12 @@ def overflow_window(message: str) -> int | None:
 
 
 _OVERFLOW_WORDS = (
+    "contextwindowexceeded",  # LiteLLM's ContextWindowExceededError
+    "context_window_exceeded",
+    "exceed context limit",  # Anthropic: input length and `max_tokens` exceed context limit
+    "exceeds the maximum number of tokens",  # Gemini
+    "max context length",  # Ollama: prompt too long; exceeded max context length by N tokens
+    "input length exceeds",  # Ollama
     "context size",
     "context length",
     "context window",

@@ -194,6 +194,12 @@ class Price(BaseModel):
     """Per million prompt tokens."""
     output: float = Field(ge=0)
     """Per million reply tokens."""
+    cached_input: float | None = Field(default=None, ge=0)
+    """Per million prompt tokens read from the provider's prompt cache (Anthropic's cache
+    reads, OpenAI's `cached_tokens`); unset: the input price."""
+    cache_write: float | None = Field(default=None, ge=0)
+    """Per million prompt tokens written to the cache (Anthropic's cache creation); unset:
+    the input price."""
 
 
 class Config(BaseModel):

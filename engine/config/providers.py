@@ -92,6 +92,17 @@ class ProviderConfig(BaseModel):
     """local: how many streams the embedded model serves at once."""
     n_threads: int | None = Field(default=None, ge=1, le=256)
     """local: CPU threads; default all cores but one (see `default_threads`)."""
+    reasoning: Literal["show", "hide"] = "show"
+    """A reasoning model's thinking (its own channel, or `<think>` blocks in the answer):
+    `show` streams it to the views and keeps it in the session as its own events; `hide`
+    drops it. Either way it never becomes the answer."""
+    reasoning_effort: str | None = Field(default=None, min_length=1, max_length=32)
+    """Asked of the server where its wire takes one: OpenAI-compatible `reasoning_effort`
+    (`low`, `medium`, `high`), Ollama's `think` (`low`/`medium`/`high`, or `true`/`false`)."""
+    reasoning_budget: int | None = Field(default=None, ge=0, le=1_000_000)
+    """Tokens the model may think, where the wire takes a budget: Anthropic's
+    `thinking.budget_tokens` (at least 1024; added to the reply's allowance), Gemini's
+    `thinking_budget` (0 turns thinking off)."""
     origin: Literal["config", "env", "default", "adhoc"] = Field(default="config", exclude=True)
     """Where this provider came from (not written back to the file)."""
 

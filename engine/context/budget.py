@@ -154,9 +154,17 @@ async def window_of(provider: Provider) -> Window:
     return found
 
 
-def forget_window(provider: Provider) -> None:
-    """Drop what was discovered about `provider` (its server rejected a prompt as too long)."""
-    _windows.pop(_key(provider), None)
+def forget_window(provider: Provider, told: int | None = None) -> None:
+    """Drop what was discovered about `provider`: its server rejected a prompt as too long.
+    `told`, the window its error named, is learned for the rest of the process (a gateway in
+    front of an 8k model under a kind that assumes 200k would otherwise fail every call once);
+    without it the server is asked again."""
+    key = _key(provider)
+    if told is None or told <= 0:
+        _windows.pop(key, None)
+        return
+    known = _windows.get(key)
+    _windows[key] = Window(told, "server", known.exact if known is not None else False)
 
 
 Composer = Callable[[int, Callable[[str], int]], tuple[list[Message], Trim]]

@@ -59,9 +59,11 @@ class Baselines:
         if self.budget is not None:
             check_budget(self.budget, self.router, role, request)
         reply = Reply()
-        async for _ in reply.follow(self.router.stream(request, role, accept)):
-            pass
-        count_tokens(self.tally, reply, self.router.config, self.budget)
+        try:
+            async for _ in reply.follow(self.router.stream(request, role, accept)):
+                pass
+        finally:  # what streamed before a failure is counted as well
+            count_tokens(self.tally, reply, self.router.config, self.budget)
         return reply
 
     def _ask(self, messages: tuple[Message, ...]) -> StreamRequest:

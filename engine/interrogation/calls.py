@@ -19,15 +19,17 @@ from engine.models.events import (
     ContextFitted,
     Discarded,
     InterrogationEvent,
+    PhaseName,
     ProviderChosen,
     QuestionDelta,
+    Reasoning,
     Role,
     TrailAdded,
 )
 from engine.models.session import AuditTrailEntry, ContextFit
 from engine.models.usage import TokenTally
 from engine.prompts import fill, load_prompt
-from engine.providers import Message, StreamRequest, TokenDelta
+from engine.providers import Message, ReasoningDelta, StreamRequest, TokenDelta, Usage
 from engine.routing.collect import Reply
 from engine.routing.events import Attempt, Fitted, PartialDiscarded, ProviderEvent
 from engine.routing.router import Router
@@ -44,6 +46,8 @@ class Turn:
     text: str = ""
     provider: str = ""
     finish_reason: str = ""
+    reasoning: str = ""
+    """What a reasoning model thought before its reply (never part of `text`)."""
     value: Any = None
     invalid: str | None = None
     """Set by `_structured` when the reply broke its rule twice: the rule (then `value` is
@@ -65,20 +69,39 @@ def _count(value: object) -> int | None:
 def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
                  budget: Budget | None = None) -> None:
     """Add one call's tokens to `tally`: as the provider reported them, else estimated (the
-    prompt as fitted, the reply at four characters a token); with `config`, its cost at the
-    answering provider's price (`engine.costs`), also spent from `budget`."""
+    prompt as fitted, the reply and its reasoning at four characters a token); with `config`,
+    its cost at the answering provider's price (`engine.costs`), also spent from `budget`.
+    What a provider streamed before it failed (a timeout, a cut, a failover) is counted too,
+    estimated: it was generated, and a paid API bills it."""
+    for partial in reply.discarded:
+        fits = [fit.used for fit in reply.fits if fit.provider == partial.provider]
+        _add(tally, partial.provider, fits[-1] if fits else 0, (len(partial.text) + 3) // 4,
+             None, config, budget, estimated=True)
+    if not reply.done:
+        return
     usage = reply.usage
     prompt = _count(usage.prompt_tokens) if usage is not None else None
     completion = _count(usage.completion_tokens) if usage is not None else None
-    if prompt is None or completion is None:
-        tally.estimated_calls += 1
+    estimated = prompt is None or completion is None
     if prompt is None:
         prompt = reply.fits[-1].used if reply.fits else 0
     if completion is None:
-        completion = (len(reply.text) + 3) // 4
+        completion = (len(reply.text) + len(reply.reasoning) + 3) // 4
+    _add(tally, reply.provider, prompt, completion, usage, config, budget, estimated)
+
+
+def _add(tally: TokenTally, name: str | None, prompt: int, completion: int,
+         usage: Usage | None, config: Config | None, budget: Budget | None,
+         estimated: bool) -> None:
+    """Count one call of provider `name` in `tally` (and its cost)."""
+    cached = _count(usage.cached_tokens) if usage is not None else None
+    written = _count(usage.cache_write_tokens) if usage is not None else None
+    thought = _count(usage.reasoning_tokens) if usage is not None else None
+    tally.estimated_calls += estimated
     tally.prompt += prompt
     tally.completion += completion
-    name = reply.provider
+    tally.cached += min(cached or 0, prompt)
+    tally.reasoning += min(thought or 0, completion)
     if config is None or name is None:
         return
     price = price_for(config, name)
@@ -86,7 +109,7 @@ def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
         if name not in tally.unpriced:
             tally.unpriced.append(name)
         return
-    cost = call_cost(price, prompt, completion)
+    cost = call_cost(price, prompt, completion, cached or 0, written or 0)
     tally.cost += cost
     if budget is not None:
         budget.spend(cost)
@@ -207,16 +230,35 @@ class SessionCalls:
     ) -> AsyncGenerator[InterrogationEvent, None]:
         """Stream one call over the role's chain; deltas only when `sequence` is given (the
         round the call belongs to is `fit_for` when no delta is wanted)."""
-        delta = QuestionDelta if role == "detective" else AnswerDelta
-        label = self._label
         if self.budget is not None:
             extra = sum(len(m.content) for m in request.extra) + len(request.note)
             check_budget(self.budget, self.router, role, request.request, extra)
         reply = Reply()
+        try:
+            async for event in self._routed(reply, request, role, turn, sequence, accept,
+                                            fit_for):
+                yield event
+        finally:  # what streamed before a failure is counted as well
+            count_tokens(self.session.tokens, reply, self.router.config, self.budget)
+        turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
+        turn.reasoning = reply.reasoning
+
+    async def _routed(
+        self, reply: Reply, request: Prompt, role: Role, turn: Turn, sequence: int | None,
+        accept: Callable[[str, str, str], str | None] | None, fit_for: int | None,
+    ) -> AsyncGenerator[InterrogationEvent, None]:
+        """The router's events of one call, taken by `reply`, as the session's events."""
+        delta = QuestionDelta if role == "detective" else AnswerDelta
+        label = self._label
+        phase: PhaseName = "answer" if role == "witness" else "question" \
+            if sequence is not None else "analysis" if fit_for is not None else "audit"
         async for event in reply.follow(self.router.stream(request, role, accept)):
             match event:
                 case TokenDelta(text) if sequence is not None and text:
                     yield self._emit(delta(sequence=sequence, text=text))
+                case ReasoningDelta(text) if text:
+                    yield self._emit(Reasoning(role=role, phase=phase,
+                                               sequence=sequence or fit_for, text=text))
                 case Attempt(_, provider_label, trial):
                     turn.provider = provider_label
                     yield self._emit(ProviderChosen(role=role, provider=provider_label,
@@ -235,8 +277,6 @@ class SessionCalls:
                     ))
                 case Fitted(_, report):
                     yield self._fitted(role, sequence or fit_for, report)
-        turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
-        count_tokens(self.session.tokens, reply, self.router.config, self.budget)
 
     def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> InterrogationEvent:
         trim = report.trim

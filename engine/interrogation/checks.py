@@ -59,6 +59,7 @@ __all__ = [
     "analysis_conflict",
     "answer_problem",
     "bare_question",
+    "budget_spent",
     "close_reason",
     "may_close",
     "leading_problem",
@@ -71,7 +72,8 @@ __all__ = [
 ]
 
 NO_ANSWER = "no answer"
-"""How an empty answer is named, in the transcript and to the detective."""
+"""How an empty answer is named, in the transcript and to the detective (the same words as
+`QuestionAnswerPair.answer_mark`)."""
 MARKERS = ("(empty)", "(no answer)", "(no questions yet)")
 """Bracketed markers detektiv itself writes into prompts; a reply made of them is an echo."""
 SELF_CONTRADICTION_LOW = 50
@@ -174,7 +176,7 @@ def question_problem(
     claim's answer to the question `asked`, when the hypothesis is an evaluated claim."""
     stripped = text.strip()
     if not stripped:
-        return "the question is empty"
+        return "the question is empty"  # a budget spent thinking: `budget_spent` says so
     if _marker_only(stripped):
         return f"it only echoes the marker {one_line(stripped, 40)!r}"
     if _PLACEHOLDER.search(stripped):
@@ -213,9 +215,24 @@ def bare_question(text: str) -> str:
     return stripped
 
 
-def answer_problem(answer: str, question: str) -> str | None:
-    """Why a witness's answer is no real testimony (`NO_ANSWER`, an echo), or None."""
+def budget_spent(who: str, text: str, finish_reason: str, reasoning: str = "") -> str | None:
+    """How a reply cut at its token limit before any text is named: `who` (the witness, the
+    detective) spent its whole budget thinking. None for any other reply."""
+    if text.strip() or finish_reason != "length":
+        return None
+    if reasoning.strip():
+        return f"{who} spent its whole token budget thinking and gave no reply"
+    return f"{who} spent its whole token budget before any reply"
+
+
+def answer_problem(answer: str, question: str, finish_reason: str = "",
+                   reasoning: str = "") -> str | None:
+    """Why a witness's answer is no real testimony (`NO_ANSWER`, a budget spent thinking, an
+    echo), or None."""
     stripped = answer.strip()
+    spent = budget_spent("the witness", answer, finish_reason, reasoning)
+    if spent is not None:
+        return spent
     if not stripped or not _words(stripped) or _marker_only(stripped):
         return NO_ANSWER
     if _same(_words(stripped), _words(question)):

@@ -56,6 +56,7 @@ from engine.interrogation.checks import (
     analysis_conflict,
     answer_problem,
     bare_question,
+    budget_spent,
     close_reason,
     may_close,
     question_problem,
@@ -253,7 +254,8 @@ class Interrogation(SessionCalls):
                 yield self._emit(AnswerSampled(
                     sequence=sequence, number=number, of=session.consistency_samples,
                     provider=sampled.provider, text=sampled.text))
-        problem = answer_problem(answered.text, question)
+        problem = answer_problem(answered.text, question, answered.finish_reason,
+                                 answered.reasoning)
         if problem is not None:  # testimony all the same: kept, named, pressed on
             yield self._emit(AnswerUnusable(sequence=sequence, provider=answered.provider,
                                             problem=problem))
@@ -317,9 +319,9 @@ class Interrogation(SessionCalls):
 
             def accept(provider: str, text: str, finish_reason: str,
                        last: bool = last) -> str | None:
-                problem = question_problem(text, hypothesis, earlier,
-                                           (system_template, turn), claim_answer,
-                                           claim_question)
+                problem = budget_spent("the detective", text, finish_reason) or \
+                    question_problem(text, hypothesis, earlier, (system_template, turn),
+                                     claim_answer, claim_question)
                 if problem is None:
                     return None
                 rejected.append((self._labels.get(provider, provider), problem))

@@ -117,8 +117,8 @@ def _round_lines(
     pair: QuestionAnswerPair, analyses: bool, cap: int | None = None, qcap: int | None = None
 ) -> str:
     marks = [ANSWER_CUT_OFF] if pair.answer_cut_off else []
-    if pair.answer_problem and pair.answer.strip():  # an empty one reads "(no answer)"
-        marks.append(pair.answer_problem)
+    if pair.answer_mark:  # an empty one reads "(no answer)"
+        marks.append(pair.answer_mark)
     lines = [f"Q{pair.sequence}: {shorten(pair.question, qcap)}"]
     answers = [pair.answer, *pair.samples]
     for number, answer in enumerate(answers, start=1):

@@ -41,6 +41,7 @@ __all__ = [
     "Phase",
     "ProviderChosen",
     "QuestionDelta",
+    "Reasoning",
     "Record",
     "Started",
     "TrailAdded",
@@ -112,6 +113,18 @@ class AnswerDelta(Delta):
 
     type: Literal["answer_delta"] = "answer_delta"
     sequence: int
+    text: str
+
+
+class Reasoning(Delta):
+    """A piece of a role's reasoning (a reasoning model's thinking before its reply), in
+    order: `phase` is the call it belongs to, `sequence` its round (None for the audit). Kept
+    apart from questions and answers: shown dimmed, exported only when asked for."""
+
+    type: Literal["reasoning"] = "reasoning"
+    role: Role
+    phase: PhaseName
+    sequence: int | None = None
     text: str
 
 
@@ -218,6 +231,7 @@ InterrogationEvent = (
     | ProviderChosen
     | QuestionDelta
     | AnswerDelta
+    | Reasoning
     | AnswerCutOff
     | AnswerSampled
     | AnswerUnusable

@@ -171,6 +171,14 @@ class QuestionAnswerPair(_Model):
         """Whether the witness gave a real answer in this round."""
         return self.answer_problem is None and bool(self.answer.strip())
 
+    @property
+    def answer_mark(self) -> str | None:
+        """The answer's problem as shown beside it; None when there is none, or when an empty
+        answer says it itself ("(no answer)")."""
+        if self.answer.strip() or self.answer_problem != "no answer":
+            return self.answer_problem
+        return None
+
 
 class Contradiction(_Model):
     """Two answers that cannot both be true; indexes are 0-based into `qa_pairs` (the same

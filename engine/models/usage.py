@@ -19,6 +19,10 @@ class TokenTally(BaseModel):
 
     prompt: Annotated[int, Field(ge=0)] = 0
     completion: Annotated[int, Field(ge=0)] = 0
+    cached: Annotated[int, Field(ge=0)] = 0
+    """Of `prompt`: tokens the providers read from their prompt cache."""
+    reasoning: Annotated[int, Field(ge=0)] = 0
+    """Of `completion`: tokens a reasoning model spent thinking (as reported)."""
     estimated_calls: Annotated[int, Field(ge=0)] = 0
     """How many calls had to be estimated (what tells a round's estimate from an earlier one)."""
     cost: Annotated[float, Field(ge=0)] = 0.0
@@ -49,6 +53,8 @@ class TokenTally(BaseModel):
         """Count `other` in too."""
         self.prompt += other.prompt
         self.completion += other.completion
+        self.cached += other.cached
+        self.reasoning += other.reasoning
         self.estimated_calls += other.estimated_calls
         self.cost += other.cost
         self.unpriced += [name for name in other.unpriced if name not in self.unpriced]
@@ -57,6 +63,8 @@ class TokenTally(BaseModel):
         """What was counted after `before` (a copy of this tally taken earlier)."""
         return TokenTally(prompt=self.prompt - before.prompt,
                           completion=self.completion - before.completion,
+                          cached=self.cached - before.cached,
+                          reasoning=self.reasoning - before.reasoning,
                           estimated_calls=self.estimated_calls - before.estimated_calls,
                           cost=max(0.0, self.cost - before.cost),
                           unpriced=[n for n in self.unpriced if n not in before.unpriced])

@@ -24,17 +24,29 @@ from engine.errors import (
     ServerError,
 )
 from engine.prompts import fill, load_prompt
-from engine.providers._base import Done, Provider, StreamEvent, StreamRequest, TokenDelta, Usage
+from engine.providers._base import (
+    Done,
+    Provider,
+    ReasoningDelta,
+    StreamEvent,
+    StreamRequest,
+    TokenDelta,
+    Usage,
+    standard_key_env,
+)
 from engine.providers._http import (
     error_for_status,
     error_message,
     field_of,
+    first_line,
     is_event_stream,
     iter_sse,
     looks_like_sse,
+    model_listed,
     not_a_stream,
     parse_retry_after,
     server_dropped_connection,
+    unlisted_model,
 )
 
 __all__ = ["AnthropicProvider"]
@@ -42,6 +54,32 @@ __all__ = ["AnthropicProvider"]
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
+           "cache_creation_input_tokens")
+
+
+def _take_counts(counts: dict[str, Any], usage: object) -> None:
+    """Keep the counts `usage` reports. `message_start` and `message_delta` both carry usage;
+    the later wins where it says more: LiteLLM's proxy sends `input_tokens: 0` at the start
+    and the real count at the end."""
+    for name in _COUNTS:
+        value = field_of(usage, name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0 and (
+                value > 0 or name not in counts):
+            counts[name] = value
+
+
+def _usage(counts: dict[str, Any]) -> Usage:
+    """Anthropic's counts as `Usage`: its `input_tokens` leaves out what was read from the
+    cache and written to it; `prompt_tokens` is all three."""
+    fresh = counts.get("input_tokens")
+    read = counts.get("cache_read_input_tokens")
+    written = counts.get("cache_creation_input_tokens")
+    prompt = None if fresh is None else fresh + (read or 0) + (written or 0)
+    return Usage(prompt, counts.get("output_tokens"), cached_tokens=read,
+                 cache_write_tokens=written)
 
 
 class AnthropicProvider(Provider):
@@ -69,9 +107,12 @@ class AnthropicProvider(Provider):
         if request.schema is not None:
             schema = json.dumps(request.schema, indent=2)
             system.append(fill(load_prompt("structured_output"), SCHEMA=schema))
+        budget = self.config.reasoning_budget
+        thinking = budget is not None and budget > 0
         body: dict[str, Any] = {
             "model": self.config.model,
-            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            # thinking spends from max_tokens: the reply keeps its own allowance on top
+            "max_tokens": (request.max_tokens or DEFAULT_MAX_TOKENS) + (budget or 0),
             "messages": [
                 {"role": m.role, "content": m.content}
                 for m in request.messages
@@ -81,14 +122,28 @@ class AnthropicProvider(Provider):
         }
         if system:
             body["system"] = "\n\n".join(system)
-        if request.temperature is not None:
+        if thinking:  # the API refuses a temperature beside extended thinking
+            body["thinking"] = {"type": "enabled", "budget_tokens": max(budget or 0, 1024)}
+        elif request.temperature is not None:
             body["temperature"] = request.temperature
         return body
+
+    def _url_hint(self) -> str:
+        """What a 404 from the Messages API most often means: a base URL with the `/v1` that
+        detektiv adds itself (an OpenAI-style URL), or not the server's root."""
+        base = (self.config.base_url or ANTHROPIC_URL).rstrip("/")
+        posted = f"{base}/v1/messages"
+        if base.endswith("/v1"):
+            return (f" — detektiv posted to {posted}: an anthropic provider's base_url is the "
+                    f"server's root, without /v1 (base_url = \"{base[:-3]}\")")
+        return (f" — detektiv posted to {posted}: an anthropic provider's base_url is the "
+                "server's root (https://api.anthropic.com, or a gateway's address such as "
+                "http://127.0.0.1:4000), detektiv adds /v1/messages")
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = data.get("error") or {}
         kind = error.get("type", "error")
-        message = f"{kind}: {error.get('message', 'error event in the stream')}"
+        message = f"{kind}: {first_line(str(error.get('message', 'error event in the stream')))}"
         if kind == "rate_limit_error":
             return RateLimitedError(self.name, message)
         if kind in ("invalid_request_error", "not_found_error", "request_too_large"):
@@ -99,8 +154,7 @@ class AnthropicProvider(Provider):
         client = self._get_client()
         headers = await self._headers()
         body = self._body(request)
-        prompt_tokens: int | None = None
-        output_tokens: int | None = None
+        counts: dict[str, Any] = {}
         stop_reason: str | None = None
         try:
             async with self._open(client, body, headers) as reply:
@@ -108,12 +162,15 @@ class AnthropicProvider(Provider):
                     content = await reply.aread()
                     retry_after = parse_retry_after(reply.headers.get("retry-after"))
                     message = error_message(content, reply.reason_phrase)
+                    if reply.status_code == 404:
+                        message += self._url_hint()
                     raise error_for_status(self.name, reply.status_code, message, retry_after)
                 content_type = reply.headers.get("content-type")
                 if not is_event_stream(content_type):
                     raw_body = await reply.aread()  # aiter_lines() then reads what was read
                     if not looks_like_sse(raw_body):
-                        for whole in self._whole_message(content_type, raw_body):
+                        for whole in self._whole_message(content_type, raw_body,
+                                                         body["max_tokens"]):
                             yield whole
                         return
                 async for event, raw in iter_sse(reply.aiter_lines()):
@@ -127,19 +184,21 @@ class AnthropicProvider(Provider):
                         ) from None
                     if event == "content_block_delta":
                         delta = data.get("delta") or {}
-                        if delta.get("type") == "text_delta" and delta.get("text"):
+                        kind = delta.get("type")
+                        if kind == "text_delta" and delta.get("text"):
                             yield TokenDelta(delta["text"])
+                        elif kind == "thinking_delta" and delta.get("thinking"):
+                            yield ReasoningDelta(delta["thinking"])
                     elif event == "message_start":
-                        prompt_tokens = field_of(field_of(data.get("message"), "usage"),
-                                                 "input_tokens")
+                        _take_counts(counts, field_of(data.get("message"), "usage"))
                     elif event == "message_delta":
                         stop = field_of(data.get("delta"), "stop_reason")
                         stop_reason = stop if isinstance(stop, str) and stop else stop_reason
-                        output_tokens = field_of(data.get("usage"), "output_tokens")
+                        _take_counts(counts, data.get("usage"))
                     elif event == "message_stop":
-                        yield Usage(prompt_tokens, output_tokens)
-                        reason = stop_reason or "end_turn"
-                        yield Done(_STOP_REASONS.get(reason, reason))
+                        usage = _usage(counts)
+                        yield usage
+                        yield Done(self._finish(stop_reason, usage, body["max_tokens"]))
                         return
                     elif event == "error":
                         raise self._stream_error(data)
@@ -148,23 +207,42 @@ class AnthropicProvider(Provider):
         except httpx.TransportError as exc:
             raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
 
-    def _whole_message(self, content_type: str | None, body: bytes) -> list[StreamEvent]:
+    def _whole_message(self, content_type: str | None, body: bytes, limit: int
+                       ) -> list[StreamEvent]:
         """A whole Messages API reply (a server that ignored `stream`) as events; anything
         else is a `BadResponseError` saying what the reply was."""
         try:
             data = json.loads(body)
             if data.get("type") != "message":
                 raise ValueError("not a message")
-            text = "".join(part.get("text") or "" for part in data["content"]
-                           if isinstance(part, dict) and part.get("type") == "text")
-            usage = data.get("usage")
-            reason = data.get("stop_reason") or "end_turn"
+            parts = [part for part in data["content"] if isinstance(part, dict)]
+            text = "".join(part.get("text") or "" for part in parts
+                           if part.get("type") == "text")
+            thought = "".join(part.get("thinking") or "" for part in parts
+                              if part.get("type") == "thinking")
+            counts: dict[str, Any] = {}
+            _take_counts(counts, data.get("usage"))
+            reason = data.get("stop_reason")
         except (ValueError, KeyError, TypeError, AttributeError):
             raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
-        events: list[StreamEvent] = [TokenDelta(text)] if text else []
-        events.append(Usage(field_of(usage, "input_tokens"), field_of(usage, "output_tokens")))
-        reason = reason if isinstance(reason, str) else "end_turn"
-        return [*events, Done(_STOP_REASONS.get(reason, reason))]
+        events: list[StreamEvent] = [ReasoningDelta(thought)] if isinstance(thought, str) \
+            and thought else []
+        if text:
+            events.append(TokenDelta(text))
+        usage = _usage(counts)
+        events.append(usage)
+        return [*events, Done(self._finish(reason if isinstance(reason, str) else None, usage,
+                                           limit))]
+
+    @staticmethod
+    def _finish(stop_reason: str | None, usage: Usage, limit: int) -> str:
+        """The finish reason: the server's, except that a reply whose output tokens reached
+        the limit was cut, whatever the server says (LiteLLM's proxy says `end_turn`)."""
+        reason = _STOP_REASONS.get(stop_reason or "end_turn", stop_reason or "stop")
+        output = usage.completion_tokens
+        if isinstance(output, int) and not isinstance(output, bool) and output >= limit:
+            return "length"
+        return reason
 
     @contextlib.asynccontextmanager
     async def _open(
@@ -193,8 +271,18 @@ class AnthropicProvider(Provider):
         if reply.status_code >= 400:
             message = error_message(reply.content, reply.reason_phrase)
             raise error_for_status(self.name, reply.status_code, message)
-        models = reply.json().get("data", [])
-        return f"{len(models)} model{'s' if len(models) != 1 else ''} listed"
+        try:
+            models = reply.json().get("data", [])
+            names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
+                                                                                   str)]
+        except (ValueError, AttributeError, TypeError):
+            raise BadResponseError(self.name, "the model list is not JSON") from None
+        listed = f"{len(models)} model{'s' if len(models) != 1 else ''} listed"
+        if names and not model_listed(self.config.model, names):
+            if standard_key_env(self.config):  # Anthropic's aliases (…-latest) are not listed
+                return f"{listed}, not {self.config.model!r} (an alias, or a typo?)"
+            raise unlisted_model(self.name, self.config.model, names)
+        return listed
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -10,6 +10,9 @@ and `_health`. This base class owns what every kind shares:
   (`ProviderConnectionError`), never silently accepted as a complete answer;
 - chat-template markers (`<|im_end|>`…) a server lets through never reach the answer
   (`engine.text.TemplateMarkers`);
+- reasoning is its own stream: `<think>` blocks written into the answer are split out
+  (`ThinkBlocks`) and come as `ReasoningDelta`, like the wire's own reasoning channel; with
+  `reasoning = "hide"` neither is passed on;
 - anything unexpected from a library becomes `BadResponseError`, never a crash;
 - closing the iterator (or cancelling its task) closes the underlying stream at once.
 """
@@ -37,6 +40,7 @@ from engine.errors import (
     TotalTimeout,
 )
 from engine.providers._http import not_text
+from engine.providers._reasoning import ThinkBlocks
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
 from engine.text import TemplateMarkers
 
@@ -46,6 +50,7 @@ __all__ = [
     "Message",
     "Provider",
     "PullProgress",
+    "ReasoningDelta",
     "StreamEvent",
     "StreamRequest",
     "TokenDelta",
@@ -95,11 +100,25 @@ class TokenDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (its thinking before the answer), in order: from the
+    wire's own channel, or split out of the answer (`engine.providers._reasoning`). Never part
+    of the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts, when the provider reports them."""
+    """Token counts, when the provider reports them. `prompt_tokens` is the whole prompt, the
+    cached part (`cached_tokens`, read from the server's prompt cache) and the part written to
+    it (`cache_write_tokens`) included; `completion_tokens` includes `reasoning_tokens`."""
 
     prompt_tokens: int | None
     completion_tokens: int | None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +128,7 @@ class Done:
     finish_reason: str
 
 
-StreamEvent = TokenDelta | Usage | Done
+StreamEvent = TokenDelta | ReasoningDelta | Usage | Done
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +162,21 @@ def standard_key_env(config: ProviderConfig) -> str | None:
         if config.base_url.rstrip("/") == GEMINI_URL.rstrip("/"):
             return "GEMINI_API_KEY"
     return None
+
+
+def _split(blocks: ThinkBlocks, text: str | None, shown: bool
+           ) -> list[TokenDelta | ReasoningDelta]:
+    """The events `text` makes once inline reasoning blocks are split out (None: the reply
+    ended, what was held back comes out); reasoning only when `shown`."""
+    if text == "":
+        return []
+    reasoning, answer = blocks.feed(text) if text is not None else blocks.finish()
+    events: list[TokenDelta | ReasoningDelta] = []
+    if reasoning and shown:
+        events.append(ReasoningDelta(reasoning))
+    if answer:
+        events.append(TokenDelta(answer))
+    return events
 
 
 class Provider(ABC):
@@ -232,6 +266,8 @@ class Provider(ABC):
         raw = self._stream(request)
         finished = False
         markers = TemplateMarkers(stop=self.stops_at_markers)
+        blocks = ThinkBlocks()
+        shown = self.config.reasoning != "hide"
         try:
             while True:
                 scope = asyncio.timeout_at(deadline)
@@ -266,7 +302,7 @@ class Provider(ABC):
                     raise BadResponseError(
                         self.name, f"unexpected {type(exc).__name__}: {exc}"
                     ) from exc
-                if type(event) is TokenDelta:
+                if type(event) is TokenDelta or type(event) is ReasoningDelta:
                     if not isinstance(event.text, str):  # whatever a provider let through
                         raise BadResponseError(self.name, not_text(event.text))
                     stall_deadline = loop.time() + stall_timeout
@@ -274,19 +310,25 @@ class Provider(ABC):
                         deadline, phase = stall_deadline, StallTimeout
                     else:
                         deadline, phase = total_deadline, TotalTimeout
-                    text = markers.feed(event.text)
-                    if text:
-                        yield TokenDelta(text)
+                    if type(event) is ReasoningDelta:
+                        if shown and event.text:
+                            yield event
+                        continue
+                    for piece in _split(blocks, markers.feed(event.text), shown):
+                        yield piece
                     if markers.stopped:  # the model left its turn: that is its answer
+                        for piece in _split(blocks, None, shown):
+                            yield piece
                         finished = True
                         yield Done("stop")
                         break
                     continue
                 if type(event) is Done:
                     finished = True
-                    rest = markers.finish()
-                    if rest:
-                        yield TokenDelta(rest)
+                    for piece in _split(blocks, markers.finish(), shown):
+                        yield piece
+                    for piece in _split(blocks, None, shown):
+                        yield piece
                 yield event
         finally:
             await raw.aclose()

@@ -4,6 +4,7 @@ what a reply that is not a stream was."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from email.utils import parsedate_to_datetime
@@ -17,20 +18,26 @@ from engine.errors import (
     RequestError,
     ServerError,
     is_context_overflow,
+    overflow_window,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "content_text",
     "error_for_status",
     "error_message",
     "field_of",
+    "first_line",
     "not_text",
     "is_event_stream",
     "iter_sse",
     "looks_like_sse",
+    "model_listed",
     "not_a_stream",
     "parse_retry_after",
     "server_dropped_connection",
+    "unlisted_model",
 ]
 
 
@@ -69,38 +76,61 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - now)
 
 
+MESSAGE_KEPT = 4000
+"""Characters of a server's error message kept (for the log, and to read a window from)."""
+LINE_SHOWN = 300
+"""Characters of its first line shown to the user."""
+
+
 def error_message(body: bytes | str, fallback: str) -> str:
     """The human part of an error body: OpenAI/Anthropic `{"error": {"message"}}`, Ollama
-    `{"error": "…"}`, or the first line of plain text (truncated)."""
+    `{"error": "…"}`, or plain text; whole (up to `MESSAGE_KEPT` characters), lines and all:
+    `error_for_status` decides what is shown."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
         data = json.loads(text)
     except ValueError:
-        line = text.strip().splitlines()[0] if text.strip() else ""
-        return line[:200] or fallback
+        return text.strip()[:MESSAGE_KEPT] or fallback
     if isinstance(data, dict):
         error = data.get("error", data)
         if isinstance(error, dict):
             message = error.get("message") or error.get("type")
             if isinstance(message, str) and message:
-                return message[:500]
+                return message[:MESSAGE_KEPT]
         elif isinstance(error, str) and error:
-            return error[:500]
+            return error[:MESSAGE_KEPT]
     return fallback
+
+
+def first_line(message: str, provider: str = "", status: int | None = None) -> str:
+    """What a user is shown of a server's message: its first line (gateways such as
+    LiteLLM's proxy send several, a traceback among them), cut to `LINE_SHOWN`; the whole
+    message goes to the log."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return message.strip()
+    shown = lines[0] if len(lines[0]) <= LINE_SHOWN else lines[0][:LINE_SHOWN - 1] + "…"
+    if len(lines) > 1 or shown != lines[0]:
+        log.warning("%s: HTTP %s, the server's whole message:\n%s", provider or "provider",
+                    status, message)
+        shown += " (the whole message is in the log)"
+    return shown
 
 
 def error_for_status(
     provider: str, status: int, message: str, retry_after: float | None = None
 ) -> ProviderError:
-    """The engine error for an HTTP status from a provider."""
-    text = f"HTTP {status}: {message}"
+    """The engine error for an HTTP status from a provider: its text is the message's first
+    line (`first_line`); what it means (an overflow, and the window it names) is read from the
+    whole message."""
+    text = f"HTTP {status}: {first_line(message, provider, status)}"
     if status in (401, 403):
         return AuthError(provider, text)
     if status == 429:
         return RateLimitedError(provider, text, retry_after)
     if 400 <= status < 500:
         if is_context_overflow(message):
-            return ContextOverflowError(provider, text, status)
+            return ContextOverflowError(provider, text, status, overflow_window(message))
         return RequestError(provider, text, status)
     return ServerError(provider, text, status)
 
@@ -186,3 +216,20 @@ def not_a_stream(content_type: str | None, body: bytes) -> str:
     first = "".join(ch for ch in first if ch.isprintable())[:160]
     return (f"the server answered {kind}, not a stream"
             + (f": {first}" if first else " (an empty body)"))
+
+
+def model_listed(model: str, names: list[str]) -> bool:
+    """Whether the server's model list has `model`: as listed, or as Gemini (`models/…`) and
+    Ollama (`…:latest`) spell the same name."""
+    wanted = {model, f"models/{model}", f"{model}:latest", model.removeprefix("models/"),
+              model.removesuffix(":latest")}
+    return any(name in wanted or name.removeprefix("models/") in wanted for name in names)
+
+
+def unlisted_model(provider: str, model: str, names: list[str]) -> RequestError:
+    """The health check's finding that the configured model is not among the server's: every
+    call would fail (`HTTP 400 … Invalid model name`)."""
+    shown = ", ".join(sorted(names)[:8]) + (f" and {len(names) - 8} more" if len(names) > 8
+                                            else "")
+    return RequestError(provider, f"model {model!r} is not among the {len(names)} the server "
+                        f"lists ({shown}): check the name in the config")

@@ -26,14 +26,16 @@ from engine.providers._base import (
     Done,
     Message,
     Provider,
+    ReasoningDelta,
     StreamEvent,
     StreamRequest,
     TokenDelta,
-    Usage,
 )
 from engine.providers._http import error_for_status
 from engine.providers._llama import LlamaEngine, LlamaOptions
 from engine.providers._llamacpp import count_chat_tokens
+from engine.providers._openai import usage_of
+from engine.providers._reasoning import reasoning_field
 
 __all__ = ["LocalProvider"]
 
@@ -117,6 +119,9 @@ class LocalProvider(Provider):
                 if chunk.get("usage"):
                     usage = chunk["usage"]
                 for choice in chunk["choices"]:
+                    thought = reasoning_field(choice.get("delta"))
+                    if thought:
+                        yield ReasoningDelta(thought)
                     text = (choice.get("delta") or {}).get("content")
                     if text:
                         yield TokenDelta(text)
@@ -131,7 +136,7 @@ class LocalProvider(Provider):
         if finish is None:
             raise ServerError(self.name, "the model stopped without finishing")
         if usage is not None:
-            yield Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+            yield usage_of(usage)
         yield Done(finish)
 
     async def context_window(self) -> int | None:

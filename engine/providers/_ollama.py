@@ -18,6 +18,7 @@ from engine.providers._base import (
     Done,
     Provider,
     PullProgress,
+    ReasoningDelta,
     StreamEvent,
     StreamRequest,
     TokenDelta,
@@ -47,6 +48,19 @@ def ollama_host(base_url: str | None, env: Mapping[str, str]) -> str:
     if bare and ":" not in host.rsplit("]", 1)[-1]:
         host += ":11434"
     return f"{scheme}://{host}{slash}{path}"
+
+
+def _think(effort: str | None) -> bool | str | None:
+    """Ollama's `think` option from `reasoning_effort`: a level passes as it is (gpt-oss takes
+    `low`/`medium`/`high`), `true`/`false` (or `on`/`off`, `none`) switch thinking."""
+    if effort is None:
+        return None
+    word = effort.strip().lower()
+    if word in ("true", "on", "yes"):
+        return True
+    if word in ("false", "off", "no", "none"):
+        return False
+    return word
 
 
 class OllamaProvider(Provider):
@@ -121,6 +135,9 @@ class OllamaProvider(Provider):
             "options": options or None,
             "keep_alive": self.config.keep_alive,
         }
+        think = _think(self.config.reasoning_effort)
+        if think is not None:
+            arguments["think"] = think
         parts: Any = None
         try:
             # The request goes out on the first iteration; a server that dropped a pooled
@@ -136,6 +153,9 @@ class OllamaProvider(Provider):
                 part = await anext(parts, None)
             while part is not None:
                 text = part.message.content if part.message is not None else None
+                thought = part.message.thinking if part.message is not None else None
+                if thought:
+                    yield ReasoningDelta(thought)
                 if text:
                     yield TokenDelta(text)
                 if part.done:

@@ -22,6 +22,7 @@ from engine.providers._base import (
     Done,
     Message,
     Provider,
+    ReasoningDelta,
     StreamEvent,
     StreamRequest,
     TokenDelta,
@@ -34,10 +35,12 @@ from engine.providers._http import (
     field_of,
     is_event_stream,
     looks_like_sse,
+    model_listed,
     not_a_stream,
     not_text,
     parse_retry_after,
     server_dropped_connection,
+    unlisted_model,
 )
 from engine.providers._llamacpp import (
     api_root,
@@ -46,6 +49,7 @@ from engine.providers._llamacpp import (
     slot_count,
     slot_window,
 )
+from engine.providers._reasoning import reasoning_field
 
 if TYPE_CHECKING:
     import openai
@@ -55,6 +59,18 @@ __all__ = ["OpenAIProvider"]
 # A server that needs no key (llama.cpp, vLLM, Ollama) still gets a non-empty one: the SDK
 # refuses to start without it.
 PLACEHOLDER_KEY = "not-needed"
+
+
+def usage_of(usage: object) -> Usage:
+    """OpenAI's usage object (or dict) as `Usage`: the cached prompt tokens in
+    `prompt_tokens_details.cached_tokens`, the reasoning tokens in
+    `completion_tokens_details.reasoning_tokens`."""
+    return Usage(
+        field_of(usage, "prompt_tokens"), field_of(usage, "completion_tokens"),
+        cached_tokens=field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens"),
+        reasoning_tokens=field_of(field_of(usage, "completion_tokens_details"),
+                                  "reasoning_tokens"),
+    )
 
 
 class OpenAIProvider(Provider):
@@ -98,6 +114,13 @@ class OpenAIProvider(Provider):
             body[key] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        extra: dict[str, Any] = {}
+        if self.config.reasoning_effort is not None:
+            body["reasoning_effort"] = self.config.reasoning_effort
+        if self.config.reasoning_budget is not None:  # Gemini's OpenAI-compatible endpoint
+            extra["google"] = {"thinking_config": {
+                "thinking_budget": self.config.reasoning_budget,
+                "include_thoughts": self.config.reasoning == "show"}}
         if request.schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
@@ -109,7 +132,9 @@ class OpenAIProvider(Provider):
             }
         elif request.demonstration_grammar is not None and self.config.is_demonstration:
             # a shipped model on a llama.cpp server here (`detektiv local-server`)
-            body["extra_body"] = {"grammar": request.demonstration_grammar}
+            extra["grammar"] = request.demonstration_grammar
+        if extra:
+            body["extra_body"] = extra
         return body
 
     def _map(self, exc: BaseException) -> ProviderError:
@@ -157,6 +182,9 @@ class OpenAIProvider(Provider):
                 if chunk.usage is not None:
                     usage = chunk.usage
                 for choice in chunk.choices:
+                    thought = reasoning_field(choice.delta)
+                    if thought:
+                        yield ReasoningDelta(thought)
                     content = choice.delta.content if choice.delta is not None else None
                     text = content_text(content) if content is not None else None
                     if content is not None and text is None:
@@ -178,7 +206,7 @@ class OpenAIProvider(Provider):
         if finish is None:
             raise ProviderConnectionError(self.name, "the stream ended before the model finished")
         if usage is not None:
-            yield Usage(field_of(usage, "prompt_tokens"), field_of(usage, "completion_tokens"))
+            yield usage_of(usage)
         yield Done(finish)
 
     async def _not_streamed(self, stream: Any) -> list[StreamEvent] | None:
@@ -203,17 +231,19 @@ class OpenAIProvider(Provider):
             data = json.loads(body)
             choice = data["choices"][0]
             content = choice["message"].get("content") or ""
+            thought = reasoning_field(choice["message"])
             finish = choice.get("finish_reason") or "stop"
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
         text = content_text(content)
         if text is None or not isinstance(finish, str):
             raise BadResponseError(self.name, not_a_stream(content_type, body))
-        events: list[StreamEvent] = [TokenDelta(text)] if text else []
+        events: list[StreamEvent] = [ReasoningDelta(thought)] if thought else []
+        if text:
+            events.append(TokenDelta(text))
         usage = data.get("usage")
         if isinstance(usage, dict):
-            events.append(Usage(field_of(usage, "prompt_tokens"),
-                                field_of(usage, "completion_tokens")))
+            events.append(usage_of(usage))
         return [*events, Done(finish)]
 
     # ---- a llama.cpp server behind the OpenAI-compatible API: its window and its tokenizer --
@@ -272,8 +302,15 @@ class OpenAIProvider(Provider):
             page = await client.models.list()
         except Exception as exc:
             raise self._map(exc) from None
-        names = [model.id for model in page.data]
-        return f"{len(names)} model{'s' if len(names) != 1 else ''} listed"
+        names = [model.id for model in page.data if isinstance(model.id, str)]
+        listed = f"{len(names)} model{'s' if len(names) != 1 else ''} listed"
+        if not names or model_listed(self.config.model, names):
+            return listed
+        if self._llamacpp is None:
+            await self.context_window()
+        if self._llamacpp:  # llama.cpp answers whatever model name it is sent
+            return listed
+        raise unlisted_model(self.name, self.config.model, names)
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -195,8 +195,8 @@ class Narration:
                           markdown=True)]
                 if pair.answer_cut_off:
                     pieces.append(Block("mark", text=ANSWER_CUT_OFF))
-                if pair.answer_problem and pair.answer.strip():  # an empty one says so itself
-                    pieces.append(Block("mark", text=pair.answer_problem))
+                if pair.answer_mark:  # an empty one says so itself
+                    pieces.append(Block("mark", text=pair.answer_mark))
                 of = len(pair.samples) + 1
                 pieces += [Block("answer", sample_title(number, of, pair.provider_used.witness),
                                  text, markdown=True)

@@ -21,7 +21,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 
 from engine.context.budget import FitReport
-from engine.providers import Done, TokenDelta, Usage
+from engine.providers import Done, ReasoningDelta, TokenDelta, Usage
 from engine.routing.events import (
     Attempt,
     Fitted,
@@ -39,6 +39,8 @@ class Reply:
     """A routed stream's reply as it stands: updated by `take`, one event at a time."""
 
     parts: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    """The reasoning of the provider answering now, apart from its answer."""
     attempt: Attempt | None = None
     """The provider answering now (None before the first attempt)."""
     attempts: list[Attempt] = field(default_factory=list)
@@ -53,6 +55,11 @@ class Reply:
     def text(self) -> str:
         """The text of the provider answering now (all of it once `done`)."""
         return "".join(self.parts)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning of the provider answering now (never part of `text`)."""
+        return "".join(self.thinking)
 
     @property
     def done(self) -> bool:
@@ -82,8 +89,10 @@ class Reply:
         match event:
             case TokenDelta(text):
                 self.parts.append(text)
+            case ReasoningDelta(text):
+                self.thinking.append(text)
             case Attempt():
-                self.parts, self.attempt = [], event
+                self.parts, self.thinking, self.attempt = [], [], event
                 self.attempts.append(event)
             case Done(reason):
                 self.finish_reason = reason

@@ -286,7 +286,7 @@ class Router:
                 if retried:  # fitted twice and still too long: a failure
                     failed: ProviderError | None = exc
                 else:
-                    forget_window(provider)
+                    forget_window(provider, exc.window)
                     yield ProviderEvent("error", name, None, f"{exc.detail}; fitting "
                                         "the prompt again for a smaller window")
                     told, retried, failed = exc.window, True, None

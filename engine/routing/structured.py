@@ -152,6 +152,9 @@ def collect_json(provider: str, text: str, finish_reason: str, schema: dict[str,
     directly, the router, the interrogation): not cut off by the token limit, and holding one
     JSON value valid against `schema` (see `parse_json`). Raises `BadResponseError`."""
     if finish_reason == "length":
+        if not text.strip():  # a reasoning model that thought until the limit
+            raise BadResponseError(provider, "the whole token budget went before any JSON "
+                                   "(a reasoning model thinking?)")
         raise BadResponseError(provider, "the answer was cut off by the token limit before the "
                                "JSON was complete")
     return parse_json(provider, text, schema)

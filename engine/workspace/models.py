@@ -84,7 +84,11 @@ class LocalModels:
 
 
 def _port_free(port: int) -> bool:
+    """Whether `port` on 127.0.0.1 can be listened on. With SO_REUSEADDR, as llama.cpp's
+    server binds: a port whose last connections wait out TIME_WAIT (a gateway held a
+    keep-alive connection to the server before its restart) is free to it."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import socket
 import subprocess
 import time
@@ -13,8 +14,9 @@ import jsonschema
 import pytest
 
 from engine import __version__
+from tests.support.scripted import ScriptedModel
 from tests.support.servers import LONG_PROMPT, ROOT, LlamaServer, cli, closed_port
-from tests.support.wire import Reply, WireServer
+from tests.support.wire import CUT, Reply, WireServer
 
 SCHEMA = {
     "type": "object",
@@ -86,26 +88,70 @@ def test_providers_table(configured: Path) -> None:
     assert lines[2].split()[:6] == ["localsrv", "openai", "gemma", "2", "ok", "closed"]
 
 
-def test_ask_streams_to_stdout_as_it_arrives(configured: Path) -> None:
+def test_ask_streams_to_a_terminal_as_it_arrives(configured: Path) -> None:
+    leader, follower = pty.openpty()  # stdout is a terminal, as a user's is
     process = subprocess.Popen(
         cli("ask", "-p", "localsrv", "--max-tokens", "60", "--temperature", "0", LONG_PROMPT),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
+        stdout=follower, stderr=subprocess.PIPE, cwd=ROOT,
     )
-    assert process.stdout is not None
-    first = os.read(process.stdout.fileno(), 1)
-    first_at = time.monotonic()
-    rest = process.stdout.read()
-    process.wait(timeout=120)
-    ended_at = time.monotonic()
+    os.close(follower)
+    try:
+        first = os.read(leader, 1)
+        first_at = time.monotonic()
+        rest = b""
+        while True:
+            try:
+                piece = os.read(leader, 4096)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not piece:
+                break
+            rest += piece
+        process.wait(timeout=120)
+        ended_at = time.monotonic()
+    finally:
+        os.close(leader)
     assert process.returncode == 0, process.stderr.read() if process.stderr else ""
-    process.stdout.close()
     if process.stderr:
         process.stderr.close()
     assert len(first + rest) > 20
     # 60 tokens take well over a second here: the first byte was printed long before the end.
     assert ended_at - first_at > 0.5
+
+
+def test_ask_into_a_file_after_a_failover_mid_answer_holds_only_the_answer_that_won(
+        home: Path, tmp_path: Path) -> None:
+    """The first provider streams half an answer and breaks; the second answers. A terminal
+    saw the discarded start (and a note); a file gets the answer that won, alone."""
+    def broken(_: object) -> Reply:
+        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": "DISCARDED START of a"},
+                              "finish_reason": None}]}
+        return Reply(200, {"content-type": "text/event-stream"},
+                     [f"data: {json.dumps(chunk)}\n\n".encode(), CUT])
+
+    with WireServer({"POST /v1/chat/completions": broken}) as first, \
+            ScriptedModel(["The whole answer that won."]) as second:
+        (home / "config.toml").write_text(f"""
+[providers.first]
+kind = "openai"
+base_url = "{first.url}/v1"
+model = "m"
+priority = 1
+
+[providers.second]
+kind = "openai"
+base_url = "{second.url}/v1"
+model = "m"
+priority = 2
+""")
+        out = tmp_path / "out.txt"
+        with out.open("w") as handle:
+            result = subprocess.run(cli("ask", "hello"), stdout=handle, stderr=subprocess.PIPE,
+                                    text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "The whole answer that won.\n"
+    assert "discarded" in result.stderr
 
 
 def test_ask_with_schema_prints_valid_json(configured: Path, tmp_path: Path) -> None:
@@ -201,7 +247,7 @@ def test_local_server_refuses_a_busy_port(home: Path) -> None:
 
 
 def test_ask_a_discovered_ollama_by_name(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.support.wire import Reply, WireServer, json_reply
+    from tests.support.wire import json_reply
 
     tags = {"models": [{"name": "llama3.2", "model": "llama3.2", "modified_at": "2026-11-22T"
                         "10:00:00Z", "size": 1, "digest": "d", "details": {}}]}

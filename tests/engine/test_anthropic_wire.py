@@ -213,7 +213,7 @@ async def test_echoed_key_never_reaches_the_error(env: None, paths: Paths) -> No
 
 
 async def test_health_lists_models(env: None, paths: Paths) -> None:
-    models = {"data": [{"id": "claude-a", "type": "model"}, {"id": "claude-b", "type": "model"}]}
+    models = {"data": [{"id": "claude-a", "type": "model"}, {"id": "claude-test", "type": "model"}]}
     with WireServer({"GET /v1/models": lambda r: json_reply(models)}) as server:
         health = await make(server, paths).health()
     assert health.ok and health.detail == "2 models listed"

@@ -89,16 +89,22 @@ async def ask(paths: Paths, args: argparse.Namespace) -> int:
             print(f"detektiv: warning: {warning}", file=sys.stderr)
         if args.json:
             return await _ask_json(asking.events())
+        # On a terminal the answer streams; into a file or a pipe only the answer that won
+        # goes (a failover mid-stream would leave the discarded start before it).
+        live = sys.stdout.isatty()
         async for event in asking.events():
             match event:
-                case AskDelta(text=text):
+                case AskDelta(text=text) if live:
                     out.write(text)
                 case AskNote(text=text):
                     out.note(text)
-                case AskAnswered(conversation_id=conversation) if conversation is not None:
+                case AskAnswered(text=text, conversation_id=conversation):
+                    if not live:
+                        out.write(text)
                     out.end_line()
-                    out.note(f"conversation {conversation} (continue it with: detektiv ask "
-                             "-c \"…\")")
+                    if conversation is not None:
+                        out.note(f"conversation {conversation} (continue it with: detektiv "
+                                 "ask -c \"…\")")
     finally:
         out.end_line()
         await workspace.aclose()

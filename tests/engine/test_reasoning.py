@@ -1,0 +1,321 @@
+"""Reasoning is its own stream: `<think>` blocks written into the answer, and each wire's own
+reasoning channel (OpenAI-compatible `reasoning_content` / `reasoning`, Anthropic's
+`thinking_delta`, Ollama's `message.thinking`, Gemini's `<thought>` summaries), come out as
+`ReasoningDelta`, never as answer text, on loopback servers speaking each wire."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import EvalRequest, Paths, ProviderConfig, Workspace
+from engine.evals.datasets import dataset_path
+from engine.evals.items import read_items, sample
+from engine.interrogation.checks import answer_problem, budget_spent
+from engine.providers import (
+    Done,
+    ReasoningDelta,
+    StreamRequest,
+    TokenDelta,
+    Usage,
+    create_provider,
+)
+from engine.providers._reasoning import ThinkBlocks, split_reasoning
+from tests.support.evals import detective, knows, witness
+from tests.support.interrogation import make_config
+from tests.support.scripted import ScriptedModel
+from tests.support.wire import Reply, WireServer, json_reply
+
+# ---- the inline splitter -------------------------------------------------------------------
+
+CASES = [
+    ("<think>Should I ask about 1991?</think>\n\nWhen did it fall?",
+     ("Should I ask about 1991?", "When did it fall?")),
+    ("  <THINKING>a</thinking><reasoning>b</reasoning> ok", ("ab", "ok")),
+    ("<think>cut off in the middle", ("cut off in the middle", "")),
+    ("<think>only thinking</think>", ("only thinking", "")),
+    ("An answer that mentions <think> in passing.", ("", "An answer that mentions <think> in "
+                                                     "passing.")),
+    ("<thought>Gemini's summary</thought>Paris.", ("Gemini's summary", "Paris.")),
+    ("<thi", ("", "<thi")),
+    ("<think>a </thin b</think>c", ("a </thin b", "c")),
+    ("\n\nPlain answer", ("", "\n\nPlain answer")),
+]
+
+
+def _fed(text: str, cuts: list[int]) -> tuple[str, str]:
+    blocks = ThinkBlocks()
+    reasoning, answer = "", ""
+    for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True):
+        r, a = blocks.feed(text[start:end])
+        reasoning, answer = reasoning + r, answer + a
+    r, a = blocks.finish()
+    return reasoning + r, answer + a
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_think_blocks_split_the_same_wherever_the_chunks_cut(
+        text: str, expected: tuple[str, str]) -> None:
+    assert split_reasoning(text) == expected
+    assert _fed(text, list(range(1, len(text)))) == expected  # a character at a time
+    for cut in range(1, len(text)):  # and every cut in two
+        assert _fed(text, [cut]) == expected, cut
+
+
+def test_a_block_never_closed_is_reasoning_cut_at_its_limit() -> None:
+    blocks = ThinkBlocks()
+    blocks.feed("<think>still weighing")
+    assert blocks.unclosed
+    assert blocks.finish() == ("", "")
+
+
+def test_a_budget_spent_thinking_is_named_never_an_empty_answer() -> None:
+    assert answer_problem("", "When?", "length", "thinking…") == (
+        "the witness spent its whole token budget thinking and gave no reply")
+    assert answer_problem("", "When?", "stop") == "no answer"
+    assert budget_spent("the detective", "", "length") is not None
+    assert budget_spent("the detective", "What year?", "length") is None
+
+
+# ---- each wire -----------------------------------------------------------------------------
+
+DECOY = ('<think>Maybe ask "Is the sky green?" {"verdict": "true", "probability_false": 0.0}'
+         '</think>\n\n')
+
+
+def openai_chunks(deltas: list[dict[str, Any]], finish: str = "stop",
+                  usage: dict[str, Any] | None = None) -> Reply:
+    chunks: list[bytes] = []
+    for delta in deltas:
+        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        chunks.append(f"data: {json.dumps(chunk)}\n\n".encode())
+    end = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+           **({"usage": usage} if usage else {})}
+    chunks += [f"data: {json.dumps(end)}\n\n".encode(), b"data: [DONE]\n\n"]
+    return Reply(200, {"content-type": "text/event-stream"}, chunks)
+
+
+def pieces(text: str, size: int) -> list[dict[str, Any]]:
+    return [{"content": text[i:i + size]} for i in range(0, len(text), size)]
+
+
+async def collect(server: WireServer, paths: Paths, request: StreamRequest | None = None,
+                  **config: Any) -> list[Any]:
+    values: dict[str, Any] = {"kind": "openai", "model": "m", "base_url": server.url + "/v1"}
+    values.update(config)
+    provider = create_provider("p", ProviderConfig.model_validate(values), paths)
+    try:
+        return [e async for e in provider.stream(request or StreamRequest.of("q"))]
+    finally:
+        await provider.aclose()
+
+
+def texts(events: list[Any]) -> tuple[str, str]:
+    return ("".join(e.text for e in events if isinstance(e, ReasoningDelta)),
+            "".join(e.text for e in events if isinstance(e, TokenDelta)))
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64])
+async def test_inline_think_blocks_on_the_openai_wire_never_reach_the_answer(
+        paths: Paths, size: int) -> None:
+    reply = DECOY + "In which year did the Wall fall?"
+    with WireServer({"POST /v1/chat/completions":
+                     lambda r: openai_chunks(pieces(reply, size))}) as server:
+        events = await collect(server, paths)
+    reasoning, answer = texts(events)
+    assert answer == "In which year did the Wall fall?"
+    assert "Is the sky green?" in reasoning and '"verdict": "true"' in reasoning
+    assert events[-1] == Done("stop")
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_the_reasoning_field_of_llama_cpp_vllm_and_openrouter(paths: Paths,
+                                                                    field: str) -> None:
+    deltas = [{field: "Let me think"}, {field: " it over."}, {"content": "Paris."}]
+    usage = {"prompt_tokens": 40, "completion_tokens": 30, "total_tokens": 70,
+             "prompt_tokens_details": {"cached_tokens": 32},
+             "completion_tokens_details": {"reasoning_tokens": 28}}
+    with WireServer({"POST /v1/chat/completions":
+                     lambda r: openai_chunks(deltas, usage=usage)}) as server:
+        events = await collect(server, paths)
+    assert texts(events) == ("Let me think it over.", "Paris.")
+    assert Usage(40, 30, cached_tokens=32, reasoning_tokens=28) in events
+
+
+async def test_a_whole_reply_keeps_its_reasoning_apart(paths: Paths) -> None:
+    whole = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                 "role": "assistant", "content": "Paris.", "reasoning_content": "Hmm."}}]}
+    with WireServer({"POST /v1/chat/completions": lambda r: json_reply(whole)}) as server:
+        events = await collect(server, paths)
+    assert texts(events) == ("Hmm.", "Paris.")
+
+
+async def test_hidden_reasoning_is_dropped_but_still_kept_out_of_the_answer(
+        paths: Paths) -> None:
+    deltas = [{"reasoning_content": "secret"}, *pieces(DECOY + "Answer.", 5)]
+    with WireServer({"POST /v1/chat/completions":
+                     lambda r: openai_chunks(deltas)}) as server:
+        events = await collect(server, paths, reasoning="hide")
+    assert texts(events) == ("", "Answer.")
+
+
+async def test_a_reply_cut_inside_its_reasoning_has_no_answer_and_says_length(
+        paths: Paths) -> None:
+    with WireServer({"POST /v1/chat/completions": lambda r: openai_chunks(
+            pieces("<think>weighing the options and", 4), "length")}) as server:
+        events = await collect(server, paths)
+    assert texts(events) == ("weighing the options and", "")
+    assert events[-1] == Done("length")
+
+
+async def test_effort_and_gemini_budget_are_asked_for(paths: Paths) -> None:
+    with WireServer({"POST /v1/chat/completions":
+                     lambda r: openai_chunks(pieces("ok", 2))}) as server:
+        await collect(server, paths, reasoning_effort="low", reasoning_budget=512)
+    body = server.requests[0].json()
+    assert body["reasoning_effort"] == "low"
+    assert body["google"] == {"thinking_config": {"thinking_budget": 512,
+                                                  "include_thoughts": True}}
+
+
+def anthropic_sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def anthropic_thinking(thoughts: list[str], texts_: list[str]) -> Iterator[bytes]:
+    yield anthropic_sse("message_start", {"type": "message_start", "message": {
+        "id": "m", "type": "message", "role": "assistant", "content": [], "model": "c",
+        "usage": {"input_tokens": 9, "output_tokens": 1}}})
+    yield anthropic_sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                                "content_block": {"type": "thinking",
+                                                                  "thinking": ""}})
+    for thought in thoughts:
+        yield anthropic_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                    "delta": {"type": "thinking_delta",
+                                                              "thinking": thought}})
+    yield anthropic_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                "delta": {"type": "signature_delta",
+                                                          "signature": "EqQB"}})
+    yield anthropic_sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+    yield anthropic_sse("content_block_start", {"type": "content_block_start", "index": 1,
+                                                "content_block": {"type": "text", "text": ""}})
+    for text in texts_:
+        yield anthropic_sse("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                                    "delta": {"type": "text_delta",
+                                                              "text": text}})
+    yield anthropic_sse("content_block_stop", {"type": "content_block_stop", "index": 1})
+    yield anthropic_sse("message_delta", {"type": "message_delta",
+                                          "delta": {"stop_reason": "end_turn"},
+                                          "usage": {"output_tokens": 50}})
+    yield anthropic_sse("message_stop", {"type": "message_stop"})
+
+
+async def test_anthropic_thinking_deltas_and_budget(paths: Paths,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-0123456789")
+    route = {"POST /v1/messages": lambda r: Reply(200, {"content-type": "text/event-stream"},
+                                                  anthropic_thinking(["Weigh", " it."],
+                                                                     ["Par", "is."]))}
+    with WireServer(route) as server:
+        events = await collect(server, paths, StreamRequest.of("q", max_tokens=100,
+                                                               temperature=0.0),
+                               kind="anthropic", base_url=server.url,
+                               api_key_env="ANTHROPIC_API_KEY", reasoning_budget=2000)
+    assert texts(events) == ("Weigh it.", "Paris.")
+    body = server.requests[0].json()
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2000}
+    assert body["max_tokens"] == 2100 and "temperature" not in body
+
+
+def ollama_lines(parts: list[dict[str, str]]) -> Iterator[bytes]:
+    for part in parts:
+        yield (json.dumps({"model": "qwen3", "created_at": "2026-11-26T00:00:00Z",
+                           "message": {"role": "assistant", **part}, "done": False})
+               + "\n").encode()
+    yield (json.dumps({"model": "qwen3", "created_at": "2026-11-26T00:00:00Z",
+                       "message": {"role": "assistant", "content": ""}, "done": True,
+                       "done_reason": "stop", "prompt_eval_count": 5, "eval_count": 9})
+           + "\n").encode()
+
+
+@pytest.mark.parametrize(("effort", "think"), [("high", "high"), ("off", False), (None, None)])
+async def test_ollama_thinking_field_and_think_option(paths: Paths, effort: str | None,
+                                                      think: object) -> None:
+    parts = [{"content": "", "thinking": "Hmm,"}, {"content": "", "thinking": " yes."},
+             {"content": "Paris."}]
+    route = {"POST /api/chat": lambda r: Reply(200, {"content-type": "application/x-ndjson"},
+                                               ollama_lines(parts))}
+    with WireServer(route) as server:
+        events = await collect(server, paths, kind="ollama", model="qwen3",
+                               base_url=server.url, reasoning_effort=effort)
+    assert texts(events) == ("Hmm, yes.", "Paris.")
+    assert server.requests[0].json().get("think") == think
+
+
+# ---- a whole evaluation against reasoning models -------------------------------------------
+
+
+def thinking(reply: Callable[[list[dict[str, Any]]], str]) -> Callable[
+        [list[dict[str, Any]]], str]:
+    """`reply` after a think block that holds a decoy question and a decoy verdict opposite
+    to the real one (a leak would be parsed, asked, or stored)."""
+
+    def wrapped(messages: list[dict[str, Any]]) -> str:
+        real = reply(messages)
+        opposite = "false" if '"verdict": "true"' in real else "true"
+        decoy = json.dumps({"comparisons": [], "contradictions": [], "summary": "decoy " * 6,
+                            "verdict": opposite, "probability_false": 0.5,
+                            "deciding_rounds": [], "gaps": [], "completeness_score": 3,
+                            "requires_follow_up": True})
+        return f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n{real}"
+
+    return wrapped
+
+
+async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch
+                    ) -> tuple[Any, list[Any], list[Any]]:
+    """One evaluation in its own home (the same request in one home would resume the run)."""
+    home.mkdir()
+    monkeypatch.setenv("DETEKTIV_HOME", str(home))
+    paths = Paths.from_env()
+    items = sample(read_items(dataset_path(paths, "demo")), 6, 5)
+    sleuth = detective(knows(items, wrong=[items[0].key]))
+    wrap = thinking if think else (lambda f: f)
+    with ScriptedModel(wrap(sleuth)) as det, ScriptedModel(wrap(witness)) as wit:
+        config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
+                             ["wit"], temperature=0)
+        workspace = Workspace(paths, config)
+        try:
+            run = await workspace.evals.start(EvalRequest("demo", n=6, seed=5, mode="open"),
+                                              baselines=True, concurrency=2)
+            [event async for event in run.events()]
+            summary = workspace.evals.summary(run.id)
+            sessions = [workspace.store.load(row.id) for row in workspace.evals.sessions(run.id)]
+            events = [workspace.store.events(str(s.id)) for s in sessions]
+        finally:
+            await workspace.aclose()
+    return summary, sessions, events
+
+
+async def test_an_evaluation_of_reasoning_models_scores_what_it_scores_without(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    plain, _, _ = await _evaluate(tmp_path / "plain", False, monkeypatch)
+    summary, sessions, events = await _evaluate(tmp_path / "thinking", True, monkeypatch)
+    for system, metrics in plain.systems.items():
+        assert metrics.n == 6 and metrics.failed == 0
+        assert summary.systems[system].figures["accuracy"].value == \
+            metrics.figures["accuracy"].value, system
+    assert plain.systems["interrogation"].figures["accuracy"].value == pytest.approx(5 / 6)
+    stored = json.dumps([s.model_dump(mode="json") for s in sessions])
+    assert "moon made of cheese" not in stored and "<think>" not in stored
+    reasoning = [r.event for log in events for r in log if r.event.type == "reasoning"]
+    assert {r.role for r in reasoning} == {"detective", "witness"}
+    assert {r.phase for r in reasoning} >= {"question", "answer", "analysis", "audit"}
+    assert all("moon made of cheese" in r.text for r in reasoning if r.phase == "question")
