@@ -107,6 +107,7 @@ from .models.events import (
     Phase as Phase,
     ProviderChosen as ProviderChosen,
     QuestionDelta as QuestionDelta,
+    Reasoning as Reasoning,
     Record as Record,
     Started as Started,
     TrailAdded as TrailAdded,
@@ -147,6 +148,7 @@ from .report.blocks import (
     audit_lines as audit_lines,
     discarded_line as discarded_line,
     finished_line as finished_line,
+    reasoning_title as reasoning_title,
 )
 from .report.cells import verdict_cell as verdict_cell, verdict_short as verdict_short
 from .report.words import (
@@ -160,7 +162,7 @@ from .routing.structured import SchemaError as SchemaError, check_schema as chec
 from .secrets import redact as redact
 from .storage.atomic import atomic_write_text as atomic_write_text
 from .storage.index import SessionSummary as SessionSummary
-from .text import strip_control as strip_control
+from .text import one_line as one_line, strip_control as strip_control
 from .workspace.ask import (
     AskAnswered as AskAnswered,
     AskDelta as AskDelta,

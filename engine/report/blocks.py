@@ -16,6 +16,7 @@ words from `engine.report.words`; a front end renders it as plain text (or markd
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,6 +34,7 @@ from engine.models.events import (
     Phase,
     ProviderChosen,
     QuestionDelta,
+    Reasoning,
     Started,
     TrailAdded,
 )
@@ -50,13 +52,15 @@ from engine.report.words import (
     verdict_line,
 )
 
-__all__ = ["Append", "Block", "BlockKind", "Narration", "Piece", "Void", "analysis_lines",
-           "audit_lines", "discarded_line", "finished_line", "session_blocks"]
+__all__ = ["Append", "Block", "BlockKind", "Calls", "Narration", "Piece", "Void", "analysis_lines",
+           "audit_lines", "discarded_line", "finished_line", "reasoning_by_call",
+           "reasoning_title", "session_blocks"]
 
 BlockKind = Literal["heading", "question", "answer", "analysis", "audit", "summary", "mark",
-                    "note", "end"]
+                    "note", "end", "reasoning"]
 """`mark`: a remark that is part of the transcript (an answer cut off, no answer);
-`note`: an aside about how the run went (a failover, advice) — the CLI puts it on stderr."""
+`note`: an aside about how the run went (a failover, advice) — the CLI puts it on stderr;
+`reasoning`: what a reasoning model thought before a reply (stored sessions, when asked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,15 +220,57 @@ class Narration:
                      "\n".join(analysis_lines(analysis)))
 
 
-def session_blocks(session: InterrogationSession) -> list[Block]:
+Calls = dict[tuple[str, int | None], tuple[str, str]]
+"""Reasoning by call: (phase, round) → (role, what it thought)."""
+
+
+def reasoning_by_call(events: Iterable[InterrogationEvent]) -> Calls:
+    """The reasoning a session's events hold, joined by call (its retries and samples in
+    order): what `session_blocks` puts before each question, answer, analysis and audit."""
+    found: Calls = {}
+    for event in events:
+        if isinstance(event, Reasoning):
+            key = (event.phase, event.sequence if event.phase != "audit" else None)
+            role, text = found.get(key, (event.role, ""))
+            found[key] = (role, text + event.text)
+    return found
+
+
+def reasoning_title(role: str) -> str:
+    """`"Reasoning · detective"`."""
+    return f"Reasoning · {role}"
+
+
+_BEFORE = {"question": "question", "answer": "answer", "analysis": "analysis",
+           "audit": "audit"}
+"""The phase whose reasoning goes before a block of each kind."""
+
+
+def session_blocks(session: InterrogationSession, reasoning: Calls | None = None
+                   ) -> list[Block]:
     """A stored session's rounds and audit as the blocks a live run showed (what `show` and
-    the markdown export render): the same narration, fed the stored rounds."""
+    the markdown export render): the same narration, fed the stored rounds; with
+    `reasoning` (`reasoning_by_call`), each call's reasoning before its reply."""
     narration = Narration()
     narration.limit = session.iteration_limit
-    pieces: list[Piece] = []
+    blocks: list[Block] = []
+
+    def add(pieces: list[Piece], sequence: int | None) -> None:
+        placed: set[str] = set()
+        for piece in pieces:
+            if not isinstance(piece, Block):
+                continue
+            phase = _BEFORE.get(piece.kind)
+            if reasoning and phase and phase not in placed:
+                placed.add(phase)
+                found = reasoning.get((phase, sequence if phase != "audit" else None))
+                if found and found[1].strip():
+                    blocks.append(Block("reasoning", reasoning_title(found[0]), found[1]))
+            blocks.append(piece)
+
     for pair in session.qa_pairs:
-        pieces += narration.pieces(PairCompleted(pair=pair))
+        add(narration.pieces(PairCompleted(pair=pair)), pair.sequence)
     if session.audit_result is not None:
-        pieces += narration.pieces(Phase(phase="audit", sequence=len(session.qa_pairs)))
-        pieces += narration.pieces(AuditReady(audit=session.audit_result))
-    return [piece for piece in pieces if isinstance(piece, Block)]
+        add(narration.pieces(Phase(phase="audit", sequence=len(session.qa_pairs))), None)
+        add(narration.pieces(AuditReady(audit=session.audit_result)), None)
+    return blocks

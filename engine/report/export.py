@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine.costs import usage_line
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
-from engine.report.blocks import Block, session_blocks
+from engine.report.blocks import Block, Calls, session_blocks
 from engine.report.words import (
     answer_title,
     context_summary,
@@ -50,6 +50,8 @@ def _markdown(block: Block) -> list[str]:
             return ["", *(f"- {strip_control(line)}" for line in text.splitlines()), ""]
         case "summary":
             return [f"**{title}**", "", strip_control(text).strip()]
+        case "reasoning":
+            return ["", f"_{title}_", "", _quote(text)]
         case _:  # a mark: an answer cut off, an unusable answer
             return ["", f"_({strip_control(text)})_"]
 
@@ -59,11 +61,13 @@ def to_markdown(
     status: str | None = None,
     notes: list[tuple[NoteEntry, str]] | None = None,
     answers: list[tuple[LlmEntry, str]] | None = None,
+    reasoning: Calls | None = None,
 ) -> str:
     """A readable report: the notes, every question and answer, gaps per round, the audit,
     the oracle answers, the trail. `status` overrides the stored one for display
     (`interrupted`); `notes` and `answers` are the case file's texts (entries alone when not
-    given)."""
+    given); `reasoning` (`engine.report.blocks.reasoning_by_call`) puts each call's reasoning
+    before its reply."""
     hypothesis = session.hypothesis
     heading = (f"# Interrogation: {strip_control(hypothesis.text).strip()}" if hypothesis
                else f"# Case: {strip_control(session.name).strip()}")
@@ -98,7 +102,7 @@ def to_markdown(
         out.append(f"- Consistency {session.audit_result.consistency_score}/100")
     if session.error:
         out.append(f"- Error: {strip_control(session.error)}")
-    for block in session_blocks(session):  # the rounds and the audit, as a run showed them
+    for block in session_blocks(session, reasoning):  # the rounds and the audit, as shown
         out += _markdown(block)
     answer_texts: list[tuple[LlmEntry, str | None]] = (
         [(e, None) for e in session.llm_entries] if answers is None else list(answers))

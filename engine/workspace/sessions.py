@@ -29,6 +29,7 @@ from engine.models.session import (
     unknown_protocols,
 )
 from engine.prompts import fill, load_prompt, prompt_uses
+from engine.report.blocks import reasoning_by_call
 from engine.report.export import to_json, to_markdown
 from engine.storage.journal import SessionJournal
 
@@ -192,15 +193,20 @@ class Sessions:
             raise SessionError(f"session {session.short_id} has no interrogation to watch yet")
         return store.follow(ref)
 
-    def export(self, ref: str, fmt: Literal["md", "json"]) -> str:
+    def export(self, ref: str, fmt: Literal["md", "json"], reasoning: bool = False) -> str:
         """A session as markdown (for people, with its status as a user reads it, its notes
-        and oracle answers in full) or JSON (the whole session; loads back equal)."""
-        session = self.workspace.store.load(ref)
+        and oracle answers in full; with `reasoning`, what a reasoning model thought before
+        each reply, from the event log) or JSON (the whole session; loads back equal: the
+        reasoning stays in the events, `watch --json`)."""
+        store = self.workspace.store
+        session = store.load(ref)
         if fmt == "json":
             return to_json(session)
         cases = self.workspace.cases
+        thought = reasoning_by_call(record.event for record in store.events(ref)) \
+            if reasoning else None
         return to_markdown(session, self.status(ref, session), cases.note_texts(ref, session),
-                           cases.answer_texts(ref, session))
+                           cases.answer_texts(ref, session), thought)
 
     def delete(self, ref: str) -> None:
         """Remove a session (refused while it runs)."""

@@ -20,7 +20,7 @@ from engine.storage.sessions import SessionStore
 from tests.support.cli import Running, detektiv
 from tests.support.factory import stored_session
 from tests.support.interrogation import FAST
-from tests.support.scripted import KEEP_ASKING, ScriptedModel, detective
+from tests.support.scripted import KEEP_ASKING, ScriptedModel, detective, thinking
 from tests.support.servers import LlamaServer
 
 
@@ -323,3 +323,49 @@ def test_run_with_the_consistency_protocol_asks_each_question_three_times(
     assert done.stdout.count("[Answer 3 of 3 · llama:gemma]") == len(session.qa_pairs)
     refused = detektiv("run", "Tea contains caffeine", "--protocol", "sideways")
     assert refused.returncode == 2 and "invalid choice: 'sideways'" in refused.stderr
+
+
+def test_reasoning_shows_only_when_asked(home: Path) -> None:
+    """A detective and a witness that think in `<think>` blocks: the transcript on stdout never
+    carries the thinking; `--show-reasoning` prints it on stderr; `show --reasoning` and
+    `export --reasoning` put it before each reply, plain `show` does not."""
+    def witness(messages: list[dict[str, object]]) -> str:
+        return "It was built in 1890, of iron."
+
+    with ScriptedModel(thinking(detective)) as det, ScriptedModel(thinking(witness)) as wit:
+        (home / "config.toml").write_text(f"""
+[providers.det]
+kind = "openai"
+base_url = "{det.url}/v1"
+model = "m"
+priority = 1
+
+[providers.wit]
+kind = "openai"
+base_url = "{wit.url}/v1"
+model = "m"
+priority = 2
+
+[roles]
+detective = ["det"]
+witness = ["wit"]
+
+[interrogation]
+min_rounds = 1
+""")
+        quiet = detektiv("run", "The bridge is old.")
+        loud = detektiv("run", "--show-reasoning", "The bridge is old.")
+    for result in (quiet, loud):
+        assert result.returncode == 0, result.stderr
+        assert "moon made of cheese" not in result.stdout
+    assert "moon made of cheese" not in quiet.stderr
+    assert "(Reasoning · detective)" in loud.stderr and "moon made of cheese" in loud.stderr
+    assert "\x1b[" not in loud.stderr  # dimmed on a terminal only
+    session = json.loads(detektiv("sessions", "--json").stdout)[0]["id"]
+    plain = detektiv("show", session).stdout
+    full = detektiv("show", "--reasoning", session).stdout
+    exported = detektiv("export", "--reasoning", session).stdout
+    assert "moon made of cheese" not in plain and "Reasoning ·" not in plain
+    assert full == exported
+    assert "_Reasoning · detective_" in full and "_Reasoning · witness_" in full
+    assert full.index("_Reasoning · detective_") < full.index("It was built in 1890")

@@ -6,7 +6,7 @@ reasoning channel (OpenAI-compatible `reasoning_content` / `reasoning`, Anthropi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from engine.providers import (
 from engine.providers._reasoning import ThinkBlocks, split_reasoning
 from tests.support.evals import detective, knows, witness
 from tests.support.interrogation import make_config
-from tests.support.scripted import ScriptedModel
+from tests.support.scripted import ScriptedModel, thinking
 from tests.support.wire import Reply, WireServer, json_reply
 
 # ---- the inline splitter -------------------------------------------------------------------
@@ -260,23 +260,6 @@ async def test_ollama_thinking_field_and_think_option(paths: Paths, effort: str 
 
 
 # ---- a whole evaluation against reasoning models -------------------------------------------
-
-
-def thinking(reply: Callable[[list[dict[str, Any]]], str]) -> Callable[
-        [list[dict[str, Any]]], str]:
-    """`reply` after a think block that holds a decoy question and a decoy verdict opposite
-    to the real one (a leak would be parsed, asked, or stored)."""
-
-    def wrapped(messages: list[dict[str, Any]]) -> str:
-        real = reply(messages)
-        opposite = "false" if '"verdict": "true"' in real else "true"
-        decoy = json.dumps({"comparisons": [], "contradictions": [], "summary": "decoy " * 6,
-                            "verdict": opposite, "probability_false": 0.5,
-                            "deciding_rounds": [], "gaps": [], "completeness_score": 3,
-                            "requires_follow_up": True})
-        return f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n{real}"
-
-    return wrapped
 
 
 async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch

@@ -115,3 +115,20 @@ def detective(messages: list[dict[str, Any]]) -> str:
     found = re.search(r"Write question (\d+)", messages[-1]["content"])
     number = found.group(1) if found else "1"
     return f"Detail {number}: {LONG_PROMPT} What happened next?"
+
+
+def thinking(reply: Callable[[list[dict[str, Any]]], str]) -> Callable[
+        [list[dict[str, Any]]], str]:
+    """`reply` after a think block that holds a decoy question and a decoy verdict opposite
+    to the real one (a leak would be parsed, asked, or stored)."""
+
+    def wrapped(messages: list[dict[str, Any]]) -> str:
+        real = reply(messages)
+        opposite = "false" if '"verdict": "true"' in real else "true"
+        decoy = json.dumps({"comparisons": [], "contradictions": [], "summary": "decoy " * 6,
+                            "verdict": opposite, "probability_false": 0.5,
+                            "deciding_rounds": [], "gaps": [], "completeness_score": 3,
+                            "requires_follow_up": True})
+        return f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n{real}"
+
+    return wrapped

@@ -366,3 +366,47 @@ async def test_the_live_form_runs_the_consistency_protocol(
             assert sum(t.startswith(f"Answer {number} of 3 · ") for t in titles) == \
                 len(session.qa_pairs)
         assert app.internal_errors == []
+
+
+async def test_the_live_view_shows_a_model_s_reasoning_dimmed_and_r_expands_it(
+        home: Path) -> None:
+    """Reasoning streams into its own panel, never into the transcript: its last lines by
+    default, all of it after `r`, a new call's reasoning replacing the last."""
+    from textual.widgets import Static
+
+    from engine.models.events import (
+        AnswerDelta,
+        Phase,
+        ProviderChosen,
+        QuestionDelta,
+        Reasoning,
+    )
+
+    app = app_for(home)
+    thought = "".join(f"step {n} of the plan\n" for n in range(1, 9))
+    recorded_session(app.workspace.store, [
+        Phase(phase="question", sequence=1), ProviderChosen(role="detective", provider="d:m"),
+        Reasoning(role="detective", phase="question", sequence=1, text=thought[:30]),
+        Reasoning(role="detective", phase="question", sequence=1, text=thought[30:]),
+        QuestionDelta(sequence=1, text="When was it built?"),
+        Phase(phase="answer", sequence=1), ProviderChosen(role="witness", provider="w:m"),
+        AnswerDelta(sequence=1, text="In 1890."),
+    ], hypothesis="The bridge is old")
+    async with app.run_test(size=(140, 40)) as pilot:
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: table.row_count == 1)
+        await pilot.press("o")
+        await until(pilot, lambda: app.live.status_text.startswith("cancelled"))
+        transcript = app.live.query_one(TranscriptView).plain_text()
+        assert "When was it built?" in transcript and "step 1" not in transcript
+        panel = app.live.query_one("#reasoning", Static)
+        heading = app.live.query_one("#reasoning-heading", Static)
+        assert panel.display and "Reasoning · detective (question 1)" in str(heading.content)
+        shown = str(panel.content)
+        assert "step 8 of the plan" in shown and "step 5" in shown and "step 4" not in shown
+        app.live.query_one(TranscriptView).focus()
+        await pilot.press("r")
+        await until(pilot, lambda: "step 1 of the plan" in str(panel.content))
+        await pilot.press("r")
+        await until(pilot, lambda: "step 1 of the plan" not in str(panel.content))
+        assert app.internal_errors == []

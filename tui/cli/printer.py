@@ -14,7 +14,9 @@ from engine import (
     Block,
     InterrogationEvent,
     Narration,
+    Reasoning,
     Void,
+    reasoning_title,
     strip_control,
 )
 
@@ -51,9 +53,14 @@ class TranscriptPrinter(StreamPrinter):
     """Prints an interrogation's blocks (`engine.report.blocks`) as they come: the transcript
     on stdout, notes on stderr. `status` is the final status once the run has ended."""
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None,
+                 show_reasoning: bool = False) -> None:
         super().__init__(out, err)
         self.narration = Narration()
+        self.show_reasoning = show_reasoning
+        """Print a reasoning model's thinking (dimmed on a terminal) on stderr."""
+        self._thinking: tuple[str, str, int | None] | None = None  # the call it belongs to
+        self._held = ""  # reasoning not yet printed: a line is printed whole
 
     @property
     def status(self) -> str | None:
@@ -61,8 +68,38 @@ class TranscriptPrinter(StreamPrinter):
 
     def show(self, event: InterrogationEvent) -> None:
         """Print one event."""
+        if isinstance(event, Reasoning):
+            if self.show_reasoning:
+                self._reason(event)
+            return
+        self._flush_reasoning()
         for piece in self.narration.pieces(event):
             self._print(piece)
+
+    def _reason(self, event: Reasoning) -> None:
+        """Reasoning on stderr, whole lines at a time, under a title per call."""
+        call = (event.role, event.phase, event.sequence)
+        if call != self._thinking:
+            self._flush_reasoning()
+            self._thinking = call
+            self._dim(f"({reasoning_title(event.role)})")
+        self._held += event.text
+        *lines, self._held = self._held.split("\n")
+        for line in lines:
+            self._dim(line)
+
+    def _flush_reasoning(self) -> None:
+        if self._held.strip():
+            self._dim(self._held)
+        self._held = ""
+        self._thinking = None
+
+    def _dim(self, line: str) -> None:
+        self.end_line()
+        text = "  " + strip_control(line)
+        if self.err.isatty():
+            text = f"\x1b[2m{text}\x1b[0m"
+        print(text, file=self.err, flush=True)
 
     def _print(self, piece: Block | Append | Void) -> None:
         match piece:

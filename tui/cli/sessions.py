@@ -45,9 +45,10 @@ def _print_record(record: Record) -> None:
     sys.stdout.buffer.flush()
 
 
-async def _drive(workspace: Workspace, started: Run, as_json: bool) -> int:
+async def _drive(workspace: Workspace, started: Run, as_json: bool,
+                 show_reasoning: bool = False) -> int:
     session = started.session
-    printer = TranscriptPrinter()
+    printer = TranscriptPrinter(show_reasoning=show_reasoning)
     if not as_json and not started.resumed:
         printer.note(f"watch it from another terminal: detektiv watch {session.short_id}")
     task = asyncio.current_task()
@@ -94,7 +95,7 @@ async def run(paths: Paths, args: argparse.Namespace) -> int:
     )
     if args.max_cost is not None:
         started.budget = Budget(args.max_cost)
-    return await _drive(workspace, started, args.json)
+    return await _drive(workspace, started, args.json, args.show_reasoning)
 
 
 def read_hypothesis(given: str | None, file: Path | None) -> str:
@@ -133,7 +134,7 @@ async def resume(paths: Paths, args: argparse.Namespace) -> int:
     workspace.config  # noqa: B018 - a bad config fails before the session is taken
     started = workspace.sessions.resume(args.session,
                                         on_record=_print_record if args.json else None)
-    return await _drive(workspace, started, args.json)
+    return await _drive(workspace, started, args.json, args.show_reasoning)
 
 
 def sessions(paths: Paths, as_json: bool) -> int:
@@ -165,13 +166,15 @@ def sessions(paths: Paths, as_json: bool) -> int:
 def show(paths: Paths, args: argparse.Namespace) -> int:
     """Print a stored session as a readable report (with --json: the whole session)."""
     sys.stdout.write(Workspace(paths).sessions.export(args.session,
-                                                      "json" if args.json else "md"))
+                                                      "json" if args.json else "md",
+                                                      reasoning=args.reasoning))
     return 0
 
 
 def export(paths: Paths, args: argparse.Namespace) -> int:
     """Write a session as markdown or JSON, to a file (atomically) or stdout."""
-    text = Workspace(paths).sessions.export(args.session, args.format)
+    text = Workspace(paths).sessions.export(args.session, args.format,
+                                            reasoning=args.reasoning)
     if args.output is None or str(args.output) == "-":
         sys.stdout.write(text)
         return 0
@@ -187,7 +190,7 @@ def export(paths: Paths, args: argparse.Namespace) -> int:
 async def watch(paths: Paths, args: argparse.Namespace) -> int:
     """Replay a session's events so far, then follow it live until it ends."""
     workspace = Workspace(paths)
-    printer = TranscriptPrinter()
+    printer = TranscriptPrinter(show_reasoning=args.show_reasoning)
     last = None
     try:
         async with aclosing(workspace.sessions.follow(args.session)) as records:
@@ -238,6 +241,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                             help="interrogate in this notes-only session (`detektiv new`)")
     run_parser.add_argument("--json", action="store_true",
                             help="print the event records (as in events.jsonl)")
+    run_parser.add_argument("--show-reasoning", action="store_true",
+                            help="print a reasoning model's thinking too, dimmed, on stderr")
     listing = commands.add_parser("sessions", parents=[common], help="list sessions")
     listing.add_argument("--json", action="store_true", help="print JSON")
     for name, text in (("show", "print a session"), ("watch", "follow a session live"),
@@ -247,11 +252,20 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
         sub.add_argument("--json", action="store_true",
                          help="print the session as JSON" if name == "show"
                          else "print the event records")
+        if name == "show":
+            sub.add_argument("--reasoning", action="store_true",
+                             help="put a reasoning model's thinking before each reply")
+        else:
+            sub.add_argument("--show-reasoning", action="store_true",
+                             help="print a reasoning model's thinking too, dimmed, on stderr")
     exporting = commands.add_parser("export", parents=[common], help="export a session")
     exporting.add_argument("session", help="session id, id prefix or folder name")
     exporting.add_argument("--format", choices=("md", "json"), default="md")
     exporting.add_argument("-o", "--output", type=Path, metavar="FILE",
                            help="write to FILE instead of stdout")
+    exporting.add_argument("--reasoning", action="store_true",
+                           help="markdown: put a reasoning model's thinking before each reply "
+                           "(JSON keeps it in the event log: watch --json)")
 
 
 async def dispatch(paths: Paths, args: argparse.Namespace) -> int:

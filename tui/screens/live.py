@@ -37,6 +37,7 @@ from engine import (
     Piece,
     Protocol,
     ProviderChosen,
+    Reasoning,
     Run,
     Started,
     TokenTally,
@@ -45,6 +46,8 @@ from engine import (
     cost_badge,
     discarded_line,
     finished_line,
+    one_line,
+    reasoning_title,
     split_chain,
     strip_control,
     verdict_short,
@@ -54,6 +57,11 @@ from tui.messages import SessionShown
 from tui.widgets.form import FormInput, HypothesisArea
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import SHOWN_AS, TranscriptView
+
+REASONING_LINES = 4
+"""Lines of a reasoning model's thinking the Live view shows until `r` expands it."""
+REASONING_WIDTH = 160
+"""Characters a collapsed line keeps."""
 
 __all__ = ["LiveScreen"]
 
@@ -74,6 +82,7 @@ class LiveScreen(Guarded, Screen[None]):
         Binding("right_square_bracket", "select(1)", "Next answer", id="next-answer"),
         Binding("c", "copy_answer", "Copy answer", id="copy-answer"),
         Binding("C", "copy_transcript", "Copy all", id="copy-transcript"),
+        Binding("r", "toggle_reasoning", "Reasoning", id="toggle-reasoning", show=False),
     ]
 
     def __init__(self) -> None:
@@ -89,6 +98,10 @@ class LiveScreen(Guarded, Screen[None]):
         self._built = False
         self.case_dir: str | None = None
         """A notes-only session the next start interrogates in (None: a new session)."""
+        self.thought = ""
+        """The reasoning of the call that thinks now (or thought last)."""
+        self.thought_call: tuple[str, str, int | None] | None = None
+        self.reasoning_expanded = False
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
@@ -122,6 +135,9 @@ class LiveScreen(Guarded, Screen[None]):
                 yield Static(Content("no analysis yet"), id="gaps")
                 yield Static(Content.styled("Audit", "bold"), classes="heading")
                 yield Static(Content("not yet"), id="audit")
+                yield Static(Content.styled("Reasoning", "bold"), classes="heading",
+                             id="reasoning-heading")
+                yield Static(Content(""), id="reasoning")
         yield Footer()
 
     # ---- actions -----------------------------------------------------------------------------
@@ -292,6 +308,8 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#completeness", ProgressBar).update(progress=0)
         self.query_one("#gaps", Static).update(Content("no analysis yet"))
         self.query_one("#audit", Static).update(Content("not yet"))
+        self.thought, self.thought_call = "", None
+        self.show_reasoning()
 
     def show(self, event: InterrogationEvent, announce: bool = True) -> None:
         """Render one event (live, or replayed from a log): its blocks into the transcript
@@ -325,6 +343,11 @@ class LiveScreen(Guarded, Screen[None]):
                 self.notify(discarded_line(provider, len(text), reason),
                             title="Partial answer discarded", severity="warning",
                             markup=False)
+            case Reasoning(role=role, phase=phase, sequence=sequence, text=text):
+                if (role, phase, sequence) != self.thought_call:
+                    self.thought_call, self.thought = (role, phase, sequence), ""
+                self.thought += text
+                self.show_reasoning()
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.show_analysis(analysis, sequence)
             case PairCompleted(pair=pair):
@@ -344,6 +367,31 @@ class LiveScreen(Guarded, Screen[None]):
                 if announce:
                     self.notify(finished_line(self.narration.session_id, status, reason),
                                 severity="information" if ok else "warning", markup=False)
+
+    def action_toggle_reasoning(self) -> None:
+        """A reasoning model's thinking: its last lines (the default) or all of it."""
+        self.reasoning_expanded = not self.reasoning_expanded
+        if not self.thought:
+            self.notify("No reasoning to show: the models of this run think silently, or "
+                        "not at all", markup=False)
+        self.show_reasoning()
+
+    def show_reasoning(self) -> None:
+        """The reasoning panel: dimmed, collapsed to `REASONING_LINES` unless expanded."""
+        heading = self.query_one("#reasoning-heading", Static)
+        panel = self.query_one("#reasoning", Static)
+        shown = bool(self.thought) and self.thought_call is not None
+        heading.display = panel.display = shown
+        if not shown or self.thought_call is None:
+            return
+        role, phase, sequence = self.thought_call
+        where = phase if sequence is None else f"{phase} {sequence}"
+        key = "r: " + ("last lines" if self.reasoning_expanded else "all")
+        heading.update(Content.styled(f"{reasoning_title(role)} ({where}) · {key}", "bold"))
+        lines = strip_control(self.thought).strip().splitlines()
+        if not self.reasoning_expanded:
+            lines = [one_line(line, REASONING_WIDTH) for line in lines[-REASONING_LINES:]]
+        panel.update(Content.styled("\n".join(lines), "dim"))
 
     @staticmethod
     def _draw_piece(view: TranscriptView, piece: Piece) -> None:
