@@ -80,8 +80,11 @@ def cost_text(cost: float, unpriced: Iterable[str] = (), estimated: bool = False
 
 
 def usage_line(tally: TokenTally) -> str:
-    """`1,234 tokens in, 56 out · cost $0.0012`: a round's, a session's."""
-    return (f"{tally.prompt:,} tokens in, {tally.completion:,} out · cost "
+    """`1,234 tokens in (1,000 cached), 56 out (40 reasoning) · cost $0.0012`: a round's, a
+    session's (the parts in brackets only when the providers reported them)."""
+    cached = f" ({tally.cached:,} cached)" if tally.cached else ""
+    reasoning = f" ({tally.reasoning:,} reasoning)" if tally.reasoning else ""
+    return (f"{tally.prompt:,} tokens in{cached}, {tally.completion:,} out{reasoning} · cost "
             f"{cost_text(tally.cost, tally.unpriced, tally.estimated)}")
 
 

@@ -306,6 +306,9 @@ async def fit(
     request = prompt.request
     asked = request.max_tokens
     reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))
+    # a reasoning budget the provider asks for is spent before the reply (Anthropic adds it
+    # to max_tokens): the window keeps room for both
+    thinking = min(provider.config.reasoning_budget or 0, window.tokens // 2)
     schema = prompt.reshape(reply) if prompt.reshape is not None else request.schema
 
     def budget(exact: bool) -> tuple[int, int]:
@@ -318,7 +321,7 @@ async def fit(
         margin = EXACT_MARGIN if exact else max(
             MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))
         schema_cost = 0 if window.exact else _schema_tokens(schema)
-        limit = int((window.tokens - reply - margin - schema_cost) * shrink)
+        limit = int((window.tokens - reply - thinking - margin - schema_cost) * shrink)
         if limit <= 0:
             raise DoesNotFit(-limit + 1, 0)
         return limit, schema_cost

@@ -77,8 +77,12 @@ def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
         fits = [fit.used for fit in reply.fits if fit.provider == partial.provider]
         _add(tally, partial.provider, fits[-1] if fits else 0, (len(partial.text) + 3) // 4,
              None, config, budget, estimated=True)
-    if not reply.done:
-        return
+    if not reply.done:  # stopped mid-stream: what streamed, unless a discard counted it
+        last = reply.discarded[-1] if reply.discarded else None
+        voided = last is not None and last.provider == reply.provider and \
+            last.text == reply.text
+        if voided or not (reply.text or reply.reasoning or reply.usage):
+            return
     usage = reply.usage
     prompt = _count(usage.prompt_tokens) if usage is not None else None
     completion = _count(usage.completion_tokens) if usage is not None else None

@@ -310,3 +310,12 @@ def test_a_port_whose_connections_wait_out_time_wait_is_free() -> None:
         with pytest.raises(OSError):
             plain.bind(("127.0.0.1", port))
     assert _port_free(port)
+
+
+def test_the_usage_line_says_what_was_cached_and_what_was_thought() -> None:
+    from engine.costs import usage_line
+
+    tally = TokenTally(prompt=1000, completion=100, cached=800, reasoning=60)
+    assert usage_line(tally) == ("1,000 tokens in (800 cached), 100 out (60 reasoning) · "
+                                 "cost $0.00")
+    assert usage_line(TokenTally(prompt=5, completion=2)) == "5 tokens in, 2 out · cost $0.00"

@@ -302,3 +302,22 @@ async def test_an_evaluation_of_reasoning_models_scores_what_it_scores_without(
     assert {r.role for r in reasoning} == {"detective", "witness"}
     assert {r.phase for r in reasoning} >= {"question", "answer", "analysis", "audit"}
     assert all("moon made of cheese" in r.text for r in reasoning if r.phase == "question")
+
+
+async def test_the_window_keeps_room_for_a_reasoning_budget(paths: Paths) -> None:
+    """Anthropic spends `reasoning_budget` before the reply, out of the same window: a prompt
+    that fits beside the reply alone does not fit beside the reply and the thinking."""
+    from engine.context.budget import fit
+    from engine.context.fit import DoesNotFit
+
+    def provider(**extra: Any) -> Any:
+        return create_provider("a", ProviderConfig(kind="anthropic", model="c",
+                                                   base_url="http://127.0.0.1:9",
+                                                   api_key="k", context_window=8000, **extra),
+                               paths)
+
+    request = StreamRequest.of("word " * 4000, max_tokens=500)  # ~5,000 estimated tokens
+    fitted = await fit(provider(), request)
+    assert fitted.report.used + 500 <= 8000
+    with pytest.raises(DoesNotFit):
+        await fit(provider(reasoning_budget=3000), request)
