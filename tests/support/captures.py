@@ -1,0 +1,282 @@
+"""Real exchanges with gateways, recorded once and replayed on loopback by the suite.
+
+    make captures                    # where LiteLLM's proxy is installed: records them again
+    python -m tests.support.captures --litellm /path/to/litellm
+
+Recording starts `detektiv local-server` (its default shipped model on llama.cpp, a small
+window so a long prompt overflows it), LiteLLM's proxy in front of it (an OpenAI-wire model
+`local`, a model `dead` whose backend is a closed port, a model `victim` whose backend is
+killed mid-answer), and sends each exchange of `EXCHANGES`: the OpenAI and Anthropic routes,
+streamed and not, and their errors (a wrong key, the backend down, the window exceeded, the
+backend killed mid-stream); then llama.cpp's own `/v1/messages`. Each reply is written to
+`tests/data/captures/NAME.json` byte for byte (as text), with the versions it came from.
+Every address is 127.0.0.1; the keys are made up for the recording.
+
+`capture_server(name)` serves one recorded reply on loopback, as a `WireServer`: the suite
+meets the gateway's real bytes without LiteLLM installed (tests/engine/test_captures.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine.lifeline import release_tied, spawn_tied
+from tests.support.wire import CUT, Reply, WireServer
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURES = ROOT / "tests" / "data" / "captures"
+MASTER_KEY = "sk-capture-master-0000"
+"""The proxy's key during a recording (made up; nothing else accepts it)."""
+WINDOW = 1024
+"""The local server's window per slot: `window-exceeded` sends more."""
+LONG = "Tell me everything about rivers, their sources and their mouths. " * 120
+
+
+@dataclass
+class Exchange:
+    """One request to record: where it goes (`proxy` or `llama`), and what it sends."""
+
+    name: str
+    target: str
+    path: str
+    body: dict[str, Any]
+    key: str = MASTER_KEY
+    kill_after_first_chunk: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _chat(model: str, text: str, stream: bool, max_tokens: int = 24) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": text}],
+                            "max_tokens": max_tokens, "temperature": 0, "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _messages(model: str, text: str, stream: bool, max_tokens: int = 24) -> dict[str, Any]:
+    return {"model": model, "max_tokens": max_tokens, "temperature": 0, "stream": stream,
+            "messages": [{"role": "user", "content": text}]}
+
+
+ANTHROPIC = {"anthropic-version": "2023-06-01"}
+QUESTION = "The river that flows through Paris is called"
+
+EXCHANGES = [
+    Exchange("litellm-openai-stream", "proxy", "/v1/chat/completions",
+             _chat("local", QUESTION, True)),
+    Exchange("litellm-openai-whole", "proxy", "/v1/chat/completions",
+             _chat("local", QUESTION, False)),
+    Exchange("litellm-anthropic-stream", "proxy", "/v1/messages",
+             _messages("local", QUESTION, True), headers=ANTHROPIC),
+    Exchange("litellm-anthropic-whole", "proxy", "/v1/messages",
+             _messages("local", QUESTION, False), headers=ANTHROPIC),
+    Exchange("litellm-anthropic-stream-at-max-tokens", "proxy", "/v1/messages",
+             _messages("local", "Write a long story about a river.", True, max_tokens=8),
+             headers=ANTHROPIC),
+    Exchange("litellm-openai-wrong-key", "proxy", "/v1/chat/completions",
+             _chat("local", QUESTION, True), key="sk-not-the-key"),
+    Exchange("litellm-anthropic-wrong-key", "proxy", "/v1/messages",
+             _messages("local", QUESTION, True), key="sk-not-the-key", headers=ANTHROPIC),
+    Exchange("litellm-openai-backend-down", "proxy", "/v1/chat/completions",
+             _chat("dead", QUESTION, True)),
+    Exchange("litellm-anthropic-backend-down", "proxy", "/v1/messages",
+             _messages("dead", QUESTION, True), headers=ANTHROPIC),
+    Exchange("litellm-openai-window-exceeded", "proxy", "/v1/chat/completions",
+             _chat("local", LONG, True)),
+    Exchange("litellm-anthropic-window-exceeded", "proxy", "/v1/messages",
+             _messages("local", LONG, True), headers=ANTHROPIC),
+    Exchange("litellm-openai-backend-killed", "proxy", "/v1/chat/completions",
+             _chat("victim", "Write a long story about a river.", True, max_tokens=400),
+             kill_after_first_chunk=True),
+    Exchange("llamacpp-messages-stream", "llama", "/v1/messages",
+             _messages("gemma", QUESTION, True), headers=ANTHROPIC),
+    Exchange("llamacpp-messages-whole", "llama", "/v1/messages",
+             _messages("gemma", QUESTION, False), headers=ANTHROPIC),
+]
+
+KEPT_HEADERS = ("content-type", "retry-after")
+
+
+# ---- replay --------------------------------------------------------------------------------
+
+def load(name: str) -> dict[str, Any]:
+    """A recorded exchange (`tests/data/captures/NAME.json`)."""
+    data: dict[str, Any] = json.loads((CAPTURES / f"{name}.json").read_text(encoding="utf-8"))
+    return data
+
+
+def capture_server(name: str) -> WireServer:
+    """A loopback server that answers the recorded request's path with the recorded reply,
+    chunk for chunk (a reply that was cut is cut again)."""
+    data = load(name)
+    response = data["response"]
+
+    def reply(_: object) -> Reply:
+        body: list[Any] = [chunk.encode("utf-8") for chunk in response["chunks"]]
+        if response.get("cut"):
+            body.append(CUT)
+        return Reply(response["status"], dict(response["headers"]), body)
+
+    path = data["request"]["path"]
+    return WireServer({f"POST {path}": reply, f"POST /v1{path}": reply})
+
+
+# ---- recording -----------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _local_server(home: Path) -> tuple[subprocess.Popen[str], str]:
+    process = spawn_tied(
+        [sys.executable, "-m", "tui", "local-server", "--port", "0", "--json", "--parallel",
+         "1", "--ctx", str(WINDOW), "--threads", "1"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ,
+                                                          "DETEKTIV_HOME": str(home)})
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise SystemExit("local-server ended before it listened")
+    return process, json.loads(line)["url"]
+
+
+def _wait_http(url: str, timeout: float = 120) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"{url} never answered")
+
+
+def _record(exchange: Exchange, base: str, victim: subprocess.Popen[str] | None
+            ) -> dict[str, Any]:
+    import httpx
+
+    headers = {"content-type": "application/json", **exchange.headers}
+    if exchange.target == "proxy":
+        headers["authorization"] = f"Bearer {exchange.key}"
+        headers["x-api-key"] = exchange.key
+    chunks: list[str] = []
+    cut = False
+    with httpx.Client(timeout=120) as client, client.stream(
+            "POST", base + exchange.path, json=exchange.body, headers=headers) as reply:
+        try:
+            for piece in reply.iter_raw():
+                chunks.append(piece.decode("utf-8", "replace"))
+                if exchange.kill_after_first_chunk and victim is not None and \
+                        victim.poll() is None:
+                    victim.send_signal(signal.SIGKILL)
+        except httpx.HTTPError:
+            cut = True
+        kept = {k: v for k, v in reply.headers.items() if k.lower() in KEPT_HEADERS}
+        status = reply.status_code
+    return {"request": {"path": exchange.path, "body": exchange.body},
+            "response": {"status": status, "headers": kept, "chunks": chunks, "cut": cut}}
+
+
+def _versions(litellm: str) -> dict[str, str]:
+    from importlib.metadata import version
+
+    found = subprocess.run([litellm, "--version"], capture_output=True, text=True,
+                           timeout=120).stdout
+    words = [w for w in found.split() if w[:1].isdigit()]
+    return {"litellm": words[0] if words else found.strip()[:40],
+            "xllamacpp": version("xllamacpp"), "detektiv": version("detektiv"),
+            "model": "SmolLM2-135M-Instruct Q4_1 (local-server's default)"}
+
+
+def record(litellm: str) -> list[Path]:
+    """Record every exchange of `EXCHANGES` again; returns the files written."""
+    work = Path(tempfile.mkdtemp(prefix="detektiv-captures-"))
+    processes: list[subprocess.Popen[Any]] = []
+    written: list[Path] = []
+    try:
+        local, local_url = _local_server(work / "home-local")
+        victim, victim_url = _local_server(work / "home-victim")
+        processes += [local, victim]
+        port = _free_port()
+        config = work / "litellm.yaml"
+        config.write_text(json.dumps({
+            "model_list": [
+                {"model_name": "local", "litellm_params": {
+                    "model": "openai/gemma", "api_base": local_url, "api_key": "none"}},
+                {"model_name": "dead", "litellm_params": {
+                    "model": "openai/gemma", "api_base": f"http://127.0.0.1:{_free_port()}/v1",
+                    "api_key": "none"}},
+                {"model_name": "victim", "litellm_params": {
+                    "model": "openai/gemma", "api_base": victim_url, "api_key": "none"}},
+            ],
+            "litellm_settings": {"num_retries": 0, "request_timeout": 60},
+            "general_settings": {"master_key": MASTER_KEY},
+        }))
+        proxy = spawn_tied(
+            [litellm, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+            foreign=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+        processes.append(proxy)
+        proxy_url = f"http://127.0.0.1:{port}"
+        _wait_http(proxy_url + "/health/liveliness")
+        versions = _versions(litellm)
+        CAPTURES.mkdir(parents=True, exist_ok=True)
+        for exchange in EXCHANGES:
+            base = proxy_url if exchange.target == "proxy" else local_url.removesuffix("/v1")
+            data = _record(exchange, base, victim if exchange.kill_after_first_chunk else None)
+            data["recorded"] = {"at": datetime.now(UTC).isoformat(timespec="seconds"),
+                                "through": "LiteLLM proxy" if exchange.target == "proxy"
+                                else "llama.cpp server (detektiv local-server)",
+                                **versions}
+            path = CAPTURES / f"{exchange.name}.json"
+            path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+            written.append(path)
+            print(f"recorded {exchange.name}: HTTP {data['response']['status']}, "
+                  f"{len(data['response']['chunks'])} chunks", flush=True)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            release_tied(process.pid)
+        shutil.rmtree(work, ignore_errors=True)
+    return written
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="record the gateway captures again")
+    parser.add_argument("--litellm", default=shutil.which("litellm"),
+                        help="LiteLLM's proxy command (default: litellm on PATH)")
+    args = parser.parse_args()
+    if not args.litellm:
+        print("litellm is not installed: pip install 'litellm[proxy]' (in its own "
+              "environment), then make captures LITELLM=/path/to/litellm", file=sys.stderr)
+        return 2
+    record(args.litellm)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
