@@ -347,3 +347,37 @@ def test_a_provider_that_never_answers_exits_4_and_usage_exits_2(home: Path) -> 
     usage = run("ask", "-p", "nope:x", "hi", "--json")
     assert usage.returncode == 2
     assert json.loads(usage.stderr)["error"]["family"] == "usage"
+
+
+@pytest.mark.parametrize("field", [None, "reasoning_content"])
+def test_ask_prints_only_the_answer_of_a_reasoning_model(home: Path, field: str | None) -> None:
+    """A think block split over chunks (or the wire's reasoning field) before the answer: the
+    answer alone goes to stdout, in a file and on a terminal alike."""
+    reply = "<think>Is the moon made of cheese? {\"verdict\": \"true\"}</think>\n\nThe Seine."
+    with ScriptedModel([reply], reasoning_field=field) as model:
+        (home / "config.toml").write_text(
+            f'[providers.r1]\nkind = "openai"\nbase_url = "{model.url}/v1"\nmodel = "m"\n')
+        piped = run("ask", "-p", "r1", "Which river flows through Paris?")
+        leader, follower = pty.openpty()
+        process = subprocess.Popen(cli("ask", "-p", "r1", "Which river?"), stdout=follower,
+                                   stderr=subprocess.PIPE, cwd=ROOT)
+        os.close(follower)
+        shown = b""
+        try:
+            while True:
+                try:
+                    piece = os.read(leader, 4096)
+                except OSError:
+                    break
+                if not piece:
+                    break
+                shown += piece
+            process.wait(timeout=60)
+        finally:
+            os.close(leader)
+            if process.stderr:
+                process.stderr.close()
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == "The Seine.\n"
+    assert "cheese" not in piped.stderr
+    assert shown.decode().strip() == "The Seine."

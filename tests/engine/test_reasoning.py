@@ -262,8 +262,8 @@ async def test_ollama_thinking_field_and_think_option(paths: Paths, effort: str 
 # ---- a whole evaluation against reasoning models -------------------------------------------
 
 
-async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch
-                    ) -> tuple[Any, list[Any], list[Any]]:
+async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch,
+                    field: str | None = None) -> tuple[Any, list[Any], list[Any]]:
     """One evaluation in its own home (the same request in one home would resume the run)."""
     home.mkdir()
     monkeypatch.setenv("DETEKTIV_HOME", str(home))
@@ -271,7 +271,8 @@ async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch
     items = sample(read_items(dataset_path(paths, "demo")), 6, 5)
     sleuth = detective(knows(items, wrong=[items[0].key]))
     wrap = thinking if think else (lambda f: f)
-    with ScriptedModel(wrap(sleuth)) as det, ScriptedModel(wrap(witness)) as wit:
+    with ScriptedModel(wrap(sleuth), reasoning_field=field) as det, \
+            ScriptedModel(wrap(witness), reasoning_field=field) as wit:
         config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
                              ["wit"], temperature=0)
         workspace = Workspace(paths, config)
@@ -287,10 +288,13 @@ async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch
     return summary, sessions, events
 
 
+@pytest.mark.parametrize("field", [None, "reasoning_content", "reasoning"],
+                         ids=["inline-think-blocks", "reasoning_content", "openrouter-reasoning"])
 async def test_an_evaluation_of_reasoning_models_scores_what_it_scores_without(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path, field: str | None) -> None:
     plain, _, _ = await _evaluate(tmp_path / "plain", False, monkeypatch)
-    summary, sessions, events = await _evaluate(tmp_path / "thinking", True, monkeypatch)
+    summary, sessions, events = await _evaluate(tmp_path / "thinking", True, monkeypatch,
+                                                field)
     for system, metrics in plain.systems.items():
         assert metrics.n == 6 and metrics.failed == 0
         assert summary.systems[system].figures["accuracy"].value == \

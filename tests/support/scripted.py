@@ -14,6 +14,7 @@ repeats the last reply.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,8 +29,17 @@ def _pieces(text: str, size: int = 24) -> list[str]:
 
 
 def sse(text: str, finish: str = "stop", pace: float = 0.0,
-        usage: tuple[int, int] | None = None) -> Reply:
+        usage: tuple[int, int] | None = None, reasoning_field: str | None = None) -> Reply:
     chunks: list[bytes | float] = []
+    if reasoning_field is not None:  # a leading think block goes in the wire's own field
+        found = re.match(r"<think>(.*?)</think>\s*", text, re.DOTALL)
+        if found:
+            text = text[found.end():]
+            for piece in _pieces(found.group(1)):
+                chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0,
+                         "model": "m", "choices": [{"index": 0, "delta": {
+                             reasoning_field: piece}, "finish_reason": None}]}
+                chunks.append(f"data: {json.dumps(chunk)}\n\n".encode())
     for piece in _pieces(text):
         chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                  "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
@@ -53,8 +63,12 @@ class ScriptedModel(WireServer):
     """See the module docstring."""
 
     def __init__(self, script: Script, window: int = 32768, pace: float = 0.0,
-                 usage: tuple[int, int] | None = None) -> None:
+                 usage: tuple[int, int] | None = None,
+                 reasoning_field: str | None = None) -> None:
         self.script = script
+        self.reasoning_field = reasoning_field
+        """Where a reply's leading `<think>` block goes: None, inline as written;
+        `reasoning_content` (llama.cpp, vLLM) or `reasoning` (OpenRouter), that delta field."""
         self.pace = pace
         self.usage = usage
         """(prompt, completion) tokens every reply reports, as a priced cloud API does."""
@@ -79,7 +93,8 @@ class ScriptedModel(WireServer):
         else:
             text = self.script[min(self.turn, len(self.script) - 1)]
         self.turn += 1
-        return sse(text, pace=self.pace, usage=self.usage)
+        return sse(text, pace=self.pace, usage=self.usage,
+                   reasoning_field=self.reasoning_field)
 
     def provider_config(self, **overrides: object) -> ProviderConfig:
         values: dict[str, object] = {"kind": "openai", "model": "scripted",
