@@ -19,7 +19,7 @@ from pydantic import (
 from engine.config.shipped import BUNDLED_MODEL, SMOLLM2_MODEL, default_local_model
 
 __all__ = ["ANTHROPIC_URL", "BUNDLED_MODEL", "DEMONSTRATION_MODELS", "GEMINI_URL", "OLLAMA_URL",
-           "SMOLLM2_MODEL", "ProviderConfig", "ProviderKind", "default_local_model",
+           "SMOLLM2_MODEL", "ProviderConfig", "ProviderKind", "Replica", "default_local_model",
            "is_loopback"]
 
 ProviderKind = Literal["openai", "anthropic", "ollama", "local"]
@@ -49,6 +49,20 @@ LOCAL_TIMEOUT = (120.0, 15.0, 360.0)
 CLOUD_STALL = 15.0
 LOCAL_STALL = 30.0
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+class Replica(BaseModel):
+    """One endpoint of a replicated provider: `[[providers.NAME.replicas]]`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(min_length=1)
+    """The replica's API base URL (as `base_url` would be)."""
+    weight: float = Field(default=1.0, gt=0, le=1000)
+    """Its share of the calls: a replica of weight 2 takes twice the calls in flight."""
+    slots: int | None = Field(default=None, ge=1, le=4096)
+    """Calls it serves at once; unset: asked of the server (llama.cpp's `/props`), else
+    unlimited."""
 
 
 class ProviderConfig(BaseModel):
@@ -92,6 +106,16 @@ class ProviderConfig(BaseModel):
     """local: how many streams the embedded model serves at once."""
     n_threads: int | None = Field(default=None, ge=1, le=256)
     """local: CPU threads; default all cores but one (see `default_threads`)."""
+    base_urls: list[str] | None = None
+    """Several endpoints of the same model (replicas, equal weight): calls go to the healthy
+    one with the fewest in flight. Shorthand for `replicas`."""
+    replicas: list[Replica] = Field(default_factory=list)
+    """The replicas of this provider with their weight and slots (see `Replica`); each one's
+    failures are its own, the others carry on."""
+    requests_per_minute: float | None = Field(default=None, gt=0, le=1_000_000)
+    """At most this many calls a minute from this process (the rest wait their turn)."""
+    tokens_per_minute: float | None = Field(default=None, gt=0, le=1_000_000_000)
+    """At most this many tokens a minute (prompt estimated, reply allowance counted)."""
     reasoning: Literal["show", "hide"] = "show"
     """A reasoning model's thinking (its own channel, or `<think>` blocks in the answer):
     `show` streams it to the views and keeps it in the session as its own events; `hide`
@@ -108,11 +132,40 @@ class ProviderConfig(BaseModel):
 
     @property
     def is_local(self) -> bool:
-        """True for the embedded model, Ollama, and any OpenAI-compatible server on loopback."""
+        """True for the embedded model, Ollama, and any OpenAI-compatible server on loopback
+        (replicas: all of them on loopback)."""
         if self.kind in ("local", "ollama"):
             return True
-        host = urlsplit(self.base_url or "").hostname
-        return host is not None and is_loopback(host)
+        urls = [r.base_url for r in self.replicas] or [self.base_url or ""]
+        hosts = [urlsplit(url).hostname for url in urls]
+        return all(host is not None and is_loopback(host) for host in hosts)
+
+    @property
+    def replicated(self) -> bool:
+        """True when calls are spread over replicas or held to a rate."""
+        return bool(self.replicas) or self.requests_per_minute is not None or \
+            self.tokens_per_minute is not None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replicas_from_urls(cls, data: Any) -> Any:
+        """`base_urls = [...]` is `replicas` of weight 1."""
+        if isinstance(data, dict) and data.get("base_urls"):
+            if data.get("replicas"):
+                raise ValueError("give base_urls or replicas, not both")
+            urls = data["base_urls"]
+            if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
+                raise ValueError("base_urls must be a list of URLs")
+            data = {**data, "replicas": [{"base_url": url} for url in urls]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_replicas(self) -> ProviderConfig:
+        if self.replicas and self.kind == "local":
+            raise ValueError("a local provider has no replicas (it runs here)")
+        if self.replicas and self.base_url is not None:
+            raise ValueError("give base_url or replicas (base_urls), not both")
+        return self
 
     @property
     def is_demonstration(self) -> bool:

@@ -129,6 +129,8 @@ class EvalItemDone(Event):
     tokens: int
     """Tokens used by this run so far."""
     elapsed: float
+    waited: float = 0.0
+    """Seconds this run's calls have waited so far for a rate limit or a free replica."""
 
 
 class EvalFinished(Event):
@@ -186,6 +188,11 @@ class EvalRun:
     @property
     def id(self) -> str:
         return self.info.id
+
+    def waited(self) -> float:
+        """Seconds calls of this run's providers have waited for a rate limit or a free
+        replica (`ReplicatedProvider.waited`), in all."""
+        return sum(float(getattr(p, "waited", 0.0)) for p in self.router.providers.values())
 
     def units(self) -> Iterator[Unit]:
         for item in self.items:
@@ -254,7 +261,8 @@ class EvalRun:
                 tally.tokens += result.tokens
                 yield EvalItemDone(result=result, done=tally.done, failed=tally.failed,
                                    total=total, tokens=tally.tokens,
-                                   elapsed=time.monotonic() - tally.started)
+                                   elapsed=time.monotonic() - tally.started,
+                                   waited=self.waited())
             else:
                 status = "completed"
         finally:

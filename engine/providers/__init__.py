@@ -56,8 +56,20 @@ __all__ = [
 def create_provider(
     name: str, config: ProviderConfig, paths: Paths, env: Mapping[str, str] | None = None
 ) -> Provider:
-    """Build the provider for one configuration entry (no network call is made)."""
+    """Build the provider for one configuration entry (no network call is made): one
+    provider per replica behind a `ReplicatedProvider` when the entry has replicas or rate
+    limits."""
     env = os.environ if env is None else env
+    if config.replicated:
+        from engine.providers._replicas import ReplicatedProvider
+
+        plain = config.model_copy(update={"replicas": [], "base_urls": None,
+                                          "requests_per_minute": None,
+                                          "tokens_per_minute": None})
+        urls: list[str | None] = [r.base_url for r in config.replicas] or [config.base_url]
+        inner = [create_provider(name, plain.model_copy(update={"base_url": url}), paths, env)
+                 for url in urls]
+        return ReplicatedProvider(name, config, env, inner)
     match config.kind:
         case "openai":
             from engine.providers._openai import OpenAIProvider

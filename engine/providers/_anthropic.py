@@ -44,7 +44,7 @@ from engine.providers._http import (
     looks_like_sse,
     model_listed,
     not_a_stream,
-    parse_retry_after,
+    rate_limit_wait,
     server_dropped_connection,
     unlisted_model,
 )
@@ -160,7 +160,7 @@ class AnthropicProvider(Provider):
             async with self._open(client, body, headers) as reply:
                 if reply.status_code >= 400:
                     content = await reply.aread()
-                    retry_after = parse_retry_after(reply.headers.get("retry-after"))
+                    retry_after = rate_limit_wait(reply.headers)
                     message = error_message(content, reply.reason_phrase)
                     if reply.status_code == 404:
                         message += self._url_hint()

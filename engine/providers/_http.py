@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -36,6 +38,7 @@ __all__ = [
     "model_listed",
     "not_a_stream",
     "parse_retry_after",
+    "rate_limit_wait",
     "server_dropped_connection",
     "unlisted_model",
 ]
@@ -74,6 +77,48 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
         return None
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _reset_seconds(value: str, now: float) -> float | None:
+    """One reset header's value in seconds: OpenAI's durations (`1s`, `6m0s`, `20ms`), plain
+    seconds, or an RFC 3339 time (Anthropic's `anthropic-ratelimit-*-reset`)."""
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(value)
+    if parts and "".join(n + u for n, u in parts) == value:
+        return sum(float(n) * _UNIT[u] for n, u in parts)
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0.0, when.timestamp() - now) if when.tzinfo else None
+
+
+def rate_limit_wait(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds a 429 asks to wait: `Retry-After` (seconds or an HTTP date), `retry-after-ms`,
+    else the latest reset the rate-limit headers name (OpenAI's `x-ratelimit-reset-requests`
+    and `-tokens`, Anthropic's `anthropic-ratelimit-*-reset`); None when none says."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    now = time.time() if now is None else now
+    found = parse_retry_after(lowered.get("retry-after"), now)
+    if found is not None:
+        return found
+    try:
+        return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+    except (KeyError, ValueError):
+        pass
+    resets = [seconds for name, value in lowered.items()
+              if (name.startswith("x-ratelimit-reset") or (
+                  name.startswith("anthropic-ratelimit-") and name.endswith("-reset")))
+              and (seconds := _reset_seconds(value, now)) is not None]
+    return max(resets) if resets else None
 
 
 MESSAGE_KEPT = 4000

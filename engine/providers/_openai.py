@@ -38,7 +38,7 @@ from engine.providers._http import (
     model_listed,
     not_a_stream,
     not_text,
-    parse_retry_after,
+    rate_limit_wait,
     server_dropped_connection,
     unlisted_model,
 )
@@ -142,7 +142,7 @@ class OpenAIProvider(Provider):
 
         if isinstance(exc, openai.APIStatusError):
             response = exc.response
-            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            retry_after = rate_limit_wait(response.headers)
             message = error_message(response.content, exc.message)
             return error_for_status(self.name, exc.status_code, message, retry_after)
         if isinstance(exc, openai.APIConnectionError):

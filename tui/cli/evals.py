@@ -56,8 +56,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run.add_argument("--detective", metavar="P", help="detective chain (a,b)")
     run.add_argument("--witness", metavar="P", help="witness chain (a,b)")
     run.add_argument("--limit", type=int, metavar="R", help="rounds an interrogation (5-20)")
-    run.add_argument("--concurrency", type=int, metavar="K",
-                     help="items at once (default: the servers' slots, else 4)")
+    run.add_argument("--concurrency", type=_concurrency, metavar="K|auto",
+                     help="items at once; auto (the default): the slots of the detective's "
+                     "and the witness's servers, every replica counted, else 4")
     run.add_argument("--baselines", action="store_true",
                      help="also judge each claim with no interrogation and after one "
                      "\"Are you sure?\"")
@@ -103,13 +104,25 @@ class _Progress:
 
     def step(self, event: EvalItemDone) -> None:
         if self.bar is not None:
-            self.bar.set_postfix_str(f"failed {event.failed}, tokens {event.tokens:,}",
+            waited = f", waited {event.waited:.0f} s for rate limits" if event.waited >= 1 \
+                else ""
+            self.bar.set_postfix_str(f"failed {event.failed}, tokens {event.tokens:,}{waited}",
                                      refresh=False)
             self.bar.update(1)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _concurrency(value: str) -> int | None:
+    """`--concurrency`: a number, or `auto` (None: the servers' slots)."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number or auto, not {value!r}") from None
 
 
 async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:

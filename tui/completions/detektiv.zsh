@@ -271,7 +271,7 @@ _shtab_detektiv_eval_options=(
   "--detective[detective chain (a,b)]:P:_detektiv_candidates providers"
   "--witness[witness chain (a,b)]:P:_detektiv_candidates providers"
   "--limit[rounds an interrogation (5-20)]:R:"
-  "--concurrency[items at once (default\: the servers\' slots, else 4)]:K:"
+  "--concurrency[items at once\; auto (the default)\: the slots of the detective\'s and the witness\'s servers, every replica counted, else 4]:K|auto:"
   "--baselines[also judge each claim with no interrogation and after one \"Are you sure\?\"]"
   "--max-cost[stop before a call would pass this cost (\[prices\] in the config)]:AMOUNT:"
   "--retry-failed[run the items that failed last time again]"
@@ -301,6 +301,7 @@ _shtab_detektiv_export_options=(
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--format[format]:format:(md json)"
   {-o,--output}"[write to FILE instead of stdout]:FILE:_files"
+  "--reasoning[markdown\: put a reasoning model\'s thinking before each reply (JSON keeps it in the event log\: watch --json)]"
   ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
@@ -423,6 +424,7 @@ _shtab_detektiv_resume_options=(
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print the event records]"
+  "--show-reasoning[print a reasoning model\'s thinking too, dimmed, on stderr]"
   ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
@@ -443,6 +445,7 @@ _shtab_detektiv_run_options=(
   "--no-cache[bypass the response cache (when \[cache\] witness is on)]"
   "--session[interrogate in this notes-only session (\`detektiv new\`)]:ID:_detektiv_candidates sessions"
   "--json[print the event records (as in events.jsonl)]"
+  "--show-reasoning[print a reasoning model\'s thinking too, dimmed, on stderr]"
   ":what to examine (several lines are fine)\; - reads stdin:()"
 )
 
@@ -477,6 +480,7 @@ _shtab_detektiv_show_options=(
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print the session as JSON]"
+  "--reasoning[put a reasoning model\'s thinking before each reply]"
   ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
@@ -509,6 +513,7 @@ _shtab_detektiv_watch_options=(
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print the event records]"
+  "--show-reasoning[print a reasoning model\'s thinking too, dimmed, on stderr]"
   ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
