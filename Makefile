@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(PY) bench/agent.py
 	$(PY) bench/events.py
 	$(PY) bench/eval.py
+	$(PY) bench/eval_scale.py
 	$(PY) bench/local_models.py
 	$(PY) bench/demo_runs.py
 

@@ -1,0 +1,215 @@
+"""`detektiv eval` over replicas: throughput with 1, 2, 4 and 8 replicas at `--concurrency
+auto`, and a run that loses a replica and meets a 429 storm.
+
+    python bench/eval_scale.py [--items-per-replica 24]
+
+Loopback OpenAI-wire servers stand in for remote replicas (`Replica` below): each serves 4
+slots (a fifth request waits for one, as llama.cpp's do), answers its first token after
+200 ms and then 50 tokens a second (a token: four characters). Each server plays both roles
+from the script of tests/support/evals.py (a detective that knows the labels, a witness that
+answers in a sentence), so an item is four calls: question, answer, gap analysis, audit.
+Both roles are one provider with N replicas; `--concurrency auto` fills their slots.
+
+1. Throughput: items a second with N = 1, 2, 4, 8 replicas (24 × N claims each, a fresh
+   run), and the ratio to N × the one-replica figure (goal at 8: ≥ 0.9).
+2. Faults, 4 replicas: one killed a third of the way through, another answering 429 with
+   `Retry-After: 1` to a burst of calls; the run must finish with every claim judged once,
+   none failed; the time lost against the clean 4-replica run is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine import EvalItemDone, EvalRequest, EvalStarted, Paths, Workspace  # noqa: E402
+from engine.config.models import Config  # noqa: E402
+from engine.evals.items import EvalItem, read_items  # noqa: E402
+from tests.support.evals import detective, knows, witness  # noqa: E402
+from tests.support.wire import Recorded, Reply, WireServer, json_reply  # noqa: E402
+
+SLOTS = 4
+FIRST_TOKEN = 0.2
+TOKENS_PER_SECOND = 50.0
+CHARS_PER_TOKEN = 4
+
+
+class Replica(WireServer):
+    """A remote replica: `SLOTS` at once, 200 ms to the first token, then 50 tokens a second.
+    `refuse` calls after `refuse_after` get a 429 (Retry-After 1); `kill()` drops it."""
+
+    def __init__(self, reply: Any, refuse: int = 0, refuse_after: int = 0) -> None:
+        self.reply = reply
+        self.slots = threading.Semaphore(SLOTS)
+        self.refuse, self.refuse_after = refuse, refuse_after
+        self.calls = self.refused = 0
+        self.lock = threading.Lock()
+        super().__init__({"POST /v1/chat/completions": self._chat,
+                          "GET /props": lambda r: json_reply({"total_slots": SLOTS, (
+                              "default_generation_settings"): {"n_ctx": 32768}})})
+
+    def _chat(self, recorded: Recorded) -> Reply:
+        with self.lock:
+            self.calls += 1
+            if self.calls > self.refuse_after and self.refused < self.refuse:
+                self.refused += 1
+                return json_reply({"error": {"message": "Rate limit reached"}}, 429,
+                                  {"retry-after": "1"})
+        text = self.reply(recorded.json()["messages"])
+        return Reply(200, {"content-type": "text/event-stream"}, self._stream(text))
+
+    def _stream(self, text: str) -> Iterator[Any]:
+        with self.slots:
+            time.sleep(FIRST_TOKEN)
+            step = CHARS_PER_TOKEN * 5  # five tokens a piece
+            for start in range(0, len(text), step):
+                piece = text[start:start + step]
+                yield _chunk({"content": piece}, None)
+                time.sleep(len(piece) / CHARS_PER_TOKEN / TOKENS_PER_SECOND)
+            yield _chunk({}, "stop")
+            yield b"data: [DONE]\n\n"
+
+
+def _chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+    data = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
+def both_roles(items: list[EvalItem]) -> Any:
+    sleuth = detective(knows(items))
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        system = messages[0]["content"] if messages else ""
+        return sleuth(messages) if system.startswith("You are a detective") else \
+            witness(messages)
+
+    return reply
+
+
+def claims(path: Path, count: int) -> list[EvalItem]:
+    """`count` labelled claims, half true."""
+    rows = [{"id": f"c{i}", "claim": f"Bridge number {i} was built in {1800 + i}.",
+             "label": "true" if i % 2 else "false"} for i in range(count)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return read_items(path)
+
+
+def config(urls: list[str]) -> Config:
+    replicas = [{"base_url": url + "/v1"} for url in urls]
+    return Config.model_validate({
+        "providers": {"det": {"kind": "openai", "model": "m", "priority": 1,
+                              "replicas": replicas, "first_token_timeout": 30,
+                              "stall_timeout": 30},
+                      "wit": {"kind": "openai", "model": "m", "priority": 2,
+                              "replicas": replicas, "first_token_timeout": 30,
+                              "stall_timeout": 30}},
+        "roles": {"detective": ["det"], "witness": ["wit"]},
+        "interrogation": {"min_rounds": 1, "iteration_limit": 5, "max_gaps": 1}})
+
+
+async def evaluate(home: Path, dataset: Path, count: int, urls: list[str],
+                   during: Any = None) -> tuple[float, int, int, int, float]:
+    """(seconds, concurrency, judged, failed, waited) of one fresh run over `urls`."""
+    home.mkdir(parents=True)
+    paths = Paths(config_file=home / "config.toml", data_dir=home / "data",
+                  cache_dir=home / "cache", log_dir=home / "logs", model_dir=home / "models")
+    workspace = Workspace(paths, config(urls))
+    try:
+        run = await workspace.evals.start(EvalRequest(str(dataset), n=count, mode="open"))
+        started = time.perf_counter()
+        concurrency = judged = failed = 0
+        waited = 0.0
+        async for event in run.events():
+            if isinstance(event, EvalStarted):
+                concurrency = event.concurrency
+            elif isinstance(event, EvalItemDone):
+                judged, failed, waited = event.done, event.failed, event.waited
+                if during is not None:
+                    during(judged)
+        results = [json.loads(line) for line in (run.folder.directory / "results.jsonl")
+                   .read_text().splitlines()]
+        keys = [r["item"] for r in results]
+        assert len(keys) == len(set(keys)) == count, "a claim judged twice or lost"
+        return time.perf_counter() - started, concurrency, judged, failed, waited
+    finally:
+        await workspace.aclose()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items-per-replica", type=int, default=24)
+    args = parser.parse_args()
+    per = args.items_per_replica
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        items = claims(root / "claims.jsonl", per * 8)
+        reply = both_roles(items)
+        servers = [Replica(reply) for _ in range(8)]
+        for server in servers:
+            server.__enter__()
+        try:
+            rates: dict[int, float] = {}
+            print(f"eval over N replicas (each {SLOTS} slots, first token {FIRST_TOKEN * 1000:.0f} "
+                  f"ms, {TOKENS_PER_SECOND:.0f} tokens/s), {per} claims a replica, "
+                  "--concurrency auto")
+            print("| replicas | claims | at once | seconds | claims/s | × N × one replica |")
+            print("|---|---|---|---|---|---|")
+            for n in (1, 2, 4, 8):
+                count = per * n
+                dataset = root / f"claims-{n}.jsonl"
+                dataset.write_text("".join(
+                    json.dumps({"id": i.key, "claim": i.claim, "label": str(i.label).lower()})
+                    + "\n" for i in items[:count]), encoding="utf-8")
+                seconds, k, judged, failed, _ = asyncio.run(evaluate(
+                    root / f"n{n}", dataset, count, [s.url for s in servers[:n]]))
+                rates[n] = judged / seconds
+                print(f"| {n} | {count} | {k} | {seconds:.1f} | {rates[n]:.2f} | "
+                      f"{rates[n] / (n * rates[1]):.2f} |" + (f" ({failed} failed)"
+                                                             if failed else ""), flush=True)
+            # faults: 4 fresh replicas, one killed a third of the way, one answering 429
+            faulty = [Replica(reply), Replica(reply),
+                      Replica(reply, refuse=12, refuse_after=max(2, per)), Replica(reply)]
+            for server in faulty:
+                server.__enter__()
+            count = per * 4
+            dataset = root / "claims-faults.jsonl"
+            dataset.write_text((root / "claims-4.jsonl").read_text(), encoding="utf-8")
+            killed = [False]
+
+            def kill(judged: int) -> None:
+                if not killed[0] and judged >= count // 3:
+                    killed[0] = True
+                    faulty[0].__exit__(None, None, None)
+
+            try:
+                seconds, k, judged, failed, waited = asyncio.run(evaluate(
+                    root / "faults", dataset, count, [s.url for s in faulty], kill))
+            finally:
+                for server in faulty[1:]:
+                    server.__exit__(None, None, None)
+            clean = count / rates[4]
+            print(f"\nfaults, 4 replicas, {count} claims: one replica killed after "
+                  f"{count // 3} claims, another answering 429 (Retry-After 1 s) to "
+                  f"{faulty[2].refused} calls: {judged} judged once each, {failed} failed, "
+                  f"{seconds:.1f} s against {clean:.1f} s clean ({seconds / clean:.2f}×; "
+                  f"calls waited {waited:.1f} s for the 429s in all)")
+        finally:
+            for server in servers:
+                server.__exit__(None, None, None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
