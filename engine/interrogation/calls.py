@@ -5,6 +5,7 @@ entries, each event journaled before it is yielded. `Interrogation` is the loop 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,9 +240,10 @@ class SessionCalls:
             check_budget(self.budget, self.router, role, request.request, extra)
         reply = Reply()
         try:
-            async for event in self._routed(reply, request, role, turn, sequence, accept,
-                                            fit_for):
-                yield event
+            async with aclosing(self._routed(reply, request, role, turn, sequence, accept,
+                                             fit_for)) as events:
+                async for event in events:
+                    yield event
         finally:  # what streamed before a failure is counted as well
             count_tokens(self.session.tokens, reply, self.router.config, self.budget)
         turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""

@@ -50,7 +50,7 @@ from engine.errors import (
     UnusableReplyError,
     failure_family,
 )
-from engine.interrogation.audit import audit as run_audit
+from engine.interrogation.audit import audit as run_audit, undetermined_audit
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import (
     analysis_conflict,
@@ -82,6 +82,7 @@ from engine.models.events import (
     AnswerCutOff,
     AnswerSampled,
     AnswerUnusable,
+    AuditReady,
     Discarded,
     Finished,
     GapAnalysisReady,
@@ -91,6 +92,7 @@ from engine.models.events import (
     Started,
 )
 from engine.models.session import (
+    AuditResult,
     AuditTrailEntry,
     GapAnalysis,
     ProvidersUsed,
@@ -175,21 +177,22 @@ class Interrogation(SessionCalls):
                 if self._no_question is not None:  # questioning closed by a rule of ours
                     completed = True
                     break
-            if self._no_question is not None and not session.qa_pairs:
-                raise InterrogationFailed(self._no_question)  # nothing was asked at all
-            if not any(pair.answered for pair in session.qa_pairs):
-                witness = self._role_label("witness")
-                raise InterrogationFailed(no_testimony(
-                    len(session.qa_pairs), witness, self._is_demonstration(witness)))
+            unaudited = self._nothing_to_audit()
             yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
-            async with aclosing(run_audit(self)) as events:
-                async for event in events:
-                    yield event
+            if unaudited is not None:  # a rule of ours closed it: named, never `failed`
+                session.audit_result = unaudited
+                yield self._emit(AuditReady(audit=unaudited))
+            else:
+                async with aclosing(run_audit(self)) as events:
+                    async for event in events:
+                        yield event
             audit = session.audit_result
             reason = (f"questioning closed after round {len(session.qa_pairs)}: "
                       f"{self._no_question}" if self._no_question
                       else close_reason(session.qa_pairs, limit, completed))
-            if audit is not None and audit.rule_broken:
+            if unaudited is not None:
+                reason = f"nothing to audit, the verdict is undetermined: {unaudited.rule_broken}"
+            elif audit is not None and audit.rule_broken:
                 reason = f"{reason}; the verdict is undetermined: {audit.rule_broken}"
             yield self._finish("completed" if completed else "limit-reached", reason)
         except (AllProvidersFailed, InterrogationFailed) as exc:
@@ -210,6 +213,23 @@ class Interrogation(SessionCalls):
             yield self._finish("failed", reason)
         finally:
             self.journal.close()
+
+    def _nothing_to_audit(self) -> AuditResult | None:
+        """The stand-in audit when the models gave nothing to audit (no usable question at
+        all, or no real answer in any round): verdict `undetermined`, the rule of ours that
+        closed the questioning as its reason. A model lost to our rules ends `completed` with
+        its cause named; `failed` is for what really failed (providers, budget)."""
+        session = self.session
+        if self._no_question is not None and not session.qa_pairs:
+            why = self._no_question  # nothing was asked at all
+            demonstration = self._is_demonstration(self._role_label("detective"))
+        elif not any(pair.answered for pair in session.qa_pairs):
+            witness = self._role_label("witness")
+            demonstration = self._is_demonstration(witness)
+            why = no_testimony(len(session.qa_pairs), witness, demonstration)
+        else:
+            return None
+        return undetermined_audit(session.qa_pairs, why, "", demonstration)
 
     async def _round(self, sequence: int) -> AsyncGenerator[InterrogationEvent, None]:
         session = self.session

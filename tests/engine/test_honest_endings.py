@@ -144,24 +144,28 @@ async def test_an_unusable_question_is_asked_again_without_words_in_the_models_m
     await router.aclose()
 
 
-async def test_three_unusable_questions_fail_the_session_with_the_cause_named(
+async def test_three_unusable_questions_end_undetermined_with_the_cause_named(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
+    """A model lost to our rules is never `failed`: the session ends `completed`, its verdict
+    `undetermined`, the rule it broke as the reason (failed is for providers, budget)."""
     proxy.scripts |= SCRIPTS | {"marker": ("(empty)", "stop"), "prose": ("Markdown:", "stop")}
     proxy.plan = ["script:empty", "script:marker", "script:prose"]
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store)
     final = events[-1]
-    assert isinstance(final, Finished) and final.status == "failed"
+    cause = ("the detective model via:gemma gave no usable question 3 times (last: it is not "
+             "a question); give the detective a capable model: ")
+    assert isinstance(final, Finished) and final.status == "completed"
     assert final.reason is not None
-    assert final.reason.startswith("the detective model via:gemma gave no usable question 3 "
-                                   "times (last: it is not a question); give the detective a "
-                                   "capable model: ")
+    assert final.reason.startswith(f"nothing to audit, the verdict is undetermined: {cause}")
     assert "demonstration" not in final.reason  # not the embedded model
     session = store.load(directory)
-    assert session.status == "failed" and session.error == final.reason
-    assert session.qa_pairs == [] and session.audit_result is None
-    assert len(proxy.requests) == 3
+    assert session.status == "completed" and session.error is None
+    audit = session.audit_result
+    assert session.qa_pairs == [] and audit is not None and audit.verdict == "undetermined"
+    assert audit.rule_broken is not None and audit.rule_broken.startswith(cause)
+    assert len(proxy.requests) == 3  # no audit was asked for
 
 
 async def test_an_empty_answer_is_testimony_shown_once_and_pressed_on(
@@ -261,7 +265,7 @@ async def test_every_broken_verdict_rule_is_asked_again_and_repaired(
     assert len(repairs) == 1 and repairs[0].startswith(f"invalid audit, asking again: {rule}")
 
 
-async def test_no_real_answer_in_any_round_fails_before_the_audit(
+async def test_no_real_answer_in_any_round_ends_undetermined_without_an_audit(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     proxy.scripts |= SCRIPTS | {"g90": gap(90, False)}
@@ -269,10 +273,13 @@ async def test_no_real_answer_in_any_round_fails_before_the_audit(
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store, min_rounds=1)
     final = events[-1]
-    assert isinstance(final, Finished) and final.status == "failed"
-    assert final.reason == ("the witness model via:gemma gave no real answer in 1 round, so "
-                            "there is nothing to audit; give the witness another model with "
-                            "--witness")
+    cause = ("the witness model via:gemma gave no real answer in 1 round, so there is nothing "
+             "to audit; give the witness another model with --witness")
+    assert isinstance(final, Finished) and final.status == "completed"
+    assert final.reason == f"nothing to audit, the verdict is undetermined: {cause}"
+    session = store.load(directory)
+    assert session.audit_result is not None and session.audit_result.rule_broken == cause
+    assert len(session.qa_pairs) == 1  # the round is kept
     assert len(proxy.requests) == 3  # no audit was asked for
 
 
