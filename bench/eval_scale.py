@@ -8,7 +8,9 @@ slots (a fifth request waits for one, as llama.cpp's do), answers its first toke
 200 ms and then 50 tokens a second (a token: four characters). Each server plays both roles
 from the script of tests/support/evals.py (a detective that knows the labels, a witness that
 answers in a sentence), so an item is four calls: question, answer, gap analysis, audit.
-Both roles are one provider with N replicas; `--concurrency auto` fills their slots.
+Both roles are one provider with N replicas; `--concurrency auto` fills their slots. Each
+replica is a process of its own (as a remote one would be), tied to this one; killing one is
+killing its process.
 
 1. Throughput: items a second with N = 1, 2, 4, 8 replicas (24 × N claims each, a fresh
    run), and the ratio to N × the one-replica figure (goal at 8: ≥ 0.9).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
 import sys
 import tempfile
 import threading
@@ -36,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 from engine import EvalItemDone, EvalRequest, EvalStarted, Paths, Workspace  # noqa: E402
 from engine.config.models import Config  # noqa: E402
 from engine.evals.items import EvalItem, read_items  # noqa: E402
+from engine.lifeline import release_tied, spawn_tied  # noqa: E402
 from tests.support.evals import detective, knows, witness  # noqa: E402
 from tests.support.wire import Recorded, Reply, WireServer, json_reply  # noqa: E402
 
@@ -147,23 +151,54 @@ async def evaluate(home: Path, dataset: Path, count: int, urls: list[str],
         await workspace.aclose()
 
 
+class Process:
+    """A replica in a process of its own: `python bench/eval_scale.py --serve CLAIMS`."""
+
+    def __init__(self, dataset: Path, refuse: int = 0, refuse_after: int = 0) -> None:
+        self.process = spawn_tied(
+            [sys.executable, __file__, "--serve", str(dataset), "--refuse", str(refuse),
+             "--refuse-after", str(refuse_after)], foreign=True, stdout=subprocess.PIPE,
+            text=True, cwd=ROOT)
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        if not self.url:
+            raise SystemExit("a replica did not start")
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        release_tied(self.process.pid)
+
+
+def serve(dataset: Path, refuse: int, refuse_after: int) -> int:
+    """Run one replica until killed; its URL is the first line on stdout."""
+    replica = Replica(both_roles(read_items(dataset)), refuse, refuse_after)
+    with replica:
+        print(replica.url, flush=True)
+        threading.Event().wait()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items-per-replica", type=int, default=24)
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--refuse", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--refuse-after", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve is not None:
+        return serve(args.serve, args.refuse, args.refuse_after)
     per = args.items_per_replica
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         items = claims(root / "claims.jsonl", per * 8)
-        reply = both_roles(items)
-        servers = [Replica(reply) for _ in range(8)]
-        for server in servers:
-            server.__enter__()
+        servers = [Process(root / "claims.jsonl") for _ in range(8)]
         try:
             rates: dict[int, float] = {}
-            print(f"eval over N replicas (each {SLOTS} slots, first token {FIRST_TOKEN * 1000:.0f} "
-                  f"ms, {TOKENS_PER_SECOND:.0f} tokens/s), {per} claims a replica, "
-                  "--concurrency auto")
+            print(f"eval over N replicas (each {SLOTS} slots, first token "
+                  f"{FIRST_TOKEN * 1000:.0f} ms, {TOKENS_PER_SECOND:.0f} tokens/s), {per} "
+                  "claims a replica, --concurrency auto")
             print("| replicas | claims | at once | seconds | claims/s | × N × one replica |")
             print("|---|---|---|---|---|---|")
             for n in (1, 2, 4, 8):
@@ -178,36 +213,35 @@ def main() -> int:
                 print(f"| {n} | {count} | {k} | {seconds:.1f} | {rates[n]:.2f} | "
                       f"{rates[n] / (n * rates[1]):.2f} |" + (f" ({failed} failed)"
                                                              if failed else ""), flush=True)
-            # faults: 4 fresh replicas, one killed a third of the way, one answering 429
-            faulty = [Replica(reply), Replica(reply),
-                      Replica(reply, refuse=12, refuse_after=max(2, per)), Replica(reply)]
-            for server in faulty:
-                server.__enter__()
-            count = per * 4
-            dataset = root / "claims-faults.jsonl"
-            dataset.write_text((root / "claims-4.jsonl").read_text(), encoding="utf-8")
-            killed = [False]
-
-            def kill(judged: int) -> None:
-                if not killed[0] and judged >= count // 3:
-                    killed[0] = True
-                    faulty[0].__exit__(None, None, None)
-
-            try:
-                seconds, k, judged, failed, waited = asyncio.run(evaluate(
-                    root / "faults", dataset, count, [s.url for s in faulty], kill))
-            finally:
-                for server in faulty[1:]:
-                    server.__exit__(None, None, None)
-            clean = count / rates[4]
-            print(f"\nfaults, 4 replicas, {count} claims: one replica killed after "
-                  f"{count // 3} claims, another answering 429 (Retry-After 1 s) to "
-                  f"{faulty[2].refused} calls: {judged} judged once each, {failed} failed, "
-                  f"{seconds:.1f} s against {clean:.1f} s clean ({seconds / clean:.2f}×; "
-                  f"calls waited {waited:.1f} s for the 429s in all)")
         finally:
             for server in servers:
-                server.__exit__(None, None, None)
+                server.kill()
+        # faults: 4 fresh replicas, one killed a third of the way, one answering 429
+        count = per * 4
+        refused = 12
+        faulty = [Process(root / "claims.jsonl"), Process(root / "claims.jsonl"),
+                  Process(root / "claims.jsonl", refused, max(2, per)),
+                  Process(root / "claims.jsonl")]
+        killed = [False]
+
+        def kill(judged: int) -> None:
+            if not killed[0] and judged >= count // 3:
+                killed[0] = True
+                faulty[0].kill()
+
+        try:
+            seconds, k, judged, failed, waited = asyncio.run(evaluate(
+                root / "faults", root / "claims-4.jsonl", count, [s.url for s in faulty],
+                kill))
+        finally:
+            for server in faulty:
+                server.kill()
+        clean = count / rates[4]
+        print(f"\nfaults, 4 replicas, {count} claims: one replica killed after {count // 3} "
+              f"claims, another answering 429 (Retry-After 1 s) to {refused} calls: {judged} "
+              f"judged once each, {failed} failed, {seconds:.1f} s against {clean:.1f} s "
+              f"clean ({seconds / clean:.2f}×; calls waited {waited:.1f} s for the 429s in "
+              "all)")
     return 0
 
 

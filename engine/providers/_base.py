@@ -374,6 +374,14 @@ class Provider(ABC):
         included; None when this kind cannot count."""
         return None
 
+    replica_count = 1
+    """Endpoints this provider spreads its calls over (`ReplicatedProvider`: its replicas)."""
+
+    def has_ready_replica(self) -> bool:
+        """Whether another call could go to a replica not set aside (always False for a
+        provider of one endpoint: the router then fails over to the next provider)."""
+        return False
+
     can_list_models = False
     """True when `list_models` asks the server (the others raise `RequestError`)."""
     can_pull = False

@@ -251,6 +251,14 @@ class ReplicatedProvider(Provider):
         raise AssertionError("ReplicatedProvider streams through its replicas")
 
     @property
+    def replica_count(self) -> int:  # type: ignore[override]
+        return len(self.replicas)
+
+    def has_ready_replica(self) -> bool:
+        now = self._clock()
+        return any(r.until <= now for r in self.replicas)
+
+    @property
     def official(self) -> bool:
         return self.replicas[0].provider.official
 

@@ -46,9 +46,11 @@ from engine.context.fit import DoesNotFit
 from engine.errors import (
     AllProvidersFailed,
     ContextOverflowError,
+    ProviderConnectionError,
     ProviderError,
     ProviderTimeout,
     RateLimitedError,
+    ServerError,
     UnusableReplyError,
 )
 from engine.paths import Paths
@@ -249,7 +251,8 @@ class Router:
         `errors` its error."""
         provider = self.providers[name]
         shrink, told, retried = 1.0, None, False
-        while True:  # twice at most: again after the server said the prompt was too long
+        elsewhere = 0  # turns started again on another replica of this provider
+        while True:  # again after the server said the prompt was too long, or on a replica
             try:
                 fitted = await self._fit(name, request, shrink, told)
             except BaseException:
@@ -303,6 +306,16 @@ class Router:
                 yield done
                 return
             if failed is None:
+                continue
+            if partial and elsewhere < provider.replica_count - 1 and \
+                    isinstance(failed, ProviderConnectionError | ProviderTimeout | ServerError) \
+                    and provider.has_ready_replica():
+                # a replica died mid-answer: the turn starts again on another replica of the
+                # same provider (its partial text void, as after any failover)
+                elsewhere += 1
+                yield ProviderEvent("error", name, None, f"{failed.detail}; the turn starts "
+                                    "again on another replica")
+                yield PartialDiscarded(name, "".join(partial), failed.detail)
                 continue
             self._dirty.add(name)
             yield ProviderEvent(_event_type(failed), name, None, failed.detail)

@@ -260,3 +260,29 @@ async def test_an_evaluation_over_replicas_fills_their_slots(paths: Paths) -> No
     assert started.concurrency == 4
     assert len(done) == 8 and done[-1].failed == 0
     assert min(len(w1.chats), len(w2.chats)) >= 2 and min(len(d1.chats), len(d2.chats)) >= 2
+
+
+async def test_a_replica_that_dies_mid_answer_hands_the_turn_to_another(paths: Paths) -> None:
+    """Half an answer, then the connection is cut: the turn starts again on the other replica
+    (the partial text void, never spliced), and the router counts no failure."""
+    from engine.routing.events import PartialDiscarded
+    from tests.support.wire import CUT
+
+    def dying(_: Recorded) -> Reply:
+        chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [{"index": 0, "delta": {"content": "half an ans"},
+                              "finish_reason": None}]}
+        return Reply(200, {"content-type": "text/event-stream"},
+                     [f"data: {json.dumps(chunk)}\n\n".encode(), CUT])
+
+    healthy = Replica(1)
+    with WireServer({"POST /v1/chat/completions": dying}) as broken, healthy:
+        router = router_for(paths, [{"base_url": broken.url + "/v1"},
+                                    {"base_url": healthy.url + "/v1"}])
+        try:
+            done = await router.complete(StreamRequest.of("q"))
+        finally:
+            await router.aclose()
+    assert done.text == "ok from 1"
+    assert [e.text for e in done.events if isinstance(e, PartialDiscarded)] == ["half an ans"]
+    assert router.states["pool"].consecutive_failures == 0
