@@ -150,7 +150,12 @@ from .report.blocks import (
     finished_line as finished_line,
     reasoning_title as reasoning_title,
 )
-from .report.cells import verdict_cell as verdict_cell, verdict_short as verdict_short
+from .report.cells import (
+    EvalGroup as EvalGroup,
+    grouped as grouped,
+    verdict_cell as verdict_cell,
+    verdict_short as verdict_short,
+)
 from .report.words import (
     answer_title as answer_title,
     check_line as check_line,

@@ -3,12 +3,13 @@ tab uses them in the app's first frame, which must not wait for pydantic (`bench
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engine.storage.index import SessionSummary
 
-__all__ = ["verdict_cell", "verdict_short"]
+__all__ = ["EvalGroup", "grouped", "verdict_cell", "verdict_short"]
 
 
 def verdict_short(verdict: str | None, probability_false: float | None,
@@ -24,3 +25,31 @@ def verdict_short(verdict: str | None, probability_false: float | None,
 def verdict_cell(row: SessionSummary) -> str:
     """A session list's verdict column (`verdict_short`)."""
     return verdict_short(row.verdict, row.probability_false, row.demonstration)
+
+
+@dataclass(frozen=True)
+class EvalGroup:
+    """The row that stands for an evaluation run's sessions: how many, the newest of them."""
+
+    run: str
+    count: int
+    newest: SessionSummary
+
+
+def grouped(rows: list[SessionSummary]) -> list[SessionSummary | EvalGroup]:
+    """`rows` (newest first) with each evaluation run's sessions folded into one `EvalGroup`
+    where its newest session stands."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.eval_run:
+            counts[row.eval_run] = counts.get(row.eval_run, 0) + 1
+    out: list[SessionSummary | EvalGroup] = []
+    seen: set[str] = set()
+    for row in rows:
+        run = row.eval_run
+        if not run:
+            out.append(row)
+        elif run not in seen:
+            seen.add(run)
+            out.append(EvalGroup(run, counts[run], row))
+    return out

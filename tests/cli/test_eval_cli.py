@@ -76,6 +76,13 @@ def test_eval_on_the_shipped_set_prints_the_table_and_writes_report_and_plots(
     shown = json.loads(detektiv("evals", run["id"][:4], "--json").stdout)
     assert shown["systems"]["interrogation"]["f1"]["value"] == 1.0
     assert shown["systems"]["direct"]["n"] == 6
+    # the run's six sessions are one line of `sessions`, listed with --run, all in --json
+    lines = detektiv("sessions").stdout.splitlines()
+    assert len(lines) == 2 and f"evaluation run {run['id']}" in lines[1]
+    assert "6 sessions" in lines[1]
+    assert len(detektiv("sessions", "--run", run["id"][:6]).stdout.splitlines()) == 7
+    assert len(json.loads(detektiv("sessions", "--json").stdout)) == 6
+    assert f"its sessions: detektiv sessions --run {run['id']}" in done.stderr
 
 
 def test_an_unknown_dataset_or_a_bad_file_is_one_clear_line(home: Path,

@@ -80,3 +80,32 @@ async def test_with_no_run_every_key_of_the_screen_says_what_to_do(paths: Paths)
             assert app.is_running and not app.internal_errors, key
         assert isinstance(app.screen, SessionsScreen)
         assert any("No evaluation run is selected" in text for _, text in app.notices)
+
+
+async def test_an_evaluation_s_sessions_are_one_row_until_asked_for(
+        paths: Paths, home: Path) -> None:
+    """Four sessions of a run and one of a user's own: two rows; Enter on the run's row lists
+    its four sessions; the filter finds them by the run's id as well."""
+    from engine import EvalGroup
+    from engine.storage.sessions import SessionStore
+    from tests.support.factory import stored_session
+
+    run = await an_evaluation(paths, 4)
+    stored_session(SessionStore.of(paths), "A hypothesis of my own", 1)
+    app = build_app(paths)
+    async with app.run_test(size=(140, 44)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        table = screen.query_one(DataTable)
+        await until(pilot, lambda: table.row_count == 2)
+        groups = [r for r in screen.shown if isinstance(r, EvalGroup)]
+        assert len(groups) == 1 and groups[0].run == run and groups[0].count == 4
+        status = text_of(screen.query_one("#sessions-status", Static))
+        assert status.startswith("5 sessions · 1 evaluation run in one row each"), status
+        table.move_cursor(row=screen.shown.index(groups[0]))
+        await pilot.press("e")  # export needs a session: says what to do instead
+        await pilot.press("enter")
+        await until(pilot, lambda: table.row_count == 4)
+        assert screen.query_one("#filter", Input).value == run
+        assert all(not isinstance(r, EvalGroup) and r.eval_run == run for r in screen.shown)
+        assert not app.internal_errors

@@ -186,7 +186,7 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
     if finished is not None:
         print(f"detektiv: evaluation {run.id}: {finished.done}/{finished.total} judged, "
               f"{finished.failed} failed, in {time.monotonic() - started:.0f} s "
-              f"(sessions: detektiv evals {run.id})", file=sys.stderr)
+              f"(its sessions: detektiv sessions --run {run.id})", file=sys.stderr)
         if finished.status == "cancelled" and run.budget is not None and run.budget.stopped:
             print(f"detektiv: stopped at the cost limit ({money(run.budget.spent)} spent of "
                   f"{money(run.budget.limit)}); the same command with a larger --max-cost "

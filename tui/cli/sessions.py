@@ -21,6 +21,7 @@ from engine import (
     PROTOCOLS,
     Budget,
     ConfigError,
+    EvalGroup,
     Finished,
     Paths,
     Record,
@@ -29,6 +30,7 @@ from engine import (
     Workspace,
     atomic_write_text,
     encode_record,
+    grouped,
     session_exit_code,
     split_chain,
     strip_control,
@@ -137,9 +139,14 @@ async def resume(paths: Paths, args: argparse.Namespace) -> int:
     return await _drive(workspace, started, args.json, args.show_reasoning)
 
 
-def sessions(paths: Paths, as_json: bool) -> int:
-    """List sessions, newest first."""
+def sessions(paths: Paths, as_json: bool, run: str | None = None) -> int:
+    """List sessions, newest first: each evaluation run's as one line (`--json`: every
+    session), or with `run` that run's sessions alone."""
     rows = Workspace(paths).store.list()
+    if run is not None:
+        rows = [row for row in rows if row.eval_run and row.eval_run.startswith(run.strip())]
+        if not rows:
+            raise SessionError(f"no session of an evaluation run {run!r}")
     if as_json:
         print(json.dumps([asdict(row) for row in rows], indent=1, ensure_ascii=False))
         return 0
@@ -152,7 +159,13 @@ def sessions(paths: Paths, as_json: bool) -> int:
         return 0
     print(f"{'ID':8}  {'STATUS':13}  {'VERDICT':17}  {'SCORE':>5}  {'STARTED':16}  "
           f"{'ROUNDS':>6}  HYPOTHESIS OR TITLE")
-    for row in rows:
+    for item in rows if run is not None else grouped(rows):
+        if isinstance(item, EvalGroup):  # an evaluation's sessions: one line per run
+            print(f"{item.run[:8]:8}  {'evaluation':13}  {f'{item.count} sessions':17}  "
+                  f"{'':>5}  {local_minute(item.newest.started):16}  {'':>6}  evaluation run "
+                  f"{item.run} (detektiv sessions --run {item.run[:8]} lists them)")
+            continue
+        row = item
         started = local_minute(row.started)
         score = "" if row.score is None else str(row.score)
         text = " ".join(strip_control(row.hypothesis).split())
@@ -244,6 +257,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run_parser.add_argument("--show-reasoning", action="store_true",
                             help="print a reasoning model's thinking too, dimmed, on stderr")
     listing = commands.add_parser("sessions", parents=[common], help="list sessions")
+    listing.add_argument("--run", metavar="RUN",
+                         help="only the sessions of this evaluation run (an id or its start); "
+                         "without it, each run's sessions are one line")
     listing.add_argument("--json", action="store_true", help="print JSON")
     for name, text in (("show", "print a session"), ("watch", "follow a session live"),
                        ("resume", "continue an interrupted session")):
@@ -278,7 +294,7 @@ async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
         case "watch":
             return await watch(paths, args)
         case "sessions":
-            return sessions(paths, args.json)
+            return sessions(paths, args.json, args.run)
         case "show":
             return show(paths, args)
         case "export":

@@ -51,7 +51,7 @@ function _shtab_detektiv_using
 end
 
 set -g _shtab_detektiv_commands providers ask conversations local-server prompts completion paths serve run sessions show watch resume export oracles new notes consult agent vault 'vault search' cache 'cache put' 'cache match' 'cache list' 'cache show' 'cache invalidate' 'cache delete' 'cache export' 'cache import' 'cache stats' models 'models pull' 'models rm' eval evals
-set -g _shtab_detektiv_opts_with_value --answer --answer-file --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --runs --schema --search --seed --session --temperature --threads --witness -n -o -p
+set -g _shtab_detektiv_opts_with_value --answer --answer-file --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --temperature --threads --witness -n -o -p
 
 complete -c detektiv -e
 complete -c detektiv -f
@@ -134,6 +134,7 @@ complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -
 complete -c detektiv -n '_shtab_detektiv_using sessions' -s h -l help -d 'show this help message and exit'
 complete -c detektiv -n '_shtab_detektiv_using sessions' -l config -xka "(__fish_complete_path (commandline -ct))" -d 'configuration file (default: $DETEKTIV_HOME/config.toml or the user config dir)'
 complete -c detektiv -n '_shtab_detektiv_using sessions' -l debug -d 'log everything (DETEKTIV_LOG_LEVEL=debug), on stderr too for a command'
+complete -c detektiv -n '_shtab_detektiv_using sessions' -l run -x -d 'only the sessions of this evaluation run (an id or its start); without it, each run'"'"'s sessions are one line'
 complete -c detektiv -n '_shtab_detektiv_using sessions' -l json -d 'print JSON'
 complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a show -d 'print a session'
 complete -c detektiv -n '_shtab_detektiv_using show' -s h -l help -d 'show this help message and exit'

@@ -469,6 +469,7 @@ _shtab_detektiv_sessions_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
+  "--run[only the sessions of this evaluation run (an id or its start)\; without it, each run\'s sessions are one line]:RUN:"
   "--json[print JSON]"
 )
 

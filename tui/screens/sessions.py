@@ -1,4 +1,6 @@
-"""The Sessions tab: every session from the index, filtered as you type."""
+"""The Sessions tab: every session from the index, filtered as you type. An evaluation's
+sessions (thousands, for a HaluEval run) are one row per run until the filter asks for them:
+Enter on that row, or its run id typed, lists them."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from engine import (
     DetektivError,
+    EvalGroup,
     SessionSummary,
     atomic_write_text,
+    grouped,
     strip_control,
     verdict_cell,
 )
@@ -51,7 +55,7 @@ class SessionsScreen(Guarded, Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[SessionSummary] = []
-        self.shown: list[SessionSummary] = []
+        self.shown: list[SessionSummary | EvalGroup] = []
         self.matches = 0
 
     def compose(self) -> ComposeResult:
@@ -87,6 +91,9 @@ class SessionsScreen(Guarded, Screen[None]):
         rows = self.rows
         damaged = [r for r in rows if r.status == "damaged"]
         status = f"{len(rows)} sessions"
+        runs = sum(isinstance(r, EvalGroup) for r in self.shown)
+        if runs:
+            status += f" · {runs} evaluation run{'s' if runs != 1 else ''} in one row each"
         if not rows:
             status = self.empty_text()
         elif not self.matches:
@@ -100,16 +107,27 @@ class SessionsScreen(Guarded, Screen[None]):
     def _apply_filter(self) -> None:
         needle = self.query_one("#filter", Input).value.strip().lower()
         table = self.query_one(DataTable)
-        current = self.selected()
-        matches = [
-            r for r in self.rows
-            if not needle or needle in r.hypothesis.lower() or r.id.startswith(needle)
-            or needle in r.status or (r.eval_run or "").startswith(needle)
-        ]
+        current = self._current()
+        if needle:  # the filter searches every session, an evaluation's too
+            matches: list[SessionSummary | EvalGroup] = [
+                r for r in self.rows
+                if needle in r.hypothesis.lower() or r.id.startswith(needle)
+                or needle in r.status or (r.eval_run or "").startswith(needle)
+            ]
+        else:
+            matches = grouped(self.rows)
         self.matches = len(matches)
         self.shown = matches[:MAX_ROWS]
         table.clear()
         for row in self.shown:
+            if isinstance(row, EvalGroup):
+                table.add_row(
+                    row.run[:8], Text("evaluation"), Text(f"{row.count} sessions"), "",
+                    local_minute(row.newest.started), "",
+                    Text(f"evaluation run {row.run}: {row.count} sessions (Enter lists them)"),
+                    key=f"eval:{row.run}",
+                )
+                continue
             hypothesis = " ".join(strip_control(row.hypothesis).split())
             table.add_row(
                 row.id[:8],
@@ -123,6 +141,20 @@ class SessionsScreen(Guarded, Screen[None]):
             )
         if current is not None and current in self.shown:
             table.move_cursor(row=self.shown.index(current), animate=False)
+
+    def _current(self) -> SessionSummary | EvalGroup | None:
+        table = self.query_one(DataTable)
+        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    def _list_run(self, run: str) -> None:
+        """Filter the list to one evaluation run's sessions."""
+        field = self.query_one("#filter", Input)
+        field.value = run
+        self._apply_filter()
+        self._show_status()
+        self.query_one(DataTable).focus()
 
     def empty_text(self) -> str:
         """What an empty Sessions tab says: how to start the first interrogation (and, on the
@@ -151,15 +183,19 @@ class SessionsScreen(Guarded, Screen[None]):
         """The selected session, or None after saying why there is none."""
         row = self.selected()
         if row is None:
-            self.notify(self.empty_text() if not self.rows else "No session is selected.",
-                        severity="warning", markup=False)
+            group = self._current()
+            if isinstance(group, EvalGroup):
+                message = (f"Evaluation run {group.run[:10]}: {group.count} sessions; press "
+                           "Enter to list them, then choose one.")
+            else:
+                message = self.empty_text() if not self.rows else "No session is selected."
+            self.notify(message, severity="warning", markup=False)
         return row
 
     def selected(self) -> SessionSummary | None:
-        table = self.query_one(DataTable)
-        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
-            return None
-        return self.shown[table.cursor_row]
+        """The selected session (None on an evaluation run's row)."""
+        current = self._current()
+        return current if isinstance(current, SessionSummary) else None
 
     def action_filter(self) -> None:
         self.query_one("#filter", Input).focus()
@@ -173,11 +209,7 @@ class SessionsScreen(Guarded, Screen[None]):
 
         def chosen(run: str | None) -> None:
             if run:
-                field = self.query_one("#filter", Input)
-                field.value = run
-                self._apply_filter()
-                self._show_status()
-                self.query_one(DataTable).focus()
+                self._list_run(run)
 
         self.app.push_screen(EvalsScreen(), chosen)
 
@@ -185,6 +217,10 @@ class SessionsScreen(Guarded, Screen[None]):
         self.post_message(NewSessionWanted())
 
     def action_open(self) -> None:
+        group = self._current()
+        if isinstance(group, EvalGroup):
+            self._list_run(group.run)
+            return
         row = self.chosen()
         if row is None:
             return
