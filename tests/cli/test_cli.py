@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
 import socket
 import subprocess
 import time
@@ -14,6 +12,8 @@ import jsonschema
 import pytest
 
 from engine import __version__
+from tests.support.app import config_text
+from tests.support.cli import on_a_terminal
 from tests.support.scripted import ScriptedModel
 from tests.support.servers import LONG_PROMPT, ROOT, LlamaServer, cli, closed_port
 from tests.support.wire import CUT, Reply, WireServer
@@ -89,34 +89,13 @@ def test_providers_table(configured: Path) -> None:
 
 
 def test_ask_streams_to_a_terminal_as_it_arrives(configured: Path) -> None:
-    leader, follower = pty.openpty()  # stdout is a terminal, as a user's is
-    process = subprocess.Popen(
-        cli("ask", "-p", "localsrv", "--max-tokens", "60", "--temperature", "0", LONG_PROMPT),
-        stdout=follower, stderr=subprocess.PIPE, cwd=ROOT,
-    )
-    os.close(follower)
-    try:
-        first = os.read(leader, 1)
-        first_at = time.monotonic()
-        rest = b""
-        while True:
-            try:
-                piece = os.read(leader, 4096)
-            except OSError:  # EIO: the process closed the terminal
-                break
-            if not piece:
-                break
-            rest += piece
-        process.wait(timeout=120)
-        ended_at = time.monotonic()
-    finally:
-        os.close(leader)
-    assert process.returncode == 0, process.stderr.read() if process.stderr else ""
-    if process.stderr:
-        process.stderr.close()
-    assert len(first + rest) > 20
+    code, pieces = on_a_terminal("ask", "-p", "localsrv", "--max-tokens", "60",
+                                 "--temperature", "0", LONG_PROMPT)
+    ended_at = time.monotonic()
+    assert code == 0
+    assert len(b"".join(piece for _, piece in pieces)) > 20
     # 60 tokens take well over a second here: the first byte was printed long before the end.
-    assert ended_at - first_at > 0.5
+    assert ended_at - pieces[0][0] > 0.5
 
 
 def test_ask_into_a_file_after_a_failover_mid_answer_holds_only_the_answer_that_won(
@@ -132,19 +111,8 @@ def test_ask_into_a_file_after_a_failover_mid_answer_holds_only_the_answer_that_
 
     with WireServer({"POST /v1/chat/completions": broken}) as first, \
             ScriptedModel(["The whole answer that won."]) as second:
-        (home / "config.toml").write_text(f"""
-[providers.first]
-kind = "openai"
-base_url = "{first.url}/v1"
-model = "m"
-priority = 1
-
-[providers.second]
-kind = "openai"
-base_url = "{second.url}/v1"
-model = "m"
-priority = 2
-""")
+        (home / "config.toml").write_text(config_text(
+            {"first": first.url + "/v1", "second": second.url + "/v1"}, ["first"], ["second"]))
         out = tmp_path / "out.txt"
         with out.open("w") as handle:
             result = subprocess.run(cli("ask", "hello"), stdout=handle, stderr=subprocess.PIPE,
@@ -358,26 +326,9 @@ def test_ask_prints_only_the_answer_of_a_reasoning_model(home: Path, field: str 
         (home / "config.toml").write_text(
             f'[providers.r1]\nkind = "openai"\nbase_url = "{model.url}/v1"\nmodel = "m"\n')
         piped = run("ask", "-p", "r1", "Which river flows through Paris?")
-        leader, follower = pty.openpty()
-        process = subprocess.Popen(cli("ask", "-p", "r1", "Which river?"), stdout=follower,
-                                   stderr=subprocess.PIPE, cwd=ROOT)
-        os.close(follower)
-        shown = b""
-        try:
-            while True:
-                try:
-                    piece = os.read(leader, 4096)
-                except OSError:
-                    break
-                if not piece:
-                    break
-                shown += piece
-            process.wait(timeout=60)
-        finally:
-            os.close(leader)
-            if process.stderr:
-                process.stderr.close()
+        code, pieces = on_a_terminal("ask", "-p", "r1", "Which river?")
+        shown = b"".join(piece for _, piece in pieces)
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout == "The Seine.\n"
     assert "cheese" not in piped.stderr
-    assert shown.decode().strip() == "The Seine."
+    assert code == 0 and shown.decode().strip() == "The Seine."

@@ -17,6 +17,7 @@ from engine import Paths
 from engine.models.session import InterrogationSession
 from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.sessions import SessionStore
+from tests.support.app import config_text
 from tests.support.cli import Running, detektiv
 from tests.support.factory import stored_session
 from tests.support.interrogation import FAST
@@ -333,26 +334,9 @@ def test_reasoning_shows_only_when_asked(home: Path) -> None:
         return "It was built in 1890, of iron."
 
     with ScriptedModel(thinking(detective)) as det, ScriptedModel(thinking(witness)) as wit:
-        (home / "config.toml").write_text(f"""
-[providers.det]
-kind = "openai"
-base_url = "{det.url}/v1"
-model = "m"
-priority = 1
-
-[providers.wit]
-kind = "openai"
-base_url = "{wit.url}/v1"
-model = "m"
-priority = 2
-
-[roles]
-detective = ["det"]
-witness = ["wit"]
-
-[interrogation]
-min_rounds = 1
-""")
+        (home / "config.toml").write_text(config_text(
+            {"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"], ["wit"])
+            + "min_rounds = 1\n")
         quiet = detektiv("run", "The bridge is old.")
         loud = detektiv("run", "--show-reasoning", "The bridge is old.")
     for result in (quiet, loud):

@@ -111,22 +111,15 @@ def test_a_session_tally_keeps_cached_and_reasoning_tokens_and_their_price() -> 
 
 # 2. the output tokens reached the limit: cut, whatever the stop reason says --------------
 
-async def test_end_turn_at_max_tokens_is_a_cut(paths: Paths,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    body = anthropic_stream(["The answer is cut mid"], {"input_tokens": 9, "output_tokens": 1},
-                            {"output_tokens": 40})
-    events = await anthropic_events(paths, monkeypatch, body, StreamRequest.of("x",
-                                                                               max_tokens=40))
-    assert events[-1] == Done("length")
-
-
-async def test_end_turn_below_max_tokens_is_an_end(paths: Paths,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    body = anthropic_stream(["Done."], {"input_tokens": 9, "output_tokens": 1},
-                            {"output_tokens": 2})
-    events = await anthropic_events(paths, monkeypatch, body, StreamRequest.of("x",
-                                                                               max_tokens=40))
-    assert events[-1] == Done("stop")
+@pytest.mark.parametrize(("output", "finish"), [(40, "length"), (2, "stop")])
+async def test_end_turn_at_max_tokens_is_a_cut(paths: Paths, monkeypatch: pytest.MonkeyPatch,
+                                               output: int, finish: str) -> None:
+    """LiteLLM says end_turn even at max_tokens: 40 output tokens of 40 is a cut, 2 is not."""
+    body = anthropic_stream(["The answer"], {"input_tokens": 9, "output_tokens": 1},
+                            {"output_tokens": output})
+    events = await anthropic_events(paths, monkeypatch, body,
+                                    StreamRequest.of("x", max_tokens=40))
+    assert events[-1] == Done(finish)
 
 
 # 3. the window in every server's words, learned for the rest of the run ------------------

@@ -18,6 +18,32 @@ def _ctrl_c_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def on_a_terminal(*args: str, timeout: float = 120) -> tuple[int, list[tuple[float, bytes]]]:
+    """Run `detektiv ARGS` with stdout on a pseudo-terminal, as a user's is: its exit code and
+    what it wrote, piece by piece, each with when it was read (monotonic seconds)."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(cli(*args), stdout=follower, stderr=subprocess.DEVNULL,
+                               cwd=ROOT)
+    os.close(follower)
+    pieces: list[tuple[float, bytes]] = []
+    try:
+        while True:
+            try:
+                piece = os.read(leader, 4096)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not piece:
+                break
+            pieces.append((time.monotonic(), piece))
+        code = process.wait(timeout=timeout)
+    finally:
+        os.close(leader)
+    return code, pieces
+
+
 def detektiv(*args: str, timeout: float = 120, stdin: str | None = None
              ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cli(*args), capture_output=True, text=True, timeout=timeout,
