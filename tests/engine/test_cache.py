@@ -195,9 +195,14 @@ def test_the_cache_commands(home: Path, tmp_path: Path) -> None:
     hit = detektiv("cache", "match", "is coffee bad for your heart")
     assert hit.returncode == 0 and hit.stdout.startswith("HIT: score")
     assert "✓ negation" in hit.stdout and "Not really." in hit.stdout
+    served = json.loads(detektiv("cache", "match", "is coffee bad for your heart",
+                                 "--json").stdout)
+    assert served["served"] == {"entry_id": entry_id, "question": "Is coffee bad for the heart?",
+                                "answer_first_line": "Not really."}
+    assert served["explanation"]["entry_id"] == entry_id
     miss = detektiv("cache", "match", "Is coffee good for the heart?", "--json")
     data = json.loads(miss.stdout)
-    assert miss.returncode == 1 and data["answer"] is None
+    assert miss.returncode == 1 and data["answer"] is None and data["served"] is None
     assert data["explanation"]["rejected"][0][2].startswith("antonyms")
     assert entry_id[:8] in detektiv("cache", "list").stdout
     exported = tmp_path / "cache.json"
