@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["SessionIndex", "SessionSummary", "summarize"]
 
 _HYPOTHESIS_CHARS = 300
+TAIL_BYTES = 512 * 1024
+"""What `SessionIndex.tail` reads: the last ~1,000 rows, enough for a first screen."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,19 +152,26 @@ class SessionIndex:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return {}, 0
-        rows: dict[str, SessionSummary] = {}
         lines = data.splitlines()
-        for line in lines:
-            try:
-                raw = json.loads(line)
-                if raw.get("deleted"):
-                    rows.pop(raw["dir"], None)
-                else:
-                    raw["unpriced"] = tuple(raw.get("unpriced", ()))
-                    rows[raw["dir"]] = SessionSummary(**raw)
-            except (ValueError, TypeError, KeyError, AttributeError):
-                continue  # a torn or foreign line: the folder is re-read from metadata.json
-        return rows, len(lines)
+        return _rows(lines), len(lines)
+
+    def tail(self, size: int | None = None) -> tuple[dict[str, SessionSummary], bool]:
+        """The latest row per folder among the last `size` bytes of the file (default
+        `TAIL_BYTES`: the sessions made or changed last, as appends go to the end), and
+        whether that was the whole file."""
+        size = TAIL_BYTES if size is None else size
+        try:
+            with self.path.open("rb") as handle:
+                end = handle.seek(0, os.SEEK_END)
+                start = max(0, end - size)
+                handle.seek(start)
+                data = handle.read()
+        except FileNotFoundError:
+            return {}, True
+        lines = data.splitlines()
+        if start > 0 and lines:
+            lines = lines[1:]  # the first may be cut
+        return _rows(lines), start == 0
 
     def compact(self, keep: set[str]) -> None:
         """Rewrite the file with one line per folder in `keep` (atomic; under the lock, so an
@@ -176,3 +185,19 @@ class SessionIndex:
                 if name in keep
             )
             atomic_write_bytes(self.path, data)
+
+
+def _rows(lines: list[bytes]) -> dict[str, SessionSummary]:
+    """The latest row per folder among index `lines` (a deletion drops it)."""
+    rows: dict[str, SessionSummary] = {}
+    for line in lines:
+        try:
+            raw = json.loads(line)
+            if raw.get("deleted"):
+                rows.pop(raw["dir"], None)
+            else:
+                raw["unpriced"] = tuple(raw.get("unpriced", ()))
+                rows[raw["dir"]] = SessionSummary(**raw)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue  # a torn or foreign line: the folder is re-read from metadata.json
+    return rows

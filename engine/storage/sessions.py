@@ -287,6 +287,24 @@ class SessionStore:
         """True while a process is running the session."""
         return is_locked(self.resolve(ref))
 
+    def recent(self, count: int) -> tuple[list[SessionSummary], bool]:
+        """The newest sessions as the index's last lines give them (`SessionIndex.tail`),
+        without listing the store: what a screen shows first while `list` reads everything
+        (100,000 sessions take seconds to list). A row whose folder is gone is left out; one
+        that says running with nobody holding its lock reads `interrupted`. Returns the rows
+        (newest first, at most `count`) and whether they are every session there is."""
+        rows, whole = self.index.tail()
+        found: list[SessionSummary] = []
+        for name, row in rows.items():
+            directory = self.root / name
+            if not directory.is_dir():
+                continue
+            if row.status == "running" and not is_locked(directory):
+                row = row.with_status("interrupted")
+            found.append(row)
+        found.sort(key=lambda r: (r.started, r.dir), reverse=True)
+        return found[:count], whole and len(found) <= count
+
     def list(self) -> list[SessionSummary]:
         """Every session, newest first, from the index; metadata.json is read only where the
         index may be stale. Damaged sessions are listed with status `damaged`."""

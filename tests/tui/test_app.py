@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
 
@@ -410,3 +412,41 @@ async def test_the_live_view_shows_a_model_s_reasoning_dimmed_and_r_expands_it(
         await pilot.press("r")
         await until(pilot, lambda: "step 1 of the plan" not in str(panel.content))
         assert app.internal_errors == []
+
+
+async def test_the_sessions_tab_shows_the_newest_rows_before_the_whole_list(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a store too big to list at once (here: listing held until the test lets it go),
+    the first screen has the newest sessions from the index's tail, says the rest is coming,
+    then shows every session."""
+    import threading
+
+    from textual.widgets import Static
+
+    from engine.storage import index
+    from tests.support.factory import stored_session
+
+    paths = Paths.from_env()
+    store = SessionStore.of(paths)
+    for n in range(20):
+        stored_session(store, f"hypothesis {n}")
+    monkeypatch.setattr(index, "TAIL_BYTES", 3000)  # the tail holds a few rows only
+    release = threading.Event()
+    listing = SessionStore.list
+
+    def slow_list(self: SessionStore) -> list[Any]:
+        assert release.wait(60)
+        return listing(self)
+
+    monkeypatch.setattr(SessionStore, "list", slow_list)
+    app = build_app(paths)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.screen.query_one(DataTable)
+        status = app.screen.query_one("#sessions-status", Static)
+        await until(pilot, lambda: table.row_count > 0)
+        assert table.row_count < 20 and "reading the rest" in str(status.render())
+        assert table.get_row_at(0)[6].plain == "hypothesis 19"  # the newest first
+        release.set()
+        await until(pilot, lambda: table.row_count == 20)
+        assert str(status.render()).startswith("20 sessions")
+        assert not app.internal_errors

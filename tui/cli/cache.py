@@ -83,13 +83,13 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
             case "match":
                 why, served = cache.lookup(args.question)
                 if args.json:  # what was served, named: no second call to check it
-                    entry = None if served is None else {
+                    named = None if served is None else {
                         "entry_id": served.entry_id, "question": served.question,
                         "answer_first_line": next(
                             (line.strip() for line in served.payload.splitlines()
                              if line.strip()), "")}
                     print(json.dumps({"explanation": why.model_dump(mode="json"),
-                                      "served": entry,
+                                      "served": named,
                                       "answer": served.payload if served else None},
                                      ensure_ascii=False, indent=1))
                     return 0 if served else 1

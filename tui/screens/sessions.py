@@ -56,6 +56,10 @@ class SessionsScreen(Guarded, Screen[None]):
         super().__init__()
         self.rows: list[SessionSummary] = []
         self.shown: list[SessionSummary | EvalGroup] = []
+        self.partial = False
+        """`rows` are the newest only, from the index's tail; the whole list is on its way."""
+        self.listed = False
+        """The whole list was read at least once."""
         self.matches = 0
 
     def compose(self) -> ComposeResult:
@@ -76,14 +80,22 @@ class SessionsScreen(Guarded, Screen[None]):
 
     @in_background("sessions-list")
     def refresh_rows(self) -> None:
-        """Read the index off the event loop, then show it."""
-        rows = self.host.workspace.store.list()
+        """Read the index off the event loop, then show it: the first time, the newest rows
+        from the index's tail at once, then every session (at 100,000 the full list takes
+        seconds; the first screen does not wait for it)."""
+        store = self.host.workspace.store
+        if not self.listed:
+            newest, whole = store.recent(MAX_ROWS)
+            if newest and not whole:
+                self.app.call_from_thread(self._show_rows, newest, True)
+        rows = store.list()
         self.app.call_from_thread(self._show_rows, rows)
 
-    def _show_rows(self, rows: list[SessionSummary]) -> None:
-        if rows == self.rows and self.shown:
+    def _show_rows(self, rows: list[SessionSummary], partial: bool = False) -> None:
+        if rows == self.rows and self.shown and not self.partial:
             return
-        self.rows = rows
+        self.rows, self.partial = rows, partial
+        self.listed = self.listed or not partial
         self._apply_filter()
         self._show_status()
 
@@ -91,6 +103,8 @@ class SessionsScreen(Guarded, Screen[None]):
         rows = self.rows
         damaged = [r for r in rows if r.status == "damaged"]
         status = f"{len(rows)} sessions"
+        if self.partial:
+            status = f"the newest {len(rows)} sessions · reading the rest…"
         runs = sum(isinstance(r, EvalGroup) for r in self.shown)
         if runs:
             status += f" · {runs} evaluation run{'s' if runs != 1 else ''} in one row each"
