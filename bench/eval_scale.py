@@ -17,6 +17,8 @@ killing its process.
 2. Faults, 4 replicas: one killed a third of the way through, another answering 429 with
    `Retry-After: 1` to a burst of calls; the run must finish with every claim judged once,
    none failed; the time lost against the clean 4-replica run is reported.
+3. Memory (`--rss 1000,5000,20000`): a run of that many claims against instant replicas (no
+   delay), each in a fresh interpreter; its peak RSS (goal: flat, under 400 MB).
 """
 
 from __future__ import annotations
@@ -53,8 +55,10 @@ class Replica(WireServer):
     """A remote replica: `SLOTS` at once, 200 ms to the first token, then 50 tokens a second.
     `refuse` calls after `refuse_after` get a 429 (Retry-After 1); `kill()` drops it."""
 
-    def __init__(self, reply: Any, refuse: int = 0, refuse_after: int = 0) -> None:
+    def __init__(self, reply: Any, refuse: int = 0, refuse_after: int = 0,
+                 instant: bool = False) -> None:
         self.reply = reply
+        self.instant = instant
         self.slots = threading.Semaphore(SLOTS)
         self.refuse, self.refuse_after = refuse, refuse_after
         self.calls = self.refused = 0
@@ -75,12 +79,13 @@ class Replica(WireServer):
 
     def _stream(self, text: str) -> Iterator[Any]:
         with self.slots:
-            time.sleep(FIRST_TOKEN)
+            time.sleep(0 if self.instant else FIRST_TOKEN)
             step = CHARS_PER_TOKEN * 5  # five tokens a piece
             for start in range(0, len(text), step):
                 piece = text[start:start + step]
                 yield _chunk({"content": piece}, None)
-                time.sleep(len(piece) / CHARS_PER_TOKEN / TOKENS_PER_SECOND)
+                if not self.instant:
+                    time.sleep(len(piece) / CHARS_PER_TOKEN / TOKENS_PER_SECOND)
             yield _chunk({}, "stop")
             yield b"data: [DONE]\n\n"
 
@@ -154,11 +159,12 @@ async def evaluate(home: Path, dataset: Path, count: int, urls: list[str],
 class Process:
     """A replica in a process of its own: `python bench/eval_scale.py --serve CLAIMS`."""
 
-    def __init__(self, dataset: Path, refuse: int = 0, refuse_after: int = 0) -> None:
+    def __init__(self, dataset: Path, refuse: int = 0, refuse_after: int = 0,
+                 instant: bool = False) -> None:
         self.process = spawn_tied(
             [sys.executable, __file__, "--serve", str(dataset), "--refuse", str(refuse),
-             "--refuse-after", str(refuse_after)], foreign=True, stdout=subprocess.PIPE,
-            text=True, cwd=ROOT)
+             "--refuse-after", str(refuse_after), *(["--instant"] if instant else [])],
+            foreign=True, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().strip()
         if not self.url:
@@ -171,13 +177,40 @@ class Process:
         release_tied(self.process.pid)
 
 
-def serve(dataset: Path, refuse: int, refuse_after: int) -> int:
+def serve(dataset: Path, refuse: int, refuse_after: int, instant: bool = False) -> int:
     """Run one replica until killed; its URL is the first line on stdout."""
-    replica = Replica(both_roles(read_items(dataset)), refuse, refuse_after)
+    replica = Replica(both_roles(read_items(dataset)), refuse, refuse_after, instant)
     with replica:
         print(replica.url, flush=True)
         threading.Event().wait()
     return 0
+
+
+def peak_rss(count: int, root: Path) -> tuple[float, float, int]:
+    """(seconds, peak RSS in MB, claims judged) of a run of `count` claims in a fresh
+    interpreter, against two instant replicas."""
+    dataset = root / f"rss-{count}.jsonl"
+    claims(dataset, count)
+    servers = [Process(dataset, instant=True) for _ in range(2)]
+    try:
+        code = (
+            "import asyncio, sys, resource, json\n"
+            f"sys.path.insert(0, {str(ROOT)!r})\n"
+            "from pathlib import Path\n"
+            "from bench.eval_scale import evaluate\n"
+            f"s = asyncio.run(evaluate(Path({str(root / f'rss-home-{count}')!r}), "
+            f"Path({str(dataset)!r}), {count}, {[p.url for p in servers]!r}))\n"
+            "print(json.dumps([s[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,"
+            " s[2]]))\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              cwd=ROOT, timeout=7200)
+        if done.returncode != 0:
+            raise SystemExit(done.stderr[-2000:])
+        seconds, rss, judged = json.loads(done.stdout.strip().splitlines()[-1])
+        return seconds, rss, judged
+    finally:
+        for server in servers:
+            server.kill()
 
 
 def main() -> int:
@@ -186,9 +219,20 @@ def main() -> int:
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--refuse", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--refuse-after", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--instant", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rss", help="claims counts to measure peak RSS at (1000,5000)")
     args = parser.parse_args()
     if args.serve is not None:
-        return serve(args.serve, args.refuse, args.refuse_after)
+        return serve(args.serve, args.refuse, args.refuse_after, args.instant)
+    if args.rss:
+        with tempfile.TemporaryDirectory() as tmp:
+            print("| claims | seconds | claims/s | peak RSS |")
+            print("|---|---|---|---|")
+            for count in (int(c) for c in args.rss.split(",")):
+                seconds, rss, judged = peak_rss(count, Path(tmp))
+                print(f"| {judged:,} | {seconds:.0f} | {judged / seconds:.1f} | {rss:.0f} MB |",
+                      flush=True)
+        return 0
     per = args.items_per_replica
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
