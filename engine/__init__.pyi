@@ -166,7 +166,7 @@ from .report.words import (
 from .routing.structured import SchemaError as SchemaError, check_schema as check_schema
 from .secrets import redact as redact
 from .storage.atomic import atomic_write_text as atomic_write_text
-from .storage.index import SessionSummary as SessionSummary
+from .storage.index import SessionSummary as SessionSummary, newest_sessions as newest_sessions
 from .text import one_line as one_line, strip_control as strip_control
 from .workspace.ask import (
     AskAnswered as AskAnswered,

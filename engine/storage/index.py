@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.storage.atomic import atomic_write_bytes
+from engine.storage.locks import is_locked
 
 if TYPE_CHECKING:
     from engine.models.session import InterrogationSession
 
-__all__ = ["SessionIndex", "SessionSummary", "summarize"]
+__all__ = ["SessionIndex", "SessionSummary", "newest_sessions", "summarize"]
 
 _HYPOTHESIS_CHARS = 300
 TAIL_BYTES = 512 * 1024
@@ -201,3 +202,22 @@ def _rows(lines: list[bytes]) -> dict[str, SessionSummary]:
         except (ValueError, TypeError, KeyError, AttributeError):
             continue  # a torn or foreign line: the folder is re-read from metadata.json
     return rows
+
+
+def newest_sessions(index: Path, root: Path, count: int) -> tuple[list[SessionSummary], bool]:
+    """The newest sessions as the index's last lines give them (`SessionIndex.tail`), without
+    listing the store or loading a model: what a screen shows first while the store lists
+    everything (100,000 sessions take seconds). A row whose folder is gone is left out; one
+    that says running with nobody holding its lock reads `interrupted`. Returns the rows
+    (newest first, at most `count`) and whether they are every session there is."""
+    rows, whole = SessionIndex(index).tail()
+    found: list[SessionSummary] = []
+    for name, row in rows.items():
+        directory = root / name
+        if not directory.is_dir():
+            continue
+        if row.status == "running" and not is_locked(directory):
+            row = row.with_status("interrupted")
+        found.append(row)
+    found.sort(key=lambda r: (r.started, r.dir), reverse=True)
+    return found[:count], whole and len(found) <= count

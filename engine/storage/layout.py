@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from engine.errors import SessionCorrupt
 from engine.models.session import InterrogationSession
 from engine.storage.atomic import TEMP_PREFIX
+from engine.storage.locks import LOCK, is_locked
 
 __all__ = ["CASE_FIELDS", "CASE_LOCK", "DIR_NAME", "EVENTS", "LOCK", "METADATA", "NOTES_DIR",
            "RESPONSES_DIR", "case_locked", "is_locked", "load_metadata", "stamp",
@@ -26,7 +27,6 @@ __all__ = ["CASE_FIELDS", "CASE_LOCK", "DIR_NAME", "EVENTS", "LOCK", "METADATA",
 DIR_NAME = re.compile(r"^\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_[0-9a-f]{8}$")
 METADATA = "metadata.json"
 EVENTS = "events.jsonl"
-LOCK = "lock"
 CASE_LOCK = "case.lock"
 NOTES_DIR = "transcripts"
 RESPONSES_DIR = "llm_responses"
@@ -68,21 +68,6 @@ def load_metadata(path: Path) -> InterrogationSession:
         where = ".".join(str(part) for part in first["loc"]) or "(root)"
         kind = "not valid JSON" if first["type"] == "json_invalid" else "not a valid session"
         raise SessionCorrupt(path, f"{kind} ({where}: {first['msg']}); left as it is") from None
-
-
-def is_locked(directory: Path) -> bool:
-    """True while a live process holds the session's lock."""
-    try:
-        fd = os.open(directory / LOCK, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 STAGED_AGE = 60.0

@@ -39,7 +39,7 @@ from engine.models.session import EvalTag, Hypothesis, InterrogationSession, Wit
 from engine.paths import Paths
 from engine.storage.atomic import TEMP_PREFIX, atomic_write_text
 from engine.storage.eventlog import EventLogWriter, EventTail, read_events
-from engine.storage.index import SessionIndex, SessionSummary, summarize
+from engine.storage.index import SessionIndex, SessionSummary, newest_sessions, summarize
 from engine.storage.journal import SessionJournal
 from engine.storage.layout import (
     DIR_NAME,
@@ -288,22 +288,8 @@ class SessionStore:
         return is_locked(self.resolve(ref))
 
     def recent(self, count: int) -> tuple[list[SessionSummary], bool]:
-        """The newest sessions as the index's last lines give them (`SessionIndex.tail`),
-        without listing the store: what a screen shows first while `list` reads everything
-        (100,000 sessions take seconds to list). A row whose folder is gone is left out; one
-        that says running with nobody holding its lock reads `interrupted`. Returns the rows
-        (newest first, at most `count`) and whether they are every session there is."""
-        rows, whole = self.index.tail()
-        found: list[SessionSummary] = []
-        for name, row in rows.items():
-            directory = self.root / name
-            if not directory.is_dir():
-                continue
-            if row.status == "running" and not is_locked(directory):
-                row = row.with_status("interrupted")
-            found.append(row)
-        found.sort(key=lambda r: (r.started, r.dir), reverse=True)
-        return found[:count], whole and len(found) <= count
+        """The newest sessions from the index's tail (`index.newest_sessions`)."""
+        return newest_sessions(self.index.path, self.root, count)
 
     def list(self) -> list[SessionSummary]:
         """Every session, newest first, from the index; metadata.json is read only where the

@@ -19,6 +19,7 @@ from engine import (
     SessionSummary,
     atomic_write_text,
     grouped,
+    newest_sessions,
     strip_control,
     verdict_cell,
 )
@@ -32,6 +33,8 @@ from tui.widgets.tabs import ModeTabs
 __all__ = ["SessionsScreen"]
 
 REFRESH_SECONDS = 3.0
+FIRST_ROWS = 100
+"""Rows of the first screen, from the index's tail, while the whole list is read."""
 MAX_ROWS = 500
 """Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
 seconds to build and nobody scrolls through it)."""
@@ -83,12 +86,14 @@ class SessionsScreen(Guarded, Screen[None]):
         """Read the index off the event loop, then show it: the first time, the newest rows
         from the index's tail at once, then every session (at 100,000 the full list takes
         seconds; the first screen does not wait for it)."""
-        store = self.host.workspace.store
-        if not self.listed:
-            newest, whole = store.recent(MAX_ROWS)
+        workspace = self.host.workspace
+        if not self.listed:  # no model loaded for these: the store's import takes ~0.3 s
+            paths = workspace.paths
+            newest, whole = newest_sessions(paths.session_index, paths.data_dir / "sessions",
+                                            FIRST_ROWS)
             if newest and not whole:
                 self.app.call_from_thread(self._show_rows, newest, True)
-        rows = store.list()
+        rows = workspace.store.list()
         self.app.call_from_thread(self._show_rows, rows)
 
     def _show_rows(self, rows: list[SessionSummary], partial: bool = False) -> None:
