@@ -176,6 +176,8 @@ def main() -> int:
                         help="the witness model (the detective is always the 1.5B)")
     parser.add_argument("--protocols", default="cross-exam,consistency",
                         help="the protocols to run, in order")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="judge again the units that failed (eval --retry-failed)")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
                         help="wheels, models, samples, the detektiv home and the reports")
     args = parser.parse_args()
@@ -227,6 +229,7 @@ def main() -> int:
                 print(f"\n== step {number}/{len(steps)}: {name}, {', '.join(chosen)}",
                       flush=True)
             extra = [] if chosen == ["cross-exam"] else ["--protocol", ",".join(chosen)]
+            extra += ["--retry-failed"] if args.retry_failed else []
             code = run_eval(home, samples[name], work / "reports" / f"{name}-{split}", extra)
             if code not in (0, 1):
                 print(f"detektiv eval exited {code}: stopping (run again to resume)")
