@@ -81,8 +81,10 @@ async def test_calls_spread_by_fewest_in_flight_within_slots(paths: Paths) -> No
             texts = await ask(router, 12)
         finally:
             await router.aclose()
-    assert sorted(s.served for s in servers) == [4, 4, 4]
-    assert all(s.most <= 2 for s in servers)  # never more than its slots
+    # every replica takes its share (4 each when all calls arrive at once; a busy machine
+    # staggers them), and none ever more calls at once than its slots
+    assert sum(s.served for s in servers) == 12 and min(s.served for s in servers) >= 2
+    assert all(s.most <= 2 for s in servers) and max(s.most for s in servers) == 2
     assert {t for t in texts} == {"ok from 0", "ok from 1", "ok from 2"}
 
 
