@@ -325,3 +325,53 @@ async def test_the_window_keeps_room_for_a_reasoning_budget(paths: Paths) -> Non
     assert fitted.report.used + 500 <= 8000
     with pytest.raises(DoesNotFit):
         await fit(provider(reasoning_budget=3000), request)
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "ollama"])
+async def test_an_evaluation_through_anthropic_and_ollama_thinking_scores_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path, wire: str) -> None:
+    """The same evaluation with both roles on the Anthropic wire (thinking blocks) or
+    Ollama's (`message.thinking`), the decoys inside the thinking: the figures of the plain
+    run, nothing of the thinking stored outside its own events."""
+    from engine.config.models import Config
+    from tests.support.scripted import ThinkingWire
+
+    plain, _, _ = await _evaluate(tmp_path / "plain", False, monkeypatch)
+    (tmp_path / "wire").mkdir()
+    monkeypatch.setenv("DETEKTIV_HOME", str(tmp_path / "wire"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    paths = Paths.from_env()
+    items = sample(read_items(dataset_path(paths, "demo")), 6, 5)
+    sleuth = detective(knows(items, wrong=[items[0].key]))
+    with ThinkingWire(thinking(sleuth), wire) as det, ThinkingWire(thinking(witness),
+                                                                   wire) as wit:
+        def provider(url: str, priority: int) -> dict[str, Any]:
+            extra = {"api_key_env": "ANTHROPIC_API_KEY"} if wire == "anthropic" else {}
+            return {"kind": wire, "model": "m", "base_url": url, "priority": priority,
+                    "context_window": 32768, "first_token_timeout": 20, "stall_timeout": 10,
+                    **extra}
+
+        config = Config.model_validate({
+            "providers": {"det": provider(det.url, 1), "wit": provider(wit.url, 2)},
+            "roles": {"detective": ["det"], "witness": ["wit"]},
+            "interrogation": {"max_gaps": 1, "question_max_tokens": 24,
+                              "answer_max_tokens": 32, "analysis_max_tokens": 160,
+                              "audit_max_tokens": 200, "temperature": 0}})
+        workspace = Workspace(paths, config)
+        try:
+            run = await workspace.evals.start(EvalRequest("demo", n=6, seed=5, mode="open"),
+                                              baselines=True, concurrency=2)
+            [event async for event in run.events()]
+            summary = workspace.evals.summary(run.id)
+            sessions = [workspace.store.load(row.id) for row in workspace.evals.sessions(run.id)]
+            events = [workspace.store.events(str(s.id)) for s in sessions]
+        finally:
+            await workspace.aclose()
+    for system, metrics in plain.systems.items():
+        assert summary.systems[system].n == 6 and summary.systems[system].failed == 0
+        assert summary.systems[system].figures["accuracy"].value == \
+            metrics.figures["accuracy"].value, system
+    stored = json.dumps([s.model_dump(mode="json") for s in sessions])
+    assert "moon made of cheese" not in stored
+    reasoning = [r.event for log in events for r in log if r.event.type == "reasoning"]
+    assert {r.role for r in reasoning} == {"detective", "witness"}

@@ -147,3 +147,60 @@ def thinking(reply: Callable[[list[dict[str, Any]]], str]) -> Callable[
         return f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n{real}"
 
     return wrapped
+
+
+class ThinkingWire(WireServer):
+    """A scripted reasoning model on the Anthropic (`/v1/messages`) or Ollama (`/api/chat`)
+    wire: a reply's leading `<think>` block goes out as the wire's own reasoning (a thinking
+    content block with `thinking_delta`s; `message.thinking`), the rest as the answer."""
+
+    def __init__(self, script: Callable[[list[dict[str, Any]]], str], wire: str) -> None:
+        self.script = script
+        route = "POST /v1/messages" if wire == "anthropic" else "POST /api/chat"
+        super().__init__({route: self._anthropic if wire == "anthropic" else self._ollama})
+
+    def _split(self, recorded: Recorded) -> tuple[str, str]:
+        body = recorded.json()
+        messages = list(body["messages"])
+        if body.get("system"):
+            messages.insert(0, {"role": "system", "content": body["system"]})
+        text = self.script(messages)
+        found = re.match(r"<think>(.*?)</think>\s*", text, re.DOTALL)
+        return (found.group(1), text[found.end():]) if found else ("", text)
+
+    def _anthropic(self, recorded: Recorded) -> Reply:
+        thought, answer = self._split(recorded)
+
+        def event(name: str, data: dict[str, Any]) -> bytes:
+            return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+        chunks = [event("message_start", {"type": "message_start", "message": {
+            "id": "m", "type": "message", "role": "assistant", "content": [], "model": "c",
+            "usage": {"input_tokens": 10, "output_tokens": 1}}})]
+        for index, (kind, text) in enumerate((("thinking", thought), ("text", answer))):
+            chunks.append(event("content_block_start", {"type": "content_block_start",
+                                                        "index": index, "content_block": {
+                                                            "type": kind, kind: ""}}))
+            for piece in _pieces(text):
+                delta = {"type": f"{kind}_delta" if kind == "thinking" else "text_delta",
+                         kind: piece}
+                chunks.append(event("content_block_delta", {"type": "content_block_delta",
+                                                            "index": index, "delta": delta}))
+            chunks.append(event("content_block_stop", {"type": "content_block_stop",
+                                                       "index": index}))
+        chunks += [event("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": "end_turn"}, "usage": {"output_tokens": 20}}),
+                   event("message_stop", {"type": "message_stop"})]
+        return Reply(200, {"content-type": "text/event-stream"}, chunks)
+
+    def _ollama(self, recorded: Recorded) -> Reply:
+        thought, answer = self._split(recorded)
+        lines = [{"message": {"role": "assistant", "content": "", "thinking": piece},
+                  "done": False} for piece in _pieces(thought) if thought]
+        lines += [{"message": {"role": "assistant", "content": piece}, "done": False}
+                  for piece in _pieces(answer)]
+        lines.append({"message": {"role": "assistant", "content": ""}, "done": True,
+                      "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 20})
+        stamp = {"model": "m", "created_at": "2026-11-26T00:00:00Z"}
+        return Reply(200, {"content-type": "application/x-ndjson"},
+                     [(json.dumps({**stamp, **line}) + "\n").encode() for line in lines])
