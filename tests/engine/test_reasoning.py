@@ -305,7 +305,14 @@ async def test_an_evaluation_of_reasoning_models_scores_what_it_scores_without(
     reasoning = [r.event for log in events for r in log if r.event.type == "reasoning"]
     assert {r.role for r in reasoning} == {"detective", "witness"}
     assert {r.phase for r in reasoning} >= {"question", "answer", "analysis", "audit"}
-    assert all("moon made of cheese" in r.text for r in reasoning if r.phase == "question")
+    # the log may hold a call's reasoning in several records (deltas are batched by time):
+    # joined per call, every question's reasoning is the decoy block the model wrote
+    from engine.report.blocks import reasoning_by_call
+
+    calls = [reasoning_by_call(r.event for r in log) for log in events]
+    asked = [text for found in calls for (phase, _), (_, text) in found.items()
+             if phase == "question"]
+    assert asked and all("moon made of cheese" in text for text in asked)
 
 
 async def test_the_window_keeps_room_for_a_reasoning_budget(paths: Paths) -> None:
