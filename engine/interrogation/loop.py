@@ -46,7 +46,6 @@ from engine.errors import (
     AllProvidersFailed,
     DetektivError,
     FailureFamily,
-    InterrogationFailed,
     UnusableReplyError,
     failure_family,
 )
@@ -195,10 +194,8 @@ class Interrogation(SessionCalls):
             elif audit is not None and audit.rule_broken:
                 reason = f"{reason}; the verdict is undetermined: {audit.rule_broken}"
             yield self._finish("completed" if completed else "limit-reached", reason)
-        except (AllProvidersFailed, InterrogationFailed) as exc:
-            if isinstance(exc, AllProvidersFailed):  # an invalid reply is in the trail already
-                yield self._trail(AuditTrailEntry(event="error", role=exc.role,
-                                                  reason=exc.message))
+        except AllProvidersFailed as exc:
+            yield self._trail(AuditTrailEntry(event="error", role=exc.role, reason=exc.message))
             yield self._finish("failed", exc.message, failure_family(exc))
         except CostLimitReached as exc:  # before a call, nothing half done: a clean stop
             yield self._trail(AuditTrailEntry(event="cost_limit", reason=exc.message))

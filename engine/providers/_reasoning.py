@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from engine.providers._http import field_of
 
-__all__ = ["REASONING_TAGS", "ThinkBlocks", "reasoning_field", "split_reasoning"]
+__all__ = ["REASONING_TAGS", "ThinkBlocks", "reasoning_field"]
 
 REASONING_TAGS = ("think", "thinking", "reasoning", "thought")
 _OPENINGS = tuple(f"<{tag}>" for tag in REASONING_TAGS)
@@ -96,15 +96,6 @@ def _partial_suffix(buffer: str, tag: str) -> int:
         if tag.startswith(lowered[-size:]):
             return size
     return 0
-
-
-
-def split_reasoning(text: str) -> tuple[str, str]:
-    """(reasoning, answer) of a whole reply."""
-    blocks = ThinkBlocks()
-    reasoning, answer = blocks.feed(text)
-    rest_reasoning, rest_answer = blocks.finish()
-    return reasoning + rest_reasoning, answer + rest_answer
 
 
 def reasoning_field(delta: object) -> str | None:

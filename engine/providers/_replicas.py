@@ -20,7 +20,8 @@ see one provider. Inside it:
 - **429 slows, it does not fail.** A replica that answers 429 waits out its Retry-After (or
   the reset its `x-ratelimit-*` / `anthropic-ratelimit-*` headers name), up to the router's
   `retry_after_cap`, while the others carry on; when all of them wait, the call waits for the
-  first to come back, and `waiting` says until when (a run's progress line shows it).
+  first to come back; `waited` adds up the time calls spent so (a run's progress line shows
+  it).
 - **Rates.** `requests_per_minute` and `tokens_per_minute` (the prompt estimated at four
   characters a token, plus the reply's allowance) are kept for the whole process: a call that
   would pass one waits for its turn.
@@ -33,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engine.config.providers import ProviderConfig
 from engine.errors import (
@@ -74,15 +75,6 @@ class _Replica:
     """Set aside until then (monotonic seconds)."""
     limited: bool = False
     """Set aside by a 429 (waited for), not by a failure (tried again at once if need be)."""
-    why: str = ""
-
-
-@dataclass
-class _Rate:
-    """Calls and tokens of the last minute."""
-
-    calls: deque[float] = field(default_factory=deque)
-    tokens: deque[tuple[float, int]] = field(default_factory=deque)
 
 
 class ReplicatedProvider(Provider):
@@ -101,10 +93,8 @@ class ReplicatedProvider(Provider):
         self.retry_after_cap = retry_after_cap
         self._clock = clock
         self._changed = asyncio.Condition()
-        self._rate = _Rate()
-        self.waiting: float | None = None
-        """Until when (monotonic seconds) calls wait for a rate limit or a free replica;
-        None when none waits."""
+        self._minute: deque[tuple[float, int]] = deque()
+        """(when, tokens) of each call of the last minute, for the rates."""
         self.waited = 0.0
         """Seconds calls have spent waiting, in all."""
 
@@ -131,14 +121,14 @@ class ReplicatedProvider(Provider):
             except RateLimitedError as exc:
                 wait = min(exc.retry_after if exc.retry_after is not None else SET_ASIDE,
                            self.retry_after_cap)
-                self._set_aside(replica, exc.detail, wait, count=False)
+                self._set_aside(replica, wait, count=False)
                 if started:
                     raise
                 last = exc
                 if limited_since is None:
                     limited_since = self._clock()
             except (ProviderConnectionError, ProviderTimeout, ServerError) as exc:
-                self._set_aside(replica, exc.detail)
+                self._set_aside(replica)
                 if started:
                     raise
                 tried.add(id(replica))
@@ -175,7 +165,6 @@ class ReplicatedProvider(Provider):
                     return chosen
                 # full, or waiting out a 429: wait for a slot or the first to come back
                 wake = min((r.until for r in aside), default=None)
-                self.waiting = wake
                 began = self._clock()
                 try:
                     timeout = None if wake is None else max(0.0, wake - now)
@@ -185,7 +174,6 @@ class ReplicatedProvider(Provider):
                     pass
                 finally:
                     self.waited += self._clock() - began
-                    self.waiting = None
 
     async def _release(self, replica: _Replica) -> None:
         async with self._changed:
@@ -193,16 +181,16 @@ class ReplicatedProvider(Provider):
             self._changed.notify_all()
 
     def _succeeded(self, replica: _Replica) -> None:
-        replica.failures, replica.until, replica.why, replica.limited = 0, 0.0, "", False
+        replica.failures, replica.until, replica.limited = 0, 0.0, False
 
-    def _set_aside(self, replica: _Replica, why: str, seconds: float | None = None,
+    def _set_aside(self, replica: _Replica, seconds: float | None = None,
                    count: bool = True) -> None:
         if count:
             replica.failures += 1
         if seconds is None:
             seconds = min(self.cooldown, SET_ASIDE * 2 ** max(0, replica.failures - 1))
         replica.until = max(replica.until, self._clock() + seconds)
-        replica.why, replica.limited = why, not count
+        replica.limited = not count
 
     async def _ask_slots(self) -> None:
         for replica in self.replicas:
@@ -220,30 +208,22 @@ class ReplicatedProvider(Provider):
         if rpm is None and tpm is None:
             return
         tokens = sum(len(m.content) for m in request.messages) // 4 + (request.max_tokens or 0)
-        rate = self._rate
+        minute = self._minute
         while True:
             now = self._clock()
-            while rate.calls and rate.calls[0] <= now - MINUTE:
-                rate.calls.popleft()
-            while rate.tokens and rate.tokens[0][0] <= now - MINUTE:
-                rate.tokens.popleft()
-            waits = []
-            if rpm is not None and len(rate.calls) >= rpm:
-                waits.append(rate.calls[0] + MINUTE - now)
-            spent = sum(n for _, n in rate.tokens)
-            if tpm is not None and rate.tokens and spent + tokens > tpm:
-                waits.append(rate.tokens[0][0] + MINUTE - now)
-            if not waits:
-                rate.calls.append(now)
-                rate.tokens.append((now, tokens))
+            while minute and minute[0][0] <= now - MINUTE:
+                minute.popleft()
+            spent = sum(n for _, n in minute)
+            if (rpm is None or len(minute) < rpm) and (
+                    tpm is None or not minute or spent + tokens <= tpm):
+                minute.append((now, tokens))
                 return
-            pause = max(0.01, min(waits))
-            self.waiting = now + pause
+            # either limit waits for the oldest call of the minute to leave it
+            pause = max(0.01, minute[0][0] + MINUTE - now)
             try:
                 await asyncio.sleep(pause)
             finally:
                 self.waited += pause
-                self.waiting = None
 
     # ---- what the router asks -----------------------------------------------------------
 

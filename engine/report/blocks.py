@@ -230,7 +230,7 @@ def reasoning_by_call(events: Iterable[InterrogationEvent]) -> Calls:
     found: Calls = {}
     for event in events:
         if isinstance(event, Reasoning):
-            key = (event.phase, event.sequence if event.phase != "audit" else None)
+            key = (event.phase, event.sequence)  # the audit's has no round
             role, text = found.get(key, (event.role, ""))
             found[key] = (role, text + event.text)
     return found
@@ -241,9 +241,9 @@ def reasoning_title(role: str) -> str:
     return f"Reasoning · {role}"
 
 
-_BEFORE = {"question": "question", "answer": "answer", "analysis": "analysis",
-           "audit": "audit"}
-"""The phase whose reasoning goes before a block of each kind."""
+_CALLS = frozenset({"question", "answer", "analysis", "audit"})
+"""The blocks that are a call's reply: that call's reasoning (its phase is the block's kind)
+goes before the first of them."""
 
 
 def session_blocks(session: InterrogationSession, reasoning: Calls | None = None
@@ -260,10 +260,10 @@ def session_blocks(session: InterrogationSession, reasoning: Calls | None = None
         for piece in pieces:
             if not isinstance(piece, Block):
                 continue
-            phase = _BEFORE.get(piece.kind)
-            if reasoning and phase and phase not in placed:
+            phase = piece.kind
+            if reasoning and phase in _CALLS and phase not in placed:
                 placed.add(phase)
-                found = reasoning.get((phase, sequence if phase != "audit" else None))
+                found = reasoning.get((phase, sequence))
                 if found and found[1].strip():
                     blocks.append(Block("reasoning", reasoning_title(found[0]), found[1]))
             blocks.append(piece)

@@ -39,7 +39,7 @@ from engine.models.session import EvalTag, Hypothesis, InterrogationSession, Wit
 from engine.paths import Paths
 from engine.storage.atomic import TEMP_PREFIX, atomic_write_text
 from engine.storage.eventlog import EventLogWriter, EventTail, read_events
-from engine.storage.index import SessionIndex, SessionSummary, newest_sessions, summarize
+from engine.storage.index import SessionIndex, SessionSummary, summarize
 from engine.storage.journal import SessionJournal
 from engine.storage.layout import (
     DIR_NAME,
@@ -286,10 +286,6 @@ class SessionStore:
     def is_live(self, ref: str) -> bool:
         """True while a process is running the session."""
         return is_locked(self.resolve(ref))
-
-    def recent(self, count: int) -> tuple[list[SessionSummary], bool]:
-        """The newest sessions from the index's tail (`index.newest_sessions`)."""
-        return newest_sessions(self.index.path, self.root, count)
 
     def list(self) -> list[SessionSummary]:
         """Every session, newest first, from the index; metadata.json is read only where the

@@ -323,22 +323,26 @@ def test_the_log_batches_any_delta_type(tmp_path: Path) -> None:
 
 def test_the_newest_sessions_come_from_the_index_tail_without_listing_the_store(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`recent` reads the last lines of the index only: with the tail made small, it gives the
-    newest sessions as `list` orders them, says they are not all, and leaves out a deleted
-    one; on a small store it says it has them all."""
+    """`newest_sessions` reads the last lines of the index only: with the tail made small, it
+    gives the newest sessions as `list` orders them, says they are not all, and leaves out a
+    deleted one; on a small store it says it has them all."""
     from engine.storage import index
+    from engine.storage.index import SessionSummary, newest_sessions
     from tests.support.factory import stored_session
+
+    def recent(count: int) -> tuple[list[SessionSummary], bool]:
+        return newest_sessions(store.index.path, store.root, count)
 
     store = SessionStore(tmp_path / "s")
     names = [stored_session(store, f"hypothesis {n}") for n in range(12)]
     everything = store.list()
-    newest, whole = store.recent(5)
+    newest, whole = recent(5)
     assert whole is False and [r.dir for r in newest] == [r.dir for r in everything[:5]]
     monkeypatch.setattr(index, "TAIL_BYTES", 3000)  # a few rows' worth
     store.delete(names[-1])
-    tail, whole = store.recent(50)
+    tail, whole = recent(50)
     assert whole is False and 0 < len(tail) < 11
     assert names[-1] not in {r.dir for r in tail}
     assert [r.dir for r in tail] == [r.dir for r in store.list()[:len(tail)]]
     monkeypatch.setattr(index, "TAIL_BYTES", 10_000_000)
-    assert store.recent(50) == (store.list(), True)
+    assert recent(50) == (store.list(), True)
