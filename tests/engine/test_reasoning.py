@@ -6,13 +6,14 @@ reasoning channel (OpenAI-compatible `reasoning_content` / `reasoning`, Anthropi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine import EvalRequest, Paths, ProviderConfig, Workspace
+from engine import Config, EvalRequest, Paths, ProviderConfig, Workspace
 from engine.evals.datasets import dataset_path
 from engine.evals.items import read_items, sample
 from engine.interrogation.checks import answer_problem, budget_spent
@@ -24,10 +25,10 @@ from engine.providers import (
     Usage,
     create_provider,
 )
-from engine.providers._reasoning import ThinkBlocks, split_reasoning
+from engine.providers._reasoning import ThinkBlocks
 from tests.support.evals import detective, knows, witness
-from tests.support.interrogation import make_config
-from tests.support.scripted import ScriptedModel, thinking
+from tests.support.interrogation import FAST, make_config
+from tests.support.scripted import ScriptedModel, ThinkingWire, thinking
 from tests.support.wire import Reply, WireServer, json_reply
 
 # ---- the inline splitter -------------------------------------------------------------------
@@ -60,7 +61,7 @@ def _fed(text: str, cuts: list[int]) -> tuple[str, str]:
 @pytest.mark.parametrize(("text", "expected"), CASES)
 def test_think_blocks_split_the_same_wherever_the_chunks_cut(
         text: str, expected: tuple[str, str]) -> None:
-    assert split_reasoning(text) == expected
+    assert _fed(text, []) == expected  # the whole reply at once
     assert _fed(text, list(range(1, len(text)))) == expected  # a character at a time
     for cut in range(1, len(text)):  # and every cut in two
         assert _fed(text, [cut]) == expected, cut
@@ -262,19 +263,54 @@ async def test_ollama_thinking_field_and_think_option(paths: Paths, effort: str 
 # ---- a whole evaluation against reasoning models -------------------------------------------
 
 
-async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch,
-                    field: str | None = None) -> tuple[Any, list[Any], list[Any]]:
+Script = Callable[[list[dict[str, Any]]], str]
+Serve = Callable[[Script, Script], AbstractContextManager[Config]]
+"""Serves a detective's and a witness's script on loopback: the config that reaches them."""
+
+
+def openai_wire(think: bool, field: str | None = None) -> Serve:
+    """Both roles on the OpenAI wire, thinking inline (or in `field`) when `think`."""
+    wrap = thinking if think else (lambda f: f)
+
+    @contextmanager
+    def serve(sleuth: Script, answers: Script) -> Iterator[Config]:
+        with ScriptedModel(wrap(sleuth), reasoning_field=field) as det, \
+                ScriptedModel(wrap(answers), reasoning_field=field) as wit:
+            yield make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
+                              ["wit"], temperature=0)
+
+    return serve
+
+
+def thinking_wire(wire: str) -> Serve:
+    """Both roles on the Anthropic or Ollama wire, thinking in its own channel."""
+
+    @contextmanager
+    def serve(sleuth: Script, answers: Script) -> Iterator[Config]:
+        with ThinkingWire(thinking(sleuth), wire) as det, \
+                ThinkingWire(thinking(answers), wire) as wit:
+            def provider(url: str, priority: int) -> dict[str, Any]:
+                extra = {"api_key_env": "ANTHROPIC_API_KEY"} if wire == "anthropic" else {}
+                return {"kind": wire, "model": "m", "base_url": url, "priority": priority,
+                        "context_window": 32768, "first_token_timeout": 20,
+                        "stall_timeout": 10, **extra}
+
+            yield Config.model_validate({
+                "providers": {"det": provider(det.url, 1), "wit": provider(wit.url, 2)},
+                "roles": {"detective": ["det"], "witness": ["wit"]},
+                "interrogation": FAST})
+
+    return serve
+
+
+async def _evaluate(home: Path, monkeypatch: pytest.MonkeyPatch, serve: Serve
+                    ) -> tuple[Any, list[Any], list[Any]]:
     """One evaluation in its own home (the same request in one home would resume the run)."""
     home.mkdir()
     monkeypatch.setenv("DETEKTIV_HOME", str(home))
     paths = Paths.from_env()
     items = sample(read_items(dataset_path(paths, "demo")), 6, 5)
-    sleuth = detective(knows(items, wrong=[items[0].key]))
-    wrap = thinking if think else (lambda f: f)
-    with ScriptedModel(wrap(sleuth), reasoning_field=field) as det, \
-            ScriptedModel(wrap(witness), reasoning_field=field) as wit:
-        config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
-                             ["wit"], temperature=0)
+    with serve(detective(knows(items, wrong=[items[0].key])), witness) as config:
         workspace = Workspace(paths, config)
         try:
             run = await workspace.evals.start(EvalRequest("demo", n=6, seed=5, mode="open"),
@@ -292,9 +328,9 @@ async def _evaluate(home: Path, think: bool, monkeypatch: pytest.MonkeyPatch,
                          ids=["inline-think-blocks", "reasoning_content", "openrouter-reasoning"])
 async def test_an_evaluation_of_reasoning_models_scores_what_it_scores_without(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path, field: str | None) -> None:
-    plain, _, _ = await _evaluate(tmp_path / "plain", False, monkeypatch)
-    summary, sessions, events = await _evaluate(tmp_path / "thinking", True, monkeypatch,
-                                                field)
+    plain, _, _ = await _evaluate(tmp_path / "plain", monkeypatch, openai_wire(False))
+    summary, sessions, events = await _evaluate(tmp_path / "thinking", monkeypatch,
+                                                openai_wire(True, field))
     for system, metrics in plain.systems.items():
         assert metrics.n == 6 and metrics.failed == 0
         assert summary.systems[system].figures["accuracy"].value == \
@@ -340,40 +376,10 @@ async def test_an_evaluation_through_anthropic_and_ollama_thinking_scores_the_sa
     """The same evaluation with both roles on the Anthropic wire (thinking blocks) or
     Ollama's (`message.thinking`), the decoys inside the thinking: the figures of the plain
     run, nothing of the thinking stored outside its own events."""
-    from engine.config.models import Config
-    from tests.support.scripted import ThinkingWire
-
-    plain, _, _ = await _evaluate(tmp_path / "plain", False, monkeypatch)
-    (tmp_path / "wire").mkdir()
-    monkeypatch.setenv("DETEKTIV_HOME", str(tmp_path / "wire"))
+    plain, _, _ = await _evaluate(tmp_path / "plain", monkeypatch, openai_wire(False))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
-    paths = Paths.from_env()
-    items = sample(read_items(dataset_path(paths, "demo")), 6, 5)
-    sleuth = detective(knows(items, wrong=[items[0].key]))
-    with ThinkingWire(thinking(sleuth), wire) as det, ThinkingWire(thinking(witness),
-                                                                   wire) as wit:
-        def provider(url: str, priority: int) -> dict[str, Any]:
-            extra = {"api_key_env": "ANTHROPIC_API_KEY"} if wire == "anthropic" else {}
-            return {"kind": wire, "model": "m", "base_url": url, "priority": priority,
-                    "context_window": 32768, "first_token_timeout": 20, "stall_timeout": 10,
-                    **extra}
-
-        config = Config.model_validate({
-            "providers": {"det": provider(det.url, 1), "wit": provider(wit.url, 2)},
-            "roles": {"detective": ["det"], "witness": ["wit"]},
-            "interrogation": {"max_gaps": 1, "question_max_tokens": 24,
-                              "answer_max_tokens": 32, "analysis_max_tokens": 160,
-                              "audit_max_tokens": 200, "temperature": 0}})
-        workspace = Workspace(paths, config)
-        try:
-            run = await workspace.evals.start(EvalRequest("demo", n=6, seed=5, mode="open"),
-                                              baselines=True, concurrency=2)
-            [event async for event in run.events()]
-            summary = workspace.evals.summary(run.id)
-            sessions = [workspace.store.load(row.id) for row in workspace.evals.sessions(run.id)]
-            events = [workspace.store.events(str(s.id)) for s in sessions]
-        finally:
-            await workspace.aclose()
+    summary, sessions, events = await _evaluate(tmp_path / "wire", monkeypatch,
+                                                thinking_wire(wire))
     for system, metrics in plain.systems.items():
         assert summary.systems[system].n == 6 and summary.systems[system].failed == 0
         assert summary.systems[system].figures["accuracy"].value == \
