@@ -25,8 +25,9 @@ from engine.models.session import (
 )
 from engine.prompts import fill, load_prompt
 from engine.providers import Message
+from engine.report.words import no_testimony
 
-__all__ = ["audit", "deciding_note", "undetermined_audit", "validated"]
+__all__ = ["audit", "deciding_note", "nothing_to_audit", "undetermined_audit", "validated"]
 
 
 def _round_named(number: int, pairs: list[QuestionAnswerPair], what: str) -> None:
@@ -136,3 +137,22 @@ async def audit(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
         result.demonstration = demonstration
     session.audit_result = result
     yield calls._emit(AuditReady(audit=result))
+
+
+def nothing_to_audit(calls: SessionCalls, no_question: str | None) -> AuditResult | None:
+    """The stand-in audit when the models gave nothing to audit (no usable question at all:
+    `no_question` says why; or no real answer in any round): verdict `undetermined`, the rule
+    of ours that closed the questioning as its reason. A model lost to our rules ends
+    `completed` with its cause named; `failed` is for what really failed (providers,
+    budget). None when there is testimony to audit."""
+    pairs = calls.session.qa_pairs
+    if no_question is not None and not pairs:
+        why = no_question  # nothing was asked at all
+        demonstration = calls._is_demonstration(calls._role_label("detective"))
+    elif not any(pair.answered for pair in pairs):
+        witness = calls._role_label("witness")
+        demonstration = calls._is_demonstration(witness)
+        why = no_testimony(len(pairs), witness, demonstration)
+    else:
+        return None
+    return undetermined_audit(pairs, why, "", demonstration)

@@ -49,7 +49,7 @@ from engine.errors import (
     UnusableReplyError,
     failure_family,
 )
-from engine.interrogation.audit import audit as run_audit, undetermined_audit
+from engine.interrogation.audit import audit as run_audit, nothing_to_audit
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import (
     analysis_conflict,
@@ -91,7 +91,6 @@ from engine.models.events import (
     Started,
 )
 from engine.models.session import (
-    AuditResult,
     AuditTrailEntry,
     GapAnalysis,
     ProvidersUsed,
@@ -102,7 +101,7 @@ from engine.models.session import (
 )
 from engine.prompts import fill, load_prompt
 from engine.providers import Message
-from engine.report.words import demonstration_note, no_testimony, no_usable_question
+from engine.report.words import demonstration_note, no_usable_question
 from engine.routing.router import Router
 from engine.storage.journal import SessionJournal
 
@@ -176,7 +175,7 @@ class Interrogation(SessionCalls):
                 if self._no_question is not None:  # questioning closed by a rule of ours
                     completed = True
                     break
-            unaudited = self._nothing_to_audit()
+            unaudited = nothing_to_audit(self, self._no_question)
             yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
             if unaudited is not None:  # a rule of ours closed it: named, never `failed`
                 session.audit_result = unaudited
@@ -210,23 +209,6 @@ class Interrogation(SessionCalls):
             yield self._finish("failed", reason)
         finally:
             self.journal.close()
-
-    def _nothing_to_audit(self) -> AuditResult | None:
-        """The stand-in audit when the models gave nothing to audit (no usable question at
-        all, or no real answer in any round): verdict `undetermined`, the rule of ours that
-        closed the questioning as its reason. A model lost to our rules ends `completed` with
-        its cause named; `failed` is for what really failed (providers, budget)."""
-        session = self.session
-        if self._no_question is not None and not session.qa_pairs:
-            why = self._no_question  # nothing was asked at all
-            demonstration = self._is_demonstration(self._role_label("detective"))
-        elif not any(pair.answered for pair in session.qa_pairs):
-            witness = self._role_label("witness")
-            demonstration = self._is_demonstration(witness)
-            why = no_testimony(len(session.qa_pairs), witness, demonstration)
-        else:
-            return None
-        return undetermined_audit(session.qa_pairs, why, "", demonstration)
 
     async def _round(self, sequence: int) -> AsyncGenerator[InterrogationEvent, None]:
         session = self.session
