@@ -65,7 +65,8 @@ class Replica(WireServer):
         self.lock = threading.Lock()
         super().__init__({"POST /v1/chat/completions": self._chat,
                           "GET /props": lambda r: json_reply({"total_slots": SLOTS, (
-                              "default_generation_settings"): {"n_ctx": 32768}})})
+                              "default_generation_settings"): {"n_ctx": 32768}})},
+                         keep_alive=True)
 
     def _chat(self, recorded: Recorded) -> Reply:
         with self.lock:

@@ -16,6 +16,7 @@ the window when the count is an estimate, so an estimate never lets a request ov
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -136,21 +137,37 @@ async def _discover(provider: Provider) -> tuple[int | None, bool, bool]:
 
 async def window_of(provider: Provider) -> Window:
     """The provider's window (see the module docstring); asks the server once per process and
-    provider configuration."""
+    provider configuration: calls that need it while it is asked wait for that answer (an
+    evaluation starting 32 claims at once asks once, not 32 times)."""
     key = _key(provider)
     found = _windows.get(key)
     if found is None:
-        told, exact, keep = await _discover(provider)
-        if told is not None and told > 0:
-            found = Window(told, "server", exact)
-        else:
-            found = replace(default_window(provider.kind, provider.model, provider.official),
-                            exact=exact)
-        if keep:
-            _windows[key] = found
+        loop = asyncio.get_running_loop()
+        asking = _asking.get(key)
+        if asking is None or asking.get_loop() is not loop:
+            asking = _asking[key] = loop.create_task(_discovered(provider, key))
+            asking.add_done_callback(
+                lambda done: _asking.pop(key) if _asking.get(key) is done else None)
+        found = await asyncio.shield(asking)  # one caller cancelled: the others still wait
     configured = provider.config.context_window
     if configured is not None:
         return replace(found, tokens=configured, source="config")
+    return found
+
+
+_asking: dict[Any, asyncio.Task[Window]] = {}
+"""The discovery under way per provider configuration."""
+
+
+async def _discovered(provider: Provider, key: Any) -> Window:
+    told, exact, keep = await _discover(provider)
+    if told is not None and told > 0:
+        found = Window(told, "server", exact)
+    else:
+        found = replace(default_window(provider.kind, provider.model, provider.official),
+                        exact=exact)
+    if keep:
+        _windows[key] = found
     return found
 
 

@@ -1,23 +1,25 @@
-"""`openai` kind: any OpenAI-compatible chat completions API through the openai SDK.
+"""`openai` kind: any OpenAI-compatible chat completions API, over httpx, streamed as
+server-sent events.
 
-OpenAI itself, Gemini's OpenAI-compatible endpoint, vLLM, a llama.cpp server, Ollama's /v1.
-The SDK is imported on first use (it costs ~0.4–1 s), never on the path to the first frame.
-Its own retries are off: retrying and deadlines belong to us, and its read timeout is per read,
-not a deadline.
+OpenAI itself, Gemini's OpenAI-compatible endpoint, vLLM, a llama.cpp server, Ollama's /v1,
+LiteLLM's proxy. No SDK: the wire is small, and the openai SDK cost ~1.5 ms of CPU to build a
+request and ~0.3 ms to build a pydantic object for every streamed chunk (a third of an
+evaluation's CPU over eight replicas, bench/eval_scale.py), besides 0.4–1 s to import and an
+SSL context per client. Retrying and deadlines belong to us (`Provider.stream`); the one retry
+kept is a request the server dropped on a pooled connection without answering.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
+import contextlib
 import json
-import sys
-from collections.abc import AsyncGenerator, Sequence
-from typing import TYPE_CHECKING, Any
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import Any
 
 import httpx
 
-from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
+from engine.errors import BadResponseError, ProviderConnectionError, ProviderError
 from engine.providers._base import (
     Done,
     Message,
@@ -34,12 +36,14 @@ from engine.providers._http import (
     error_message,
     field_of,
     is_event_stream,
+    iter_sse,
     looks_like_sse,
     model_listed,
     not_a_stream,
     not_text,
     rate_limit_wait,
     server_dropped_connection,
+    shared_tls,
     unlisted_model,
 )
 from engine.providers._llamacpp import (
@@ -51,14 +55,9 @@ from engine.providers._llamacpp import (
 )
 from engine.providers._reasoning import reasoning_field
 
-if TYPE_CHECKING:
-    import openai
-
 __all__ = ["OpenAIProvider"]
 
-# A server that needs no key (llama.cpp, vLLM, Ollama) still gets a non-empty one: the SDK
-# refuses to start without it.
-PLACEHOLDER_KEY = "not-needed"
+OPENAI_URL = "https://api.openai.com/v1"
 
 
 def usage_of(usage: object) -> Usage:
@@ -73,32 +72,64 @@ def usage_of(usage: object) -> Usage:
     )
 
 
+def connection_error(provider: str, exc: httpx.HTTPError, mid_stream: bool = False
+                     ) -> ProviderConnectionError:
+    """A transport failure as the engine names it: before the reply, "Connection error" or
+    "Request timed out" (with httpx's class); during it, "connection broke"."""
+    kind = type(exc).__name__
+    if mid_stream:
+        return ProviderConnectionError(provider, f"connection broke: {kind}")
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderConnectionError(provider, f"Request timed out. ({kind})")
+    return ProviderConnectionError(provider, f"Connection error. ({kind})")
+
+
+def stream_error(provider: str, data: dict[str, Any]) -> ProviderError:
+    """An `{"error": …}` event inside a stream (LiteLLM's proxy when its backend dies, vLLM,
+    OpenRouter): the error its `code` names (a status, when it is one), else a server error."""
+    error = data.get("error")
+    message = error_message(json.dumps(data), "") or "an error event in the stream"
+    code = field_of(error, "code")
+    try:
+        status = int(code)
+    except (TypeError, ValueError):
+        status = 500
+    return error_for_status(provider, status if 400 <= status < 600 else 500, message)
+
+
 class OpenAIProvider(Provider):
     """Streams chat completions from an OpenAI-compatible endpoint."""
 
-    _client: openai.AsyncOpenAI | None = None
+    _client: httpx.AsyncClient | None = None
+    _llamacpp: bool | None = None
+    """None: not asked yet; False: not a llama.cpp server (or it does not say)."""
 
-    async def _prepare(self) -> None:
-        if "openai" not in sys.modules:  # a second or more: off the event loop
-            await asyncio.to_thread(importlib.import_module, "openai")
-        await self._get_client()
-
-    async def _get_client(self) -> openai.AsyncOpenAI:
-        if self._client is None:
-            key = await self.resolved_key()
-            import openai
-
-            self._client = openai.AsyncOpenAI(
-                api_key=key or PLACEHOLDER_KEY,
-                base_url=self.config.base_url,
-                max_retries=0,
-                timeout=self.config.total_timeout,
-            )
-        return self._client
+    @property
+    def _base(self) -> str:
+        return (self.config.base_url or OPENAI_URL).rstrip("/")
 
     @property
     def _official(self) -> bool:
         return self.config.base_url is None or "api.openai.com" in self.config.base_url
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.config.total_timeout, connect=10.0),
+                verify=shared_tls(), limits=httpx.Limits(max_connections=None))
+        return self._client
+
+    async def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        key = await self.resolved_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        if self._official:
+            for header, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"),
+                                     ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+                if os.environ.get(variable):
+                    headers[header] = os.environ[variable]
+        return headers
 
     def _body(self, request: StreamRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -114,13 +145,12 @@ class OpenAIProvider(Provider):
             body[key] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
-        extra: dict[str, Any] = {}
         if self.config.reasoning_effort is not None:
             body["reasoning_effort"] = self.config.reasoning_effort
         if self.config.reasoning_budget is not None:  # Gemini's OpenAI-compatible endpoint
-            extra["google"] = {"thinking_config": {
+            body["extra_body"] = {"google": {"thinking_config": {
                 "thinking_budget": self.config.reasoning_budget,
-                "include_thoughts": self.config.reasoning == "show"}}
+                "include_thoughts": self.config.reasoning == "show"}}}
         if request.schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
@@ -132,101 +162,96 @@ class OpenAIProvider(Provider):
             }
         elif request.demonstration_grammar is not None and self.config.is_demonstration:
             # a shipped model on a llama.cpp server here (`detektiv local-server`)
-            extra["grammar"] = request.demonstration_grammar
-        if extra:
-            body["extra_body"] = extra
+            body["grammar"] = request.demonstration_grammar
         return body
 
-    def _map(self, exc: BaseException) -> ProviderError:
-        import openai
-
-        if isinstance(exc, openai.APIStatusError):
-            response = exc.response
-            retry_after = rate_limit_wait(response.headers)
-            message = error_message(response.content, exc.message)
-            return error_for_status(self.name, exc.status_code, message, retry_after)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc
-            return ProviderConnectionError(self.name, f"{exc.message} ({type(cause).__name__})")
-        if isinstance(exc, openai.APIError):
-            return ServerError(self.name, exc.message)
-        if isinstance(exc, json.JSONDecodeError):
-            return BadResponseError(self.name, f"malformed chunk: {exc.msg}")
-        # The SDK lets transport errors raised mid-stream through unwrapped (httpx2.ReadError,
-        # RemoteProtocolError when the connection is cut).
-        if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
-            return ProviderConnectionError(self.name, f"connection broke: {type(exc).__name__}")
-        return BadResponseError(self.name, f"unexpected {type(exc).__name__}: {exc}")
-
-    async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
-        client = await self._get_client()
-        body = self._body(request)
+    @contextlib.asynccontextmanager
+    async def _open(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        """POST the request and yield the streaming response, retrying once on a fresh
+        connection when the server dropped a pooled one without answering."""
+        client = self._get_client()
+        request = client.build_request("POST", f"{self._base}/chat/completions", json=body,
+                                       headers=await self._headers())
         try:
             try:
-                stream = await client.chat.completions.create(**body)
-            except Exception as exc:
+                reply = await client.send(request, stream=True)
+            except httpx.HTTPError as exc:
                 if not server_dropped_connection(exc):
                     raise
-                stream = await client.chat.completions.create(**body)  # on a fresh connection
-        except Exception as exc:
-            raise self._map(exc) from None
-        whole = await self._not_streamed(stream)
-        if whole is not None:
-            for event in whole:
-                yield event
-            return
+                reply = await client.send(request, stream=True)  # on a fresh connection
+        except httpx.HTTPError as exc:
+            raise connection_error(self.name, exc) from None
+        try:
+            yield reply
+        finally:
+            await reply.aclose()
+
+    async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
         finish: str | None = None
         usage: Any = None
-        try:
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                for choice in chunk.choices:
-                    thought = reasoning_field(choice.delta)
-                    if thought:
-                        yield ReasoningDelta(thought)
-                    content = choice.delta.content if choice.delta is not None else None
-                    text = content_text(content) if content is not None else None
-                    if content is not None and text is None:
-                        raise BadResponseError(self.name, "a streamed delta: "
-                                               + not_text(content))
-                    if text:
-                        yield TokenDelta(text)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
-                        if not isinstance(finish, str):
-                            raise BadResponseError(
-                                self.name, f"a finish reason that is not text: {finish!r:.80}")
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise self._map(exc) from None
-        finally:
-            await stream.close()
+        async with self._open(self._body(request)) as reply:
+            try:
+                if reply.status_code >= 400:
+                    content = await reply.aread()
+                    message = error_message(content, f"Error code: {reply.status_code}")
+                    raise error_for_status(self.name, reply.status_code, message,
+                                           rate_limit_wait(reply.headers))
+                content_type = reply.headers.get("content-type")
+                if not is_event_stream(content_type):
+                    whole = await reply.aread()  # aiter_lines() then reads what was read
+                    if not looks_like_sse(whole):
+                        for event in self._whole(content_type, whole):
+                            yield event
+                        return
+                async for _, raw in iter_sse(reply.aiter_lines()):
+                    if raw.startswith("[DONE]"):
+                        break
+                    try:
+                        chunk = json.loads(raw)
+                    except ValueError as exc:
+                        raise BadResponseError(self.name, f"malformed chunk: {exc}") from None
+                    if not isinstance(chunk, dict):
+                        raise BadResponseError(
+                            self.name, f"a chunk that is not an object: {raw[:80]!r}")
+                    if chunk.get("error"):
+                        raise stream_error(self.name, chunk)
+                    if chunk.get("usage") is not None:
+                        usage = chunk["usage"]
+                    choices = chunk.get("choices") or []
+                    if not isinstance(choices, list):
+                        raise BadResponseError(self.name, f"choices that are not a list: "
+                                               f"{raw[:80]!r}")
+                    for choice in choices:
+                        delta = field_of(choice, "delta")
+                        thought = reasoning_field(delta)
+                        if thought:
+                            yield ReasoningDelta(thought)
+                        content = field_of(delta, "content")
+                        text = content_text(content) if content is not None else None
+                        if content is not None and text is None:
+                            raise BadResponseError(self.name, "a streamed delta: "
+                                                   + not_text(content))
+                        if text:
+                            yield TokenDelta(text)
+                        reason = field_of(choice, "finish_reason")
+                        if reason:
+                            if not isinstance(reason, str):
+                                raise BadResponseError(
+                                    self.name,
+                                    f"a finish reason that is not text: {reason!r:.80}")
+                            finish = reason
+            except httpx.HTTPError as exc:
+                raise connection_error(self.name, exc, mid_stream=True) from None
         if finish is None:
             raise ProviderConnectionError(self.name, "the stream ended before the model finished")
         if usage is not None:
             yield usage_of(usage)
         yield Done(finish)
 
-    async def _not_streamed(self, stream: Any) -> list[StreamEvent] | None:
-        """None for a real event stream. A reply of another content type is read whole: SSE
-        after all (a proxy rewrote the header) is None again, so it streams from what was read;
-        a whole chat completion (a server that ignored `stream`) is its events; anything else
-        (an HTML login page, a JSON error with status 200) is a `BadResponseError` that says
-        what it was."""
-        response = stream.response
-        content_type = response.headers.get("content-type")
-        if is_event_stream(content_type):
-            return None
-        try:
-            body = await response.aread()
-        except Exception as exc:
-            await stream.close()
-            raise self._map(exc) from None
-        if looks_like_sse(body):
-            return None
-        await stream.close()
+    def _whole(self, content_type: str | None, body: bytes) -> list[StreamEvent]:
+        """A reply that is not an event stream: a whole chat completion (a server that ignored
+        `stream`) is its events; anything else (an HTML login page, a JSON error with status
+        200) is a `BadResponseError` that says what it was."""
         try:
             data = json.loads(body)
             choice = data["choices"][0]
@@ -248,18 +273,12 @@ class OpenAIProvider(Provider):
 
     # ---- a llama.cpp server behind the OpenAI-compatible API: its window and its tokenizer --
 
-    _http: httpx.AsyncClient | None = None
-    _llamacpp: bool | None = None
-    """None: not asked yet; False: not a llama.cpp server (or it does not say)."""
-
     async def _llamacpp_api(self) -> tuple[httpx.AsyncClient, str, dict[str, str]] | None:
         if self._official or self.config.base_url is None or self._llamacpp is False:
             return None
-        if self._http is None:
-            self._http = httpx.AsyncClient()
         key = await self.resolved_key()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return self._http, api_root(self.config.base_url), headers
+        return self._get_client(), api_root(self.config.base_url), headers
 
     async def context_window(self) -> int | None:
         api = await self._llamacpp_api()
@@ -297,12 +316,21 @@ class OpenAIProvider(Provider):
         return await count_chat_tokens(*api, messages)
 
     async def _health(self) -> str:
-        client = await self._get_client()
+        client = self._get_client()
         try:
-            page = await client.models.list()
-        except Exception as exc:
-            raise self._map(exc) from None
-        names = [model.id for model in page.data if isinstance(model.id, str)]
+            reply = await client.get(f"{self._base}/models", headers=await self._headers())
+        except httpx.HTTPError as exc:
+            raise connection_error(self.name, exc) from None
+        if reply.status_code >= 400:
+            message = error_message(reply.content, f"Error code: {reply.status_code}")
+            raise error_for_status(self.name, reply.status_code, message,
+                                   rate_limit_wait(reply.headers))
+        try:
+            models = reply.json().get("data") or []
+            names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
+                                                                                   str)]
+        except (ValueError, AttributeError, TypeError):
+            raise BadResponseError(self.name, "the model list is not JSON") from None
         listed = f"{len(names)} model{'s' if len(names) != 1 else ''} listed"
         if not names or model_listed(self.config.model, names):
             return listed
@@ -315,7 +343,4 @@ class OpenAIProvider(Provider):
     async def aclose(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
-            await client.close()
-        if self._http is not None:
-            http, self._http = self._http, None
-            await http.aclose()
+            await client.aclose()

@@ -12,6 +12,9 @@ see one provider. Inside it:
 - **Fewest in flight first.** A call goes to the healthy replica with the fewest calls in
   flight for its weight, within its slots (configured, else asked of the server: llama.cpp's
   `/props`, else unlimited). When every replica is full, the call waits for a free slot.
+  A server is one endpoint for the whole process (`_Endpoint`): when the detective and the
+  witness are two providers over the same replicas, their calls share its slots, and what
+  one learns of it (down, rate-limited) holds for the other.
 - **A replica's failure is its own.** A replica that fails before the first token (refused,
   timed out, a 5xx) is set aside (10 s, doubling to the router's cooldown) and the call goes to
   the next one at once; the router hears of a failure only when every replica failed. A
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -62,11 +66,16 @@ MINUTE = 60.0
 
 
 @dataclass(eq=False)
-class _Replica:
-    provider: Provider
+class _Endpoint:
+    """One server as every provider of this process that names it sees it: its slots are
+    the server's, whichever role's calls fill them (a detective and a witness on the same
+    replicas take turns in the same slots), and a server that failed or said 429 did so for
+    all of them."""
+
     url: str
-    weight: float
-    slots: int | None
+    slots: int | None = None
+    configured: bool = False
+    """Whether `slots` is configured (it then wins over what the server says)."""
     asked: bool = False
     """Whether the server was asked its slots."""
     in_flight: int = 0
@@ -75,6 +84,45 @@ class _Replica:
     """Set aside until then (monotonic seconds)."""
     limited: bool = False
     """Set aside by a 429 (waited for), not by a failure (tried again at once if need be)."""
+
+
+class _Endpoints:
+    """The endpoints of one event loop, and the one condition their changes are announced on
+    (asyncio's primitives belong to a loop)."""
+
+    def __init__(self) -> None:
+        self.changed = asyncio.Condition()
+        self.by_url: dict[str, _Endpoint] = {}
+
+    def get(self, url: str, slots: int | None) -> _Endpoint:
+        key = url.rstrip("/")
+        endpoint = self.by_url.get(key)
+        if endpoint is None:
+            endpoint = self.by_url[key] = _Endpoint(key)
+        if slots is not None:  # configured slots win; configured twice: the fewer
+            endpoint.slots = min(endpoint.slots or slots, slots) if endpoint.configured \
+                else slots
+            endpoint.configured = endpoint.asked = True
+        return endpoint
+
+
+_LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Endpoints] = \
+    weakref.WeakKeyDictionary()
+
+
+def _endpoints() -> _Endpoints:
+    loop = asyncio.get_running_loop()
+    shared = _LOOPS.get(loop)
+    if shared is None:
+        shared = _LOOPS[loop] = _Endpoints()
+    return shared
+
+
+@dataclass(eq=False)
+class _Replica:
+    provider: Provider
+    weight: float
+    endpoint: _Endpoint
 
 
 class ReplicatedProvider(Provider):
@@ -87,16 +135,29 @@ class ReplicatedProvider(Provider):
         super().__init__(name, config, env)
         weights = [r.weight for r in config.replicas] or [1.0] * len(replicas)
         slots = [r.slots for r in config.replicas] or [None] * len(replicas)
-        self.replicas = [_Replica(p, p.config.base_url or "", w, s)
-                         for p, w, s in zip(replicas, weights, slots, strict=True)]
+        self._members = list(zip(replicas, weights, slots, strict=True))
+        self._bound: tuple[_Endpoints, list[_Replica]] | None = None
         self.cooldown = cooldown
         self.retry_after_cap = retry_after_cap
         self._clock = clock
-        self._changed = asyncio.Condition()
         self._minute: deque[tuple[float, int]] = deque()
         """(when, tokens) of each call of the last minute, for the rates."""
         self.waited = 0.0
         """Seconds calls have spent waiting, in all."""
+
+    @property
+    def replicas(self) -> list[_Replica]:
+        """The replicas, bound to this loop's endpoints (see `_Endpoint`)."""
+        shared = _endpoints()
+        if self._bound is None or self._bound[0] is not shared:
+            self._bound = (shared, [
+                _Replica(provider, weight, shared.get(provider.config.base_url or "", slots))
+                for provider, weight, slots in self._members])
+        return self._bound[1]
+
+    @property
+    def _changed(self) -> asyncio.Condition:
+        return _endpoints().changed
 
     # ---- the stream ---------------------------------------------------------------------
 
@@ -141,30 +202,31 @@ class ReplicatedProvider(Provider):
         """A replica for one call (its slot taken): see the module docstring."""
         await self._ask_slots()
         await self._take_rate(request)
+        replicas = self.replicas
         async with self._changed:
             while True:
                 now = self._clock()
-                untried = [r for r in self.replicas if id(r) not in tried]
+                untried = [r for r in replicas if id(r) not in tried]
                 if not untried:
                     assert last is not None
                     raise last
-                ready = [r for r in untried if r.until <= now
-                         and (r.slots is None or r.in_flight < r.slots)]
+                ready = [r for r in untried if r.endpoint.until <= now and (
+                    r.endpoint.slots is None or r.endpoint.in_flight < r.endpoint.slots)]
                 if ready:
-                    chosen = min(ready, key=lambda r: (r.in_flight / r.weight,
-                                                       self.replicas.index(r)))
-                    chosen.in_flight += 1
+                    chosen = min(ready, key=lambda r: (r.endpoint.in_flight / r.weight,
+                                                       replicas.index(r)))
+                    chosen.endpoint.in_flight += 1
                     return chosen
-                aside = [r for r in untried if r.until > now]
-                failed = [r for r in aside if not r.limited]
+                aside = [r for r in untried if r.endpoint.until > now]
+                failed = [r for r in aside if not r.endpoint.limited]
                 if len(aside) == len(untried) and failed:
                     # all set aside, some after failing: the one set aside longest ago is
                     # tried again at once (it may be back) rather than the call waiting
-                    chosen = min(failed, key=lambda r: r.until)
-                    chosen.in_flight += 1
+                    chosen = min(failed, key=lambda r: r.endpoint.until)
+                    chosen.endpoint.in_flight += 1
                     return chosen
                 # full, or waiting out a 429: wait for a slot or the first to come back
-                wake = min((r.until for r in aside), default=None)
+                wake = min((r.endpoint.until for r in aside), default=None)
                 began = self._clock()
                 try:
                     timeout = None if wake is None else max(0.0, wake - now)
@@ -177,30 +239,33 @@ class ReplicatedProvider(Provider):
 
     async def _release(self, replica: _Replica) -> None:
         async with self._changed:
-            replica.in_flight -= 1
+            replica.endpoint.in_flight -= 1
             self._changed.notify_all()
 
     def _succeeded(self, replica: _Replica) -> None:
-        replica.failures, replica.until, replica.limited = 0, 0.0, False
+        endpoint = replica.endpoint
+        endpoint.failures, endpoint.until, endpoint.limited = 0, 0.0, False
 
     def _set_aside(self, replica: _Replica, seconds: float | None = None,
                    count: bool = True) -> None:
+        endpoint = replica.endpoint
         if count:
-            replica.failures += 1
+            endpoint.failures += 1
         if seconds is None:
-            seconds = min(self.cooldown, SET_ASIDE * 2 ** max(0, replica.failures - 1))
-        replica.until = max(replica.until, self._clock() + seconds)
-        replica.limited = not count
+            seconds = min(self.cooldown, SET_ASIDE * 2 ** max(0, endpoint.failures - 1))
+        endpoint.until = max(endpoint.until, self._clock() + seconds)
+        endpoint.limited = not count
 
     async def _ask_slots(self) -> None:
         for replica in self.replicas:
-            if replica.slots is None and not replica.asked:
-                replica.asked = True
+            endpoint = replica.endpoint
+            if endpoint.slots is None and not endpoint.asked:
+                endpoint.asked = True
                 try:
                     async with asyncio.timeout(5):
-                        replica.slots = await replica.provider.slots()
+                        endpoint.slots = await replica.provider.slots()
                 except Exception:  # a server that cannot say: unlimited
-                    replica.slots = None
+                    endpoint.slots = None
 
     async def _take_rate(self, request: StreamRequest) -> None:
         """Wait until this call keeps `requests_per_minute` and `tokens_per_minute`."""
@@ -236,7 +301,7 @@ class ReplicatedProvider(Provider):
 
     def has_ready_replica(self) -> bool:
         now = self._clock()
-        return any(r.until <= now for r in self.replicas)
+        return any(r.endpoint.until <= now for r in self.replicas)
 
     @property
     def official(self) -> bool:
@@ -252,7 +317,7 @@ class ReplicatedProvider(Provider):
                     self._succeeded(replica)
             self._changed.notify_all()
         ok = [h for h in results if h.ok]
-        down = [f"{r.url}: {h.detail}" for r, h in zip(self.replicas, results, strict=True)
+        down = [f"{r.endpoint.url}: {h.detail}" for r, h in zip(self.replicas, results, strict=True)
                 if not h.ok]
         detail = f"{len(ok)} of {len(results)} replicas ok"
         if ok:
@@ -265,26 +330,22 @@ class ReplicatedProvider(Provider):
         raise AssertionError("unused")
 
     async def context_window(self) -> int | None:
-        """The smallest window a replica reports (a call may go to any of them)."""
-        found = []
-        for replica in self.replicas:
-            try:
-                window = await replica.provider.context_window()
-            except Exception:
-                continue
-            if window:
-                found.append(window)
-        return min(found) if found else None
+        """The smallest window a replica reports (a call may go to any of them); all are
+        asked at once."""
+        found = await asyncio.gather(*(r.provider.context_window() for r in self.replicas),
+                                     return_exceptions=True)
+        windows = [w for w in found if isinstance(w, int) and not isinstance(w, bool) and w]
+        return min(windows) if windows else None
 
     async def slots(self) -> int | None:
         """The slots of all replicas together (None when one of them cannot say)."""
         await self._ask_slots()
-        counts = [r.slots for r in self.replicas]
+        counts = [r.endpoint.slots for r in self.replicas]
         return None if any(c is None for c in counts) else sum(c for c in counts if c)
 
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
-        ready = [r for r in self.replicas if r.until <= self._clock()] or self.replicas
-        return await min(ready, key=lambda r: r.in_flight).provider.count_tokens(messages)
+        ready = [r for r in self.replicas if r.endpoint.until <= self._clock()] or self.replicas
+        return await min(ready, key=lambda r: r.endpoint.in_flight).provider.count_tokens(messages)
 
     async def aclose(self) -> None:
         await asyncio.gather(*(r.provider.aclose() for r in self.replicas))

@@ -54,8 +54,6 @@ __all__ = ["Workspace"]
 
 def _preimport() -> None:
     """Import the provider SDKs (slow) on a worker thread, not on an event loop."""
-    import openai  # noqa: F401
-
     import engine.providers._ollama  # noqa: F401
     import engine.providers._openai  # noqa: F401
 

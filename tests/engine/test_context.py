@@ -285,6 +285,30 @@ async def test_a_server_that_cannot_say_gets_the_default_and_the_estimate(paths)
             await provider.aclose()
 
 
+async def test_calls_that_start_together_ask_the_server_its_window_once(paths) -> None:
+    """An evaluation starts 32 claims at once: their first calls wait for one discovery
+    instead of each asking /props (and every replica's /props) themselves."""
+    import asyncio
+
+    asked: list[str] = []
+
+    def props(_: object) -> Reply:
+        asked.append("props")
+        return json_reply({"default_generation_settings": {"n_ctx": 4096}})
+
+    with WireServer({"GET /props": props}) as server:
+        from engine import ProviderConfig
+
+        config = ProviderConfig(kind="openai", model="m", base_url=server.url + "/v1")
+        provider = create_provider("together", config, paths)
+        try:
+            windows = await asyncio.gather(*(window_of(provider) for _ in range(16)))
+        finally:
+            forget_window(provider)
+            await provider.aclose()
+    assert {w.tokens for w in windows} == {4096} and asked == ["props"]
+
+
 async def test_a_prompt_too_long_for_any_form_is_refused_before_sending(
     llama_server: LlamaServer, paths
 ) -> None:

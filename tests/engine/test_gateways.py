@@ -312,3 +312,33 @@ def test_the_usage_line_says_what_was_cached_and_what_was_thought() -> None:
     assert usage_line(tally) == ("1,000 tokens in (800 cached), 100 out (60 reasoning) · "
                                  "cost $0.00")
     assert usage_line(TokenTally(prompt=5, completion=2)) == "5 tokens in, 2 out · cost $0.00"
+
+
+@pytest.mark.parametrize(("error", "kind", "shown"), [
+    ({"message": "Rate limit exceeded: free-models-per-min", "code": 429}, "RateLimitedError",
+     "Rate limit exceeded"),
+    ({"message": "litellm.APIConnectionError: Connection error.", "code": "500"}, "ServerError",
+     "litellm.APIConnectionError"),
+    ({"message": "upstream went away", "code": "upstream_error"}, "ServerError",
+     "upstream went away"),
+])
+async def test_an_error_inside_a_stream_is_named_by_its_code(
+        paths: Paths, error: dict[str, Any], kind: str, shown: str) -> None:
+    """OpenRouter, vLLM and LiteLLM's proxy send `{"error": …}` as an event after the stream
+    began (status 200): its `code`, when it is a status, says what kind of failure it is."""
+    from engine.errors import ProviderError
+
+    def body() -> Iterator[bytes]:
+        yield b'data: {"choices": [{"index": 0, "delta": {"content": "Once"}}]}\n\n'
+        yield f"data: {json.dumps({'error': error})}\n\n".encode()
+
+    with WireServer({"POST /v1/chat/completions": lambda _: streaming(body())}) as server:
+        provider = create_provider("gw", ProviderConfig(
+            kind="openai", model="m", base_url=server.url + "/v1"), paths)
+        try:
+            with pytest.raises(ProviderError) as caught:
+                async for _ in provider.stream(StreamRequest.of("q")):
+                    pass
+        finally:
+            await provider.aclose()
+    assert type(caught.value).__name__ == kind and shown in str(caught.value)

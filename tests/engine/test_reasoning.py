@@ -182,8 +182,9 @@ async def test_effort_and_gemini_budget_are_asked_for(paths: Paths) -> None:
         await collect(server, paths, reasoning_effort="low", reasoning_budget=512)
     body = server.requests[0].json()
     assert body["reasoning_effort"] == "low"
-    assert body["google"] == {"thinking_config": {"thinking_budget": 512,
-                                                  "include_thoughts": True}}
+    # Gemini's OpenAI-compatible endpoint reads it from a literal `extra_body` field
+    assert body["extra_body"] == {"google": {"thinking_config": {
+        "thinking_budget": 512, "include_thoughts": True}}}
 
 
 def anthropic_sse(event: str, data: dict[str, Any]) -> bytes:

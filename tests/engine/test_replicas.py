@@ -88,6 +88,32 @@ async def test_calls_spread_by_fewest_in_flight_within_slots(paths: Paths) -> No
     assert {t for t in texts} == {"ok from 0", "ok from 1", "ok from 2"}
 
 
+async def test_two_roles_on_the_same_replicas_share_their_slots(paths: Paths) -> None:
+    """A detective and a witness configured over the same two servers (two slots each): the
+    calls of both count against one server's slots, so none ever serves more than two."""
+    servers = [Replica(0, delay=0.3), Replica(1, delay=0.3)]
+    with servers[0], servers[1]:
+        replicas = [{"base_url": s.url + "/v1", "slots": 2} for s in servers]
+        config = Config.model_validate({"providers": {
+            role: {"kind": "openai", "model": "m", "replicas": replicas, "priority": n,
+                   "first_token_timeout": 20, "stall_timeout": 10}
+            for n, role in enumerate(("det", "wit"), 1)}})
+        providers = [create_provider(name, config.providers[name], paths)
+                     for name in ("det", "wit")]
+
+        async def call(provider: Any) -> None:
+            async for _ in provider.stream(StreamRequest.of("q")):
+                pass
+
+        try:
+            await asyncio.gather(*(call(providers[i % 2]) for i in range(8)))
+        finally:
+            for provider in providers:
+                await provider.aclose()
+    assert sum(s.served for s in servers) == 8
+    assert max(s.most for s in servers) == 2  # four at a time, two to each server
+
+
 async def test_a_weight_takes_its_share(paths: Paths) -> None:
     servers = [Replica(0, delay=1.0), Replica(1, delay=1.0)]
     with servers[0], servers[1]:

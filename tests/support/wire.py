@@ -50,10 +50,13 @@ Route = Callable[[Recorded], Any]  # a Reply, or DROP
 
 
 class WireServer:
-    """Serve scripted replies on 127.0.0.1; `routes` maps "METHOD /path" to a function."""
+    """Serve scripted replies on 127.0.0.1; `routes` maps "METHOD /path" to a function.
+    `keep_alive`: connections stay open between requests (as llama.cpp's and vLLM's do);
+    by default each reply closes its connection."""
 
-    def __init__(self, routes: dict[str, Route]) -> None:
+    def __init__(self, routes: dict[str, Route], keep_alive: bool = False) -> None:
         self.routes = routes
+        self.keep_alive = keep_alive
         self.requests: list[Recorded] = []
         server = self
 
@@ -82,7 +85,8 @@ class WireServer:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.send_header("transfer-encoding", "chunked")
-                self.send_header("connection", "close")
+                if not server.keep_alive:
+                    self.send_header("connection", "close")
                 self.end_headers()
                 self.wfile.flush()
                 for piece in reply.body:
