@@ -12,6 +12,12 @@ model's context length, capped by `num_ctx`); the default for its model or kind
 The reply's `max_tokens` is reserved (lowered to a third of a small window, and said so), plus
 a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`), a tenth of
 the window when the count is an estimate, so an estimate never lets a request overflow.
+
+An exact count is two round trips to the server. Once a server's counts have been taken
+`CALIBRATION` times, a prompt whose estimate, times the largest exact-to-estimate ratio seen
+and `BOUND_SLACK`, is within half the limit goes without one (`counted="bounded"`): only a
+prompt nearer the limit is counted, one call in `RECOUNT` is counted all the same so the ratio
+keeps being measured, and a server that refuses a prompt as too long is measured anew.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -47,7 +54,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Counted = Literal["exact", "estimate"]
+Counted = Literal["exact", "bounded", "estimate"]
 WindowSource = Literal["config", "server", "model", "default"]
 
 DEFAULT_WINDOWS: dict[str, int] = {
@@ -177,6 +184,7 @@ def forget_window(provider: Provider, told: int | None = None) -> None:
     front of an 8k model under a kind that assumes 200k would otherwise fail every call once);
     without it the server is asked again."""
     key = _key(provider)
+    _ratios.pop(key, None)  # a bound may have been wrong: measured again from scratch
     if told is None or told <= 0:
         _windows.pop(key, None)
         return
@@ -274,6 +282,42 @@ def _schema_tokens(schema: dict[str, Any] | None) -> int:
     return estimate(json.dumps(schema, separators=(",", ":")))
 
 
+CALIBRATION = 8
+"""A server's exact counts taken before its estimates are trusted within a measured bound."""
+RECOUNT = 16
+"""Of the calls a bound would do for, every RECOUNT-th is counted exactly all the same."""
+BOUND_SLACK = 1.15
+"""The bound: the estimate × the largest exact/estimate ratio seen × this."""
+BOUND_SHARE = 0.5
+"""A bound is trusted only within this share of the limit: a text unlike those measured
+(code, another script) may be off the measured ratio by twice and still fit."""
+
+
+@dataclass(slots=True)
+class _Ratio:
+    """What one server's exact counts say of the estimate."""
+
+    counts: int = 0
+    worst: float = 0.0
+    bounded: int = 0
+
+
+_ratios: dict[tuple[str, str], _Ratio] = {}
+
+
+def _bound(provider: Provider, guess: int) -> int | None:
+    """An upper bound on the exact count of a prompt estimated at `guess` tokens, from what
+    this server's counts measured; None until `CALIBRATION` counts, and for every
+    `RECOUNT`-th call (counted exactly instead)."""
+    ratio = _ratios.get(_key(provider))
+    if ratio is None or ratio.counts < CALIBRATION:
+        return None
+    ratio.bounded += 1
+    if ratio.bounded % RECOUNT == 0:
+        return None
+    return math.ceil(guess * ratio.worst * BOUND_SLACK)
+
+
 PLAUSIBLE = 5
 """An exact count more than this many times off the estimate is not believed (a server that
 answers /tokenize with an empty list would otherwise let any prompt through)."""
@@ -292,6 +336,9 @@ async def _count(provider: Provider, messages: Sequence[Message]) -> int | None:
         counted = -1
     guess = estimate_messages(messages)
     if counted is not None and guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
+        ratio = _ratios.setdefault(_key(provider), _Ratio())
+        ratio.counts += 1
+        ratio.worst = max(ratio.worst, counted / max(1, guess))
         return counted
     if counted is not None and counted >= 0:
         log.info("%s: a count of %d tokens for about %d is not believed", provider.name,
@@ -349,7 +396,12 @@ async def fit(
     for _ in range(5):
         messages, trim = prompt.messages(target - 3, estimate)  # 3: the reply's header
         used: int | None = None
-        if counted == "exact":
+        bound = _bound(provider, estimate_messages(messages)) if counted != "estimate" \
+            else None
+        if bound is not None and bound <= limit * BOUND_SHARE:
+            used, counted = bound, "bounded"
+        elif counted != "estimate":
+            counted = "exact"
             used = await _count(provider, messages)
             if used is None:  # the server could not count after all: estimate, with margin
                 counted = "estimate"

@@ -256,7 +256,9 @@ class ContextFit(_Model):
     """Prompt tokens sent (counted as `counted` says)."""
     window: Annotated[int, Field(ge=1)]
     window_source: Literal["config", "server", "model", "default"]
-    counted: Literal["exact", "estimate"]
+    counted: Literal["exact", "bounded", "estimate"]
+    """exact: the server counted it; bounded: an upper bound from the estimate and the
+    server's own counts measured earlier (`engine.context.budget`); estimate: estimated."""
     reply: Annotated[int, Field(ge=0)]
     """Tokens kept for the reply."""
     asked_reply: int | None = None

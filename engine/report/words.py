@@ -175,10 +175,15 @@ def trail_line(entry: AuditTrailEntry, role: bool = True) -> str:
             + f": {strip_control(entry.reason)}")
 
 
+COUNTED = {"exact": "counted exactly", "bounded": "at most (bounded by earlier counts)",
+           "estimate": "estimated"}
+"""How a fitted prompt's tokens were counted, in words."""
+
+
 def fit_line(fit: ContextFit) -> str:
     """`"context (detective, a:m): 1890/2048 tokens, exact · rounds 2–5 digested"`."""
     parts = [f"context ({fit.role}, {strip_control(fit.provider)}): {fit.used}/{fit.window} "
-             f"tokens, {'counted exactly' if fit.counted == 'exact' else 'estimated'}"]
+             f"tokens, {COUNTED[fit.counted]}"]
     for numbers, what in ((fit.digested, "digested"), (fit.shortened, "shortened"),
                           (fit.omitted, "left out")):
         if numbers:
@@ -195,9 +200,12 @@ def context_summary(fits: list[ContextFit]) -> str | None:
     fullest = max(fits, key=lambda f: f.used / f.window)
     trimmed = sum(1 for f in fits if f.trimmed)
     exact = sum(1 for f in fits if f.counted == "exact")
+    bounded = sum(1 for f in fits if f.counted == "bounded")
     lowered = sum(1 for f in fits if f.asked_reply)
     return (f"{len(fits)} model call{'s' if len(fits) != 1 else ''} fitted to their windows"
-            f" ({exact} counted exactly), {trimmed} with rounds trimmed"
+            f" ({exact} counted exactly" + (f", {bounded} bounded by earlier counts"
+                                             if bounded else "")
+            + f"), {trimmed} with rounds trimmed"
             + (f", {lowered} with a smaller reply budget" if lowered else "")
             + f"; fullest {fullest.used}/{fullest.window} tokens ({fullest.role}, "
             f"{strip_control(fullest.provider)})")
