@@ -7,14 +7,17 @@ why. Reject when in doubt: a miss costs one model call, a wrong hit costs the us
 
 The pair is read in the language its words show (`engine.cache.lexicon`). Checks, in order:
 
-    negation       a negation in one and not the other (`not`, `nicht`, `não`, `without`…)
+    negation       a negation in one and not the other (`not`, `nicht`, `não`, `without`…),
+                   or one applying to another word ("people who don't smoke get…" /
+                   "people who smoke don't get…": the next word of its clause)
     interrogative  another question word (when / why / how / who / where / what)
     operators      another arithmetic operator or comparison sign (`+ - * / ^ = < >`…)
     person         another person asked about, in a question about little else ("Who am I?" /
                    "Who are you?", "What is my name?" / "What is your name?"; a polite frame
                    and the generic "you" of "Can you freeze rice?" aside)
     modality       another of can / must / will ("Can I take it?" / "Must I take it?")
-    tense          the past in one only ("Was he king?" / "Is he king?")
+    tense          the past in one only ("Was he king?" / "Is he king?"), also as written
+                   (`peeled` / `peeling`, `schälte` / `schält`: the stems agree)
     antonyms       a word in one whose opposite is in the other (good/bad, gut/schlecht…)
     quantities     any differing number (with its sign), date, month, weekday or unit
     content        a content word in one but not the other (Jupiter/Saturn, benefits/risks);
@@ -39,7 +42,7 @@ from functools import lru_cache
 
 from engine.cache.lexicon import OPERATORS, Lexicon, detect, lexicon
 from engine.cache.normalise import fold, stemmer, tokens
-from engine.cache.spelling import is_typo
+from engine.cache.spelling import is_typo, known
 
 __all__ = ["CHECKS", "Check", "GuardResult", "check_meaning", "names"]
 
@@ -119,13 +122,65 @@ def _one_block_moved(a: list[str], b: list[str], joined_a: list[bool],
                for cut in range(1, len(x)))
 
 
+_CLAUSE = re.compile(r"[,;:!?()]|\.(?=\s|$)")
+"""Where a clause ends, for what a negation applies to (decimal points and dates aside)."""
+_SUBORDINATORS = frozenset("""
+who whom whose which that where when because although though unless while whereas if whether
+weil dass ob obwohl wenn wer welche welcher welches waehrend
+que quem cujo cuja onde quando embora se enquanto
+""".split())
+"""Words that open a clause of their own: a negation applies within its clause."""
+_PAST_ENDINGS = {"en": ("ed",), "de": ("te", "ten", "test", "tet"), "pt": ("ou", "eu", "iu")}
+"""The regular past on the surface: `peeled`, `schälte`, `descascou` (`engine.cache.normalise`
+stems `peeled` and `peeling` alike, so the tense check reads the words as written)."""
+SHORTEST_PAST = 5
+"""Letters a word has at least for its ending to be read as the past (`need`, `gute` are not)."""
+
+
+def _scopes(clauses: list[list[str]], lex: Lexicon, stem: Callable[[str], str]) -> Counter[str]:
+    """What each negation applies to: the next word of its clause that is neither silent nor a
+    negation nor a question word (the one before it when none follows: "rauchen nicht"), so
+    "people who don't smoke get…" (smoke) is not "people who smoke don't get…" (get)."""
+    found: Counter[str] = Counter()
+    split: list[list[str]] = []
+    for words in clauses:
+        split.append([])
+        for word in words:
+            if word in _SUBORDINATORS and split[-1]:
+                split.append([])
+            split[-1].append(word)
+    for words in split:
+        meaningful = [i for i, w in enumerate(words) if not lex.silent(w)
+                      and w not in lex.negations and w not in lex.interrogatives]
+        for i, word in enumerate(words):
+            if word in lex.negations:
+                after = [j for j in meaningful if j > i]
+                before = [j for j in meaningful if j < i]
+                target = after[0] if after else before[-1] if before else None
+                found[stem(words[target]) if target is not None else ""] += 1
+    return found
+
+
+def _past(word: str, languages: tuple[str, ...]) -> bool:
+    return len(word) >= SHORTEST_PAST and word.isalpha() and any(
+        word.endswith(_PAST_ENDINGS[language]) for language in languages)
+
+
 class _Reading:
     """One question's words, sorted by what they do."""
 
-    def __init__(self, words: list[str], lex: Lexicon) -> None:
+    def __init__(self, words: list[str], lex: Lexicon,
+                 clauses: list[list[str]] | None = None) -> None:
         stem = stemmer(lex.languages)
         kept = [w for w in words if not lex.silent(w)]
+        self.silent = {w for w in words if lex.silent(w)}
         self.negations = Counter(w for w in kept if w in lex.negations)
+        self.scopes = _scopes(clauses if clauses is not None else [words], lex, stem) \
+            if self.negations else Counter()
+        self.forms: dict[str, set[str]] = {}
+        """The surfaces of each content stem (the tense of `peeled` / `peeling`)."""
+        for word in kept:
+            self.forms.setdefault(stem(word), set()).add(word)
         self.asks = lex.asks(words)
         self.persons = {lex.persons[w] for w in words if w in lex.persons}
         self.modals = {lex.modals[w] for w in words if w in lex.modals}
@@ -169,10 +224,14 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
     def tense(reading: _Reading) -> str:
         return "past" if reading.past else "present"
 
+    moved = _tense_apart(a, b, languages) if a.past == b.past else []
+
     # (check, passed, why not): each reason is worded only when its check fails
     words: list[tuple[str, bool, Callable[[], str]]] = [
-        ("negation", a.negations == b.negations, lambda: "negation differs: "
-         f"{_listing(a.negations)} vs {_listing(b.negations)}"),
+        ("negation", a.negations == b.negations and a.scopes == b.scopes, lambda: (
+            f"negation differs: {_listing(a.negations)} vs {_listing(b.negations)}"
+            if a.negations != b.negations else "the negation applies to another word: "
+            f"{_listing(a.scopes)} vs {_listing(b.scopes)}")),
         ("interrogative", a.asks == b.asks, lambda: "asks another question: "
          f"{_listing(a.asks)} vs {_listing(b.asks)}"),
         ("operators", a.operators == b.operators, lambda: "operators or comparison signs "
@@ -182,7 +241,9 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
          f"{_listing(b.persons)}"),
         ("modality", a.modals == b.modals, lambda: "can / must / will differ: "
          f"{_listing(a.modals)} vs {_listing(b.modals)}"),
-        ("tense", a.past == b.past, lambda: f"the past in one only: {tense(a)} vs {tense(b)}"),
+        ("tense", a.past == b.past and not moved, lambda: (
+            f"the past in one only: {tense(a)} vs {tense(b)}" if a.past != b.past else
+            f"the past in one only: {', '.join(moved)}")),
         ("antonyms", not clash, lambda: f"opposites: {', '.join(clash)}"),
         ("quantities", a.quantities == b.quantities, lambda: "numbers, dates or units "
          f"differ: {_listing(a.quantities)} vs {_listing(b.quantities)}"),
@@ -192,16 +253,17 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
             return GuardResult(tuple(checks))
     typos = _typos(a, b, names(question) | names(candidate), lex)
     stem = stemmer(languages)
-    content_a = {stem(typos.get(w, w)) for w in a.content}
-    content_b = {stem(w) for w in b.content}
+    slips = mistyped_stopwords(a, b, lex) | mistyped_stopwords(b, a, lex)
+    content_a = {stem(typos.get(w, w)) for w in a.content if w not in slips}
+    content_b = {stem(w) for w in b.content if w not in slips}
     only_a, only_b = content_a - content_b, content_b - content_a
     note = "typed differently: " + ", ".join(f"{x} ~ {y}" for x, y in sorted(typos.items())) \
         if typos else ""
     if not add("content", not only_a and not only_b,
                f"words in one only: {_listing(only_a)} | {_listing(only_b)}", note):
         return GuardResult(tuple(checks))
-    seq_a = [stem(typos.get(w, w)) for w in a.sequence]
-    seq_b = [stem(w) for w in b.sequence]
+    seq_a = [stem(typos.get(w, w)) for w in a.sequence if w not in slips]
+    seq_b = [stem(w) for w in b.sequence if w not in slips]
     add("order", seq_a == seq_b or _one_block_moved(seq_a, seq_b, a.joined, b.joined),
         f"the same words in another order: {' '.join(seq_a)} vs {' '.join(seq_b)}")
     return GuardResult(tuple(checks))
@@ -210,7 +272,22 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
 @lru_cache(maxsize=4096)
 def _read(text: str, languages: tuple[str, ...]) -> _Reading:
     """`text` read in `languages` (the same question is checked against many candidates)."""
-    return _Reading(tokens(text), lexicon(languages))
+    words = tokens(text)
+    lex = lexicon(languages)
+    clauses = [tokens(part) for part in _CLAUSE.split(text)] if any(
+        w in lex.negations for w in words) else None
+    return _Reading(words, lex, clauses)
+
+
+def _tense_apart(a: _Reading, b: _Reading, languages: tuple[str, ...]) -> list[str]:
+    """The words written in the past in one and not in the other (`peeled` / `peeling`)."""
+    apart = []
+    for root in a.forms.keys() & b.forms.keys():
+        for x in a.forms[root]:
+            for y in b.forms[root]:
+                if x != y and _past(x, languages) != _past(y, languages):
+                    apart.append(f"{x}/{y}")
+    return sorted(apart)
 
 
 def _typos(a: _Reading, b: _Reading, proper: frozenset[str], lex: Lexicon,
@@ -233,8 +310,28 @@ def _typos(a: _Reading, b: _Reading, proper: frozenset[str], lex: Lexicon,
     taken: set[str] = set()
     for word in lonely_a:
         match = next((w for w in lonely_b if w not in taken
-                      and is_typo(word, w, lex.languages)), None)
+                      and (is_typo(word, w, lex.languages) or _swapped(word, w, lex))), None)
         if match is not None:
             found[word] = match
             taken.add(match)
     return found
+
+
+def _swapped(a: str, b: str, lex: Lexicon) -> bool:
+    """Two letters of a short word swapped (`ie` / `ei`): a word too short for `is_typo`'s
+    edit, taken for a typo only when exactly one of the two is a word."""
+    if len(a) != len(b) or not 2 <= len(a) <= 3 or a == b or not a.isalpha():
+        return False
+    differ = [i for i in range(len(a)) if a[i] != b[i]]
+    if len(differ) != 2 or differ[1] != differ[0] + 1 or a[differ[0]] != b[differ[1]] \
+            or a[differ[1]] != b[differ[0]]:
+        return False
+    known_a, known_b = known(a, lex.languages), known(b, lex.languages)
+    return known_a is not None and known_b is not None and known_a != known_b
+
+
+def mistyped_stopwords(a: _Reading, b: _Reading, lex: Lexicon) -> set[str]:
+    """Words of `a` that are a stopword of `b` with two letters swapped (`teh` / `the`): no
+    content of their own."""
+    return {w for w in a.content if not known(w, lex.languages) and any(
+        _swapped(w, s, lex) for s in b.silent)}

@@ -76,7 +76,8 @@ scope words (some, any, only…) are never stopwords: they change what a questio
 
 _FILLERS = {
     "en": _words("actually basically honestly anyway anyways really just so well hey hi hello "
-                 "ok okay thanks thank roughly approximately kindly literally got even quick"),
+                 "ok okay thanks thank roughly approximately kindly literally got even quick pls plz um uh "
+                 "uhm hmm thx ty"),
     "de": _words("eigentlich denn mal bitte danke eben halt ja ueberhaupt wohl schon etwa nun "
                  "also doch bloss hallo hey gerne"),
     "pt": _words("afinal mesmo entao ai ne hein favor obrigado obrigada ola oi realmente bem "
@@ -248,24 +249,22 @@ stopwords, so the guard's order check sees them between the words they relate.""
 
 _REALTIME = {
     "en": _words("""
-now today tonight current currently latest recent recently live breaking trending price
-prices weather forecast news headline headlines stock stocks exchange traffic yesterday
-tomorrow upcoming ongoing moment weekend score scores still yet anymore nowadays newest
-standings
+now today tonight currently latest recently breaking trending standings nowadays newest
+tomorrow yesterday upcoming ongoing anymore still reigning
 """),
     "de": _words("""
 jetzt heute heutige heutigen heutiger gerade aktuell aktuelle aktuellen aktueller derzeit
-momentan moment morgen gestern wetter wettervorhersage vorhersage kurs kurse wechselkurs
-nachrichten neuigkeiten neues schlagzeilen stau verkehr boerse live preis preise noch
-inzwischen mittlerweile neueste neuesten zurzeit
+momentan gestern wettervorhersage wechselkurs wechselkurse aktienkurs aktienkurse
+boersenkurs spielstand neuigkeiten inzwischen mittlerweile neueste neuesten zurzeit
 """),
     "pt": _words("""
-agora hoje hoje atual atuais atualmente amanha ontem momento noticias noticia previsao
-cotacao transito bolsa ultimas ultimos preco precos clima ainda recente recentes
+agora hoje atual atuais atualmente amanha ontem cotacao placar ultimas ultimos
 """),
 }
-"""Words that make an answer depend on when the question is asked: such questions are stored,
-never served."""
+"""Words that make an answer depend on when the question is asked, wherever they stand: such
+questions are stored, never served. Words that do so only in some places ("the current
+president", not "a current account"; "the price of gold", not "price elasticity") are read in
+context by `engine.cache.validate`."""
 
 OPERATORS = frozenset({"plus", "minus", "times", "divided", "pow", "equals", "notequals",
                        "lessthan", "greaterthan", "atmost", "atleast", "squared", "cubed",

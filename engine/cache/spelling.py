@@ -7,7 +7,8 @@ Two words count as one typed twice only when
   most 1, or 2 from 9 letters on;
 - exactly one of them is a word of the language (a dictionary, folded as the normaliser folds):
   `bad`/`bat` and `Gambia`/`Zambia` are both words, so neither is a typo of the other;
-  `cofee` is no word, `coffee` is;
+  `cofee` is no word, `coffee` is; or neither is, both are long (a German compound) and one
+  writes a doubled letter once (`Lieferadrese`/`Lieferadresse`);
 - neither is a name (the caller leaves out words written with a capital inside a sentence);
 - they start with the same letter, and not with two prefixes of opposite meaning
   (`hypo`/`hyper`, `inter`/`intra`, `pre`/`post`…).
@@ -90,4 +91,20 @@ def is_typo(a: str, b: str, languages: tuple[str, ...]) -> bool:
             or _opposite_prefixes(a, b) or OSA.distance(a, b) > limit:
         return False
     known_a, known_b = known(a, languages), known(b, languages)
-    return known_a is not None and known_b is not None and known_a != known_b
+    if known_a is None or known_b is None:
+        return False
+    return known_a != known_b or (not known_a and _doubled(a, b))
+
+
+LONG_COMPOUND = 10
+"""Letters from which two words no dictionary knows may still be one word typed twice."""
+
+
+def _doubled(a: str, b: str) -> bool:
+    """One doubled letter written once (`Lieferadrese` / `Lieferadresse`) in a long word: a
+    German compound is in no dictionary, and a name that long rarely differs only so."""
+    short, long = sorted((a, b), key=len)
+    if len(long) != len(short) + 1 or len(short) < LONG_COMPOUND:
+        return False
+    return any(long[i] == long[i - 1] and long[:i] + long[i + 1:] == short
+               for i in range(1, len(long)))

@@ -16,15 +16,82 @@ from engine.cache.normalise import normalise
 
 __all__ = ["VALIDATOR_VERSION", "requires_realtime", "validate"]
 
-VALIDATOR_VERSION = 1
+VALIDATOR_VERSION = 2
 """Bump when a check changes: entries validated under an older version are checked again."""
 
 _REALTIME_PHRASES = re.compile(
-    r"\b(?:(?:this|next|last) (?:week|weekend|month|year|morning|evening|season)|right now|"
-    r"at the moment|as of|so far|(?:diese|dieses|diesen|naechste|naechsten|letzte|letzten) "
-    r"(?:woche|wochenende|monat|jahr|saison)|im moment|zur zeit|(?:esta|este|nesta|neste|"
-    r"proxima|proximo) (?:semana|fim de semana|mes|ano|momento)|ate agora|these days|"
-    r"hoje em dia|heutzutage)\b")
+    r"\b(?:(?:this|next|last) (?:week|weekend|month|year|morning|evening|night|season)|"
+    r"right now|at the moment|(?:temperature|temperatur|temperatura) (?:outside|draussen|"
+    r"la fora)|as of|so far|these days|what time is it|exchange rates?|"
+    r"how (?:is|are) (?:\w+ ){1,5}doing|when (?:is|does|do|are) the next|"
+    r"how much (?:does|do|is|are) (?:\w+ ){1,6}cost|who (?:is|are) (?:leading|winning|ahead)|"
+    r"(?:diese|dieses|diesen|naechste|naechsten|letzte|letzten) "
+    r"(?:woche|wochenende|monat|jahr|saison|nacht)|im moment|zur zeit|immer noch|"
+    r"wie steht es|was gibt es neues|was kostet|wann (?:ist|kommt|faehrt|beginnt|startet) "
+    r"(?:der|die|das) naechste|"
+    r"(?:esta|este|nesta|neste|proxima|proximo) (?:semana|fim de semana|mes|ano|momento)|"
+    r"no momento|ate agora|hoje em dia|previsao do tempo|quanto custa|heutzutage|"
+    r"quando (?:e|sai|chega|comeca) o proximo|como (?:esta|estao) (?:o|a|os|as) "
+    r"(?:tempo|transito|jogo|placar|mercado))\b")
+_POSSESSIVE = frozenset("the our their its his her your my what which".split())
+_PREPOSITIONS = frozenset("""
+of for per on at in to from near like about over by with today now tomorrow outside
+von fuer im am auf in nach zum zur bei ueber aus heute jetzt morgen der des
+de do da dos das por em no na nos nas para sobre hoje agora amanha
+""".split())
+_CONTEXT: dict[str, str] = {
+    **dict.fromkeys("current".split(), "current"),
+    **dict.fromkeys("price prices preis preise preco precos".split(), "price"),
+    **dict.fromkeys("live".split(), "live"),
+    **dict.fromkeys("score scores".split(), "score"),
+    **dict.fromkeys("weather wetter forecast vorhersage previsao tempo".split(),
+                    "weather"),
+    **dict.fromkeys("traffic verkehr transito stau".split(), "traffic"),
+    **dict.fromkeys("news nachrichten noticias headlines schlagzeilen".split(), "news"),
+    **dict.fromkeys("yet noch".split(), "yet"),
+    **dict.fromkeys("ainda".split(), "ainda"),
+    **dict.fromkeys("morgen".split(), "morgen"),
+    **dict.fromkeys("recent recente recentes".split(), "recent"),
+}
+"""Words about now in some places only, and the rule (`_about_now`) that reads them there."""
+_LIVE_THINGS = frozenset("""
+score scores stream streams streaming coverage results result updates update feed blog ticker
+traffic news data odds tv broadcast match game games ticker
+""".split())
+_NOT_A_TIME = {
+    "current": frozenset("""account accounts assets liabilities ratio density source flow limit
+    limits sensor transformer loop draw meter mirror""".split()),
+    "recent": frozenset("graduate graduates grad grads hire hires".split()),
+    "traffic": frozenset("network web internet website site air data im".split()),
+    "ainda": frozenset("mais menos melhor pior assim que".split()),
+    "morgen": frozenset("am jeden guten heute".split()),
+}
+
+
+def _about_now(rule: str, before: str, after: str) -> bool:
+    """Whether a word of `_CONTEXT` asks about now between `before` and `after` (the words
+    either side of it; "" at either end)."""
+    if rule == "current":  # "the current president", "current events"; never a noun
+        return (before in _POSSESSIVE and after not in ("", *_PREPOSITIONS)
+                and after not in _NOT_A_TIME["current"]) or after in ("events", "affairs")
+    if rule == "price":  # "the price of gold", "the bitcoin price"; not "price elasticity"
+        return after in _PREPOSITIONS or (after == "" and before not in _PREPOSITIONS)
+    if rule == "live":  # "live results"; not "I live in", "a live wire"
+        return after in _LIVE_THINGS
+    if rule == "score":  # "the score of the game"; not "a credit score"
+        return before in ("the", "live", "latest") and (after == "" or after in _PREPOSITIONS)
+    if rule in ("weather", "traffic", "news"):  # "the weather in Rome"; not "weather affects"
+        return (after == "" or after in _PREPOSITIONS) and before not in _NOT_A_TIME.get(
+            rule, ())
+    if rule == "yet":  # "released yet?", "lebt er noch?"; not "simple yet effective"
+        return after == ""
+    if rule in ("ainda", "recent"):
+        return after not in _NOT_A_TIME[rule]
+    if rule == "morgen":  # tomorrow; not "am Morgen" (in the morning)
+        return before not in _NOT_A_TIME["morgen"]
+    return False
+
+
 _REFUSAL = re.compile(
     r"^\s*(?:i(?:'m| am) sorry|sorry,|i can(?:no|')t (?:help|answer|provide|assist)|"
     r"i(?:'m| am) (?:not able|unable) to|as an ai(?: language model)?|"
@@ -48,13 +115,20 @@ _OFFICE_HOLDER = re.compile(
 
 
 def requires_realtime(question: str) -> bool:
-    """Whether the answer depends on when it is asked (now, today, prices, weather, news… in
-    the question's language; `engine.cache.lexicon`)."""
+    """Whether the answer depends on when it is asked: a word about now wherever it stands
+    (now, today, latest… in the question's language; `engine.cache.lexicon`), a phrase
+    (this week, how much does … cost, when is the next…), who holds an office, or a word
+    that is about now where it stands (the current president, the price of gold, the weather
+    in Rome) and not elsewhere (a current account, price elasticity, I live in)."""
     text = normalise(question)
     words = text.split()
     realtime = lexicon(detect(words)).realtime
-    return any(word in realtime for word in words) or bool(_REALTIME_PHRASES.search(text)) \
-        or bool(_OFFICE_HOLDER.search(text))
+    if any(word in realtime for word in words) or _REALTIME_PHRASES.search(text) \
+            or _OFFICE_HOLDER.search(text):
+        return True
+    padded = ["", *words, ""]
+    return any(_about_now(_CONTEXT[word], padded[i], padded[i + 2])
+               for i, word in enumerate(words) if word in _CONTEXT)
 
 
 def validate(entry: CacheEntry, schema: dict[str, Any] | None = None) -> ValidationResult:

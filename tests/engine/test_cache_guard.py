@@ -207,3 +207,119 @@ def test_the_held_out_set_through_the_cli(home: Path, monkeypatch: pytest.Monkey
         if not pair.served:
             assert not served, (pair, data["explanation"]["reason"])
         assert data["explanation"]["reason"]
+
+
+@pytest.mark.parametrize(("question", "candidate"), [
+    ("Why don't people who smoke get cancer?", "Why do people who don't smoke get cancer?"),
+    ("Why is the man who doesn't have money happy?",
+     "Why isn't the man who has money happy?"),
+    ("The problem is who doesn't have money.", "The problem isn't who has money."),
+    ("Warum werden Kinder, die nicht lesen, klüger?",
+     "Warum werden Kinder, die lesen, nicht klüger?"),
+    ("Warum hat der Mann, der kein Geld hat, Glück?",
+     "Warum hat der Mann, der Geld hat, kein Glück?"),
+    ("Por que pessoas que não fumam têm câncer?", "Por que pessoas que fumam não têm câncer?"),
+    ("Por que quem nunca estuda passa?", "Por que quem estuda nunca passa?"),
+])
+def test_a_negation_moved_to_another_word_is_another_question(question: str,
+                                                              candidate: str) -> None:
+    """The same negations, counted alike, applying to another verb or phrase."""
+    result = check_meaning(question, candidate)
+    assert not result.passed and result.rejected_by is not None
+    assert result.rejected_by.name == "negation"
+    assert "applies to another word" in result.rejected_by.detail
+
+
+@pytest.mark.parametrize(("question", "candidate"), [
+    ("Why isn't the sky green?", "why isnt the sky green"),
+    ("Warum werden Kinder, die nicht lesen, klüger?",
+     "warum werden kinder die nicht lesen eigentlich klüger"),
+    ("Por que pessoas que não fumam têm câncer?", "por que pessoas que nao fumam tem cancer"),
+])
+def test_a_negation_where_it_was_still_passes(question: str, candidate: str) -> None:
+    assert check_meaning(question, candidate).passed
+
+
+@pytest.mark.parametrize(("question", "candidate"), [
+    ("Who peeled the potato?", "Who is peeling the potato?"),
+    ("The man played his guitar.", "A man is playing a guitar."),
+    ("Who painted the fence?", "Who paints the fence?"),
+    ("Wer schälte die Kartoffel?", "Wer schält die Kartoffel?"),
+    ("Wer malte den Zaun?", "Wer malt den Zaun?"),
+    ("Quem descascou a batata?", "Quem descasca a batata?"),
+])
+def test_the_regular_past_is_read_as_written(question: str, candidate: str) -> None:
+    """`peeled` and `peeling` share a stem: the tense is read before stemming takes it."""
+    result = check_meaning(question, candidate)
+    assert not result.passed and result.rejected_by is not None
+    assert result.rejected_by.name in ("tense", "content")
+    if result.rejected_by.name == "content":  # Portuguese: the stem differs already
+        assert question.startswith("Quem")
+
+
+@pytest.mark.parametrize(("question", "now"), [
+    ("How do I open a current account?", False), ("What is a good credit score?", False),
+    ("What does price elasticity mean?", False), ("Do pharmacies open on weekends?", False),
+    ("I live in Scotland, can I vote?", False), ("What is electric current?", False),
+    ("What is the moment of inertia?", False), ("How accurate are weather forecasts?", False),
+    ("Wie eröffne ich ein Girokonto?", False), ("Was ist noch besser als Tee?", False),
+    ("Was ist noch besser als Kaffee am Morgen?", False),
+    ("Como abro uma conta corrente?", False), ("O que é ainda mais importante?", False),
+    ("Como consigo uma bolsa de estudos?", False),
+    ("Who is the current president of France?", True), ("What is the price of gold?", True),
+    ("What's the weather in Lisbon?", True), ("What is Tesla's stock price?", True),
+    ("Has GTA 6 been released yet?", True), ("How much does a Big Mac cost?", True),
+    ("When is the next full moon?", True), ("What are the live results?", True),
+    ("Wer ist der aktuelle Bundeskanzler?", True), ("Lebt der Papst noch?", True),
+    ("Wie ist der Verkehr auf der A9?", True), ("Was gibt es Neues?", True),
+    ("Qual é o preço do bitcoin?", True), ("O papa ainda está vivo?", True),
+    ("Como está o trânsito na Marginal?", True), ("Qual é a previsão do tempo?", True),
+])
+def test_the_time_filter_fires_on_questions_about_now_only(question: str, now: bool) -> None:
+    from engine.cache.validate import requires_realtime
+
+    assert requires_realtime(question) is now
+
+
+def test_a_stopword_or_a_short_word_with_two_letters_swapped_is_a_typo() -> None:
+    assert check_meaning("What is the capital of Canada?", "what is teh capital of canada").passed
+    assert check_meaning("Wie lange kocht man ein Ei?", "wie lange kocht man ein ie").passed
+    assert check_meaning("How do I track my order?", "how do i track my order pls").passed
+    assert check_meaning("Kann ich meine Lieferadresse ändern?",
+                         "kann ich meine lieferadrese aendern").passed
+    # both words: never one typed for the other
+    assert not check_meaning("Is it bad?", "Is it dab?").passed
+    assert not check_meaning("How do I apply a discount code?",
+                             "how do i apply a discount cod").passed
+
+
+def test_the_issue_36_sets(request: pytest.FixtureRequest) -> None:
+    """Written before the rules changed (tests/data/cache_heldout_scope.tsv and
+    realtime_questions.tsv): no wrong answer on a moved negation or another tense, the time
+    filter on ordinary questions and on questions about now. Printed with the guard's
+    scores."""
+    from engine.cache.validate import requires_realtime
+
+    outcomes = measure(pairs("cache_heldout_scope.tsv"))
+    kinds = by_kind(outcomes)
+    wrong = [(o.pair.question, o.pair.candidate) for o in outcomes if o.hit and not o.pair.served]
+    assert wrong == []
+    assert all(len([p for p in pairs("cache_heldout_scope.tsv") if p.kind == kind]) >= least
+               for kind, least in (("negation-moved", 40), ("past-present", 40),
+                                   ("time-word", 59)))
+    rows = [line.split("\t") for line in
+            (ROOT / "tests" / "data" / "realtime_questions.tsv").read_text().splitlines()
+            if line and not line.startswith("#")]
+    ordinary = [q for flag, q in rows if flag == "0"]
+    about_now = [q for flag, q in rows if flag == "1"]
+    fired = [q for q in ordinary if requires_realtime(q)]
+    missed = [q for q in about_now if not requires_realtime(q)]
+    assert len(ordinary) >= 300 and len(about_now) >= 100
+    assert len(fired) <= 0.03 * len(ordinary) and missed == []
+    assert kinds["typo-filler"].recall >= 0.9 and kinds["time-word"].recall >= 0.8
+    lines = [f"issue 36 sets: time filter fires on {len(fired)} of {len(ordinary)} ordinary "
+             f"questions, misses {len(missed)} of {len(about_now)} about now"]
+    lines += [kinds[k].line(f"  {k}") for k in ("negation-moved", "past-present", "time-word",
+                                                 "typo-filler")]
+    previous = request.config.stash.get(GUARD_SCORES, "")
+    request.config.stash[GUARD_SCORES] = "\n".join([previous, *lines]).strip()
