@@ -19,6 +19,10 @@ killing its process.
    none failed; the time lost against the clean 4-replica run is reported.
 3. Memory (`--rss 1000,5000,20000`): a run of that many claims against instant replicas (no
    delay), each in a fresh interpreter; its peak RSS (goal: flat, under 400 MB).
+4. Kill -9 (`--kill 20000`): a run of that many claims against instant replicas, in a process
+   killed with SIGKILL at three points (a quarter, half and three quarters of the claims
+   judged), each time started again on the same folder; at the end every claim has exactly
+   one result, and exactly one session was made for it (nothing redone, nothing lost).
 """
 
 from __future__ import annotations
@@ -132,7 +136,7 @@ def config(urls: list[str]) -> Config:
 async def evaluate(home: Path, dataset: Path, count: int, urls: list[str],
                    during: Any = None) -> tuple[float, int, int, int, float]:
     """(seconds, concurrency, judged, failed, waited) of one fresh run over `urls`."""
-    home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)  # a run killed earlier: the same folder, resumed
     paths = Paths(config_file=home / "config.toml", data_dir=home / "data",
                   cache_dir=home / "cache", log_dir=home / "logs", model_dir=home / "models")
     workspace = Workspace(paths, config(urls))
@@ -214,6 +218,64 @@ def peak_rss(count: int, root: Path) -> tuple[float, float, int]:
             server.kill()
 
 
+def kill_run(count: int, root: Path) -> dict[str, Any]:
+    """A run of `count` claims killed with SIGKILL at three points and started again each
+    time on the same folder (see the module docstring); what the folder holds at the end."""
+    import signal
+
+    dataset = root / f"kill-{count}.jsonl"
+    claims(dataset, count)
+    home = root / f"kill-home-{count}"
+    servers = [Process(dataset, instant=True) for _ in range(2)]
+    code = (
+        "import asyncio, sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from pathlib import Path\n"
+        "from bench.eval_scale import evaluate\n"
+        f"asyncio.run(evaluate(Path({str(home)!r}), Path({str(dataset)!r}), {count}, "
+        f"{[p.url for p in servers]!r}))\n")
+    kills, starts = [], 0
+    began = time.perf_counter()
+    try:
+        for point in (count // 4, count // 2, 3 * count // 4, None):
+            process = spawn_tied([sys.executable, "-c", code], foreign=True, cwd=ROOT,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            starts += 1
+            while point is not None and process.poll() is None:
+                judged = sum(_lines(f) for f in home.glob("data/evals/*/results.jsonl"))
+                if judged >= point:
+                    process.send_signal(signal.SIGKILL)
+                    kills.append(judged)
+                    break
+                time.sleep(0.05)
+            process.wait()
+            release_tied(process.pid)
+            if point is None and process.returncode != 0:
+                raise SystemExit(process.stderr.read().decode()[-2000:] if process.stderr
+                                 else "the last run failed")
+    finally:
+        for server in servers:
+            server.kill()
+    [folder] = list(home.glob("data/evals/*/"))
+    results = [json.loads(line)["item"] for line in
+               (folder / "results.jsonl").read_text().splitlines() if line.strip()]
+    sessions = [json.loads(line)["item"] for line in
+                (folder / "sessions.jsonl").read_text().splitlines() if line.strip()]
+    made = sum(1 for _ in (home / "data" / "sessions").iterdir())
+    return {"claims": count, "kills": kills, "starts": starts,
+            "seconds": time.perf_counter() - began, "results": len(results),
+            "distinct results": len(set(results)), "sessions recorded": len(sessions),
+            "distinct sessions": len(set(sessions)), "session folders": made}
+
+
+def _lines(path: Path) -> int:
+    try:
+        with path.open("rb") as handle:
+            return sum(1 for line in handle if line.endswith(b"\n"))
+    except OSError:
+        return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items-per-replica", type=int, default=24)
@@ -222,7 +284,17 @@ def main() -> int:
     parser.add_argument("--refuse-after", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--instant", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rss", help="claims counts to measure peak RSS at (1000,5000)")
+    parser.add_argument("--kill", type=int, help="claims in a run killed three times")
     args = parser.parse_args()
+    if args.kill:
+        with tempfile.TemporaryDirectory() as tmp:
+            found = kill_run(args.kill, Path(tmp))
+        print(", ".join(f"{k}: {v if not isinstance(v, float) else round(v)}"
+                        for k, v in found.items()))
+        whole = found["results"] == found["distinct results"] == found["claims"] == \
+            found["sessions recorded"] == found["distinct sessions"] == found["session folders"]
+        print("nothing lost, nothing redone" if whole else "LOST OR REDONE")
+        return 0 if whole else 1
     if args.serve is not None:
         return serve(args.serve, args.refuse, args.refuse_after, args.instant)
     if args.rss:

@@ -253,9 +253,14 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
             return GuardResult(tuple(checks))
     typos = _typos(a, b, names(question) | names(candidate), lex)
     stem = stemmer(languages)
-    slips = mistyped_stopwords(a, b, lex) | mistyped_stopwords(b, a, lex)
-    content_a = {stem(typos.get(w, w)) for w in a.content if w not in slips}
-    content_b = {stem(w) for w in b.content if w not in slips}
+    content_a = {stem(typos.get(w, w)) for w in a.content}
+    content_b = {stem(w) for w in b.content}
+    slips: set[str] = set()
+    if content_a != content_b:  # a stopword mistyped (`teh`) is no content word after all
+        slips = mistyped_stopwords(a, b, lex) | mistyped_stopwords(b, a, lex)
+        if slips:
+            content_a = {stem(typos.get(w, w)) for w in a.content if w not in slips}
+            content_b = {stem(w) for w in b.content if w not in slips}
     only_a, only_b = content_a - content_b, content_b - content_a
     note = "typed differently: " + ", ".join(f"{x} ~ {y}" for x, y in sorted(typos.items())) \
         if typos else ""
@@ -274,8 +279,10 @@ def _read(text: str, languages: tuple[str, ...]) -> _Reading:
     """`text` read in `languages` (the same question is checked against many candidates)."""
     words = tokens(text)
     lex = lexicon(languages)
-    clauses = [tokens(part) for part in _CLAUSE.split(text)] if any(
-        w in lex.negations for w in words) else None
+    clauses = None
+    if any(w in lex.negations for w in words):
+        parts = [part for part in _CLAUSE.split(text) if part.strip()]
+        clauses = [tokens(part) for part in parts] if len(parts) > 1 else [words]
     return _Reading(words, lex, clauses)
 
 
@@ -283,6 +290,8 @@ def _tense_apart(a: _Reading, b: _Reading, languages: tuple[str, ...]) -> list[s
     """The words written in the past in one and not in the other (`peeled` / `peeling`)."""
     apart = []
     for root in a.forms.keys() & b.forms.keys():
+        if a.forms[root] == b.forms[root]:
+            continue
         for x in a.forms[root]:
             for y in b.forms[root]:
                 if x != y and _past(x, languages) != _past(y, languages):
