@@ -321,14 +321,15 @@ def test_a_new_validator_version_validates_again_before_serving(
 
     entry = cache.put("Who painted the Mona Lisa?", "Leonardo da Vinci.")
     assert entry.validation_metadata is not None
-    assert entry.validation_metadata.validator_version == 1
-    monkeypatch.setattr(cache_module, "VALIDATOR_VERSION", 2)
-    monkeypatch.setattr(validate_module, "VALIDATOR_VERSION", 2)
+    current = entry.validation_metadata.validator_version
+    assert current == validate_module.VALIDATOR_VERSION
+    monkeypatch.setattr(cache_module, "VALIDATOR_VERSION", current + 1)
+    monkeypatch.setattr(validate_module, "VALIDATOR_VERSION", current + 1)
     why, served = cache.lookup("Who painted the Mona Lisa?")
-    assert why.hit and why.validator_version == 2 and served is not None
+    assert why.hit and why.validator_version == current + 1 and served is not None
     stored = cache.store.get(entry.entry_id)
     assert stored is not None and stored.validation_metadata is not None
-    assert stored.validation_metadata.validator_version == 2
+    assert stored.validation_metadata.validator_version == current + 1
 
 
 def test_a_changed_normaliser_reindexes_the_store_before_any_lookup(
