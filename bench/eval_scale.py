@@ -79,7 +79,11 @@ class Replica(WireServer):
                 self.refused += 1
                 return json_reply({"error": {"message": "Rate limit reached"}}, 429,
                                   {"retry-after": "1"})
-        text = self.reply(recorded.json()["messages"])
+        try:
+            messages = recorded.json()["messages"]
+        except (ValueError, KeyError, TypeError):  # a client killed while it sent its request
+            return json_reply({"error": {"message": "not a whole request"}}, 400)
+        text = self.reply(messages)
         return Reply(200, {"content-type": "text/event-stream"}, self._stream(text))
 
     def _stream(self, text: str) -> Iterator[Any]:

@@ -76,8 +76,8 @@ scope words (some, any, only…) are never stopwords: they change what a questio
 
 _FILLERS = {
     "en": _words("actually basically honestly anyway anyways really just so well hey hi hello "
-                 "ok okay thanks thank roughly approximately kindly literally got even quick pls plz um uh "
-                 "uhm hmm thx ty"),
+                 "ok okay thanks thank roughly approximately kindly literally got even quick "
+                 "pls plz um uh uhm hmm thx ty"),
     "de": _words("eigentlich denn mal bitte danke eben halt ja ueberhaupt wohl schon etwa nun "
                  "also doch bloss hallo hey gerne"),
     "pt": _words("afinal mesmo entao ai ne hein favor obrigado obrigada ola oi realmente bem "

@@ -4,6 +4,7 @@ Enter on that row, or its run id typed, lists them."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from rich.text import Text
@@ -34,6 +35,8 @@ __all__ = ["SessionsScreen"]
 
 REFRESH_SECONDS = 3.0
 FIRST_ROWS = 100
+PAINT_WAIT = 2.0
+"""Seconds the whole list's read waits at most for the first rows to be painted."""
 """Rows of the first screen, from the index's tail, while the whole list is read."""
 MAX_ROWS = 500
 """Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
@@ -92,7 +95,16 @@ class SessionsScreen(Guarded, Screen[None]):
             newest, whole = newest_sessions(paths.session_index, paths.data_dir / "sessions",
                                             FIRST_ROWS)
             if newest and not whole:
-                self.app.call_from_thread(self._show_rows, newest, True)
+                painted = threading.Event()
+
+                def show() -> None:
+                    self._show_rows(newest, True)
+                    self.call_after_refresh(painted.set)
+
+                self.app.call_from_thread(show)
+                # the whole list's read holds the GIL for seconds: the first rows are on the
+                # screen before it starts, not half-drawn beside it
+                painted.wait(PAINT_WAIT)
         rows = workspace.store.list()
         self.app.call_from_thread(self._show_rows, rows)
 
