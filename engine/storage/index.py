@@ -31,6 +31,9 @@ __all__ = ["SessionIndex", "SessionSummary", "newest_sessions", "summarize"]
 _HYPOTHESIS_CHARS = 300
 TAIL_BYTES = 512 * 1024
 """What `SessionIndex.tail` reads: the last ~1,000 rows, enough for a first screen."""
+FIRST_TAIL_BYTES = 64 * 1024
+"""`newest_sessions` reads this much of the index's end first (~250 rows), the whole
+`TAIL_BYTES` only when that did not hold enough."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,14 +213,21 @@ def newest_sessions(index: Path, root: Path, count: int) -> tuple[list[SessionSu
     everything (100,000 sessions take seconds). A row whose folder is gone is left out; one
     that says running with nobody holding its lock reads `interrupted`. Returns the rows
     (newest first, at most `count`) and whether they are every session there is."""
-    rows, whole = SessionIndex(index).tail()
     found: list[SessionSummary] = []
-    for name, row in rows.items():
-        directory = root / name
-        if not directory.is_dir():
-            continue
-        if row.status == "running" and not is_locked(directory):
-            row = row.with_status("interrupted")
-        found.append(row)
-    found.sort(key=lambda r: (r.started, r.dir), reverse=True)
+    whole = False
+    for size in (min(FIRST_TAIL_BYTES, TAIL_BYTES), TAIL_BYTES):  # a short read first
+        rows, whole = SessionIndex(index).tail(size)
+        found = []
+        # newest first; the folders looked at (a stat each) only until `count` are found
+        for row in sorted(rows.values(), key=lambda r: (r.started, r.dir), reverse=True):
+            if len(found) > count:
+                break
+            directory = root / row.dir
+            if not directory.is_dir():
+                continue
+            if row.status == "running" and not is_locked(directory):
+                row = row.with_status("interrupted")
+            found.append(row)
+        if whole or len(found) > count:
+            break
     return found[:count], whole and len(found) <= count
