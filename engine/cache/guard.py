@@ -172,8 +172,8 @@ class _Reading:
     def __init__(self, words: list[str], lex: Lexicon,
                  clauses: list[list[str]] | None = None) -> None:
         stem = stemmer(lex.languages)
-        kept = [w for w in words if not lex.silent(w)]
         self.silent = {w for w in words if lex.silent(w)}
+        kept = [w for w in words if w not in self.silent]
         self.negations = Counter(w for w in kept if w in lex.negations)
         self.scopes = _scopes(clauses if clauses is not None else [words], lex, stem) \
             if self.negations else Counter()

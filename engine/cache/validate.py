@@ -56,7 +56,7 @@ _CONTEXT: dict[str, str] = {
 """Words about now in some places only, and the rule (`_about_now`) that reads them there."""
 _LIVE_THINGS = frozenset("""
 score scores stream streams streaming coverage results result updates update feed blog ticker
-traffic news data odds tv broadcast match game games ticker
+traffic news data odds tv broadcast match game games
 """.split())
 _NOT_A_TIME = {
     "current": frozenset("""account accounts assets liabilities ratio density source flow limit

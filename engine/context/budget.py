@@ -305,17 +305,19 @@ class _Ratio:
 _ratios: dict[tuple[str, str], _Ratio] = {}
 
 
-def _bound(provider: Provider, guess: int) -> int | None:
+def _bound(provider: Provider, guess: int, limit: int) -> int | None:
     """An upper bound on the exact count of a prompt estimated at `guess` tokens, from what
-    this server's counts measured; None until `CALIBRATION` counts, and for every
-    `RECOUNT`-th call (counted exactly instead)."""
+    this server's counts measured, when it is within `BOUND_SHARE` of `limit`; None (count
+    it exactly) until `CALIBRATION` counts, near the limit, and for every `RECOUNT`-th call
+    a bound would do for."""
     ratio = _ratios.get(_key(provider))
     if ratio is None or ratio.counts < CALIBRATION:
         return None
-    ratio.bounded += 1
-    if ratio.bounded % RECOUNT == 0:
+    bound = math.ceil(guess * ratio.worst * BOUND_SLACK)
+    if bound > limit * BOUND_SHARE:
         return None
-    return math.ceil(guess * ratio.worst * BOUND_SLACK)
+    ratio.bounded += 1
+    return None if ratio.bounded % RECOUNT == 0 else bound
 
 
 PLAUSIBLE = 5
@@ -396,9 +398,9 @@ async def fit(
     for _ in range(5):
         messages, trim = prompt.messages(target - 3, estimate)  # 3: the reply's header
         used: int | None = None
-        bound = _bound(provider, estimate_messages(messages)) if counted != "estimate" \
-            else None
-        if bound is not None and bound <= limit * BOUND_SHARE:
+        bound = _bound(provider, estimate_messages(messages), limit) \
+            if counted != "estimate" else None
+        if bound is not None:
             used, counted = bound, "bounded"
         elif counted != "estimate":
             counted = "exact"

@@ -45,7 +45,7 @@ from engine.providers._http import (
     model_listed,
     not_a_stream,
     rate_limit_wait,
-    server_dropped_connection,
+    send_streamed,
     unlisted_model,
 )
 
@@ -248,15 +248,10 @@ class AnthropicProvider(Provider):
     async def _open(
         self, client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str]
     ) -> AsyncIterator[httpx.Response]:
-        """POST the request and yield the streaming response, retrying once on a fresh
-        connection when the server dropped a pooled one without answering."""
+        """POST the request and yield the streaming response (`send_streamed`), closed
+        after."""
         request = client.build_request("POST", "/v1/messages", json=body, headers=headers)
-        try:
-            reply = await client.send(request, stream=True)
-        except Exception as exc:
-            if not server_dropped_connection(exc):
-                raise
-            reply = await client.send(request, stream=True)  # on a fresh connection
+        reply = await send_streamed(client, request)
         try:
             yield reply
         finally:

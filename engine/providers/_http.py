@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import (
     AuthError,
@@ -24,6 +24,9 @@ from engine.errors import (
     is_context_overflow,
     overflow_window,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,7 @@ __all__ = [
     "parse_retry_after",
     "rate_limit_wait",
     "server_dropped_connection",
+    "send_streamed",
     "shared_tls",
     "unlisted_model",
 ]
@@ -73,6 +77,18 @@ def server_dropped_connection(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+async def send_streamed(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """`request` sent for a streamed reply (the caller closes it): once more on a fresh
+    connection when the server dropped a pooled one without answering
+    (`server_dropped_connection`)."""
+    try:
+        return await client.send(request, stream=True)
+    except Exception as exc:
+        if not server_dropped_connection(exc):
+            raise
+        return await client.send(request, stream=True)  # on a fresh connection
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

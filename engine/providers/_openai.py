@@ -42,7 +42,7 @@ from engine.providers._http import (
     not_a_stream,
     not_text,
     rate_limit_wait,
-    server_dropped_connection,
+    send_streamed,
     shared_tls,
     unlisted_model,
 )
@@ -167,18 +167,13 @@ class OpenAIProvider(Provider):
 
     @contextlib.asynccontextmanager
     async def _open(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
-        """POST the request and yield the streaming response, retrying once on a fresh
-        connection when the server dropped a pooled one without answering."""
+        """The streamed reply to `body` (`send_streamed`), closed after; a failure to get one
+        is a connection error."""
         client = self._get_client()
         request = client.build_request("POST", f"{self._base}/chat/completions", json=body,
                                        headers=await self._headers())
         try:
-            try:
-                reply = await client.send(request, stream=True)
-            except httpx.HTTPError as exc:
-                if not server_dropped_connection(exc):
-                    raise
-                reply = await client.send(request, stream=True)  # on a fresh connection
+            reply = await send_streamed(client, request)
         except httpx.HTTPError as exc:
             raise connection_error(self.name, exc) from None
         try:
