@@ -254,7 +254,7 @@ tomorrow yesterday upcoming ongoing anymore still reigning
 """),
     "de": _words("""
 jetzt heute heutige heutigen heutiger gerade aktuell aktuelle aktuellen aktueller derzeit
-momentan gestern wettervorhersage wechselkurs wechselkurse aktienkurs aktienkurse
+momentan gestern wechselkurs wechselkurse aktienkurs aktienkurse
 boersenkurs spielstand neuigkeiten inzwischen mittlerweile neueste neuesten zurzeit
 """),
     "pt": _words("""

@@ -16,7 +16,7 @@ from engine.cache.normalise import normalise
 
 __all__ = ["VALIDATOR_VERSION", "requires_realtime", "validate"]
 
-VALIDATOR_VERSION = 2
+VALIDATOR_VERSION = 3
 """Bump when a check changes: entries validated under an older version are checked again."""
 
 _REALTIME_PHRASES = re.compile(
@@ -44,9 +44,9 @@ _CONTEXT: dict[str, str] = {
     **dict.fromkeys("price prices preis preise preco precos".split(), "price"),
     **dict.fromkeys("live".split(), "live"),
     **dict.fromkeys("score scores".split(), "score"),
-    **dict.fromkeys("weather wetter forecast vorhersage previsao tempo".split(),
+    **dict.fromkeys("weather wetter forecast vorhersage wettervorhersage previsao tempo".split(),
                     "weather"),
-    **dict.fromkeys("traffic verkehr transito stau".split(), "traffic"),
+    **dict.fromkeys("traffic verkehr transito stau engarrafamento congestionamento".split(), "traffic"),
     **dict.fromkeys("news nachrichten noticias headlines schlagzeilen".split(), "news"),
     **dict.fromkeys("yet noch".split(), "yet"),
     **dict.fromkeys("ainda".split(), "ainda"),
@@ -54,6 +54,12 @@ _CONTEXT: dict[str, str] = {
     **dict.fromkeys("recent recente recentes".split(), "recent"),
 }
 """Words about now in some places only, and the rule (`_about_now`) that reads them there."""
+_DETERMINERS = frozenset("""
+the these those our their its his her your my die der den des dem os as o a seus suas nossos
+""".split())
+_INDEFINITE = frozenset("a an any ein eine einen einem einer um uma uns umas".split())
+_ASKS_IF_ANY = re.compile(r"(?:is there|are there|gibt es|ha|existe|existem|tem)\b")
+_PLURAL_PRICES = frozenset("prices preise precos".split())
 _LIVE_THINGS = frozenset("""
 score scores stream streams streaming coverage results result updates update feed blog ticker
 traffic news data odds tv broadcast match game games
@@ -68,21 +74,26 @@ _NOT_A_TIME = {
 }
 
 
-def _about_now(rule: str, before: str, after: str) -> bool:
-    """Whether a word of `_CONTEXT` asks about now between `before` and `after` (the words
-    either side of it; "" at either end)."""
+def _about_now(rule: str, word: str, before: str, after: str, asks_if_any: bool) -> bool:
+    """Whether `word` of `_CONTEXT` asks about now between `before` and `after` (the words
+    either side of it; "" at either end) in a question that does (`asks_if_any`: is there,
+    gibt es, há) or does not ask whether there is one."""
     if rule == "current":  # "the current president", "current events"; never a noun
         return (before in _POSSESSIVE and after not in ("", *_PREPOSITIONS)
                 and after not in _NOT_A_TIME["current"]) or after in ("events", "affairs")
-    if rule == "price":  # "the price of gold", "the bitcoin price"; not "price elasticity"
+    if rule == "price":  # "the price of gold", "the bitcoin price"; not "price elasticity",
+        # nor prices in general ("Warum steigen Preise bei Knappheit?": no article before)
+        if after in _PREPOSITIONS and before not in _DETERMINERS and word in _PLURAL_PRICES:
+            return False
         return after in _PREPOSITIONS or (after == "" and before not in _PREPOSITIONS)
     if rule == "live":  # "live results"; not "I live in", "a live wire"
         return after in _LIVE_THINGS
     if rule == "score":  # "the score of the game"; not "a credit score"
         return before in ("the", "live", "latest") and (after == "" or after in _PREPOSITIONS)
-    if rule in ("weather", "traffic", "news"):  # "the weather in Rome"; not "weather affects"
+    if rule in ("weather", "traffic", "news"):  # "the weather in Rome"; not "weather affects",
+        # nor any jam at all ("Wie entsteht ein Stau?"), unless asking whether there is one
         return (after == "" or after in _PREPOSITIONS) and before not in _NOT_A_TIME.get(
-            rule, ())
+            rule, ()) and (before not in _INDEFINITE or asks_if_any)
     if rule == "yet":  # "released yet?", "lebt er noch?"; not "simple yet effective"
         return after == ""
     if rule in ("ainda", "recent"):
@@ -127,8 +138,9 @@ def requires_realtime(question: str) -> bool:
             or _OFFICE_HOLDER.search(text):
         return True
     padded = ["", *words, ""]
-    return any(_about_now(_CONTEXT[word], padded[i], padded[i + 2])
-               for i, word in enumerate(words) if word in _CONTEXT)
+    asks_if_any = _ASKS_IF_ANY.match(text) is not None
+    return any(_about_now(_CONTEXT[word], word, padded[i - 1], padded[i + 1], asks_if_any)
+               for i, word in enumerate(padded) if word in _CONTEXT)
 
 
 def validate(entry: CacheEntry, schema: dict[str, Any] | None = None) -> ValidationResult:
