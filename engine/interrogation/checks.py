@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
+from engine.providers import FILTERED
 from engine.text import one_line
 
 if TYPE_CHECKING:
@@ -228,8 +229,10 @@ def budget_spent(who: str, text: str, finish_reason: str, reasoning: str = "") -
 def answer_problem(answer: str, question: str, finish_reason: str = "",
                    reasoning: str = "") -> str | None:
     """Why a witness's answer is no real testimony (`NO_ANSWER`, a budget spent thinking, an
-    echo), or None."""
+    echo, the provider's content filter), or None."""
     stripped = answer.strip()
+    if finish_reason == "content_filter":
+        return FILTERED
     spent = budget_spent("the witness", answer, finish_reason, reasoning)
     if spent is not None:
         return spent

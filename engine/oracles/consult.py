@@ -39,7 +39,7 @@ from engine.oracles.events import (
     OracleSaved,
 )
 from engine.prompts import load_prompt
-from engine.providers import Done, StreamRequest, TokenDelta
+from engine.providers import FILTERED, Done, StreamRequest, TokenDelta
 from engine.report.stream import CUT_AT_LIMIT, context_trim_note, stream_note
 from engine.routing.collect import Reply
 from engine.routing.events import Attempt, Fitted
@@ -232,8 +232,8 @@ class Consultation:
                 )
             )
         reply = job.reply  # the attempt that answered: its provider, fit and ending
-        finish = "timeout" if timed_out else "length" if reply.finish_reason == "length" \
-            else "stop"
+        finish = "timeout" if timed_out else reply.finish_reason \
+            if reply.finish_reason in ("length", "content_filter") else "stop"
         label = reply.label
         tokens, window = (reply.fits[-1].used, reply.fits[-1].window) if reply.fits \
             else (None, None)
@@ -244,6 +244,8 @@ class Consultation:
             )
         if finish == "length":
             await queue.put(OracleNote(oracle_id=oid, text=CUT_AT_LIMIT))
+        elif finish == "content_filter":
+            await queue.put(OracleNote(oracle_id=oid, text=f"stopped: {FILTERED}"))
         shot = snapshot(self.case, job.holder.plan, tokens, window)
         oracle = job.oracle
 

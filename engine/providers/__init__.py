@@ -20,6 +20,7 @@ from engine.config.models import Config
 from engine.config.providers import ProviderConfig
 from engine.paths import Paths
 from engine.providers._base import (
+    FILTERED,
     Done,
     Health,
     Message,
@@ -35,6 +36,7 @@ from engine.providers._llama import LlamaEngine, LlamaOptions
 from engine.providers._local import LocalProvider
 
 __all__ = [
+    "FILTERED",
     "Done",
     "Health",
     "LlamaEngine",

@@ -32,6 +32,7 @@ from engine.providers._base import (
     StreamRequest,
     TokenDelta,
     Usage,
+    finish_reason_of,
     standard_key_env,
 )
 from engine.providers._http import (
@@ -53,7 +54,6 @@ __all__ = ["AnthropicProvider"]
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
-_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
 _COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
@@ -198,7 +198,7 @@ class AnthropicProvider(Provider):
                     elif event == "message_stop":
                         usage = _usage(counts)
                         yield usage
-                        yield Done(self._finish(stop_reason, usage, body["max_tokens"]))
+                        yield Done(self._finish(self.name, stop_reason, usage, body["max_tokens"]))
                         return
                     elif event == "error":
                         raise self._stream_error(data)
@@ -231,14 +231,14 @@ class AnthropicProvider(Provider):
             events.append(TokenDelta(text))
         usage = _usage(counts)
         events.append(usage)
-        return [*events, Done(self._finish(reason if isinstance(reason, str) else None, usage,
-                                           limit))]
+        stop_reason = reason if isinstance(reason, str) else None
+        return [*events, Done(self._finish(self.name, stop_reason, usage, limit))]
 
     @staticmethod
-    def _finish(stop_reason: str | None, usage: Usage, limit: int) -> str:
+    def _finish(provider: str, stop_reason: str | None, usage: Usage, limit: int) -> str:
         """The finish reason: the server's, except that a reply whose output tokens reached
         the limit was cut, whatever the server says (LiteLLM's proxy says `end_turn`)."""
-        reason = _STOP_REASONS.get(stop_reason or "end_turn", stop_reason or "stop")
+        reason = finish_reason_of(provider, stop_reason or "end_turn")
         output = usage.completion_tokens
         if isinstance(output, int) and not isinstance(output, bool) and output >= limit:
             return "length"

@@ -36,15 +36,17 @@ from engine.errors import (
     ProviderError,
     ProviderTimeout,
     RequestError,
+    ServerError,
     StallTimeout,
     TotalTimeout,
 )
 from engine.providers._http import not_text
 from engine.providers._reasoning import ThinkBlocks
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
-from engine.text import TemplateMarkers
+from engine.text import TemplateMarkers, one_line
 
 __all__ = [
+    "FILTERED",
     "Done",
     "Health",
     "Message",
@@ -55,6 +57,7 @@ __all__ = [
     "StreamRequest",
     "TokenDelta",
     "Usage",
+    "finish_reason_of",
 ]
 
 Role = Literal["system", "user", "assistant"]
@@ -123,9 +126,35 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """The model finished. `finish_reason` is `stop`, `length`, or the provider's own word."""
+    """The model finished. `finish_reason` is `stop`, `length` (cut at the token limit or the
+    window), `content_filter` (the provider's filter stopped it), `tool_calls`, or the
+    provider's own word (`finish_reason_of`)."""
 
     finish_reason: str
+
+
+_FINISH_REASONS = {
+    **dict.fromkeys("stop end_turn stop_sequence eos eos_token end stop_token".split(), "stop"),
+    **dict.fromkeys("length max_tokens max_output_tokens model_length max_length token_limit "
+                    "model_context_window_exceeded".split(), "length"),
+    **dict.fromkeys("content_filter content_filtered refusal safety recitation blocklist "
+                    "prohibited_content spii".split(), "content_filter"),
+    **dict.fromkeys("tool_calls tool_use function_call".split(), "tool_calls"),
+}
+"""Each server's word for why it stopped (OpenAI, vLLM, TGI, Mistral, Gemini, Anthropic,
+Ollama) in ours."""
+FILTERED = "the provider's content filter stopped the answer"
+"""How an answer that ended with `content_filter` is named, wherever it shows."""
+_FAILED = frozenset("abort aborted error cancelled canceled".split())
+
+
+def finish_reason_of(provider: str, reason: str) -> str:
+    """A server's finish reason in our words (`_FINISH_REASONS`; another word as it came,
+    lower-cased). A generation the server aborted is a `ServerError`, never a short answer."""
+    word = reason.strip().lower()
+    if word in _FAILED:
+        raise ServerError(provider, f"the server stopped the answer ({one_line(reason, 40)})")
+    return _FINISH_REASONS.get(word, word)
 
 
 StreamEvent = TokenDelta | ReasoningDelta | Usage | Done

@@ -213,7 +213,10 @@ async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """Server-sent events as (event, data) from a stream of lines (the WHATWG framing)."""
     event = "message"
     data: list[str] = []
+    first = True
     async for line in lines:
+        if first:  # a byte order mark before the first field is no part of it
+            line, first = line.removeprefix("\ufeff"), False
         if not line:
             if data:
                 yield event, "\n".join(data)

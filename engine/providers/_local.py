@@ -30,6 +30,7 @@ from engine.providers._base import (
     StreamEvent,
     StreamRequest,
     TokenDelta,
+    finish_reason_of,
 )
 from engine.providers._http import error_for_status
 from engine.providers._llama import LlamaEngine, LlamaOptions
@@ -137,7 +138,7 @@ class LocalProvider(Provider):
             raise ServerError(self.name, "the model stopped without finishing")
         if usage is not None:
             yield usage_of(usage)
-        yield Done(finish)
+        yield Done(finish_reason_of(self.name, finish))
 
     async def context_window(self) -> int | None:
         return self.config.n_ctx // self.config.n_parallel

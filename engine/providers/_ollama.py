@@ -23,6 +23,7 @@ from engine.providers._base import (
     StreamRequest,
     TokenDelta,
     Usage,
+    finish_reason_of,
 )
 from engine.providers._http import (
     error_for_status,
@@ -160,7 +161,7 @@ class OllamaProvider(Provider):
                     yield TokenDelta(text)
                 if part.done:
                     yield Usage(part.prompt_eval_count, part.eval_count)
-                    yield Done(part.done_reason or "stop")
+                    yield Done(finish_reason_of(self.name, part.done_reason or "stop"))
                     return
                 part = await anext(parts, None)
         except Exception as exc:

@@ -29,6 +29,7 @@ from engine.providers._base import (
     StreamRequest,
     TokenDelta,
     Usage,
+    finish_reason_of,
 )
 from engine.providers._http import (
     content_text,
@@ -95,6 +96,17 @@ def stream_error(provider: str, data: dict[str, Any]) -> ProviderError:
     except (TypeError, ValueError):
         status = 500
     return error_for_status(provider, status if 400 <= status < 600 else 500, message)
+
+
+def _error_event(raw: str) -> dict[str, Any]:
+    """The data of an `event: error` as an `{"error": …}` object, whatever it holds."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {"error": {"message": raw}}
+    if isinstance(data, dict) and "error" in data:
+        return data
+    return {"error": data if isinstance(data, dict) else {"message": str(data)}}
 
 
 class OpenAIProvider(Provider):
@@ -198,9 +210,11 @@ class OpenAIProvider(Provider):
                         for event in self._whole(content_type, whole):
                             yield event
                         return
-                async for _, raw in iter_sse(reply.aiter_lines()):
+                async for event, raw in iter_sse(reply.aiter_lines()):
                     if raw.startswith("[DONE]"):
                         break
+                    if event == "error":  # `event: error`, its data JSON or a line of text
+                        raise stream_error(self.name, _error_event(raw))
                     try:
                         chunk = json.loads(raw)
                     except ValueError as exc:
@@ -234,7 +248,7 @@ class OpenAIProvider(Provider):
                                 raise BadResponseError(
                                     self.name,
                                     f"a finish reason that is not text: {reason!r:.80}")
-                            finish = reason
+                            finish = finish_reason_of(self.name, reason)
             except httpx.HTTPError as exc:
                 raise connection_error(self.name, exc, mid_stream=True) from None
         if finish is None:
@@ -258,6 +272,7 @@ class OpenAIProvider(Provider):
         text = content_text(content)
         if text is None or not isinstance(finish, str):
             raise BadResponseError(self.name, not_a_stream(content_type, body))
+        finish = finish_reason_of(self.name, finish)
         events: list[StreamEvent] = [ReasoningDelta(thought)] if thought else []
         if text:
             events.append(TokenDelta(text))

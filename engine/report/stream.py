@@ -8,7 +8,7 @@ case agent and `ask` show them as notes beside the text with the words below.
 from __future__ import annotations
 
 from engine.context.budget import FitReport
-from engine.providers import Done
+from engine.providers import FILTERED, Done
 from engine.routing.events import Fitted, PartialDiscarded, ProviderEvent, RouterEvent
 from engine.text import strip_control
 
@@ -59,4 +59,6 @@ def stream_note(event: RouterEvent) -> str | None:
             return trim_note(report)
         case Done(finish_reason="length"):
             return CUT_AT_LIMIT
+        case Done(finish_reason="content_filter"):
+            return f"stopped: {FILTERED}"
     return None

@@ -30,6 +30,7 @@ from engine.models.session import (
     Contradiction,
     GapAnalysis,
 )
+from engine.providers import FILTERED
 from engine.text import one_line, strip_control
 
 if TYPE_CHECKING:
@@ -255,7 +256,7 @@ def answer_title(entry: LlmEntry) -> str:
     """`"Answer 3 · Sceptic (local:gemma-3-270m, 2026-11-22 14:31)"`."""
     when = entry.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
     by = f"{strip_control(entry.provider_used)}, " if entry.provider_used else ""
-    cut = {"length": ", cut at its token limit",
+    cut = {"length": ", cut at its token limit", "content_filter": f", {FILTERED}",
            "timeout": ", cut at the time limit"}.get(entry.finish_reason, "")
     return f"Answer {entry.sequence} · {strip_control(entry.oracle_name)} ({by}{when}{cut})"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import BadResponseError
-from engine.providers import Done, Provider, StreamRequest, TokenDelta, Usage
+from engine.providers import FILTERED, Done, Provider, StreamRequest, TokenDelta, Usage
 
 __all__ = [
     "Completion",
@@ -150,7 +150,10 @@ async def complete(provider: Provider, request: StreamRequest) -> Completion:
 def collect_json(provider: str, text: str, finish_reason: str, schema: dict[str, Any]) -> Any:
     """The one check of a whole structured answer, for every caller (a provider asked
     directly, the router, the interrogation): not cut off by the token limit, and holding one
-    JSON value valid against `schema` (see `parse_json`). Raises `BadResponseError`."""
+    JSON value valid against `schema` (see `parse_json`), and not stopped by the provider's
+    content filter. Raises `BadResponseError`."""
+    if finish_reason == "content_filter":
+        raise BadResponseError(provider, FILTERED)
     if finish_reason == "length":
         if not text.strip():  # a reasoning model that thought until the limit
             raise BadResponseError(provider, "the whole token budget went before any JSON "

@@ -1,0 +1,132 @@
+"""What servers really send: each one's word for why it stopped, a stream framed every way
+the SSE standard allows, an error sent as an `event: error`. Loopback servers speaking the
+wire (`tests.support.wire`); the words and the checks that use them are pure logic."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from engine import BadResponseError, Paths, ProviderConfig, RateLimitedError, ServerError
+from engine.interrogation.checks import answer_problem
+from engine.providers import FILTERED, Done, StreamRequest, TokenDelta, create_provider
+from engine.routing.structured import collect_json
+from tests.engine.test_anthropic_wire import KEY, message_stream, streaming
+from tests.support.wire import Reply, WireServer
+
+
+def _chunk(delta: dict[str, Any], finish: object = None) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _sse(*chunks: dict[str, Any], end: str = "\n\n", done: bool = True) -> list[bytes]:
+    body = [f"data: {json.dumps(c)}{end}".encode() for c in chunks]
+    return [*body, f"data: [DONE]{end}".encode()] if done else body
+
+
+async def _events(body: list[bytes], paths: Paths) -> list[Any]:
+    reply = Reply(200, {"content-type": "text/event-stream"}, body)
+    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
+        try:
+            return [e async for e in provider.stream(StreamRequest.of("x"))]
+        finally:
+            await provider.aclose()
+
+
+def _text(events: list[Any]) -> str:
+    return "".join(e.text for e in events if isinstance(e, TokenDelta))
+
+
+@pytest.mark.parametrize(("said", "meant"), [
+    ("stop", "stop"), ("eos_token", "stop"), ("stop_sequence", "stop"), ("STOP", "stop"),
+    ("length", "length"), ("model_length", "length"), ("max_tokens", "length"),
+    ("MAX_TOKENS", "length"), ("content_filter", "content_filter"),
+    ("SAFETY", "content_filter"), ("refusal", "content_filter"), ("tool_calls", "tool_calls"),
+    ("something_new", "something_new"),
+])
+async def test_each_servers_word_for_why_it_stopped_is_ours(said: str, meant: str,
+                                                           paths: Paths) -> None:
+    """vLLM, TGI, Mistral, Gemini and gateways each name the end their way; a cut answer must
+    read as cut whoever served it (Mistral's `model_length` used to pass for complete)."""
+    events = await _events(_sse(_chunk({"content": "Yes."}), _chunk({}, said)), paths)
+    assert _text(events) == "Yes." and events[-1] == Done(meant)
+
+
+@pytest.mark.parametrize("said", ["abort", "error"])
+async def test_an_aborted_generation_is_a_failure_never_a_short_answer(said: str,
+                                                                      paths: Paths) -> None:
+    with pytest.raises(ServerError, match=f"the server stopped the answer \\({said}\\)"):
+        await _events(_sse(_chunk({"content": "Half an"}), _chunk({}, said)), paths)
+
+
+@pytest.mark.parametrize(("framing", "body"), [
+    ("CRLF line ends", _sse(_chunk({"content": "Hel"}), _chunk({"content": "lo"}, "stop"),
+                            end="\r\n\r\n")),
+    ("CR line ends", _sse(_chunk({"content": "Hel"}), _chunk({"content": "lo"}, "stop"),
+                          end="\r\r")),
+    ("a byte order mark first", [b"\xef\xbb\xbf" + _sse(_chunk({"content": "Hel"}))[0],
+                                 *_sse(_chunk({"content": "lo"}, "stop"))]),
+    ("no space after the colon, comments, ids and retry fields", [
+        b": keep-alive\n\n", b"id: 1\nretry: 3000\n",
+        f"data:{json.dumps(_chunk({'content': 'Hel'}))}\n\n".encode(), b": ping\n\n",
+        f"id: 2\ndata:{json.dumps(_chunk({'content': 'lo'}, 'stop'))}\n\n".encode(),
+        b"data:[DONE]\n\n"]),
+    ("one chunk's JSON over two data lines", [
+        b'data: {"id": "c", "object": "chat.completion.chunk",\n'
+        b'data: "choices": [{"index": 0, "delta": {"content": "Hello"}, '
+        b'"finish_reason": "stop"}]}\n\n', b"data: [DONE]\n\n"]),
+    ("every event split across writes", [piece for chunk in _sse(
+        _chunk({"content": "Hel"}), _chunk({"content": "lo"}, "stop"))
+        for piece in (chunk[:7], chunk[7:20], chunk[20:])]),
+    ("no [DONE] after the finish", _sse(_chunk({"content": "Hello"}, "stop"), done=False)),
+])
+async def test_every_framing_the_standard_allows_reads_the_same(framing: str,
+                                                                body: list[bytes],
+                                                                paths: Paths) -> None:
+    events = await _events(body, paths)
+    assert (_text(events), events[-1]) == ("Hello", Done("stop")), framing
+
+
+async def test_an_error_event_is_the_error_it_names(paths: Paths) -> None:
+    """`event: error` (some gateways), its data a line of text or an error object."""
+    first = _sse(_chunk({"content": "Once"}), done=False)
+    with pytest.raises(ServerError, match="upstream went away"):
+        await _events([*first, b"event: error\ndata: upstream went away\n\n"], paths)
+    limited = json.dumps({"message": "slow down", "code": 429})
+    with pytest.raises(RateLimitedError, match="slow down"):
+        await _events([*first, f"event: error\ndata: {limited}\n\n".encode()], paths)
+
+
+async def test_anthropic_refusal_and_a_full_window_are_named(paths: Paths,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             home: object) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    for said, meant in (("refusal", "content_filter"),
+                        ("model_context_window_exceeded", "length")):
+        with WireServer({"POST /v1/messages": lambda _, s=said: streaming(
+                message_stream(["I can"], stop_reason=s))}) as server:
+            provider = create_provider("claude", ProviderConfig(
+                kind="anthropic", model="claude-test", base_url=server.url,
+                api_key_env="ANTHROPIC_API_KEY"), paths)
+            try:
+                events = [e async for e in provider.stream(StreamRequest.of("x"))]
+            finally:
+                await provider.aclose()
+        assert events[-1] == Done(meant)
+
+
+def test_a_filtered_answer_is_named_never_taken() -> None:
+    """Testimony the provider's filter stopped is named as such; structured output it
+    stopped is no answer, however much of the JSON came."""
+    assert answer_problem("The suspect was at", "Where was he?", "content_filter") == FILTERED
+    assert answer_problem("The suspect was at home.", "Where was he?", "stop") is None
+    with pytest.raises(BadResponseError, match=FILTERED):
+        collect_json("p", '{"verdict": "true"}', "content_filter",
+                     {"type": "object", "properties": {"verdict": {"type": "string"}}})
+    assert collect_json("p", '{"verdict": "true"}', "stop", {"type": "object"}) == {
+        "verdict": "true"}
