@@ -210,10 +210,10 @@ class OpenAIProvider(Provider):
                         for event in self._whole(content_type, whole):
                             yield event
                         return
-                async for event, raw in iter_sse(reply.aiter_lines()):
+                async for kind, raw in iter_sse(reply.aiter_lines()):
                     if raw.startswith("[DONE]"):
                         break
-                    if event == "error":  # `event: error`, its data JSON or a line of text
+                    if kind == "error":  # `event: error`, its data JSON or a line of text
                         raise stream_error(self.name, _error_event(raw))
                     try:
                         chunk = json.loads(raw)
