@@ -45,8 +45,12 @@ from engine.providers._http import (
     looks_like_sse,
     model_listed,
     not_a_stream,
+    one_chunk,
     rate_limit_wait,
+    read_error_body,
+    read_whole,
     send_streamed,
+    stream_lines,
     unlisted_model,
 )
 
@@ -159,21 +163,25 @@ class AnthropicProvider(Provider):
         try:
             async with self._open(client, body, headers) as reply:
                 if reply.status_code >= 400:
-                    content = await reply.aread()
+                    content = await read_error_body(reply)
                     retry_after = rate_limit_wait(reply.headers)
                     message = error_message(content, reply.reason_phrase)
                     if reply.status_code == 404:
                         message += self._url_hint()
                     raise error_for_status(self.name, reply.status_code, message, retry_after)
                 content_type = reply.headers.get("content-type")
-                if not is_event_stream(content_type):
-                    raw_body = await reply.aread()  # aiter_lines() then reads what was read
+                chunks: AsyncIterator[bytes]
+                if is_event_stream(content_type):
+                    chunks = reply.aiter_bytes()
+                else:
+                    raw_body = await read_whole(self.name, reply)
                     if not looks_like_sse(raw_body):
                         for whole in self._whole_message(content_type, raw_body,
                                                          body["max_tokens"]):
                             yield whole
                         return
-                async for event, raw in iter_sse(reply.aiter_lines()):
+                    chunks = one_chunk(raw_body)
+                async for event, raw in iter_sse(stream_lines(self.name, chunks)):
                     if event == "ping":
                         continue
                     try:

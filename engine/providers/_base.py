@@ -148,6 +148,27 @@ FILTERED = "the provider's content filter stopped the answer"
 _FAILED = frozenset("abort aborted error cancelled canceled".split())
 
 
+MOST_CHARACTERS = 8_000_000
+"""The most text (answer or reasoning) one reply may bring: a server past it is broken."""
+CHARACTERS_PER_TOKEN = 64
+"""More than any tokenizer's longest token: an answer past `max_tokens` × this (and 64 KiB)
+comes from a server that does not keep to `max_tokens`."""
+
+
+def most_characters(max_tokens: int | None) -> int:
+    """The most answer text a reply of at most `max_tokens` tokens can hold."""
+    if max_tokens is None:
+        return MOST_CHARACTERS
+    return min(MOST_CHARACTERS, max_tokens * CHARACTERS_PER_TOKEN + (64 << 10))
+
+
+def _too_long(event: TokenDelta | ReasoningDelta, max_tokens: int | None) -> str:
+    if type(event) is ReasoningDelta or max_tokens is None:
+        return f"the reply ran past {MOST_CHARACTERS:,} characters"
+    return (f"the answer ran past {most_characters(max_tokens):,} characters, more than "
+            f"{max_tokens:,} tokens hold: the server does not keep to max_tokens")
+
+
 def finish_reason_of(provider: str, reason: str) -> str:
     """A server's finish reason in our words (`_FINISH_REASONS`; another word as it came,
     lower-cased). A generation the server aborted is a `ServerError`, never a short answer."""
@@ -297,6 +318,7 @@ class Provider(ABC):
         markers = TemplateMarkers(stop=self.stops_at_markers)
         blocks = ThinkBlocks()
         shown = self.config.reasoning != "hide"
+        room = {TokenDelta: most_characters(request.max_tokens), ReasoningDelta: MOST_CHARACTERS}
         try:
             while True:
                 scope = asyncio.timeout_at(deadline)
@@ -334,6 +356,9 @@ class Provider(ABC):
                 if type(event) is TokenDelta or type(event) is ReasoningDelta:
                     if not isinstance(event.text, str):  # whatever a provider let through
                         raise BadResponseError(self.name, not_text(event.text))
+                    room[type(event)] -= len(event.text)
+                    if room[type(event)] < 0:
+                        raise BadResponseError(self.name, _too_long(event, request.max_tokens))
                     stall_deadline = loop.time() + stall_timeout
                     if stall_deadline < total_deadline:
                         deadline, phase = stall_deadline, StallTimeout

@@ -42,9 +42,13 @@ from engine.providers._http import (
     model_listed,
     not_a_stream,
     not_text,
+    one_chunk,
     rate_limit_wait,
+    read_error_body,
+    read_whole,
     send_streamed,
     shared_tls,
+    stream_lines,
     unlisted_model,
 )
 from engine.providers._llamacpp import (
@@ -199,18 +203,22 @@ class OpenAIProvider(Provider):
         async with self._open(self._body(request)) as reply:
             try:
                 if reply.status_code >= 400:
-                    content = await reply.aread()
+                    content = await read_error_body(reply)
                     message = error_message(content, f"Error code: {reply.status_code}")
                     raise error_for_status(self.name, reply.status_code, message,
                                            rate_limit_wait(reply.headers))
                 content_type = reply.headers.get("content-type")
-                if not is_event_stream(content_type):
-                    whole = await reply.aread()  # aiter_lines() then reads what was read
+                chunks: AsyncIterator[bytes]
+                if is_event_stream(content_type):
+                    chunks = reply.aiter_bytes()
+                else:
+                    whole = await read_whole(self.name, reply)
                     if not looks_like_sse(whole):
                         for event in self._whole(content_type, whole):
                             yield event
                         return
-                async for kind, raw in iter_sse(reply.aiter_lines()):
+                    chunks = one_chunk(whole)
+                async for kind, raw in iter_sse(stream_lines(self.name, chunks)):
                     if raw.startswith("[DONE]"):
                         break
                     if kind == "error":  # `event: error`, its data JSON or a line of text

@@ -4,14 +4,19 @@ wire (`tests.support.wire`); the words and the checks that use them are pure log
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from engine import BadResponseError, Paths, ProviderConfig, RateLimitedError, ServerError
 from engine.interrogation.checks import answer_problem
 from engine.providers import FILTERED, Done, StreamRequest, TokenDelta, create_provider
+from engine.providers._http import stream_lines
 from engine.routing.structured import collect_json
 from tests.engine.test_anthropic_wire import KEY, message_stream, streaming
 from tests.support.wire import Reply, WireServer
@@ -130,3 +135,82 @@ def test_a_filtered_answer_is_named_never_taken() -> None:
                      {"type": "object", "properties": {"verdict": {"type": "string"}}})
     assert collect_json("p", '{"verdict": "true"}', "stop", {"type": "object"}) == {
         "verdict": "true"}
+
+
+async def _lines(chunks: list[bytes]) -> list[str]:
+    async def source() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+    return [line async for line in stream_lines("p", source())]
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\r\n",
+                                               blacklist_categories=("Cs",))), min_size=1),
+       st.lists(st.sampled_from(["\n", "\r", "\r\n"]), min_size=1), st.data())
+@settings(max_examples=200, deadline=None)
+def test_lines_read_the_same_however_the_bytes_are_cut(lines: list[str], ends: list[str],
+                                                       data: st.DataObject) -> None:
+    """Every line end the standard allows, cut anywhere (inside a CRLF, inside a character
+    of several bytes): the lines of the whole text read at once."""
+    text = "".join(line + ends[i % len(ends)] for i, line in enumerate(lines))
+    raw = text.encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=8)))
+    chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+    whole = re.split(r"\r\n|\r|\n", text)[:-1]  # the text ends with a line end
+    assert asyncio.run(_lines(chunks)) == whole
+    assert len(whole) == len(lines) - sum(  # an LF after a CR ending an empty line joins it
+        1 for i in range(1, len(lines)) if ends[(i - 1) % len(ends)] == "\r"
+        and lines[i] == "" and ends[i % len(ends)].startswith("\n"))
+
+
+async def test_a_line_that_never_ends_is_refused_before_it_fills_memory(paths: Paths) -> None:
+    """A broken or hostile server: 64 MiB without a line end."""
+    body = [b'data: {"choices": [{"delta": {"content": "', *([b"a" * (1 << 20)] * 64)]
+    with pytest.raises(BadResponseError, match="a line of the stream ran past 16,777,216"):
+        await _events(body, paths)
+
+
+async def test_a_server_that_ignores_max_tokens_is_stopped(paths: Paths) -> None:
+    chunks = [*[_chunk({"content": "word " * 2000})] * 20, _chunk({}, "stop")]
+    reply = Reply(200, {"content-type": "text/event-stream"}, _sse(*chunks))
+    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
+        try:
+            with pytest.raises(BadResponseError, match="does not keep to max_tokens"):
+                async for _ in provider.stream(StreamRequest.of("x", max_tokens=16)):
+                    pass
+            # the same reply within its limit is an answer
+            events = [e async for e in provider.stream(StreamRequest.of("x", max_tokens=4096))]
+            assert len(_text(events)) == 200_000
+        finally:
+            await provider.aclose()
+
+
+async def test_an_endless_body_is_read_only_as_far_as_it_matters(paths: Paths) -> None:
+    """A whole reply past 16 MiB is no answer; an error's body is read for its message only."""
+    huge = [b'{"choices": [{"message": {"content": "', *([b"a" * (1 << 20)] * 20), b'"}}]}']
+    reply = Reply(200, {"content-type": "application/json"}, huge)
+    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
+        try:
+            with pytest.raises(BadResponseError, match="the reply ran past 16,777,216 bytes"):
+                await _drain(provider)
+        finally:
+            await provider.aclose()
+    failing = Reply(500, {"content-type": "text/plain"},
+                    [b"upstream exploded\n", *([b"x" * (1 << 20)] * 64)])
+    with WireServer({"POST /v1/chat/completions": lambda _: failing}) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
+        try:
+            with pytest.raises(ServerError, match="upstream exploded"):
+                await _drain(provider)
+        finally:
+            await provider.aclose()
+
+
+async def _drain(provider: Any) -> None:
+    async for _ in provider.stream(StreamRequest.of("x")):
+        pass
