@@ -36,6 +36,7 @@ from engine.providers._base import (
     standard_key_env,
 )
 from engine.providers._http import (
+    bounded,
     error_for_status,
     error_message,
     field_of,
@@ -268,7 +269,8 @@ class AnthropicProvider(Provider):
     async def _health(self) -> str:
         client = self._get_client()
         try:
-            reply = await client.get("/v1/models", headers=await self._headers())
+            reply = await bounded(client, "GET", "/v1/models", self.name,
+                                  headers=await self._headers())
         except httpx.TransportError as exc:
             raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
         if reply.status_code >= 400:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "bounded",
     "content_text",
     "error_for_status",
     "error_message",
@@ -237,7 +238,7 @@ async def stream_lines(provider: str, chunks: AsyncIterator[bytes],
         finished = chunk is None
         text = decoder.decode(chunk or b"", finished)
         if after_cr and text.startswith("\n"):
-            text = text[1:]
+            text, after_cr = text[1:], False
         if not text:
             continue
         after_cr = text.endswith("\r")
@@ -280,6 +281,20 @@ async def read_whole(provider: str, reply: httpx.Response, limit: int = MOST_BYT
     if not whole:
         raise BadResponseError(provider, f"the reply ran past {limit:,} bytes")
     return body
+
+
+async def bounded(client: httpx.AsyncClient, method: str, url: str, provider: str,
+                  limit: int = MOST_BYTES, **kwargs: Any) -> httpx.Response:
+    """`client.request(method, url, **kwargs)` with its body read to at most `limit` bytes (a
+    `BadResponseError` past it): for the small JSON a server says about itself."""
+    import httpx
+
+    async with client.stream(method, url, **kwargs) as reply:
+        body = await read_whole(provider, reply, limit)
+    headers = [(k, v) for k, v in reply.headers.multi_items()  # the body is decoded already
+               if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(reply.status_code, headers=headers, content=body,
+                          request=reply.request)
 
 
 async def read_error_body(reply: httpx.Response) -> bytes:

@@ -19,7 +19,9 @@ from typing import Any
 
 import httpx
 
+from engine.errors import BadResponseError
 from engine.providers._base import Message
+from engine.providers._http import bounded
 
 __all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_count", "slot_window"]
 
@@ -40,7 +42,11 @@ def _window(value: Any) -> int | None:
 
 
 async def _get_json(client: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> Any:
-    response = await client.get(url, headers=dict(headers), timeout=_TIMEOUT)
+    try:
+        response = await bounded(client, "GET", url, "server", headers=dict(headers),
+                                 timeout=_TIMEOUT)
+    except BadResponseError:  # a reply too large to be what was asked
+        return None
     if response.status_code != 200:
         return None
     try:
@@ -96,14 +102,14 @@ async def count_chat_tokens(
 ) -> int:
     """The exact prompt tokens of `messages` on the llama.cpp server at `root`."""
     body = {"messages": [{"role": m.role, "content": m.content} for m in messages]}
-    response = await client.post(f"{root}/apply-template", json=body, headers=dict(headers),
-                                 timeout=_TIMEOUT)
+    response = await bounded(client, "POST", f"{root}/apply-template", "server", json=body,
+                             headers=dict(headers), timeout=_TIMEOUT)
     response.raise_for_status()
     prompt = response.json().get("prompt")
     if not isinstance(prompt, str):
         raise ValueError("/apply-template gave no prompt")
-    response = await client.post(
-        f"{root}/tokenize",
+    response = await bounded(
+        client, "POST", f"{root}/tokenize", "server",
         json={"content": prompt, "add_special": True, "parse_special": True},
         headers=dict(headers), timeout=_TIMEOUT,
     )

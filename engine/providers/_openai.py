@@ -32,6 +32,7 @@ from engine.providers._base import (
     finish_reason_of,
 )
 from engine.providers._http import (
+    bounded,
     content_text,
     error_for_status,
     error_message,
@@ -336,7 +337,8 @@ class OpenAIProvider(Provider):
     async def _health(self) -> str:
         client = self._get_client()
         try:
-            reply = await client.get(f"{self._base}/models", headers=await self._headers())
+            reply = await bounded(client, "GET", f"{self._base}/models", self.name,
+                                  headers=await self._headers())
         except httpx.HTTPError as exc:
             raise connection_error(self.name, exc) from None
         if reply.status_code >= 400:

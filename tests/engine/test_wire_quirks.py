@@ -214,3 +214,32 @@ async def test_an_endless_body_is_read_only_as_far_as_it_matters(paths: Paths) -
 async def _drain(provider: Any) -> None:
     async for _ in provider.stream(StreamRequest.of("x")):
         pass
+
+
+async def test_what_a_server_says_about_itself_is_read_bounded(paths: Paths) -> None:
+    """`/props`, `/models`: 20 MiB where a few hundred bytes belong is no answer (the window
+    unknown, the health check failing with the reason), never a process out of memory."""
+    endless = [b'{"default_generation_settings": {"n_ctx": 4096}, "pad": "',
+               *([b"a" * (1 << 20)] * 20), b'"}']
+    routes = {"GET /props": lambda _: Reply(200, {"content-type": "application/json"}, endless),
+              "GET /slots": lambda _: Reply(404, {}, [b"no"]),
+              "GET /v1/models": lambda _: Reply(200, {"content-type": "application/json"},
+                                                endless)}
+    with WireServer(routes) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
+        try:
+            assert await provider.context_window() is None
+            health = await provider.health()
+            assert not health.ok and "the reply ran past 16,777,216 bytes" in health.detail
+        finally:
+            await provider.aclose()
+    small = [b'{"default_generation_settings": {"n_ctx": 4096}}']
+    routes["GET /props"] = lambda _: Reply(200, {"content-type": "application/json"}, small)
+    with WireServer(routes) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
+        try:
+            assert await provider.context_window() == 4096
+        finally:
+            await provider.aclose()
