@@ -163,6 +163,7 @@ from .report.words import (
     note_title as note_title,
     snapshot_line as snapshot_line,
 )
+from .routing.events import WAS_REASONING as WAS_REASONING
 from .routing.structured import SchemaError as SchemaError, check_schema as check_schema
 from .secrets import redact as redact
 from .storage.atomic import atomic_write_text as atomic_write_text

@@ -31,6 +31,7 @@ from engine.providers._base import (
     StreamRequest,
     TokenDelta,
     Usage,
+    WasReasoning,
 )
 from engine.providers._llama import LlamaEngine, LlamaOptions
 from engine.providers._local import LocalProvider
@@ -49,6 +50,7 @@ __all__ = [
     "StreamRequest",
     "TokenDelta",
     "Usage",
+    "WasReasoning",
     "create_provider",
     "discover_ollama",
     "select_provider",

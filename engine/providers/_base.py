@@ -57,6 +57,7 @@ __all__ = [
     "StreamRequest",
     "TokenDelta",
     "Usage",
+    "WasReasoning",
     "finish_reason_of",
 ]
 
@@ -107,6 +108,16 @@ class ReasoningDelta:
     """A piece of the model's reasoning (its thinking before the answer), in order: from the
     wire's own channel, or split out of the answer (`engine.providers._reasoning`). Never part
     of the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class WasReasoning:
+    """The answer text this reply streamed so far was the model's reasoning: the reply began
+    inside its think block (the template opened it) and has just closed it. That text is void
+    as answer; `text` is it as reasoning ("" when reasoning is hidden). What follows is the
+    answer (`engine.providers._reasoning`)."""
 
     text: str
 
@@ -178,7 +189,7 @@ def finish_reason_of(provider: str, reason: str) -> str:
     return _FINISH_REASONS.get(word, word)
 
 
-StreamEvent = TokenDelta | ReasoningDelta | Usage | Done
+StreamEvent = TokenDelta | ReasoningDelta | WasReasoning | Usage | Done
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,13 +226,16 @@ def standard_key_env(config: ProviderConfig) -> str | None:
 
 
 def _split(blocks: ThinkBlocks, text: str | None, shown: bool
-           ) -> list[TokenDelta | ReasoningDelta]:
+           ) -> list[TokenDelta | ReasoningDelta | WasReasoning]:
     """The events `text` makes once inline reasoning blocks are split out (None: the reply
     ended, what was held back comes out); reasoning only when `shown`."""
     if text == "":
         return []
     reasoning, answer = blocks.feed(text) if text is not None else blocks.finish()
-    events: list[TokenDelta | ReasoningDelta] = []
+    events: list[TokenDelta | ReasoningDelta | WasReasoning] = []
+    if blocks.rethought is not None:
+        events.append(WasReasoning(blocks.rethought if shown else ""))
+        blocks.rethought = None
     if reasoning and shown:
         events.append(ReasoningDelta(reasoning))
     if answer:

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.context.budget import FitReport
-from engine.providers import StreamEvent, Usage
+from engine.providers import ReasoningDelta, StreamEvent, Usage
 
-__all__ = ["Attempt", "EventType", "Fitted", "PartialDiscarded", "ProviderEvent",
-           "RoutedCompletion", "RouterEvent"]
+__all__ = ["WAS_REASONING", "Attempt", "EventType", "Fitted", "PartialDiscarded",
+           "ProviderEvent", "RoutedCompletion", "RouterEvent", "reasoning_moved"]
 
 EventType = Literal[
     "provider_switch", "circuit_open", "rate_limited", "timeout", "error", "context_too_small",
@@ -45,6 +45,24 @@ class PartialDiscarded:
     provider: str
     text: str
     reason: str
+
+
+WAS_REASONING = "it was the model's thinking (its reply began inside a think block)"
+"""Why text is void when a reply turns out to have begun inside its reasoning."""
+
+
+def reasoning_moved(provider: str, label: str, trial: bool, partial: str,
+                    reasoning: str) -> list[RouterEvent]:
+    """What a front end is told when the answer streamed so far was reasoning (a provider's
+    `WasReasoning`): that text void, the answer starting again from the same provider (an
+    `Attempt`: every reader starts its text afresh there), the reasoning as reasoning."""
+    moved: list[RouterEvent] = []
+    if partial:
+        moved.append(PartialDiscarded(provider, partial, WAS_REASONING))
+    moved.append(Attempt(provider, label, trial))
+    if reasoning:
+        moved.append(ReasoningDelta(reasoning))
+    return moved
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,9 @@ quarter smaller).
 A failure before the first token moves to the next provider. A failure mid-stream (cut,
 stall, malformed chunk, invalid structured output) restarts the turn on the next provider from
 the start, after a `PartialDiscarded` that carries the partial text: text from two providers is
-never spliced. When the chain runs out, `AllProvidersFailed` names every provider and why.
+never spliced. When the chain runs out, `AllProvidersFailed` names every provider and why. A
+reply that turns out to have begun inside its think block (`WasReasoning`) is told the same
+way: the text so far void, an `Attempt` on the same provider, the text again as reasoning.
 
 Breaker state survives the process (`providers.json` in the state directory), so a provider
 that keeps failing is skipped by the next `detektiv ask` too, instead of costing it a timeout.
@@ -60,6 +62,7 @@ from engine.providers import (
     Provider,
     StreamRequest,
     TokenDelta,
+    WasReasoning,
     create_provider,
 )
 from engine.routing.breaker import Breaker, ProviderState, StateStore, fingerprint, state_file
@@ -73,6 +76,7 @@ from engine.routing.events import (
     ProviderEvent,
     RoutedCompletion,
     RouterEvent,
+    reasoning_moved,
 )
 from engine.routing.structured import collect_json
 
@@ -279,6 +283,11 @@ class Router:
                             yield event
                         elif type(event) is Done:
                             done = event
+                        elif type(event) is WasReasoning:
+                            for moved in reasoning_moved(name, provider.label, trial,
+                                                         "".join(partial), event.text):
+                                yield moved
+                            partial = []
                         else:
                             yield event
                 if accept is not None:

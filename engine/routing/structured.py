@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import BadResponseError
-from engine.providers import FILTERED, Done, Provider, StreamRequest, TokenDelta, Usage
+from engine.providers import (
+    FILTERED,
+    Done,
+    Provider,
+    StreamRequest,
+    TokenDelta,
+    Usage,
+    WasReasoning,
+)
 
 __all__ = [
     "Completion",
@@ -140,6 +148,8 @@ async def complete(provider: Provider, request: StreamRequest) -> Completion:
         match event:
             case TokenDelta(text):
                 parts.append(text)
+            case WasReasoning():  # the text so far was the model's thinking
+                parts = []
             case Usage():
                 usage = event
             case Done(finish_reason):

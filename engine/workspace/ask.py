@@ -25,10 +25,16 @@ from engine.context.budget import Prompt, fit
 from engine.context.conversations import ConversationTurn, conversation_prompt, load_recent
 from engine.errors import ConfigError, UnusableReplyError
 from engine.models.event import Event
-from engine.providers import Provider, StreamRequest, TokenDelta
+from engine.providers import Provider, StreamRequest, TokenDelta, WasReasoning
 from engine.report.stream import stream_note, trim_note
 from engine.routing.collect import Reply
-from engine.routing.events import Attempt, Fitted, ProviderEvent, RouterEvent
+from engine.routing.events import (
+    Attempt,
+    Fitted,
+    ProviderEvent,
+    RouterEvent,
+    reasoning_moved,
+)
 from engine.routing.router import Router
 from engine.routing.structured import complete_json
 
@@ -162,7 +168,12 @@ class Asking:
         yield Attempt(source.name, source.label)
         yield Fitted(source.name, fitted.report)
         async for event in source.stream(fitted.request):
-            yield event
+            if type(event) is WasReasoning:  # told as the router tells it
+                for moved in reasoning_moved(source.name, source.label, False,
+                                             self.reply.text, event.text):
+                    yield moved
+            else:
+                yield event
 
     async def _json(self) -> tuple[Any, str, list[str]]:
         source, prompt = self.source, self.asked.prompt

@@ -23,12 +23,13 @@ from engine.providers import (
     StreamRequest,
     TokenDelta,
     Usage,
+    WasReasoning,
     create_provider,
 )
 from engine.providers._reasoning import ThinkBlocks
 from tests.support.evals import detective, knows, witness
 from tests.support.interrogation import FAST, make_config
-from tests.support.scripted import ScriptedModel, ThinkingWire, thinking
+from tests.support.scripted import OPENED, ScriptedModel, ThinkingWire, thinking
 from tests.support.wire import Reply, WireServer, json_reply
 
 # ---- the inline splitter -------------------------------------------------------------------
@@ -45,6 +46,8 @@ CASES = [
     ("<thi", ("", "<thi")),
     ("<think>a </thin b</think>c", ("a </thin b", "c")),
     ("\n\nPlain answer", ("", "\n\nPlain answer")),
+    ("Explaining: <think> opens a block, </think> closes it.",
+     ("", "Explaining: <think> opens a block, </think> closes it.")),
 ]
 
 
@@ -325,8 +328,9 @@ async def _evaluate(home: Path, monkeypatch: pytest.MonkeyPatch, serve: Serve
     return summary, sessions, events
 
 
-@pytest.mark.parametrize("field", [None, "reasoning_content", "reasoning"],
-                         ids=["inline-think-blocks", "reasoning_content", "openrouter-reasoning"])
+@pytest.mark.parametrize("field", [None, OPENED, "reasoning_content", "reasoning"],
+                         ids=["inline-think-blocks", "template-opened-think-blocks",
+                              "reasoning_content", "openrouter-reasoning"])
 async def test_an_evaluation_of_reasoning_models_scores_what_it_scores_without(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path, field: str | None) -> None:
     plain, _, _ = await _evaluate(tmp_path / "plain", monkeypatch, openai_wire(False))
@@ -389,3 +393,79 @@ async def test_an_evaluation_through_anthropic_and_ollama_thinking_scores_the_sa
     assert "moon made of cheese" not in stored
     reasoning = [r.event for log in events for r in log if r.event.type == "reasoning"]
     assert {r.role for r in reasoning} == {"detective", "witness"}
+
+
+# ---- a reply that begins inside its think block (the template opened it) -------------------
+
+OPENED_CASES = [
+    ("Weigh 1989 or 1991.\n</think>\n\nWhen did it fall?",
+     "Weigh 1989 or 1991.\n", "When did it fall?"),
+    ("a</THINK>b", "a", "b"),
+    ("</think>Only an answer.", "", "Only an answer."),
+    ("all thinking</think>", "all thinking", ""),
+    ("x</think>\n<think>more</think> y", "x", "y"),
+]
+
+
+def _opened(text: str, cuts: list[int]) -> tuple[str, str, str, str]:
+    """(what went out as answer before the closing tag, `rethought`, reasoning, answer)."""
+    blocks = ThinkBlocks()
+    before, rethought, reasoning, answer = "", None, "", ""
+    for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True):
+        r, a = blocks.feed(text[start:end])
+        if blocks.rethought is not None:
+            rethought, blocks.rethought = blocks.rethought, None
+            before, answer = answer, ""
+        reasoning, answer = reasoning + r, answer + a
+    r, a = blocks.finish()
+    assert rethought is not None
+    return before, rethought, reasoning + r, answer + a
+
+
+@pytest.mark.parametrize(("text", "thought", "answer"), OPENED_CASES)
+def test_a_reply_that_begins_inside_its_think_block_is_split_wherever_the_chunks_cut(
+        text: str, thought: str, answer: str) -> None:
+    """The text before a closing tag that no opening tag came before was reasoning: it may
+    have gone out as answer (it is then voided, `rethought`), never part of the answer."""
+    for cuts in ([], list(range(1, len(text))), *([c] for c in range(1, len(text)))):
+        before, rethought, more, after = _opened(text, cuts)
+        assert rethought == thought and after == answer, cuts
+        assert thought.startswith(before)  # what went out early is reasoning, held or not
+        assert more in ("", "more")
+
+
+@pytest.mark.parametrize("size", [1, 5, 64])
+async def test_a_template_opened_block_on_the_wire_is_voided_then_kept_as_reasoning(
+        paths: Paths, size: int) -> None:
+    """DeepSeek-R1 through vLLM without `--reasoning-parser`: the thinking, `</think>`, the
+    answer. Through the router the streamed thinking is void (a `PartialDiscarded`, a new
+    `Attempt`), comes again as reasoning, and the answer is what follows the tag."""
+    from engine.routing.events import WAS_REASONING, Attempt, PartialDiscarded
+    from engine.routing.router import Router
+
+    reply = DECOY.removeprefix("<think>") + "In which year did the Wall fall?"
+    with WireServer({"POST /v1/chat/completions":
+                     lambda r: openai_chunks(pieces(reply, size))}) as server:
+        events = await collect(server, paths)
+        assert any(isinstance(e, WasReasoning) and "Is the sky green?" in e.text
+                   for e in events)
+        config = Config.model_validate({
+            "providers": {"p": {"kind": "openai", "model": "m", "base_url": server.url + "/v1",
+                                "context_window": 4096}},
+            "roles": {"witness": ["p"]}})
+        router = Router(config, paths)
+        try:
+            routed = [e async for e in router.stream(StreamRequest.of("q"), role="witness")]
+            reply_of = await router.complete(StreamRequest.of("q"), role="witness")
+        finally:
+            await router.aclose()
+    discarded = [e for e in routed if isinstance(e, PartialDiscarded)]
+    assert [d.reason for d in discarded] == [WAS_REASONING]  # the first piece went out
+    assert reply.startswith(discarded[0].text)
+    after = routed[max(i for i, e in enumerate(routed) if isinstance(e, Attempt)):]
+    reasoning, answer = texts(after)
+    assert answer == "In which year did the Wall fall?"
+    assert "Is the sky green?" in reasoning
+    assert reply_of.text == "In which year did the Wall fall?"
+    assert [e.reason for e in reply_of.events if isinstance(e, PartialDiscarded)] == [
+        WAS_REASONING]

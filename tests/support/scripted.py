@@ -28,9 +28,16 @@ def _pieces(text: str, size: int = 24) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
+OPENED = "opened"
+"""`reasoning_field` for a reply that begins inside its think block: DeepSeek-R1's template
+puts `<think>` in the prompt, and a server without a reasoning parser streams the rest."""
+
+
 def sse(text: str, finish: str = "stop", pace: float = 0.0,
         usage: tuple[int, int] | None = None, reasoning_field: str | None = None) -> Reply:
     chunks: list[bytes | float] = []
+    if reasoning_field == OPENED:  # the chat template wrote the opening tag, not the model
+        text, reasoning_field = text.removeprefix("<think>"), None
     if reasoning_field is not None:  # a leading think block goes in the wire's own field
         found = re.match(r"<think>(.*?)</think>\s*", text, re.DOTALL)
         if found:
@@ -68,7 +75,8 @@ class ScriptedModel(WireServer):
         self.script = script
         self.reasoning_field = reasoning_field
         """Where a reply's leading `<think>` block goes: None, inline as written;
-        `reasoning_content` (llama.cpp, vLLM) or `reasoning` (OpenRouter), that delta field."""
+        `reasoning_content` (llama.cpp, vLLM) or `reasoning` (OpenRouter), that delta field;
+        `OPENED`, inline without its opening tag."""
         self.pace = pace
         self.usage = usage
         """(prompt, completion) tokens every reply reports, as a priced cloud API does."""

@@ -450,3 +450,34 @@ async def test_the_sessions_tab_shows_the_newest_rows_before_the_whole_list(
         await until(pilot, lambda: table.row_count == 20)
         assert str(status.render()).startswith("20 sessions")
         assert not app.internal_errors
+
+
+async def test_a_witness_that_thinks_inside_a_template_opened_block_answers_cleanly(
+        home: Path, sleuth: str) -> None:
+    """DeepSeek-R1 behind a server without a reasoning parser: each reply streams its
+    thinking, `</think>`, the answer. The thinking goes to the reasoning panel, the answer
+    alone to the transcript and the session, and no alarm is raised for it."""
+    from textual.widgets import Static
+
+    from tests.support.scripted import OPENED, ScriptedModel
+
+    reply = "<think>Is it 1989 or 1991? Say 1991 to be safe.</think>\n\nIt fell in 1989."
+    with ScriptedModel(lambda _: reply, reasoning_field=OPENED, pace=0.005) as r1:
+        app = app_for(home, config_text({"sleuth": sleuth, "r1": r1.url + "/v1"}, ["sleuth"],
+                                        ["r1"]))
+        async with app.run_test(size=(140, 40)) as pilot:
+            await start(pilot, app, "The Berlin Wall fell in 1989")
+            await until(pilot, lambda: finished(app))
+            view = app.live.query_one(TranscriptView)
+            answers = [b.text.strip() for b in view.blocks if b.kind == "answer"]
+            assert answers and all(a == "It fell in 1989." for a in answers)
+            voided = [b for b in view.blocks if b.kind == "discarded"]
+            assert voided and all("thinking" in b.title for b in voided)
+            heading = str(app.live.query_one("#reasoning-heading", Static).content)
+            assert "Reasoning · witness" in heading
+            assert "Say 1991" in str(app.live.query_one("#reasoning", Static).content)
+            assert not any(title == "Partial answer discarded" for title, _ in app.notices)
+            session = app.workspace.store.load(app.live.narration.session_id)
+            assert session.qa_pairs and all(p.answer.strip() == "It fell in 1989."
+                                            for p in session.qa_pairs)
+            assert app.internal_errors == []

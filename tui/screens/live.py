@@ -20,6 +20,7 @@ from textual.widgets import Footer, Input, ProgressBar, Select, Static
 
 from engine import (
     PROTOCOLS,
+    WAS_REASONING,
     Append,
     AuditReady,
     AuditResult,
@@ -339,7 +340,8 @@ class LiveScreen(Guarded, Screen[None]):
                 if previous is not None and previous != provider and announce:
                     self.notify(f"{role}: {previous} → {provider}", title="Provider switch",
                                 severity="warning", markup=False)
-            case Discarded(provider=provider, reason=reason, text=text) if announce:
+            case Discarded(provider=provider, reason=reason, text=text) if announce \
+                    and reason != WAS_REASONING:  # a thinking model, every reply: no alarm
                 self.notify(discarded_line(provider, len(text), reason),
                             title="Partial answer discarded", severity="warning",
                             markup=False)
