@@ -19,12 +19,12 @@ from engine.config.load import parse_adhoc
 from engine.config.models import Config
 from engine.config.providers import ProviderConfig
 from engine.paths import Paths
-from engine.providers._base import (
+from engine.providers._base import Provider
+from engine.providers._events import (
     FILTERED,
     Done,
     Health,
     Message,
-    Provider,
     PullProgress,
     ReasoningDelta,
     StreamEvent,

@@ -25,15 +25,17 @@ from engine.errors import (
 )
 from engine.prompts import fill, load_prompt
 from engine.providers._base import (
-    Done,
     Provider,
+    standard_key_env,
+)
+from engine.providers._events import (
+    Done,
     ReasoningDelta,
     StreamEvent,
     StreamRequest,
     TokenDelta,
     Usage,
     finish_reason_of,
-    standard_key_env,
 )
 from engine.providers._http import (
     bounded,

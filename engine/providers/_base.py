@@ -23,8 +23,6 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from engine.config.providers import ANTHROPIC_URL, GEMINI_URL, ProviderConfig
 from engine.errors import (
@@ -36,181 +34,29 @@ from engine.errors import (
     ProviderError,
     ProviderTimeout,
     RequestError,
-    ServerError,
     StallTimeout,
     TotalTimeout,
+)
+from engine.providers._events import (
+    MOST_CHARACTERS,
+    Done,
+    Health,
+    Message,
+    PullProgress,
+    ReasoningDelta,
+    StreamEvent,
+    StreamRequest,
+    TokenDelta,
+    WasReasoning,
+    most_characters,
+    too_long,
 )
 from engine.providers._http import not_text
 from engine.providers._reasoning import ThinkBlocks
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
-from engine.text import TemplateMarkers, one_line
+from engine.text import TemplateMarkers
 
-__all__ = [
-    "FILTERED",
-    "Done",
-    "Health",
-    "Message",
-    "Provider",
-    "PullProgress",
-    "ReasoningDelta",
-    "StreamEvent",
-    "StreamRequest",
-    "TokenDelta",
-    "Usage",
-    "WasReasoning",
-    "finish_reason_of",
-]
-
-Role = Literal["system", "user", "assistant"]
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One chat message."""
-
-    role: Role
-    content: str
-
-
-@dataclass(frozen=True, slots=True)
-class StreamRequest:
-    """What to ask a provider. Timeouts left `None` take the provider's configured values."""
-
-    messages: tuple[Message, ...]
-    schema: dict[str, Any] | None = None
-    """JSON schema the answer must satisfy (the provider's native structured-output mode)."""
-    schema_name: str = "answer"
-    max_tokens: int | None = None
-    temperature: float | None = None
-    first_token_timeout: float | None = None
-    stall_timeout: float | None = None
-    timeout: float | None = None
-    demonstration_grammar: str | None = None
-    """A GBNF grammar that holds a demonstration model to the reply's form (a tiny model
-    cannot keep it unaided). Only a provider running a shipped demonstration model on
-    llama.cpp applies it; a capable model is never constrained this way."""
-
-    @classmethod
-    def of(cls, prompt: str, **kwargs: Any) -> StreamRequest:
-        """A single-user-message request."""
-        return cls(messages=(Message("user", prompt),), **kwargs)
-
-
-@dataclass(frozen=True, slots=True)
-class TokenDelta:
-    """A piece of answer text, in order."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReasoningDelta:
-    """A piece of the model's reasoning (its thinking before the answer), in order: from the
-    wire's own channel, or split out of the answer (`engine.providers._reasoning`). Never part
-    of the answer."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class WasReasoning:
-    """The answer text this reply streamed so far was the model's reasoning: the reply began
-    inside its think block (the template opened it) and has just closed it. That text is void
-    as answer; `text` is it as reasoning ("" when reasoning is hidden). What follows is the
-    answer (`engine.providers._reasoning`)."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts, when the provider reports them. `prompt_tokens` is the whole prompt, the
-    cached part (`cached_tokens`, read from the server's prompt cache) and the part written to
-    it (`cache_write_tokens`) included; `completion_tokens` includes `reasoning_tokens`."""
-
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cached_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    """The model finished. `finish_reason` is `stop`, `length` (cut at the token limit or the
-    window), `content_filter` (the provider's filter stopped it), `tool_calls`, or the
-    provider's own word (`finish_reason_of`)."""
-
-    finish_reason: str
-
-
-_FINISH_REASONS = {
-    **dict.fromkeys("stop end_turn stop_sequence eos eos_token end stop_token".split(), "stop"),
-    **dict.fromkeys("length max_tokens max_output_tokens model_length max_length token_limit "
-                    "model_context_window_exceeded".split(), "length"),
-    **dict.fromkeys("content_filter content_filtered refusal safety recitation blocklist "
-                    "prohibited_content spii".split(), "content_filter"),
-    **dict.fromkeys("tool_calls tool_use function_call".split(), "tool_calls"),
-}
-"""Each server's word for why it stopped (OpenAI, vLLM, TGI, Mistral, Gemini, Anthropic,
-Ollama) in ours."""
-FILTERED = "the provider's content filter stopped the answer"
-"""How an answer that ended with `content_filter` is named, wherever it shows."""
-_FAILED = frozenset("abort aborted error cancelled canceled".split())
-
-
-MOST_CHARACTERS = 8_000_000
-"""The most text (answer or reasoning) one reply may bring: a server past it is broken."""
-CHARACTERS_PER_TOKEN = 64
-"""More than any tokenizer's longest token: an answer past `max_tokens` × this (and 64 KiB)
-comes from a server that does not keep to `max_tokens`."""
-
-
-def most_characters(max_tokens: int | None) -> int:
-    """The most answer text a reply of at most `max_tokens` tokens can hold."""
-    if max_tokens is None:
-        return MOST_CHARACTERS
-    return min(MOST_CHARACTERS, max_tokens * CHARACTERS_PER_TOKEN + (64 << 10))
-
-
-def _too_long(event: TokenDelta | ReasoningDelta, max_tokens: int | None) -> str:
-    if type(event) is ReasoningDelta or max_tokens is None:
-        return f"the reply ran past {MOST_CHARACTERS:,} characters"
-    return (f"the answer ran past {most_characters(max_tokens):,} characters, more than "
-            f"{max_tokens:,} tokens hold: the server does not keep to max_tokens")
-
-
-def finish_reason_of(provider: str, reason: str) -> str:
-    """A server's finish reason in our words (`_FINISH_REASONS`; another word as it came,
-    lower-cased). A generation the server aborted is a `ServerError`, never a short answer."""
-    word = reason.strip().lower()
-    if word in _FAILED:
-        raise ServerError(provider, f"the server stopped the answer ({one_line(reason, 40)})")
-    return _FINISH_REASONS.get(word, word)
-
-
-StreamEvent = TokenDelta | ReasoningDelta | WasReasoning | Usage | Done
-
-
-@dataclass(frozen=True, slots=True)
-class PullProgress:
-    """One progress report of a model pull: `completed`/`total` bytes when known."""
-
-    status: str
-    digest: str | None
-    completed: int | None
-    total: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    """The result of one cheap live call (model list or version)."""
-
-    ok: bool
-    latency_ms: float
-    detail: str
-    checked_at: float = field(default_factory=time.time)
-
+__all__ = ["Provider", "standard_key_env"]
 
 def standard_key_env(config: ProviderConfig) -> str | None:
     """The conventional key variable for official endpoints; None for self-hosted servers."""
@@ -372,7 +218,7 @@ class Provider(ABC):
                         raise BadResponseError(self.name, not_text(event.text))
                     room[type(event)] -= len(event.text)
                     if room[type(event)] < 0:
-                        raise BadResponseError(self.name, _too_long(event, request.max_tokens))
+                        raise BadResponseError(self.name, too_long(event, request.max_tokens))
                     stall_deadline = loop.time() + stall_timeout
                     if stall_deadline < total_deadline:
                         deadline, phase = stall_deadline, StallTimeout

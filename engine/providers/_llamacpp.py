@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from engine.errors import BadResponseError
-from engine.providers._base import Message
+from engine.providers._events import Message
 from engine.providers._http import bounded
 
 __all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_count", "slot_window"]

@@ -22,10 +22,10 @@ from engine.errors import (
 )
 from engine.gguf.store import resolve_model_path
 from engine.paths import Paths
-from engine.providers._base import (
+from engine.providers._base import Provider
+from engine.providers._events import (
     Done,
     Message,
-    Provider,
     ReasoningDelta,
     StreamEvent,
     StreamRequest,

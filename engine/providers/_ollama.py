@@ -14,9 +14,9 @@ import httpx
 
 from engine.config.providers import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
-from engine.providers._base import (
+from engine.providers._base import Provider
+from engine.providers._events import (
     Done,
-    Provider,
     PullProgress,
     ReasoningDelta,
     StreamEvent,

@@ -20,10 +20,10 @@ from typing import Any
 import httpx
 
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError
-from engine.providers._base import (
+from engine.providers._base import Provider
+from engine.providers._events import (
     Done,
     Message,
-    Provider,
     ReasoningDelta,
     StreamEvent,
     StreamRequest,

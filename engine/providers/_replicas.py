@@ -48,10 +48,10 @@ from engine.errors import (
     RateLimitedError,
     ServerError,
 )
-from engine.providers._base import (
+from engine.providers._base import Provider
+from engine.providers._events import (
     Health,
     Message,
-    Provider,
     ReasoningDelta,
     StreamEvent,
     StreamRequest,
