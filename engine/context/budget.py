@@ -4,10 +4,7 @@
     fitted.request                            # what is sent: within the provider's window
     fitted.report                             # tokens used / window, how counted, what was cut
 
-The window is, first found: `context_window` in the provider's configuration; what the server
-says (llama.cpp: the slot's `n_ctx`; the `local` kind: `n_ctx / n_parallel`; Ollama: the
-model's context length, capped by `num_ctx`); the default for its model or kind
-(`DEFAULT_WINDOWS`). What was discovered is kept per provider configuration, for the process.
+The window is `engine.context.windows`'s: configured, said by the server, or a default.
 
 The reply's `max_tokens` is reserved (lowered to a third of a small window, and said so), plus
 a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`), a tenth of
@@ -22,7 +19,6 @@ keeps being measured, and a server that refuses a prompt as too long is measured
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -30,55 +26,33 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
-
 from engine.context.fit import DoesNotFit, Trim
 from engine.context.tokens import MESSAGE_OVERHEAD, estimate, estimate_messages
+from engine.context.windows import (
+    WindowSource,
+    forget,
+    key_of,
+    mark_inexact,
+    transient,
+    window_of,
+)
 from engine.providers import Message, StreamRequest
 
 if TYPE_CHECKING:
     from engine.providers import Provider
 
 __all__ = [
-    "DEFAULT_WINDOWS",
     "Composer",
     "FitReport",
     "FittedRequest",
     "Prompt",
-    "Window",
-    "default_window",
     "fit",
     "forget_window",
-    "window_of",
 ]
 
 log = logging.getLogger(__name__)
 
 Counted = Literal["exact", "bounded", "estimate"]
-WindowSource = Literal["config", "server", "model", "default"]
-
-DEFAULT_WINDOWS: dict[str, int] = {
-    "openai": 128_000,
-    "openai-compatible": 8_192,
-    "anthropic": 200_000,
-    "ollama": 4_096,
-    "local": 8_192,
-}
-"""Per kind, when neither the configuration nor the server says: OpenAI's models take 128k,
-Anthropic's 200k; an unknown OpenAI-compatible server gets a cautious 8k; Ollama runs a model at
-4k unless `num_ctx` (or OLLAMA_CONTEXT_LENGTH on the server) says otherwise."""
-
-_MODEL_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("gpt-4.1", 1_047_576),
-    ("gpt-5", 400_000),
-    ("gpt-4o", 128_000),
-    ("o1", 200_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-    ("gemini", 1_048_576),
-    ("claude", 200_000),
-)
-"""Known model families (by name prefix) on the official endpoints."""
 
 EXACT_MARGIN = 16
 ESTIMATE_MARGIN = 0.10
@@ -88,108 +62,6 @@ SMALL_REPLY_SHARE = 3
 UNSET_REPLY = 4096
 """Tokens kept for a reply whose request sets no `max_tokens` (sent as the limit only when a
 small window lowers it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """A provider's context window in tokens, where that figure came from, and whether the
-    provider counts a prompt's tokens exactly."""
-
-    tokens: int
-    source: WindowSource
-    exact: bool = False
-
-
-def default_window(kind: str, model: str, official: bool) -> Window:
-    """The window of a model nobody asked: by model family on the official endpoints, else by
-    kind (`DEFAULT_WINDOWS`)."""
-    if official:
-        name = model.lower().rsplit("/", 1)[-1]
-        for prefix, tokens in _MODEL_WINDOWS:
-            if name.startswith(prefix):
-                return Window(tokens, "model")
-    key = kind if official or kind != "openai" else "openai-compatible"
-    return Window(DEFAULT_WINDOWS[key], "default")
-
-
-_windows: dict[tuple[str, str], Window] = {}
-
-
-def _key(provider: Provider) -> tuple[str, str]:
-    return provider.name, provider.config.model_dump_json()
-
-
-async def _discover(provider: Provider) -> tuple[int | None, bool, bool]:
-    """(window, counts exactly, worth keeping): a server that did not answer is asked again
-    next time, one that answered (whatever it said) is not."""
-    keep = True
-    try:
-        told = await provider.context_window()
-    except Exception as exc:  # a server that cannot say is not a failed call
-        log.info("%s: window not discovered: %s", provider.name, exc)
-        told, keep = None, False
-    exact = False
-    for attempt in (1, 2):  # a probe that got no answer (a busy machine) is asked once more
-        try:
-            exact = await provider.count_tokens([Message("user", "ok")]) is not None
-            break
-        except Exception as exc:
-            log.info("%s: cannot count tokens: %s", provider.name, exc)
-            if not _transient(exc):
-                break
-            if attempt == 2:  # still no answer: estimate now, ask again next time
-                keep = False
-    return told, exact, keep
-
-
-async def window_of(provider: Provider) -> Window:
-    """The provider's window (see the module docstring); asks the server once per process and
-    provider configuration: calls that need it while it is asked wait for that answer (an
-    evaluation starting 32 claims at once asks once, not 32 times)."""
-    key = _key(provider)
-    found = _windows.get(key)
-    if found is None:
-        loop = asyncio.get_running_loop()
-        asking = _asking.get(key)
-        if asking is None or asking.get_loop() is not loop:
-            asking = _asking[key] = loop.create_task(_discovered(provider, key))
-            asking.add_done_callback(
-                lambda done: _asking.pop(key) if _asking.get(key) is done else None)
-        found = await asyncio.shield(asking)  # one caller cancelled: the others still wait
-    configured = provider.config.context_window
-    if configured is not None:
-        return replace(found, tokens=configured, source="config")
-    return found
-
-
-_asking: dict[Any, asyncio.Task[Window]] = {}
-"""The discovery under way per provider configuration."""
-
-
-async def _discovered(provider: Provider, key: Any) -> Window:
-    told, exact, keep = await _discover(provider)
-    if told is not None and told > 0:
-        found = Window(told, "server", exact)
-    else:
-        found = replace(default_window(provider.kind, provider.model, provider.official),
-                        exact=exact)
-    if keep:
-        _windows[key] = found
-    return found
-
-
-def forget_window(provider: Provider, told: int | None = None) -> None:
-    """Drop what was discovered about `provider`: its server rejected a prompt as too long.
-    `told`, the window its error named, is learned for the rest of the process (a gateway in
-    front of an 8k model under a kind that assumes 200k would otherwise fail every call once);
-    without it the server is asked again."""
-    key = _key(provider)
-    _ratios.pop(key, None)  # a bound may have been wrong: measured again from scratch
-    if told is None or told <= 0:
-        _windows.pop(key, None)
-        return
-    known = _windows.get(key)
-    _windows[key] = Window(told, "server", known.exact if known is not None else False)
 
 
 Composer = Callable[[int, Callable[[str], int]], tuple[list[Message], Trim]]
@@ -310,7 +182,7 @@ def _bound(provider: Provider, guess: int, limit: int) -> int | None:
     this server's counts measured, when it is within `BOUND_SHARE` of `limit`; None (count
     it exactly) until `CALIBRATION` counts, near the limit, and for every `RECOUNT`-th call
     a bound would do for."""
-    ratio = _ratios.get(_key(provider))
+    ratio = _ratios.get(key_of(provider))
     if ratio is None or ratio.counts < CALIBRATION:
         return None
     bound = math.ceil(guess * ratio.worst * BOUND_SLACK)
@@ -333,27 +205,27 @@ async def _count(provider: Provider, messages: Sequence[Message]) -> int | None:
         counted = await provider.count_tokens(messages)
     except Exception as exc:  # fall back to the estimate, and say so in the report
         log.info("%s: cannot count tokens: %s", provider.name, exc)
-        if _transient(exc):
+        if transient(exc):
             return None
         counted = -1
     guess = estimate_messages(messages)
     if counted is not None and guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
-        ratio = _ratios.setdefault(_key(provider), _Ratio())
+        ratio = _ratios.setdefault(key_of(provider), _Ratio())
         ratio.counts += 1
         ratio.worst = max(ratio.worst, counted / max(1, guess))
         return counted
     if counted is not None and counted >= 0:
         log.info("%s: a count of %d tokens for about %d is not believed", provider.name,
                  counted, guess)
-    key = _key(provider)
-    if key in _windows:
-        _windows[key] = replace(_windows[key], exact=False)
+    mark_inexact(provider)
     return None
 
 
-def _transient(exc: Exception) -> bool:
-
-    return isinstance(exc, httpx.TransportError)
+def forget_window(provider: Provider, told: int | None = None) -> None:
+    """Drop what was discovered about `provider` (`windows.forget`: its server rejected a
+    prompt as too long) and what its counts measured: a bound may have been wrong."""
+    _ratios.pop(key_of(provider), None)
+    forget(provider, told)
 
 
 async def fit(

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from engine import ContextOverflowError, GapAnalysis, Workspace
-from engine.context.budget import Prompt, default_window, fit, forget_window, window_of
+from engine.context.budget import Prompt, fit, forget_window
 from engine.context.fit import (
     CUT_MARK,
     DoesNotFit,
@@ -23,6 +23,7 @@ from engine.context.fit import (
     span,
 )
 from engine.context.tokens import estimate, estimate_messages
+from engine.context.windows import default_window, window_of
 from engine.errors import overflow_window
 from engine.interrogation.transcript import transcript, transcript_prompt, witness_prompt
 from engine.models.session import ProvidersUsed, QuestionAnswerPair

@@ -16,7 +16,7 @@ import pytest
 
 from engine import Paths, ProviderConfig
 from engine.config.models import Config, Price
-from engine.context.budget import window_of
+from engine.context.windows import window_of
 from engine.costs import call_cost
 from engine.errors import ContextOverflowError, RequestError, is_context_overflow, overflow_window
 from engine.interrogation.calls import count_tokens
