@@ -38,23 +38,25 @@ from engine.providers._events import (
     finish_reason_of,
 )
 from engine.providers._http import (
-    bounded,
     error_for_status,
     error_message,
     field_of,
     first_line,
+    model_listed,
+    not_a_stream,
+    rate_limit_wait,
+    send_streamed,
+    unlisted_model,
+)
+from engine.providers._reading import (
+    bounded,
     is_event_stream,
     iter_sse,
     looks_like_sse,
-    model_listed,
-    not_a_stream,
     one_chunk,
-    rate_limit_wait,
     read_error_body,
     read_whole,
-    send_streamed,
     stream_lines,
-    unlisted_model,
 )
 
 __all__ = ["AnthropicProvider"]

@@ -21,7 +21,9 @@ import httpx
 
 from engine.errors import BadResponseError
 from engine.providers._events import Message
-from engine.providers._http import bounded
+from engine.providers._reading import (
+    bounded,
+)
 
 __all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_count", "slot_window"]
 

@@ -32,24 +32,16 @@ from engine.providers._events import (
     finish_reason_of,
 )
 from engine.providers._http import (
-    bounded,
     content_text,
     error_for_status,
     error_message,
     field_of,
-    is_event_stream,
-    iter_sse,
-    looks_like_sse,
     model_listed,
     not_a_stream,
     not_text,
-    one_chunk,
     rate_limit_wait,
-    read_error_body,
-    read_whole,
     send_streamed,
     shared_tls,
-    stream_lines,
     unlisted_model,
 )
 from engine.providers._llamacpp import (
@@ -58,6 +50,16 @@ from engine.providers._llamacpp import (
     listed_window,
     slot_count,
     slot_window,
+)
+from engine.providers._reading import (
+    bounded,
+    is_event_stream,
+    iter_sse,
+    looks_like_sse,
+    one_chunk,
+    read_error_body,
+    read_whole,
+    stream_lines,
 )
 from engine.providers._reasoning import reasoning_field
 

@@ -16,7 +16,9 @@ from hypothesis import given, settings, strategies as st
 from engine import BadResponseError, Paths, ProviderConfig, RateLimitedError, ServerError
 from engine.interrogation.checks import answer_problem
 from engine.providers import FILTERED, Done, StreamRequest, TokenDelta, create_provider
-from engine.providers._http import stream_lines
+from engine.providers._reading import (
+    stream_lines,
+)
 from engine.routing.structured import collect_json
 from tests.engine.test_anthropic_wire import KEY, message_stream, streaming
 from tests.support.wire import Reply, WireServer

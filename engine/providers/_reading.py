@@ -1,0 +1,143 @@
+"""Reading what a server sends, bounded: the lines of a stream (CRLF, CR or LF), its SSE
+events, a whole body. A broken or hostile server cannot fill memory: past `MOST_BYTES` a line
+or a body is a `BadResponseError`, and an error reply is read only for its message."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import BadResponseError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["ERROR_BYTES", "MOST_BYTES", "bounded", "is_event_stream", "iter_sse",
+           "looks_like_sse", "one_chunk", "read_error_body", "read_whole", "stream_lines"]
+
+MOST_BYTES = 16 << 20
+"""The longest line of an event stream, and the largest whole reply, read from a server
+(16 MiB): past it a reply is no answer, and a broken or hostile server cannot fill memory."""
+ERROR_BYTES = 64 << 10
+"""What is read of an error reply's body: its message is in the first lines."""
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+async def stream_lines(provider: str, chunks: AsyncIterator[bytes],
+                       limit: int = MOST_BYTES) -> AsyncIterator[str]:
+    """The lines of a UTF-8 byte stream, ended by CRLF, CR or LF (an event stream's framing);
+    a line longer than `limit` characters is a `BadResponseError`, never read to its end."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    line: list[str] = []  # the line read so far, in pieces
+    size = 0
+    after_cr = False  # the text so far ended with a CR: an LF next is its other half
+    finished = False
+    while not finished:
+        chunk = await anext(chunks, None)
+        finished = chunk is None
+        text = decoder.decode(chunk or b"", finished)
+        if after_cr and text.startswith("\n"):
+            text, after_cr = text[1:], False
+        if not text:
+            continue
+        after_cr = text.endswith("\r")
+        pieces = _LINE_END.split(text)  # only the new text is searched
+        if len(pieces) > 1:
+            yield "".join(line) + pieces[0]
+            for piece in pieces[1:-1]:
+                yield piece
+            line, size = [pieces[-1]], len(pieces[-1])
+        else:
+            line.append(text)
+            size += len(text)
+        if size > limit:
+            raise BadResponseError(provider, f"a line of the stream ran past {limit:,} "
+                                   "characters")
+    if size:
+        yield "".join(line)
+
+
+async def one_chunk(body: bytes) -> AsyncIterator[bytes]:
+    """A body already read, as the chunks `stream_lines` takes."""
+    yield body
+
+
+async def _at_most(reply: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes of `reply`'s body, and whether that was all of it."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in reply.aiter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(parts)[:limit], False
+    return b"".join(parts), True
+
+
+async def read_whole(provider: str, reply: httpx.Response, limit: int = MOST_BYTES) -> bytes:
+    """`reply`'s whole body; a `BadResponseError` past `limit` bytes."""
+    body, whole = await _at_most(reply, limit)
+    if not whole:
+        raise BadResponseError(provider, f"the reply ran past {limit:,} bytes")
+    return body
+
+
+async def bounded(client: httpx.AsyncClient, method: str, url: str, provider: str,
+                  limit: int = MOST_BYTES, **kwargs: Any) -> httpx.Response:
+    """`client.request(method, url, **kwargs)` with its body read to at most `limit` bytes (a
+    `BadResponseError` past it): for the small JSON a server says about itself."""
+    import httpx
+
+    async with client.stream(method, url, **kwargs) as reply:
+        body = await read_whole(provider, reply, limit)
+    headers = [(k, v) for k, v in reply.headers.multi_items()  # the body is decoded already
+               if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(reply.status_code, headers=headers, content=body,
+                          request=reply.request)
+
+
+async def read_error_body(reply: httpx.Response) -> bytes:
+    """The first `ERROR_BYTES` of an error reply's body: enough for its message."""
+    return (await _at_most(reply, ERROR_BYTES))[0]
+
+
+async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """Server-sent events as (event, data) from a stream of lines (the WHATWG framing)."""
+    event = "message"
+    data: list[str] = []
+    first = True
+    async for line in lines:
+        if first:  # a byte order mark before the first field is no part of it
+            line, first = line.removeprefix("\ufeff"), False
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            event = value
+        elif name == "data":
+            data.append(value)
+    if data:
+        yield event, "\n".join(data)
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """True for a `text/event-stream` response (parameters such as charset ignored)."""
+    return (content_type or "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+def looks_like_sse(body: bytes) -> bool:
+    """True when a body is server-sent events whatever its content type says (some proxies
+    drop or rewrite the header): its first non-blank line is an SSE field."""
+    for line in body.decode("utf-8", "replace").lstrip("\ufeff").splitlines():
+        if line.strip():
+            return line.startswith(("data:", "event:", ":", "id:", "retry:"))
+    return False
