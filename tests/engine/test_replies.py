@@ -23,7 +23,7 @@ from engine.routing.structured import parse_json
 from engine.text import END_OF_TURN_MARKERS, TemplateMarkers, strip_markers
 from tests.support.faults import FaultProxy
 from tests.support.servers import LlamaServer
-from tests.support.wire import Reply, WireServer
+from tests.support.wire import Reply, WireServer, chat, openai_behind
 
 SCHEMA = {
     "type": "object",
@@ -270,13 +270,8 @@ def _openai_stream(*contents: object, finish: object = "stop") -> Reply:
 
 
 async def _openai_events(reply: Reply, paths: Paths) -> list[Any]:
-    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
-        provider = create_provider("srv", ProviderConfig(
-            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
-        try:
-            return [e async for e in provider.stream(StreamRequest.of("x"))]
-        finally:
-            await provider.aclose()
+    async with openai_behind(chat(reply), paths) as provider:
+        return [e async for e in provider.stream(StreamRequest.of("x"))]
 
 
 async def test_content_sent_as_a_list_of_text_parts_is_read_as_its_text(paths: Paths) -> None:

@@ -21,7 +21,7 @@ from engine.providers._reading import (
 )
 from engine.routing.structured import collect_json
 from tests.engine.test_anthropic_wire import KEY, message_stream, streaming
-from tests.support.wire import Reply, WireServer
+from tests.support.wire import Reply, WireServer, chat, openai_behind
 
 
 def _chunk(delta: dict[str, Any], finish: object = None) -> dict[str, Any]:
@@ -36,13 +36,8 @@ def _sse(*chunks: dict[str, Any], end: str = "\n\n", done: bool = True) -> list[
 
 async def _events(body: list[bytes], paths: Paths) -> list[Any]:
     reply = Reply(200, {"content-type": "text/event-stream"}, body)
-    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
-        provider = create_provider("srv", ProviderConfig(
-            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
-        try:
-            return [e async for e in provider.stream(StreamRequest.of("x"))]
-        finally:
-            await provider.aclose()
+    async with openai_behind(chat(reply), paths) as provider:
+        return [e async for e in provider.stream(StreamRequest.of("x"))]
 
 
 def _text(events: list[Any]) -> str:
@@ -175,42 +170,27 @@ async def test_a_line_that_never_ends_is_refused_before_it_fills_memory(paths: P
 async def test_a_server_that_ignores_max_tokens_is_stopped(paths: Paths) -> None:
     chunks = [*[_chunk({"content": "word " * 2000})] * 20, _chunk({}, "stop")]
     reply = Reply(200, {"content-type": "text/event-stream"}, _sse(*chunks))
-    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
-        provider = create_provider("srv", ProviderConfig(
-            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
-        try:
-            with pytest.raises(BadResponseError, match="does not keep to max_tokens"):
-                async for _ in provider.stream(StreamRequest.of("x", max_tokens=16)):
-                    pass
-            # the same reply within its limit is an answer
-            events = [e async for e in provider.stream(StreamRequest.of("x", max_tokens=4096))]
-            assert len(_text(events)) == 200_000
-        finally:
-            await provider.aclose()
+    async with openai_behind(chat(reply), paths) as provider:
+        with pytest.raises(BadResponseError, match="does not keep to max_tokens"):
+            async for _ in provider.stream(StreamRequest.of("x", max_tokens=16)):
+                pass
+        # the same reply within its limit is an answer
+        events = [e async for e in provider.stream(StreamRequest.of("x", max_tokens=4096))]
+        assert len(_text(events)) == 200_000
 
 
 async def test_an_endless_body_is_read_only_as_far_as_it_matters(paths: Paths) -> None:
     """A whole reply past 16 MiB is no answer; an error's body is read for its message only."""
     huge = [b'{"choices": [{"message": {"content": "', *([b"a" * (1 << 20)] * 20), b'"}}]}']
     reply = Reply(200, {"content-type": "application/json"}, huge)
-    with WireServer({"POST /v1/chat/completions": lambda _: reply}) as server:
-        provider = create_provider("srv", ProviderConfig(
-            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
-        try:
-            with pytest.raises(BadResponseError, match="the reply ran past 16,777,216 bytes"):
-                await _drain(provider)
-        finally:
-            await provider.aclose()
+    async with openai_behind(chat(reply), paths) as provider:
+        with pytest.raises(BadResponseError, match="the reply ran past 16,777,216 bytes"):
+            await _drain(provider)
     failing = Reply(500, {"content-type": "text/plain"},
                     [b"upstream exploded\n", *([b"x" * (1 << 20)] * 64)])
-    with WireServer({"POST /v1/chat/completions": lambda _: failing}) as server:
-        provider = create_provider("srv", ProviderConfig(
-            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
-        try:
-            with pytest.raises(ServerError, match="upstream exploded"):
-                await _drain(provider)
-        finally:
-            await provider.aclose()
+    async with openai_behind(chat(failing), paths) as provider:
+        with pytest.raises(ServerError, match="upstream exploded"):
+            await _drain(provider)
 
 
 async def _drain(provider: Any) -> None:
@@ -227,21 +207,11 @@ async def test_what_a_server_says_about_itself_is_read_bounded(paths: Paths) -> 
               "GET /slots": lambda _: Reply(404, {}, [b"no"]),
               "GET /v1/models": lambda _: Reply(200, {"content-type": "application/json"},
                                                 endless)}
-    with WireServer(routes) as server:
-        provider = create_provider("srv", ProviderConfig(
-            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
-        try:
-            assert await provider.context_window() is None
-            health = await provider.health()
-            assert not health.ok and "the reply ran past 16,777,216 bytes" in health.detail
-        finally:
-            await provider.aclose()
+    async with openai_behind(routes, paths) as provider:
+        assert await provider.context_window() is None
+        health = await provider.health()
+        assert not health.ok and "the reply ran past 16,777,216 bytes" in health.detail
     small = [b'{"default_generation_settings": {"n_ctx": 4096}}']
     routes["GET /props"] = lambda _: Reply(200, {"content-type": "application/json"}, small)
-    with WireServer(routes) as server:
-        provider = create_provider("srv", ProviderConfig(
-            kind="openai", model="m", base_url=f"http://127.0.0.1:{server.port}/v1"), paths)
-        try:
-            assert await provider.context_window() == 4096
-        finally:
-            await provider.aclose()
+    async with openai_behind(routes, paths) as provider:
+        assert await provider.context_window() == 4096

@@ -7,11 +7,12 @@ connection mid-body and the client sees a truncated stream, exactly as with a re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -132,3 +133,23 @@ def json_reply(data: Any, status: int = 200, headers: dict[str, str] | None = No
     """A JSON body in one piece."""
     return Reply(status, {"content-type": "application/json", **(headers or {})},
                  [json.dumps(data).encode()])
+
+
+@contextlib.asynccontextmanager
+async def openai_behind(routes: dict[str, Route], paths: Any) -> AsyncIterator[Any]:
+    """An `openai` provider named `srv` in front of a `WireServer` with `routes`, closed after."""
+    from engine import ProviderConfig
+    from engine.providers import create_provider
+
+    with WireServer(routes) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=f"{server.url}/v1"), paths)
+        try:
+            yield provider
+        finally:
+            await provider.aclose()
+
+
+def chat(reply: Reply) -> dict[str, Route]:
+    """The routes of a server that answers every chat completion with `reply`."""
+    return {"POST /v1/chat/completions": lambda _: reply}
