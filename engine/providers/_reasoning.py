@@ -102,6 +102,9 @@ class ThinkBlocks:
     def _watch(self, text: str) -> tuple[str, str]:
         """Answer text that a closing tag (with no opening one before it) may yet void."""
         assert self._said is not None
+        if not self._held and "<" not in text:  # no tag here, nor the start of one
+            self._said.append(text)
+            return "", text
         buffer = self._held + text
         self._held = ""
         lowered = buffer.lower()
