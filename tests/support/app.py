@@ -9,8 +9,11 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+from rich.text import Text
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from engine import Paths, load_config
 from engine.models.events import (
@@ -42,6 +45,36 @@ async def until(pilot: Pilot[int], condition: Callable[[], bool], timeout: float
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting")
         await pilot.pause(0.05)
+
+
+def _sized(table: DataTable[Any]) -> bool:
+    """Whether `table` has sized its columns to its cells (it does so when idle: a shot taken
+    before shows them cut to their headings' widths)."""
+    for index, column in enumerate(table.ordered_columns):
+        cells = (table.get_row_at(row)[index] for row in range(table.row_count))
+        widest = max(((cell if isinstance(cell, Text) else Text(str(cell))).cell_len
+                      for cell in cells), default=0)
+        if column.auto_width and column.content_width < widest:
+            return False
+    return True
+
+
+async def quiet(pilot: Pilot[int], done: Callable[[], bool] = lambda: True,
+                timeout: float = 90) -> None:
+    """Until `done()` holds, no worker runs and every table on the screen has rows sized to
+    its cells; then a frame more. What a snapshot waits for, however busy the machine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        await pilot.pause()
+        app = pilot.app
+        if done() and not any(w.is_running for w in app.workers) \
+                and all(_sized(t) for t in app.screen.query(DataTable)):
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError("the screen never settled")
+        await pilot.pause(0.02)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
 
 
 def app_for(home: Path, text: str = "") -> DetektivApp:

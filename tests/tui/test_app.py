@@ -252,8 +252,12 @@ async def main():
     paths = Paths.from_env()
     app = DetektivApp(paths, load_config(paths))
     async with app.run_test() as pilot:
-        await pilot.pause(0.5)
-        print(app.screen.query_one("DataTable").row_count)
+        table = app.screen.query_one("DataTable")
+        for _ in range(2400):  # until the rows are in (two minutes at most)
+            if table.row_count:
+                break
+            await pilot.pause(0.05)
+        print(table.row_count)
     print(sorted({m.split(".")[0] for m in sys.modules} & {"openai", "anthropic", "ollama",
                                                           "xllamacpp", "jsonschema"}))
 asyncio.run(main())

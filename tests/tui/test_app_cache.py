@@ -36,7 +36,7 @@ async def test_the_cache_tab_from_the_keyboard(home: Path, tmp_path: Path,
         await pilot.press("slash", *"hamlet")
         await until(pilot, lambda: table.row_count == 1)
         table.focus()
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "validation PASSED" in text(screen, "#cache-detail"))
         detail = text(screen, "#cache-detail")
         assert "Shakespeare [bold]x[/bold] [31mred" in detail and "\x1b" not in detail
         assert "validation PASSED" in detail and "✓ non_empty" in detail

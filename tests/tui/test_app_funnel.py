@@ -17,6 +17,7 @@ import tui
 from engine import Paths
 from engine.logs import log_file
 from engine.storage.sessions import SessionStore
+from tests.support.app import until
 from tests.support.factory import stored_session
 from tui.app import DetektivApp, build_app
 from tui.funnel import Guarded
@@ -87,10 +88,10 @@ async def test_a_failing_handler_on_a_screen_does_not_stop_that_screen(
     monkeypatch.setattr(SessionsScreen, "_apply_filter", flaky)
     app = build_app(paths)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.5)
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen)
+                    and app.screen.query_one(DataTable).row_count == 2)
         screen = app.screen
         assert isinstance(screen, SessionsScreen)
-        assert screen.query_one(DataTable).row_count == 2
         fail["on"] = True
         await pilot.press("slash", "w")  # Input.Changed → the screen's handler raises
         await pilot.pause()
@@ -114,7 +115,7 @@ async def test_failing_timers_and_workers_are_reported_once_each(paths: Paths) -
     async with app.run_test(size=(100, 30)) as pilot:
         app.set_timer(0.01, tick)
         app.run_worker(work())  # exit_on_error left at Textual's default (True)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: len(internal_notices(app)) >= 2)
         assert app.is_running and app.return_code is None
         notices = internal_notices(app)
         assert sum("KeyError" in n for n in notices) == 1

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import Input
 
 from engine import Paths, load_config
-from tests.support.app import START, fixed_session
+from tests.support.app import START, fixed_session, quiet
 from tui.app import DetektivApp
 from tui.screens.providers import ProvidersScreen
 
@@ -61,7 +61,7 @@ def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.Monkey
 
     async def providers(pilot: Any) -> None:
         await pilot.press("5")
-        await pilot.pause(0.3)
+        await quiet(pilot, lambda: pilot.app.current_mode == "providers")
 
     assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=providers)
 
@@ -71,7 +71,8 @@ def test_cache_tab(home: Path, snap_compare: Any) -> None:
 
     async def cache(pilot: Any) -> None:
         await pilot.press("4")
-        await pilot.pause(0.5)
+        await quiet(pilot, lambda: pilot.app.current_mode == "cache" and "entries" in str(
+            pilot.app.screen.query_one("#cache-stats").content))
 
     assert snap_compare(make_app(home, sessions=0), terminal_size=SIZE, run_before=cache)
 
@@ -101,22 +102,27 @@ def test_oracles_tab(home: Path, snap_compare: Any) -> None:
     async def history(pilot: Any) -> None:
         pilot.app.current_session = folder.name
         await pilot.press("3")
-        await pilot.pause(0.5)
+        await quiet(pilot, lambda: pilot.app.current_mode == "oracles")
         await pilot.press("h")
-        await pilot.pause(0.3)
+
+        def shown() -> bool:
+            screen = pilot.app.screen
+            return screen.query_one("#oracle-views").current == "history" and \
+                "Sceptic" in screen.query_one("#history").plain_text()
+
+        await quiet(pilot, shown)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=history)
 
 
 async def settle(pilot: Any) -> None:
-    for _ in range(100):
-        await pilot.pause(0.05)
-        table = pilot.app.screen.query("DataTable")
-        if table and table.first().row_count:
-            # the rows are in; let the table size its columns and repaint before the shot
-            await pilot.pause(0.2)
-            await pilot.wait_for_scheduled_animations()
-            return
+    """The sessions' rows in, the whole list read, their columns sized."""
+    def listed() -> bool:
+        tables = pilot.app.screen.query("DataTable")
+        return bool(tables) and tables.first().row_count > 0 and \
+            not getattr(pilot.app.screen, "partial", False)
+
+    await quiet(pilot, listed)
 
 
 def test_oracles_tab_case_agent(home: Path, snap_compare: Any) -> None:
@@ -145,13 +151,10 @@ def test_oracles_tab_case_agent(home: Path, snap_compare: Any) -> None:
         async def agent(pilot: Any) -> None:
             await pilot.press("3", "g")
             await pilot.press(*"Which sessions mention the harbour?", "enter")
-            for _ in range(200):
-                await pilot.pause(0.05)
-                if pilot.app.screen.query_one("#agent").stop is not None:
-                    break
+            await quiet(pilot, lambda: pilot.app.screen.query_one("#agent").stop is not None)
             pilot.app.clear_notifications()
             for field in pilot.app.screen.query(Input):  # a blinking cursor is a coin toss
                 field.cursor_blink = False
-            await pilot.pause(0.3)
+            await quiet(pilot)
 
         assert snap_compare(app, terminal_size=(130, 36), run_before=agent)
