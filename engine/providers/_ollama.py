@@ -31,6 +31,7 @@ from engine.providers._http import (
     not_a_stream,
     server_dropped_connection,
 )
+from engine.providers._reading import bound_lines
 
 if TYPE_CHECKING:
     import ollama
@@ -94,6 +95,7 @@ class OllamaProvider(Provider):
         starts with JSON is let through; it streams from what was read."""
         if response.status_code >= 400 or not response.url.path.endswith("/api/chat"):
             return
+        bound_lines(response, self.name)  # the SDK reads lines with no end in sight
         content_type = response.headers.get("content-type")
         if "json" in (content_type or "").lower():
             return

@@ -14,7 +14,7 @@ from engine.errors import BadResponseError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ERROR_BYTES", "MOST_BYTES", "bounded", "is_event_stream", "iter_sse",
+__all__ = ["ERROR_BYTES", "MOST_BYTES", "bound_lines", "bounded", "is_event_stream", "iter_sse",
            "looks_like_sse", "one_chunk", "read_error_body", "read_whole", "stream_lines"]
 
 MOST_BYTES = 16 << 20
@@ -57,6 +57,32 @@ async def stream_lines(provider: str, chunks: AsyncIterator[bytes],
                                    "characters")
     if size:
         yield "".join(line)
+
+
+def bound_lines(response: httpx.Response, provider: str, limit: int = MOST_BYTES) -> None:
+    """`response`'s body, as a library reads it (Ollama's, line by line), refused once a line
+    runs past `limit` bytes: a `BadResponseError` before it fills memory."""
+    import httpx
+
+    if not isinstance(response.stream, httpx.AsyncByteStream):
+        return
+    inner: httpx.AsyncByteStream = response.stream
+
+    class Bounded(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            run = 0  # bytes since the last line end
+            async for chunk in inner:
+                end = chunk.rfind(b"\n")
+                run = len(chunk) - end - 1 if end != -1 else run + len(chunk)
+                if run > limit:
+                    raise BadResponseError(provider, f"a line of the stream ran past "
+                                           f"{limit:,} bytes")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    response.stream = Bounded()
 
 
 async def one_chunk(body: bytes) -> AsyncIterator[bytes]:

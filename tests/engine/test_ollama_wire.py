@@ -241,3 +241,21 @@ async def test_model_listing_and_pull_are_capabilities_of_the_provider_interface
         [p async for p in other.pull("m")]
     ollama = create_provider("o", ProviderConfig(kind="ollama", model="m"), paths, env={})
     assert ollama.can_list_models and ollama.can_pull
+
+
+async def test_an_endless_line_is_refused_before_it_fills_memory(paths: Paths) -> None:
+    """The Ollama SDK reads its NDJSON line by line with no limit: a server that never ends a
+    line (64 MiB here) is a bad response past 16 MiB, and a long reply in many lines is not."""
+    endless = [line({"model": "m", "created_at": STAMP, "done": False,
+                     "message": {"role": "assistant", "content": "Hi"}}),
+               b'{"model": "m", "message": {"content": "', *([b"a" * (1 << 20)] * 64)]
+    with WireServer({"POST /api/chat": lambda r: ndjson(iter(endless))}) as server:
+        with pytest.raises(BadResponseError, match="a line of the stream ran past 16,777,216"):
+            await collect(make(server, paths), StreamRequest.of("Why?"))
+    lines = list(chat_stream(["word " * 10] * 100_000))  # over 16 MiB, 5 MB of it answer
+    assert sum(map(len, lines)) > 1 << 24
+    batched = [b"".join(lines[i:i + 1000]) for i in range(0, len(lines), 1000)]
+    with WireServer({"POST /api/chat": lambda r: ndjson(iter(batched))}) as server:
+        events = await collect(make(server, paths), StreamRequest.of("Why?"))
+    assert sum(len(e.text) for e in events if isinstance(e, TokenDelta)) == 5_000_000 \
+        and events[-1] == Done("stop")
