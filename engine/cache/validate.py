@@ -6,13 +6,13 @@ An entry is served only when its `ValidationResult` is PASSED under the current
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from engine.cache.lexicon import detect, lexicon
 from engine.cache.models import CacheEntry, CheckResult, ValidationResult
 from engine.cache.normalise import normalise
+from engine.jsondata import loads
 
 __all__ = ["VALIDATOR_VERSION", "requires_realtime", "validate"]
 
@@ -173,7 +173,7 @@ def _schema_check(payload: str, schema: dict[str, Any]) -> CheckResult:
     import jsonschema
 
     try:
-        jsonschema.validate(json.loads(payload), schema)
+        jsonschema.validate(loads(payload), schema)
     except (ValueError, jsonschema.ValidationError) as exc:
         message = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
         return CheckResult(name="schema", passed=False, detail=f"not valid: {message}")

@@ -32,6 +32,7 @@ from engine.context.policy import Limits
 from engine.context.reference import LastReference
 from engine.context.tokens import MESSAGE_OVERHEAD, estimate
 from engine.errors import DetektivError
+from engine.jsondata import loads
 from engine.providers import Message, StreamRequest
 from engine.storage.shared import SharedSQLite
 
@@ -308,7 +309,7 @@ class SQLiteConversations:
         found = []
         for role, content, created_at, meta, index in rows:
             try:
-                extra = json.loads(meta)
+                extra = loads(meta)
             except ValueError:
                 extra = {}
             found.append(ConversationTurn(role, content, created_at,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import DatasetError
+from engine.jsondata import loads
 from engine.storage.atomic import atomic_write_text, file_sha256
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def _fetched(paths: Paths, entry: NamedDataset, progress: Progress | None) -> Pa
     record = folder / CHECKSUM
     if target.is_file() and record.is_file():
         try:
-            expected = json.loads(record.read_text(encoding="utf-8"))["sha256"]
+            expected = loads(record.read_text(encoding="utf-8"))["sha256"]
         except (OSError, ValueError, KeyError, TypeError):
             raise DatasetError(f"{entry.name}: {record} is damaged; delete {folder} to fetch "
                                "the dataset again") from None

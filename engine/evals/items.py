@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import DatasetError
+from engine.jsondata import loads
 from engine.models.session import WitnessBrief, WitnessMode
 
 __all__ = ["EvalItem", "brief_for", "claim_for", "read_items", "sample"]
@@ -130,9 +131,11 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
         raise DatasetError(f"{name}: cannot be read ({exc.strerror or exc})") from None
     if text.lstrip().startswith("["):
         try:
-            rows = json.loads(text)
+            rows = loads(text)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        except ValueError as exc:  # nested too deeply
+            raise DatasetError(f"{name}: not valid JSON ({exc})") from None
         for index, row in enumerate(rows, start=1):
             yield index, f"{name} item {index}", row
         return
@@ -140,9 +143,11 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{name} line {number}: not valid JSON ({exc.msg})") from None
+        except ValueError as exc:  # nested too deeply
+            raise DatasetError(f"{name} line {number}: not valid JSON ({exc})") from None
         yield number, f"{name} line {number}", row
 
 

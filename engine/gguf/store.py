@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.config.shipped import default_local_model, smollm2_path
 from engine.gguf.header import GgufInfo, read_header
+from engine.jsondata import loads
 
 if TYPE_CHECKING:
     from engine.config.models import Config
@@ -88,7 +88,7 @@ def pulled_dir(paths: Paths) -> Path:
 def read_manifest(folder: Path) -> Manifest | None:
     """The manifest of a pulled model's folder, or None (an unfinished or foreign folder)."""
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        data = loads((folder / MANIFEST).read_text(encoding="utf-8"))
         return Manifest(**data)
     except (OSError, ValueError, TypeError):
         return None

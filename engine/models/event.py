@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.jsondata import loads
+
 __all__ = ["Event", "journal_line", "read_journal_line"]
 
 E = TypeVar("E", bound="Event")
@@ -44,7 +46,7 @@ def read_journal_line(line: bytes | str, decode: Callable[[dict[str, Any]], E]
                       ) -> tuple[int, float, E]:
     """(number, time, event) of one journal line; `ValueError` when it is not one. Lines of
     agent logs written before the journals were one format (`seq`, an ISO time) read too."""
-    data = json.loads(line)
+    data = loads(line)
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     n = data.pop("n", None)

@@ -5,7 +5,6 @@ is not a stream was. Reading a reply (bounded lines, SSE events, whole bodies) i
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import re
 import ssl
@@ -25,6 +24,7 @@ from engine.errors import (
     is_context_overflow,
     overflow_window,
 )
+from engine.jsondata import loads
 
 if TYPE_CHECKING:
     import httpx
@@ -160,7 +160,7 @@ def error_message(body: bytes | str, fallback: str) -> str:
     `error_for_status` decides what is shown."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError:
         return text.strip()[:MESSAGE_KEPT] or fallback
     if isinstance(data, dict):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.jsondata import loads
 from engine.text import END_OF_TURN_MARKERS
 
 __all__ = [
@@ -74,7 +75,7 @@ def bundled_model_path(model_dir: Path) -> Path:
     marker = target.with_suffix(".verified")
     try:
         stat = target.stat()
-        if json.loads(marker.read_text()) == [stat.st_size, stat.st_mtime_ns]:
+        if loads(marker.read_text()) == [stat.st_size, stat.st_mtime_ns]:
             return target
     except (OSError, ValueError):
         pass

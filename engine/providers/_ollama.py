@@ -14,6 +14,7 @@ import httpx
 
 from engine.config.providers import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
+from engine.jsondata import loads
 from engine.providers._base import Provider
 from engine.providers._events import (
     Done,
@@ -183,7 +184,7 @@ class OllamaProvider(Provider):
             message = error_message(reply.content, reply.reason_phrase)
             raise error_for_status(self.name, reply.status_code, message)
         try:
-            return str(reply.json()["version"])
+            return str(loads(reply.content)["version"])
         except (ValueError, KeyError, TypeError):
             raise BadResponseError(self.name, "no version in /api/version") from None
 
@@ -216,7 +217,7 @@ class OllamaProvider(Provider):
         if reply.status_code != 200:
             return None
         try:
-            data = reply.json()
+            data = loads(reply.content)
         except ValueError:
             return None
         return ollama_window(data, self.config.options.get("num_ctx"))
@@ -272,7 +273,7 @@ async def probe_ollama(env: Mapping[str, str], timeout: float = 0.5) -> list[str
         async with httpx.AsyncClient(base_url=host, timeout=timeout) as http:
             reply = await http.get("/api/tags")
             reply.raise_for_status()
-            data = reply.json()
+            data = loads(reply.content)
     except (httpx.HTTPError, ValueError):
         return None
     try:

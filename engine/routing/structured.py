@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import BadResponseError
+from engine.jsondata import TOO_DEEP, loads, raw_decode
 from engine.providers import (
     FILTERED,
     Done,
@@ -77,13 +78,13 @@ def json_candidates(text: str) -> Iterator[Any]:
     """
     stripped = text.strip()
     try:
-        yield json.loads(stripped)
+        yield loads(stripped)
         return
     except ValueError:
         pass
     for fenced in _FENCE.finditer(text):
         try:
-            yield json.loads(fenced.group(1))
+            yield loads(fenced.group(1))
         except ValueError:
             continue
     decoder = json.JSONDecoder()
@@ -96,7 +97,7 @@ def json_candidates(text: str) -> Iterator[Any]:
         start = min(starts)
         tried += 1
         try:
-            value, end = decoder.raw_decode(text, start)
+            value, end = raw_decode(decoder, text, start)
         except ValueError:
             position = start + 1
             continue
@@ -111,7 +112,7 @@ def _no_json(text: str) -> str:
         return "the answer is empty"
     if stripped[0] in "{[":
         try:
-            json.loads(stripped)
+            loads(stripped)
         except ValueError as exc:
             return f"the answer is not JSON: {exc}"
     return "the answer is not JSON: there is no JSON value in it"
@@ -128,7 +129,10 @@ def parse_json(provider: str, text: str, schema: dict[str, Any]) -> Any:
     validator = validator_for(schema)(schema)
     first_error: Any = None
     for value in json_candidates(text):
-        error = next(iter(validator.iter_errors(value)), None)
+        try:
+            error = next(iter(validator.iter_errors(value)), None)
+        except RecursionError:  # a value deep enough to pass the parser, not the check
+            raise BadResponseError(provider, TOO_DEEP) from None
         if error is None:
             return value
         first_error = first_error or error
