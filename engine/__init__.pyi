@@ -79,6 +79,7 @@ from .evals.run import (
     EvalStarted as EvalStarted,
 )
 from .evals.summary import EvalSummary as EvalSummary
+from .jsondata import read_json as read_json
 from .lifeline import (
     Lifeline as Lifeline,
     hold_lifeline as hold_lifeline,

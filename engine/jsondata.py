@@ -3,7 +3,7 @@ not readable JSON is a `ValueError`.
 
 Python's `json` raises `RecursionError`, not `ValueError`, for values nested past ~1,000
 levels: a hostile server's `[[[[…` or a corrupt file would get past every `except ValueError`
-and end a run with a traceback. `loads` and `raw_decode` say it as the malformed JSON it is.
+and end a run with a traceback. `read_json` and `raw_decode` say it as the malformed JSON it is.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["TOO_DEEP", "loads", "raw_decode"]
+__all__ = ["TOO_DEEP", "raw_decode", "read_json"]
 
 TOO_DEEP = "JSON nested too deeply to read"
 
 
-def loads(text: str | bytes | bytearray) -> Any:
+def read_json(text: str | bytes | bytearray) -> Any:
     """`json.loads(text)`; a `ValueError` for anything unreadable, nesting too deep included."""
     try:
         return json.loads(text)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.errors import DetektivError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 
 if TYPE_CHECKING:
     from engine.config.models import EmbeddingsConfig
@@ -99,7 +99,7 @@ class _HTTPEmbedder(Embedder):
         if response.status_code != 200:
             raise EmbeddingError(f"{self.name}: {url} answered HTTP {response.status_code}")
         try:
-            return loads(response.content)
+            return read_json(response.content)
         except ValueError:
             raise EmbeddingError(f"{self.name}: {url} answered something that is not JSON") \
                 from None

@@ -12,7 +12,7 @@ from typing import Any
 from engine.cache.lexicon import detect, lexicon
 from engine.cache.models import CacheEntry, CheckResult, ValidationResult
 from engine.cache.normalise import normalise
-from engine.jsondata import loads
+from engine.jsondata import read_json
 
 __all__ = ["VALIDATOR_VERSION", "requires_realtime", "validate"]
 
@@ -173,7 +173,7 @@ def _schema_check(payload: str, schema: dict[str, Any]) -> CheckResult:
     import jsonschema
 
     try:
-        jsonschema.validate(loads(payload), schema)
+        jsonschema.validate(read_json(payload), schema)
     except (ValueError, jsonschema.ValidationError) as exc:
         message = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
         return CheckResult(name="schema", passed=False, detail=f"not valid: {message}")

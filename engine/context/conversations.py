@@ -32,7 +32,7 @@ from engine.context.policy import Limits
 from engine.context.reference import LastReference
 from engine.context.tokens import MESSAGE_OVERHEAD, estimate
 from engine.errors import DetektivError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.providers import Message, StreamRequest
 from engine.storage.shared import SharedSQLite
 
@@ -309,7 +309,7 @@ class SQLiteConversations:
         found = []
         for role, content, created_at, meta, index in rows:
             try:
-                extra = loads(meta)
+                extra = read_json(meta)
             except ValueError:
                 extra = {}
             found.append(ConversationTurn(role, content, created_at,

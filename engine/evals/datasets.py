@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import DatasetError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.storage.atomic import atomic_write_text, file_sha256
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _fetched(paths: Paths, entry: NamedDataset, progress: Progress | None) -> Pa
     record = folder / CHECKSUM
     if target.is_file() and record.is_file():
         try:
-            expected = loads(record.read_text(encoding="utf-8"))["sha256"]
+            expected = read_json(record.read_text(encoding="utf-8"))["sha256"]
         except (OSError, ValueError, KeyError, TypeError):
             raise DatasetError(f"{entry.name}: {record} is damaged; delete {folder} to fetch "
                                "the dataset again") from None

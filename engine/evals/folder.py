@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import DatasetError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.models.session import VerdictValue, WitnessMode
 from engine.storage.atomic import atomic_write_text
 
@@ -177,7 +177,7 @@ class RunFolder:
         found: dict[tuple[str, str, int], str] = {}
         for line in _lines(self.directory / SESSIONS):
             try:
-                row = loads(line)
+                row = read_json(line)
                 key = (str(row["item"]), str(row.get("kind", "interrogation")),
                        int(row["repeat"]))
                 found[key] = str(row["session"])

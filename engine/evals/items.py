@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import DatasetError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.models.session import WitnessBrief, WitnessMode
 
 __all__ = ["EvalItem", "brief_for", "claim_for", "read_items", "sample"]
@@ -131,7 +131,7 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
         raise DatasetError(f"{name}: cannot be read ({exc.strerror or exc})") from None
     if text.lstrip().startswith("["):
         try:
-            rows = loads(text)
+            rows = read_json(text)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
         except ValueError as exc:  # nested too deeply
@@ -143,7 +143,7 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
         if not line.strip():
             continue
         try:
-            row = loads(line)
+            row = read_json(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{name} line {number}: not valid JSON ({exc.msg})") from None
         except ValueError as exc:  # nested too deeply

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.config.shipped import default_local_model, smollm2_path
 from engine.gguf.header import GgufInfo, read_header
-from engine.jsondata import loads
+from engine.jsondata import read_json
 
 if TYPE_CHECKING:
     from engine.config.models import Config
@@ -88,7 +88,7 @@ def pulled_dir(paths: Paths) -> Path:
 def read_manifest(folder: Path) -> Manifest | None:
     """The manifest of a pulled model's folder, or None (an unfinished or foreign folder)."""
     try:
-        data = loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        data = read_json((folder / MANIFEST).read_text(encoding="utf-8"))
         return Manifest(**data)
     except (OSError, ValueError, TypeError):
         return None

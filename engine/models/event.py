@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.jsondata import loads
+from engine.jsondata import read_json
 
 __all__ = ["Event", "journal_line", "read_journal_line"]
 
@@ -46,7 +46,7 @@ def read_journal_line(line: bytes | str, decode: Callable[[dict[str, Any]], E]
                       ) -> tuple[int, float, E]:
     """(number, time, event) of one journal line; `ValueError` when it is not one. Lines of
     agent logs written before the journals were one format (`seq`, an ISO time) read too."""
-    data = loads(line)
+    data = read_json(line)
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     n = data.pop("n", None)

@@ -23,7 +23,7 @@ from engine.errors import (
     RequestError,
     ServerError,
 )
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.prompts import fill, load_prompt
 from engine.providers._base import (
     Provider,
@@ -191,7 +191,7 @@ class AnthropicProvider(Provider):
                     if event == "ping":
                         continue
                     try:
-                        data = loads(raw)
+                        data = read_json(raw)
                     except ValueError:
                         raise BadResponseError(
                             self.name, f"malformed {event} event: {raw[:80]!r}"
@@ -226,7 +226,7 @@ class AnthropicProvider(Provider):
         """A whole Messages API reply (a server that ignored `stream`) as events; anything
         else is a `BadResponseError` saying what the reply was."""
         try:
-            data = loads(body)
+            data = read_json(body)
             if data.get("type") != "message":
                 raise ValueError("not a message")
             parts = [part for part in data["content"] if isinstance(part, dict)]
@@ -282,7 +282,7 @@ class AnthropicProvider(Provider):
             message = error_message(reply.content, reply.reason_phrase)
             raise error_for_status(self.name, reply.status_code, message)
         try:
-            models = loads(reply.content).get("data", [])
+            models = read_json(reply.content).get("data", [])
             names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
                                                                                    str)]
         except (ValueError, AttributeError, TypeError):

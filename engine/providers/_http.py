@@ -24,7 +24,7 @@ from engine.errors import (
     is_context_overflow,
     overflow_window,
 )
-from engine.jsondata import loads
+from engine.jsondata import read_json
 
 if TYPE_CHECKING:
     import httpx
@@ -160,7 +160,7 @@ def error_message(body: bytes | str, fallback: str) -> str:
     `error_for_status` decides what is shown."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
-        data = loads(text)
+        data = read_json(text)
     except ValueError:
         return text.strip()[:MESSAGE_KEPT] or fallback
     if isinstance(data, dict):

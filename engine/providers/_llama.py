@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.text import END_OF_TURN_MARKERS
 
 __all__ = [
@@ -75,7 +75,7 @@ def bundled_model_path(model_dir: Path) -> Path:
     marker = target.with_suffix(".verified")
     try:
         stat = target.stat()
-        if loads(marker.read_text()) == [stat.st_size, stat.st_mtime_ns]:
+        if read_json(marker.read_text()) == [stat.st_size, stat.st_mtime_ns]:
             return target
     except (OSError, ValueError):
         pass

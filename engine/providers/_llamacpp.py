@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from engine.errors import BadResponseError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.providers._events import Message
 from engine.providers._reading import (
     bounded,
@@ -53,7 +53,7 @@ async def _get_json(client: httpx.AsyncClient, url: str, headers: Mapping[str, s
     if response.status_code != 200:
         return None
     try:
-        return loads(response.content)
+        return read_json(response.content)
     except ValueError:
         return None
 
@@ -108,7 +108,7 @@ async def count_chat_tokens(
     response = await bounded(client, "POST", f"{root}/apply-template", "server", json=body,
                              headers=dict(headers), timeout=_TIMEOUT)
     response.raise_for_status()
-    prompt = loads(response.content).get("prompt")
+    prompt = read_json(response.content).get("prompt")
     if not isinstance(prompt, str):
         raise ValueError("/apply-template gave no prompt")
     response = await bounded(
@@ -117,7 +117,7 @@ async def count_chat_tokens(
         headers=dict(headers), timeout=_TIMEOUT,
     )
     response.raise_for_status()
-    tokens = loads(response.content).get("tokens")
+    tokens = read_json(response.content).get("tokens")
     if not isinstance(tokens, list):
         raise ValueError("/tokenize gave no token list")
     return len(tokens)

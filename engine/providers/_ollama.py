@@ -14,7 +14,7 @@ import httpx
 
 from engine.config.providers import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.providers._base import Provider
 from engine.providers._events import (
     Done,
@@ -184,7 +184,7 @@ class OllamaProvider(Provider):
             message = error_message(reply.content, reply.reason_phrase)
             raise error_for_status(self.name, reply.status_code, message)
         try:
-            return str(loads(reply.content)["version"])
+            return str(read_json(reply.content)["version"])
         except (ValueError, KeyError, TypeError):
             raise BadResponseError(self.name, "no version in /api/version") from None
 
@@ -217,7 +217,7 @@ class OllamaProvider(Provider):
         if reply.status_code != 200:
             return None
         try:
-            data = loads(reply.content)
+            data = read_json(reply.content)
         except ValueError:
             return None
         return ollama_window(data, self.config.options.get("num_ctx"))
@@ -273,7 +273,7 @@ async def probe_ollama(env: Mapping[str, str], timeout: float = 0.5) -> list[str
         async with httpx.AsyncClient(base_url=host, timeout=timeout) as http:
             reply = await http.get("/api/tags")
             reply.raise_for_status()
-            data = loads(reply.content)
+            data = read_json(reply.content)
     except (httpx.HTTPError, ValueError):
         return None
     try:

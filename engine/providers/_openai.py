@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.providers._base import Provider
 from engine.providers._events import (
     Done,
@@ -109,7 +109,7 @@ def stream_error(provider: str, data: dict[str, Any]) -> ProviderError:
 def _error_event(raw: str) -> dict[str, Any]:
     """The data of an `event: error` as an `{"error": …}` object, whatever it holds."""
     try:
-        data = loads(raw)
+        data = read_json(raw)
     except ValueError:
         return {"error": {"message": raw}}
     if isinstance(data, dict) and "error" in data:
@@ -228,7 +228,7 @@ class OpenAIProvider(Provider):
                     if kind == "error":  # `event: error`, its data JSON or a line of text
                         raise stream_error(self.name, _error_event(raw))
                     try:
-                        chunk = loads(raw)
+                        chunk = read_json(raw)
                     except ValueError as exc:
                         raise BadResponseError(self.name, f"malformed chunk: {exc}") from None
                     if not isinstance(chunk, dict):
@@ -274,7 +274,7 @@ class OpenAIProvider(Provider):
         `stream`) is its events; anything else (an HTML login page, a JSON error with status
         200) is a `BadResponseError` that says what it was."""
         try:
-            data = loads(body)
+            data = read_json(body)
             choice = data["choices"][0]
             content = choice["message"].get("content") or ""
             thought = reasoning_field(choice["message"])
@@ -349,7 +349,7 @@ class OpenAIProvider(Provider):
             raise error_for_status(self.name, reply.status_code, message,
                                    rate_limit_wait(reply.headers))
         try:
-            models = loads(reply.content).get("data") or []
+            models = read_json(reply.content).get("data") or []
             names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
                                                                                    str)]
         except (ValueError, AttributeError, TypeError):

@@ -39,7 +39,7 @@ from engine.errors import (
     RequestError,
     UnusableReplyError,
 )
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.paths import Paths
 from engine.providers._base import standard_key_env
 from engine.storage.atomic import atomic_write_text
@@ -302,7 +302,7 @@ class StateStore:
         if self.path is None:
             return {}
         try:
-            raw = loads(self.path.read_text(encoding="utf-8"))
+            raw = read_json(self.path.read_text(encoding="utf-8"))
             entries = raw["providers"] if raw.get("version") == self.VERSION else {}
             if not isinstance(entries, dict):
                 raise TypeError("providers is not an object")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import BadResponseError
-from engine.jsondata import TOO_DEEP, loads, raw_decode
+from engine.jsondata import TOO_DEEP, raw_decode, read_json
 from engine.providers import (
     FILTERED,
     Done,
@@ -78,13 +78,13 @@ def json_candidates(text: str) -> Iterator[Any]:
     """
     stripped = text.strip()
     try:
-        yield loads(stripped)
+        yield read_json(stripped)
         return
     except ValueError:
         pass
     for fenced in _FENCE.finditer(text):
         try:
-            yield loads(fenced.group(1))
+            yield read_json(fenced.group(1))
         except ValueError:
             continue
     decoder = json.JSONDecoder()
@@ -112,7 +112,7 @@ def _no_json(text: str) -> str:
         return "the answer is empty"
     if stripped[0] in "{[":
         try:
-            loads(stripped)
+            read_json(stripped)
         except ValueError as exc:
             return f"the answer is not JSON: {exc}"
     return "the answer is not JSON: there is no JSON value in it"

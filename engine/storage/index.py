@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.jsondata import loads
+from engine.jsondata import read_json
 from engine.storage.atomic import atomic_write_bytes
 from engine.storage.locks import is_locked
 
@@ -197,7 +197,7 @@ def _rows(lines: list[bytes]) -> dict[str, SessionSummary]:
     rows: dict[str, SessionSummary] = {}
     for line in lines:
         try:
-            raw = loads(line)
+            raw = read_json(line)
             if raw.get("deleted"):
                 rows.pop(raw["dir"], None)
             else:

@@ -10,7 +10,7 @@ import pytest
 
 from engine import BadResponseError, Paths
 from engine.evals.items import DatasetError, read_items
-from engine.jsondata import TOO_DEEP, loads
+from engine.jsondata import TOO_DEEP, read_json
 from engine.providers import StreamRequest
 from engine.routing.structured import parse_json
 from tests.support.wire import Reply, chat, openai_behind
@@ -22,8 +22,8 @@ def test_nesting_too_deep_is_a_value_error() -> None:
     with pytest.raises(RecursionError):
         json.loads(DEEP)  # what Python does: past every `except ValueError`
     with pytest.raises(ValueError, match=TOO_DEEP):
-        loads(DEEP)
-    assert loads("[[1]]") == [[1]]
+        read_json(DEEP)
+    assert read_json("[[1]]") == [[1]]
 
 
 async def test_a_server_that_streams_it_is_a_bad_response(paths: Paths) -> None:

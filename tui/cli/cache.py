@@ -20,6 +20,7 @@ from engine import (
     Workspace,
     atomic_write_text,
     explanation_lines,
+    read_json,
     strip_control,
 )
 
@@ -173,7 +174,7 @@ def _export(entries: list[Any], fmt: str) -> str:
 
 def _load(path: Path) -> list[dict[str, object]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: not a cache export: {exc}") from None
     if not isinstance(data, list) or not all(

@@ -22,6 +22,7 @@ from engine import (
     SchemaError,
     Workspace,
     check_schema,
+    read_json,
     strip_control,
 )
 from tui.cli.printer import StreamPrinter
@@ -55,7 +56,7 @@ async def providers(paths: Paths, as_json: bool) -> int:
 
 def _read_schema(path: Any) -> dict[str, Any]:
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
+        schema = read_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except ValueError as exc:

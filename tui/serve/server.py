@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import os
 import secrets
 import shlex
@@ -48,6 +47,7 @@ from engine import (
     Paths,
     Workspace,
     is_loopback,
+    read_json,
     release_tied,
     spawn_tied,
 )
@@ -310,7 +310,7 @@ def _shared_model(options: ServeOptions) -> tuple[subprocess.Popen[str], str]:
     assert process.stdout is not None
     line = process.stdout.readline()
     try:
-        url = str(json.loads(line)["url"])
+        url = str(read_json(line)["url"])
     except (ValueError, KeyError, TypeError):
         process.kill()
         process.wait()
