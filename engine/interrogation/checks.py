@@ -9,8 +9,9 @@ text, so the loop, the tests and the documentation share one definition:
   label before one question is tolerated), or is not a question at all (no question mark, and
   no interrogative or imperative first word in English, German, Portuguese, Spanish or
   French).
-- **An answer** that is empty or only repeats the question is kept as testimony, named
-  (`no answer`), and the detective presses on it.
+- **An answer** that is empty, only repeats the question or its instructions, or writes
+  transcript lines of its own (`Q2:`…) is kept as testimony, named (`no answer`, or what it
+  did), and the detective presses on it.
 - **A gap analysis contradicts itself** when it needs no follow-up yet rates completeness below
   `SELF_CONTRADICTION_LOW` (50), needs no follow-up yet names a high-severity gap, or rates
   completeness at `SELF_CONTRADICTION_HIGH` (90) or more with a high-severity gap.
@@ -227,9 +228,10 @@ def budget_spent(who: str, text: str, finish_reason: str, reasoning: str = "") -
 
 
 def answer_problem(answer: str, question: str, finish_reason: str = "",
-                   reasoning: str = "") -> str | None:
+                   reasoning: str = "", instructions: Iterable[str] = ()) -> str | None:
     """Why a witness's answer is no real testimony (`NO_ANSWER`, a budget spent thinking, an
-    echo, the provider's content filter), or None."""
+    echo of the question or of its `instructions`, the transcript imitated, the provider's
+    content filter), or None."""
     stripped = answer.strip()
     if finish_reason == "content_filter":
         return FILTERED
@@ -238,8 +240,13 @@ def answer_problem(answer: str, question: str, finish_reason: str = "",
         return spent
     if not stripped or not _words(stripped) or _marker_only(stripped):
         return NO_ANSWER
-    if _same(_words(stripped), _words(question)):
+    words = _words(stripped)
+    if _same(words, _words(question)):
         return "the answer only repeats the question"
+    if any(found.group(1).lower() in ("q", "question") for found in _LABELS.finditer(stripped)):
+        return "the answer writes transcript lines (Q2:, A2:) instead of an answer"
+    if _echoes(words, instructions):
+        return "the answer only repeats its instructions"
     return None
 
 

@@ -72,6 +72,7 @@ from engine.interrogation.transcript import (
     protocol_note,
     transcript,
     transcript_prompt,
+    witness_instructions,
     witness_messages,
     witness_opening,
     witness_prompt,
@@ -254,7 +255,7 @@ class Interrogation(SessionCalls):
                     sequence=sequence, number=number, of=session.consistency_samples,
                     provider=sampled.provider, text=sampled.text))
         problem = answer_problem(answered.text, question, answered.finish_reason,
-                                 answered.reasoning)
+                                 answered.reasoning, [witness_instructions(session.witness_brief)])
         if problem is not None:  # testimony all the same: kept, named, pressed on
             yield self._emit(AnswerUnusable(sequence=sequence, provider=answered.provider,
                                             problem=problem))

@@ -28,6 +28,7 @@ __all__ = [
     "protocol_note",
     "transcript",
     "transcript_prompt",
+    "witness_instructions",
     "witness_messages",
     "witness_opening",
     "witness_prompt",
@@ -260,6 +261,13 @@ def witness_messages(pairs: Iterable[QuestionAnswerPair], question: str,
     """The witness's side of the conversation: `opening` (a planted first exchange), the
     questions and its own answers, then the new question. Never an analysis."""
     return [*opening, *_exchanges(((pair.question, pair.answer) for pair in pairs), question)]
+
+
+def witness_instructions(brief: WitnessBrief | None) -> str:
+    """The witness's instructions as written, the claim left out (an answer that restates the
+    claim it defends is testimony, not an echo)."""
+    return load_prompt("witness_defend" if brief is not None and brief.mode == "defend"
+                       else "witness")
 
 
 def witness_opening(brief: WitnessBrief | None) -> tuple[str, list[Message]]:

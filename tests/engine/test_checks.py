@@ -75,6 +75,31 @@ def test_answers_empty_or_echoed_are_named_and_real_ones_pass() -> None:
     assert answer_problem("I don't know.", question) is None  # honest, and testimony
 
 
+@pytest.mark.parametrize(("answer", "problem"), [
+    ("I am being questioned as a witness. Answer each question truthfully, precisely and "
+     "concisely, from what I know.", "the answer only repeats its instructions"),
+    ("About 70 degrees.\nQ2: And at sea level?\nA2: 100 degrees.",
+     "the answer writes transcript lines (Q2:, A2:) instead of an answer"),
+    ("**Question 3:** Why is that?", "the answer writes transcript lines (Q2:, A2:) instead "
+     "of an answer"),
+    # testimony: a label of its own, the claim it stands by, a plain "I do not know"
+    ("A1: About 70 degrees Celsius.", None),
+    ("The Berlin Wall fell in 1989, as I said.", None),
+    ("I do not know that, and I will not guess.", None),
+])
+def test_an_answer_that_echoes_its_instructions_or_writes_the_transcript_is_named(
+        answer: str, problem: str | None) -> None:
+    from engine.interrogation.transcript import witness_instructions
+    from engine.models.session import WitnessBrief
+
+    question = "At what temperature does water boil on Everest?"
+    defend = WitnessBrief(mode="defend", claim="The Berlin Wall fell in 1989.")
+    echo = problem == "the answer only repeats its instructions"
+    for brief in (None,) if echo else (None, defend):  # the echo is of the open prompt
+        assert answer_problem(answer, question, instructions=[witness_instructions(brief)]) \
+            == problem, brief
+
+
 def test_an_empty_or_boilerplate_summary_is_named() -> None:
     audit = load_prompt("audit")
     assert summary_problem("", (audit,)) == "the summary is empty"
