@@ -245,3 +245,23 @@ def test_export_includes_notes_and_consultations(home: Path, tmp_path: Path,
     else:
         assert "# Case: Pricing call" in exported and "> [0:01] Alice: We raise" in exported
         assert "### Answer 1 · Judge (llama:gemma" in exported and "shown 1 note" in exported
+
+
+def test_one_oracle_into_a_pipe_prints_only_the_answer_it_saved(home: Path,
+                                                                tmp_path: Path) -> None:
+    """A thinking model behind a server without a reasoning parser streams its thinking as
+    answer until `</think>`; on a terminal that start streams and is voided, into a pipe only
+    the saved answer goes."""
+    from tests.support.scripted import OPENED, ScriptedModel
+
+    reply = "<think>Is the price the issue? Probably.</think>\n\nThe notes say: raise it."
+    with ScriptedModel(lambda _: reply, reasoning_field=OPENED) as model:
+        setup_home(home, model.url + "/v1")
+        ref = new_case(home, tmp_path)
+        done = detektiv("consult", ref, "sceptic", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "The notes say: raise it."
+    folder = next((home / "data" / "sessions").glob(f"*_{ref}"))
+    entry = metadata(home, ref)["llm_entries"][0]  # type: ignore[index]
+    saved = (folder / "llm_responses" / entry["response_filename"]).read_text()
+    assert saved.strip() == "The notes say: raise it."

@@ -185,7 +185,10 @@ async def consult(workspace: Workspace, args: argparse.Namespace) -> int:
             print()
         return 0
     names = {o.id: o.name for o in consultation.oracles}
-    single = len(names) == 1
+    # one oracle streams on a terminal; into a file or a pipe only the answer saved goes (a
+    # failover, or thinking voided mid-stream, would leave the discarded start before it)
+    single = len(names) == 1 and sys.stdout.isatty()
+    whole = len(names) == 1 and not single
     out = StreamPrinter()
     failed = 0
     async for event in consultation.events():
@@ -203,6 +206,9 @@ async def consult(workspace: Workspace, args: argparse.Namespace) -> int:
                 out.note(f"{names[oid]}: {text}")
             case OracleSaved(oracle_id=oid, entry=entry, text=text):
                 if single:
+                    out.end_line()
+                elif whole:
+                    out.write(text)
                     out.end_line()
                 else:
                     out.write(f"═══ {strip_control(names[oid])}\n")
