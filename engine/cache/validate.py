@@ -46,7 +46,8 @@ _CONTEXT: dict[str, str] = {
     **dict.fromkeys("score scores".split(), "score"),
     **dict.fromkeys("weather wetter forecast vorhersage wettervorhersage previsao tempo".split(),
                     "weather"),
-    **dict.fromkeys("traffic verkehr transito stau engarrafamento congestionamento".split(),
+    **dict.fromkeys("""traffic traffic_jam traffic_jams verkehr transito stau staus
+                    engarrafamento engarrafamentos congestionamento congestionamentos""".split(),
                     "traffic"),
     **dict.fromkeys("news nachrichten noticias headlines schlagzeilen".split(), "news"),
     **dict.fromkeys("yet noch".split(), "yet"),
@@ -59,8 +60,14 @@ _DETERMINERS = frozenset("""
 the these those our their its his her your my die der den des dem os as o a seus suas nossos
 """.split())
 _INDEFINITE = frozenset("a an any ein eine einen einem einer um uma uns umas".split())
+_TRAFFIC_JAM = re.compile(r"\btraffic (jams?)\b")
+"""A traffic jam is traffic (and "jam" alone is fruit)."""
 _ASKS_IF_ANY = re.compile(r"(?:is there|are there|gibt es|ha|existe|existem|tem)\b")
-_PLURAL_PRICES = frozenset("prices preise precos".split())
+_PLURALS = frozenset("""
+prices preise precos traffic_jams staus engarrafamentos congestionamentos
+""".split())
+"""Read in general when no article stands before them ("Why do prices rise?", "What causes
+traffic jams?"), unless the question asks whether there are any."""
 _LIVE_THINGS = frozenset("""
 score scores stream streams streaming coverage results result updates update feed blog ticker
 traffic news data odds tv broadcast match game games
@@ -79,13 +86,13 @@ def _about_now(rule: str, word: str, before: str, after: str, asks_if_any: bool)
     """Whether `word` of `_CONTEXT` asks about now between `before` and `after` (the words
     either side of it; "" at either end) in a question that does (`asks_if_any`: is there,
     gibt es, há) or does not ask whether there is one."""
+    if word in _PLURALS and before not in _DETERMINERS and not asks_if_any:
+        return False
     if rule == "current":  # "the current president", "current events"; never a noun
         return (before in _POSSESSIVE and after not in ("", *_PREPOSITIONS)
                 and after not in _NOT_A_TIME["current"]) or after in ("events", "affairs")
     if rule == "price":  # "the price of gold", "the bitcoin price"; not "price elasticity",
         # nor prices in general ("Warum steigen Preise bei Knappheit?": no article before)
-        if after in _PREPOSITIONS and before not in _DETERMINERS and word in _PLURAL_PRICES:
-            return False
         return after in _PREPOSITIONS or (after == "" and before not in _PREPOSITIONS)
     if rule == "live":  # "live results"; not "I live in", "a live wire"
         return after in _LIVE_THINGS
@@ -138,7 +145,7 @@ def requires_realtime(question: str) -> bool:
     if any(word in realtime for word in words) or _REALTIME_PHRASES.search(text) \
             or _OFFICE_HOLDER.search(text):
         return True
-    padded = ["", *words, ""]
+    padded = ["", *_TRAFFIC_JAM.sub(r"traffic_\1", " ".join(words)).split(), ""]
     asks_if_any = _ASKS_IF_ANY.match(text) is not None
     return any(_about_now(_CONTEXT[word], word, padded[i - 1], padded[i + 1], asks_if_any)
                for i, word in enumerate(padded) if word in _CONTEXT)

@@ -273,6 +273,10 @@ def test_the_regular_past_is_read_as_written(question: str, candidate: str) -> N
     ("Warum steigen die Preise bei Aldi?", True), ("Gibt es einen Stau auf der A3?", True),
     ("Há um engarrafamento na ponte?", True), ("Is there any news about the election?", True),
     ("Wie ist die Wettervorhersage für Berlin?", True),
+    # a traffic jam is traffic; jams in general are not now, and "jam" alone is fruit
+    ("Is there a traffic jam on the A1?", True), ("Are there traffic jams on the M25?", True),
+    ("Gibt es Staus auf der A3?", True), ("What causes traffic jams?", False),
+    ("Warum gibt es Staus?", False), ("How do I make strawberry jam?", False),
     ("Who is the current president of France?", True), ("What is the price of gold?", True),
     ("What's the weather in Lisbon?", True), ("What is Tesla's stock price?", True),
     ("Has GTA 6 been released yet?", True), ("How much does a Big Mac cost?", True),
