@@ -27,7 +27,7 @@ from engine.models.events import (
     Role,
     TrailAdded,
 )
-from engine.models.session import AuditTrailEntry, ContextFit
+from engine.models.trail import AuditTrailEntry, ContextFit
 from engine.models.usage import TokenTally
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, ReasoningDelta, StreamRequest, TokenDelta, Usage

@@ -92,7 +92,6 @@ from engine.models.events import (
     Started,
 )
 from engine.models.session import (
-    AuditTrailEntry,
     GapAnalysis,
     ProvidersUsed,
     QuestionAnswerPair,
@@ -100,6 +99,7 @@ from engine.models.session import (
     check_resumable,
     now,
 )
+from engine.models.trail import AuditTrailEntry
 from engine.prompts import fill, load_prompt
 from engine.providers import Message
 from engine.report.words import demonstration_note, no_usable_question

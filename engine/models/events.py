@@ -14,14 +14,8 @@ from pydantic import Field, TypeAdapter
 
 from engine.errors import FailureFamily
 from engine.models.event import Event, journal_line, read_journal_line
-from engine.models.session import (
-    AuditResult,
-    AuditTrailEntry,
-    ContextFit,
-    GapAnalysis,
-    QuestionAnswerPair,
-    SessionStatus,
-)
+from engine.models.session import AuditResult, GapAnalysis, QuestionAnswerPair, SessionStatus
+from engine.models.trail import AuditTrailEntry, ContextFit
 from engine.models.usage import TokenTally
 
 __all__ = [

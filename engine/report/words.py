@@ -22,14 +22,8 @@ from engine.models.events import (
     TrailAdded,
 )
 from engine.models.notes import LlmEntry, NoteEntry
-from engine.models.session import (
-    ANSWER_CUT_OFF,
-    AuditResult,
-    AuditTrailEntry,
-    ContextFit,
-    Contradiction,
-    GapAnalysis,
-)
+from engine.models.session import ANSWER_CUT_OFF, AuditResult, Contradiction, GapAnalysis
+from engine.models.trail import AuditTrailEntry, ContextFit
 from engine.providers import FILTERED
 from engine.text import one_line, strip_control
 

@@ -342,7 +342,7 @@ def test_a_corrupt_policy_warns_and_ask_still_answers(tmp_path: Path,
 
 def test_a_fitted_call_shows_a_line_only_when_rounds_were_trimmed() -> None:
     from engine import ContextFitted
-    from engine.models.session import ContextFit
+    from engine.models.trail import ContextFit
     from engine.report.words import context_summary, note
 
     whole = ContextFit(role="witness", sequence=2, provider="srv:gemma", used=300,

@@ -324,7 +324,7 @@ async def test_a_cut_off_answer_is_marked_in_the_live_view(home: Path) -> None:
 
 async def test_a_trimmed_prompt_is_noted_in_the_live_view(home: Path) -> None:
     from engine.models.events import ContextFitted, Phase, ProviderChosen
-    from engine.models.session import ContextFit
+    from engine.models.trail import ContextFit
 
     app = app_for(home)
     base = ContextFit(role="detective", sequence=4, provider="d:m", used=900, window=1024,
