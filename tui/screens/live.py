@@ -21,10 +21,8 @@ from textual.widgets import Footer, Input, ProgressBar, Select, Static
 from engine import (
     PROTOCOLS,
     WAS_REASONING,
-    Append,
     AuditReady,
     AuditResult,
-    Block,
     ConfigError,
     DetektivError,
     Discarded,
@@ -35,20 +33,16 @@ from engine import (
     Narration,
     PairCompleted,
     Phase,
-    Piece,
     Protocol,
     ProviderChosen,
     Reasoning,
     Run,
     Started,
     TokenTally,
-    Void,
     audit_lines,
     cost_badge,
     discarded_line,
     finished_line,
-    one_line,
-    reasoning_title,
     split_chain,
     strip_control,
     verdict_short,
@@ -56,13 +50,9 @@ from engine import (
 from tui.funnel import Guarded
 from tui.messages import SessionShown
 from tui.widgets.form import FormInput, HypothesisArea
+from tui.widgets.reasoning import ReasoningPanel
 from tui.widgets.tabs import ModeTabs
-from tui.widgets.transcript import SHOWN_AS, TranscriptView
-
-REASONING_LINES = 4
-"""Lines of a reasoning model's thinking the Live view shows until `r` expands it."""
-REASONING_WIDTH = 160
-"""Characters a collapsed line keeps."""
+from tui.widgets.transcript import TranscriptView
 
 __all__ = ["LiveScreen"]
 
@@ -99,10 +89,6 @@ class LiveScreen(Guarded, Screen[None]):
         self._built = False
         self.case_dir: str | None = None
         """A notes-only session the next start interrogates in (None: a new session)."""
-        self.thought = ""
-        """The reasoning of the call that thinks now (or thought last)."""
-        self.thought_call: tuple[str, str, int | None] | None = None
-        self.reasoning_expanded = False
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
@@ -136,9 +122,7 @@ class LiveScreen(Guarded, Screen[None]):
                 yield Static(Content("no analysis yet"), id="gaps")
                 yield Static(Content.styled("Audit", "bold"), classes="heading")
                 yield Static(Content("not yet"), id="audit")
-                yield Static(Content.styled("Reasoning", "bold"), classes="heading",
-                             id="reasoning-heading")
-                yield Static(Content(""), id="reasoning")
+                yield ReasoningPanel()
         yield Footer()
 
     # ---- actions -----------------------------------------------------------------------------
@@ -309,8 +293,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#completeness", ProgressBar).update(progress=0)
         self.query_one("#gaps", Static).update(Content("no analysis yet"))
         self.query_one("#audit", Static).update(Content("not yet"))
-        self.thought, self.thought_call = "", None
-        self.show_reasoning()
+        self.query_one(ReasoningPanel).clear()
 
     def show(self, event: InterrogationEvent, announce: bool = True) -> None:
         """Render one event (live, or replayed from a log): its blocks into the transcript
@@ -320,7 +303,7 @@ class LiveScreen(Guarded, Screen[None]):
             event.pair.sequence not in self.narration.analysed
         view = self.query_one(TranscriptView)
         for piece in self.narration.pieces(event):
-            self._draw_piece(view, piece)
+            view.draw(piece)
         match event:
             case Started(resumed_after=None):
                 self.reset_side()
@@ -346,10 +329,7 @@ class LiveScreen(Guarded, Screen[None]):
                             title="Partial answer discarded", severity="warning",
                             markup=False)
             case Reasoning(role=role, phase=phase, sequence=sequence, text=text):
-                if (role, phase, sequence) != self.thought_call:
-                    self.thought_call, self.thought = (role, phase, sequence), ""
-                self.thought += text
-                self.show_reasoning()
+                self.query_one(ReasoningPanel).add(role, phase, sequence, text)
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.show_analysis(analysis, sequence)
             case PairCompleted(pair=pair):
@@ -372,47 +352,9 @@ class LiveScreen(Guarded, Screen[None]):
 
     def action_toggle_reasoning(self) -> None:
         """A reasoning model's thinking: its last lines (the default) or all of it."""
-        self.reasoning_expanded = not self.reasoning_expanded
-        if not self.thought:
+        if not self.query_one(ReasoningPanel).toggle():
             self.notify("No reasoning to show: the models of this run think silently, or "
                         "not at all", markup=False)
-        self.show_reasoning()
-
-    def show_reasoning(self) -> None:
-        """The reasoning panel: dimmed, collapsed to `REASONING_LINES` unless expanded."""
-        heading = self.query_one("#reasoning-heading", Static)
-        panel = self.query_one("#reasoning", Static)
-        shown = bool(self.thought) and self.thought_call is not None
-        heading.display = panel.display = shown
-        if not shown or self.thought_call is None:
-            return
-        role, phase, sequence = self.thought_call
-        where = phase if sequence is None else f"{phase} {sequence}"
-        key = "r: " + ("last lines" if self.reasoning_expanded else "all")
-        heading.update(Content.styled(f"{reasoning_title(role)} ({where}) · {key}", "bold"))
-        lines = strip_control(self.thought).strip().splitlines()
-        if not self.reasoning_expanded:
-            lines = [one_line(line, REASONING_WIDTH) for line in lines[-REASONING_LINES:]]
-        panel.update(Content.styled("\n".join(lines), "dim"))
-
-    @staticmethod
-    def _draw_piece(view: TranscriptView, piece: Piece) -> None:
-        match piece:
-            case Append(text):
-                view.append(text)
-            case Void(line):
-                view.discard_stream(line)
-            case Block(kind="question" | "answer" as kind, title=title, streaming=True):
-                view.end_stream()
-                view.start_stream(kind, title=title)
-            case Block(kind="heading", title=title, text=""):
-                view.end_stream()
-                view.add("heading", "", title=f"── {title}")
-            case Block(kind="note", text=text):
-                view.add("note", text)  # beside the stream, which goes on (or is voided next)
-            case Block(kind=kind, title=title, text=text, markdown=markdown):
-                view.end_stream()
-                view.add(SHOWN_AS[kind], text, title=title, markdown=markdown)
 
     def show_usage(self, usage: TokenTally) -> None:
         """The cost badge: what the run has cost so far."""

@@ -25,7 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
-from engine import BlockKind, strip_control
+from engine import Append, Block as Said, BlockKind, Piece, Void, strip_control
 from tui.funnel import Guarded
 
 __all__ = ["SHOWN_AS", "Block", "TranscriptView"]
@@ -170,6 +170,26 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         if self._live is None:
             return ""
         return self._live.text + "".join(self._live_parts)
+
+    def draw(self, piece: Piece) -> None:
+        """One piece of the engine's narration (`engine.report.blocks`): a new block, more
+        text of the one streaming, or that text voided."""
+        match piece:
+            case Append(text):
+                self.append(text)
+            case Void(line):
+                self.discard_stream(line)
+            case Said(kind="question" | "answer" as kind, title=title, streaming=True):
+                self.end_stream()
+                self.start_stream(kind, title=title)
+            case Said(kind="heading", title=title, text=""):
+                self.end_stream()
+                self.add("heading", "", title=f"── {title}")
+            case Said(kind="note", text=text):
+                self.add("note", text)  # beside the stream, which goes on (or is voided next)
+            case Said(kind=kind, title=title, text=text, markdown=markdown):
+                self.end_stream()
+                self.add(SHOWN_AS[kind], text, title=title, markdown=markdown)
 
     def plain_text(self) -> str:
         """The whole transcript as plain text (for the clipboard)."""
