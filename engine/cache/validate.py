@@ -91,8 +91,7 @@ def _about_now(rule: str, word: str, before: str, after: str, asks_if_any: bool)
     if rule == "current":  # "the current president", "current events"; never a noun
         return (before in _POSSESSIVE and after not in ("", *_PREPOSITIONS)
                 and after not in _NOT_A_TIME["current"]) or after in ("events", "affairs")
-    if rule == "price":  # "the price of gold", "the bitcoin price"; not "price elasticity",
-        # nor prices in general ("Warum steigen Preise bei Knappheit?": no article before)
+    if rule == "price":  # "the price of gold", "the bitcoin price"; not "price elasticity"
         return after in _PREPOSITIONS or (after == "" and before not in _PREPOSITIONS)
     if rule == "live":  # "live results"; not "I live in", "a live wire"
         return after in _LIVE_THINGS

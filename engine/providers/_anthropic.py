@@ -49,16 +49,7 @@ from engine.providers._http import (
     send_streamed,
     unlisted_model,
 )
-from engine.providers._reading import (
-    bounded,
-    is_event_stream,
-    iter_sse,
-    looks_like_sse,
-    one_chunk,
-    read_error_body,
-    read_whole,
-    stream_lines,
-)
+from engine.providers._reading import bounded, read_error_body, sse_events
 
 __all__ = ["AnthropicProvider"]
 
@@ -175,19 +166,13 @@ class AnthropicProvider(Provider):
                     if reply.status_code == 404:
                         message += self._url_hint()
                     raise error_for_status(self.name, reply.status_code, message, retry_after)
-                content_type = reply.headers.get("content-type")
-                chunks: AsyncIterator[bytes]
-                if is_event_stream(content_type):
-                    chunks = reply.aiter_bytes()
-                else:
-                    raw_body = await read_whole(self.name, reply)
-                    if not looks_like_sse(raw_body):
-                        for whole in self._whole_message(content_type, raw_body,
-                                                         body["max_tokens"]):
-                            yield whole
-                        return
-                    chunks = one_chunk(raw_body)
-                async for event, raw in iter_sse(stream_lines(self.name, chunks)):
+                events, raw_body = await sse_events(self.name, reply)
+                if events is None:
+                    for whole in self._whole_message(reply.headers.get("content-type"),
+                                                     raw_body, body["max_tokens"]):
+                        yield whole
+                    return
+                async for event, raw in events:
                     if event == "ping":
                         continue
                     try:

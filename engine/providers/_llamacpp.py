@@ -22,9 +22,7 @@ import httpx
 from engine.errors import BadResponseError
 from engine.jsondata import read_json
 from engine.providers._events import Message
-from engine.providers._reading import (
-    bounded,
-)
+from engine.providers._reading import bounded
 
 __all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_count", "slot_window"]
 

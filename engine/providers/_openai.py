@@ -52,16 +52,7 @@ from engine.providers._llamacpp import (
     slot_count,
     slot_window,
 )
-from engine.providers._reading import (
-    bounded,
-    is_event_stream,
-    iter_sse,
-    looks_like_sse,
-    one_chunk,
-    read_error_body,
-    read_whole,
-    stream_lines,
-)
+from engine.providers._reading import bounded, read_error_body, sse_events
 from engine.providers._reasoning import reasoning_field
 
 __all__ = ["OpenAIProvider"]
@@ -211,18 +202,12 @@ class OpenAIProvider(Provider):
                     message = error_message(content, f"Error code: {reply.status_code}")
                     raise error_for_status(self.name, reply.status_code, message,
                                            rate_limit_wait(reply.headers))
-                content_type = reply.headers.get("content-type")
-                chunks: AsyncIterator[bytes]
-                if is_event_stream(content_type):
-                    chunks = reply.aiter_bytes()
-                else:
-                    whole = await read_whole(self.name, reply)
-                    if not looks_like_sse(whole):
-                        for event in self._whole(content_type, whole):
-                            yield event
-                        return
-                    chunks = one_chunk(whole)
-                async for kind, raw in iter_sse(stream_lines(self.name, chunks)):
+                events, whole = await sse_events(self.name, reply)
+                if events is None:
+                    for event in self._whole(reply.headers.get("content-type"), whole):
+                        yield event
+                    return
+                async for kind, raw in events:
                     if raw.startswith("[DONE]"):
                         break
                     if kind == "error":  # `event: error`, its data JSON or a line of text

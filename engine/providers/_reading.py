@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["ERROR_BYTES", "MOST_BYTES", "bound_lines", "bounded", "is_event_stream", "iter_sse",
-           "looks_like_sse", "one_chunk", "read_error_body", "read_whole", "stream_lines"]
+           "looks_like_sse", "read_error_body", "read_whole", "sse_events", "stream_lines"]
 
 MOST_BYTES = 16 << 20
 """The longest line of an event stream, and the largest whole reply, read from a server
@@ -85,9 +85,25 @@ def bound_lines(response: httpx.Response, provider: str, limit: int = MOST_BYTES
     response.stream = Bounded()
 
 
-async def one_chunk(body: bytes) -> AsyncIterator[bytes]:
+async def _one_chunk(body: bytes) -> AsyncIterator[bytes]:
     """A body already read, as the chunks `stream_lines` takes."""
     yield body
+
+
+async def sse_events(provider: str, reply: httpx.Response
+                     ) -> tuple[AsyncIterator[tuple[str, str]] | None, bytes]:
+    """`reply`'s server-sent events (`iter_sse`), its lines read bounded; or, when it is no
+    event stream whatever its content type says (some proxies drop or rewrite the header),
+    None and its whole body, for the caller to say what it was."""
+    chunks: AsyncIterator[bytes]
+    if is_event_stream(reply.headers.get("content-type")):
+        chunks = reply.aiter_bytes()
+    else:
+        body = await read_whole(provider, reply)
+        if not looks_like_sse(body):
+            return None, body
+        chunks = _one_chunk(body)
+    return iter_sse(stream_lines(provider, chunks)), b""
 
 
 async def _at_most(reply: httpx.Response, limit: int) -> tuple[bytes, bool]:

@@ -35,9 +35,9 @@ __all__ = ["SessionsScreen"]
 
 REFRESH_SECONDS = 3.0
 FIRST_ROWS = 100
+"""Rows of the first screen, from the index's tail, while the whole list is read."""
 PAINT_WAIT = 2.0
 """Seconds the whole list's read waits at most for the first rows to be painted."""
-"""Rows of the first screen, from the index's tail, while the whole list is read."""
 MAX_ROWS = 500
 """Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
 seconds to build and nobody scrolls through it)."""
