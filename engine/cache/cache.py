@@ -197,7 +197,7 @@ class ResponseCache:
                                      f"not checked: {GUARDED} nearer ones were"))
                     continue
                 guarded += 1
-                guard = check_meaning(question, candidate.question)
+                guard = check_meaning(question, candidate.question, candidate.normalised)
                 if not guard.passed:
                     failed = guard.rejected_by
                     rejected.append((candidate.question, score,

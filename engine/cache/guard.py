@@ -22,7 +22,8 @@ The pair is read in the language its words show (`engine.cache.lexicon`). Checks
     quantities     any differing number (with its sign), date, month, weekday or unit
     content        a content word in one but not the other (Jupiter/Saturn, benefits/risks);
                    a mistyped word matches its word (`engine.cache.spelling`), never a name,
-                   a number or a word that is a word of its own
+                   a number or a word of its own, unless a word both share beside it tells
+                   (`my oder number` / `my order number`, English only)
     order          the content words in another order, unless one block of them moved as a
                    whole ("On Ubuntu, how do I…" / "How do I … on Ubuntu"): two words
                    swapped around another ("A bigger than B" / "B bigger than A", "from A
@@ -42,7 +43,7 @@ from functools import lru_cache
 
 from engine.cache.lexicon import OPERATORS, Lexicon, detect, lexicon
 from engine.cache.normalise import fold, stemmer, tokens
-from engine.cache.spelling import is_typo, known
+from engine.cache.spelling import is_typo, known, slip
 
 __all__ = ["CHECKS", "Check", "GuardResult", "check_meaning", "names"]
 
@@ -172,6 +173,7 @@ class _Reading:
     def __init__(self, words: list[str], lex: Lexicon,
                  clauses: list[list[str]] | None = None) -> None:
         stem = stemmer(lex.languages)
+        self.words = words
         self.silent = {w for w in words if lex.silent(w)}
         kept = [w for w in words if w not in self.silent]
         self.negations = Counter(w for w in kept if w in lex.negations)
@@ -204,11 +206,14 @@ class _Reading:
             previous = True
 
 
-def check_meaning(question: str, candidate: str) -> GuardResult:
-    """Whether `candidate`'s cached answer may serve `question`; stops at the first failure."""
-    languages = detect(tokens(question) + tokens(candidate))
+def check_meaning(question: str, candidate: str, normalised: str | None = None) -> GuardResult:
+    """Whether `candidate`'s cached answer may serve `question`; stops at the first failure.
+    `normalised`: the candidate's normal form when the caller has it (a store keeps it), to
+    save working it out again."""
+    said = normalised.split() if normalised is not None else tokens(candidate)
+    languages = detect(tokens(question) + said)
     lex = lexicon(languages)
-    a, b = _read(question, languages), _read(candidate, languages)
+    a, b = _read(question, languages), _read(candidate, languages, normalised)
     checks: list[Check] = []
 
     def add(name: str, ok: bool, detail: str = "", note: str = "") -> bool:
@@ -275,9 +280,9 @@ def check_meaning(question: str, candidate: str) -> GuardResult:
 
 
 @lru_cache(maxsize=4096)
-def _read(text: str, languages: tuple[str, ...]) -> _Reading:
+def _read(text: str, languages: tuple[str, ...], normalised: str | None = None) -> _Reading:
     """`text` read in `languages` (the same question is checked against many candidates)."""
-    words = tokens(text)
+    words = normalised.split() if normalised is not None else tokens(text)
     lex = lexicon(languages)
     clauses = None
     if any(w in lex.negations for w in words):
@@ -319,10 +324,25 @@ def _typos(a: _Reading, b: _Reading, proper: frozenset[str], lex: Lexicon,
     taken: set[str] = set()
     for word in lonely_a:
         match = next((w for w in lonely_b if w not in taken
-                      and (is_typo(word, w, lex.languages) or _swapped(word, w, lex))), None)
+                      and (is_typo(word, w, lex.languages) or _swapped(word, w, lex)
+                           or slip(word, w, _beside(a, word) & _beside(b, w),
+                                   lex.languages))), None)
         if match is not None:
             found[word] = match
             taken.add(match)
+    return found
+
+
+def _beside(reading: _Reading, word: str) -> set[tuple[str, str]]:
+    """The words just before ("<") and after (">") `word` that are words of their own (no
+    stopword, number or sign): what a word typed as another is read beside (`slip`)."""
+    found = set()
+    words = reading.words
+    for i, w in enumerate(words):
+        if w == word:
+            for side, j in (("<", i - 1), (">", i + 1)):
+                if 0 <= j < len(words) and words[j].isalpha() and words[j] not in reading.silent:
+                    found.add((side, words[j]))
     return found
 
 

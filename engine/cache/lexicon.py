@@ -303,7 +303,8 @@ class Lexicon:
 
     def quantity(self, word: str) -> bool:
         """A number, date, month, weekday, unit or quantity word."""
-        return word in self.numbers or word in _UNITS or bool(_DIGIT.search(word))
+        return word in self.numbers or word in _UNITS or (
+            not word.isalpha() and bool(_DIGIT.search(word)))
 
 
 @lru_cache(maxsize=16)

@@ -79,6 +79,7 @@ _BETWEEN = re.compile(rf"(?<=\d)\s+(mal|durch|mais|menos|vezes)\s+(?=[{_SIGN}]?\
 _BETWEEN_WORD = {"mal": "times", "durch": "divided", "mais": "plus", "menos": "minus",
                  "vezes": "times"}
 _VOWEL = re.compile(r"[aeiouy]")
+_PERCENT = re.compile(r"(\d)\s+%")
 _SPLIT = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
 # polite frames around a question, taken off: "Can you tell me the capital…" asks what "the
 # capital…" asks; "How do I…" and "How can you…" ask how to
@@ -109,6 +110,10 @@ _FRAMES = [
 # most questions hold none of these: one search first spares the dozens of substitutions
 _ANY_FRAME = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _FRAMES))
 _ANY_SYMBOL = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _SYMBOLS))
+_SYMBOL_HINT = re.compile(r"""[^a-z0-9\s?,.!'":;()]|divid|geteilt|multipl|cent|prozent|que"""
+                          r"|wieviel|\sx\s")
+"""What every one of `_SYMBOLS` needs (a sign, or one of its words): a cheap first look, as
+`_ANY_SYMBOL` tries each pattern at each position (18 µs on a question with none)."""
 _NUMBER_WORDS = {
     **{w: str(n) for n, w in enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -181,13 +186,13 @@ def normalise(text: str) -> str:
     if _ANY_FRAME.search(text):
         for pattern, replacement in _FRAMES:
             text = pattern.sub(replacement, text)
-    if _ANY_SYMBOL.search(text):
+    if _SYMBOL_HINT.search(text) and _ANY_SYMBOL.search(text):
         for pattern, replacement in _SYMBOLS:
             text = pattern.sub(replacement, text)
     text = _BETWEEN.sub(lambda m: f" {_BETWEEN_WORD[m.group(1)]} ", text)
     text = _DEGREES.sub(r"\1", text)  # "5 degrees Celsius" is "5 °C"
     text = _SPLIT.sub(" ", text)
-    text = re.sub(r"(\d)\s+%", r"\1%", text)  # "15 %" is "15%"
+    text = _PERCENT.sub(r"\1%", text)  # "15 %" is "15%"
     words = [_NUMBER_WORDS.get(w) or _UNIT_WORDS.get(w) or w for w in _WORD.findall(text)]
     return " ".join(words).replace(_SIGN, "-")
 

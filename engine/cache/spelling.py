@@ -13,6 +13,21 @@ Two words count as one typed twice only when
 - they start with the same letter, and not with two prefixes of opposite meaning
   (`hypo`/`hyper`, `inter`/`intra`, `pre`/`post`…).
 
+A word typed as another word of the dictionary (`oder` for order: one edit, the same first
+letter, 3 letters at least) is read in its context, in English only (`slip`), and both of these
+must hold:
+
+- the noisy channel of Mays, Damerau & Mercer (1991) prefers the commoner word: a word is
+  typed as meant 99 % of the time, the rest spread evenly over the dictionary words one edit
+  away, so the commoner must be more frequent than the rarer by 99 × its neighbours;
+- a word both questions have beside it, on the same side and not a stopword, makes a known
+  pair with the commoner word and none with the rarer (`order number`, never `oder number`).
+
+Without such a neighbour nothing tells them apart ("What is a hart?" is not "What is a
+heart?"), and a rarer word that is common enough is taken as meant ("coda section"). The known
+pairs are SymSpell's English bigram list (symspellpy's 243,342 most frequent, from Google
+Books), read on first use.
+
 The dictionaries are pyspellchecker's word-frequency lists (English, German, Portuguese: the
 languages the normaliser folds), read on first use, one language at a time. Without them no
 word is a typo: the guard then asks for the same words, as it did before.
@@ -20,27 +35,32 @@ word is a typo: the guard then asks for the same words, as it did before.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
+from collections.abc import Iterable
+from pathlib import Path
 
 from rapidfuzz.distance import OSA
 
-__all__ = ["bound", "is_typo", "known"]
+__all__ = ["bound", "is_typo", "known", "slip"]
 
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_words: dict[str, frozenset[str] | None] = {}
+_words: dict[str, dict[str, int] | None] = {}
+_pairs: list[frozenset[str] | None] = []
 
 
-def _dictionary(language: str) -> frozenset[str] | None:
+def _dictionary(language: str) -> dict[str, int] | None:
+    """{word (folded): its frequency} of `language`, or None without one."""
     with _lock:
         if language not in _words:
             _words[language] = _load(language)
         return _words[language]
 
 
-def _load(language: str) -> frozenset[str] | None:
+def _load(language: str) -> dict[str, int] | None:
     from engine.cache.normalise import fold
 
     try:
@@ -50,7 +70,34 @@ def _load(language: str) -> frozenset[str] | None:
     except Exception as exc:  # noqa: BLE001 — no dictionary: no typo tolerance, never an error
         log.warning("no %s dictionary for typo tolerance: %s", language, exc)
         return None
-    return frozenset(w if w.isascii() else fold(w) for w in words)
+    folded: dict[str, int] = {}
+    for word, count in words.items():
+        key = word if word.isascii() else fold(word)
+        folded[key] = max(count, folded.get(key, 0))
+    return folded
+
+
+BIGRAMS = "frequency_bigramdictionary_en_243_342.txt"
+"""SymSpell's English word pairs, shipped in the symspellpy package."""
+
+
+def _bigrams() -> frozenset[str] | None:
+    """The known English word pairs ("order number"), or None without the list."""
+    with _lock:
+        if not _pairs:
+            _pairs.append(_load_bigrams())
+        return _pairs[0]
+
+
+def _load_bigrams() -> frozenset[str] | None:
+    try:  # the data file only: importing the package would load its spell checker too
+        spec = importlib.util.find_spec("symspellpy")
+        where = list(spec.submodule_search_locations or []) if spec else []
+        lines = (Path(where[0]) / BIGRAMS).read_text(encoding="utf-8").splitlines()
+    except (OSError, IndexError, ImportError) as exc:
+        log.warning("no English word pairs for real-word typos: %s", exc)
+        return None
+    return frozenset(" ".join(line.split()[:2]) for line in lines if line.count(" ") == 2)
 
 
 def known(word: str, languages: tuple[str, ...]) -> bool | None:
@@ -68,6 +115,48 @@ _OPPOSITE_PREFIXES = [("hypo", "hyper"), ("inter", "intra"), ("pre", "post"), ("
                       ("micro", "macro"), ("sub", "super"), ("infra", "ultra"), ("in", "ex"),
                       ("im", "ex"), ("en", "de"), ("hetero", "homo"), ("endo", "exo"),
                       ("mono", "poly"), ("uni", "multi"), ("up", "down")]
+
+
+MEANT = 0.99
+"""How often a word is typed as meant (the noisy channel's one setting)."""
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _neighbours(word: str, counts: dict[str, int]) -> int:
+    """How many dictionary words are one edit (optimal string alignment) from `word`."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    edits = {a + b[1:] for a, b in splits if b}
+    edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    edits |= {a + c + b[1:] for a, b in splits if b for c in _LETTERS}
+    edits |= {a + c + b for a, b in splits for c in _LETTERS}
+    edits.discard(word)
+    return sum(1 for w in edits if w in counts)
+
+
+def slip(a: str, b: str, beside: Iterable[tuple[str, str]], languages: tuple[str, ...]) -> bool:
+    """Whether `a` and `b`, both English words one edit apart, are one word typed as the other,
+    read beside a word both questions share: `beside` holds ("<", word) for a word just before
+    both, (">", word) for one just after (see the module docstring)."""
+    if languages != ("en",) or a == b or not (a.isalpha() and b.isalpha()) \
+            or min(len(a), len(b)) < 3 or a[0] != b[0] or _opposite_prefixes(a, b) \
+            or OSA.distance(a, b) != 1:
+        return False
+    counts = _dictionary("en")
+    if counts is None or not counts.get(a) or not counts.get(b):
+        return False
+    rare, common = sorted((a, b), key=lambda w: counts[w])
+    slipped = counts[common] * (1 - MEANT) / max(1, _neighbours(common, counts))
+    if slipped <= counts[rare] * MEANT:
+        return False
+    pairs = _bigrams()
+    if pairs is None:
+        return False
+
+    def known_pair(word: str, side: str, other: str) -> bool:
+        return (f"{other} {word}" if side == "<" else f"{word} {other}") in pairs
+
+    return any(known_pair(common, side, other) and not known_pair(rare, side, other)
+               for side, other in beside)
 
 
 def _opposite_prefixes(a: str, b: str) -> bool:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from rapidfuzz import fuzz
 
 from engine.cache.guard import check_meaning
@@ -298,10 +299,37 @@ def test_a_stopword_or_a_short_word_with_two_letters_swapped_is_a_typo() -> None
     assert check_meaning("How do I track my order?", "how do i track my order pls").passed
     assert check_meaning("Kann ich meine Lieferadresse ändern?",
                          "kann ich meine lieferadrese aendern").passed
-    # both words: never one typed for the other
+    # both words, and nothing beside them tells: never one typed for the other
     assert not check_meaning("Is it bad?", "Is it dab?").passed
     assert not check_meaning("How do I apply a discount code?",
                              "how do i apply a discount cod").passed
+
+
+def test_a_word_typed_as_a_far_rarer_word_is_read_beside_the_word_both_share() -> None:
+    """`oder number` is `order number`: `oder` is far rarer than `order` (the noisy channel),
+    and `order number` is a known pair where `oder number` is none. Without a shared word
+    beside it, or with a rarer word common enough to be meant, the two stay two words."""
+    served = check_meaning("Where can I find my order number?", "where can i find my oder number")
+    assert served.passed
+    assert "order ~ oder" in next(c.detail for c in served.checks if c.name == "content")
+    assert check_meaning("what is a hart attack", "What is a heart attack?").passed
+    # nothing beside the word that both share and that tells: a question about the rarer word
+    assert not check_meaning("What is a hart?", "What is a heart?").passed
+    assert not check_meaning("What does oder mean in German?",
+                             "What does order mean in German?").passed
+    # the rarer word common enough to be meant (the first setting, a tenth, served this)
+    assert not check_meaning("What is a coda section?", "What is a code section?").passed
+    # only English has the word pairs
+    assert not check_meaning("Wo finde ich die Bestellnummer der Oder?",
+                             "Wo finde ich die Bestellnummer der Order?").passed
+
+
+def test_the_noisy_channel_counts_the_neighbours_of_the_commoner_word() -> None:
+    from engine.cache.spelling import _neighbours
+
+    counts = {"order": 9, "border": 1, "oder": 1, "odder": 1, "orders": 1, "older": 1, "xyz": 1}
+    assert _neighbours("order", counts) == 5
+    assert _neighbours("order", {"order": 1}) == 0
 
 
 def test_the_issue_36_sets(request: pytest.FixtureRequest) -> None:
@@ -317,7 +345,8 @@ def test_the_issue_36_sets(request: pytest.FixtureRequest) -> None:
     assert wrong == []
     assert all(len([p for p in pairs("cache_heldout_scope.tsv") if p.kind == kind]) >= least
                for kind, least in (("negation-moved", 40), ("past-present", 40),
-                                   ("time-word", 59), ("real-word", 40)))
+                                   ("time-word", 59), ("real-word", 40),
+                                   ("real-word-context", 30), ("real-word-context-2", 15)))
     rows = [line.split("\t") for line in
             (ROOT / "tests" / "data" / "realtime_questions.tsv").read_text().splitlines()
             if line and not line.startswith("#")]
@@ -327,10 +356,38 @@ def test_the_issue_36_sets(request: pytest.FixtureRequest) -> None:
     missed = [q for q in about_now if not requires_realtime(q)]
     assert len(ordinary) >= 300 and len(about_now) >= 100
     assert len(fired) <= 0.03 * len(ordinary) and missed == []
-    assert kinds["typo-filler"].recall >= 0.9 and kinds["time-word"].recall >= 0.8
+    assert kinds["typo-filler"].recall >= 0.95 and kinds["time-word"].recall >= 0.8
     lines = [f"issue 36 sets: time filter fires on {len(fired)} of {len(ordinary)} ordinary "
              f"questions, misses {len(missed)} of {len(about_now)} about now"]
     lines += [kinds[k].line(f"  {k}") for k in ("negation-moved", "past-present", "time-word",
-                                                 "typo-filler", "real-word")]
+                                                 "typo-filler", "real-word",
+                                                 "real-word-context", "real-word-context-2")]
     previous = request.config.stash.get(GUARD_SCORES, "")
     request.config.stash[GUARD_SCORES] = "\n".join([previous, *lines]).strip()
+
+
+_SIGNS = list("abcx 0123456789-+*/=<>^#°€$£¥₹₽÷×·√⁄!?.,'\"\u00a0") + [
+    " x ", "divided by", "multiplied by", " percent", "per cent", "prozent", "por cento",
+    "o que", "por que", "wieviel", "dividido por", "geteilt durch", "multipliziert mit"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_SIGNS), max_size=12).map("".join))
+def test_the_normalisers_first_look_never_misses_a_sign(text: str) -> None:
+    """The cheap look for a sign or an operator word is taken before the patterns: whatever
+    any pattern would rewrite, it sees."""
+    from engine.cache.normalise import _ANY_SYMBOL, _SYMBOL_HINT, fold
+
+    folded = fold(text)
+    assert not _ANY_SYMBOL.search(folded) or _SYMBOL_HINT.search(folded)
+
+
+def test_the_guard_reads_a_stored_normal_form_as_it_reads_the_question() -> None:
+    """A lookup hands the guard each candidate's stored normal form: the verdict and its
+    reason are what the guard finds working it out itself."""
+    items = pairs("cache_heldout.tsv") + pairs("cache_heldout_scope.tsv")
+    assert len(items) > 600
+    for pair in items:
+        worked_out = check_meaning(pair.question, pair.candidate)
+        handed = check_meaning(pair.question, pair.candidate, normalise(pair.candidate))
+        assert handed == worked_out, (pair.question, pair.candidate)
