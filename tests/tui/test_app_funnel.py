@@ -155,7 +155,7 @@ def test_a_config_error_still_exits_with_code_2(home: Path, paths: Paths) -> Non
 
     async def run() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause(2)
+            await until(pilot, lambda: app.return_code is not None, timeout=60)
 
     import asyncio
 
