@@ -83,6 +83,22 @@ def _usage(counts: dict[str, Any]) -> Usage:
                  cache_write_tokens=written)
 
 
+def _block_text(data: dict[str, Any]) -> list[StreamEvent]:
+    """The answer or the thinking a `content_block_delta` carries, or a `content_block_start`
+    (empty from Anthropic, though a gateway may start a block with its first text); any
+    other block or delta (a signature, redacted thinking, citations, a tool's input) is
+    neither."""
+    part = data.get("delta") if "delta" in data else data.get("content_block")
+    if not isinstance(part, dict):
+        return []
+    kind, text, thinking = part.get("type"), part.get("text"), part.get("thinking")
+    if kind in ("text_delta", "text") and isinstance(text, str) and text:
+        return [TokenDelta(text)]
+    if kind in ("thinking_delta", "thinking") and isinstance(thinking, str) and thinking:
+        return [ReasoningDelta(thinking)]
+    return []
+
+
 class AnthropicProvider(Provider):
     """Streams from Anthropic's Messages API."""
 
@@ -181,13 +197,14 @@ class AnthropicProvider(Provider):
                         raise BadResponseError(
                             self.name, f"malformed {event} event: {raw[:80]!r}"
                         ) from None
-                    if event == "content_block_delta":
-                        delta = data.get("delta") or {}
-                        kind = delta.get("type")
-                        if kind == "text_delta" and delta.get("text"):
-                            yield TokenDelta(delta["text"])
-                        elif kind == "thinking_delta" and delta.get("thinking"):
-                            yield ReasoningDelta(delta["thinking"])
+                    if not isinstance(data, dict):
+                        raise BadResponseError(
+                            self.name, f"a {event} event that is not an object: {raw[:80]!r}")
+                    if event == "message" and isinstance(data.get("type"), str):
+                        event = data["type"]  # a gateway that names events only in their data
+                    if event in ("content_block_delta", "content_block_start"):
+                        for piece in _block_text(data):
+                            yield piece
                     elif event == "message_start":
                         _take_counts(counts, field_of(data.get("message"), "usage"))
                     elif event == "message_delta":

@@ -116,7 +116,7 @@ class Done:
 _FINISH_REASONS = {
     **dict.fromkeys("stop end_turn stop_sequence eos eos_token end stop_token".split(), "stop"),
     **dict.fromkeys("length max_tokens max_output_tokens model_length max_length token_limit "
-                    "model_context_window_exceeded".split(), "length"),
+                    "model_context_window_exceeded pause_turn".split(), "length"),
     **dict.fromkeys("content_filter content_filtered refusal safety recitation blocklist "
                     "prohibited_content spii".split(), "content_filter"),
     **dict.fromkeys("tool_calls tool_use function_call".split(), "tool_calls"),

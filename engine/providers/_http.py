@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "content_text",
+    "content_parts",
     "error_for_status",
     "error_message",
     "field_of",
@@ -207,18 +207,34 @@ def error_for_status(
     return ServerError(provider, text, status)
 
 
-def content_text(value: object) -> str | None:
-    """A message's or a delta's `content` as text: a string, or a list of content parts
-    (`[{"type": "text", "text": …}]`, as some OpenAI-compatible servers send it) joined; None
-    when it is anything else (a number, an object, a part with no text), which the caller
-    names as a bad response."""
+def content_parts(value: object) -> tuple[str, str] | None:
+    """A message's or a delta's `content` as (answer, thinking): a string is the answer; a list
+    of content parts is read part by part: `{"type": "text", "text": …}` (some
+    OpenAI-compatible servers) is the answer, `{"type": "thinking", "thinking": …}` (Mistral's
+    Magistral: its own parts, or text) is thinking, kept apart, and a part of another type with
+    no text (a `reference`, an image) is left out. None when it is anything else (a number, an
+    object, a part that is no object), which the caller names as a bad response."""
     if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        texts = [part.get("text") if isinstance(part, dict) else None for part in value]
-        if all(isinstance(text, str) for text in texts):
-            return "".join(texts)  # type: ignore[arg-type]
-    return None
+        return value, ""
+    if not isinstance(value, list):
+        return None
+    answer: list[str] = []
+    thinking: list[str] = []
+    for part in value:
+        if not isinstance(part, dict):
+            return None
+        kind, text = part.get("type"), part.get("text")
+        if kind == "thinking":
+            inner = part.get("thinking")
+            thought = inner if isinstance(inner, str) else content_parts(inner)
+            if thought is None:
+                return None
+            thinking.append(thought if isinstance(thought, str) else "".join(thought))
+        elif isinstance(text, str) and kind in (None, "text"):
+            answer.append(text)
+        elif not isinstance(kind, str) or kind == "text":
+            return None  # a text part without text, or no type and no text
+    return "".join(answer), "".join(thinking)
 
 
 def field_of(value: object, name: str) -> Any:

@@ -121,7 +121,8 @@ class OllamaProvider(Provider):
         if isinstance(exc, httpx.TransportError):
             return ProviderConnectionError(self.name, f"connection broke: {type(exc).__name__}")
         if isinstance(exc, ValueError):  # json.JSONDecodeError, pydantic validation
-            return BadResponseError(self.name, f"malformed NDJSON line: {exc}")
+            first = next(iter(str(exc).splitlines()), "")  # pydantic's first line
+            return BadResponseError(self.name, f"malformed NDJSON line: {first}")
         return BadResponseError(self.name, f"unexpected {type(exc).__name__}: {exc}")
 
     async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:

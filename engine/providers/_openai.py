@@ -33,7 +33,7 @@ from engine.providers._events import (
     finish_reason_of,
 )
 from engine.providers._http import (
-    content_text,
+    content_parts,
     error_for_status,
     error_message,
     field_of,
@@ -106,6 +106,10 @@ def _error_event(raw: str) -> dict[str, Any]:
     if isinstance(data, dict) and "error" in data:
         return data
     return {"error": data if isinstance(data, dict) else {"message": str(data)}}
+
+
+REFUSED = "refused"
+"""What `_read_delta` adds after a refusal's text."""
 
 
 class OpenAIProvider(Provider):
@@ -195,6 +199,8 @@ class OpenAIProvider(Provider):
     async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
         finish: str | None = None
         usage: Any = None
+        refused = False
+        one: object = None  # the index of the choice read: the first a chunk names
         async with self._open(self._body(request)) as reply:
             try:
                 if reply.status_code >= 400:
@@ -228,17 +234,19 @@ class OpenAIProvider(Provider):
                         raise BadResponseError(self.name, f"choices that are not a list: "
                                                f"{raw[:80]!r}")
                     for choice in choices:
+                        index = field_of(choice, "index")
+                        if index is not None and one is None:
+                            one = index
+                        elif index is not None and index != one:
+                            continue  # another choice than the first (n = 1 was asked for)
                         delta = field_of(choice, "delta")
-                        thought = reasoning_field(delta)
-                        if thought:
-                            yield ReasoningDelta(thought)
-                        content = field_of(delta, "content")
-                        text = content_text(content) if content is not None else None
-                        if content is not None and text is None:
-                            raise BadResponseError(self.name, "a streamed delta: "
-                                                   + not_text(content))
-                        if text:
-                            yield TokenDelta(text)
+                        if delta is None:  # a server that sends each piece as a message
+                            delta = field_of(choice, "message")
+                        for piece in self._read_delta(delta):
+                            if isinstance(piece, str):
+                                refused = True
+                            else:
+                                yield piece
                         reason = field_of(choice, "finish_reason")
                         if reason:
                             if not isinstance(reason, str):
@@ -252,7 +260,29 @@ class OpenAIProvider(Provider):
             raise ProviderConnectionError(self.name, "the stream ended before the model finished")
         if usage is not None:
             yield usage_of(usage)
-        yield Done(finish)
+        yield Done(finish_reason_of(self.name, "refusal") if refused else finish)
+
+    def _read_delta(self, delta: object) -> list[StreamEvent | str]:
+        """A delta's (or a whole message's) events: its reasoning, in a field of its own or in
+        thinking parts of its content, then its text. A refusal (OpenAI's `refusal` field) is
+        its text, and `REFUSED` after it: the answer then ends as the content filter's."""
+        events: list[StreamEvent | str] = []
+        thought = reasoning_field(delta)
+        if thought:
+            events.append(ReasoningDelta(thought))
+        content = field_of(delta, "content")
+        parts = content_parts(content) if content is not None else ("", "")
+        if parts is None:
+            raise BadResponseError(self.name, "a streamed delta: " + not_text(content))
+        text, thinking = parts
+        if thinking:
+            events.append(ReasoningDelta(thinking))
+        if text:
+            events.append(TokenDelta(text))
+        refusal = field_of(delta, "refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            events += [TokenDelta(refusal), REFUSED]
+        return events
 
     def _whole(self, content_type: str | None, body: bytes) -> list[StreamEvent]:
         """A reply that is not an event stream: a whole chat completion (a server that ignored
@@ -260,19 +290,21 @@ class OpenAIProvider(Provider):
         200) is a `BadResponseError` that says what it was."""
         try:
             data = read_json(body)
-            choice = data["choices"][0]
-            content = choice["message"].get("content") or ""
-            thought = reasoning_field(choice["message"])
-            finish = choice.get("finish_reason") or "stop"
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        except ValueError:
             raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
-        text = content_text(content)
-        if text is None or not isinstance(finish, str):
+        if isinstance(data, dict) and data.get("error"):  # an error, though the status says 200
+            raise stream_error(self.name, data)
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+            finish = choice.get("finish_reason") or "stop"
+            read = self._read_delta(message) if isinstance(message, dict) else None
+        except (KeyError, IndexError, TypeError, AttributeError, BadResponseError):
+            read = None
+        if read is None or not isinstance(finish, str):
             raise BadResponseError(self.name, not_a_stream(content_type, body))
-        finish = finish_reason_of(self.name, finish)
-        events: list[StreamEvent] = [ReasoningDelta(thought)] if thought else []
-        if text:
-            events.append(TokenDelta(text))
+        events = [e for e in read if not isinstance(e, str)]
+        finish = finish_reason_of(self.name, "refusal" if REFUSED in read else finish)
         usage = data.get("usage")
         if isinstance(usage, dict):
             events.append(usage_of(usage))

@@ -60,24 +60,40 @@ async def stream_lines(provider: str, chunks: AsyncIterator[bytes],
 
 
 def bound_lines(response: httpx.Response, provider: str, limit: int = MOST_BYTES) -> None:
-    """`response`'s body, as a library reads it (Ollama's, line by line), refused once a line
-    runs past `limit` bytes: a `BadResponseError` before it fills memory."""
+    """`response`'s NDJSON body, as a library reads it (Ollama's, line by line): blank lines
+    (a proxy's keep-alive) left out, a line that is no JSON object refused by name, and a line
+    that runs past `limit` bytes refused before it fills memory (`BadResponseError`)."""
     import httpx
 
     if not isinstance(response.stream, httpx.AsyncByteStream):
         return
     inner: httpx.AsyncByteStream = response.stream
 
+    def kept(line: bytes) -> bytes:
+        if not line.strip():
+            return b""
+        if not line.lstrip().startswith(b"{"):
+            raise BadResponseError(provider, f"a line of the stream that is no JSON object: "
+                                   f"{line[:80].decode('utf-8', 'replace')!r}")
+        return line + b"\n"
+
     class Bounded(httpx.AsyncByteStream):
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            run = 0  # bytes since the last line end
+            pending = bytearray()  # the line not ended yet
             async for chunk in inner:
-                end = chunk.rfind(b"\n")
-                run = len(chunk) - end - 1 if end != -1 else run + len(chunk)
-                if run > limit:
+                if b"\n" not in chunk:
+                    pending += chunk
+                else:
+                    *lines, rest = (bytes(pending) + chunk).split(b"\n")
+                    pending = bytearray(rest)
+                    out = b"".join(kept(line) for line in lines)
+                    if out:
+                        yield out
+                if len(pending) > limit:
                     raise BadResponseError(provider, f"a line of the stream ran past "
                                            f"{limit:,} bytes")
-                yield chunk
+            if pending.strip():
+                yield kept(bytes(pending))
 
         async def aclose(self) -> None:
             await inner.aclose()

@@ -245,3 +245,48 @@ async def test_a_dropped_connection_is_retried_once(env: None, paths: Paths) -> 
         with pytest.raises(ProviderConnectionError):
             await collect(make(server, paths), StreamRequest.of("x"))
     assert len(server.requests) == 2
+
+
+def _gatewayed(body: Iterator[Any]) -> Iterator[Any]:
+    """`body` as a gateway may send it: every event named only by its data's `type`."""
+    for piece in body:
+        yield b"data: " + piece.split(b"data: ", 1)[1] if isinstance(piece, bytes) else piece
+
+
+async def test_events_named_only_in_their_data_are_read(env: None, paths: Paths) -> None:
+    route = {"POST /v1/messages": lambda r: streaming(_gatewayed(message_stream(["Hel", "lo"])))}
+    with WireServer(route) as server:
+        events = await collect(make(server, paths), StreamRequest.of("Hi"))
+    assert [e.text for e in events if isinstance(e, TokenDelta)] == ["Hel", "lo"]
+    assert events[-1] == Done("stop")
+
+
+async def test_a_block_started_with_text_keeps_it(env: None, paths: Paths) -> None:
+    def body() -> Iterator[Any]:
+        for piece in message_stream(["there"]):
+            yield piece.replace(b'"content_block": {"type": "text", "text": ""}',
+                                b'"content_block": {"type": "text", "text": "Hi "}')
+
+    with WireServer({"POST /v1/messages": lambda r: streaming(body())}) as server:
+        events = await collect(make(server, paths), StreamRequest.of("Hi"))
+    assert "".join(e.text for e in events if isinstance(e, TokenDelta)) == "Hi there"
+
+
+async def test_a_paused_turn_is_a_cut_answer(env: None, paths: Paths) -> None:
+    """`pause_turn`: the API paused a long turn mid-way; the answer is not whole."""
+    route = {"POST /v1/messages": lambda r: streaming(message_stream(["Hal"], "pause_turn"))}
+    with WireServer(route) as server:
+        events = await collect(make(server, paths), StreamRequest.of("Hi"))
+    assert events[-1] == Done("length")
+
+
+async def test_an_event_that_is_no_object_is_named(env: None, paths: Paths) -> None:
+    def body() -> Iterator[Any]:
+        pieces = list(message_stream(["Hi"]))
+        yield from pieces[:3]
+        yield b"event: content_block_delta\ndata: [1]\n\n"
+        yield from pieces[3:]
+
+    with WireServer({"POST /v1/messages": lambda r: streaming(body())}) as server:
+        with pytest.raises(BadResponseError, match="not an object"):
+            await collect(make(server, paths), StreamRequest.of("Hi"))

@@ -259,3 +259,30 @@ async def test_an_endless_line_is_refused_before_it_fills_memory(paths: Paths) -
         events = await collect(make(server, paths), StreamRequest.of("Why?"))
     assert sum(len(e.text) for e in events if isinstance(e, TokenDelta)) == 5_000_000 \
         and events[-1] == Done("stop")
+
+
+async def test_blank_lines_between_the_lines_are_no_error(paths: Paths) -> None:
+    """A proxy's keep-alive (an empty line) carries no NDJSON: it is left out."""
+    def body() -> Iterator[bytes]:
+        stream = list(chat_stream(["Hi", " there"]))
+        yield b"\n"
+        yield stream[0] + b"\r\n\n"
+        yield from stream[1:]
+
+    with WireServer({"POST /api/chat": lambda r: ndjson(body())}) as server:
+        events = await collect(make(server, paths), StreamRequest.of("Why?"))
+    assert "".join(e.text for e in events if isinstance(e, TokenDelta)) == "Hi there"
+    assert events[-1] == Done("stop")
+
+
+@pytest.mark.parametrize("odd", [b"[1, 2]\n", b"garbage\n", b"42\n"])
+async def test_a_line_that_is_no_json_object_is_named(odd: bytes, paths: Paths) -> None:
+    def body() -> Iterator[bytes]:
+        stream = list(chat_stream(["Hi"]))
+        yield stream[0]
+        yield odd
+        yield from stream[1:]
+
+    with WireServer({"POST /api/chat": lambda r: ndjson(body())}) as server:
+        with pytest.raises(BadResponseError, match="no JSON object"):
+            await collect(make(server, paths), StreamRequest.of("Why?"))

@@ -215,3 +215,77 @@ async def test_what_a_server_says_about_itself_is_read_bounded(paths: Paths) -> 
     routes["GET /props"] = lambda _: Reply(200, {"content-type": "application/json"}, small)
     async with openai_behind(routes, paths) as provider:
         assert await provider.context_window() == 4096
+
+
+def _reasoning(events: list[Any]) -> str:
+    from engine.providers import ReasoningDelta
+
+    return "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+
+
+async def test_content_in_parts_keeps_the_thinking_apart(paths: Paths) -> None:
+    """Mistral's Magistral streams `content` as a list of parts: `thinking` parts (their own
+    text parts inside) are reasoning, `text` parts the answer, a `reference` part neither."""
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "Paris, surely."}]}
+    events = await _events(_sse(
+        _chunk({"content": [thinking]}),
+        _chunk({"content": [{"type": "text", "text": "Paris."},
+                            {"type": "reference", "reference_ids": [1]}]}),
+        _chunk({}, "stop")), paths)
+    assert _text(events) == "Paris." and _reasoning(events) == "Paris, surely."
+    with pytest.raises(BadResponseError, match="not text"):
+        await _events(_sse(_chunk({"content": [{"type": "text"}]}), _chunk({}, "stop")), paths)
+
+
+async def test_a_refusal_ends_as_the_content_filters(paths: Paths) -> None:
+    """OpenAI streams a refusal in a field of its own, the content null: the refusal shows,
+    and the answer is named as the filter's, never an empty answer that ended well."""
+    events = await _events(_sse(_chunk({"role": "assistant", "content": None, "refusal": ""}),
+                                _chunk({"refusal": "I can't help with that."}),
+                                _chunk({}, "stop")), paths)
+    assert _text(events) == "I can't help with that."
+    assert events[-1] == Done("content_filter")
+    assert answer_problem(_text(events), "Why?", "content_filter") == FILTERED
+
+
+async def test_only_the_first_choice_is_the_answer(paths: Paths) -> None:
+    """A server that streams more choices than the one asked for (or numbers from 1): the
+    first choice it names is read, the others never mixed in."""
+    other = {"choices": [{"index": 1, "delta": {"content": "OTHER"}, "finish_reason": None}]}
+    events = await _events(_sse(_chunk({"content": "Hi"}), other, _chunk({}, "stop")), paths)
+    assert _text(events) == "Hi"
+    from_one = [{"choices": [{"index": 1, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}]
+    assert _text(await _events(_sse(*from_one), paths)) == "Hi"
+
+
+async def test_a_chunk_that_sends_a_message_instead_of_a_delta_is_read(paths: Paths) -> None:
+    chunk = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"},
+                          "finish_reason": "stop"}]}
+    assert _text(await _events(_sse(chunk), paths)) == "Hi"
+
+
+@pytest.mark.parametrize(("code", "raised"), [(429, RateLimitedError), (503, ServerError),
+                                              ("overloaded", ServerError)])
+async def test_an_error_body_with_status_200_is_the_error_it_names(
+        code: object, raised: type[Exception], paths: Paths) -> None:
+    """A gateway that answers a stream request with status 200 and a JSON error: the error
+    its code names, as a stream's error event is, never a "bad response"."""
+    body = json.dumps({"error": {"message": "Try again later", "code": code}}).encode()
+    reply = Reply(200, {"content-type": "application/json"}, [body])
+    async with openai_behind(chat(reply), paths) as provider:
+        with pytest.raises(raised, match="Try again later"):
+            _ = [e async for e in provider.stream(StreamRequest.of("x"))]
+
+
+async def test_a_whole_completion_reads_its_parts_and_its_refusal(paths: Paths) -> None:
+    """A server that ignored `stream`: its message is read as a delta is."""
+    for message, text, thought, finish in (
+            ({"content": [{"type": "thinking", "thinking": "Hm."},
+                          {"type": "text", "text": "Yes."}]}, "Yes.", "Hm.", "stop"),
+            ({"content": None, "refusal": "No."}, "No.", "", "content_filter")):
+        body = json.dumps({"choices": [{"index": 0, "message": message,
+                                        "finish_reason": "stop"}]}).encode()
+        reply = Reply(200, {"content-type": "application/json"}, [body])
+        async with openai_behind(chat(reply), paths) as provider:
+            events = [e async for e in provider.stream(StreamRequest.of("x"))]
+        assert (_text(events), _reasoning(events), events[-1]) == (text, thought, Done(finish))
