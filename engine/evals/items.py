@@ -5,8 +5,8 @@
 
 Two formats, told apart line by line:
 
-- ours, one JSON object a line: `claim` (the statement tested), `label` (`true`/`false`, or
-  the JSON booleans), and optionally `question` (what the claim answers), `answer` (the answer
+- ours, one JSON object a line: `claim` (the statement tested), `label` (`true`/`false`, the
+  JSON booleans, 1/0, or FEVER's `SUPPORTS`/`REFUTES`), and optionally `question` (what the claim answers), `answer` (the answer
   the claim gives, planted as the witness's own), `source` and `id`;
 - HaluEval-QA's (`knowledge`, `question`, `right_answer`, `hallucinated_answer`): each row gives
   one true and one false claim, balanced by construction. `knowledge` is dropped on reading:
@@ -32,8 +32,9 @@ from engine.models.session import WitnessBrief, WitnessMode
 
 __all__ = ["EvalItem", "brief_for", "claim_for", "read_items", "sample"]
 
-_TRUE = {"true", "1", "yes", "correct"}
-_FALSE = {"false", "0", "no", "incorrect", "hallucinated"}
+_TRUE = {"true", "1", "yes", "correct", "supports", "supported", "t", "y"}
+_FALSE = {"false", "0", "no", "incorrect", "hallucinated", "refutes", "refuted", "f", "n"}
+_NEITHER = {"not enough info", "nei", "not_enough_info", "unknown", "unverifiable"}
 _MAX_TEXT = 20_000
 
 
@@ -77,9 +78,14 @@ def _text(value: Any, field: str, where: str, required: bool = True) -> str | No
 def _label(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
+    if isinstance(value, int) and value in (0, 1):  # 1 / 0, as many labelled sets write it
+        return value == 1
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
-    raise DatasetError(f"{where}: 'label' must be true or false (got {value!r})")
+    if isinstance(value, str) and value.strip().lower() in _NEITHER:
+        raise DatasetError(f"{where}: the label {value!r} is neither true nor false: leave "
+                           "such claims out of the file")
+    raise DatasetError(f"{where}: 'label' must be true or false (got {value!r:.80})")
 
 
 def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:

@@ -196,6 +196,8 @@ def test_claims_are_read_in_both_formats_and_bad_lines_are_named(tmp_path: Any) 
     assert pair[0].answer == "Ann" and pair[1].group == pair[0].group
     for text, problem in (('{"claim": "x"}', "'label' is missing"),
                           ('{"claim": "x", "label": "maybe"}', "must be true or false"),
+                          ('{"claim": "x", "label": 2}', "must be true or false"),
+                          ('{"claim": "x", "label": "NOT ENOUGH INFO"}', "neither true nor"),
                           ('{"question": "q"}', "neither a claim"),
                           ("{not json", "not valid JSON"),
                           ('{"claim": "", "label": true}', "non-empty string")):
@@ -204,6 +206,14 @@ def test_claims_are_read_in_both_formats_and_bad_lines_are_named(tmp_path: Any) 
         with pytest.raises(DatasetError, match=problem) as caught:
             read_items(bad)
         assert "line 2" in caught.value.message
+
+
+def test_labels_as_labelled_sets_write_them(tmp_path: Any) -> None:
+    """1 / 0 and FEVER's SUPPORTS / REFUTES are labels too."""
+    sets = tmp_path / "claims.jsonl"
+    sets.write_text('{"claim": "a", "label": 1}\n{"claim": "b", "label": 0}\n'
+                    '{"claim": "c", "label": "SUPPORTS"}\n{"claim": "d", "label": "REFUTES"}\n')
+    assert [i.label for i in read_items(sets)] == [True, False, True, False]
 
 
 def test_a_sample_keeps_haluevals_pairs_together_and_is_reproducible(tmp_path: Any) -> None:
