@@ -6,8 +6,9 @@
 Two formats, told apart line by line:
 
 - ours, one JSON object a line: `claim` (the statement tested), `label` (`true`/`false`, the
-  JSON booleans, 1/0, or FEVER's `SUPPORTS`/`REFUTES`), and optionally `question` (what the claim answers), `answer` (the answer
-  the claim gives, planted as the witness's own), `source` and `id`;
+  JSON booleans, 1/0, or FEVER's `SUPPORTS`/`REFUTES`), and optionally `question` (what the
+  claim answers), `answer` (the answer the claim gives, planted as the witness's own),
+  `source` and `id`;
 - HaluEval-QA's (`knowledge`, `question`, `right_answer`, `hallucinated_answer`): each row gives
   one true and one false claim, balanced by construction. `knowledge` is dropped on reading:
   it never reaches the detective.

@@ -45,6 +45,7 @@ from engine.providers._http import (
     first_line,
     model_listed,
     not_a_stream,
+    not_text,
     rate_limit_wait,
     send_streamed,
     unlisted_model,
@@ -83,7 +84,7 @@ def _usage(counts: dict[str, Any]) -> Usage:
                  cache_write_tokens=written)
 
 
-def _block_text(data: dict[str, Any]) -> list[StreamEvent]:
+def _block_text(provider: str, data: dict[str, Any]) -> list[StreamEvent]:
     """The answer or the thinking a `content_block_delta` carries, or a `content_block_start`
     (empty from Anthropic, though a gateway may start a block with its first text); any
     other block or delta (a signature, redacted thinking, citations, a tool's input) is
@@ -92,7 +93,9 @@ def _block_text(data: dict[str, Any]) -> list[StreamEvent]:
     if not isinstance(part, dict):
         return []
     kind, text, thinking = part.get("type"), part.get("text"), part.get("thinking")
-    if kind in ("text_delta", "text") and isinstance(text, str) and text:
+    if kind in ("text_delta", "text") and text is not None and not isinstance(text, str):
+        raise BadResponseError(provider, f"a {kind}: {not_text(text)}")
+    if kind in ("text_delta", "text") and text:
         return [TokenDelta(text)]
     if kind in ("thinking_delta", "thinking") and isinstance(thinking, str) and thinking:
         return [ReasoningDelta(thinking)]
@@ -203,7 +206,7 @@ class AnthropicProvider(Provider):
                     if event == "message" and isinstance(data.get("type"), str):
                         event = data["type"]  # a gateway that names events only in their data
                     if event in ("content_block_delta", "content_block_start"):
-                        for piece in _block_text(data):
+                        for piece in _block_text(self.name, data):
                             yield piece
                     elif event == "message_start":
                         _take_counts(counts, field_of(data.get("message"), "usage"))

@@ -155,23 +155,39 @@ LINE_SHOWN = 300
 
 
 def error_message(body: bytes | str, fallback: str) -> str:
-    """The human part of an error body: OpenAI/Anthropic `{"error": {"message"}}`, Ollama
-    `{"error": "…"}`, or plain text; whole (up to `MESSAGE_KEPT` characters), lines and all:
-    `error_for_status` decides what is shown."""
+    """The human part of an error body, whole (up to `MESSAGE_KEPT` characters), lines and all
+    (`error_for_status` decides what is shown): OpenAI/Anthropic `{"error": {"message"}}`,
+    Ollama `{"error": "…"}`, a top-level `message`, Gemini's list of such objects, FastAPI's
+    `{"detail": …}` (vLLM, TGI, custom servers; its validation errors as `where: what`), or
+    plain text."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
         data = read_json(text)
     except ValueError:
         return text.strip()[:MESSAGE_KEPT] or fallback
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict):
-            message = error.get("message") or error.get("type")
-            if isinstance(message, str) and message:
-                return message[:MESSAGE_KEPT]
-        elif isinstance(error, str) and error:
-            return error[:MESSAGE_KEPT]
-    return fallback
+    message = _said(data)
+    return message[:MESSAGE_KEPT] if message else fallback
+
+
+def _said(data: object, depth: int = 0) -> str:
+    """What an error object says, or "" (see `error_message`)."""
+    if depth > 3:
+        return ""
+    if isinstance(data, str):
+        return data.strip()
+    if isinstance(data, list):  # Gemini: [{"error": {…}}]; FastAPI: a list of validation errors
+        return "; ".join(filter(None, (_said(item, depth + 1) for item in data[:5])))
+    if not isinstance(data, dict):
+        return ""
+    if "msg" in data and isinstance(data["msg"], str):  # one FastAPI validation error
+        where = ".".join(str(part) for part in data.get("loc") or [] if part is not None)
+        return f"{where}: {data['msg']}" if where else data["msg"]
+    for key in ("error", "message", "detail", "error_description"):
+        found = _said(data.get(key), depth + 1)
+        if found:
+            return found
+    kind = data.get("type")
+    return kind if isinstance(kind, str) else ""
 
 
 def first_line(message: str, provider: str = "", status: int | None = None) -> str:
@@ -211,9 +227,9 @@ def content_parts(value: object) -> tuple[str, str] | None:
     """A message's or a delta's `content` as (answer, thinking): a string is the answer; a list
     of content parts is read part by part: `{"type": "text", "text": …}` (some
     OpenAI-compatible servers) is the answer, `{"type": "thinking", "thinking": …}` (Mistral's
-    Magistral: its own parts, or text) is thinking, kept apart, and a part of another type with
-    no text (a `reference`, an image) is left out. None when it is anything else (a number, an
-    object, a part that is no object), which the caller names as a bad response."""
+    Magistral: its own parts, or text) is thinking, kept apart, and Magistral's `reference`
+    part is left out. None when it is anything else (a number, an object, a part that is no
+    object or holds no text, such as an image), which the caller names as a bad response."""
     if isinstance(value, str):
         return value, ""
     if not isinstance(value, list):
@@ -232,8 +248,8 @@ def content_parts(value: object) -> tuple[str, str] | None:
             thinking.append(thought if isinstance(thought, str) else "".join(thought))
         elif isinstance(text, str) and kind in (None, "text"):
             answer.append(text)
-        elif not isinstance(kind, str) or kind == "text":
-            return None  # a text part without text, or no type and no text
+        elif kind != "reference":
+            return None  # no text: an image, a text part without text, no type at all
     return "".join(answer), "".join(thinking)
 
 

@@ -96,9 +96,11 @@ class OllamaProvider(Provider):
         starts with JSON is let through; it streams from what was read."""
         if response.status_code >= 400 or not response.url.path.endswith("/api/chat"):
             return
-        bound_lines(response, self.name)  # the SDK reads lines with no end in sight
         content_type = response.headers.get("content-type")
-        if "json" in (content_type or "").lower():
+        labelled = "json" in (content_type or "").lower()
+        # the SDK reads lines with no end in sight; a body labelled otherwise is named below
+        bound_lines(response, self.name, objects=labelled)
+        if labelled:
             return
         body = await response.aread()
         if body.lstrip().startswith(b"{"):

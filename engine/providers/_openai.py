@@ -87,14 +87,17 @@ def connection_error(provider: str, exc: httpx.HTTPError, mid_stream: bool = Fal
 def stream_error(provider: str, data: dict[str, Any]) -> ProviderError:
     """An `{"error": …}` event inside a stream (LiteLLM's proxy when its backend dies, vLLM,
     OpenRouter): the error its `code` names (a status, when it is one), else a server error."""
-    error = data.get("error")
     message = error_message(json.dumps(data), "") or "an error event in the stream"
-    code = field_of(error, "code")
+    return error_for_status(provider, _status_of(data.get("error")) or 500, message)
+
+
+def _status_of(error: object) -> int | None:
+    """The HTTP status an error object's `code` names, or None."""
     try:
-        status = int(code)
+        status = int(field_of(error, "code"))
     except (TypeError, ValueError):
-        status = 500
-    return error_for_status(provider, status if 400 <= status < 600 else 500, message)
+        return None
+    return status if 400 <= status < 600 else None
 
 
 def _error_event(raw: str) -> dict[str, Any]:
@@ -292,8 +295,8 @@ class OpenAIProvider(Provider):
             data = read_json(body)
         except ValueError:
             raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
-        if isinstance(data, dict) and data.get("error"):  # an error, though the status says 200
-            raise stream_error(self.name, data)
+        if isinstance(data, dict) and _status_of(data.get("error")) is not None:
+            raise stream_error(self.name, data)  # an error whose code is a status, though 200
         try:
             choice = data["choices"][0]
             message = choice["message"]

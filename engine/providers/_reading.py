@@ -59,10 +59,12 @@ async def stream_lines(provider: str, chunks: AsyncIterator[bytes],
         yield "".join(line)
 
 
-def bound_lines(response: httpx.Response, provider: str, limit: int = MOST_BYTES) -> None:
+def bound_lines(response: httpx.Response, provider: str, limit: int = MOST_BYTES,
+                objects: bool = True) -> None:
     """`response`'s NDJSON body, as a library reads it (Ollama's, line by line): blank lines
-    (a proxy's keep-alive) left out, a line that is no JSON object refused by name, and a line
-    that runs past `limit` bytes refused before it fills memory (`BadResponseError`)."""
+    (a proxy's keep-alive) left out, a line that is no JSON object refused by name (unless
+    not `objects`: a body the caller names itself), and a line that runs past `limit` bytes
+    refused before it fills memory (`BadResponseError`)."""
     import httpx
 
     if not isinstance(response.stream, httpx.AsyncByteStream):
@@ -72,7 +74,7 @@ def bound_lines(response: httpx.Response, provider: str, limit: int = MOST_BYTES
     def kept(line: bytes) -> bytes:
         if not line.strip():
             return b""
-        if not line.lstrip().startswith(b"{"):
+        if objects and not line.lstrip().startswith(b"{"):
             raise BadResponseError(provider, f"a line of the stream that is no JSON object: "
                                    f"{line[:80].decode('utf-8', 'replace')!r}")
         return line + b"\n"

@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine import BadResponseError, Paths, ProviderConfig, RateLimitedError, ServerError
+from engine import (
+    BadResponseError,
+    Paths,
+    ProviderConfig,
+    ProviderError,
+    RateLimitedError,
+    ServerError,
+)
 from engine.interrogation.checks import answer_problem
 from engine.providers import FILTERED, Done, StreamRequest, TokenDelta, create_provider
 from engine.providers._reading import (
@@ -264,12 +271,13 @@ async def test_a_chunk_that_sends_a_message_instead_of_a_delta_is_read(paths: Pa
     assert _text(await _events(_sse(chunk), paths)) == "Hi"
 
 
-@pytest.mark.parametrize(("code", "raised"), [(429, RateLimitedError), (503, ServerError),
-                                              ("overloaded", ServerError)])
+@pytest.mark.parametrize(("code", "raised"), [(429, RateLimitedError), ("503", ServerError),
+                                              ("overloaded", BadResponseError)])
 async def test_an_error_body_with_status_200_is_the_error_it_names(
         code: object, raised: type[Exception], paths: Paths) -> None:
     """A gateway that answers a stream request with status 200 and a JSON error: the error
-    its code names, as a stream's error event is, never a "bad response"."""
+    its code names when that is a status, as a stream's error event is (a rate limit waits);
+    else a reply that is not a stream, with its message."""
     body = json.dumps({"error": {"message": "Try again later", "code": code}}).encode()
     reply = Reply(200, {"content-type": "application/json"}, [body])
     async with openai_behind(chat(reply), paths) as provider:
@@ -289,3 +297,21 @@ async def test_a_whole_completion_reads_its_parts_and_its_refusal(paths: Paths) 
         async with openai_behind(chat(reply), paths) as provider:
             events = [e async for e in provider.stream(StreamRequest.of("x"))]
         assert (_text(events), _reasoning(events), events[-1]) == (text, thought, Done(finish))
+
+
+@pytest.mark.parametrize(("status", "body", "says"), [
+    (400, [{"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+                      "status": "INVALID_ARGUMENT"}}], "API key not valid"),       # Gemini
+    (404, {"detail": "Not Found"}, "Not Found"),                                   # FastAPI
+    (422, {"detail": [{"loc": ["body", "model"], "msg": "field required",
+                       "type": "value_error.missing"}]}, "body.model: field required"),
+    (400, {"message": "top-level message"}, "top-level message"),
+])
+async def test_an_error_body_is_read_whatever_its_shape(status: int, body: object, says: str,
+                                                       paths: Paths) -> None:
+    """Each server wraps its error its own way; the user reads the server's words, never only
+    a status code."""
+    reply = Reply(status, {"content-type": "application/json"}, [json.dumps(body).encode()])
+    async with openai_behind(chat(reply), paths) as provider:
+        with pytest.raises(ProviderError, match=says):
+            _ = [e async for e in provider.stream(StreamRequest.of("x"))]
