@@ -59,10 +59,15 @@ RETRY_ECHO = 400
 """Characters of an invalid structured reply shown back to the model with the error."""
 
 
+MOST_TOKENS = 100_000_000
+"""More tokens than one call can have (the largest windows hold 10 million): a count past it
+is no count."""
+
+
 def _count(value: object) -> int | None:
     """A token count a server reported, if it is one (a hostile or odd server may send a
-    string, a negative number or a float: then the count is estimated instead)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    string, a negative number, a float or an absurd number: then the count is estimated)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MOST_TOKENS:
         return value
     return None
 

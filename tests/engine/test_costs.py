@@ -85,7 +85,8 @@ def test_each_round_says_whether_its_own_calls_were_estimated() -> None:
     assert stored.estimated_calls == 1
 
 
-@pytest.mark.parametrize("reported", [("12", 3), (-5, 3), (1.5, 3), (True, 3), (None, None)])
+@pytest.mark.parametrize("reported", [("12", 3), (-5, 3), (1.5, 3), (True, 3), (None, None),
+                                      (10**30, 3)])
 def test_odd_usage_from_a_server_is_estimated_never_trusted(reported: tuple[object, object]
                                                            ) -> None:
     from engine.interrogation.calls import count_tokens
