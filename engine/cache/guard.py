@@ -103,11 +103,20 @@ def _listing(words: Iterable[str]) -> str:
     return ", ".join(sorted(words)) or "nothing"
 
 
-def _one_block_moved(a: list[str], b: list[str], joined_a: list[bool],
-                     joined_b: list[bool]) -> bool:
+_COORDINATORS = frozenset("or and oder und ou e".split())
+"""What stands between two words that trade places and stay one question (`rent or buy`)."""
+
+
+def _one_block_moved(a: list[str], b: list[str], gaps_a: list[frozenset[str]],
+                     gaps_b: list[frozenset[str]]) -> bool:
     """Whether `b` is `a` with one contiguous block of words moved elsewhere, the two blocks
     apart (a stopword or a filler between them) in at least one of the questions: `rent or
-    buy` / `buy or rent` is one question, `milk chocolate` / `chocolate milk` is not."""
+    buy` / `buy or rent` is one question, `milk chocolate` / `chocolate milk` is not. Two
+    single words apart in both questions trade places only across `or` / `and` ("The bride
+    is leaving the groom" is not "The bride and the groom are leaving"); side by side in one
+    only, with the same `and` / `or` elsewhere, a word moved behind its noun stays (`acoustic
+    guitar` / `guitar that is acoustic`, `bread slices` / `slices of bread`). `gaps_*[i]`: the
+    words left out before word i."""
     if len(a) != len(b) or len(a) > MOST_WORDS or Counter(a) != Counter(b):
         return False  # a long text in another order is not a rewording of a question
     start = 0
@@ -118,9 +127,39 @@ def _one_block_moved(a: list[str], b: list[str], joined_a: list[bool],
         end -= 1
     x, y = a[start:end], b[start:end]
     # y is x rotated: x = P + Q, y = Q + P
-    return any(y == x[cut:] + x[:cut]
-               and not (joined_a[start + cut] and joined_b[start + len(x) - cut])
-               for cut in range(1, len(x)))
+    for cut in range(1, len(x)):
+        if y != x[cut:] + x[:cut]:
+            continue
+        here, there = gaps_a[start + cut], gaps_b[start + len(x) - cut]
+        if len(x) == 2 and not (here | there) & _COORDINATORS and (
+                bool(here) == bool(there) or _joining(gaps_a) != _joining(gaps_b)):
+            continue  # apart in both or in neither, or `and` joins other words: no `or` here
+        if here or there:
+            return True
+    return False
+
+
+def _joining(gaps: list[frozenset[str]]) -> Counter[str]:
+    """The `and` / `or` a question has between its words."""
+    return Counter(word for gap in gaps for word in gap if word in _COORDINATORS)
+
+
+def _ordered(reading: _Reading, left_out: set[str], name: Callable[[str], str],
+             ) -> tuple[list[str], list[frozenset[str]]]:
+    """`reading`'s words in order, named by `name`, without `left_out`, and the words left
+    out before each (`_one_block_moved`)."""
+    words: list[str] = []
+    gaps: list[frozenset[str]] = []
+    gap: set[str] = set()
+    for word, before in zip(reading.sequence, reading.gaps, strict=True):
+        gap |= before
+        if word in left_out:
+            gap.add(word)
+            continue
+        words.append(name(word))
+        gaps.append(frozenset(gap))
+        gap = set()
+    return words, gaps
 
 
 _CLAUSE = re.compile(r"[,;:!?()]|\.(?=\s|$)")
@@ -195,15 +234,15 @@ class _Reading:
                         and w not in lex.interrogatives and w not in OPERATORS
                         and not lex.quantity(w)]
         self.sequence: list[str] = []
-        self.joined: list[bool] = []  # the word follows the one before it with none between
-        previous = False
+        self.gaps: list[frozenset[str]] = []  # the words left out before each of `sequence`
+        gap: list[str] = []
         for word in words:
             if lex.silent(word) or word in lex.interrogatives:
-                previous = False
+                gap.append(word)
                 continue
             self.sequence.append(word)
-            self.joined.append(previous)
-            previous = True
+            self.gaps.append(frozenset(gap))
+            gap = []
 
 
 def check_meaning(question: str, candidate: str, normalised: str | None = None) -> GuardResult:
@@ -272,9 +311,9 @@ def check_meaning(question: str, candidate: str, normalised: str | None = None) 
     if not add("content", not only_a and not only_b,
                f"words in one only: {_listing(only_a)} | {_listing(only_b)}", note):
         return GuardResult(tuple(checks))
-    seq_a = [stem(typos.get(w, w)) for w in a.sequence if w not in slips]
-    seq_b = [stem(w) for w in b.sequence if w not in slips]
-    add("order", seq_a == seq_b or _one_block_moved(seq_a, seq_b, a.joined, b.joined),
+    seq_a, gaps_a = _ordered(a, slips, lambda w: stem(typos.get(w, w)))
+    seq_b, gaps_b = _ordered(b, slips, stem)
+    add("order", seq_a == seq_b or _one_block_moved(seq_a, seq_b, gaps_a, gaps_b),
         f"the same words in another order: {' '.join(seq_a)} vs {' '.join(seq_b)}")
     return GuardResult(tuple(checks))
 

@@ -1,0 +1,82 @@
+"""The response cache on public labelled pairs nobody on this project wrote: how many answers it
+would serve wrongly, and how many rewordings it serves.
+
+Each pair goes through `put` (the first text) and `lookup` (the second) in a scope of its own,
+as in the suite's own sets (`tests.support.cache_sets`). The files are not shipped (their
+licences are the publishers'); point the script at them:
+
+    --mrpc FILE   the Microsoft Research Paraphrase Corpus (`msr_paraphrase_train.txt`,
+                  `msr_paraphrase_test.txt`: Quality, #1 ID, #2 ID, #1 String, #2 String);
+                  Quality 0 is a pair of different meaning
+    --sick FILE   SICK (`SICK_test_annotated.txt`: id, sentence A, sentence B, relatedness,
+                  entailment), both directions; NEUTRAL and CONTRADICTION are pairs of
+                  different meaning, ENTAILMENT with relatedness ≥ 4.5 a rewording
+
+Run: .venv/bin/python bench/cache_public.py --mrpc FILE [--mrpc FILE] [--sick FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.cache_sets import Pair, measure  # noqa: E402
+
+SAME = 4.5
+"""SICK relatedness from which an entailment counts as a rewording."""
+
+
+def mrpc(path: Path) -> list[Pair]:
+    found = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[1:]:
+        cells = line.split("\t")
+        if len(cells) >= 5 and cells[0] in ("0", "1"):
+            found.append(Pair("mrpc", "en", cells[3], cells[4], cells[0] == "1"))
+    return found
+
+
+def sick(path: Path) -> list[Pair]:
+    found = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        cells = line.split("\t")
+        if len(cells) < 5 or not cells[0].isdigit():
+            continue
+        same = cells[4] == "ENTAILMENT" and float(cells[3]) >= SAME
+        if cells[4] == "ENTAILMENT" and not same:
+            continue  # one way only: neither a rewording nor another meaning
+        found += [Pair(f"sick {cells[4].lower()}", "en", cells[1], cells[2], same),
+                  Pair(f"sick {cells[4].lower()}", "en", cells[2], cells[1], same)]
+    return found
+
+
+def report(name: str, items: list[Pair]) -> None:
+    outcomes = measure(items)
+    other = [o for o in outcomes if not o.pair.served]
+    same = [o for o in outcomes if o.pair.served]
+    wrong = [o for o in other if o.hit]
+    print(f"{name}: {len(items):,} pairs; of {len(other):,} of different meaning, "
+          f"{len(wrong)} served (wrong answers); rewordings served {sum(o.hit for o in same)} "
+          f"of {len(same):,}")
+    for outcome in wrong:
+        print(f"  wrong: {outcome.pair.question!r} -> {outcome.pair.candidate!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mrpc", type=Path, action="append", default=[])
+    parser.add_argument("--sick", type=Path, action="append", default=[])
+    args = parser.parse_args()
+    if not args.mrpc and not args.sick:
+        parser.error("name at least one file (--mrpc, --sick)")
+    if args.mrpc:
+        report("MRPC", [p for path in args.mrpc for p in mrpc(path)])
+    if args.sick:
+        report("SICK (both directions)", [p for path in args.sick for p in sick(path)])
+
+
+if __name__ == "__main__":
+    main()
