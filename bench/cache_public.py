@@ -11,8 +11,12 @@ licences are the publishers'); point the script at them:
     --sick FILE   SICK (`SICK_test_annotated.txt`: id, sentence A, sentence B, relatedness,
                   entailment), both directions; NEUTRAL and CONTRADICTION are pairs of
                   different meaning, ENTAILMENT with relatedness ≥ 4.5 a rewording
+    --sts FILE    the STS benchmark (`sts-test.csv`: genre, file, year, id, score, sentence 1,
+                  sentence 2), both directions: a score ≤ 3 is a pair of different meaning,
+                  ≥ 4.5 a rewording (between: neither)
 
 Run: .venv/bin/python bench/cache_public.py --mrpc FILE [--mrpc FILE] [--sick FILE]
+     [--sts FILE]
 """
 
 from __future__ import annotations
@@ -53,6 +57,25 @@ def sick(path: Path) -> list[Pair]:
     return found
 
 
+DIFFERENT = 3.0
+"""STS score up to which two sentences mean different things."""
+
+
+def sts(path: Path) -> list[Pair]:
+    found = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        cells = line.split("\t")
+        try:
+            score = float(cells[4])
+        except (IndexError, ValueError):
+            continue
+        if len(cells) < 7 or DIFFERENT < score < SAME:
+            continue
+        found += [Pair("sts", "en", cells[5], cells[6], score >= SAME),
+                  Pair("sts", "en", cells[6], cells[5], score >= SAME)]
+    return found
+
+
 def report(name: str, items: list[Pair]) -> None:
     outcomes = measure(items)
     other = [o for o in outcomes if not o.pair.served]
@@ -69,13 +92,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mrpc", type=Path, action="append", default=[])
     parser.add_argument("--sick", type=Path, action="append", default=[])
+    parser.add_argument("--sts", type=Path, action="append", default=[])
     args = parser.parse_args()
-    if not args.mrpc and not args.sick:
-        parser.error("name at least one file (--mrpc, --sick)")
+    if not args.mrpc and not args.sick and not args.sts:
+        parser.error("name at least one file (--mrpc, --sick, --sts)")
     if args.mrpc:
         report("MRPC", [p for path in args.mrpc for p in mrpc(path)])
     if args.sick:
         report("SICK (both directions)", [p for path in args.sick for p in sick(path)])
+    if args.sts:
+        report("STS benchmark (both directions)", [p for path in args.sts for p in sts(path)])
 
 
 if __name__ == "__main__":
