@@ -11,12 +11,15 @@ licences are the publishers'); point the script at them:
     --sick FILE   SICK (`SICK_test_annotated.txt`: id, sentence A, sentence B, relatedness,
                   entailment), both directions; NEUTRAL and CONTRADICTION are pairs of
                   different meaning, ENTAILMENT with relatedness ≥ 4.5 a rewording
+    --assin FILE  ASSIN (Portuguese: `assin-ptbr-train.xml`, `assin-ptpt-test_gold.xml`…),
+                  both directions: `entailment="None"` with similarity ≤ 3 is a pair of
+                  different meaning, `Paraphrase` a rewording
     --sts FILE    the STS benchmark (`sts-test.csv`: genre, file, year, id, score, sentence 1,
                   sentence 2), both directions: a score ≤ 3 is a pair of different meaning,
                   ≥ 4.5 a rewording (between: neither)
 
 Run: .venv/bin/python bench/cache_public.py --mrpc FILE [--mrpc FILE] [--sick FILE]
-     [--sts FILE]
+     [--sts FILE] [--assin FILE]
 """
 
 from __future__ import annotations
@@ -76,6 +79,21 @@ def sts(path: Path) -> list[Pair]:
     return found
 
 
+def assin(path: Path) -> list[Pair]:
+    from defusedxml import ElementTree
+
+    found = []
+    for pair in ElementTree.parse(path).getroot().iter("pair"):
+        kind, similarity = pair.get("entailment"), float(pair.get("similarity") or 0)
+        t, h = pair.findtext("t"), pair.findtext("h")
+        if not t or not h or not (kind == "Paraphrase" or
+                                  (kind == "None" and similarity <= DIFFERENT)):
+            continue
+        found += [Pair("assin", "pt", t.strip(), h.strip(), kind == "Paraphrase"),
+                  Pair("assin", "pt", h.strip(), t.strip(), kind == "Paraphrase")]
+    return found
+
+
 def report(name: str, items: list[Pair]) -> None:
     outcomes = measure(items)
     other = [o for o in outcomes if not o.pair.served]
@@ -93,15 +111,18 @@ def main() -> None:
     parser.add_argument("--mrpc", type=Path, action="append", default=[])
     parser.add_argument("--sick", type=Path, action="append", default=[])
     parser.add_argument("--sts", type=Path, action="append", default=[])
+    parser.add_argument("--assin", type=Path, action="append", default=[])
     args = parser.parse_args()
-    if not args.mrpc and not args.sick and not args.sts:
-        parser.error("name at least one file (--mrpc, --sick, --sts)")
+    if not (args.mrpc or args.sick or args.sts or args.assin):
+        parser.error("name at least one file (--mrpc, --sick, --sts, --assin)")
     if args.mrpc:
         report("MRPC", [p for path in args.mrpc for p in mrpc(path)])
     if args.sick:
         report("SICK (both directions)", [p for path in args.sick for p in sick(path)])
     if args.sts:
         report("STS benchmark (both directions)", [p for path in args.sts for p in sts(path)])
+    if args.assin:
+        report("ASSIN (both directions)", [p for path in args.assin for p in assin(path)])
 
 
 if __name__ == "__main__":
