@@ -14,12 +14,15 @@ licences are the publishers'); point the script at them:
     --assin FILE  ASSIN (Portuguese: `assin-ptbr-train.xml`, `assin-ptpt-test_gold.xml`…),
                   both directions: `entailment="None"` with similarity ≤ 3 is a pair of
                   different meaning, `Paraphrase` a rewording
+    --wikiqa FILE WikiQA (`WikiQA-train.txt`: question, sentence, label): how many of its
+                  questions (real search queries) the time filter keeps out of the cache, and
+                  which
     --sts FILE    the STS benchmark (`sts-test.csv`: genre, file, year, id, score, sentence 1,
                   sentence 2), both directions: a score ≤ 3 is a pair of different meaning,
                   ≥ 4.5 a rewording (between: neither)
 
 Run: .venv/bin/python bench/cache_public.py --mrpc FILE [--mrpc FILE] [--sick FILE]
-     [--sts FILE] [--assin FILE]
+     [--sts FILE] [--assin FILE] [--wikiqa FILE]
 """
 
 from __future__ import annotations
@@ -94,6 +97,19 @@ def assin(path: Path) -> list[Pair]:
     return found
 
 
+def time_filter(paths: list[Path]) -> None:
+    from engine.cache.validate import requires_realtime
+
+    questions = sorted({line.split("\t")[0].strip() for path in paths
+                        for line in path.read_text(encoding="utf-8").splitlines()
+                        if line.strip()})
+    fired = [q for q in questions if requires_realtime(q)]
+    print(f"WikiQA: the time filter keeps {len(fired)} of {len(questions):,} questions out "
+          f"({len(fired) / max(1, len(questions)):.1%}):")
+    for question in fired:
+        print(f"  {question}")
+
+
 def report(name: str, items: list[Pair]) -> None:
     outcomes = measure(items)
     other = [o for o in outcomes if not o.pair.served]
@@ -112,9 +128,10 @@ def main() -> None:
     parser.add_argument("--sick", type=Path, action="append", default=[])
     parser.add_argument("--sts", type=Path, action="append", default=[])
     parser.add_argument("--assin", type=Path, action="append", default=[])
+    parser.add_argument("--wikiqa", type=Path, action="append", default=[])
     args = parser.parse_args()
-    if not (args.mrpc or args.sick or args.sts or args.assin):
-        parser.error("name at least one file (--mrpc, --sick, --sts, --assin)")
+    if not (args.mrpc or args.sick or args.sts or args.assin or args.wikiqa):
+        parser.error("name at least one file (--mrpc, --sick, --sts, --assin, --wikiqa)")
     if args.mrpc:
         report("MRPC", [p for path in args.mrpc for p in mrpc(path)])
     if args.sick:
@@ -123,6 +140,8 @@ def main() -> None:
         report("STS benchmark (both directions)", [p for path in args.sts for p in sts(path)])
     if args.assin:
         report("ASSIN (both directions)", [p for path in args.assin for p in assin(path)])
+    if args.wikiqa:
+        time_filter(args.wikiqa)
 
 
 if __name__ == "__main__":

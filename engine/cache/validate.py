@@ -7,6 +7,7 @@ An entry is served only when its `ValidationResult` is PASSED under the current
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.cache.lexicon import detect, lexicon
@@ -16,7 +17,7 @@ from engine.jsondata import read_json
 
 __all__ = ["VALIDATOR_VERSION", "requires_realtime", "validate"]
 
-VALIDATOR_VERSION = 3
+VALIDATOR_VERSION = 4
 """Bump when a check changes: entries validated under an older version are checked again."""
 
 _REALTIME_PHRASES = re.compile(
@@ -137,17 +138,35 @@ def requires_realtime(question: str) -> bool:
     (now, today, latest… in the question's language; `engine.cache.lexicon`), a phrase
     (this week, how much does … cost, when is the next…), who holds an office, or a word
     that is about now where it stands (the current president, the price of gold, the weather
-    in Rome) and not elsewhere (a current account, price elasticity, I live in)."""
+    in Rome) and not elsewhere (a current account, price elasticity, I live in). An office or
+    a price in a year gone by ("the mayor of Chicago in 2011") is history."""
     text = normalise(question)
     words = text.split()
     realtime = lexicon(detect(words)).realtime
-    if any(word in realtime for word in words) or _REALTIME_PHRASES.search(text) \
-            or _OFFICE_HOLDER.search(text):
+    if any(word in realtime for word in words) or _REALTIME_PHRASES.search(text):
+        return True
+    if _in_the_past(words):  # "the mayor of Chicago in 2011", "the price of gold in 1980"
+        return False
+    if _OFFICE_HOLDER.search(text):
         return True
     padded = ["", *_TRAFFIC_JAM.sub(r"traffic_\1", " ".join(words)).split(), ""]
     asks_if_any = _ASKS_IF_ANY.match(text) is not None
     return any(_about_now(_CONTEXT[word], word, padded[i - 1], padded[i + 1], asks_if_any)
                for i, word in enumerate(padded) if word in _CONTEXT)
+
+
+_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+_SINCE = frozenset("since after from seit nach ab desde apos depois".split())
+"""Before a year, they reach from it to now ("the mayor since 2011")."""
+
+
+def _in_the_past(words: list[str]) -> bool:
+    """Whether the question names a year, each one before this one and none of them a start
+    ("since 2011"): its answer stays what it was then, whoever holds the office now."""
+    years = [(i, int(w)) for i, w in enumerate(words) if _YEAR.fullmatch(w)]
+    this_year = datetime.now(UTC).year
+    return bool(years) and all(year < this_year and (i == 0 or words[i - 1] not in _SINCE)
+                               for i, year in years)
 
 
 def validate(entry: CacheEntry, schema: dict[str, Any] | None = None) -> ValidationResult:

@@ -292,6 +292,11 @@ def test_the_regular_past_is_read_as_written(question: str, candidate: str) -> N
     ("Wie ist der Verkehr auf der A9?", True), ("Was gibt es Neues?", True),
     ("Qual é o preço do bitcoin?", True), ("O papa ainda está vivo?", True),
     ("Como está o trânsito na Marginal?", True), ("Qual é a previsão do tempo?", True),
+    # a year gone by pins the answer; a year to come, or one a term started in, does not
+    ("who is the mayor of chicago 2011", False), ("What is the price of gold in 1980?", False),
+    ("Quem é o presidente do Brasil em 2003?", False), ("Who is the CEO of Apple in 2999?", True),
+    ("Wer ist der Bundeskanzler seit 2021?", True),
+    ("What is the price of gold today compared to 1980?", True),
 ])
 def test_the_time_filter_fires_on_questions_about_now_only(question: str, now: bool) -> None:
     from engine.cache.validate import requires_realtime
