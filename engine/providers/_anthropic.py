@@ -161,8 +161,10 @@ class AnthropicProvider(Provider):
                 "http://127.0.0.1:4000), detektiv adds /v1/messages")
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
-        error = data.get("error") or {}
-        kind = error.get("type", "error")
+        error = data.get("error")
+        if not isinstance(error, dict):  # a gateway's own shape: a string, or nothing
+            error = {"message": error} if isinstance(error, str) and error else {}
+        kind = error.get("type") if isinstance(error.get("type"), str) else "error"
         message = f"{kind}: {first_line(str(error.get('message', 'error event in the stream')))}"
         if kind == "rate_limit_error":
             return RateLimitedError(self.name, message)
@@ -232,7 +234,13 @@ class AnthropicProvider(Provider):
         else is a `BadResponseError` saying what the reply was."""
         try:
             data = read_json(body)
-            if data.get("type") != "message":
+            kind = data.get("type")
+        except (ValueError, AttributeError):
+            raise BadResponseError(self.name, not_a_stream(content_type, body)) from None
+        if kind == "error":  # an error, though the status says 200
+            raise self._stream_error(data)
+        try:
+            if kind != "message":
                 raise ValueError("not a message")
             parts = [part for part in data["content"] if isinstance(part, dict)]
             text = "".join(part.get("text") or "" for part in parts

@@ -290,3 +290,21 @@ async def test_an_event_that_is_no_object_is_named(env: None, paths: Paths) -> N
     with WireServer({"POST /v1/messages": lambda r: streaming(body())}) as server:
         with pytest.raises(BadResponseError, match="not an object"):
             await collect(make(server, paths), StreamRequest.of("Hi"))
+
+
+@pytest.mark.parametrize(("error", "raised", "says"), [
+    ({"type": "rate_limit_error", "message": "Slow down"}, RateLimitedError, "Slow down"),
+    ({"type": "overloaded_error", "message": "Overloaded"}, ServerError, "Overloaded"),
+    ("a gateway's own words", ServerError, "a gateway's own words"),
+])
+async def test_an_error_with_status_200_is_the_error_it_names(
+        env: None, paths: Paths, error: object, raised: type[Exception], says: str) -> None:
+    """A whole error body with status 200, or an error event of a gateway's own shape: the
+    error it names (a rate limit waits), never a "bad response" or an internal error."""
+    body = json.dumps({"type": "error", "error": error}).encode()
+    whole = Reply(200, {"content-type": "application/json"}, [body])
+    event = streaming(iter([sse("error", {"type": "error", "error": error})]))
+    for reply in (whole, event):
+        with WireServer({"POST /v1/messages": lambda r, reply=reply: reply}) as server:
+            with pytest.raises(raised, match=says):
+                await collect(make(server, paths), StreamRequest.of("Hi"))
