@@ -43,6 +43,7 @@ from functools import lru_cache
 
 from engine.cache.lexicon import OPERATORS, Lexicon, detect, lexicon
 from engine.cache.normalise import fold, stemmer, tokens
+from engine.cache.order import one_block_moved, ordered
 from engine.cache.spelling import is_typo, known, slip
 
 __all__ = ["CHECKS", "Check", "GuardResult", "check_meaning", "names"]
@@ -79,8 +80,6 @@ class GuardResult:
 
 PERSONAL = 2
 """Content words a question has at most for the person it names to be what it asks about."""
-MOST_WORDS = 200
-"""Words beyond which a different order is never looked at as a moved block."""
 MOST_TYPOS = 8
 """Mistyped words beyond which two texts are not one question typed twice."""
 _SENTENCE = re.compile(r"[.!?:;]\s+|^")
@@ -101,65 +100,6 @@ def names(text: str) -> frozenset[str]:
 
 def _listing(words: Iterable[str]) -> str:
     return ", ".join(sorted(words)) or "nothing"
-
-
-_COORDINATORS = frozenset("or and oder und ou e".split())
-"""What stands between two words that trade places and stay one question (`rent or buy`)."""
-
-
-def _one_block_moved(a: list[str], b: list[str], gaps_a: list[frozenset[str]],
-                     gaps_b: list[frozenset[str]]) -> bool:
-    """Whether `b` is `a` with one contiguous block of words moved elsewhere, the two blocks
-    apart (a stopword or a filler between them) in at least one of the questions: `rent or
-    buy` / `buy or rent` is one question, `milk chocolate` / `chocolate milk` is not. Two
-    single words apart in both questions trade places only across `or` / `and` ("The bride
-    is leaving the groom" is not "The bride and the groom are leaving"); side by side in one
-    only, with the same `and` / `or` elsewhere, a word moved behind its noun stays (`acoustic
-    guitar` / `guitar that is acoustic`, `bread slices` / `slices of bread`). `gaps_*[i]`: the
-    words left out before word i."""
-    if len(a) != len(b) or len(a) > MOST_WORDS or Counter(a) != Counter(b):
-        return False  # a long text in another order is not a rewording of a question
-    start = 0
-    while start < len(a) and a[start] == b[start]:
-        start += 1
-    end = len(a)
-    while end > start and a[end - 1] == b[end - 1]:
-        end -= 1
-    x, y = a[start:end], b[start:end]
-    # y is x rotated: x = P + Q, y = Q + P
-    for cut in range(1, len(x)):
-        if y != x[cut:] + x[:cut]:
-            continue
-        here, there = gaps_a[start + cut], gaps_b[start + len(x) - cut]
-        if len(x) == 2 and not (here | there) & _COORDINATORS and (
-                bool(here) == bool(there) or _joining(gaps_a) != _joining(gaps_b)):
-            continue  # apart in both or in neither, or `and` joins other words: no `or` here
-        if here or there:
-            return True
-    return False
-
-
-def _joining(gaps: list[frozenset[str]]) -> Counter[str]:
-    """The `and` / `or` a question has between its words."""
-    return Counter(word for gap in gaps for word in gap if word in _COORDINATORS)
-
-
-def _ordered(reading: _Reading, left_out: set[str], name: Callable[[str], str],
-             ) -> tuple[list[str], list[frozenset[str]]]:
-    """`reading`'s words in order, named by `name`, without `left_out`, and the words left
-    out before each (`_one_block_moved`)."""
-    words: list[str] = []
-    gaps: list[frozenset[str]] = []
-    gap: set[str] = set()
-    for word, before in zip(reading.sequence, reading.gaps, strict=True):
-        gap |= before
-        if word in left_out:
-            gap.add(word)
-            continue
-        words.append(name(word))
-        gaps.append(frozenset(gap))
-        gap = set()
-    return words, gaps
 
 
 _CLAUSE = re.compile(r"[,;:!?()]|\.(?=\s|$)")
@@ -311,9 +251,9 @@ def check_meaning(question: str, candidate: str, normalised: str | None = None) 
     if not add("content", not only_a and not only_b,
                f"words in one only: {_listing(only_a)} | {_listing(only_b)}", note):
         return GuardResult(tuple(checks))
-    seq_a, gaps_a = _ordered(a, slips, lambda w: stem(typos.get(w, w)))
-    seq_b, gaps_b = _ordered(b, slips, stem)
-    add("order", seq_a == seq_b or _one_block_moved(seq_a, seq_b, gaps_a, gaps_b),
+    seq_a, gaps_a = ordered(a.sequence, a.gaps, slips, lambda w: stem(typos.get(w, w)))
+    seq_b, gaps_b = ordered(b.sequence, b.gaps, slips, stem)
+    add("order", seq_a == seq_b or one_block_moved(seq_a, seq_b, gaps_a, gaps_b),
         f"the same words in another order: {' '.join(seq_a)} vs {' '.join(seq_b)}")
     return GuardResult(tuple(checks))
 
