@@ -168,16 +168,17 @@ class _Reading:
         self.past = any(w in lex.past for w in words)
         self.how_to = "how to" in " ".join(words)
         self.operators = Counter(w for w in kept if w in OPERATORS)
-        self.quantities = Counter(stem(w) for w in kept if lex.quantity(w))
+        amounts = {w for w in kept if lex.quantity(w)}
+        self.quantities = Counter(stem(w) for w in kept if w in amounts)
         self.stems = {stem(w) for w in words} | set(words)
         self.content = [w for w in kept if w not in lex.negations
                         and w not in lex.interrogatives and w not in OPERATORS
-                        and not lex.quantity(w)]
+                        and w not in amounts]
         self.sequence: list[str] = []
         self.gaps: list[frozenset[str]] = []  # the words left out before each of `sequence`
         gap: list[str] = []
         for word in words:
-            if lex.silent(word) or word in lex.interrogatives:
+            if word in self.silent or word in lex.interrogatives:
                 gap.append(word)
                 continue
             self.sequence.append(word)
