@@ -223,13 +223,18 @@ def error_for_status(
     return ServerError(provider, text, status)
 
 
+_THINKING_PARTS = frozenset({"thinking", "reasoning", "reasoning_text"})
+"""Content parts that hold the model's thinking, never its answer."""
+
+
 def content_parts(value: object) -> tuple[str, str] | None:
     """A message's or a delta's `content` as (answer, thinking): a string is the answer; a list
-    of content parts is read part by part: `{"type": "text", "text": …}` (some
-    OpenAI-compatible servers) is the answer, `{"type": "thinking", "thinking": …}` (Mistral's
-    Magistral: its own parts, or text) is thinking, kept apart, and Magistral's `reference`
-    part is left out. None when it is anything else (a number, an object, a part that is no
-    object or holds no text, such as an image), which the caller names as a bad response."""
+    of content parts is read part by part: a part with text (`{"type": "text", "text": …}`,
+    as some OpenAI-compatible servers send it, or `output_text`) is the answer, a `thinking`
+    part (Mistral's Magistral: its own parts, or text) or a `reasoning` one is thinking, kept
+    apart, and Magistral's `reference` part is left out. None when it is anything else (a
+    number, an object, a part that is no object or holds no text, such as an image), which
+    the caller names as a bad response."""
     if isinstance(value, str):
         return value, ""
     if not isinstance(value, list):
@@ -240,13 +245,13 @@ def content_parts(value: object) -> tuple[str, str] | None:
         if not isinstance(part, dict):
             return None
         kind, text = part.get("type"), part.get("text")
-        if kind == "thinking":
-            inner = part.get("thinking")
+        if kind in _THINKING_PARTS:
+            inner = part.get("thinking", text)
             thought = inner if isinstance(inner, str) else content_parts(inner)
             if thought is None:
                 return None
             thinking.append(thought if isinstance(thought, str) else "".join(thought))
-        elif isinstance(text, str) and kind in (None, "text"):
+        elif isinstance(text, str):  # `text`, `output_text`…: a part that holds text
             answer.append(text)
         elif kind != "reference":
             return None  # no text: an image, a text part without text, no type at all

@@ -240,6 +240,10 @@ async def test_content_in_parts_keeps_the_thinking_apart(paths: Paths) -> None:
                             {"type": "reference", "reference_ids": [1]}]}),
         _chunk({}, "stop")), paths)
     assert _text(events) == "Paris." and _reasoning(events) == "Paris, surely."
+    events = await _events(_sse(
+        _chunk({"content": [{"type": "reasoning", "text": "Hm."},
+                            {"type": "output_text", "text": "Yes."}]}), _chunk({}, "stop")), paths)
+    assert _text(events) == "Yes." and _reasoning(events) == "Hm."
     with pytest.raises(BadResponseError, match="not text"):
         await _events(_sse(_chunk({"content": [{"type": "text"}]}), _chunk({}, "stop")), paths)
 
