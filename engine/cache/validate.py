@@ -139,7 +139,8 @@ def requires_realtime(question: str) -> bool:
     (this week, how much does … cost, when is the next…), who holds an office, or a word
     that is about now where it stands (the current president, the price of gold, the weather
     in Rome) and not elsewhere (a current account, price elasticity, I live in). An office or
-    a price in a year gone by ("the mayor of Chicago in 2011") is history."""
+    a price in a year gone by ("the mayor of Chicago in 2011") is history; since a year
+    ("seit 2021"), or in a year to come, it is not."""
     text = normalise(question)
     words = text.split()
     realtime = lexicon(detect(words)).realtime
@@ -155,18 +156,24 @@ def requires_realtime(question: str) -> bool:
                for i, word in enumerate(padded) if word in _CONTEXT)
 
 
-_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+_YEAR = re.compile(r"1[89][0-9]{2}|2[0-9]{3}")
 _SINCE = frozenset("since after from seit nach ab desde apos depois".split())
 """Before a year, they reach from it to now ("the mayor since 2011")."""
+_IN = frozenset("in during im waehrend em no na durante year jahr ano".split())
+"""Before a year, they make it the time asked about ("in 2011"); a year is also the last word
+("the mayor of chicago 2011"). Elsewhere it may be an amount ("the price of 1999 shares")."""
 
 
 def _in_the_past(words: list[str]) -> bool:
-    """Whether the question names a year, each one before this one and none of them a start
-    ("since 2011"): its answer stays what it was then, whoever holds the office now."""
-    years = [(i, int(w)) for i, w in enumerate(words) if _YEAR.fullmatch(w)]
+    """Whether the question names a year (`_IN`), each one before this one: its answer stays
+    what it was then, whoever holds the office now. A number that may be an amount, or a year
+    a term started in ("since 2011"), is none."""
     this_year = datetime.now(UTC).year
-    return bool(years) and all(year < this_year and (i == 0 or words[i - 1] not in _SINCE)
-                               for i, year in years)
+    numbers = [(i, w) for i, w in enumerate(words) if w.isdigit()]
+    years = [int(w) for i, w in numbers if _YEAR.fullmatch(w)
+             and (i == 0 or words[i - 1] not in _SINCE)
+             and (i == len(words) - 1 or (i > 0 and words[i - 1] in _IN))]
+    return bool(years) and len(years) == len(numbers) and all(y < this_year for y in years)
 
 
 def validate(entry: CacheEntry, schema: dict[str, Any] | None = None) -> ValidationResult:

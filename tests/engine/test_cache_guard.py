@@ -297,6 +297,7 @@ def test_the_regular_past_is_read_as_written(question: str, candidate: str) -> N
     ("Quem é o presidente do Brasil em 2003?", False), ("Who is the CEO of Apple in 2999?", True),
     ("Wer ist der Bundeskanzler seit 2021?", True),
     ("What is the price of gold today compared to 1980?", True),
+    ("What is the price of 1999 shares of Apple?", True),  # an amount, not a year
 ])
 def test_the_time_filter_fires_on_questions_about_now_only(question: str, now: bool) -> None:
     from engine.cache.validate import requires_realtime
