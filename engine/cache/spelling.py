@@ -154,8 +154,7 @@ def slip(a: str, b: str, beside: Iterable[tuple[str, str]], languages: tuple[str
     read beside a word both questions share: `beside` holds ("<", word) for a word just before
     both, (">", word) for one just after (see the module docstring)."""
     if languages != ("en",) or a == b or not (a.isalpha() and b.isalpha()) \
-            or min(len(a), len(b)) < 3 or a[0] != b[0] or _opposite_prefixes(a, b) \
-            or OSA.distance(a, b) != 1:
+            or min(len(a), len(b)) < 3 or not _near(a, b, 1):
         return False
     counts = _dictionary("en")
     if counts is None or not counts.get(a) or not counts.get(b):
@@ -180,6 +179,13 @@ def _opposite_prefixes(a: str, b: str) -> bool:
                for x, y in _OPPOSITE_PREFIXES)
 
 
+def _near(a: str, b: str, limit: int) -> bool:
+    """At most `limit` edits apart, the same first letter, and no prefixes of opposite
+    meaning: what any two words read as one typed twice have in common."""
+    return abs(len(a) - len(b)) <= limit and a[0] == b[0] and not _opposite_prefixes(a, b) \
+        and OSA.distance(a, b) <= limit
+
+
 def bound(length: int) -> int:
     """The edits a word of `length` letters may have and still be the same word."""
     return 0 if length < 4 else 1 if length < 9 else 2
@@ -192,8 +198,7 @@ def is_typo(a: str, b: str, languages: tuple[str, ...]) -> bool:
     if not (a.isalpha() and b.isalpha()):
         return False
     limit = bound(min(len(a), len(b)))
-    if limit == 0 or abs(len(a) - len(b)) > limit or a[0] != b[0] \
-            or _opposite_prefixes(a, b) or OSA.distance(a, b) > limit:
+    if limit == 0 or not _near(a, b, limit):
         return False
     known_a, known_b = known(a, languages), known(b, languages)
     if known_a is None or known_b is None:
