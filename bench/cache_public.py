@@ -40,6 +40,11 @@ SAME = 4.5
 """SICK relatedness from which an entailment counts as a rewording."""
 
 
+def _both_ways(kind: str, language: str, a: str, b: str, same: bool) -> list[Pair]:
+    """A pair of a symmetric set, each text put in once and looked up once."""
+    return [Pair(kind, language, a, b, same), Pair(kind, language, b, a, same)]
+
+
 def mrpc(path: Path) -> list[Pair]:
     found = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[1:]:
@@ -58,8 +63,7 @@ def sick(path: Path) -> list[Pair]:
         same = cells[4] == "ENTAILMENT" and float(cells[3]) >= SAME
         if cells[4] == "ENTAILMENT" and not same:
             continue  # one way only: neither a rewording nor another meaning
-        found += [Pair(f"sick {cells[4].lower()}", "en", cells[1], cells[2], same),
-                  Pair(f"sick {cells[4].lower()}", "en", cells[2], cells[1], same)]
+        found += _both_ways(f"sick {cells[4].lower()}", "en", cells[1], cells[2], same)
     return found
 
 
@@ -77,8 +81,7 @@ def sts(path: Path) -> list[Pair]:
             continue
         if len(cells) < 7 or DIFFERENT < score < SAME:
             continue
-        found += [Pair("sts", "en", cells[5], cells[6], score >= SAME),
-                  Pair("sts", "en", cells[6], cells[5], score >= SAME)]
+        found += _both_ways("sts", "en", cells[5], cells[6], score >= SAME)
     return found
 
 
@@ -92,8 +95,7 @@ def assin(path: Path) -> list[Pair]:
         if not t or not h or not (kind == "Paraphrase" or
                                   (kind == "None" and similarity <= DIFFERENT)):
             continue
-        found += [Pair("assin", "pt", t.strip(), h.strip(), kind == "Paraphrase"),
-                  Pair("assin", "pt", h.strip(), t.strip(), kind == "Paraphrase")]
+        found += _both_ways("assin", "pt", t.strip(), h.strip(), kind == "Paraphrase")
     return found
 
 
