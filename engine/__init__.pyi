@@ -104,6 +104,7 @@ from .models.events import (
     Finished as Finished,
     GapAnalysisReady as GapAnalysisReady,
     InterrogationEvent as InterrogationEvent,
+    JudgementReady as JudgementReady,
     PairCompleted as PairCompleted,
     Phase as Phase,
     ProviderChosen as ProviderChosen,
@@ -162,6 +163,7 @@ from .report.words import (
     check_line as check_line,
     explanation_lines as explanation_lines,
     note_title as note_title,
+    running_verdict as running_verdict,
     snapshot_line as snapshot_line,
 )
 from .routing.events import WAS_REASONING as WAS_REASONING

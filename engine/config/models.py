@@ -161,9 +161,11 @@ class InterrogationConfig(BaseModel):
     satisfied_at: int = Field(default=80, ge=0, le=100)
     """Completeness (0–100) the last gap analysis must reach before the session may end
     `completed`; below it the loop asks again, whatever the detective advises."""
-    min_rounds: int = Field(default=3, ge=1, le=20)
-    """Rounds asked before the detective may close the session (never more than the limit).
-    The whole rule is in `engine.interrogation.checks`."""
+    min_rounds: int = Field(default=1, ge=1, le=20)
+    """Rounds asked before the questioning may close (never more than the limit): it closes
+    once a round's judgement is decisive (`engine.interrogation.verdict`), or, for a
+    hypothesis that states no claim, once the gap analysis is satisfied
+    (`engine.interrogation.checks`)."""
     max_gaps: int = Field(default=5, ge=1, le=20)
     """Most gaps one gap analysis may list."""
     question_max_tokens: int = Field(default=256, ge=8, le=8192)
@@ -174,6 +176,9 @@ class InterrogationConfig(BaseModel):
     """Token budget of one gap analysis (JSON)."""
     audit_max_tokens: int = Field(default=2048, ge=64, le=32768)
     """Token budget of the audit (JSON with the markdown summary)."""
+    judgement_max_tokens: int = Field(default=16, ge=1, le=4096)
+    """Token budget of a round's judgement (one word, or a stated probability); a reasoning
+    model that spends it thinking is asked again with a larger one."""
     temperature: float | None = Field(default=None, ge=0, le=2)
     """Sampling temperature for both roles; unset leaves each provider's default."""
     consistency_samples: int = Field(default=3, ge=2, le=10)

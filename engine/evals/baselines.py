@@ -1,42 +1,31 @@
 """The baselines an evaluation compares interrogation with, on the same items and router:
 the detective judging the claim alone, and the witness asked once "Are you sure?" with the
-detective judging that exchange. The judge's verdict is held to the same rule as the audit's
-(`interrogation.checks.probability_problem`): a contradicting reply is unusable, never a
-result."""
+detective judging that exchange, read as a round's judgement is and made a verdict by the
+same rule (`engine.interrogation.verdict`); and, in `--mode document`, the detective reading
+the witness's document itself (`reader`, a reference row)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.config.models import InterrogationConfig
-from engine.evals.items import EvalItem, brief_for
+from engine.evals.items import EvalItem, brief_for, document_for
 from engine.interrogation.calls import check_budget, count_tokens
-from engine.interrogation.checks import probability_problem
+from engine.interrogation.judgement import Ask, judgement_messages, one_word, read_stated, read_word
 from engine.interrogation.transcript import witness_opening
+from engine.interrogation.verdict import bearing_of, compute
+from engine.models.judgement import Judgement
 from engine.models.session import WitnessMode
 from engine.models.usage import TokenTally
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest
 from engine.routing.collect import Reply
-from engine.routing.structured import collect_json
 
 if TYPE_CHECKING:
     from engine.costs import Budget
     from engine.routing.router import Accept, Router
 
-__all__ = ["JUDGE_MAX_TOKENS", "VERDICT_SCHEMA", "Baselines"]
-
-JUDGE_MAX_TOKENS = 160
-
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdict": {"enum": ["true", "false", "undetermined"]},
-        "probability_false": {"type": "number", "minimum": 0, "maximum": 1},
-    },
-    "required": ["verdict", "probability_false"],
-    "additionalProperties": False,
-}
+__all__ = ["Baselines"]
 
 
 class Baselines:
@@ -73,6 +62,10 @@ class Baselines:
     async def are_you_sure(self, item: EvalItem) -> str:
         """The witness's first answer and its reply to "Are you sure?", as evidence."""
         system, opening = witness_opening(brief_for(item, self.mode))
+        document = document_for(item, self.mode)
+        if document is not None:  # the witness holds its document here too
+            system = f"{system.rstrip()}\n\n" + fill(load_prompt("witness_document"),
+                                                      DOCUMENT=document.text)
         messages = [Message("system", system), *opening]
         if opening:
             asked, answered = opening[0].content, opening[1].content
@@ -90,38 +83,38 @@ class Baselines:
                     ANSWER=answered or "(no answer)", SURE=sure,
                     REPLY=reply.text.strip() or "(no answer)")
 
-    async def verdict(self, claim: str, evidence: str) -> tuple[str, float | None]:
-        """The detective's verdict on `claim` given `evidence` (empty: the claim alone). A
-        verdict that breaks a rule (against its own probability) is asked for again once with
-        the rule, as in an interrogation's audit; a second miss is `undetermined` with no
-        probability (`repairs` counts the retries)."""
-        found: dict[str, tuple[str, float]] = {}
-        broken: list[str] = []
+    async def verdict(self, claim: str, evidence: str = "", ask: Ask = "judgement_direct"
+                      ) -> tuple[str, float | None]:
+        """The detective's verdict on `claim` given `evidence` (empty: the claim alone), read
+        as a round's judgement is (`engine.interrogation.judgement`: one word, its probability
+        from log-probabilities where the wire gives them, else stated) and made a verdict by
+        the same rule (`engine.interrogation.verdict`). A reply that says neither is
+        `undetermined` with no probability."""
+        chain = self.router.chain("detective")
+        logprobs = bool(chain) and self.router.providers[chain[0]].gives_logprobs
+        reading = None
+        if logprobs:
+            reply = await self._complete(one_word(
+                judgement_messages(claim, evidence, False, ask), self.settings, True),
+                "detective")
+            if reply.choices:
+                reading = read_word(reply.choices, reply.text)
+                if reading is None:
+                    return "undetermined", None
+        if reading is None:
+            reply = await self._complete(one_word(
+                judgement_messages(claim, evidence, True, ask), self.settings, False),
+                "detective")
+            reading = read_stated(reply.text)
+            if reading is None:
+                return "undetermined", None
+        judged = Judgement(bearing=bearing_of(reading.p_true), p_true=reading.p_true,
+                           source=reading.source)
+        computed = compute([(1, judged)])
+        return computed.verdict, computed.probability_false
 
-        def accept(provider: str, text: str, finish_reason: str) -> str | None:
-            value = collect_json(provider, text, finish_reason, VERDICT_SCHEMA)
-            verdict, probability = value["verdict"], float(value["probability_false"])
-            problem = probability_problem(verdict, probability)
-            if problem is not None:
-                broken.append(problem)
-                return problem
-            found[provider] = (verdict, probability)
-            return None
-
-        messages: tuple[Message, ...] = (
-            Message("system", fill(load_prompt("eval_judge"), CLAIM=claim, EVIDENCE=evidence)),
-            Message("user", "Give your verdict."))
-        for attempt in (1, 2):
-            request = StreamRequest(messages=messages, schema=VERDICT_SCHEMA,
-                                    schema_name="verdict", max_tokens=JUDGE_MAX_TOKENS,
-                                    temperature=self.settings.temperature)
-            reply = await self._complete(request, "detective", accept)
-            assert reply.provider is not None
-            if reply.provider in found:
-                return found[reply.provider]
-            if attempt == 1:
-                self.repairs += 1
-                retry = fill(load_prompt("validation_retry"), ERROR=broken[-1])
-                messages = (*messages, Message("assistant", reply.text),
-                            Message("user", retry))
-        return "undetermined", None
+    async def reader(self, item: EvalItem) -> tuple[str, float | None]:
+        """The reference row of `--mode document`: the detective reading the witness's
+        document itself (what a user interrogating a system cannot do)."""
+        evidence = fill(load_prompt("judgement_document"), DOCUMENT=item.document or "")
+        return await self.verdict(item.claim, evidence, "judgement_reader")

@@ -10,8 +10,12 @@ Two formats, told apart line by line:
   claim answers), `answer` (the answer the claim gives, planted as the witness's own),
   `source` and `id`;
 - HaluEval-QA's (`knowledge`, `question`, `right_answer`, `hallucinated_answer`): each row gives
-  one true and one false claim, balanced by construction. `knowledge` is dropped on reading:
-  it never reaches the detective.
+  one true and one false claim, balanced by construction.
+
+A row's `document`, `context` or `knowledge` (the first present) is the item's document: only
+`--mode document` gives it to the witness (`document_for`), every other mode drops it, and it
+never reaches the detective. In that mode a row without one is refused by its line
+(`check_documents`) before anything starts.
 
 A `.json` file may also hold one array of such objects, and a `.parquet` file (what the Hub's
 HaluEval dataset is stored as) rows of HaluEval's columns. A line that fits neither format is a
@@ -29,9 +33,11 @@ from typing import Any
 
 from engine.errors import DatasetError
 from engine.jsondata import read_json
-from engine.models.session import WitnessBrief, WitnessMode
+from engine.models.session import WitnessBrief, WitnessDocument, WitnessMode
+from engine.models.witness import witness_document
 
-__all__ = ["EvalItem", "brief_for", "claim_for", "read_items", "sample"]
+__all__ = ["EvalItem", "brief_for", "check_documents", "claim_for", "document_for", "read_items",
+           "sample"]
 
 _TRUE = {"true", "1", "yes", "correct", "supports", "supported", "t", "y"}
 _FALSE = {"false", "0", "no", "incorrect", "hallucinated", "refutes", "refuted", "f", "n"}
@@ -51,6 +57,10 @@ class EvalItem:
     answer: str | None = None
     source: str | None = None
     group: str = ""
+    document: str | None = None
+    """What the witness holds in `--mode document` (a row's document, context or knowledge)."""
+    where: str = ""
+    """Where the item is in its file (`claims.jsonl line 4`), for errors."""
 
 
 def claim_for(question: str, answer: str) -> str:
@@ -62,6 +72,40 @@ def brief_for(item: EvalItem, mode: WitnessMode) -> WitnessBrief:
     """What the witness is given to stand behind for `item` (the label never is)."""
     return WitnessBrief(mode=mode, claim=item.claim, question=item.question,
                         answer=item.answer)
+
+
+def document_for(item: EvalItem, mode: WitnessMode) -> WitnessDocument | None:
+    """The document the witness holds for `item`: its own in `--mode document`, else none."""
+    if mode != "document" or not item.document:
+        return None
+    return witness_document(item.where or item.key, item.document)
+
+
+def check_documents(items: Iterable[EvalItem], mode: WitnessMode) -> None:
+    """`DatasetError` naming the first item without a document, in `--mode document`."""
+    if mode != "document":
+        return
+    for item in items:
+        if not item.document:
+            raise DatasetError(f"{item.where or item.key}: no document for --mode document "
+                               "(a 'document', 'context' or 'knowledge' field)")
+
+
+_DOCUMENT_FIELDS = ("document", "context", "knowledge")
+_MAX_DOCUMENT = 2_000_000
+
+
+def _document(row: dict[str, Any], where: str) -> str | None:
+    for name in _DOCUMENT_FIELDS:
+        value = row.get(name)
+        if value in (None, ""):
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise DatasetError(f"{where}: {name!r} must be text")
+        if len(value) > _MAX_DOCUMENT:
+            raise DatasetError(f"{where}: {name!r} is longer than {_MAX_DOCUMENT} characters")
+        return value.strip()
+    return None
 
 
 def _text(value: Any, field: str, where: str, required: bool = True) -> str | None:
@@ -98,8 +142,9 @@ def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:
         wrong = _text(row.get("hallucinated_answer"), "hallucinated_answer", where)
         assert question is not None and right is not None and wrong is not None
         group = f"row{index}"
+        document = _document(row, where)
         return [EvalItem(f"{group}:{kind}", claim_for(question, answer), label, question,
-                         answer, "halueval-qa", group)
+                         answer, "halueval-qa", group, document, where)
                 for kind, answer, label in (("right", right, True),
                                             ("hallucinated", wrong, False))]
     if "claim" not in row:
@@ -114,7 +159,8 @@ def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:
     return [EvalItem(key, claim, _label(row["label"], where),
                      _text(row.get("question"), "question", where, required=False),
                      _text(row.get("answer"), "answer", where, required=False),
-                     _text(row.get("source"), "source", where, required=False), key)]
+                     _text(row.get("source"), "source", where, required=False), key,
+                     _document(row, where), where)]
 
 
 def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:

@@ -44,7 +44,7 @@ from engine.errors import (
 )
 from engine.evals.baselines import Baselines
 from engine.evals.folder import EvalKind, EvalResult, EvalRunInfo, RunFolder
-from engine.evals.items import EvalItem, brief_for
+from engine.evals.items import EvalItem, brief_for, document_for
 from engine.models.event import Event
 from engine.models.session import (
     EvalTag,
@@ -202,6 +202,8 @@ class EvalRun:
             if self.baselines:
                 yield Unit(item, "direct")
                 yield Unit(item, "are-you-sure")
+                if self.info.mode == "document":
+                    yield Unit(item, "reader")
 
     async def events(self) -> AsyncGenerator[EvalEvent, None]:
         """Run every unit not finished yet, `concurrency` at once; see the module docstring.
@@ -330,6 +332,7 @@ class EvalRun:
                 brief=brief_for(unit.item, info.mode),
                 tag=EvalTag(run=info.id, item=unit.item.key, repeat=unit.repeat),
                 router=self.router, ident=ident, protocol=KIND_PROTOCOL[unit.kind],
+                document=document_for(unit.item, info.mode),
             )
         run.budget = self.budget
         async for _ in run.events():
@@ -363,9 +366,14 @@ class EvalRun:
         judge = Baselines(self.router, self.workspace.config.interrogation,
                           self.info.mode, tally, self.budget)
         try:
-            if unit.kind == "are-you-sure":
-                evidence = await judge.are_you_sure(unit.item)
-            verdict, probability = await judge.verdict(unit.item.claim, evidence)
+            if unit.kind == "reader":
+                verdict, probability = await judge.reader(unit.item)
+            else:
+                if unit.kind == "are-you-sure":
+                    evidence = await judge.are_you_sure(unit.item)
+                verdict, probability = await judge.verdict(
+                    unit.item.claim, evidence,
+                    "judgement_word" if evidence else "judgement_direct")
         except (AllProvidersFailed, DetektivError) as exc:
             return self._result(unit, "failed", tokens=tally.total, cost=tally.cost,
                                 unpriced=tally.unpriced, error=exc.message,
@@ -373,8 +381,8 @@ class EvalRun:
         return self._result(unit, "completed", verdict=verdict, probability_false=probability,
                             tokens=tally.total, cost=tally.cost, unpriced=tally.unpriced,
                             repairs=judge.repairs, rule_broken=(
-                                "the verdict broke its rule twice" if probability is None
-                                else None),
+                                "the detective's judgement said neither true nor false"
+                                if probability is None else None),
                             seconds=time.monotonic() - started)
 
 

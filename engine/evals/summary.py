@@ -31,6 +31,7 @@ SYSTEMS = {
     "consistency": "consistency protocol",
     "direct": "baseline: detective alone",
     "are-you-sure": "baseline: \"Are you sure?\"",
+    "reader": "reference: detective reads the document",
 }
 """Each system's key and how it is named."""
 

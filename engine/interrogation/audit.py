@@ -1,6 +1,12 @@
-"""The audit that ends an interrogation (`audit`, which the loop runs after its last round):
-the detective's call over every round, what makes its reply valid (`validated`), and the audit
-that stands in when it broke a rule twice (`undetermined_audit`)."""
+"""The audit that ends an interrogation (`audit`, which the loop runs after its last round).
+
+The verdict is computed from the rounds' judgements (`verdict_for`, the rule in
+`engine.interrogation.verdict`), never written by a model. The detective's audit call writes
+the narrative — the summary, the contradictions between answers, and its own one-word
+reading — which can no longer change the verdict: where its reading differs, the report shows
+both, and nothing is "repaired". A narrative that breaks a rule of ours twice (rounds that do
+not exist, a boilerplate summary, JSON off its schema) is replaced by a stand-in that says so
+(`undetermined_audit` for the narrative; the verdict stands)."""
 
 from __future__ import annotations
 
@@ -8,18 +14,19 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from engine.interrogation.calls import SessionCalls, Turn
-from engine.interrogation.checks import summary_problem, verdict_problem
+from engine.interrogation.checks import summary_problem
 from engine.interrogation.transcript import (
     audit_schema,
     protocol_note,
     transcript,
     transcript_prompt,
 )
+from engine.interrogation.verdict import NO_CLAIM, Computed, compute, states_no_claim
 from engine.models.events import AuditReady, InterrogationEvent
 from engine.models.session import (
     AuditResult,
-    Comparison,
     Contradiction,
+    InterrogationSession,
     QuestionAnswerPair,
     consistency_score,
 )
@@ -27,7 +34,8 @@ from engine.prompts import fill, load_prompt
 from engine.providers import Message
 from engine.report.words import no_testimony
 
-__all__ = ["audit", "deciding_note", "nothing_to_audit", "undetermined_audit", "validated"]
+__all__ = ["audit", "nothing_to_audit", "undetermined_audit", "validated", "verdict_for",
+           "with_verdict"]
 
 
 def _round_named(number: int, pairs: list[QuestionAnswerPair], what: str) -> None:
@@ -36,12 +44,27 @@ def _round_named(number: int, pairs: list[QuestionAnswerPair], what: str) -> Non
         raise ValueError(f"{what} names round {number}, which does not exist")
 
 
+def verdict_for(session: InterrogationSession) -> Computed:
+    """The verdict the session's judgements make (a hypothesis that states no claim:
+    `undetermined`, `NO_CLAIM`)."""
+    if states_no_claim(session.hypothesis_text):
+        return Computed("undetermined", 0.5, reason=NO_CLAIM)
+    return compute([(pair.sequence, pair.judgement) for pair in session.qa_pairs])
+
+
+def with_verdict(result: AuditResult, computed: Computed) -> AuditResult:
+    """`result` (the narrative) with the computed verdict in its verdict fields."""
+    result.verdict, result.probability_false = computed.verdict, computed.probability_false
+    result.deciding_rounds, result.computed = list(computed.deciding), True
+    result.undetermined_because = computed.reason or None
+    return result
+
+
 def validated(value: Any, pairs: list[QuestionAnswerPair], prompt: str) -> AuditResult:
-    """The audit `value` (the reply's JSON, held to its schema) says, or `ValueError` naming
-    the rule it broke: a round that does not exist, a contradiction of a round with itself
-    (allowed only where a round has sampled answers: the consistency protocol), a round with
-    two stances, a boilerplate summary (one that repeats `prompt`), a verdict against its own
-    probability or comparisons (`checks.verdict_problem`)."""
+    """The narrative `value` (the reply's JSON, held to its schema) says, or `ValueError`
+    naming the rule it broke: a round that does not exist, a contradiction of a round with
+    itself (allowed only where a round has sampled answers: the consistency protocol), a
+    boilerplate summary (one that repeats `prompt`)."""
     found: list[Contradiction] = []
     for item in value["contradictions"]:
         first, second = item["questions"]
@@ -51,16 +74,7 @@ def validated(value: Any, pairs: list[QuestionAnswerPair], prompt: str) -> Audit
             raise ValueError(f"contradiction between Q{first} and itself")
         found.append(Contradiction(qa_pair_indexes=(first - 1, second - 1),
                                    description=item["description"]))
-    compared: dict[int, str] = {}
-    for item in value["comparisons"]:
-        number = item["round"]
-        _round_named(number, pairs, "the comparison")
-        if compared.get(number, item["stance"]) != item["stance"]:
-            raise ValueError(f"the comparisons give round {number} two stances")
-        compared[number] = item["stance"]
-    deciding = sorted(set(value["deciding_rounds"]))
-    problem = summary_problem(value["summary"], (prompt,)) or verdict_problem(
-        value["verdict"], value["probability_false"], deciding, pairs, compared)
+    problem = summary_problem(value["summary"], (prompt,))
     if problem is not None:
         raise ValueError(problem)
     remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
@@ -69,30 +83,20 @@ def validated(value: Any, pairs: list[QuestionAnswerPair], prompt: str) -> Audit
         contradictions=found,
         remaining_gaps=remaining,
         summary=value["summary"].strip(),
-        verdict=value["verdict"],
-        probability_false=value["probability_false"],
-        deciding_rounds=deciding,
-        comparisons=[Comparison.model_validate({"round": n, "stance": stance})
-                     for n, stance in sorted(compared.items())],
+        narrative_verdict=value["verdict"],
     )
-
-
-def deciding_note(pairs: list[QuestionAnswerPair]) -> str:
-    """What an audit's retry is told it may name as deciding."""
-    answered = [pair.sequence for pair in pairs if pair.answered]
-    return ("The rounds you may name as deciding (the witness answered in them): "
-            + ", ".join(str(n) for n in answered) + "; none for 'undetermined'.")
 
 
 def undetermined_audit(pairs: list[QuestionAnswerPair], why: str, invalid: str,
                        demonstration: bool) -> AuditResult:
-    """The audit that stands in when the detective's broke a rule of ours twice: verdict
-    `undetermined`, `why` as its reason, the invalid reply kept."""
+    """The audit that stands in when there is nothing to audit, or when the detective's
+    narrative broke a rule of ours twice: `why` as its reason, the invalid reply kept. Its
+    verdict is `undetermined` until `with_verdict` gives it the computed one."""
     remaining = list(pairs[-1].gap_analysis.gaps) if pairs else []
     return AuditResult(
         consistency_score=consistency_score(0, remaining),
         remaining_gaps=remaining,
-        summary=f"No verdict from the detective: {why}.",
+        summary=f"No audit from the detective: {why}.",
         verdict="undetermined",
         rule_broken=why,
         invalid_reply=invalid or None,
@@ -101,9 +105,9 @@ def undetermined_audit(pairs: list[QuestionAnswerPair], why: str, invalid: str,
 
 
 async def audit(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
-    """Ask the detective for the audit of every round of `calls.session` (held to
-    `validated`, asked again once with the rule it broke), store it and yield `AuditReady`;
-    after a second miss, `undetermined_audit` stands in."""
+    """Ask the detective for the narrative of every round of `calls.session` (held to
+    `validated`, asked again once with the rule it broke), give it the computed verdict,
+    store it and yield `AuditReady`."""
     session = calls.session
     pairs = session.qa_pairs
     audited = Turn()
@@ -124,8 +128,7 @@ async def audit(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
         reshape=lambda reply: audit_schema(len(pairs), reply, sampled),
     )
     async for event in calls._structured(request, audited, "audit",
-                                         lambda value: validated(value, pairs, prompt),
-                                         allowed=deciding_note(pairs)):
+                                         lambda value: validated(value, pairs, prompt)):
         yield event
     demonstration = any(calls._is_demonstration(label) for label in
                         {audited.provider, *(p.provider_used.detective for p in pairs)})
@@ -135,7 +138,7 @@ async def audit(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
     else:
         result = audited.value
         result.demonstration = demonstration
-    session.audit_result = result
+    session.audit_result = with_verdict(result, verdict_for(session))
     yield calls._emit(AuditReady(audit=result))
 
 
@@ -155,4 +158,5 @@ def nothing_to_audit(calls: SessionCalls, no_question: str | None) -> AuditResul
         why = no_testimony(len(pairs), witness, demonstration)
     else:
         return None
-    return undetermined_audit(pairs, why, "", demonstration)
+    result = undetermined_audit(pairs, why, "", demonstration)
+    return with_verdict(result, Computed("undetermined", 0.5, reason=why))

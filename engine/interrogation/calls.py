@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config.models import Config, InterrogationConfig
@@ -30,7 +30,14 @@ from engine.models.events import (
 from engine.models.trail import AuditTrailEntry, ContextFit
 from engine.models.usage import TokenTally
 from engine.prompts import fill, load_prompt
-from engine.providers import Message, ReasoningDelta, StreamRequest, TokenDelta, Usage
+from engine.providers import (
+    Message,
+    ReasoningDelta,
+    StreamRequest,
+    TokenChoices,
+    TokenDelta,
+    Usage,
+)
 from engine.routing.collect import Reply
 from engine.routing.events import Attempt, Fitted, PartialDiscarded, ProviderEvent
 from engine.routing.router import Router
@@ -53,6 +60,8 @@ class Turn:
     invalid: str | None = None
     """Set by `_structured` when the reply broke its rule twice: the rule (then `value` is
     None and `text` is the second invalid reply)."""
+    choices: list[TokenChoices] = field(default_factory=list)
+    """The reply's tokens with their log-probabilities, when asked for and sent."""
 
 
 RETRY_ECHO = 400
@@ -237,32 +246,36 @@ class SessionCalls:
         sequence: int | None,
         accept: Callable[[str, str, str], str | None] | None = None,
         fit_for: int | None = None,
+        phase: PhaseName | None = None,
     ) -> AsyncGenerator[InterrogationEvent, None]:
         """Stream one call over the role's chain; deltas only when `sequence` is given (the
-        round the call belongs to is `fit_for` when no delta is wanted)."""
+        round the call belongs to is `fit_for` when no delta is wanted); `phase` names the
+        call its reasoning belongs to, when the rest does not tell."""
         if self.budget is not None:
             extra = sum(len(m.content) for m in request.extra) + len(request.note)
             check_budget(self.budget, self.router, role, request.request, extra)
         reply = Reply()
         try:
             async with aclosing(self._routed(reply, request, role, turn, sequence, accept,
-                                             fit_for)) as events:
+                                             fit_for, phase)) as events:
                 async for event in events:
                     yield event
         finally:  # what streamed before a failure is counted as well
             count_tokens(self.session.tokens, reply, self.router.config, self.budget)
         turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
-        turn.reasoning = reply.reasoning
+        turn.reasoning, turn.choices = reply.reasoning, reply.choices
 
     async def _routed(
         self, reply: Reply, request: Prompt, role: Role, turn: Turn, sequence: int | None,
         accept: Callable[[str, str, str], str | None] | None, fit_for: int | None,
+        named: PhaseName | None = None,
     ) -> AsyncGenerator[InterrogationEvent, None]:
         """The router's events of one call, taken by `reply`, as the session's events."""
         delta = QuestionDelta if role == "detective" else AnswerDelta
         label = self._label
-        phase: PhaseName = "answer" if role == "witness" else "question" \
-            if sequence is not None else "analysis" if fit_for is not None else "audit"
+        phase: PhaseName = named or ("answer" if role == "witness" else "question"
+                                     if sequence is not None else "analysis"
+                                     if fit_for is not None else "audit")
         async for event in reply.follow(self.router.stream(request, role, accept)):
             match event:
                 case TokenDelta(text) if sequence is not None and text:

@@ -8,38 +8,36 @@ text, so the loop, the tests and the documentation share one definition:
   imitates the transcript (answers of its own after `A1:`, or several `Q2:` questions; one
   label before one question is tolerated), or is not a question at all (no question mark, and
   no interrogative or imperative first word in English, German, Portuguese, Spanish or
-  French).
+  French), or asks yes or no (an English question opened by `is`, `does`, `can`… that names
+  no alternatives: `YES_NO`).
 - **An answer** that is empty, only repeats the question or its instructions, or writes
   transcript lines of its own (`Q2:`…) is kept as testimony, named (`no answer`, or what it
   did), and the detective presses on it.
 - **A gap analysis contradicts itself** when it needs no follow-up yet rates completeness below
   `SELF_CONTRADICTION_LOW` (50), needs no follow-up yet names a high-severity gap, or rates
   completeness at `SELF_CONTRADICTION_HIGH` (90) or more with a high-severity gap.
-- **The loop decides; the detective's flag is advice.** After a round the session may close
-  (`completed`) only when all of these hold: at least `min_rounds` rounds were asked (never
-  more than the limit), the detective needs no follow-up, the completeness is at least
-  `satisfied_at`, and no high-severity gap remains. Otherwise it asks again, up to the limit
-  (`limit-reached`). A wish to ask more is always followed.
+- **The loop decides; the detective's flag is advice.** A hypothesis that states a claim
+  closes when a judgement settles it (`engine.interrogation.verdict.settled`). One that states
+  none may close (`completed`) only when all of these hold: at least `min_rounds` rounds were
+  asked (never more than the limit), the detective needs no follow-up, the completeness is at
+  least `satisfied_at`, and no high-severity gap remains (`may_close`). Otherwise it asks
+  again, up to the limit (`limit-reached`). A wish to ask more is always followed.
 - **An audit summary** is unusable when it is empty, echoes a placeholder or the instructions,
   or has fewer than `MIN_SUMMARY_WORDS` (5) words (a lone `Markdown:`).
 - **A question leads** when it carries what it should ask about: the whole hypothesis inside
   it, or the claim's answer (an evaluated claim's `answer`, when its words are not already in
   the question it answers). A leading question is unusable like the others.
-- **A verdict** is inconsistent when `true` comes with a probability-false above one half,
-  `false` with one below, `undetermined` with one of `DECIDED_LOW` (0.2) or less or
-  `DECIDED_HIGH` (0.8) or more (the numbers say it is decided), when a `true`/`false` verdict
-  names no deciding round, or names a round that does not exist or where the witness gave no
-  answer.
 
 Breaking one of these rules is the model's nonsense, never the session's failure: the loop asks
-again with the rule that was broken, and a second miss ends the session `completed` with an
-`undetermined` verdict that names the rule (`engine.interrogation.loop`).
+again with the rule that was broken, and a second miss is named and stood in for
+(`engine.interrogation.loop`). The verdict is no model's to break a rule with: it is computed
+(`engine.interrogation.verdict`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
@@ -51,13 +49,12 @@ if TYPE_CHECKING:
     from engine.models.session import GapAnalysis, QuestionAnswerPair
 
 __all__ = [
-    "DECIDED_HIGH",
-    "DECIDED_LOW",
     "MARKERS",
     "MIN_SUMMARY_WORDS",
     "NO_ANSWER",
     "SELF_CONTRADICTION_HIGH",
     "SELF_CONTRADICTION_LOW",
+    "YES_NO",
     "analysis_conflict",
     "answer_problem",
     "bare_question",
@@ -66,11 +63,7 @@ __all__ = [
     "may_close",
     "leading_problem",
     "question_problem",
-    "stance_problem",
-    "stance_verdict",
     "summary_problem",
-    "probability_problem",
-    "verdict_problem",
 ]
 
 NO_ANSWER = "no answer"
@@ -81,13 +74,17 @@ MARKERS = ("(empty)", "(no answer)", "(no questions yet)")
 SELF_CONTRADICTION_LOW = 50
 SELF_CONTRADICTION_HIGH = 90
 MIN_SUMMARY_WORDS = 5
-DECIDED_LOW = 0.2
-DECIDED_HIGH = 0.8
-"""An `undetermined` verdict with a probability-false at or beyond these contradicts itself."""
 _SAME = 92.0
 """rapidfuzz ratio (0–100) from which two texts count as the same words."""
 _ECHO_SHARE = 0.6
 """Share of a reply's word 4-grams found in the instructions from which it is their echo."""
+
+_YES_NO = frozenset("is are was were am do does did can could has have had will would shall "
+                    "should may might must isn aren wasn doesn didn".split())
+"""English words that open a yes/no question (one that names no alternatives: "Is 2 or 4 the
+only even prime?" names them and is open enough)."""
+YES_NO = ("it is a yes/no question: ask an open one that makes the witness state the fact "
+          "(what, which, who, when, where, how many)")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PLACEHOLDER = re.compile(r"\{\{\s*[A-Z_][A-Z0-9_]*\s*\}\}")
@@ -200,7 +197,10 @@ def question_problem(
         return "it echoes the instructions it was given"
     if not any(mark in stripped for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
         return "it is not a question"
-    return leading_problem(words, hypothesis, answer, asked)
+    leading = leading_problem(words, hypothesis, answer, asked)
+    if leading is None and words[0] in _YES_NO and "or" not in words:
+        return YES_NO
+    return leading
 
 
 _LEADING_LABEL = re.compile(r"^\s*(?:\*\*)?(?:Q|Question)\s*\d+\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
@@ -298,74 +298,3 @@ def close_reason(pairs: Sequence[QuestionAnswerPair], limit: int, completed: boo
     rounds, score = len(pairs), pairs[-1].gap_analysis.completeness_score
     return (f"the detective was satisfied after {rounds} round{'s' if rounds != 1 else ''} "
             f"(completeness {score}/100, no high-severity gap)")
-
-
-def probability_problem(verdict: str, probability_false: float) -> str | None:
-    """How a verdict contradicts its own probability-false, or None."""
-    if verdict == "true" and probability_false > 0.5:
-        return f"the verdict 'true' contradicts a probability-false of {probability_false:.2f}"
-    if verdict == "false" and probability_false < 0.5:
-        return f"the verdict 'false' contradicts a probability-false of {probability_false:.2f}"
-    if verdict == "undetermined" and not DECIDED_LOW < probability_false < DECIDED_HIGH:
-        return (f"the verdict 'undetermined' contradicts a probability-false of "
-                f"{probability_false:.2f} (at {DECIDED_LOW} or below the claim is decided "
-                f"true, at {DECIDED_HIGH} or above false)")
-    return None
-
-
-_FOLLOWS = {"true": "agrees", "false": "contradicts"}
-
-
-def stance_verdict(stances: Mapping[int, str]) -> str:
-    """The verdict the audit's comparisons make: `false` when an answer contradicts the
-    hypothesis, else `true` when one agrees, else `undetermined`."""
-    found = set(stances.values())
-    if "contradicts" in found:
-        return "false"
-    return "true" if "agrees" in found else "undetermined"
-
-
-def stance_problem(verdict: str, deciding: Sequence[int], stances: Mapping[int, str]
-                   ) -> str | None:
-    """How a verdict contradicts the audit's own comparison of the answers with the
-    hypothesis, or None: the verdict is the one the comparisons make (`stance_verdict`), and
-    a `true` verdict rests only on rounds marked `agrees`, a `false` one only on rounds marked
-    `contradicts`. The problem says what the comparisons make, so that a retry corrects the
-    verdict rather than its reading of the answers."""
-    expected = stance_verdict(stances)
-    if verdict != expected:
-        read = ", ".join(f"round {n} {stance}" for n, stance in sorted(stances.items()))
-        return (f"the verdict '{verdict}' does not follow from your comparisons ({read}): "
-                f"they make it '{expected}'; keep the comparisons and give that verdict with "
-                "its deciding rounds and a probability to match")
-    wanted = _FOLLOWS.get(verdict)
-    if wanted is None:
-        return None
-    for number in deciding:
-        stance = stances.get(number)
-        if stance is None:
-            return (f"the verdict rests on round {number}, which your comparisons leave out: "
-                    "compare it first")
-        if stance != wanted:
-            return (f"the verdict '{verdict}' rests on round {number}, which your comparison "
-                    f"marks '{stance}': a '{verdict}' verdict rests on rounds marked '{wanted}'")
-    return None
-
-
-def verdict_problem(
-    verdict: str, probability_false: float, deciding: Sequence[int],
-    pairs: Sequence[QuestionAnswerPair], stances: Mapping[int, str] | None = None,
-) -> str | None:
-    """How a verdict contradicts itself, the rounds or (with `stances`) the audit's own
-    comparison of the answers, or None."""
-    problem = probability_problem(verdict, probability_false)
-    if problem is not None:
-        return problem
-    if verdict != "undetermined" and not deciding:
-        return f"the verdict '{verdict}' names no round that decided it"
-    for number in deciding:
-        if not 1 <= number <= len(pairs):
-            return f"the verdict names round {number}, which does not exist"
-        if not pairs[number - 1].answered:
-            return f"the verdict rests on round {number}, where the witness gave no answer"
-    return stance_problem(verdict, deciding, stances) if stances is not None else None

@@ -16,7 +16,7 @@ from typing import Any
 from engine.context.budget import Prompt
 from engine.context.fit import Plan, RoundCost, Trim, plan_all_rounds, plan_rounds, shorten, span
 from engine.context.tokens import MESSAGE_OVERHEAD
-from engine.models.session import ANSWER_CUT_OFF, STANCES, QuestionAnswerPair, WitnessBrief
+from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair, WitnessBrief
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest
 from engine.text import one_line
@@ -64,9 +64,10 @@ def gap_schema(max_gaps: int, max_tokens: int) -> dict[str, Any]:
 
 
 def audit_schema(pairs: int, max_tokens: int, sampled: bool = False) -> dict[str, Any]:
-    """The JSON schema of the audit reply; question numbers run from 1 to `pairs`. It opens
-    with `comparisons`, each answer set against the hypothesis (`STANCES`), before the verdict
-    that must follow from them (`checks.stance_problem`).
+    """The JSON schema of the audit reply (the narrative: the verdict is computed from the
+    rounds' judgements, `engine.interrogation.verdict`); question numbers run from 1 to
+    `pairs`. `verdict` is the auditor's own reading, shown beside the computed one where they
+    differ, never used.
 
     Lengths follow the token budget (about 3 characters a token), so a model that fills every
     field still finishes its JSON within `max_tokens`.
@@ -81,35 +82,19 @@ def audit_schema(pairs: int, max_tokens: int, sampled: bool = False) -> dict[str
         "required": ["questions", "description"],
         "additionalProperties": False,
     }
-    comparison = {
-        "type": "object",
-        "properties": {
-            "round": number,
-            "stance": {"enum": list(STANCES)},
-        },
-        "required": ["round", "stance"],
-        "additionalProperties": False,
-    }
     # two rounds a contradiction; with `sampled` (the consistency protocol) also one round's
     # own answers
     couples = pairs * (pairs + 1) // 2 if sampled else pairs * (pairs - 1) // 2
     most = min(10, couples, max(0, (max_tokens - 140) // 200))
-    summary = max(100, min(8000, (max_tokens - 100 - most * 120 - pairs * 12) * 3))
+    summary = max(100, min(8000, (max_tokens - 60 - most * 120) * 3))
     return {
         "type": "object",
-        "properties": {  # in the order a model writes them: the verdict right after the
-            # comparisons it must follow from
-            "comparisons": {"type": "array", "items": comparison, "minItems": 1,
-                            "maxItems": max(pairs, 1)},
-            "verdict": {"enum": ["true", "false", "undetermined"]},
-            "deciding_rounds": {"type": "array", "items": number,
-                                "maxItems": max(pairs, 1)},
-            "probability_false": {"type": "number", "minimum": 0, "maximum": 1},
+        "properties": {
             "contradictions": {"type": "array", "items": contradiction, "maxItems": most},
             "summary": {"type": "string", "minLength": 1, "maxLength": summary},
+            "verdict": {"enum": ["true", "false", "undetermined"]},
         },
-        "required": ["comparisons", "verdict", "deciding_rounds", "probability_false",
-                     "contradictions", "summary"],
+        "required": ["contradictions", "summary", "verdict"],
         "additionalProperties": False,
     }
 
@@ -276,7 +261,7 @@ def witness_opening(brief: WitnessBrief | None) -> tuple[str, list[Message]]:
     claim as the witness's own answer to its question; `defend`: told it asserted the claim;
     `open`: nothing but the neutral prompt.
     The claim is data: filled in once, never scanned again for placeholders."""
-    if brief is None or brief.mode == "open":
+    if brief is None or brief.mode in ("open", "document"):
         return load_prompt("witness"), []
     if brief.mode == "defend":
         return fill(load_prompt("witness_defend"), CLAIM=brief.claim), []
@@ -285,18 +270,51 @@ def witness_opening(brief: WitnessBrief | None) -> tuple[str, list[Message]]:
     return load_prompt("witness"), [Message("user", question), Message("assistant", answer)]
 
 
+DOCUMENT_CUT = "\n[… the rest of the document did not fit]"
+"""What ends a witness's document cut to fit its window."""
+
+
+def fit_document(document: str, room: int, count: Callable[[str], int]) -> tuple[str, bool]:
+    """The witness's document block (`prompts/witness_document.md`, the text filled in once)
+    within `room` tokens: whole, or its start with `DOCUMENT_CUT`; and whether it was cut."""
+    block = fill(load_prompt("witness_document"), DOCUMENT=document)
+    needed = count(block)
+    if needed <= room:
+        return block, False
+    keep = int(len(document) * max(0, room) / max(needed, 1))
+    for _ in range(12):  # the estimate, then 10 % less a try, until it fits
+        block = fill(load_prompt("witness_document"), DOCUMENT=document[:keep] + DOCUMENT_CUT)
+        if count(block) <= room or keep == 0:
+            break
+        keep = keep * 9 // 10
+    return block, True
+
+
 def witness_prompt(
     request: StreamRequest, system: str, pairs: Sequence[QuestionAnswerPair], question: str,
-    opening: Sequence[Message] = (),
+    opening: Sequence[Message] = (), document: str | None = None,
+    cut: list[bool] | None = None,
 ) -> Prompt:
     """The witness's conversation fitted to the limit: `opening` and its first and newest
     exchanges whole, the ones between recalled in one line each in the system message (still
-    no analysis)."""
+    no analysis). With `document`, the witness holds it in its system prompt, given at most
+    three quarters of the room the rounds leave (its start when it does not fit: `cut` gets
+    True)."""
 
     def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
         recall = "\n\nEarlier in this interview (shortened to fit the context window):\n"
         fixed = count(system) + count(recall) + count(question) + 3 * MESSAGE_OVERHEAD
         fixed += sum(count(m.content) + MESSAGE_OVERHEAD for m in opening)
+        head = system
+        if document is not None:
+            room = limit - fixed
+            rounds_need = sum(count(_exchange(p, None, None)) + 2 * MESSAGE_OVERHEAD
+                              for p in pairs)
+            block, was_cut = fit_document(document, room - min(rounds_need, room // 4), count)
+            head = f"{system.rstrip()}\n\n{block}"
+            fixed += count(block)
+            if cut is not None and was_cut:
+                cut.append(True)
         rounds = [
             RoundCost(
                 item=pair, number=pair.sequence, question=pair.question, answer=pair.answer,
@@ -319,7 +337,7 @@ def witness_prompt(
                 left_out.append(pair.sequence)
         if left_out:
             recalled.append(_left_out(left_out))
-        head = system + (recall + "\n".join(recalled) if recalled else "")
+        head += recall + "\n".join(recalled) if recalled else ""
         return [Message("system", head), *opening, *_exchanges(whole, question)], plan.trim
 
     return Prompt(request=request, compose=compose)

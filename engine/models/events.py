@@ -14,7 +14,14 @@ from pydantic import Field, TypeAdapter
 
 from engine.errors import FailureFamily
 from engine.models.event import Event, journal_line, read_journal_line
-from engine.models.session import AuditResult, GapAnalysis, QuestionAnswerPair, SessionStatus
+from engine.models.judgement import Judgement
+from engine.models.session import (
+    AuditResult,
+    GapAnalysis,
+    QuestionAnswerPair,
+    SessionStatus,
+    VerdictValue,
+)
 from engine.models.trail import AuditTrailEntry, ContextFit
 from engine.models.usage import TokenTally
 
@@ -31,6 +38,7 @@ __all__ = [
     "Finished",
     "GapAnalysisReady",
     "InterrogationEvent",
+    "JudgementReady",
     "PairCompleted",
     "Phase",
     "ProviderChosen",
@@ -46,7 +54,7 @@ __all__ = [
 Role = Literal["detective", "witness", "oracle", "agent"]
 """Who produced a piece of text: the two roles of an interrogation, and the oracles and the
 case agent that come next."""
-PhaseName = Literal["question", "answer", "analysis", "audit"]
+PhaseName = Literal["question", "answer", "judgement", "analysis", "audit"]
 
 
 class _Event(Event):
@@ -192,6 +200,17 @@ class GapAnalysisReady(_Event):
     analysis: GapAnalysis
 
 
+class JudgementReady(_Event):
+    """Round `sequence`'s judgement, and the verdict the rounds make so far (computed by
+    `engine.interrogation.verdict`: what the Live header shows as the running P(false))."""
+
+    type: Literal["judgement"] = "judgement"
+    sequence: int
+    judgement: Judgement
+    verdict: VerdictValue
+    probability_false: float
+
+
 class PairCompleted(_Event):
     """A round is complete and durably stored."""
 
@@ -234,6 +253,7 @@ InterrogationEvent = (
     | Discarded
     | TrailAdded
     | GapAnalysisReady
+    | JudgementReady
     | PairCompleted
     | AuditReady
     | Finished

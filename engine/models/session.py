@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.errors import SessionError
+from engine.models.judgement import Judgement
 from engine.models.notes import LlmEntry, NoteEntry, UIPreferences
 from engine.models.trail import AuditTrailEntry, ContextFit, now
 from engine.models.usage import TokenTally
@@ -40,6 +41,7 @@ __all__ = [
     "SessionStatus",
     "VerdictValue",
     "WitnessBrief",
+    "WitnessDocument",
     "PROTOCOLS",
     "Protocol",
     "unknown_protocols",
@@ -141,6 +143,9 @@ class QuestionAnswerPair(_Model):
     samples: list[str] = Field(default_factory=list)
     """The `consistency` protocol's further answers to the same question, each asked anew
     (`answer` is the first); empty under `cross-exam`."""
+    judgement: Judgement | None = None
+    """The detective's judgement of this exchange alone (None: a hypothesis that states no
+    claim, or a session from before judgements)."""
 
     @property
     def answered(self) -> bool:
@@ -202,6 +207,14 @@ class AuditResult(_Model):
     demonstration: bool = False
     """A demonstration model spoke for the detective in this session: its verdict means
     nothing."""
+    computed: bool = False
+    """The verdict was computed from the rounds' judgements (`engine.interrogation.verdict`),
+    not written by the detective (sessions from before judgements: False)."""
+    undetermined_because: str | None = None
+    """Why a computed verdict is `undetermined` (no round bore on it, a conflict, no claim)."""
+    narrative_verdict: VerdictValue | None = None
+    """The auditor's own one-word reading, beside its summary: shown next to the computed
+    verdict where it differs, never used."""
 
 
 def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
@@ -227,8 +240,9 @@ def unknown_protocols(names: Iterable[str]) -> str | None:
             f"(known: {', '.join(PROTOCOLS)})")
 
 
-WitnessMode = Literal["planted", "defend", "open"]
-"""How an evaluated claim is put to the witness (`detektiv eval --mode`)."""
+WitnessMode = Literal["planted", "defend", "open", "document"]
+"""How an evaluated claim is put to the witness (`detektiv eval --mode`); `document`: told
+nothing, like `open`, but holding the item's document (`WitnessDocument`)."""
 
 
 class WitnessBrief(_Model):
@@ -245,6 +259,19 @@ class WitnessBrief(_Model):
     """The question the claim answers (planted: the witness's first user turn)."""
     answer: str | None = None
     """The witness's planted first answer (planted; else the claim itself)."""
+
+
+class WitnessDocument(_Model):
+    """A document the witness holds (`--witness-document`, a case's notes, an evaluation
+    item's knowledge): given in its system prompt, fitted to its window; the detective never
+    sees it."""
+
+    name: Annotated[str, Field(min_length=1)]
+    size: Annotated[int, Field(ge=0)]
+    """Its length in characters."""
+    sha256: str
+    text: str | None
+    """The document itself; None in an export that left it out (the default)."""
 
 
 class EvalTag(_Model):
@@ -296,6 +323,8 @@ class InterrogationSession(_Model):
     ui_preferences: UIPreferences = Field(default_factory=UIPreferences)
     witness_brief: WitnessBrief | None = None
     """A claim the witness stands behind from the start (an evaluation's item), else None."""
+    witness_document: WitnessDocument | None = None
+    """The document the witness holds, else None."""
     eval_tag: EvalTag | None = None
     """The evaluation run this session belongs to, else None."""
     tokens: TokenTally = Field(default_factory=TokenTally)

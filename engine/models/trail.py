@@ -28,11 +28,13 @@ TrailEvent = Literal[
     "degenerate_output",
     "contradictory_analysis",
     "cost_limit",
+    "document_cut",
 ]
 """`degenerate_output`: a model's reply was empty, an echo or not what was asked (named in the
 reason); `contradictory_analysis`: a gap analysis contradicted itself and the loop's rule
 decided instead (see `engine.interrogation.checks`); `cost_limit`: the next call would have
-passed `--max-cost`, and the run stopped before it."""
+passed `--max-cost`, and the run stopped before it; `document_cut`: the witness's document
+did not fit its window whole, and only its start was given."""
 
 def now() -> datetime:
     """The current time, timezone-aware UTC."""

@@ -46,6 +46,7 @@ from engine.providers._events import (
     ReasoningDelta,
     StreamEvent,
     StreamRequest,
+    TokenChoices,
     TokenDelta,
     WasReasoning,
     most_characters,
@@ -237,6 +238,8 @@ class Provider(ABC):
                         yield Done("stop")
                         break
                     continue
+                if type(event) is TokenChoices and blocks.unclosed:
+                    continue  # a token of inline reasoning: never read as the answer's
                 if type(event) is Done:
                     finished = True
                     for piece in _split(blocks, markers.finish(), shown):
@@ -298,6 +301,12 @@ class Provider(ABC):
 
     can_list_models = False
     """True when `list_models` asks the server (the others raise `RequestError`)."""
+    @property
+    def gives_logprobs(self) -> bool:
+        """True when the wire sends the answer's token log-probabilities when asked
+    (`StreamRequest.top_logprobs` → `TokenChoices`); a judgement then reads its probability
+    from them, else from the model's stated one (`engine.interrogation.judgement`)."""
+        return False
     can_pull = False
     """True when `pull` can fetch a model onto the server."""
 

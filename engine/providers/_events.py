@@ -22,6 +22,7 @@ __all__ = [
     "ReasoningDelta",
     "StreamEvent",
     "StreamRequest",
+    "TokenChoices",
     "TokenDelta",
     "Usage",
     "WasReasoning",
@@ -58,6 +59,10 @@ class StreamRequest:
     """A GBNF grammar that holds a demonstration model to the reply's form (a tiny model
     cannot keep it unaided). Only a provider running a shipped demonstration model on
     llama.cpp applies it; a capable model is never constrained this way."""
+    top_logprobs: int | None = None
+    """Ask for the log-probabilities of the answer's tokens and of this many alternatives
+    to each (`TokenChoices`), where the wire gives them (`Provider.gives_logprobs`); a
+    provider that cannot just answers."""
 
     @classmethod
     def of(cls, prompt: str, **kwargs: Any) -> StreamRequest:
@@ -70,6 +75,17 @@ class TokenDelta:
     """A piece of answer text, in order."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenChoices:
+    """One answer token as the model chose it, with its log-probability and the most likely
+    alternatives at that place (`token`, `logprob` pairs, the chosen one among them), as
+    asked for by `StreamRequest.top_logprobs`. Comes after the `TokenDelta` it belongs to."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +174,7 @@ def finish_reason_of(provider: str, reason: str) -> str:
     return _FINISH_REASONS.get(word, word)
 
 
-StreamEvent = TokenDelta | ReasoningDelta | WasReasoning | Usage | Done
+StreamEvent = TokenDelta | ReasoningDelta | WasReasoning | TokenChoices | Usage | Done
 
 
 @dataclass(frozen=True, slots=True)

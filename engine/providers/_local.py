@@ -35,6 +35,7 @@ from engine.providers._events import (
 from engine.providers._http import error_for_status
 from engine.providers._llama import LlamaEngine, LlamaOptions
 from engine.providers._llamacpp import count_chat_tokens
+from engine.providers._logprobs import token_choices, wants_logprobs
 from engine.providers._openai import usage_of
 from engine.providers._reasoning import reasoning_field
 
@@ -45,6 +46,10 @@ class LocalProvider(Provider):
     """Streams from the embedded llama.cpp engine."""
 
     stops_at_markers = True
+
+    @property
+    def gives_logprobs(self) -> bool:
+        return True
 
     def __init__(
         self, name: str, config: ProviderConfig, env: Mapping[str, str], paths: Paths
@@ -92,6 +97,7 @@ class LocalProvider(Provider):
             }
         elif request.demonstration_grammar is not None and self.config.is_demonstration:
             body["grammar"] = request.demonstration_grammar
+        wants_logprobs(body, request.top_logprobs)
         return body
 
     def _error(self, chunk: dict[str, Any]) -> ProviderError:
@@ -126,6 +132,8 @@ class LocalProvider(Provider):
                     text = (choice.get("delta") or {}).get("content")
                     if text:
                         yield TokenDelta(text)
+                    for choices in token_choices(choice.get("logprobs")):
+                        yield choices
                     if choice.get("finish_reason"):
                         finish = choice["finish_reason"]
         except ValueError as exc:  # llama.cpp rejected the request before generating

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from engine.config.providers import GEMINI_URL
 from engine.errors import BadResponseError, ProviderConnectionError, ProviderError
 from engine.jsondata import read_json
 from engine.providers._base import Provider
@@ -52,6 +53,7 @@ from engine.providers._llamacpp import (
     slot_count,
     slot_window,
 )
+from engine.providers._logprobs import token_choices, wants_logprobs
 from engine.providers._reading import bounded, read_error_body, sse_events
 from engine.providers._reasoning import reasoning_field
 
@@ -181,7 +183,16 @@ class OpenAIProvider(Provider):
         elif request.demonstration_grammar is not None and self.config.is_demonstration:
             # a shipped model on a llama.cpp server here (`detektiv local-server`)
             body["grammar"] = request.demonstration_grammar
+        if self.gives_logprobs:
+            wants_logprobs(body, request.top_logprobs)
         return body
+
+    @property
+    def gives_logprobs(self) -> bool:
+        """OpenAI and the compatible servers send them; Gemini's compatible endpoint and
+        OpenAI's reasoning models (a `reasoning_effort` set) refuse the request."""
+        base = (self.config.base_url or "").rstrip("/")
+        return self.config.reasoning_effort is None and base != GEMINI_URL.rstrip("/")
 
     @contextlib.asynccontextmanager
     async def _open(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
@@ -250,6 +261,8 @@ class OpenAIProvider(Provider):
                                 refused = True
                             else:
                                 yield piece
+                        for choices in token_choices(field_of(choice, "logprobs")):
+                            yield choices
                         reason = field_of(choice, "finish_reason")
                         if reason:
                             if not isinstance(reason, str):
@@ -307,6 +320,7 @@ class OpenAIProvider(Provider):
         if read is None or not isinstance(finish, str):
             raise BadResponseError(self.name, not_a_stream(content_type, body))
         events = [e for e in read if not isinstance(e, str)]
+        events += token_choices(choice.get("logprobs"))
         finish = finish_reason_of(self.name, "refusal" if REFUSED in read else finish)
         usage = data.get("usage")
         if isinstance(usage, dict):

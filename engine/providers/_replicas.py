@@ -156,6 +156,10 @@ class ReplicatedProvider(Provider):
         return self._bound[1]
 
     @property
+    def gives_logprobs(self) -> bool:
+        return all(member.gives_logprobs for member, _, _ in self._members)
+
+    @property
     def _changed(self) -> asyncio.Condition:
         return _endpoints().changed
 

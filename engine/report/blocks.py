@@ -30,6 +30,7 @@ from engine.models.events import (
     Finished,
     GapAnalysisReady,
     InterrogationEvent,
+    JudgementReady,
     PairCompleted,
     Phase,
     ProviderChosen,
@@ -46,8 +47,11 @@ from engine.report.words import (
     contradiction,
     in_transcript,
     invalid_audit_line,
+    judgement_line,
+    narrative_line,
     note,
     round_title,
+    running_verdict,
     trail_line,
     verdict_line,
 )
@@ -56,8 +60,8 @@ __all__ = ["Append", "Block", "BlockKind", "Calls", "Narration", "Piece", "Void"
            "audit_lines", "discarded_line", "finished_line", "reasoning_by_call",
            "reasoning_title", "session_blocks"]
 
-BlockKind = Literal["heading", "question", "answer", "analysis", "audit", "summary", "mark",
-                    "note", "end", "reasoning"]
+BlockKind = Literal["heading", "question", "answer", "judgement", "analysis", "audit", "summary",
+                    "mark", "note", "end", "reasoning"]
 """`mark`: a remark that is part of the transcript (an answer cut off, no answer);
 `note`: an aside about how the run went (a failover, advice) — the CLI puts it on stderr;
 `reasoning`: what a reasoning model thought before a reply (stored sessions, when asked)."""
@@ -100,7 +104,7 @@ def audit_lines(audit: AuditResult) -> list[str]:
     """The verdict, the consistency score, each contradiction and remaining gap."""
     verdict = verdict_line(audit)
     lines = [verdict] if verdict else []
-    for extra in (comparisons_line(audit), invalid_audit_line(audit)):
+    for extra in (narrative_line(audit), comparisons_line(audit), invalid_audit_line(audit)):
         if extra:
             lines.append(extra)
     lines.append(f"consistency {audit.consistency_score}/100")
@@ -179,6 +183,10 @@ class Narration:
                 return [Void(discarded_line(provider, len(text), reason))]
             case TrailAdded(entry=entry):
                 return [Block("note", text=trail_line(entry))] if in_transcript(entry) else []
+            case JudgementReady(judgement=judgement, sequence=sequence, verdict=verdict,
+                                probability_false=p_false):
+                return [Block("judgement", f"Judgement {sequence}", judgement_line(judgement)
+                              + "\n" + running_verdict(verdict, p_false))]
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.analysed.add(sequence)
                 return [self._analysis(analysis, sequence)]
@@ -205,6 +213,9 @@ class Narration:
                 pieces += [Block("answer", sample_title(number, of, pair.provider_used.witness),
                                  text, markdown=True)
                            for number, text in enumerate(pair.samples, start=2)]
+                if pair.judgement is not None:
+                    pieces.append(Block("judgement", f"Judgement {pair.sequence}",
+                                        judgement_line(pair.judgement)))
                 return [*pieces, self._analysis(pair.gap_analysis, pair.sequence)]
             case PairCompleted():
                 pass
@@ -241,7 +252,7 @@ def reasoning_title(role: str) -> str:
     return f"Reasoning · {role}"
 
 
-_CALLS = frozenset({"question", "answer", "analysis", "audit"})
+_CALLS = frozenset({"question", "answer", "judgement", "analysis", "audit"})
 """The blocks that are a call's reply: that call's reasoning (its phase is the block's kind)
 goes before the first of them."""
 

@@ -23,9 +23,22 @@ MAX_FIT_LINES = 8
 """Trimmed calls a report lists (the newest); the summary line counts them all."""
 
 
-def to_json(session: InterrogationSession) -> str:
-    """The whole session as JSON, schema version included (model text kept verbatim)."""
+def to_json(session: InterrogationSession, document: bool = False) -> str:
+    """The whole session as JSON, schema version included (model text kept verbatim); the
+    witness's document's text only with `document` (its name, size and sha256 always)."""
+    if session.witness_document is not None and not document:
+        session = session.model_copy(update={"witness_document": session.witness_document
+                                              .model_copy(update={"text": None})})
     return session.model_dump_json(indent=2) + "\n"
+
+
+def document_line(session: InterrogationSession) -> str | None:
+    """`"Witness document: report.md · 12,480 characters · sha256 1a2b…"`, or None."""
+    held = session.witness_document
+    if held is None:
+        return None
+    return (f"Witness document: {strip_control(held.name)} · {held.size:,} characters · "
+            f"sha256 {held.sha256[:16]}…")
 
 
 def _quote(text: str) -> str:
@@ -62,12 +75,13 @@ def to_markdown(
     notes: list[tuple[NoteEntry, str]] | None = None,
     answers: list[tuple[LlmEntry, str]] | None = None,
     reasoning: Calls | None = None,
+    document: bool = False,
 ) -> str:
     """A readable report: the notes, every question and answer, gaps per round, the audit,
     the oracle answers, the trail. `status` overrides the stored one for display
     (`interrupted`); `notes` and `answers` are the case file's texts (entries alone when not
     given); `reasoning` (`engine.report.blocks.reasoning_by_call`) puts each call's reasoning
-    before its reply."""
+    before its reply; with `document`, the witness's document's text too."""
     hypothesis = session.hypothesis
     heading = (f"# Interrogation: {strip_control(hypothesis.text).strip()}" if hypothesis
                else f"# Case: {strip_control(session.name).strip()}")
@@ -87,6 +101,11 @@ def to_markdown(
     else:
         out.append("- No interrogation yet")
     out.append(f"- Notes: {len(session.notes)} · oracle answers: {len(session.llm_entries)}")
+    held = document_line(session)
+    if held is not None:
+        out.append(f"- {held}")
+        if document and session.witness_document and session.witness_document.text:
+            out += ["", "## The witness's document", "", _quote(session.witness_document.text)]
     note_texts: list[tuple[NoteEntry, str | None]] = (
         [(e, None) for e in session.notes] if notes is None else list(notes))
     if note_texts:

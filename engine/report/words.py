@@ -21,6 +21,7 @@ from engine.models.events import (
     InterrogationEvent,
     TrailAdded,
 )
+from engine.models.judgement import Judgement
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import ANSWER_CUT_OFF, AuditResult, Contradiction, GapAnalysis
 from engine.models.trail import AuditTrailEntry, ContextFit
@@ -55,6 +56,11 @@ __all__ = [
     "verdict_line",
     "invalid_audit_line",
     "comparisons_line",
+    "document_cut",
+    "judgement_line",
+    "narrative_line",
+    "settled_reason",
+    "running_verdict",
     "DEMONSTRATION_VERDICT",
 ]
 
@@ -98,7 +104,7 @@ def no_testimony(rounds: int, label: str, demonstration: bool) -> str:
 
 
 def verdict_line(audit: AuditResult) -> str | None:
-    """`"verdict: false · p(false) 0.82 · decided by rounds 2, 4"`; None before verdicts."""
+    """`"verdict: false · p(false) 0.82 · computed from round 2"`; None before verdicts."""
     if audit.verdict is None:
         return None
     line = f"verdict: {audit.verdict}"
@@ -106,13 +112,55 @@ def verdict_line(audit: AuditResult) -> str | None:
         line += f" · p(false) {audit.probability_false:.2f}"
     if audit.deciding_rounds:
         rounds = audit.deciding_rounds
-        line += (f" · decided by round{'s' if len(rounds) > 1 else ''} "
-                 + ", ".join(str(n) for n in rounds))
-    if audit.rule_broken:
+        line += (f" · {'computed from' if audit.computed else 'decided by'} "
+                 f"round{'s' if len(rounds) > 1 else ''} " + ", ".join(str(n) for n in rounds))
+    if audit.undetermined_because:
+        line += f" · {strip_control(audit.undetermined_because)}"
+    elif audit.rule_broken and not audit.computed:
         line += f" · no verdict from the detective: {strip_control(audit.rule_broken)}"
     if audit.demonstration:
         line += f" · {DEMONSTRATION_VERDICT}"
     return line
+
+
+def narrative_line(audit: AuditResult) -> str | None:
+    """The auditor's own reading where it differs from the computed verdict (shown beside
+    it, never used), else None."""
+    if not audit.computed or audit.narrative_verdict in (None, audit.verdict):
+        return None
+    return (f"the auditor's own reading: {audit.narrative_verdict} (the verdict is computed "
+            "from the rounds' judgements)")
+
+
+def judgement_line(judgement: Judgement) -> str:
+    """`"judgement: supports · p(true) 0.97 (log-probabilities)"`, or why a round is
+    silent."""
+    line = f"judgement: {judgement.bearing}"
+    if judgement.p_true is not None:
+        source = {"logprobs": "log-probabilities", "stated": "stated"}.get(judgement.source)
+        line += f" · p(true) {judgement.p_true:.2f}" + (f" ({source})" if source else "")
+    if judgement.spread is not None:
+        line += f" · spread {judgement.spread:.2f} over {len(judgement.samples)} answers"
+    if judgement.why:
+        line += f" · {strip_control(judgement.why)}"
+    return line
+
+
+def running_verdict(verdict: str, probability_false: float) -> str:
+    """The verdict the rounds make so far: `"so far: true · p(false) 0.04"`."""
+    return f"so far: {verdict} · p(false) {probability_false:.2f}"
+
+
+def settled_reason(rounds: int) -> str:
+    """Why the questioning closed on a decisive judgement."""
+    return (f"a decisive judgement settled it after {rounds} "
+            f"round{'s' if rounds != 1 else ''}")
+
+
+def document_cut(name: str) -> str:
+    """Said in the session when the witness's document did not fit its window whole."""
+    return (f"the witness's document {strip_control(name)!r} did not fit its context window: "
+            "only its start was given")
 
 
 def comparisons_line(audit: AuditResult) -> str | None:

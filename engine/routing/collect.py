@@ -21,7 +21,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 
 from engine.context.budget import FitReport
-from engine.providers import Done, ReasoningDelta, TokenDelta, Usage
+from engine.providers import Done, ReasoningDelta, TokenChoices, TokenDelta, Usage
 from engine.routing.events import (
     Attempt,
     Fitted,
@@ -50,6 +50,9 @@ class Reply:
     trail: list[ProviderEvent | PartialDiscarded] = field(default_factory=list)
     """Skips, failures, switches, cache hits and discarded partials, in order."""
     fits: list[FitReport] = field(default_factory=list)
+    choices: list[TokenChoices] = field(default_factory=list)
+    """The answer's tokens with their log-probabilities, when asked for and sent (the
+    provider answering now)."""
 
     @property
     def text(self) -> str:
@@ -91,8 +94,11 @@ class Reply:
                 self.parts.append(text)
             case ReasoningDelta(text):
                 self.thinking.append(text)
+            case TokenChoices():
+                self.choices.append(event)
             case Attempt():
                 self.parts, self.thinking, self.attempt = [], [], event
+                self.choices = []
                 self.attempts.append(event)
             case Done(reason):
                 self.finish_reason = reason

@@ -20,7 +20,7 @@ from engine.costs import Budget
 from engine.errors import ConfigError, DatasetError
 from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
 from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
-from engine.evals.items import EvalItem, read_items, sample
+from engine.evals.items import EvalItem, check_documents, read_items, sample
 from engine.evals.report import write_report
 from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
 from engine.evals.summary import EvalSummary, summarize
@@ -60,6 +60,7 @@ class Evals:
         use (blocking). `DatasetError` when they cannot be had."""
         path = dataset_path(self.workspace.paths, request.dataset, progress)
         items = sample(read_items(path), request.n, request.seed)
+        check_documents(items, request.mode)
         return path, file_sha256(path), items
 
     async def start(self, request: EvalRequest, *, runs: int = 1, baselines: bool = False,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from engine.config.roles import apply_roles
@@ -25,9 +26,11 @@ from engine.models.session import (
     InterrogationSession,
     Protocol,
     WitnessBrief,
+    WitnessDocument,
     check_resumable,
     unknown_protocols,
 )
+from engine.models.witness import document_file, notes_document
 from engine.prompts import fill, load_prompt, prompt_uses
 from engine.report.blocks import reasoning_by_call
 from engine.report.export import to_json, to_markdown
@@ -134,6 +137,8 @@ class Sessions:
         router: Router | None = None,
         ident: uuid.UUID | None = None,
         protocol: Protocol = "cross-exam",
+        document: WitnessDocument | Path | None = None,
+        witness_notes: bool = False,
     ) -> Run:
         """A new session, stored at once; `Run.events()` runs it. With `session`, the
         interrogation of that notes-only session (`cases.new_case`) instead. Raises
@@ -141,7 +146,9 @@ class Sessions:
         before anything is stored. `brief` and `tag` (an evaluation's item) put a claim to the
         witness first and mark the session as the run's; `router` lends one (kept open).
         `protocol`: how the witness is questioned (`cross-exam`, or `consistency`: each
-        question asked `[interrogation] consistency_samples` times)."""
+        question asked `[interrogation] consistency_samples` times). `document`: what the
+        witness holds (a `WitnessDocument`, or a file read as notes are: `NoteRefused` when it
+        cannot be); `witness_notes`: the notes of case `session` as its document."""
         text = hypothesis.strip()
         if not text:
             raise ConfigError("the hypothesis is empty")
@@ -152,6 +159,16 @@ class Sessions:
         apply_roles(workspace.config, list(detective), list(witness))  # unknown names fail
         uses = prompt_uses()  # an invalid prompt override fails here, before anything is stored
         store = workspace.store
+        if isinstance(document, Path):
+            document = document_file(document)
+        if witness_notes:
+            if session is None:
+                raise ConfigError("the witness can hold a case's notes only in a case "
+                                  "(--session)")
+            case = store.load(session)
+            document = notes_document(case.name, [
+                (entry.filename, text) for entry, text in workspace.cases.note_texts(
+                    session, case)])
         if session is not None:
             journal = store.begin(session, text, value, detective=list(detective),
                                   witness=list(witness), on_record=on_record)
@@ -160,6 +177,7 @@ class Sessions:
                                    witness=list(witness), on_record=on_record, brief=brief,
                                    tag=tag, ident=ident)
         journal.session.prompts = uses
+        journal.session.witness_document = document
         journal.session.protocol = protocol
         journal.session.consistency_samples = workspace.config.interrogation.consistency_samples
         return Run(workspace, journal, resumed=False, router=router)
@@ -193,20 +211,22 @@ class Sessions:
             raise SessionError(f"session {session.short_id} has no interrogation to watch yet")
         return store.follow(ref)
 
-    def export(self, ref: str, fmt: Literal["md", "json"], reasoning: bool = False) -> str:
+    def export(self, ref: str, fmt: Literal["md", "json"], reasoning: bool = False,
+               document: bool = False) -> str:
         """A session as markdown (for people, with its status as a user reads it, its notes
         and oracle answers in full; with `reasoning`, what a reasoning model thought before
         each reply, from the event log) or JSON (the whole session; loads back equal: the
-        reasoning stays in the events, `watch --json`)."""
+        reasoning stays in the events, `watch --json`). The witness's document is named in
+        either; its text is carried only with `document`."""
         store = self.workspace.store
         session = store.load(ref)
         if fmt == "json":
-            return to_json(session)
+            return to_json(session, document)
         cases = self.workspace.cases
         thought = reasoning_by_call(record.event for record in store.events(ref)) \
             if reasoning else None
         return to_markdown(session, self.status(ref, session), cases.note_texts(ref, session),
-                           cases.answer_texts(ref, session), thought)
+                           cases.answer_texts(ref, session), thought, document)
 
     def delete(self, ref: str) -> None:
         """Remove a session (refused while it runs)."""

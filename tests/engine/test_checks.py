@@ -1,6 +1,5 @@
 """The rules of `engine.interrogation.checks` (pure logic): what is a usable question, answer,
-summary and
-verdict, when an analysis contradicts itself, and when the loop may close."""
+summary, when an analysis contradicts itself, and when the loop may close."""
 
 from __future__ import annotations
 
@@ -13,10 +12,7 @@ from engine.interrogation.checks import (
     bare_question,
     may_close,
     question_problem,
-    stance_problem,
-    stance_verdict,
     summary_problem,
-    verdict_problem,
 )
 from engine.models.session import GapAnalysis, ProvidersUsed, QuestionAnswerPair
 from engine.prompts import load_prompt
@@ -37,10 +33,12 @@ INSTRUCTIONS = (load_prompt("detective_question"), load_prompt("detective_turn")
     ("At what pressure does water boil at 90 degrees?", "it repeats question 1"),
     ("Q1: What is the pressure?\nA1: One bar.", "it writes transcript lines"),
     ("Q2: What is the pressure?\nQ3: And the heat?", "it writes transcript lines"),
-    ("Ask exactly one open, neutral question at a time: what, which, when, where.",
-     "it echoes the instructions it was given"),
+    ("Ask one open question at a time, addressed to the witness as you, that makes the "
+     "witness state", "it echoes the instructions it was given"),
     ("Reply with the question only.", "it echoes the instructions it was given"),
     ("Markdown:", "it is not a question"),
+    ("Does water boil at 100 degrees Celsius at any pressure?", "it is a yes/no question"),
+    ("Is the boiling point on Everest lower?", "it is a yes/no question"),
     ("The shipment left on the third of May.", "it is not a question"),
 ])
 def test_an_unusable_question_is_named(question: str, problem: str) -> None:
@@ -51,7 +49,8 @@ def test_an_unusable_question_is_named(question: str, problem: str) -> None:
 
 @pytest.mark.parametrize("question", [
     "At what temperature does water boil on Mount Everest?",
-    "Does water boil at 100 degrees Celsius at any pressure",  # an opener, no mark
+    "Which is denser at sea level, ice or water",  # an opener, no mark
+    "Is the boiling point higher or lower on Everest?",  # yes/no with its alternatives: open
     "Describe how atmospheric pressure changes the boiling point.",
     "Bei welcher Temperatur siedet Wasser auf der Zugspitze?",
     "Qual é a pressão ao nível do mar?",
@@ -158,30 +157,6 @@ def test_the_loop_decides_and_the_detective_only_advises() -> None:
     assert not may_close(rounds(done, done, analysis(95, True)), 10, 80, 3)
 
 
-def test_a_verdict_that_contradicts_itself_or_the_rounds_is_named() -> None:
-    pairs = rounds(analysis(50, True), analysis(50, True))
-    assert verdict_problem("true", 0.9, [1], pairs) == \
-        "the verdict 'true' contradicts a probability-false of 0.90"
-    assert verdict_problem("false", 0.1, [1], pairs) == \
-        "the verdict 'false' contradicts a probability-false of 0.10"
-    assert verdict_problem("false", 0.8, [], pairs) == \
-        "the verdict 'false' names no round that decided it"
-    assert verdict_problem("false", 0.8, [3], pairs) == \
-        "the verdict names round 3, which does not exist"
-    silent = rounds(analysis(50, True), answered=False)
-    assert verdict_problem("true", 0.2, [1], silent) == \
-        "the verdict rests on round 1, where the witness gave no answer"
-    assert verdict_problem("false", 0.8, [2], pairs) is None
-    assert verdict_problem("undetermined", 0.5, [], pairs) is None
-    # an undetermined verdict whose numbers say it is decided contradicts itself
-    for decided in (0.0, 0.2, 0.8, 1.0):
-        assert verdict_problem("undetermined", decided, [], pairs) == (
-            f"the verdict 'undetermined' contradicts a probability-false of {decided:.2f} (at "
-            "0.2 or below the claim is decided true, at 0.8 or above false)")
-    assert verdict_problem("undetermined", 0.21, [], pairs) is None
-    assert verdict_problem("undetermined", 0.79, [], pairs) is None
-
-
 CLAIM = 'The answer to the question "Which country does most of the Amazon lie in?" is: Brazil'
 
 
@@ -219,20 +194,3 @@ def test_a_question_is_kept_without_the_labels_before_it() -> None:
     assert bare_question("**Question 2:** Who built it?") == "Who built it?"
     assert bare_question("  What is Q2: about?  ") == "What is Q2: about?"
     assert bare_question("Q1:") == "Q1:"  # nothing after it: left for the rules to name
-
-
-def test_the_verdict_is_the_one_the_audits_comparisons_make() -> None:
-    assert stance_verdict({1: "agrees", 2: "unrelated"}) == "true"
-    assert stance_verdict({1: "agrees", 2: "contradicts"}) == "false"
-    assert stance_verdict({1: "unrelated"}) == stance_verdict({}) == "undetermined"
-    assert stance_problem("true", [1], {1: "agrees", 2: "unrelated"}) is None
-    assert stance_problem("undetermined", [], {1: "unrelated"}) is None
-    assert stance_problem("false", [1], {1: "agrees"}) == (
-        "the verdict 'false' does not follow from your comparisons (round 1 agrees): they "
-        "make it 'true'; keep the comparisons and give that verdict with its deciding rounds "
-        "and a probability to match")
-    assert stance_problem("false", [2], {1: "contradicts", 2: "agrees"}) == (
-        "the verdict 'false' rests on round 2, which your comparison marks 'agrees': a "
-        "'false' verdict rests on rounds marked 'contradicts'")
-    assert stance_problem("true", [3], {1: "agrees"}) == (
-        "the verdict rests on round 3, which your comparisons leave out: compare it first")

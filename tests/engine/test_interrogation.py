@@ -19,6 +19,7 @@ import pytest
 from engine import Paths
 from engine.interrogation.loop import Interrogation
 from engine.interrogation.transcript import audit_schema, gap_schema
+from engine.interrogation.verdict import NO_CLAIM, compute
 from engine.models.events import (
     AnswerDelta,
     Finished,
@@ -29,12 +30,14 @@ from engine.models.events import (
     QuestionDelta,
     Started,
 )
+from engine.models.judgement import Judgement
 from engine.models.session import consistency_score
 from engine.routing.router import Router
 from engine.storage.eventlog import read_events
 from engine.storage.sessions import SessionStore
 from tests.support.faults import FaultProxy
 from tests.support.interrogation import FAST, interrogate, make_config
+from tests.support.scripted import Judged
 from tests.support.servers import LONG_PROMPT, LlamaServer
 
 
@@ -54,8 +57,9 @@ async def test_a_whole_interrogation_on_the_tiny_model_ends_in_a_verdict_or_a_na
     """The issue's done-when, on the real server with the tiny base model as both roles (its
     words are not relied on): at least three real rounds and a verdict, or `failed` with the
     cause named; never `completed` on empty rounds. Either way the plumbing holds: events in
-    order, every one in the log, the session stored."""
-    config = make_config({"llama": llama_server.url}, ["llama"], ["llama"])
+    order, every one in the log, the session stored, each round judged from the server's
+    log-probabilities and the verdict the one the rule computes from those judgements."""
+    config = make_config({"llama": llama_server.url}, ["llama"], ["llama"], min_rounds=3)
     store = SessionStore(tmp_path / "sessions")
     events, directory = await interrogate(config, paths, store)
 
@@ -70,7 +74,7 @@ async def test_a_whole_interrogation_on_the_tiny_model_ends_in_a_verdict_or_a_na
     assert rounds == list(range(1, len(rounds) + 1))
     for n in rounds:
         assert phases.index(("question", n)) < phases.index(("answer", n)) \
-            < phases.index(("analysis", n))
+            < phases.index(("judgement", n)) < phases.index(("analysis", n))
     session = stored(directory)
     assert session["status"] == final.status and session["end_time"] is not None
     assert len(session["qa_pairs"]) == len(rounds) == session["current_iteration"]
@@ -86,25 +90,31 @@ async def test_a_whole_interrogation_on_the_tiny_model_ends_in_a_verdict_or_a_na
         assert final.status in ("completed", "limit-reached")
         audit = session["audit_result"]
         assert audit is not None and audit["summary"].strip()
-        if audit["rule_broken"]:  # a rule of ours decided (nothing to audit, or no valid
-            # audit twice): the verdict is undetermined and the reason names the rule
-            assert audit["verdict"] == "undetermined"
+        judgements = [(p["sequence"], Judgement.model_validate(p["judgement"]))
+                      for p in session["qa_pairs"]]
+        for pair in session["qa_pairs"]:  # read from the real server's log-probabilities
+            judged = pair["judgement"]
+            assert judged["source"] == "logprobs" or judged["bearing"] == "silent", judged
+        if audit["rule_broken"]:  # a rule of ours stood in (nothing to audit, or no valid
+            # narrative twice): the reason names the rule
             assert audit["rule_broken"] in (final.reason or ""), final.reason
+        if not any(p["answer_problem"] is None for p in session["qa_pairs"]):
+            assert audit["verdict"] == "undetermined"
         else:
+            computed = compute(judgements)
+            assert audit["computed"] and audit["verdict"] == computed.verdict
+            assert audit["probability_false"] == computed.probability_false
+        if not audit["rule_broken"]:
             # min_rounds, unless the questioning closed because no usable question came
             assert len(rounds) >= 3 or "questioning closed" in (final.reason or ""), \
                 final.reason
             assert any(pair["answer_problem"] is None and pair["answer"].strip()
                        for pair in session["qa_pairs"])
             reply = {
-                "comparisons": [{"round": c["round"], "stance": c["stance"]}
-                                for c in audit["comparisons"]],
                 "contradictions": [{"questions": [i + 1 for i in c["qa_pair_indexes"]],
                                     "description": c["description"]}
                                    for c in audit["contradictions"]],
-                "summary": audit["summary"], "verdict": audit["verdict"],
-                "probability_false": audit["probability_false"],
-                "deciding_rounds": audit["deciding_rounds"],
+                "summary": audit["summary"], "verdict": audit["narrative_verdict"],
             }
             jsonschema.validate(reply, audit_schema(len(rounds), FAST["audit_max_tokens"]))
         assert phases[-1] == ("audit", len(rounds))
@@ -130,11 +140,10 @@ def script_round(proxy: FaultProxy) -> None:
         "a": ("At 100 degrees Celsius at sea level.", "stop"),
         "gap": (json.dumps({"gaps": [], "completeness_score": 90,
                             "requires_follow_up": False}), "stop"),
-        "audit": (json.dumps({"comparisons": [{"round": 1, "stance": "agrees"}],
-                              "contradictions": [], "summary": "The witness gave the usual "
-                              "boiling point at sea level.", "verdict": "true",
-                              "probability_false": 0.1, "deciding_rounds": [1]}), "stop"),
+        "audit": (json.dumps({"contradictions": [], "summary": "The witness gave the usual "
+                              "boiling point at sea level.", "verdict": "true"}), "stop"),
     }
+    proxy.judgement = Judged(0.95)
 
 
 async def test_a_fault_mid_interrogation_lands_in_the_audit_trail_and_the_run_finishes(
@@ -188,7 +197,7 @@ async def test_an_invalid_structured_reply_is_retried_once_with_the_error(
     retries = [t for t in session["audit_trail"] if t["event"] == "error"]
     assert len(retries) == 1 and "asking again" in retries[0]["reason"]
     assert "not JSON" in retries[0]["reason"]
-    retry_request = json.loads(proxy.requests[3])
+    retry_request = json.loads(proxy.requests[4])  # after the judgement
     last = retry_request["messages"][-1]["content"]
     assert last.startswith("That reply broke a rule:") and "not JSON" in last
     assert retry_request["messages"][-2]["role"] == "assistant"
@@ -199,13 +208,16 @@ async def test_an_analysis_still_invalid_after_the_retry_stands_in_and_the_loop_
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     """A rule of ours broken twice is the model's nonsense, not the session's failure: the
-    round is kept with a stand-in analysis that names the rule, and the loop asks again."""
+    round is kept with a stand-in analysis that names the rule, and the loop asks again. (A
+    hypothesis that states no claim: the analysis decides when its questioning closes; it
+    ends undetermined, with that reason, never an error.)"""
     config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
     script_round(proxy)
     proxy.scripts["q2"] = ("At what pressure does water boil at 100 degrees?", "stop")
     proxy.plan = ["script:q", "script:a", "invalid_json", "invalid_json",
                   "script:q2", "script:a", "script:gap", "script:audit"]
-    events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
+    events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"),
+                                          "Summarize how water boils at sea level.")
 
     final = events[-1]
     assert isinstance(final, Finished) and final.status == "completed", final
@@ -218,7 +230,11 @@ async def test_an_analysis_still_invalid_after_the_retry_stands_in_and_the_loop_
     errors = [t["reason"] for t in session["audit_trail"] if t["event"] == "error"]
     assert len(errors) == 2 and "asking again" in errors[0]
     assert "again; the rule decides instead" in errors[1]
-    assert session["audit_result"]["verdict"] == "true"
+    audit = session["audit_result"]
+    assert audit["verdict"] == "undetermined" and audit["undetermined_because"] == NO_CLAIM
+    assert NO_CLAIM in (final.reason or "")
+    assert all(pair["judgement"] is None for pair in session["qa_pairs"])  # nothing to judge
+    assert not any(isinstance(e, Phase) and e.phase == "judgement" for e in events)
     # the witness's first answer is not lost: it is the round's testimony
     records = read_events(directory / "events.jsonl")
     assert "".join(r.event.text for r in records if isinstance(r.event, AnswerDelta))
@@ -281,8 +297,8 @@ async def test_a_long_invalid_reply_is_shown_back_only_in_part(
     proxy.scripts["ramble"] = (rambling, "stop")
     proxy.plan = ["script:q", "script:a", "script:ramble", "script:gap", "script:audit"]
     events, directory = await interrogate(config, paths, SessionStore(tmp_path / "s"))
-    assert stored(directory)["status"] == "completed" and len(proxy.requests) == 5
-    retry_request = json.loads(proxy.requests[3])
+    assert stored(directory)["status"] == "completed" and len(proxy.requests) == 6
+    retry_request = json.loads(proxy.requests[4])  # after the judgement
     echoed = retry_request["messages"][-2]
     assert echoed["role"] == "assistant"
     assert len(echoed["content"]) < 500 < len(rambling)

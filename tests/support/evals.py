@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.evals.items import EvalItem
+from tests.support.scripted import Judged, is_judgement, judged_claim
 
 Verdict = Callable[[str], tuple[str, float]]
 """claim → (verdict, probability-false)."""
@@ -55,24 +56,29 @@ def claim_of(messages: list[dict[str, Any]]) -> str:
     return found.group(1).strip()
 
 
+def _judged(value: str, p_false: float) -> Judged:
+    """A judgement that makes `value` by the verdict rule: a decisive P(true) for a
+    decided verdict, one half (silent) for `undetermined`."""
+    if value == "undetermined":
+        return Judged(0.5)
+    return Judged(min(0.99, max(0.01, 1 - p_false)) if 0 < p_false < 1 else 1 - p_false)
+
+
 def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
-    """A detective that asks numbered questions, closes after the minimum rounds and gives
-    `verdict(claim)` in its audit and in a direct judgement."""
+    """A detective that asks numbered questions and judges each exchange (and the claim
+    alone) so that the computed verdict is `verdict(claim)`; its narrative says nothing."""
 
     def reply(messages: list[dict[str, Any]]) -> str:
         system = messages[0]["content"] if messages else ""
         if system.startswith("You are a detective analysing"):
             return json.dumps({"gaps": [], "completeness_score": 95,
                                "requires_follow_up": False})
-        if system.startswith(("You are a detective auditing", "You are a detective judging")):
-            value, p = verdict(claim_of(messages))
-            body: dict[str, Any] = {"verdict": value, "probability_false": p}
-            if system.startswith("You are a detective auditing"):
-                stance = {"true": "agrees", "false": "contradicts"}.get(value, "unrelated")
-                body.update(comparisons=[{"round": 1, "stance": stance}],
-                            contradictions=[], summary="The witness held to its account.",
-                            deciding_rounds=[] if value == "undetermined" else [1])
-            return json.dumps(body)
+        if is_judgement(messages):
+            return _judged(*verdict(judged_claim(messages)))
+        if system.startswith("You are a detective auditing"):
+            value, _ = verdict(claim_of(messages))
+            return json.dumps({"contradictions": [], "verdict": value,
+                               "summary": "The witness held to its account."})
         found = re.search(r"Write question (\d+)", messages[-1]["content"])
         number = found.group(1) if found else "1"
         return f"Question {number}: what exactly do you remember about it?"

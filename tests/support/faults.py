@@ -25,7 +25,9 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
                     tiny model may be anything, an immediate end of turn too)
 
 `schema_scripts` maps a structured request's schema name (`gap_analysis`) to a script: such a
-request is answered by it, whatever the plan (the plan is not consumed).
+request is answered by it, whatever the plan (the plan is not consumed). `judgement` (a
+`scripted.Judged`) answers every judgement request the same way, with log-probabilities when
+they are asked for (a stated probability when not).
 
 Only chat requests (`…/chat/completions`) take a fault and are counted: llama.cpp's own
 endpoints that detektiv asks before a call (`/props`, `/apply-template`, `/tokenize`: the
@@ -41,8 +43,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from typing import Any
 
 import httpx
+
+from tests.support.scripted import Judged, is_judgement, judgement_reply
 
 
 class FaultProxy:
@@ -57,6 +62,7 @@ class FaultProxy:
         self.requests: list[bytes] = []
         self.side_requests: list[str] = []
         self.schema_scripts: dict[str, str] = {}
+        self.judgement: Judged | None = None
         self.scripts: dict[str, tuple[str, str]] = {}
         self.port = 0
         self._server: asyncio.Server | None = None
@@ -87,7 +93,15 @@ class FaultProxy:
         await self._client.aclose()
 
     def _by_schema(self, body: bytes) -> str | None:
-        """`script:NAME` when the request asks for a schema named in `schema_scripts`."""
+        """`script:NAME` when the request asks for a schema named in `schema_scripts`;
+        `judge` for a judgement when `judgement` is set."""
+        if self.judgement is not None:
+            try:
+                data = json.loads(body)
+                if is_judgement(data["messages"]):
+                    return "judge"
+            except (ValueError, KeyError, TypeError):
+                pass
         if not self.schema_scripts:
             return None
         try:
@@ -142,18 +156,23 @@ class FaultProxy:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
 
-    async def _sse(self, writer: asyncio.StreamWriter, text: str, finish: str) -> None:
-        """A well-formed OpenAI stream of `text` in five pieces, then `finish`."""
+    async def _sse(self, writer: asyncio.StreamWriter, text: str, finish: str,
+                   logprobs: list[dict[str, Any]] | None = None) -> None:
+        """A well-formed OpenAI stream of `text` in five pieces, then `finish`; `logprobs`
+        with the first piece."""
         self._start(writer, 200, {"content-type": "text/event-stream"})
         base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
         step = max(1, len(text) // 5 + 1)
         pieces: list[str | None] = [text[i:i + step] for i in range(0, len(text), step)]
-        for content in [*pieces, None]:
+        for number, content in enumerate([*pieces, None]):
             if content is None and finish == "cut":
                 writer.transport.abort()
                 return
             delta = {"content": content} if content else {}
-            choice = {"index": 0, "delta": delta, "finish_reason": None if content else finish}
+            choice: dict[str, Any] = {"index": 0, "delta": delta,
+                                      "finish_reason": None if content else finish}
+            if number == 0 and logprobs is not None:
+                choice["logprobs"] = {"content": logprobs}
             await self._chunk(writer, f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
                               .encode())
         await self._chunk(writer, b"data: [DONE]\n\n")
@@ -195,6 +214,11 @@ class FaultProxy:
                 await self._chunk(writer, f"data: {json.dumps(chunk)}\n\n".encode())
             await self._chunk(writer, b"data: [DONE]\n\n")
             await self._end(writer)
+            return
+        if kind == "judge":
+            assert self.judgement is not None
+            text, logprobs = judgement_reply(self.judgement, json.loads(body))
+            await self._sse(writer, text, "stop", logprobs)
             return
         if kind == "script":
             text, finish = self.scripts[arg]

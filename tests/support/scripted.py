@@ -14,6 +14,7 @@ repeats the last reply.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,8 +34,41 @@ OPENED = "opened"
 puts `<think>` in the prompt, and a server without a reasoning parser streams the rest."""
 
 
+class Judged(str):
+    """A one-word judgement whose P(true) is `p_true`: sent with log-probabilities ("True"
+    and "False" at the first token) when the request asks for them, else as a stated
+    probability (a number from 0 to 100), as a model without them would."""
+
+    p_true: float
+
+    def __new__(cls, p_true: float) -> Judged:
+        made = super().__new__(cls, "True" if p_true >= 0.5 else "False")
+        made.p_true = p_true
+        return made
+
+
+def _alternatives(p_true: float) -> list[dict[str, Any]]:
+    floor = 1e-9
+    return [{"token": word, "logprob": math.log(max(p, floor)), "bytes": None}
+            for word, p in sorted((("True", p_true), ("False", 1 - p_true)),
+                                  key=lambda pair: -pair[1])]
+
+
+def judgement_reply(text: str, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]] | None]:
+    """What a scripted model sends for `text`: a `Judged` reply becomes its word with
+    log-probabilities, or its stated probability when none were asked for."""
+    if not isinstance(text, Judged):
+        return text, None
+    if not body.get("logprobs"):
+        return str(round(text.p_true * 100)), None
+    top = _alternatives(text.p_true)
+    chosen = top[0]
+    return str(text), [{**chosen, "top_logprobs": top[:max(1, body.get("top_logprobs", 1))]}]
+
+
 def sse(text: str, finish: str = "stop", pace: float = 0.0,
-        usage: tuple[int, int] | None = None, reasoning_field: str | None = None) -> Reply:
+        usage: tuple[int, int] | None = None, reasoning_field: str | None = None,
+        logprobs: list[dict[str, Any]] | None = None) -> Reply:
     chunks: list[bytes | float] = []
     if reasoning_field == OPENED:  # the chat template wrote the opening tag, not the model
         text, reasoning_field = text.removeprefix("<think>"), None
@@ -47,9 +81,12 @@ def sse(text: str, finish: str = "stop", pace: float = 0.0,
                          "model": "m", "choices": [{"index": 0, "delta": {
                              reasoning_field: piece}, "finish_reason": None}]}
                 chunks.append(f"data: {json.dumps(chunk)}\n\n".encode())
-    for piece in _pieces(text):
+    for number, piece in enumerate(_pieces(text)):
+        choice: dict[str, Any] = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+        if logprobs is not None and number == 0:
+            choice["logprobs"] = {"content": logprobs}
         chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                 "choices": [choice]}
         chunks.append(f"data: {json.dumps(chunk)}\n\n".encode())
         if pace:
             chunks.append(pace)
@@ -101,8 +138,9 @@ class ScriptedModel(WireServer):
         else:
             text = self.script[min(self.turn, len(self.script) - 1)]
         self.turn += 1
+        text, logprobs = judgement_reply(text, body)
         return sse(text, pace=self.pace, usage=self.usage,
-                   reasoning_field=self.reasoning_field)
+                   reasoning_field=self.reasoning_field, logprobs=logprobs)
 
     def provider_config(self, **overrides: object) -> ProviderConfig:
         values: dict[str, object] = {"kind": "openai", "model": "scripted",
@@ -112,14 +150,30 @@ class ScriptedModel(WireServer):
 
 
 KEEP_ASKING = "(keep asking)"
-"""Put in a hypothesis, it makes `detective` ask up to the limit instead of closing."""
+"""Put in a hypothesis, it makes `detective` ask up to the limit instead of closing (its
+judgements stay unsure, its analyses want more)."""
+JUDGING = "You are a detective judging a claim."
+"""How a judgement's conversation opens (`prompts/judgement.md`)."""
+
+
+def is_judgement(messages: list[dict[str, Any]]) -> bool:
+    """Whether `messages` ask for a judgement (one exchange, or a claim alone)."""
+    return bool(messages) and messages[0]["content"].startswith(JUDGING)
+
+
+def judged_claim(messages: list[dict[str, Any]]) -> str:
+    """The claim a judgement's conversation judges."""
+    found = re.search(r"^Claim: (.*)$", messages[-1]["content"], re.MULTILINE)
+    assert found, "no claim in the judgement"
+    return found.group(1).strip()
 
 
 def detective(messages: list[dict[str, Any]]) -> str:
     """A detective that always plays its part: a question per round (numbered, so never a
-    repeat, and ending in LONG_PROMPT, which the tiny base model answers at length), an
-    analysis that lets the loop close once `min_rounds` are asked, and an undetermined
-    verdict (valid whatever the witness said)."""
+    repeat, and ending in LONG_PROMPT, which the tiny base model answers at length), a
+    decisive judgement that lets the loop close once `min_rounds` are asked (an unsure one
+    with `KEEP_ASKING`), an analysis that wants more only with `KEEP_ASKING`, and a
+    narrative."""
     import re
 
     from tests.support.servers import LONG_PROMPT
@@ -130,11 +184,11 @@ def detective(messages: list[dict[str, Any]]) -> str:
             return json.dumps({"gaps": [], "completeness_score": 30, "requires_follow_up": True})
         return json.dumps({"gaps": [], "completeness_score": 90, "requires_follow_up": False})
     if system.startswith("You are a detective auditing"):
-        return json.dumps({"comparisons": [{"round": 1, "stance": "unrelated"}],
-                           "contradictions": [], "summary": "The witness answered every "
+        return json.dumps({"contradictions": [], "summary": "The witness answered every "
                            "question; nothing it said settles the hypothesis.",
-                           "verdict": "undetermined", "probability_false": 0.5,
-                           "deciding_rounds": []})
+                           "verdict": "undetermined"})
+    if is_judgement(messages):  # decisive, unless told to keep asking
+        return Judged(0.5 if KEEP_ASKING in judged_claim(messages) else 0.95)
     found = re.search(r"Write question (\d+)", messages[-1]["content"])
     number = found.group(1) if found else "1"
     return f"Detail {number}: {LONG_PROMPT} What happened next?"
@@ -148,11 +202,13 @@ def thinking(reply: Callable[[list[dict[str, Any]]], str]) -> Callable[
     def wrapped(messages: list[dict[str, Any]]) -> str:
         real = reply(messages)
         opposite = "false" if '"verdict": "true"' in real else "true"
-        decoy = json.dumps({"comparisons": [], "contradictions": [], "summary": "decoy " * 6,
-                            "verdict": opposite, "probability_false": 0.5,
-                            "deciding_rounds": [], "gaps": [], "completeness_score": 3,
+        decoy = json.dumps({"contradictions": [], "summary": "decoy " * 6,
+                            "verdict": opposite, "gaps": [], "completeness_score": 3,
                             "requires_follow_up": True})
-        return f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n{real}"
+        thought = f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n"
+        if isinstance(real, Judged):  # the decoy thinks the opposite word
+            return Judged(real.p_true)  # a reasoning wire's thinking is never read as it
+        return f"{thought}{real}"
 
     return wrapped
 

@@ -44,10 +44,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                      "dataset: demo, halueval-qa")
     run.add_argument("--n", type=int, metavar="N", help="claims to sample (default: all)")
     run.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
-    run.add_argument("--mode", choices=("planted", "defend", "open"), default="planted",
+    run.add_argument("--mode", choices=("planted", "defend", "open", "document"),
+                     default="planted",
                      help="planted: the claim is the witness's own first answer; defend: "
-                     "the witness is told to defend it; open: the witness is told nothing "
-                     "(default: planted)")
+                     "the witness is told to defend it; open: the witness is told nothing; "
+                     "document: told nothing, holding the row's document, context or "
+                     "knowledge (default: planted)")
     run.add_argument("--protocol", default="cross-exam", metavar="P[,P]",
                      help="interrogation protocols, each judged as a system of its own: "
                      "cross-exam (default), consistency, or both (cross-exam,consistency)")

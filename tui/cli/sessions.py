@@ -93,7 +93,8 @@ async def run(paths: Paths, args: argparse.Namespace) -> int:
     started = workspace.sessions.start(
         hypothesis, args.limit, split_chain(args.detective), split_chain(args.witness),
         on_record=_print_record if args.json else None, session=args.session,
-        protocol=args.protocol,
+        protocol=args.protocol, document=args.witness_document,
+        witness_notes=args.witness_notes,
     )
     if args.max_cost is not None:
         started.budget = Budget(args.max_cost)
@@ -187,7 +188,8 @@ def show(paths: Paths, args: argparse.Namespace) -> int:
 def export(paths: Paths, args: argparse.Namespace) -> int:
     """Write a session as markdown or JSON, to a file (atomically) or stdout."""
     text = Workspace(paths).sessions.export(args.session, args.format,
-                                            reasoning=args.reasoning)
+                                            reasoning=args.reasoning,
+                                            document=args.with_document)
     if args.output is None or str(args.output) == "-":
         sys.stdout.write(text)
         return 0
@@ -245,6 +247,11 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                             help="cross-exam: one answer a question (default); consistency: "
                             "each question put to the witness several times, the answers "
                             "judged by their agreement")
+    run_parser.add_argument("--witness-document", type=Path, metavar="FILE",
+                            help="a document the witness holds (.txt .md .srt .vtt), fitted "
+                            "to its window; the detective never sees it")
+    run_parser.add_argument("--witness-notes", action="store_true",
+                            help="with --session: the case's notes as the witness's document")
     run_parser.add_argument("--max-cost", type=float, metavar="AMOUNT",
                             help="stop (cancelled, \"cost limit\") before a call would pass "
                             "this cost, at the [prices] in the config")
@@ -282,6 +289,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     exporting.add_argument("--reasoning", action="store_true",
                            help="markdown: put a reasoning model's thinking before each reply "
                            "(JSON keeps it in the event log: watch --json)")
+    exporting.add_argument("--with-document", action="store_true",
+                           help="carry the witness's document's text (named either way)")
 
 
 async def dispatch(paths: Paths, args: argparse.Namespace) -> int:

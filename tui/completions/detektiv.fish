@@ -51,7 +51,7 @@ function _shtab_detektiv_using
 end
 
 set -g _shtab_detektiv_commands providers ask conversations local-server prompts completion paths serve run sessions show watch resume export oracles new notes consult agent vault 'vault search' cache 'cache put' 'cache match' 'cache list' 'cache show' 'cache invalidate' 'cache delete' 'cache export' 'cache import' 'cache stats' models 'models pull' 'models rm' eval evals
-set -g _shtab_detektiv_opts_with_value --answer --answer-file --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --temperature --threads --witness -n -o -p
+set -g _shtab_detektiv_opts_with_value --answer --answer-file --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --temperature --threads --witness --witness-document -n -o -p
 
 complete -c detektiv -e
 complete -c detektiv -f
@@ -125,6 +125,8 @@ complete -c detektiv -n '_shtab_detektiv_using run' -l detective -xka "(detektiv
 complete -c detektiv -n '_shtab_detektiv_using run' -l witness -xka "(detektiv complete providers 2>/dev/null)" -d 'provider name or kind:model; a comma-separated chain'
 complete -c detektiv -n '_shtab_detektiv_using run' -l limit -x -d 'iteration limit, 5-20'
 complete -c detektiv -n '_shtab_detektiv_using run' -l protocol -xka "cross-exam consistency" -d 'cross-exam: one answer a question (default); consistency: each question put to the witness several times, the answers judged by their agreement'
+complete -c detektiv -n '_shtab_detektiv_using run' -l witness-document -xka "(__fish_complete_path (commandline -ct))" -d 'a document the witness holds (.txt .md .srt .vtt), fitted to its window; the detective never sees it'
+complete -c detektiv -n '_shtab_detektiv_using run' -l witness-notes -d 'with --session: the case'"'"'s notes as the witness'"'"'s document'
 complete -c detektiv -n '_shtab_detektiv_using run' -l max-cost -x -d 'stop (cancelled, "cost limit") before a call would pass this cost, at the [prices] in the config'
 complete -c detektiv -n '_shtab_detektiv_using run' -l no-cache -d 'bypass the response cache (when [cache] witness is on)'
 complete -c detektiv -n '_shtab_detektiv_using run' -l session -xka "(detektiv complete sessions 2>/dev/null)" -d 'interrogate in this notes-only session (`detektiv new`)'
@@ -164,6 +166,7 @@ complete -c detektiv -n '_shtab_detektiv_using export' -l debug -d 'log everythi
 complete -c detektiv -n '_shtab_detektiv_using export' -l format -xka "md json" -d format
 complete -c detektiv -n '_shtab_detektiv_using export' -s o -l output -xka "(__fish_complete_path (commandline -ct))" -d 'write to FILE instead of stdout'
 complete -c detektiv -n '_shtab_detektiv_using export' -l reasoning -d 'markdown: put a reasoning model'"'"'s thinking before each reply (JSON keeps it in the event log: watch --json)'
+complete -c detektiv -n '_shtab_detektiv_using export' -l with-document -d 'carry the witness'"'"'s document'"'"'s text (named either way)'
 complete -c detektiv -n '_shtab_detektiv_using export; and test $_shtab_detektiv_npos -eq 0' -ka "(detektiv complete sessions 2>/dev/null)" -d 'session id, id prefix or folder name'
 complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a oracles -d 'list the oracles (persona prompts), valid or not'
 complete -c detektiv -n '_shtab_detektiv_using oracles' -s h -l help -d 'show this help message and exit'
@@ -291,7 +294,7 @@ complete -c detektiv -n '_shtab_detektiv_using eval' -l config -xka "(__fish_com
 complete -c detektiv -n '_shtab_detektiv_using eval' -l debug -d 'log everything (DETEKTIV_LOG_LEVEL=debug), on stderr too for a command'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l n -x -d 'claims to sample (default: all)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l seed -x -d 'sampling seed'
-complete -c detektiv -n '_shtab_detektiv_using eval' -l mode -xka "planted defend open" -d 'planted: the claim is the witness'"'"'s own first answer; defend: the witness is told to defend it; open: the witness is told nothing (default: planted)'
+complete -c detektiv -n '_shtab_detektiv_using eval' -l mode -xka "planted defend open document" -d 'planted: the claim is the witness'"'"'s own first answer; defend: the witness is told to defend it; open: the witness is told nothing; document: told nothing, holding the row'"'"'s document, context or knowledge (default: planted)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l protocol -x -d 'interrogation protocols, each judged as a system of its own: cross-exam (default), consistency, or both (cross-exam,consistency)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l runs -xka "1 3" -d 'interrogations an item (3: majority verdict)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l detective -xka "(detektiv complete providers 2>/dev/null)" -d 'detective chain (a,b)'

@@ -265,7 +265,7 @@ _shtab_detektiv_eval_options=(
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--n[claims to sample (default\: all)]:N:"
   "--seed[sampling seed]:S:"
-  "--mode[planted\: the claim is the witness\'s own first answer\; defend\: the witness is told to defend it\; open\: the witness is told nothing (default\: planted)]:mode:(planted defend open)"
+  "--mode[planted\: the claim is the witness\'s own first answer\; defend\: the witness is told to defend it\; open\: the witness is told nothing\; document\: told nothing, holding the row\'s document, context or knowledge (default\: planted)]:mode:(planted defend open document)"
   "--protocol[interrogation protocols, each judged as a system of its own\: cross-exam (default), consistency, or both (cross-exam,consistency)]:P[,P]:"
   "--runs[interrogations an item (3\: majority verdict)]:runs:(1 3)"
   "--detective[detective chain (a,b)]:P:_detektiv_candidates providers"
@@ -302,6 +302,7 @@ _shtab_detektiv_export_options=(
   "--format[format]:format:(md json)"
   {-o,--output}"[write to FILE instead of stdout]:FILE:_files"
   "--reasoning[markdown\: put a reasoning model\'s thinking before each reply (JSON keeps it in the event log\: watch --json)]"
+  "--with-document[carry the witness\'s document\'s text (named either way)]"
   ":session id, id prefix or folder name:_detektiv_candidates sessions"
 )
 
@@ -441,6 +442,8 @@ _shtab_detektiv_run_options=(
   "--witness[provider name or kind\:model\; a comma-separated chain]:P:_detektiv_candidates providers"
   "--limit[iteration limit, 5-20]:N:"
   "--protocol[cross-exam\: one answer a question (default)\; consistency\: each question put to the witness several times, the answers judged by their agreement]:protocol:(cross-exam consistency)"
+  "--witness-document[a document the witness holds (.txt .md .srt .vtt), fitted to its window\; the detective never sees it]:FILE:_files"
+  "--witness-notes[with --session\: the case\'s notes as the witness\'s document]"
   "--max-cost[stop (cancelled, \"cost limit\") before a call would pass this cost, at the \[prices\] in the config]:AMOUNT:"
   "--no-cache[bypass the response cache (when \[cache\] witness is on)]"
   "--session[interrogate in this notes-only session (\`detektiv new\`)]:ID:_detektiv_candidates sessions"

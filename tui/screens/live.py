@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from contextlib import aclosing
+from pathlib import Path
 from typing import cast
 
 from textual import work
@@ -30,6 +31,7 @@ from engine import (
     GapAnalysis,
     GapAnalysisReady,
     InterrogationEvent,
+    JudgementReady,
     Narration,
     PairCompleted,
     Phase,
@@ -43,6 +45,7 @@ from engine import (
     cost_badge,
     discarded_line,
     finished_line,
+    running_verdict,
     split_chain,
     strip_control,
     verdict_short,
@@ -98,6 +101,9 @@ class LiveScreen(Guarded, Screen[None]):
                                  tab_behavior="focus", show_line_numbers=False)
             yield FormInput(placeholder="detective (default chain)", id="detective")
             yield FormInput(placeholder="witness (default chain)", id="witness")
+            yield FormInput(placeholder="witness document (file, or notes)", id="document",
+                            tooltip="a file the witness holds (.txt .md .srt .vtt), or "
+                            "'notes' for the case's notes; the detective never sees it")
             limit = self.host.workspace.config.interrogation.iteration_limit
             yield FormInput(value=str(limit), id="limit", type="integer", max_length=2)
             yield Select([(name, name) for name in PROTOCOLS], value="cross-exam",
@@ -165,7 +171,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.action_start()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id in ("hypothesis", "detective", "witness", "limit"):
+        if event.input.id in ("hypothesis", "detective", "witness", "document", "limit"):
             self.action_start()
 
     def start_in_case(self, directory: str) -> None:
@@ -180,6 +186,7 @@ class LiveScreen(Guarded, Screen[None]):
             limit: int | None = int(self.query_one("#limit", Input).value or "0")
         except ValueError:
             limit = 0
+        document = self.query_one("#document", Input).value.strip()
         try:
             run = self.host.workspace.sessions.start(
                 self.query_one("#hypothesis", HypothesisArea).text, limit,
@@ -187,6 +194,9 @@ class LiveScreen(Guarded, Screen[None]):
                 split_chain(self.query_one("#witness", Input).value),
                 session=self.case_dir,
                 protocol=cast(Protocol, self.query_one("#protocol", Select).value),
+                document=Path(document).expanduser() if document and document != "notes"
+                else None,
+                witness_notes=document == "notes",
             )
         except ConfigError as exc:  # the engine's rule, said as a hint: nothing was stored
             self.notify(exc.message[:1].upper() + exc.message[1:] + ".", severity="warning",
@@ -330,6 +340,10 @@ class LiveScreen(Guarded, Screen[None]):
                             markup=False)
             case Reasoning(role=role, phase=phase, sequence=sequence, text=text):
                 self.query_one(ReasoningPanel).add(role, phase, sequence, text)
+            case JudgementReady(verdict=verdict, probability_false=p_false):
+                badge = self.query_one("#verdict-badge", Static)
+                badge.update(Content("verdict " + running_verdict(verdict, p_false)))
+                badge.set_classes(f"badge verdict-{verdict}")
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.show_analysis(analysis, sequence)
             case PairCompleted(pair=pair):

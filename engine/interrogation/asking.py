@@ -1,0 +1,151 @@
+"""The detective's two calls of a round besides its judgement: the question (`_question`,
+from worked examples, held to `interrogation.checks.question_problem`, asked again when
+unusable) and the gap analysis (`_analyse`, structured output; a self-contradiction is
+recorded and overruled). `Interrogation` (`interrogation.loop`) runs them in its rounds."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from dataclasses import replace
+
+from engine.context.budget import Prompt
+from engine.errors import AllProvidersFailed, UnusableReplyError
+from engine.interrogation.calls import SessionCalls, Turn
+from engine.interrogation.checks import analysis_conflict, budget_spent, question_problem
+from engine.interrogation.questions import (
+    DEMONSTRATION_ATTEMPTS,
+    QUESTION_ATTEMPTS,
+    QUESTION_GRAMMAR,
+    RETRY_TEMPERATURE,
+    NoQuestion,
+)
+from engine.interrogation.transcript import gap_schema, protocol_note, transcript, transcript_prompt
+from engine.models.events import Discarded, GapAnalysisReady, InterrogationEvent
+from engine.models.session import GapAnalysis, QuestionAnswerPair
+from engine.models.trail import AuditTrailEntry
+from engine.prompts import fill, load_prompt
+from engine.providers import Message
+from engine.report.words import no_usable_question
+
+__all__ = ["Asking"]
+
+
+class Asking(SessionCalls):
+    """A session's question and gap-analysis calls."""
+
+    async def _question(self, sequence: int, asked: Turn
+                         ) -> AsyncGenerator[InterrogationEvent, None]:
+        """Stream a usable question into `asked`. An unusable one is asked for again of the
+        same provider, told the rule it broke (in the user's turn); only the last attempt may
+        go on to the chain's next provider. After `QUESTION_ATTEMPTS`, `NoQuestion` says why
+        (a rule of ours: the loop closes the questioning, it does not fail the session)."""
+        session, settings = self.session, self.settings
+        hypothesis = session.hypothesis_text
+        brief = session.witness_brief
+        claim_answer, claim_question = (brief.answer, brief.question) if brief else (None, None)
+        system_template, turn = load_prompt("detective_question"), load_prompt("detective_turn")
+        system = fill(system_template, HYPOTHESIS=hypothesis)
+        focus = load_prompt("detective_focus_next" if session.qa_pairs
+                            else "detective_focus_first").strip()
+        earlier = [pair.question for pair in session.qa_pairs]
+        rejected: list[tuple[str, str]] = []
+
+        def frame(text: str) -> list[Message]:
+            return [Message("system", system), Message("user", fill(
+                turn, TRANSCRIPT=text, SEQUENCE=sequence, LIMIT=session.iteration_limit,
+                FOCUS=focus))]
+
+        prompt: Prompt = transcript_prompt(
+            self._request(frame(transcript(session.qa_pairs, analyses=True)),
+                          settings.question_max_tokens, grammar=QUESTION_GRAMMAR),
+            session.qa_pairs, frame, analyses=True,
+        )
+        chain = self._chain_configs("detective")
+        attempts = DEMONSTRATION_ATTEMPTS if chain and chain[0].is_demonstration \
+            else QUESTION_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
+
+            def accept(provider: str, text: str, finish_reason: str,
+                       last: bool = last) -> str | None:
+                problem = budget_spent("the detective", text, finish_reason) or \
+                    question_problem(text, hypothesis, earlier, (system_template, turn, focus),
+                                     claim_answer, claim_question)
+                if problem is None:
+                    return None
+                rejected.append((self._labels.get(provider, provider), problem))
+                if last:  # the next provider of the chain may do better
+                    raise UnusableReplyError(provider, problem)
+                return problem
+
+            if last and (settings.temperature is not None
+                         and settings.temperature < RETRY_TEMPERATURE):
+                prompt = replace(prompt, request=replace(prompt.request,
+                                                         temperature=RETRY_TEMPERATURE))
+            tried = len(rejected)
+            try:
+                async for event in self._call(prompt, "detective", asked, sequence, accept):
+                    yield event
+            except AllProvidersFailed:
+                if len(rejected) == tried:  # no model spoke nonsense: the providers failed
+                    raise
+            else:
+                if len(rejected) == tried:
+                    return
+                label, problem = rejected[-1]
+                yield self._emit(Discarded(role="detective", provider=label, text=asked.text,
+                                           reason=problem))
+                yield self._trail(AuditTrailEntry(
+                    event="degenerate_output", role="detective", from_provider=label,
+                    reason=problem))
+            label, problem = rejected[-1]
+            if last:
+                raise NoQuestion(no_usable_question(
+                    label, attempts, problem, self._is_demonstration(label)))
+            session.repairs += 1
+            prompt = prompt.noted(fill(load_prompt("question_retry"), SEQUENCE=sequence,
+                                       PROBLEM=problem))
+
+    async def _analyse(self, pending: QuestionAnswerPair, sequence: int
+                       ) -> AsyncGenerator[InterrogationEvent, None]:
+        """The detective's gap analysis of `pending`; a self-contradiction is recorded (the
+        loop's rule decides instead)."""
+        session, settings = self.session, self.settings
+        analysed = Turn()
+        analysis_prompt = load_prompt("gap_analysis")
+        note = protocol_note(session.protocol, session.consistency_samples)
+
+        def analysis_frame(text: str) -> list[Message]:
+            return [Message("system", fill(analysis_prompt, HYPOTHESIS=session.hypothesis_text,
+                                           TRANSCRIPT=note + text)),
+                    Message("user", "Analyse the last answer.")]
+
+        rounds = [*session.qa_pairs, pending]
+        request = transcript_prompt(
+            self._request(
+                analysis_frame(transcript(rounds, analyses=False)),
+                settings.analysis_max_tokens,
+                gap_schema(settings.max_gaps, settings.analysis_max_tokens), "gap_analysis",
+            ),
+            rounds, analysis_frame, analyses=False,
+            reshape=lambda reply: gap_schema(settings.max_gaps, reply),
+        )
+        async for event in self._structured(
+            request, analysed, "gap analysis", GapAnalysis.model_validate, sequence
+        ):
+            yield event
+        analysis: GapAnalysis
+        if analysed.invalid is not None:  # the loop's rule asks on
+            analysis = GapAnalysis(gaps=[], completeness_score=0, requires_follow_up=True,
+                                   invalid=analysed.invalid)
+        else:
+            analysis = analysed.value
+        conflict = analysis_conflict(analysis)
+        if conflict is not None:
+            yield self._trail(AuditTrailEntry(
+                event="contradictory_analysis", role="detective",
+                from_provider=analysed.provider,
+                reason=f"the analysis of answer {sequence} contradicts itself: {conflict}; "
+                "the loop's rule decides",
+            ))
+        yield self._emit(GapAnalysisReady(sequence=sequence, analysis=analysis))

@@ -1,0 +1,214 @@
+"""Each round's judgement: the detective sees only the hypothesis and one exchange, and says
+whether the hypothesis is true *given that answer* — one word, its probability read from the
+first true/false token's log-probabilities where the wire gives them (P(true) = p(true) /
+(p(true) + p(false)) over the alternatives at that place), else the model's stated
+probability. What a small model can do reliably; the verdict is computed from the
+judgements (`engine.interrogation.verdict`).
+
+    request = one_word(messages, settings, logprobs=True)   # what to ask
+    reading = read_word(reply.choices, reply.text)          # P(true) and the word, or None
+
+The interrogation's calls (`judge`, journaled like every call of a session) and the
+detective-alone baseline (`engine.evals.baselines`) read a probability the same way, so an
+evaluation compares protocols, not ways of reading a probability. Reasoning models: the
+probability is read after the thinking, from the answer's tokens only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+
+from engine.config.models import InterrogationConfig
+from engine.context.budget import Prompt
+from engine.context.fit import shorten
+from engine.interrogation.calls import SessionCalls, Turn
+from engine.interrogation.checks import answer_problem, budget_spent
+from engine.interrogation.verdict import bearing_of, pooled
+from engine.models.events import InterrogationEvent
+from engine.models.judgement import Judgement, ProbabilitySource
+from engine.prompts import fill, load_prompt
+from engine.providers import Message, StreamRequest, TokenChoices
+
+__all__ = ["TOP_LOGPROBS", "Reading", "does_not_know", "exchange", "judge",
+           "judgement_messages", "one_word", "read_stated", "read_word"]
+
+TOP_LOGPROBS = 10
+"""Alternatives asked for at each token of a one-word judgement."""
+THINKING_BUDGET = 1024
+"""The reply budget a judgement is asked again with when a reasoning model spent its first
+budget thinking."""
+ANSWER_CHARS = 4000
+"""Most characters of an answer a judgement reads (its start: where the fact is)."""
+
+_TRUE = frozenset({"true", "tru", "tr"})
+_FALSE = frozenset({"false", "fals", "fal", "fa"})
+_STRIP = " \t\n\"'*_`.,:;!()[]<>"
+
+
+def _word(token: str) -> str:
+    return token.strip(_STRIP).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a judgement's reply says: P(true), from where, and the word or number."""
+
+    p_true: float
+    source: ProbabilitySource
+    word: str
+
+
+def read_word(choices: Sequence[TokenChoices], text: str) -> Reading | None:
+    """P(true) from the first answer token that is "true" or "false" (any case, quoted or
+    not): the alternatives' probability mass at that place, true against false. A side
+    missing from the alternatives is taken at the least likely alternative listed (its
+    probability is at most that). None when no token says either."""
+    for place in choices:
+        if _word(place.token) not in _TRUE | _FALSE:
+            continue
+        mass = {True: 0.0, False: 0.0}
+        for token, logprob in place.top:
+            word = _word(token)
+            if word in _TRUE or word in _FALSE:
+                mass[word in _TRUE] += math.exp(logprob)
+        floor = min(math.exp(logprob) for _, logprob in place.top)
+        yes, no = mass[True] or floor, mass[False] or floor
+        return Reading(yes / (yes + no), "logprobs", text.strip()[:40])
+    return None
+
+
+_NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(%)?")
+
+
+def read_stated(text: str) -> Reading | None:
+    """P(true) from a stated probability: the first number of the reply, read as a
+    percentage (0–100; a fraction when it is at most 1 and written with a point)."""
+    found = _NUMBER.search(text)
+    if found is None:
+        return None
+    value = float(found.group(1))
+    if value <= 1 and "." in found.group(1) and not found.group(2):
+        value *= 100
+    if not 0 <= value <= 100:
+        return None
+    return Reading(value / 100, "stated", text.strip()[:40])
+
+
+_UNKNOWING = re.compile(
+    r"\b(?:i (?:do not|don't|don’t) know|i am not sure|i'm not sure|i’m not sure|"
+    r"i (?:do not|don't) have (?:any )?(?:information|data|knowledge)|"
+    r"i (?:cannot|can't|can’t) (?:say|tell|answer|determine|recall)|"
+    r"no (?:information|record) (?:about|on|of)|not (?:aware|certain) of)\b", re.IGNORECASE)
+_SHORT = 30
+"""Words an answer that says it does not know may have and still say nothing else."""
+
+
+def does_not_know(answer: str) -> bool:
+    """Whether `answer` only says the witness does not know (a short answer that says so):
+    silent, never evidence either way."""
+    return len(answer.split()) <= _SHORT and _UNKNOWING.search(answer) is not None
+
+
+Ask = str
+"""Which one-word question a judgement asks: `judgement_word` (given an exchange),
+`judgement_direct` (the claim alone), `judgement_reader` (given a document)."""
+
+
+def judgement_messages(hypothesis: str, evidence: str, stated_probability: bool,
+                       ask: Ask = "judgement_word") -> tuple[Message, ...]:
+    """The judgement's conversation: the claim and `evidence` (one exchange, a document, or
+    nothing), then the one-word question `ask` or (without log-probabilities) the question
+    for a stated probability. The texts are data: filled in once."""
+    question = load_prompt("judgement_stated" if stated_probability else ask).strip()
+    turn = fill(load_prompt("judgement_claim"), EVIDENCE=evidence.strip(), CLAIM=hypothesis,
+                ASK=question)
+    return Message("system", load_prompt("judgement").strip()), Message("user", turn.strip())
+
+
+def exchange(question: str, answer: str) -> str:
+    """One exchange as a judgement's evidence."""
+    return fill(load_prompt("judgement_exchange"), QUESTION=question,
+                ANSWER=shorten(answer, ANSWER_CHARS))
+
+
+def one_word(messages: tuple[Message, ...], settings: InterrogationConfig, logprobs: bool,
+             budget: int | None = None) -> StreamRequest:
+    """The judgement's request: a short reply at the configured temperature, with the
+    log-probabilities of its tokens when `logprobs`."""
+    return StreamRequest(messages=messages, max_tokens=budget or settings.judgement_max_tokens,
+                         temperature=settings.temperature,
+                         top_logprobs=TOP_LOGPROBS if logprobs else None)
+
+
+async def _ask(calls: SessionCalls, sequence: int, hypothesis: str, evidence: str,
+               found: list[Reading | str]) -> AsyncGenerator[InterrogationEvent, None]:
+    """One judgement of `evidence`: the one-word reading where the detective's first
+    provider gives log-probabilities, else (or when its provider sent none) the stated
+    one. Appends the `Reading`, or why there is none, to `found`."""
+    settings = calls.settings
+    chain = calls.router.chain("detective")
+    logprobs = bool(chain) and calls.router.providers[chain[0]].gives_logprobs
+    turn = Turn()
+    if logprobs:
+        messages = judgement_messages(hypothesis, evidence, stated_probability=False)
+        request = one_word(messages, settings, True)
+        async for event in calls._call(Prompt.whole(request), "detective", turn, None,
+                                       fit_for=sequence, phase="judgement"):
+            yield event
+        if budget_spent("the detective", turn.text, turn.finish_reason, turn.reasoning) \
+                and turn.reasoning.strip():  # a reasoning model: its budget went on thinking
+            request = one_word(messages, settings, True, THINKING_BUDGET)
+            async for event in calls._call(Prompt.whole(request), "detective", turn, None,
+                                           fit_for=sequence, phase="judgement"):
+                yield event
+        if turn.choices:
+            reading = read_word(turn.choices, turn.text)
+            found.append(reading if reading is not None else
+                         f"the detective said neither true nor false "
+                         f"({turn.text.strip()[:40]!r})")
+            return
+    messages = judgement_messages(hypothesis, evidence, stated_probability=True)
+    async for event in calls._call(Prompt.whole(one_word(messages, settings, False)),
+                                   "detective", turn, None, fit_for=sequence,
+                                   phase="judgement"):
+        yield event
+    reading = read_stated(turn.text)
+    found.append(reading if reading is not None else
+                 f"the detective's judgement could not be read ({turn.text.strip()[:40]!r})")
+
+
+async def judge(calls: SessionCalls, sequence: int, question: str, answers: Sequence[str],
+                result: list[Judgement]) -> AsyncGenerator[InterrogationEvent, None]:
+    """Judge round `sequence`: each of `answers` (one; more under the consistency protocol)
+    given `question`, pooled; appends the `Judgement` to `result`. An answer that is no
+    testimony, or only says the witness does not know, is silent without a call."""
+    hypothesis = calls.session.hypothesis_text
+    readings: list[Reading] = []
+    why: str | None = None
+    for answer in answers:
+        problem = answer_problem(answer, question)
+        if problem is None and does_not_know(answer):
+            problem = "the witness says it does not know"
+        if problem is not None:
+            why = why or problem
+            continue
+        found: list[Reading | str] = []
+        async for event in _ask(calls, sequence, hypothesis, exchange(question, answer), found):
+            yield event
+        if isinstance(found[0], Reading):
+            readings.append(found[0])
+        else:
+            why = why or found[0]
+    if not readings:
+        result.append(Judgement(bearing="silent", why=why or "no answer"))
+        return
+    p_true = pooled([r.p_true for r in readings]) if len(readings) > 1 else readings[0].p_true
+    bearing = bearing_of(p_true)
+    result.append(Judgement(
+        bearing=bearing, p_true=round(p_true, 4), source=readings[0].source,
+        word=readings[0].word, why="unsure: the judgement leans neither way"
+        if bearing == "silent" else None,
+        samples=[round(r.p_true, 4) for r in readings] if len(answers) > 1 else []))

@@ -1,0 +1,167 @@
+"""The verdict, computed from the rounds' judgements — never written by a model.
+
+Each round ends with a judgement of that exchange alone (`engine.interrogation.judgement`):
+P(true), the probability that the hypothesis is true given only that question and answer.
+The rule (documented in docs/eval.md, tested on scripted servers):
+
+1. **Bearing.** A round *supports* the hypothesis when its P(true) ≥ `LEANS` (0.65),
+   *contradicts* it when P(true) ≤ 1 − `LEANS`, and is *silent* otherwise: no answer, the
+   witness does not know, an answer about something else, or a judgement too unsure to lean.
+   A silent round never counts, either way.
+2. **Conflict.** When one round supports *decisively* (P(true) ≥ `DECISIVE`, 0.9) and another
+   contradicts decisively (≤ 0.1), the witness said two incompatible things: `undetermined`.
+3. **Weight.** Otherwise the verdict's log-odds are the mean log-odds of the rounds that bear
+   (each P clipped to [0.01, 0.99]); P(false) = 1 − σ(mean). A head count of rounds plays no
+   part, and a silent round cannot dilute a decisive one.
+4. **Verdict.** `true` when P(false) < `UNDECIDED_LOW` (0.35), `false` when P(false) >
+   `UNDECIDED_HIGH` (0.65), else `undetermined`. No bearing round: `undetermined`, P(false)
+   0.5. The deciding rounds are the bearing rounds on the verdict's side.
+
+Stopping (`settled`): once at least `min_rounds` (and one round a fact of the hypothesis,
+`claim_facts`) are done and the verdict stands on a decisive round with no conflict, the
+questioning closes: a clear claim costs one round, an unclear one is pressed up to the limit.
+
+A hypothesis that states no checkable fact ("Summarize the health benefits of Vitamin B3",
+a question) is interrogated for its gaps only, and its verdict is `undetermined` with
+`NO_CLAIM` as the reason (`states_no_claim`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engine.models.judgement import Bearing, Judgement
+from engine.models.session import VerdictValue
+
+__all__ = [
+    "DECISIVE",
+    "LEANS",
+    "NO_CLAIM",
+    "UNDECIDED_HIGH",
+    "UNDECIDED_LOW",
+    "Computed",
+    "bearing_of",
+    "claim_facts",
+    "compute",
+    "pooled",
+    "settled",
+    "states_no_claim",
+]
+
+LEANS = 0.65
+"""P(true) from which a round supports the hypothesis (1 − it: contradicts)."""
+DECISIVE = 0.9
+"""P(true) from which a round decides on its own (1 − it: decides against)."""
+UNDECIDED_LOW = 0.35
+"""P(false) below which the verdict is `true`."""
+UNDECIDED_HIGH = 0.65
+"""P(false) above which the verdict is `false`."""
+_CLIP = 0.01
+NO_CLAIM = "the hypothesis states no claim to judge"
+
+
+def _logit(p: float) -> float:
+    p = min(1 - _CLIP, max(_CLIP, p))
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def pooled(probabilities: Sequence[float]) -> float:
+    """Several judgements of one thing as one P(true): their mean log-odds."""
+    return _sigmoid(sum(_logit(p) for p in probabilities) / len(probabilities))
+
+
+def bearing_of(p_true: float) -> Bearing:
+    """How a judgement of P(true) = `p_true` bears on the hypothesis (rule 1)."""
+    if p_true >= LEANS:
+        return "supports"
+    if p_true <= 1 - LEANS:
+        return "contradicts"
+    return "silent"
+
+
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """The verdict the rule makes of a session's judgements so far."""
+
+    verdict: VerdictValue
+    probability_false: float
+    deciding: list[int] = field(default_factory=list)
+    """The rounds (from 1) that decided it."""
+    reason: str = ""
+    """Why it is `undetermined` (none bears, a conflict, the rounds cancel out); else ""."""
+    conflict: bool = False
+
+
+def compute(judgements: Sequence[tuple[int, Judgement | None]]) -> Computed:
+    """The verdict of (round, judgement) pairs (see the module docstring)."""
+    bearing = [(n, j) for n, j in judgements
+               if j is not None and j.bearing != "silent" and j.p_true is not None]
+    if not bearing:
+        return Computed("undetermined", 0.5, reason="no round bore on the hypothesis: every "
+                        "answer was silent on it")
+    sure_for = [n for n, j in bearing if j.p_true is not None and j.p_true >= DECISIVE]
+    sure_against = [n for n, j in bearing if j.p_true is not None and j.p_true <= 1 - DECISIVE]
+    if sure_for and sure_against:
+        return Computed("undetermined", 0.5, reason=(
+            f"the rounds conflict: round {sure_for[0]} supports the hypothesis and round "
+            f"{sure_against[0]} contradicts it, both decisively"), conflict=True)
+    p_true = pooled([j.p_true for _, j in bearing if j.p_true is not None])
+    p_false = round(1 - p_true, 4)
+    if p_false < UNDECIDED_LOW:
+        return Computed("true", p_false, [n for n, j in bearing if j.bearing == "supports"])
+    if p_false > UNDECIDED_HIGH:
+        return Computed("false", p_false, [n for n, j in bearing if j.bearing == "contradicts"])
+    return Computed("undetermined", p_false, reason=(
+        "the rounds that bear on the hypothesis cancel each other out"))
+
+
+def settled(judgements: Sequence[tuple[int, Judgement | None]], rounds: int,
+            min_rounds: int, facts: int) -> bool:
+    """Whether the questioning may close after `rounds` rounds: enough rounds, and a verdict
+    that stands on a decisive round with no conflict (the module docstring)."""
+    if rounds < max(min_rounds, facts):
+        return False
+    computed = compute(judgements)
+    if computed.verdict == "undetermined":
+        return False
+    decisive = {n for n, j in judgements if j is not None and j.p_true is not None
+                and (j.p_true >= DECISIVE or j.p_true <= 1 - DECISIVE)}
+    return bool(decisive & set(computed.deciding))
+
+
+_ASKS = frozenset("""summarize summarise explain describe list compare discuss tell write give
+analyse analyze evaluate outline name show find please""".split())
+"""Words that open a request, not a statement (a question ends in "?")."""
+
+
+def states_no_claim(hypothesis: str) -> bool:
+    """Whether `hypothesis` asks for something ("Summarize …", a question) instead of
+    stating a fact that can be true or false."""
+    text = hypothesis.strip()
+    if text.endswith("?"):
+        return True
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    return bool(words) and words[0] in _ASKS
+
+
+_VERBS = frozenset("""is are was were has have had lies lie lay flows flow borders border
+contains contain orbits orbit won wrote invented discovered founded became lived died sits
+runs uses belongs speaks produces began ended made makes holds held covers spans reaches
+reached stands stood remains remained measures weighs equals means includes consists
+""".split())
+_AND = re.compile(r",?\s+(?:and|but|while)\s+([^\W\d_]+)", re.IGNORECASE)
+
+
+def claim_facts(hypothesis: str) -> int:
+    """How many facts `hypothesis` states, as its clauses joined by "and" with a verb of
+    their own ("P is the capital of Q and lies on R": 2; "salt and pepper are spices": 1);
+    each gets a round of its own before the questioning may close."""
+    return 1 + sum(1 for found in _AND.finditer(hypothesis)
+                   if found.group(1).lower() in _VERBS)
