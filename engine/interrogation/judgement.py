@@ -26,7 +26,7 @@ from engine.context.budget import Prompt
 from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, budget_spent
-from engine.interrogation.verdict import bearing_of, pooled
+from engine.interrogation.verdict import DECISIVE, bearing_of, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
 from engine.prompts import fill, load_prompt
@@ -205,10 +205,14 @@ async def judge(calls: SessionCalls, sequence: int, question: str, answers: Sequ
     if not readings:
         result.append(Judgement(bearing="silent", why=why or "no answer"))
         return
-    p_true = pooled([r.p_true for r in readings]) if len(readings) > 1 else readings[0].p_true
+    values = [r.p_true for r in readings]
+    p_true = pooled(values) if len(values) > 1 else values[0]
     bearing = bearing_of(p_true)
+    reason = "unsure: the judgement leans neither way" if bearing == "silent" else None
+    if max(values) >= DECISIVE and min(values) <= 1 - DECISIVE:  # SelfCheckGPT's signal
+        bearing, reason = "silent", (f"the sampled answers disagree (spread "
+                                     f"{max(values) - min(values):.2f}): the witness is unsure")
     result.append(Judgement(
         bearing=bearing, p_true=round(p_true, 4), source=readings[0].source,
-        word=readings[0].word, why="unsure: the judgement leans neither way"
-        if bearing == "silent" else None,
-        samples=[round(r.p_true, 4) for r in readings] if len(answers) > 1 else []))
+        word=readings[0].word, why=reason,
+        samples=[round(v, 4) for v in values] if len(answers) > 1 else []))

@@ -4,7 +4,7 @@ Each round ends with a judgement of that exchange alone (`engine.interrogation.j
 P(true), the probability that the hypothesis is true given only that question and answer.
 The rule (documented in docs/eval.md, tested on scripted servers):
 
-1. **Bearing.** A round *supports* the hypothesis when its P(true) ≥ `LEANS` (0.65),
+1. **Bearing.** A round *supports* the hypothesis when its P(true) ≥ `LEANS` (0.6),
    *contradicts* it when P(true) ≤ 1 − `LEANS`, and is *silent* otherwise: no answer, the
    witness does not know, an answer about something else, or a judgement too unsure to lean.
    A silent round never counts, either way.
@@ -13,13 +13,14 @@ The rule (documented in docs/eval.md, tested on scripted servers):
 3. **Weight.** Otherwise the verdict's log-odds are the mean log-odds of the rounds that bear
    (each P clipped to [0.01, 0.99]); P(false) = 1 − σ(mean). A head count of rounds plays no
    part, and a silent round cannot dilute a decisive one.
-4. **Verdict.** `true` when P(false) < `UNDECIDED_LOW` (0.35), `false` when P(false) >
-   `UNDECIDED_HIGH` (0.65), else `undetermined`. No bearing round: `undetermined`, P(false)
-   0.5. The deciding rounds are the bearing rounds on the verdict's side.
+4. **Verdict.** `true` when P(false) ≤ 1 − `LEANS`, `false` when P(false) ≥ `LEANS`, else
+   `undetermined`. No bearing round: `undetermined`, P(false) 0.5. The deciding rounds are the
+   bearing rounds on the verdict's side.
 
 Stopping (`settled`): once at least `min_rounds` (and one round a fact of the hypothesis,
-`claim_facts`) are done and the verdict stands on a decisive round with no conflict, the
-questioning closes: a clear claim costs one round, an unclear one is pressed up to the limit.
+`claim_facts`) are done, and the verdict stands on a decisive round or on `CONFIRMING` (2)
+rounds that lean its way, with no conflict, the questioning closes: a clear claim costs one
+round, a leaning one two, a silent or conflicting one is pressed up to the limit.
 
 A hypothesis that states no checkable fact ("Summarize the health benefits of Vitamin B3",
 a question) is interrogated for its gaps only, and its verdict is `undetermined` with
@@ -37,11 +38,10 @@ from engine.models.judgement import Bearing, Judgement
 from engine.models.session import VerdictValue
 
 __all__ = [
+    "CONFIRMING",
     "DECISIVE",
     "LEANS",
     "NO_CLAIM",
-    "UNDECIDED_HIGH",
-    "UNDECIDED_LOW",
     "Computed",
     "bearing_of",
     "claim_facts",
@@ -51,14 +51,13 @@ __all__ = [
     "states_no_claim",
 ]
 
-LEANS = 0.65
-"""P(true) from which a round supports the hypothesis (1 − it: contradicts)."""
+LEANS = 0.6
+"""P(true) from which a round supports the hypothesis (1 − it: contradicts), and P(false) from
+which the verdict is `false` (1 − it: `true`)."""
 DECISIVE = 0.9
 """P(true) from which a round decides on its own (1 − it: decides against)."""
-UNDECIDED_LOW = 0.35
-"""P(false) below which the verdict is `true`."""
-UNDECIDED_HIGH = 0.65
-"""P(false) above which the verdict is `false`."""
+CONFIRMING = 2
+"""Rounds leaning the verdict's way that settle it without a decisive one."""
 _CLIP = 0.01
 NO_CLAIM = "the hypothesis states no claim to judge"
 
@@ -114,9 +113,9 @@ def compute(judgements: Sequence[tuple[int, Judgement | None]]) -> Computed:
             f"{sure_against[0]} contradicts it, both decisively"), conflict=True)
     p_true = pooled([j.p_true for _, j in bearing if j.p_true is not None])
     p_false = round(1 - p_true, 4)
-    if p_false < UNDECIDED_LOW:
+    if p_false <= 1 - LEANS:
         return Computed("true", p_false, [n for n, j in bearing if j.bearing == "supports"])
-    if p_false > UNDECIDED_HIGH:
+    if p_false >= LEANS:
         return Computed("false", p_false, [n for n, j in bearing if j.bearing == "contradicts"])
     return Computed("undetermined", p_false, reason=(
         "the rounds that bear on the hypothesis cancel each other out"))
@@ -125,7 +124,8 @@ def compute(judgements: Sequence[tuple[int, Judgement | None]]) -> Computed:
 def settled(judgements: Sequence[tuple[int, Judgement | None]], rounds: int,
             min_rounds: int, facts: int) -> bool:
     """Whether the questioning may close after `rounds` rounds: enough rounds, and a verdict
-    that stands on a decisive round with no conflict (the module docstring)."""
+    that stands on a decisive round, or on `CONFIRMING` leaning ones, with no conflict (the
+    module docstring)."""
     if rounds < max(min_rounds, facts):
         return False
     computed = compute(judgements)
@@ -133,7 +133,7 @@ def settled(judgements: Sequence[tuple[int, Judgement | None]], rounds: int,
         return False
     decisive = {n for n, j in judgements if j is not None and j.p_true is not None
                 and (j.p_true >= DECISIVE or j.p_true <= 1 - DECISIVE)}
-    return bool(decisive & set(computed.deciding))
+    return bool(decisive & set(computed.deciding)) or len(computed.deciding) >= CONFIRMING
 
 
 _ASKS = frozenset("""summarize summarise explain describe list compare discuss tell write give

@@ -55,7 +55,7 @@ def _markdown(block: Block) -> list[str]:
             return ["", f"## {title}"]
         case "question" | "answer":
             return ["", f"**{title}**", "", _quote(text)]
-        case "analysis":
+        case "analysis" | "judgement":
             first, *rest = text.splitlines() or [""]
             return ["", f"**{title}:** {strip_control(first)}",
                     *(["", *(strip_control(line) for line in rest)] if rest else [])]

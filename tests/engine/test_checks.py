@@ -63,6 +63,16 @@ def test_a_real_question_passes(question: str) -> None:
     assert question_problem(question, HYPOTHESIS, earlier, INSTRUCTIONS) is None
 
 
+def test_an_open_question_for_the_claims_own_word_is_no_repetition() -> None:
+    """It leaves out the word the claim gives and asks for it: the ideal first question, for
+    all its words in common with the hypothesis."""
+    hypothesis = "Saturn is the largest planet in the Solar System."
+    assert question_problem("What is the largest planet in the Solar System?", hypothesis,
+                            [], INSTRUCTIONS) is None
+    assert question_problem("Saturn is the largest planet in the Solar Sytem?", hypothesis,
+                            [], INSTRUCTIONS) == "it only repeats the hypothesis"
+
+
 def test_answers_empty_or_echoed_are_named_and_real_ones_pass() -> None:
     question = "At what temperature does water boil on Everest?"
     assert answer_problem("", question) == NO_ANSWER

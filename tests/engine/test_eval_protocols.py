@@ -1,8 +1,7 @@
 """The consistency protocol (`--protocol consistency`) beside the cross-examination and the
 baselines, on the same items, with scripted models on loopback whose behaviour is known: the
 witness says the same thing every time about a true claim and something new each time about
-a false one; the detective reads agreement from the answers side by side. The figures are
-therefore exact."""
+a false one; the detective judges each answer alone. The figures are therefore exact."""
 
 from __future__ import annotations
 
@@ -19,42 +18,32 @@ from engine.evals.datasets import dataset_path
 from engine.evals.items import EvalItem, read_items, sample
 from tests.support.evals import claim_of
 from tests.support.interrogation import make_config
-from tests.support.scripted import ScriptedModel
+from tests.support.scripted import Judged, ScriptedModel, is_judgement
 
 _ANSWER = re.compile(r"^A(\d+)(?: \((\d+) of (\d+)\))?: (.*)$", re.M)
 _ABOUT = re.compile(r"What do you know about (\S+)\?")
 
 
 def agreement_detective(items: list[EvalItem]) -> Callable[[list[dict[str, Any]]], str]:
-    """Asks about the item by its key; its audit says `true` when every round's answers agree,
-    `false` when they differ, `undetermined` when it saw one answer a round (cross-exam)."""
+    """Asks about the item by its key; judges an answer that says what everyone knows as
+    supporting the claim, and a made-up version by its number: odd ones support it, even ones
+    contradict it (a witness making things up says something new each time)."""
     keys = {item.claim: item.key for item in items}
 
     def reply(messages: list[dict[str, Any]]) -> str:
         system = messages[0]["content"]
+        if is_judgement(messages):
+            evidence = messages[-1]["content"].split("Claim:")[0]
+            version = re.search(r"my version number (\d+)", evidence)
+            if version is None:
+                return Judged(0.95)
+            return Judged(0.95 if int(version.group(1)) % 2 else 0.05)
         if system.startswith("You are a detective analysing"):
             return json.dumps({"gaps": [], "completeness_score": 95,
                                "requires_follow_up": False})
         if system.startswith("You are a detective auditing"):
-            rounds: dict[str, list[str]] = {}
-            for number, _, _, text in _ANSWER.findall(system):
-                rounds.setdefault(number, []).append(text)
-            if all(len(answers) == 1 for answers in rounds.values()):
-                verdict, p, deciding = "undetermined", 0.5, []
-            elif all(len(set(answers)) == 1 for answers in rounds.values()):
-                verdict, p, deciding = "true", 0.1, [1]
-            else:
-                verdict, p, deciding = "false", 0.9, [1]
-            stance = {"true": "agrees", "false": "contradicts"}.get(verdict, "unrelated")
-            # one round's answers that disagree are a contradiction of that round with itself
-            disagree = [{"questions": [1, 1], "description": "its answers differ"}] \
-                if verdict == "false" else []
-            return json.dumps({"comparisons": [{"round": 1, "stance": stance}],
-                               "contradictions": disagree, "summary": "Compared the answers side "
-                               "by side.", "verdict": verdict, "probability_false": p,
-                               "deciding_rounds": deciding})
-        if system.startswith("You are a detective judging"):
-            return json.dumps({"verdict": "undetermined", "probability_false": 0.5})
+            return json.dumps({"contradictions": [], "verdict": "undetermined",
+                               "summary": "Compared the answers side by side."})
         return f"What do you know about {keys[claim_of(messages)]}?"
 
     return reply
@@ -76,7 +65,10 @@ def steady_when_true(items: list[EvalItem]) -> Callable[[list[dict[str, Any]]], 
     return reply
 
 
-async def test_consistency_catches_what_one_answer_a_question_cannot(paths: Paths) -> None:
+async def test_consistency_never_calls_a_made_up_answer_true(paths: Paths) -> None:
+    """One answer a question is fooled by a witness that makes something up; the same
+    question asked three times shows its answers disagree, and the round says so (silent,
+    the spread named) instead of calling the claim true."""
     items = sample(read_items(dataset_path(paths, "demo")), 6, 3)
     assert {item.label for item in items} == {True, False}
     with ScriptedModel(agreement_detective(items)) as sleuth, \
@@ -87,7 +79,8 @@ async def test_consistency_catches_what_one_answer_a_question_cannot(paths: Path
         try:
             run = await workspace.evals.start(
                 EvalRequest("demo", n=6, seed=3, mode="open"), baselines=True,
-                protocols=["cross-exam", "consistency"], concurrency=2)
+                protocols=["cross-exam", "consistency"], concurrency=1)  # in order: an
+            # item's cross-examination hears the witness's first version
             events = [event async for event in run.events()]
             summary = workspace.evals.summary(run.id)
             rows = workspace.evals.sessions(run.id)
@@ -99,25 +92,32 @@ async def test_consistency_catches_what_one_answer_a_question_cannot(paths: Path
     assert set(systems) == {"interrogation", "consistency", "direct", "are-you-sure"}
     assert all(metrics.n == 6 and metrics.failed == 0 for metrics in systems.values()), \
         [e.result.error for e in events if isinstance(e, EvalItemDone) and e.result.error]
-    consistency = systems["consistency"].figures
-    assert consistency["accuracy"].value == 1.0 and consistency["undetermined"].value == 0.0
-    assert consistency["recall"].value == 1.0 and consistency["precision"].value == 1.0
-    cross = systems["interrogation"].figures
-    assert cross["accuracy"].value == 0.0 and cross["undetermined"].value == 1.0
-    assert summary.info is not None and summary.info.protocols == ["cross-exam", "consistency"]
-
+    truth = {item.claim: item.label for item in items}
     by_protocol = {s.protocol: [x for x in sessions if x.protocol == s.protocol]
                    for s in sessions}
     assert {len(v) for v in by_protocol.values()} == {6}
+    for session in by_protocol["cross-exam"]:  # one answer a question: fooled every time
+        assert session.audit_result is not None and session.audit_result.verdict == "true"
+        assert all(pair.samples == [] for pair in session.qa_pairs)
     for session in by_protocol["consistency"]:
         assert session.consistency_samples == 3
         audit = session.audit_result
         assert audit is not None
-        assert [c.qa_pair_indexes for c in audit.contradictions] == (
-            [(0, 0)] if audit.verdict == "false" else [])
         assert all(len(pair.samples) == 2 for pair in session.qa_pairs)
-    assert all(pair.samples == [] for session in by_protocol["cross-exam"]
-               for pair in session.qa_pairs)
+        judgements = [pair.judgement for pair in session.qa_pairs]
+        assert all(j is not None and len(j.samples) == 3 for j in judgements)
+        if truth[session.hypothesis_text]:
+            assert audit.verdict == "true" and len(session.qa_pairs) == 1
+        else:  # the made-up versions disagree: every round silent, the spread named
+            assert audit.verdict == "undetermined"
+            assert all(j is not None and j.bearing == "silent"
+                       and j.spread == pytest.approx(0.9) and "disagree" in (j.why or "")
+                       for j in judgements)
+    consistency = systems["consistency"].figures
+    assert consistency["undetermined"].value == 0.5 and consistency["accuracy"].value == 0.5
+    cross = systems["interrogation"].figures
+    assert cross["accuracy"].value == 0.5 and cross["undetermined"].value == 0.0
+    assert summary.info is not None and summary.info.protocols == ["cross-exam", "consistency"]
     # the first answer at the configured temperature, the others sampled hotter
     temperatures = [body.get("temperature") for body in witness.bodies]
     assert temperatures.count(1.0) == 2 * sum(len(s.qa_pairs)

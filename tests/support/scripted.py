@@ -54,13 +54,17 @@ def _alternatives(p_true: float) -> list[dict[str, Any]]:
                                   key=lambda pair: -pair[1])]
 
 
-def judgement_reply(text: str, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]] | None]:
+def judgement_reply(text: str, body: dict[str, Any], sends_logprobs: bool = True
+                    ) -> tuple[str, list[dict[str, Any]] | None]:
     """What a scripted model sends for `text`: a `Judged` reply becomes its word with
-    log-probabilities, or its stated probability when none were asked for."""
+    log-probabilities, or its stated probability when none were asked for (a server that
+    does not send them: its word alone, when they are asked for)."""
     if not isinstance(text, Judged):
         return text, None
     if not body.get("logprobs"):
         return str(round(text.p_true * 100)), None
+    if not sends_logprobs:
+        return str(text), None
     top = _alternatives(text.p_true)
     chosen = top[0]
     return str(text), [{**chosen, "top_logprobs": top[:max(1, body.get("top_logprobs", 1))]}]
@@ -108,8 +112,10 @@ class ScriptedModel(WireServer):
 
     def __init__(self, script: Script, window: int = 32768, pace: float = 0.0,
                  usage: tuple[int, int] | None = None,
-                 reasoning_field: str | None = None) -> None:
+                 reasoning_field: str | None = None, logprobs: bool = True) -> None:
         self.script = script
+        self.logprobs = logprobs
+        """False: a server that never sends log-probabilities, even when asked."""
         self.reasoning_field = reasoning_field
         """Where a reply's leading `<think>` block goes: None, inline as written;
         `reasoning_content` (llama.cpp, vLLM) or `reasoning` (OpenRouter), that delta field;
@@ -138,7 +144,7 @@ class ScriptedModel(WireServer):
         else:
             text = self.script[min(self.turn, len(self.script) - 1)]
         self.turn += 1
-        text, logprobs = judgement_reply(text, body)
+        text, logprobs = judgement_reply(text, body, self.logprobs)
         return sse(text, pace=self.pace, usage=self.usage,
                    reasoning_field=self.reasoning_field, logprobs=logprobs)
 
