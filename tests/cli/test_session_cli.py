@@ -28,8 +28,9 @@ from tests.support.servers import LlamaServer
 def write_config(home: Path, server: LlamaServer, sleuth: str) -> None:
     """The witness is the real llama.cpp server (its words stream for real and are not relied
     on); the detective is scripted (tests/scripted.py), so every run asks three usable
-    questions and ends with a verdict whatever the tiny model answers."""
-    fast = "\n".join(f"{k} = {json.dumps(v)}" for k, v in FAST.items())
+    questions (`min_rounds`: it judges every round decisively) and ends with a verdict
+    whatever the tiny model answers."""
+    fast = "\n".join(f"{k} = {json.dumps(v)}" for k, v in {**FAST, "min_rounds": 3}.items())
     (home / "config.toml").write_text(
         f'[providers.llama]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{server.url}"\n'
         'first_token_timeout = 30\nstall_timeout = 15\npriority = 1\n\n'
@@ -47,8 +48,8 @@ def write_config(home: Path, server: LlamaServer, sleuth: str) -> None:
 
 
 #: Event types after which the kill test may strike (see `Running.wait_for`).
-KILL_AFTER = ["started", "phase", "provider", "question_delta", "answer_delta", "analysis",
-              "pair", "audit", "trail"]
+KILL_AFTER = ["started", "phase", "provider", "question_delta", "answer_delta", "judgement",
+              "analysis", "pair", "audit", "trail"]
 
 
 @pytest.fixture
@@ -66,24 +67,25 @@ def test_run_streams_a_transcript_and_every_command_reads_the_session(
     out = done.stdout
     assert "── Round 1" in out and "[Question · sleuth:scripted] " in out \
         and "[Answer · llama:gemma] " in out
-    assert "  verdict: undetermined · p(false) 0.50" in out
+    assert "  verdict: true · p(false) 0.05 · computed from rounds 1, 2, 3" in out
+    assert "judgement: supports · p(true) 0.95 (log-probabilities)" in out
     assert "completeness " in out and "── Audit" in out and "consistency " in out
     (row,) = configured.list()
     session = configured.load(row.dir)
     assert out.rstrip().endswith(
-        f"Session {session.short_id} {session.status}: the detective was satisfied after 3 rounds "
-        "(completeness 90/100, no high-severity gap)")
+        f"Session {session.short_id} {session.status}: a decisive judgement settled it after 3 "
+        "rounds")
     assert session.status in ("completed", "limit-reached") and session.audit_result
 
-    assert len(session.qa_pairs) == 3  # min_rounds, then the detective may close
+    assert len(session.qa_pairs) == 3  # min_rounds, then a decisive judgement closes it
     listing = json.loads(detektiv("sessions", "--json").stdout)
     assert [(r["id"], r["status"], r["score"], r["hypothesis"], r["verdict"],
              r["probability_false"]) for r in listing] == [
         (str(session.id), session.status, session.audit_result.consistency_score,
-         "Vitamin B3 lowers cholesterol", "undetermined", 0.5)]
+         "Vitamin B3 lowers cholesterol", "true", 0.05)]
     table = detektiv("sessions").stdout
     assert str(session.id)[:8] in table and "Vitamin B3" in table
-    assert "VERDICT" in table and "undetermined (p 0.50)" in table
+    assert "VERDICT" in table and "true (p 0.05)" in table
 
     shown = detektiv("show", str(session.id)[:8])
     assert shown.returncode == 0
@@ -335,8 +337,7 @@ def test_reasoning_shows_only_when_asked(home: Path) -> None:
 
     with ScriptedModel(thinking(detective)) as det, ScriptedModel(thinking(witness)) as wit:
         (home / "config.toml").write_text(config_text(
-            {"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"], ["wit"])
-            + "min_rounds = 1\n")
+            {"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"], ["wit"], min_rounds=1))
         quiet = detektiv("run", "The bridge is old.")
         loud = detektiv("run", "--show-reasoning", "The bridge is old.")
     for result in (quiet, loud):

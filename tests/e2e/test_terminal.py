@@ -215,7 +215,7 @@ def drive_the_app(tmux: list[str], call: Path) -> None:
     assert "Question · sleuth:gemma" in screen
     screen = wait("consistency", timeout=120)
     assert "Audit" in screen and "Gap analysis" in screen
-    wait("verdict: undetermined (p 0.50)")  # the Live badge
+    wait("verdict: true (p 0.05)")  # the Live badge
     # the Oracles tab works on the session Live shows; then a new case from the keyboard,
     # a note imported by path, and the highlighted oracle consulted on it
     subprocess.run([*tmux, "send-keys", "3"], check=True)

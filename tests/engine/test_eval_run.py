@@ -126,7 +126,7 @@ async def test_three_runs_give_a_majority_that_overrules_one_wrong_run(paths: Pa
         asked[claim] += 1
         value, p = right(claim)
         if asked[claim] == 1:  # whichever interrogation audits first gets it wrong
-            return ("false", 0.9) if value == "true" else ("true", 0.1)
+            return ("false", 0.95) if value == "true" else ("true", 0.05)
         return value, p
 
     async with workspace_with(paths, first_audit_wrong) as (workspace, _):
@@ -257,9 +257,10 @@ async def test_every_baseline_call_is_checked_against_the_budget_before_it_is_ma
             witness_call, judge_call = (1000 * 0.5 + 100 * 1.5) / 1e6, (1000 * 3 + 100 * 15) / 1e6
             assert tally.cost == pytest.approx(len(wit.chats) * witness_call + judge_call)
             assert budget.spent == pytest.approx(tally.cost)
-            # a budget the judge's call may pass: refused before it reaches the detective
+            # a budget the judge's call may pass (its prompt and its 16-token reply at the
+            # detective's price): refused before it reaches the detective
             asked = len(sleuth.chats)
-            poor = Budget(limit=judge_call / 2)
+            poor = Budget(limit=1e-5)
             with pytest.raises(CostLimitReached, match="cost limit"):
                 await Baselines(router, config.interrogation, "planted", TokenTally(),
                                 poor).verdict(item.claim, "")

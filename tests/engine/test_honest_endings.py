@@ -1,4 +1,4 @@
-"""Honest endings (issue 20): the loop decides, nonsense is named, the audit gives a verdict.
+"""Honest endings (issues 20, 44): the loop decides, nonsense is named, the verdict is computed.
 
 Whole interrogations through the fault proxy in front of the real llama.cpp server: the
 detective's and the witness's words are scripted where the test is about them (the tiny model's
@@ -15,12 +15,14 @@ import pytest
 
 from engine import Paths
 from engine.interrogation.loop import Interrogation
+from engine.interrogation.verdict import NO_CLAIM
 from engine.models.events import Advice, AnswerUnusable, Finished
 from engine.report.export import to_json, to_markdown
 from engine.routing.router import Router
 from engine.storage.sessions import SessionStore
 from tests.support.faults import FaultProxy
 from tests.support.interrogation import interrogate as run_interrogation, make_config
+from tests.support.scripted import Judged
 from tui.cli.printer import TranscriptPrinter
 
 
@@ -30,16 +32,16 @@ def gap(score: int, follow_up: bool, severity: str = "low") -> tuple[str, str]:
                        "completeness_score": score, "requires_follow_up": follow_up}), "stop"
 
 
-def audit(verdict: str = "false", p: float = 0.8, deciding: list[int] | None = None,
+def audit(verdict: str = "false",
           summary: str = "The witness placed the boiling point below 100 degrees.",
-          stance: str | None = None) -> tuple[str, str]:
-    rounds = [1] if deciding is None else deciding
-    stance = stance or {"true": "agrees", "false": "contradicts"}.get(verdict, "unrelated")
-    comparisons = [{"round": n, "stance": stance} for n in rounds or [1]]
-    return json.dumps({"comparisons": comparisons, "contradictions": [], "summary": summary,
-                       "verdict": verdict,
-                       "probability_false": p,
-                       "deciding_rounds": [1] if deciding is None else deciding}), "stop"
+          contradictions: list[dict[str, Any]] | None = None) -> tuple[str, str]:
+    """The detective's narrative: its summary, contradictions and own one-word reading."""
+    return json.dumps({"contradictions": contradictions or [], "summary": summary,
+                       "verdict": verdict}), "stop"
+
+
+NO_CLAIM_HYPOTHESIS = "Describe how water boils at altitude."
+"""A request, not a claim: its questioning closes on the gap analysis (the loop's rule)."""
 
 
 SCRIPTS = {
@@ -68,17 +70,18 @@ async def interrogate(proxy: FaultProxy, paths: Paths, store: SessionStore, limi
 async def test_no_follow_up_at_zero_is_advice_the_loop_overrules_for_min_rounds(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
-    proxy.scripts |= SCRIPTS | {"g0": gap(0, False), "g90": gap(90, False),
-                                "audit": audit(deciding=[1, 3])}
+    proxy.scripts |= SCRIPTS | {"g0": gap(0, False), "g90": gap(90, False), "audit": audit()}
     proxy.plan = ["script:q1", "script:a1", "script:g0",
                   "script:q2", "script:a2", "script:g90",
                   "script:q3", "script:a3", "script:g90", "script:audit"]
     store = SessionStore(tmp_path / "s")
-    events, directory = await interrogate(proxy, paths, store)
+    events, directory = await interrogate(proxy, paths, store, min_rounds=3,
+                                          hypothesis=NO_CLAIM_HYPOTHESIS)
     final = events[-1]
     assert isinstance(final, Finished) and final.status == "completed", final
     assert final.reason == ("the detective was satisfied after 3 rounds (completeness "
-                            "90/100, no high-severity gap)")
+                            f"90/100, no high-severity gap); the verdict is undetermined: "
+                            f"{NO_CLAIM}")
     session = store.load(directory)
     assert len(session.qa_pairs) == 3  # min_rounds, though round 1 said "no follow-up"
     conflicts = [t for t in session.audit_trail if t.event == "contradictory_analysis"]
@@ -86,23 +89,25 @@ async def test_no_follow_up_at_zero_is_advice_the_loop_overrules_for_min_rounds(
     assert "0/100" in conflicts[0].reason
     assert session.audit_result is not None
     assert (session.audit_result.verdict, session.audit_result.probability_false,
-            session.audit_result.deciding_rounds) == ("false", 0.8, [1, 3])
+            session.audit_result.undetermined_because) == ("undetermined", 0.5, NO_CLAIM)
 
 
 async def test_below_satisfied_at_or_with_a_high_gap_it_asks_up_to_the_limit(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     proxy.scripts |= SCRIPTS | {"g70": gap(70, False), "high": gap(95, False, "high"),
-                                "audit": audit("undetermined", 0.5, [])}
+                                "audit": audit("undetermined")}
     proxy.plan = ["script:q1", "script:a1", "script:g70", "script:q2", "script:a2",
                   "script:high", "script:q3", "script:a3", "script:g70", "script:q4",
                   "script:a4", "script:high", "script:q5", "script:a5", "script:g70",
                   "script:audit"]
     store = SessionStore(tmp_path / "s")
-    events, directory = await interrogate(proxy, paths, store, limit=5, min_rounds=1)
+    events, directory = await interrogate(proxy, paths, store, limit=5, min_rounds=1,
+                                          hypothesis=NO_CLAIM_HYPOTHESIS)
     final = events[-1]
     assert isinstance(final, Finished) and final.status == "limit-reached", final
-    assert final.reason == "the limit of 5 rounds was reached"
+    assert final.reason == f"the limit of 5 rounds was reached; the verdict is undetermined: " \
+        f"{NO_CLAIM}"
     session = store.load(directory)
     assert len(session.qa_pairs) == 5
     conflicts = [t for t in session.audit_trail if t.event == "contradictory_analysis"]
@@ -116,6 +121,7 @@ async def test_an_unusable_question_is_asked_again_without_words_in_the_models_m
     hypothesis = "Water boils at 100 degrees Celsius everywhere."
     proxy.scripts |= SCRIPTS | {"echo": (hypothesis, "stop"), "marker": ("(empty)", "stop"),
                                 "g90": gap(90, False), "audit": audit()}
+    proxy.judgement = Judged(0.05)
     proxy.plan = ["script:empty", "script:echo", "script:q1", "script:a1", "script:g90",
                   "script:audit"]
     store = SessionStore(tmp_path / "s")
@@ -171,8 +177,8 @@ async def test_three_unusable_questions_end_undetermined_with_the_cause_named(
 async def test_an_empty_answer_is_testimony_shown_once_and_pressed_on(
     proxy: FaultProxy, paths: Paths, tmp_path: Path, capsys: Any
 ) -> None:
-    proxy.scripts |= SCRIPTS | {"g40": gap(40, True), "g90": gap(90, False),
-                                "audit": audit(deciding=[2])}
+    proxy.scripts |= SCRIPTS | {"g40": gap(40, True), "g90": gap(90, False), "audit": audit()}
+    proxy.judgement = Judged(0.05)  # round 1 is silent without a call: nothing was said
     proxy.plan = ["script:q1", "script:empty", "script:g40", "script:q2", "script:a2",
                   "script:g90", "script:audit"]
     store = SessionStore(tmp_path / "s")
@@ -199,64 +205,58 @@ async def test_an_empty_answer_is_testimony_shown_once_and_pressed_on(
     assert out.count("(no answer)") == 1
 
 
-async def test_an_audit_that_breaks_a_rule_twice_ends_completed_and_undetermined(
+async def test_a_narrative_that_breaks_a_rule_twice_is_named_and_the_verdict_stands(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     """Our rule broken twice is the model's nonsense, never the session's failure: the rounds
-    and the invalid audit are kept, the verdict is undetermined and names the rule."""
+    and the invalid narrative are kept, the rule is named, and the computed verdict stands."""
     proxy.scripts |= SCRIPTS | {"g90": gap(90, False), "bad": audit(summary="Markdown:")}
+    proxy.judgement = Judged(0.05)
     proxy.plan = ["script:q1", "script:a1", "script:g90", "script:bad", "script:bad"]
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store, min_rounds=1)
     final = events[-1]
     assert isinstance(final, Finished) and final.status == "completed", final
-    assert final.reason is not None
-    assert final.reason.endswith("; the verdict is undetermined: the audit broke a rule "
-                                 "twice: the summary is boilerplate ('Markdown:', fewer than "
-                                 "5 words)")
-    retry = json.loads(proxy.requests[4])["messages"]
+    assert final.reason == ("a decisive judgement settled it after 1 round; the audit broke a "
+                            "rule twice: the summary is boilerplate ('Markdown:', fewer than 5 "
+                            "words)")
+    retry = json.loads(proxy.requests[5])["messages"]  # q, a, judgement, analysis, audit
     assert retry[-2] == {"role": "assistant", "content": proxy.scripts["bad"][0]}
     assert retry[-1]["content"].startswith(
         "That reply broke a rule: the summary is boilerplate ('Markdown:', fewer than 5 "
-        "words). The rounds you may name as deciding (the witness answered in them): 1; none "
-        "for 'undetermined'.")
+        "words)")
     session = store.load(directory)
     assert session.status == "completed" and session.error is None
     assert len(session.qa_pairs) == 1
     result = session.audit_result
-    assert result is not None and result.verdict == "undetermined"
-    assert result.probability_false is None and result.deciding_rounds == []
+    assert result is not None and result.verdict == "false" and result.computed
+    assert result.probability_false == 0.95 and result.deciding_rounds == [1]
     assert result.rule_broken is not None and "summary is boilerplate" in result.rule_broken
     assert result.invalid_reply == proxy.scripts["bad"][0]
-    # shown: the export names the rule and keeps the invalid audit
+    # shown: the export names the rule and keeps the invalid narrative
     text = to_markdown(session)
     assert "summary is boilerplate" in text and "Markdown:" in text
 
 
-@pytest.mark.parametrize(("verdict", "p", "deciding", "rule", "stance"), [
-    ("true", 0.1, [1], "the verdict 'true' does not follow from your comparisons (round 1 "
-     "contradicts): they make it 'false'; keep the comparisons and give that verdict with its "
-     "deciding rounds and a probability to match", "contradicts"),
-    ("false", 0.9, [1], "the verdict 'false' does not follow from your comparisons (round 1 "
-     "unrelated): they make it 'undetermined'", "unrelated"),
-    ("true", 0.9, [1], "the verdict 'true' contradicts a probability-false of 0.90", None),
-    ("false", 0.9, [], "the verdict 'false' names no round that decided it", None),
-    ("false", 0.9, [3], "the answer does not match the schema at ", None),
-    ("undetermined", 1.0, [], "the verdict 'undetermined' contradicts a probability-false of "
-     "1.00", None),
+@pytest.mark.parametrize(("contradictions", "rule"), [
+    ([{"questions": [1, 3], "description": "two years"}],
+     "the answer does not match the schema at "),
+    (None, "the summary is boilerplate ('Markdown:', fewer than 5 words)"),
 ])
-async def test_every_broken_verdict_rule_is_asked_again_and_repaired(
-    proxy: FaultProxy, paths: Paths, tmp_path: Path, verdict: str, p: float,
-    deciding: list[int], rule: str, stance: str | None,
+async def test_every_broken_narrative_rule_is_asked_again_and_repaired(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path,
+    contradictions: list[dict[str, Any]] | None, rule: str,
 ) -> None:
     proxy.scripts |= SCRIPTS | {"g90": gap(90, False),
-                                "bad": audit(verdict, p, deciding, stance=stance),
-                                "good": audit("false", 0.8, [1])}
+                                "bad": audit(contradictions=contradictions) if contradictions
+                                else audit(summary="Markdown:"),
+                                "good": audit("false")}
+    proxy.judgement = Judged(0.05)
     proxy.plan = ["script:q1", "script:a1", "script:g90", "script:bad", "script:good"]
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store, min_rounds=1)
     assert isinstance(events[-1], Finished) and events[-1].status == "completed"
-    retry = json.loads(proxy.requests[4])["messages"][-1]["content"]
+    retry = json.loads(proxy.requests[5])["messages"][-1]["content"]
     assert retry.startswith(f"That reply broke a rule: {rule}")
     session = store.load(directory)
     assert session.audit_result is not None and session.audit_result.verdict == "false"
@@ -268,43 +268,50 @@ async def test_every_broken_verdict_rule_is_asked_again_and_repaired(
 async def test_no_real_answer_in_any_round_ends_undetermined_without_an_audit(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
+    """Every round silent (no answer: judged without a call), pressed on to the limit."""
     proxy.scripts |= SCRIPTS | {"g90": gap(90, False)}
-    proxy.plan = ["script:q1", "script:empty", "script:g90"]
+    proxy.plan = [step for n in range(1, 6) for step in (f"script:q{n}", "script:empty",
+                                                         "script:g90")]
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store, min_rounds=1)
     final = events[-1]
-    cause = ("the witness model via:gemma gave no real answer in 1 round, so there is nothing "
+    cause = ("the witness model via:gemma gave no real answer in 5 rounds, so there is nothing "
              "to audit; give the witness another model with --witness")
-    assert isinstance(final, Finished) and final.status == "completed"
+    assert isinstance(final, Finished) and final.status == "limit-reached"
     assert final.reason == f"nothing to audit, the verdict is undetermined: {cause}"
     session = store.load(directory)
     assert session.audit_result is not None and session.audit_result.rule_broken == cause
-    assert len(session.qa_pairs) == 1  # the round is kept
-    assert len(proxy.requests) == 3  # no audit was asked for
+    assert len(session.qa_pairs) == 5  # the rounds are kept
+    assert all(p.judgement is not None and p.judgement.why == "no answer"
+               for p in session.qa_pairs)
+    assert len(proxy.requests) == 15  # no judgement and no audit was asked for
 
 
-async def test_a_verdict_that_contradicts_itself_is_asked_again(
+async def test_a_narrative_that_reads_otherwise_is_shown_beside_the_verdict_never_repaired(
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
-    proxy.scripts |= SCRIPTS | {"g90": gap(90, False), "odd": audit("true", 0.9),
-                                "good": audit("false", 0.85)}
-    proxy.plan = ["script:q1", "script:a1", "script:g90", "script:odd", "script:good"]
+    proxy.scripts |= SCRIPTS | {"g90": gap(90, False), "odd": audit("true")}
+    proxy.judgement = Judged(0.15)  # leans against: one round is not decisive
+    proxy.plan = ["script:q1", "script:a1", "script:g90", "script:q2", "script:a2",
+                  "script:g90", "script:odd"]
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store, min_rounds=1)
     assert isinstance(events[-1], Finished) and events[-1].status == "completed"
     session = store.load(directory)
-    errors = [t.reason for t in session.audit_trail if t.event == "error"]
-    assert errors == ["invalid audit, asking again: the verdict 'true' contradicts a "
-                      "probability-false of 0.90"]
+    assert len(session.qa_pairs) == 2  # two rounds leaning the same way settle it
+    assert not [t for t in session.audit_trail if t.event == "error"]  # nothing "repaired"
     audit_result = session.audit_result
     assert audit_result is not None and audit_result.verdict == "false"
+    assert audit_result.narrative_verdict == "true"
     # shown everywhere: the report and the JSON export
     report = to_markdown(session)
-    assert "- verdict: false · p(false) 0.85 · decided by round 1" in report
-    assert "- Verdict: false · p(false) 0.85 · decided by round 1" in report
+    assert "- verdict: false · p(false) 0.85 · computed from rounds 1, 2" in report
+    assert "- Verdict: false · p(false) 0.85 · computed from rounds 1, 2" in report
+    assert "the auditor's own reading: true (the verdict is computed" in report
+    assert "judgement: contradicts · p(true) 0.15 (log-probabilities)" in report
     exported = json.loads(to_json(session))["audit_result"]
-    assert (exported["verdict"], exported["probability_false"], exported["deciding_rounds"]) \
-        == ("false", 0.85, [1])
+    assert (exported["verdict"], exported["probability_false"], exported["deciding_rounds"],
+            exported["narrative_verdict"]) == ("false", 0.85, [1, 2], "true")
 
 
 async def test_the_embedded_detective_is_called_a_demonstration_model(

@@ -19,6 +19,7 @@ from engine.report.export import to_markdown
 from engine.storage.sessions import SessionStore
 from tests.support.faults import FaultProxy
 from tests.support.interrogation import interrogate, make_config
+from tests.support.scripted import Judged
 from tui.cli.printer import TranscriptPrinter
 
 PLACEHOLDERS = ("{{HYPOTHESIS}}", "{{TRANSCRIPT}}", "{{SEQUENCE}}", "{{LIMIT}}", "{{SCHEMA}}",
@@ -34,10 +35,10 @@ def gap(follow_up: bool, description: str = "the year is missing") -> str:
                        "requires_follow_up": follow_up})
 
 
-AUDIT = json.dumps({"comparisons": [{"round": 1, "stance": "unrelated"}],
-                    "contradictions": [], "summary": "The witness said little of substance.",
-                    "verdict": "undetermined", "probability_false": 0.5,
-                    "deciding_rounds": []})
+AUDIT = json.dumps({"contradictions": [], "summary": "The witness said little of substance.",
+                    "verdict": "undetermined"})
+SILENT_THEN_DECISIVE = [Judged(0.5), Judged(0.95)]
+"""Round 1 judged silent (the loop asks again), round 2 decisive (it closes)."""
 QUESTIONS = {"q1": ("When was it built?", "stop"), "q2": ("Who built it?", "stop")}
 
 
@@ -75,22 +76,25 @@ async def test_placeholders_in_model_and_user_text_reach_the_model_as_typed(
         "gap2": (gap(False), "stop"),
         "audit": (AUDIT, "stop"),
     }
-    # q1, a1, analysis 1, q2, a2 (the real model), analysis 2, audit
+    # q1, a1, judgement 1, analysis 1, q2, a2 (the real model), judgement 2, analysis 2, audit
+    proxy.judgement = list(SILENT_THEN_DECISIVE)
     proxy.plan = ["script:q1", "script:answer", "script:gap1", "script:q2", "pass",
                   "script:gap2", "script:audit"]
     events, _ = await run(proxy, paths, SessionStore(tmp_path / "s"), hypothesis)
     assert isinstance(events[-1], Finished) and events[-1].status == "completed", events[-1]
 
-    question2 = sent(proxy, 3)  # the detective's prompt for question 2
+    judgement1 = sent(proxy, 2)  # the hypothesis and the answer as typed, once each
+    assert judgement1.count(hypothesis) == 1 and judgement1.count(answer) == 1
+    question2 = sent(proxy, 4)  # the detective's prompt for question 2
     assert question2.count(hypothesis) == 1  # the hypothesis verbatim, placeholders included
     assert answer in question2 and f"gap quoting {EVERY}" in question2
     assert question2.count("Q1:") == 1  # the transcript went in once
     assert "Write question 2 of at most 5" in question2
-    analysis1 = sent(proxy, 2)
+    analysis1 = sent(proxy, 3)
     assert analysis1.count(hypothesis) == 1 and answer in analysis1
-    witness2 = json.loads(proxy.requests[4])["messages"]
+    witness2 = json.loads(proxy.requests[5])["messages"]
     assert {"role": "assistant", "content": answer} in witness2
-    assert hypothesis in sent(proxy, 6) and answer in sent(proxy, 6)
+    assert hypothesis in sent(proxy, 8) and answer in sent(proxy, 8)
 
 
 async def test_structured_replies_wrapped_in_prose_or_fences_are_accepted(
@@ -102,13 +106,14 @@ async def test_structured_replies_wrapped_in_prose_or_fences_are_accepted(
         "audit": (f"Sure. {AUDIT} Let me know if you need more.", "stop"),
     }
     proxy.scripts["a1"] = ("In 1889, for the world's fair.", "stop")
+    proxy.judgement = Judged(0.95)
     proxy.plan = ["script:q1", "script:a1", "script:gap", "script:audit"]
     store = SessionStore(tmp_path / "s")
     events, directory = await run(proxy, paths, store, "Ice floats on water")
     assert isinstance(events[-1], Finished) and events[-1].status == "completed"
     session = store.load(directory)
     assert not [t for t in session.audit_trail if t.event == "error"]
-    assert len(proxy.requests) == 4  # no retry was needed
+    assert len(proxy.requests) == 5  # no retry was needed (the judgement is the fifth)
     assert session.audit_result is not None
     assert session.audit_result.summary == "The witness said little of substance."
 
@@ -122,6 +127,7 @@ async def test_an_answer_cut_off_at_the_token_limit_is_marked_everywhere(
         "gap2": (gap(False), "stop"),
         "audit": (AUDIT, "stop"),
     }
+    proxy.judgement = list(SILENT_THEN_DECISIVE)
     proxy.plan = ["script:q1", "script:cut", "script:gap1", "script:q2", "pass",
                   "script:gap2", "script:audit"]
     store = SessionStore(tmp_path / "s")
@@ -132,8 +138,8 @@ async def test_an_answer_cut_off_at_the_token_limit_is_marked_everywhere(
     pairs = [e.pair for e in events if isinstance(e, PairCompleted)]
     assert [p.answer_cut_off for p in pairs] == [True, False]
     # the detective is told, in the analysis of that answer and in the next question's prompt
-    assert f"A1: The tower was built in [{ANSWER_CUT_OFF}]" in sent(proxy, 2)
     assert f"A1: The tower was built in [{ANSWER_CUT_OFF}]" in sent(proxy, 3)
+    assert f"A1: The tower was built in [{ANSWER_CUT_OFF}]" in sent(proxy, 4)
     # stored, exported, shown
     session = store.load(directory)
     assert session.qa_pairs[0].answer_cut_off and not session.qa_pairs[1].answer_cut_off

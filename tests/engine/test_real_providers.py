@@ -20,7 +20,15 @@ from engine import (
     RequestError,
     TotalTimeout,
 )
-from engine.providers import Done, Provider, StreamRequest, TokenDelta, Usage, create_provider
+from engine.providers import (
+    Done,
+    Provider,
+    StreamRequest,
+    TokenChoices,
+    TokenDelta,
+    Usage,
+    create_provider,
+)
 from engine.routing.structured import complete, complete_json
 from tests.support.servers import LONG_PROMPT, ROOT, HangingServer, LlamaServer, closed_port
 
@@ -261,3 +269,21 @@ def test_a_process_that_exits_mid_answer_exits_with_its_code(home: object) -> No
                           text=True, cwd=ROOT, timeout=240)
     assert done.stdout == "streaming\n", (done.stdout, done.stderr[-2000:])
     assert done.returncode == 0 and "FATAL" not in done.stderr, done.stderr[-2000:]
+
+
+async def test_log_probabilities_come_with_each_token_of_the_answer(provider: Provider) -> None:
+    """Asked for (`top_logprobs`), every answer token comes with its log-probability and its
+    alternatives: the chosen tokens spell the answer, each a probability (≤ 0), the chosen one
+    among its alternatives, the most likely first at temperature 0. Not asked for: none."""
+    asked = StreamRequest.of(LONG_PROMPT, max_tokens=8, temperature=0, top_logprobs=5)
+    events = [event async for event in provider.stream(asked)]
+    text = "".join(e.text for e in events if isinstance(e, TokenDelta))
+    choices = [e for e in events if isinstance(e, TokenChoices)]
+    assert provider.gives_logprobs and text and choices
+    assert "".join(c.token for c in choices) == text
+    for place in choices:
+        assert 1 <= len(place.top) <= 5 and all(logprob <= 0 for _, logprob in place.top)
+        assert (place.token, place.logprob) in place.top
+        assert place.logprob == max(logprob for _, logprob in place.top)
+    plain = [event async for event in provider.stream(SHORT)]
+    assert not any(isinstance(e, TokenChoices) for e in plain)

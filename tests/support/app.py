@@ -83,7 +83,11 @@ def app_for(home: Path, text: str = "") -> DetektivApp:
     return DetektivApp(paths, load_config(paths))
 
 
-def config_text(providers: dict[str, str], detective: list[str], witness: list[str]) -> str:
+def config_text(providers: dict[str, str], detective: list[str], witness: list[str],
+                min_rounds: int = 3) -> str:
+    """A config of `providers` (OpenAI-compatible, by base URL) in those roles, with the fast
+    budgets and `min_rounds` (3: a run the scripted detective judges decisively still takes
+    three rounds, long enough to watch)."""
     lines = []
     for priority, (name, url) in enumerate(providers.items(), start=1):
         lines += [f"[providers.{name}]", 'kind = "openai"', 'model = "gemma"',
@@ -91,7 +95,7 @@ def config_text(providers: dict[str, str], detective: list[str], witness: list[s
                   "stall_timeout = 15", ""]
     lines += ["[roles]", f"detective = {json.dumps(detective)}",
               f"witness = {json.dumps(witness)}", "", "[interrogation]"]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in FAST.items()]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in {**FAST, "min_rounds": min_rounds}.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -30,7 +30,7 @@ def knows(items: Iterable[EvalItem], wrong: Iterable[str] = ()) -> Verdict:
     def verdict(claim: str) -> tuple[str, float]:
         item = by_claim[claim]
         true = item.label != (item.key in flipped)
-        return ("true", 0.1) if true else ("false", 0.9)
+        return ("true", 0.05) if true else ("false", 0.95)
 
     return verdict
 
@@ -75,9 +75,8 @@ def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
                                "requires_follow_up": False})
         if is_judgement(messages):
             return _judged(*verdict(judged_claim(messages)))
-        if system.startswith("You are a detective auditing"):
-            value, _ = verdict(claim_of(messages))
-            return json.dumps({"contradictions": [], "verdict": value,
+        if system.startswith("You are a detective auditing"):  # its reading is not used
+            return json.dumps({"contradictions": [], "verdict": "undetermined",
                                "summary": "The witness held to its account."})
         found = re.search(r"Write question (\d+)", messages[-1]["content"])
         number = found.group(1) if found else "1"

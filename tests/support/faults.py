@@ -26,8 +26,8 @@ Each connection takes the next fault from `plan` (then `default`) and serves one
 
 `schema_scripts` maps a structured request's schema name (`gap_analysis`) to a script: such a
 request is answered by it, whatever the plan (the plan is not consumed). `judgement` (a
-`scripted.Judged`) answers every judgement request the same way, with log-probabilities when
-they are asked for (a stated probability when not).
+`scripted.Judged`, or a list of them taken in turn, the last repeated) answers every judgement
+request, with log-probabilities when they are asked for (a stated probability when not).
 
 Only chat requests (`…/chat/completions`) take a fault and are counted: llama.cpp's own
 endpoints that detektiv asks before a call (`/props`, `/apply-template`, `/tokenize`: the
@@ -62,7 +62,7 @@ class FaultProxy:
         self.requests: list[bytes] = []
         self.side_requests: list[str] = []
         self.schema_scripts: dict[str, str] = {}
-        self.judgement: Judged | None = None
+        self.judgement: Judged | list[Judged] | None = None
         self.scripts: dict[str, tuple[str, str]] = {}
         self.port = 0
         self._server: asyncio.Server | None = None
@@ -217,7 +217,10 @@ class FaultProxy:
             return
         if kind == "judge":
             assert self.judgement is not None
-            text, logprobs = judgement_reply(self.judgement, json.loads(body))
+            judged = self.judgement
+            if isinstance(judged, list):
+                judged = judged.pop(0) if len(judged) > 1 else judged[0]
+            text, logprobs = judgement_reply(judged, json.loads(body))
             await self._sse(writer, text, "stop", logprobs)
             return
         if kind == "script":

@@ -235,6 +235,9 @@ class ThinkingWire(WireServer):
         if body.get("system"):
             messages.insert(0, {"role": "system", "content": body["system"]})
         text = self.script(messages)
+        if isinstance(text, Judged):  # no log-probabilities on these wires: a stated number,
+            # after thinking that holds a decoy one (a leak would be read)
+            return "Perhaps 3, or 97.", str(round(text.p_true * 100))
         found = re.match(r"<think>(.*?)</think>\s*", text, re.DOTALL)
         return (found.group(1), text[found.end():]) if found else ("", text)
 

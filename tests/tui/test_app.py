@@ -41,17 +41,19 @@ async def test_an_interrogation_streams_live_and_completes(
         await until(pilot, lambda: any(b.kind == "answer" for b in view.blocks)
                     and bool(view.live_text or view.blocks[-1].text) and not finished(app))
         await until(pilot, lambda: finished(app))
-        assert app.live.status_text.startswith("completed: the detective was satisfied")
+        assert app.live.status_text.startswith("completed: a decisive judgement settled it")
         kinds = [b.kind for b in view.blocks]
         assert kinds[:2] == ["heading", "heading"] and "question" in kinds
         assert "analysis" in kinds and kinds[-3:] == ["audit", "audit", "note"]
+        judged = [b for b in view.blocks if b.title.startswith("Judgement")]
+        assert len(judged) == 3 and "p(true) 0.95" in judged[0].text
         assert view.blocks[-1].text.startswith("Session ")  # the CLI's closing words
         badge = app.live.query_one("#witness-badge").render()
         assert str(badge) == "witness: llama:gemma"
         assert "consistency" in str(app.live.query_one("#audit").render())
         verdict = app.live.query_one("#verdict-badge")
-        assert str(verdict.render()) == "verdict: undetermined (p 0.50)"
-        assert verdict.has_class("verdict-undetermined")
+        assert str(verdict.render()) == "verdict: true (p 0.05)"
+        assert verdict.has_class("verdict-true")
         # the cost badge: both models are on this machine, so free; the scripted detective
         # reports no usage, so its tokens are estimated (`~`)
         session = app.workspace.store.load(app.workspace.store.list()[0].id)

@@ -321,8 +321,8 @@ class LiveScreen(Guarded, Screen[None]):
             case Started():
                 self.set_status("running")
             case Phase(phase=phase, sequence=sequence):
-                label = {"question": "asking", "answer": "answering", "analysis": "analysing",
-                         "audit": "auditing"}[phase]
+                label = {"question": "asking", "answer": "answering", "judgement": "judging",
+                         "analysis": "analysing", "audit": "auditing"}[phase]
                 self.set_status(f"round {sequence}: {label}…" if phase != "audit"
                                 else "auditing…")
             case ProviderChosen(role=role, provider=provider):
