@@ -30,8 +30,8 @@ from engine.models.session import ProvidersUsed, QuestionAnswerPair
 from engine.providers import Message, StreamRequest, create_provider
 from engine.providers._ollama import ollama_window
 from tests.support.faults import FaultProxy
-from tests.support.servers import LlamaServer, local_server
 from tests.support.scripted import Judged
+from tests.support.servers import LlamaServer, local_server
 from tests.support.wire import Reply, WireServer, json_reply
 
 CUT = re.compile(re.escape(CUT_MARK).replace(r"\{n\}", r"\d+"))

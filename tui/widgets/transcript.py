@@ -33,7 +33,8 @@ __all__ = ["SHOWN_AS", "Block", "TranscriptView"]
 Kind = Literal["heading", "question", "answer", "analysis", "audit", "note", "discarded"]
 SHOWN_AS: dict[BlockKind, Kind] = {
     "heading": "heading", "question": "question", "answer": "answer", "analysis": "analysis",
-    "judgement": "analysis", "audit": "audit", "summary": "audit", "note": "note", "mark": "note", "end": "note"}
+    "judgement": "analysis", "audit": "audit", "summary": "audit", "note": "note",
+    "mark": "note", "end": "note"}
 """How each kind of the engine's blocks (`engine.report.blocks`) shows in the transcript."""
 FPS = 30
 
