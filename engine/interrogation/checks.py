@@ -141,13 +141,19 @@ def _grams(words: Sequence[str], n: int = 4) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
+_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”')
+"""A quoted span of an instruction: a worked example or a phrase shown, not instruction prose
+(a question shaped like a worked example is what the examples are for)."""
+
+
 def _echoes(words: Sequence[str], instructions: Iterable[str]) -> bool:
-    """Whether `words` are mostly lifted from the instructions (4 words or more)."""
+    """Whether `words` are mostly lifted from the instructions' own prose (4 words or more;
+    quoted examples are not prose)."""
     if len(words) < 4:
         return False
     mine = _grams(words)
     for text in instructions:
-        theirs = _grams(_words(_PLACEHOLDER.sub(" ", text)))
+        theirs = _grams(_words(_QUOTED.sub(" ", _PLACEHOLDER.sub(" ", text))))
         if theirs and len(mine & theirs) >= _ECHO_SHARE * len(mine):
             return True
     return False

@@ -18,9 +18,11 @@ The rule (documented in docs/eval.md, tested on scripted servers):
    bearing rounds on the verdict's side.
 
 Stopping (`settled`): once at least `min_rounds` (and one round a fact of the hypothesis,
-`claim_facts`) are done, and the verdict stands on a decisive round or on `CONFIRMING` (2)
-rounds that lean its way, with no conflict, the questioning closes: a clear claim costs one
-round, a leaning one two, a silent or conflicting one is pressed up to the limit.
+`claim_facts`) are done and the verdict is decided (a round bears on it, no conflict), the
+questioning closes: a claim the first answer bears on costs one round; silent, unsure or
+cancelling rounds are pressed on, up to the limit. Measured on the 1.5B (notes/judgements.md,
+bench-real's dev sample): rounds after one that bears drift to neighbouring facts, which the
+judgement reads as evidence, and dilute the round that asked the key fact.
 
 A hypothesis that states no checkable fact ("Summarize the health benefits of Vitamin B3",
 a question) is interrogated for its gaps only, and its verdict is `undetermined` with
@@ -38,7 +40,6 @@ from engine.models.judgement import Bearing, Judgement
 from engine.models.session import VerdictValue
 
 __all__ = [
-    "CONFIRMING",
     "DECISIVE",
     "LEANS",
     "NO_CLAIM",
@@ -55,9 +56,8 @@ LEANS = 0.6
 """P(true) from which a round supports the hypothesis (1 − it: contradicts), and P(false) from
 which the verdict is `false` (1 − it: `true`)."""
 DECISIVE = 0.9
-"""P(true) from which a round decides on its own (1 − it: decides against)."""
-CONFIRMING = 2
-"""Rounds leaning the verdict's way that settle it without a decisive one."""
+"""P(true) from which a round is decisive (1 − it: decisive against): two decisive rounds on
+opposite sides are a conflict."""
 _CLIP = 0.01
 NO_CLAIM = "the hypothesis states no claim to judge"
 
@@ -123,17 +123,11 @@ def compute(judgements: Sequence[tuple[int, Judgement | None]]) -> Computed:
 
 def settled(judgements: Sequence[tuple[int, Judgement | None]], rounds: int,
             min_rounds: int, facts: int) -> bool:
-    """Whether the questioning may close after `rounds` rounds: enough rounds, and a verdict
-    that stands on a decisive round, or on `CONFIRMING` leaning ones, with no conflict (the
-    module docstring)."""
+    """Whether the questioning may close after `rounds` rounds: enough rounds, and a decided
+    verdict (the module docstring)."""
     if rounds < max(min_rounds, facts):
         return False
-    computed = compute(judgements)
-    if computed.verdict == "undetermined":
-        return False
-    decisive = {n for n, j in judgements if j is not None and j.p_true is not None
-                and (j.p_true >= DECISIVE or j.p_true <= 1 - DECISIVE)}
-    return bool(decisive & set(computed.deciding)) or len(computed.deciding) >= CONFIRMING
+    return compute(judgements).verdict != "undetermined"
 
 
 _ASKS = frozenset("""summarize summarise explain describe list compare discuss tell write give

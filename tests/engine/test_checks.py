@@ -63,6 +63,16 @@ def test_a_real_question_passes(question: str) -> None:
     assert question_problem(question, HYPOTHESIS, earlier, INSTRUCTIONS) is None
 
 
+def test_a_question_shaped_like_a_worked_example_is_no_echo_of_the_instructions() -> None:
+    """The worked examples are quoted: a question of their shape is what they are for."""
+    instructions = ('Worked examples:\n- "Ottawa is the capital of Canada." → "What is the '
+                    'capital city of Canada?"\nReply with the question only.',)
+    assert question_problem("What is the capital city of Australia?",
+                            "The capital of Australia is Sydney.", [], instructions) is None
+    assert question_problem("Reply with the question only.", "Sydney is big.", [],
+                            instructions) == "it echoes the instructions it was given"
+
+
 def test_an_open_question_for_the_claims_own_word_is_no_repetition() -> None:
     """It leaves out the word the claim gives and asks for it: the ideal first question, for
     all its words in common with the hypothesis."""

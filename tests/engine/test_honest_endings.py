@@ -291,27 +291,26 @@ async def test_a_narrative_that_reads_otherwise_is_shown_beside_the_verdict_neve
     proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     proxy.scripts |= SCRIPTS | {"g90": gap(90, False), "odd": audit("true")}
-    proxy.judgement = Judged(0.15)  # leans against: one round is not decisive
-    proxy.plan = ["script:q1", "script:a1", "script:g90", "script:q2", "script:a2",
-                  "script:g90", "script:odd"]
+    proxy.judgement = Judged(0.15)  # leans against: not decisive, and enough to settle it
+    proxy.plan = ["script:q1", "script:a1", "script:g90", "script:odd"]
     store = SessionStore(tmp_path / "s")
     events, directory = await interrogate(proxy, paths, store, min_rounds=1)
     assert isinstance(events[-1], Finished) and events[-1].status == "completed"
     session = store.load(directory)
-    assert len(session.qa_pairs) == 2  # two rounds leaning the same way settle it
+    assert len(session.qa_pairs) == 1  # a round that bears on it settles it
     assert not [t for t in session.audit_trail if t.event == "error"]  # nothing "repaired"
     audit_result = session.audit_result
     assert audit_result is not None and audit_result.verdict == "false"
     assert audit_result.narrative_verdict == "true"
     # shown everywhere: the report and the JSON export
     report = to_markdown(session)
-    assert "- verdict: false · p(false) 0.85 · computed from rounds 1, 2" in report
-    assert "- Verdict: false · p(false) 0.85 · computed from rounds 1, 2" in report
+    assert "- verdict: false · p(false) 0.85 · computed from round 1" in report
+    assert "- Verdict: false · p(false) 0.85 · computed from round 1" in report
     assert "the auditor's own reading: true (the verdict is computed" in report
     assert "judgement: contradicts · p(true) 0.15 (log-probabilities)" in report
     exported = json.loads(to_json(session))["audit_result"]
     assert (exported["verdict"], exported["probability_false"], exported["deciding_rounds"],
-            exported["narrative_verdict"]) == ("false", 0.85, [1, 2], "true")
+            exported["narrative_verdict"]) == ("false", 0.85, [1], "true")
 
 
 async def test_the_embedded_detective_is_called_a_demonstration_model(

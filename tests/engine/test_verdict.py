@@ -79,16 +79,15 @@ def test_bearing_thresholds() -> None:
     assert pooled([0.9, 0.1]) == pytest.approx(0.5)
 
 
-def test_settled_needs_a_decisive_round_or_two_leaning_ones_on_the_verdicts_side() -> None:
+def test_settled_once_a_round_bears_on_it_and_not_before() -> None:
     leaning = [(1, judged(LEANS + 0.01))]
-    decisive = [(1, judged(DECISIVE))]
-    assert not settled(leaning, 1, 1, 1)
-    assert settled([*leaning, (2, judged(None)), (3, judged(LEANS + 0.1))], 3, 1, 1)
+    assert settled(leaning, 1, 1, 1)
+    assert not settled([(1, judged(0.5))], 1, 1, 1)  # silent: pressed on
+    assert settled([(1, judged(None)), (2, judged(1 - LEANS - 0.01))], 2, 1, 1)
     assert not settled([(1, judged(0.3)), (2, judged(0.7))], 2, 1, 1)  # they cancel out
-    assert settled(decisive, 1, 1, 1)
-    assert not settled(decisive, 1, 2, 1)  # min_rounds
-    assert not settled(decisive, 1, 1, 2)  # one round a fact
-    assert not settled([(1, judged(0.95)), (2, judged(0.02))], 2, 1, 1)  # a conflict
+    assert not settled(leaning, 1, 2, 1)  # min_rounds
+    assert not settled(leaning, 1, 1, 2)  # one round a fact
+    assert not settled([(1, judged(DECISIVE)), (2, judged(0.02))], 2, 1, 1)  # a conflict
 
 
 def test_claims_facts_and_requests() -> None:
