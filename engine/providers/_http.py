@@ -1,6 +1,6 @@
 """HTTP facts shared by the providers: status codes to errors, Retry-After, what a reply that
-is not a stream was. Reading a reply (bounded lines, SSE events, whole bodies) is
-`engine.providers._reading`."""
+is not a stream was, the OpenAI-compatible usage object (`usage_of`). Reading a reply
+(bounded lines, SSE events, whole bodies) is `engine.providers._reading`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from engine.errors import (
     overflow_window,
 )
 from engine.jsondata import read_json
+from engine.providers._events import Usage
 
 if TYPE_CHECKING:
     import httpx
@@ -46,6 +47,7 @@ __all__ = [
     "send_streamed",
     "shared_tls",
     "unlisted_model",
+    "usage_of",
 ]
 
 
@@ -305,3 +307,15 @@ def unlisted_model(provider: str, model: str, names: list[str]) -> RequestError:
                                             else "")
     return RequestError(provider, f"model {model!r} is not among the {len(names)} the server "
                         f"lists ({shown}): check the name in the config")
+
+
+def usage_of(usage: object) -> Usage:
+    """OpenAI's usage object (or dict) as `Usage`: the cached prompt tokens in
+    `prompt_tokens_details.cached_tokens`, the reasoning tokens in
+    `completion_tokens_details.reasoning_tokens`."""
+    return Usage(
+        field_of(usage, "prompt_tokens"), field_of(usage, "completion_tokens"),
+        cached_tokens=field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens"),
+        reasoning_tokens=field_of(field_of(usage, "completion_tokens_details"),
+                                  "reasoning_tokens"),
+    )

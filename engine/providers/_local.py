@@ -32,11 +32,10 @@ from engine.providers._events import (
     TokenDelta,
     finish_reason_of,
 )
-from engine.providers._http import error_for_status
+from engine.providers._http import error_for_status, usage_of
 from engine.providers._llama import LlamaEngine, LlamaOptions
 from engine.providers._llamacpp import count_chat_tokens
 from engine.providers._logprobs import token_choices, wants_logprobs
-from engine.providers._openai import usage_of
 from engine.providers._reasoning import reasoning_field
 
 __all__ = ["LocalProvider"]

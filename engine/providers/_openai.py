@@ -30,7 +30,6 @@ from engine.providers._events import (
     StreamEvent,
     StreamRequest,
     TokenDelta,
-    Usage,
     finish_reason_of,
 )
 from engine.providers._http import (
@@ -45,6 +44,7 @@ from engine.providers._http import (
     send_streamed,
     shared_tls,
     unlisted_model,
+    usage_of,
 )
 from engine.providers._llamacpp import (
     api_root,
@@ -60,18 +60,6 @@ from engine.providers._reasoning import reasoning_field
 __all__ = ["OpenAIProvider"]
 
 OPENAI_URL = "https://api.openai.com/v1"
-
-
-def usage_of(usage: object) -> Usage:
-    """OpenAI's usage object (or dict) as `Usage`: the cached prompt tokens in
-    `prompt_tokens_details.cached_tokens`, the reasoning tokens in
-    `completion_tokens_details.reasoning_tokens`."""
-    return Usage(
-        field_of(usage, "prompt_tokens"), field_of(usage, "completion_tokens"),
-        cached_tokens=field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens"),
-        reasoning_tokens=field_of(field_of(usage, "completion_tokens_details"),
-                                  "reasoning_tokens"),
-    )
 
 
 def connection_error(provider: str, exc: httpx.HTTPError, mid_stream: bool = False

@@ -14,10 +14,10 @@ from typing import cast
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, ProgressBar, Select, Static
+from textual.widgets import Footer, Input, Select, Static
 
 from engine import (
     PROTOCOLS,
@@ -28,7 +28,6 @@ from engine import (
     DetektivError,
     Discarded,
     Finished,
-    GapAnalysis,
     GapAnalysisReady,
     InterrogationEvent,
     JudgementReady,
@@ -41,7 +40,6 @@ from engine import (
     Run,
     Started,
     TokenTally,
-    audit_lines,
     cost_badge,
     discarded_line,
     finished_line,
@@ -54,6 +52,7 @@ from tui.funnel import Guarded
 from tui.messages import SessionShown
 from tui.widgets.form import FormInput, HypothesisArea
 from tui.widgets.reasoning import ReasoningPanel
+from tui.widgets.side import SidePanel
 from tui.widgets.tabs import ModeTabs
 from tui.widgets.transcript import TranscriptView
 
@@ -122,13 +121,7 @@ class LiveScreen(Guarded, Screen[None]):
             yield Static(Content("idle"), id="status")
         with Horizontal(id="main"):
             yield TranscriptView(id="transcript")
-            with Vertical(id="side"):
-                yield Static(Content.styled("Gap analysis", "bold"), classes="heading")
-                yield ProgressBar(total=100, show_eta=False, id="completeness")
-                yield Static(Content("no analysis yet"), id="gaps")
-                yield Static(Content.styled("Audit", "bold"), classes="heading")
-                yield Static(Content("not yet"), id="audit")
-                yield ReasoningPanel()
+            yield SidePanel(id="side")
         yield Footer()
 
     # ---- actions -----------------------------------------------------------------------------
@@ -300,10 +293,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#verdict-badge", Static).set_classes("badge")
         self.usage = TokenTally()
         self.query_one("#cost-badge", Static).update(Content("cost: –"))
-        self.query_one("#completeness", ProgressBar).update(progress=0)
-        self.query_one("#gaps", Static).update(Content("no analysis yet"))
-        self.query_one("#audit", Static).update(Content("not yet"))
-        self.query_one(ReasoningPanel).clear()
+        self.query_one(SidePanel).clear()
 
     def show(self, event: InterrogationEvent, announce: bool = True) -> None:
         """Render one event (live, or replayed from a log): its blocks into the transcript
@@ -345,10 +335,10 @@ class LiveScreen(Guarded, Screen[None]):
                 badge.update(Content("verdict " + running_verdict(verdict, p_false)))
                 badge.set_classes(f"badge verdict-{verdict}")
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
-                self.show_analysis(analysis, sequence)
+                self.query_one(SidePanel).show_analysis(analysis, sequence)
             case PairCompleted(pair=pair):
                 if replayed:
-                    self.show_analysis(pair.gap_analysis, pair.sequence)
+                    self.query_one(SidePanel).show_analysis(pair.gap_analysis, pair.sequence)
                 if pair.usage is not None:
                     self.usage.add(pair.usage)
                     self.show_usage(self.usage)
@@ -374,22 +364,13 @@ class LiveScreen(Guarded, Screen[None]):
         """The cost badge: what the run has cost so far."""
         self.query_one("#cost-badge", Static).update(Content(cost_badge(usage)))
 
-    def show_analysis(self, analysis: GapAnalysis, sequence: int) -> None:
-        """The side panel's view of a round's analysis (the transcript has its block)."""
-        self.query_one("#completeness", ProgressBar).update(
-            progress=analysis.completeness_score)
-        side = [f"round {sequence}: {analysis.completeness_score}/100"]
-        side += [f"• {g.severity} {g.category}: {g.description.strip()}" for g in analysis.gaps]
-        self.query_one("#gaps", Static).update(Content(strip_control("\n".join(side))))
-
     def show_audit(self, audit: AuditResult) -> None:
         """The verdict badge and the side panel's audit (the transcript has its blocks)."""
         badge = self.query_one("#verdict-badge", Static)
         badge.update(Content("verdict: " + (verdict_short(audit.verdict, audit.probability_false,
                                                           audit.demonstration) or "–")))
         badge.set_classes(f"badge verdict-{audit.verdict or 'none'}")
-        self.query_one("#audit", Static).update(
-            Content(strip_control("\n".join(audit_lines(audit)))))
+        self.query_one(SidePanel).show_audit(audit)
 
     def on_worker_state_changed(self, event: object) -> None:
         """Errors are the app's funnel; here only the status line follows the worker."""
