@@ -141,7 +141,7 @@ def _grams(words: Sequence[str], n: int = 4) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
-_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”')
+_QUOTED = re.compile(r'"[^"]{0,400}"|“[^”]{0,400}”')
 """A quoted span of an instruction: a worked example or a phrase shown, not instruction prose
 (a question shaped like a worked example is what the examples are for)."""
 

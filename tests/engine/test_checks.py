@@ -66,7 +66,8 @@ def test_a_real_question_passes(question: str) -> None:
 def test_a_question_shaped_like_a_worked_example_is_no_echo_of_the_instructions() -> None:
     """The worked examples are quoted: a question of their shape is what they are for."""
     instructions = ('Worked examples:\n- "Ottawa is the capital of Canada." → "What is the '
-                    'capital city of Canada?"\nReply with the question only.',)
+                    'capital city of\n  Canada?"\nReply with the question only.',)  # a quote
+    # may go over a line
     assert question_problem("What is the capital city of Australia?",
                             "The capital of Australia is Sydney.", [], instructions) is None
     assert question_problem("Reply with the question only.", "Sydney is big.", [],

@@ -138,10 +138,10 @@ async def test_an_unusable_question_is_asked_again_without_words_in_the_models_m
         roles = [m["role"] for m in retry["messages"]]
         assert roles == ["system", "user"], roles  # no planted assistant turn
         assert retry["messages"][-1]["content"].endswith(
-            f"could not be used as question 1: {problem}. Write question\n1 now: one open, "
-            "neutral question to the witness about the subject of the\nhypothesis, that does "
-            "not state the hypothesis or its answer, ending with a question mark,\nand nothing "
-            "else.")
+            f"could not be used as question 1: {problem}. Write question\n1 now, the way the "
+            "worked examples do: leave out what the hypothesis says and ask\nfor it, starting "
+            "with What, Which, Who, When, Where or How many, addressed to the witness as\n"
+            "\"you\"; one open question ending with a question mark, and nothing else.")
     assert first["temperature"] == second["temperature"] == 0 and third["temperature"] == 0.8
     # the model's nonsense did not count against the server
     config = make_config({"via": proxy.url}, ["via"], ["via"])
