@@ -256,6 +256,9 @@ def main() -> int:
             release_tied(process.pid)
     print(f"\nbench-real finished in {(time.monotonic() - began) / 60:.0f} min; reports in "
           f"{work / 'reports'}")
+    print("\nwhat a round's calls cost (bench/round_costs.py):", flush=True)
+    subprocess.run([sys.executable, str(ROOT / "bench" / "round_costs.py"), str(home)],
+                   check=False)
     return 0
 
 
