@@ -10,12 +10,13 @@ from textual.content import Content
 from textual.widgets import ProgressBar, Static
 
 from engine import AuditResult, GapAnalysis, audit_lines, strip_control
+from tui.funnel import Guarded
 from tui.widgets.reasoning import ReasoningPanel
 
 __all__ = ["SidePanel"]
 
 
-class SidePanel(Vertical):
+class SidePanel(Guarded, Vertical):
     """See the module docstring."""
 
     def compose(self) -> ComposeResult:
