@@ -100,9 +100,10 @@ class LiveScreen(Guarded, Screen[None]):
                                  tab_behavior="focus", show_line_numbers=False)
             yield FormInput(placeholder="detective (default chain)", id="detective")
             yield FormInput(placeholder="witness (default chain)", id="witness")
-            yield FormInput(placeholder="witness document (file, or notes)", id="document",
-                            tooltip="a file the witness holds (.txt .md .srt .vtt), or "
-                            "'notes' for the case's notes; the detective never sees it")
+            yield FormInput(placeholder="document", id="document",
+                            tooltip="a document the witness holds: a file (.txt .md .srt "
+                            ".vtt), or 'notes' for the case's notes; the detective never sees "
+                            "it")
             limit = self.host.workspace.config.interrogation.iteration_limit
             yield FormInput(value=str(limit), id="limit", type="integer", max_length=2)
             yield Select([(name, name) for name in PROTOCOLS], value="cross-exam",
