@@ -354,3 +354,24 @@ def test_reasoning_shows_only_when_asked(home: Path) -> None:
     assert full == exported
     assert "_Reasoning · detective_" in full and "_Reasoning · witness_" in full
     assert full.index("_Reasoning · detective_") < full.index("It was built in 1890")
+
+
+def test_run_with_a_witness_document_names_it_and_exports_its_text_only_when_asked(
+    configured: SessionStore, tmp_path: Path
+) -> None:
+    document = tmp_path / "minutes.md"
+    document.write_text("# Minutes\n\nThe launch slipped to May.\n", encoding="utf-8")
+    done = detektiv("run", "The launch slipped to May.", "--witness-document", str(document))
+    assert done.returncode == 0, done.stderr
+    (row,) = configured.list()
+    held = configured.load(row.dir).witness_document
+    assert held is not None and held.name == "minutes.md" and held.size == 38
+    plain = json.loads(detektiv("export", row.id[:8], "--format", "json").stdout)
+    whole = json.loads(detektiv("export", row.id[:8], "--format", "json",
+                                "--with-document").stdout)
+    assert plain["witness_document"]["text"] is None
+    assert "slipped to May" in whole["witness_document"]["text"]
+    assert "Witness document: minutes.md · 38 characters" in detektiv("show", row.id[:8]).stdout
+    missing = detektiv("run", "x is y.", "--witness-document", str(tmp_path / "nope.md"))
+    assert missing.returncode != 0 and "no such file" in missing.stderr
+    assert "Traceback" not in missing.stderr

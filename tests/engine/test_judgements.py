@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine import EvalRequest, Paths, Workspace
-from engine.errors import DatasetError
+from engine.errors import ConfigError, DatasetError, NoteRefused
 from engine.interrogation.transcript import DOCUMENT_CUT
 from engine.interrogation.verdict import DECISIVE
 from engine.models.events import Finished, JudgementReady
@@ -243,5 +243,38 @@ async def test_a_row_without_a_document_is_refused_by_its_line_before_anything_s
         with pytest.raises(DatasetError, match=r"some\.jsonl line 2: no document"):
             await workspace.evals.start(EvalRequest(dataset=str(dataset), mode="document"))
         assert workspace.evals.runs() == []
+    finally:
+        await workspace.aclose()
+
+
+async def test_a_cases_notes_are_the_witness_document(paths: Paths) -> None:
+    with ScriptedModel(sleuth([0.95])) as det, ScriptedModel(plain_witness) as wit:
+        config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
+                             ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            case = workspace.cases.new_case("The mill")
+            workspace.cases.add_note(str(case.id), "The mill stood by the north gate.",
+                                     "typed")
+            run = workspace.sessions.start("The mill stood in the north.", 5,
+                                           session=str(case.id), witness_notes=True)
+            _ = [event async for event in run.events()]
+            session = workspace.store.load(str(case.id))
+        finally:
+            await workspace.aclose()
+    held = session.witness_document
+    assert held is not None and held.name == "the notes of The mill"
+    assert "The mill stood by the north gate." in wit.chats[0][0]["content"]
+    assert not any("north gate" in json.dumps(body) for body in det.bodies)
+
+
+async def test_notes_as_the_document_need_a_case(paths: Paths) -> None:
+    workspace = Workspace(paths, make_config({"x": "http://127.0.0.1:9/v1"}, ["x"], ["x"]))
+    try:
+        with pytest.raises(ConfigError, match="only in a case"):
+            workspace.sessions.start("A is B.", 5, witness_notes=True)
+        with pytest.raises(NoteRefused, match="no such file"):
+            workspace.sessions.start("A is B.", 5, document=Path("/nonexistent/ledger.md"))
+        assert workspace.store.list() == []  # nothing was stored
     finally:
         await workspace.aclose()
