@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from engine.config.models import InterrogationConfig
 from engine.evals.items import EvalItem, brief_for, document_for
 from engine.interrogation.calls import check_budget, count_tokens
-from engine.interrogation.judgement import Ask, judgement_messages, one_word, read_stated, read_word
+from engine.interrogation.judgement import Ask, Plan, gives_logprobs
 from engine.interrogation.transcript import witness_opening
 from engine.interrogation.verdict import bearing_of, compute
 from engine.models.judgement import Judgement
@@ -86,30 +86,18 @@ class Baselines:
     async def verdict(self, claim: str, evidence: str = "", ask: Ask = "judgement_direct"
                       ) -> tuple[str, float | None]:
         """The detective's verdict on `claim` given `evidence` (empty: the claim alone), read
-        as a round's judgement is (`engine.interrogation.judgement`: one word, its probability
-        from log-probabilities where the wire gives them, else stated) and made a verdict by
-        the same rule (`engine.interrogation.verdict`). A reply that says neither is
-        `undetermined` with no probability."""
-        chain = self.router.chain("detective")
-        logprobs = bool(chain) and self.router.providers[chain[0]].gives_logprobs
-        reading = None
-        if logprobs:
-            reply = await self._complete(one_word(
-                judgement_messages(claim, evidence, False, ask), self.settings, True),
-                "detective")
-            if reply.choices:
-                reading = read_word(reply.choices, reply.text)
-                if reading is None:
-                    return "undetermined", None
-        if reading is None:
-            reply = await self._complete(one_word(
-                judgement_messages(claim, evidence, True, ask), self.settings, False),
-                "detective")
-            reading = read_stated(reply.text)
-            if reading is None:
-                return "undetermined", None
-        judged = Judgement(bearing=bearing_of(reading.p_true), p_true=reading.p_true,
-                           source=reading.source)
+        as a round's judgement is (`engine.interrogation.judgement.Plan`: one word, its
+        probability from log-probabilities where the wire gives them, else stated) and made a
+        verdict by the same rule (`engine.interrogation.verdict`). A reply that says neither
+        is `undetermined` with no probability."""
+        plan = Plan(claim, evidence, ask, self.settings, gives_logprobs(self.router))
+        while (request := plan.request) is not None:
+            reply = await self._complete(request, "detective")
+            plan.took(reply.text, reply.choices, reply.finish_reason or "", reply.reasoning)
+        if isinstance(plan.reading, str):
+            return "undetermined", None
+        judged = Judgement(bearing=bearing_of(plan.reading.p_true), p_true=plan.reading.p_true,
+                           source=plan.reading.source)
         computed = compute([(1, judged)])
         return computed.verdict, computed.probability_false
 

@@ -31,9 +31,10 @@ from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest, TokenChoices
+from engine.routing.router import Router
 
-__all__ = ["TOP_LOGPROBS", "Reading", "does_not_know", "exchange", "judge",
-           "judgement_messages", "one_word", "read_stated", "read_word"]
+__all__ = ["TOP_LOGPROBS", "Plan", "Reading", "does_not_know", "exchange", "gives_logprobs",
+           "judge", "judgement_messages", "one_word", "read_stated", "read_word"]
 
 TOP_LOGPROBS = 10
 """Alternatives asked for at each token of a one-word judgement."""
@@ -143,41 +144,72 @@ def one_word(messages: tuple[Message, ...], settings: InterrogationConfig, logpr
                          top_logprobs=TOP_LOGPROBS if logprobs else None)
 
 
+class Plan:
+    """The calls one judgement takes, the one rule for every caller (a round's judgement, the
+    baselines): the one word with log-probabilities where the detective's first provider
+    gives them (asked again with `THINKING_BUDGET` when a reasoning model spent its budget
+    thinking), else — or when the provider that answered sent none — the stated probability.
+
+        plan = Plan(claim, evidence, ask, settings, logprobs)
+        while (request := plan.request) is not None:
+            reply = <call request>
+            plan.took(reply.text, reply.choices, reply.finish_reason, reply.reasoning)
+        plan.reading      # a Reading, or why there is none (str)
+    """
+
+    def __init__(self, claim: str, evidence: str, ask: Ask, settings: InterrogationConfig,
+                 logprobs: bool) -> None:
+        self._claim, self._evidence, self._ask, self._settings = claim, evidence, ask, settings
+        self._stage = "word" if logprobs else "stated"
+        self.reading: Reading | str = "no judgement was asked for"
+        self.request: StreamRequest | None = self._build()
+
+    def _build(self, budget: int | None = None) -> StreamRequest:
+        stated = self._stage == "stated"
+        return one_word(judgement_messages(self._claim, self._evidence, stated, self._ask),
+                        self._settings, not stated, budget)
+
+    def took(self, text: str, choices: Sequence[TokenChoices], finish_reason: str,
+             reasoning: str) -> None:
+        """Account for the reply to `request`; sets the next `request`, or None when done."""
+        if self._stage == "stated":
+            found = read_stated(text)
+            self.reading = found if found is not None else (
+                f"the detective's judgement could not be read ({text.strip()[:40]!r})")
+            self.request = None
+        elif (self._stage == "word" and reasoning.strip()
+              and budget_spent("the detective", text, finish_reason, reasoning)):
+            self._stage = "word again"  # a reasoning model: its budget went on thinking
+            self.request = self._build(THINKING_BUDGET)
+        elif choices:
+            found = read_word(choices, text)
+            self.reading = found if found is not None else (
+                f"the detective said neither true nor false ({text.strip()[:40]!r})")
+            self.request = None
+        else:  # the provider that answered sends no log-probabilities
+            self._stage = "stated"
+            self.request = self._build()
+
+
+def gives_logprobs(router: Router) -> bool:
+    """Whether the detective chain's first provider sends log-probabilities."""
+    chain = router.chain("detective")
+    return bool(chain) and router.providers[chain[0]].gives_logprobs
+
+
 async def _ask(calls: SessionCalls, sequence: int, hypothesis: str, evidence: str,
                found: list[Reading | str]) -> AsyncGenerator[InterrogationEvent, None]:
-    """One judgement of `evidence`: the one-word reading where the detective's first
-    provider gives log-probabilities, else (or when its provider sent none) the stated
-    one. Appends the `Reading`, or why there is none, to `found`."""
-    settings = calls.settings
-    chain = calls.router.chain("detective")
-    logprobs = bool(chain) and calls.router.providers[chain[0]].gives_logprobs
-    turn = Turn()
-    if logprobs:
-        messages = judgement_messages(hypothesis, evidence, stated_probability=False)
-        request = one_word(messages, settings, True)
+    """One judgement of `evidence`, recorded (`Plan`); appends the `Reading`, or why there is
+    none, to `found`."""
+    plan = Plan(hypothesis, evidence, "judgement_word", calls.settings,
+                gives_logprobs(calls.router))
+    while (request := plan.request) is not None:
+        turn = Turn()
         async for event in calls._call(Prompt.whole(request), "detective", turn, None,
                                        fit_for=sequence, phase="judgement"):
             yield event
-        if budget_spent("the detective", turn.text, turn.finish_reason, turn.reasoning) \
-                and turn.reasoning.strip():  # a reasoning model: its budget went on thinking
-            request = one_word(messages, settings, True, THINKING_BUDGET)
-            async for event in calls._call(Prompt.whole(request), "detective", turn, None,
-                                           fit_for=sequence, phase="judgement"):
-                yield event
-        if turn.choices:
-            reading = read_word(turn.choices, turn.text)
-            found.append(reading if reading is not None else
-                         f"the detective said neither true nor false "
-                         f"({turn.text.strip()[:40]!r})")
-            return
-    messages = judgement_messages(hypothesis, evidence, stated_probability=True)
-    async for event in calls._call(Prompt.whole(one_word(messages, settings, False)),
-                                   "detective", turn, None, fit_for=sequence,
-                                   phase="judgement"):
-        yield event
-    reading = read_stated(turn.text)
-    found.append(reading if reading is not None else
-                 f"the detective's judgement could not be read ({turn.text.strip()[:40]!r})")
+        plan.took(turn.text, turn.choices, turn.finish_reason, turn.reasoning)
+    found.append(plan.reading)
 
 
 async def judge(calls: SessionCalls, sequence: int, question: str, answers: Sequence[str],

@@ -7,7 +7,16 @@ import math
 
 import pytest
 
-from engine.interrogation.judgement import does_not_know, read_stated, read_word
+from engine.config.models import InterrogationConfig
+from engine.interrogation.judgement import (
+    THINKING_BUDGET,
+    TOP_LOGPROBS,
+    Plan,
+    Reading,
+    does_not_know,
+    read_stated,
+    read_word,
+)
 from engine.interrogation.verdict import (
     DECISIVE,
     LEANS,
@@ -157,3 +166,23 @@ def test_hostile_logprobs_are_left_out_never_an_error() -> None:
     ]})
     assert found == [TokenChoices("True", -0.1, (("True", -0.1),))]
     assert token_choices(None) == token_choices({"content": "x"}) == []
+
+
+def test_the_judgement_plan_reads_after_the_thinking_and_falls_back_to_a_stated_number(
+) -> None:
+    settings = InterrogationConfig(judgement_max_tokens=8)
+    plan = Plan("A is B.", "", "judgement_direct", settings, logprobs=True)
+    assert plan.request is not None and plan.request.top_logprobs == TOP_LOGPROBS
+    assert plan.request.max_tokens == 8
+    plan.took("", [], "length", "Let me think about A and B")  # its budget went on thinking
+    assert plan.request is not None and plan.request.max_tokens == THINKING_BUDGET
+    plan.took("True", [], "stop", "")  # answered, but its provider sent no log-probabilities
+    assert plan.request is not None and plan.request.top_logprobs is None
+    assert "0 to 100" in plan.request.messages[-1].content
+    plan.took("85", [], "stop", "")
+    assert plan.request is None and isinstance(plan.reading, Reading)
+    assert plan.reading.p_true == pytest.approx(0.85) and plan.reading.source == "stated"
+    unsure = Plan("A is B.", "", "judgement_direct", settings, logprobs=True)
+    unsure.took("Maybe", [TokenChoices("Maybe", -0.1, (("Maybe", -0.1),))], "stop", "")
+    assert unsure.request is None and isinstance(unsure.reading, str)
+    assert "neither true nor false" in unsure.reading
