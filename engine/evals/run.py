@@ -9,7 +9,7 @@
 
 Each item is put to the witness (`planted` or `defend`, `WitnessBrief`) and interrogated
 through the workspace's sessions like any other run: stored, tagged with the run
-(`EvalTag`), openable in the app. Its audit's verdict and probability-false are the result.
+(`EvalTag`), openable in the app. Its computed verdict and probability-false are the result.
 `runs` repeats are independent interrogations (sampled at the configured temperature: at 0
 they can only repeat each other). Baselines on the same items, models and router: the
 detective judging the claim alone (`direct`), and the witness asked once "Are you sure?"

@@ -65,7 +65,7 @@ CONTRADICTION_PENALTY = 10
 SessionStatus = Literal["notes", "running", "completed", "failed", "limit-reached", "cancelled"]
 """`notes`: a case file whose interrogation has not been started yet."""
 VerdictValue = Literal["true", "false", "undetermined"]
-"""The audit's verdict on the hypothesis."""
+"""The verdict on the hypothesis (computed from the rounds' judgements)."""
 GapCategory = Literal["missing_information", "ambiguity", "inconsistency", "vagueness"]
 Severity = Literal["low", "medium", "high"]
 
