@@ -213,15 +213,17 @@ async def _ask(calls: SessionCalls, sequence: int, hypothesis: str, evidence: st
 
 
 async def judge(calls: SessionCalls, sequence: int, question: str, answers: Sequence[str],
-                result: list[Judgement]) -> AsyncGenerator[InterrogationEvent, None]:
+                result: list[Judgement], named: str | None = None
+                ) -> AsyncGenerator[InterrogationEvent, None]:
     """Judge round `sequence`: each of `answers` (one; more under the consistency protocol)
     given `question`, pooled; appends the `Judgement` to `result`. An answer that is no
-    testimony, or only says the witness does not know, is silent without a call."""
+    testimony (`named`: what the loop already found wrong with the first), or only says the
+    witness does not know, is silent without a call, the problem its reason."""
     hypothesis = calls.session.hypothesis_text
     readings: list[Reading] = []
     why: str | None = None
-    for answer in answers:
-        problem = answer_problem(answer, question)
+    for number, answer in enumerate(answers):
+        problem = (named if number == 0 else None) or answer_problem(answer, question)
         if problem is None and does_not_know(answer):
             problem = "the witness says it does not know"
         if problem is not None:

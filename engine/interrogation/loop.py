@@ -274,8 +274,8 @@ class Interrogation(Asking):
         if not self._no_claim:
             yield self._emit(Phase(phase="judgement", sequence=sequence))
             judged: list[Judgement] = []
-            answers = [answered.text if problem is None else "", *samples]
-            async for event in judge(self, sequence, question, answers, judged):
+            async for event in judge(self, sequence, question, [answered.text, *samples],
+                                     judged, named=problem):
                 yield event
             judgement = judged[0]
             so_far = compute([*self._judgements(), (sequence, judgement)])

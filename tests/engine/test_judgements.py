@@ -278,3 +278,15 @@ async def test_notes_as_the_document_need_a_case(paths: Paths) -> None:
         assert workspace.store.list() == []  # nothing was stored
     finally:
         await workspace.aclose()
+
+
+async def test_an_answer_the_loop_names_unusable_is_silent_for_that_reason_without_a_call(
+        paths: Paths) -> None:
+    from engine.prompts import load_prompt
+
+    echo = load_prompt("witness")  # only its instructions, as a tiny model may answer
+    session, _, det, _ = await interrogate(paths, [0.02], witness=lambda _: echo)
+    assert all(p.answer_problem == "the answer only repeats its instructions"
+               and p.judgement is not None and p.judgement.bearing == "silent"
+               and p.judgement.why == p.answer_problem for p in session.qa_pairs)
+    assert not any(is_judgement(b["messages"]) for b in det.bodies)

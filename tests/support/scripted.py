@@ -207,14 +207,13 @@ def thinking(reply: Callable[[list[dict[str, Any]]], str]) -> Callable[
 
     def wrapped(messages: list[dict[str, Any]]) -> str:
         real = reply(messages)
+        if isinstance(real, Judged):  # its word or number as it is: what a wire sends as
+            return real  # reasoning is never read as the judgement (tests/engine/test_reasoning)
         opposite = "false" if '"verdict": "true"' in real else "true"
         decoy = json.dumps({"contradictions": [], "summary": "decoy " * 6,
                             "verdict": opposite, "gaps": [], "completeness_score": 3,
                             "requires_follow_up": True})
-        thought = f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n"
-        if isinstance(real, Judged):  # the decoy thinks the opposite word
-            return Judged(real.p_true)  # a reasoning wire's thinking is never read as it
-        return f"{thought}{real}"
+        return f"<think>Perhaps I should ask: Is the moon made of cheese? {decoy}</think>\n{real}"
 
     return wrapped
 
