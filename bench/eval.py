@@ -12,9 +12,12 @@ Three measurements, each a fresh run of the same claims:
 2. against a witness whose slots really run side by side (a loopback server that takes
    40 ms between pieces of an answer, like a remote server or a GPU): what detektiv's
    concurrency gives when the server can give it;
-3. detektiv's own time: in the sequential real-server run, each item's wall time less the
-   time spent awaiting the providers' streams (the HTTP client included), as a share of that
-   model time.
+3. detektiv's own time: a sequential real-server run of `OVERHEAD_ITEMS` claims (the run's
+   set-up, its router and the server's discovery, spread over an evaluation's worth of
+   items), each item's wall time less the time spent awaiting the providers' streams (the
+   HTTP client included), as a share of that model time. The time spent asking the server to
+   count tokens (outside the streams: detektiv's choice, not the model's) is in it, and also
+   said apart.
 
 The detective is scripted on loopback in all three (the tiny model cannot play one), so an
 interrogation is three witness answers and a handful of instant detective replies.
@@ -23,8 +26,10 @@ interrogation is three witness answers and a handful of instant detective replie
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,8 +47,10 @@ from tests.support.scripted import ScriptedModel  # noqa: E402
 from tests.support.servers import local_server  # noqa: E402
 
 ITEMS = 8
+OVERHEAD_ITEMS = 32
 SETTINGS = {"answer_max_tokens": 48, "min_rounds": 3, "temperature": 0}
 MODEL_TIME = [0.0]
+COUNTING = [0.0]
 
 
 def _timed_streams() -> None:
@@ -69,12 +76,24 @@ def _timed_streams() -> None:
 
         return timed
 
+    def counted(original):  # type: ignore[no-untyped-def]
+        async def timed(self, messages):  # type: ignore[no-untyped-def]
+            began = time.perf_counter()
+            try:
+                return await original(self, messages)
+            finally:
+                COUNTING[0] += time.perf_counter() - began
+
+        return timed
+
     kinds = [Provider]
     while kinds:
         kind = kinds.pop()
         kinds += kind.__subclasses__()
         if "_stream" in vars(kind):
             kind._stream = wrap(vars(kind)["_stream"])  # type: ignore[method-assign]
+        if "count_tokens" in vars(kind):
+            kind.count_tokens = counted(vars(kind)["count_tokens"])  # type: ignore[method-assign]
 
 
 async def evaluate(home: Path, detective_url: str, witness_url: str, concurrency: int,
@@ -127,13 +146,45 @@ def _table(title: str, rates: dict[int, float]) -> None:
         print(f"| {level} | {rate:.1f} | {rate / rates[1]:.2f}× |")
 
 
+class _Detective:
+    """The scripted detective in a process of its own (as a remote one would be): in this one,
+    its server's threads would take the interpreter's lock from the run being timed."""
+
+    def __enter__(self) -> _Detective:
+        from engine.lifeline import spawn_tied
+
+        self.process = spawn_tied([sys.executable, __file__, "--serve-detective"],
+                                  foreign=True, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        if not self.url:
+            raise SystemExit("the scripted detective did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from engine.lifeline import release_tied
+
+        self.process.kill()
+        self.process.wait(timeout=30)
+        release_tied(self.process.pid)
+
+
+def _serve_detective() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        labels = knows(read_items(dataset_path(_paths(Path(tmp)), "demo")))
+        with ScriptedModel(detective(labels)) as sleuth:
+            print(sleuth.url, flush=True)
+            threading.Event().wait()
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--serve-detective"]:
+        _serve_detective()
+        return
     _timed_streams()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        labels = knows(read_items(dataset_path(_paths(root / "x"), "demo")))
-        with ScriptedModel(detective(labels)) as sleuth, \
-                ScriptedModel(witness, pace=0.04) as slow:
+        with _Detective() as sleuth, ScriptedModel(witness, pace=0.04) as slow:
             paced = {level: ITEMS / asyncio.run(evaluate(
                 root / f"p{level}", sleuth.url + "/v1", slow.url + "/v1", level, ITEMS)) * 60
                 for level in (1, 2, 4)}
@@ -143,21 +194,25 @@ def main() -> None:
                 asyncio.run(evaluate(root / "warm", sleuth.url + "/v1", server.url, 4, 4))
                 raw = {k: asyncio.run(server_throughput(server.url, k)) for k in (1, 4)}
                 rates: dict[int, float] = {}
-                own = 0.0
                 for level in (1, 2, 4):
-                    MODEL_TIME[0] = 0.0
                     seconds = asyncio.run(evaluate(root / f"c{level}", sleuth.url + "/v1",
                                                    server.url, level, ITEMS))
                     rates[level] = ITEMS / seconds * 60
-                    if level == 1:
-                        model, own = MODEL_TIME[0] / ITEMS, (seconds - MODEL_TIME[0]) / ITEMS
+                MODEL_TIME[0] = COUNTING[0] = 0.0
+                seconds = asyncio.run(evaluate(root / "own", sleuth.url + "/v1", server.url, 1,
+                                               OVERHEAD_ITEMS))
+                model, own = (MODEL_TIME[0] / OVERHEAD_ITEMS,
+                              (seconds - MODEL_TIME[0]) / OVERHEAD_ITEMS)
+                counting = COUNTING[0] / OVERHEAD_ITEMS
         _table(f"eval against llama.cpp (4 slots, 2 threads, 2 cores): {ITEMS} claims, "
                "3 rounds each", rates)
         print(f"the server alone: {raw[1]:.0f} tok/s for one request, {raw[4]:.0f} tok/s for "
               f"four at once ({raw[4] / raw[1]:.2f}×): the bound on any client here")
         _table("eval against a witness whose slots run side by side (40 ms a piece)", paced)
-        print(f"detektiv's own time per item: {own * 1000:.0f} ms against {model:.2f} s of "
-              f"model time ({100 * own / model:.2f} %)")
+        print(f"detektiv's own time per item ({OVERHEAD_ITEMS} claims, one at a time): "
+              f"{own * 1000:.1f} ms against {model:.2f} s of model time "
+              f"({100 * own / model:.2f} %; of it, asking the server to count tokens: "
+              f"{counting * 1000:.1f} ms)")
 
 
 if __name__ == "__main__":

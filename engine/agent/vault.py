@@ -30,7 +30,7 @@ from pathlib import Path
 
 from engine.errors import SessionCorrupt
 from engine.models.session import InterrogationSession
-from engine.storage.layout import METADATA, NOTES_DIR, RESPONSES_DIR
+from engine.storage.layout import EVENTS, METADATA, NOTES_DIR, RESPONSES_DIR
 from engine.storage.sessions import SessionStore
 from engine.storage.shared import SharedSQLite
 
@@ -203,7 +203,11 @@ class Vault:
             except OSError:
                 found[entry.name] = "missing"
                 continue
-            found[entry.name] = f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}"
+            try:  # a running session's rounds are in its log (the journal's rule)
+                size = os.stat(os.path.join(entry.path, EVENTS)).st_size
+            except OSError:
+                size = 0
+            found[entry.name] = f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}:{size}"
         return found
 
     def _signal(self) -> tuple[int, ...]:

@@ -4,6 +4,7 @@ Every field is documented; an invalid value is one `ConfigError` line naming it.
 
 from __future__ import annotations
 
+import functools
 from ipaddress import ip_address
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -33,6 +34,14 @@ def is_loopback(host: str) -> bool:
         return ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+@functools.lru_cache(maxsize=256)
+def _on_loopback(url: str) -> bool:
+    """Whether `url`'s host is a loopback one (asked every call: kept for the few URLs a
+    configuration names)."""
+    host = urlsplit(url).hostname
+    return host is not None and is_loopback(host)
 
 
 DEMONSTRATION_MODELS = frozenset({"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m",
@@ -137,8 +146,7 @@ class ProviderConfig(BaseModel):
         if self.kind in ("local", "ollama"):
             return True
         urls = [r.base_url for r in self.replicas] or [self.base_url or ""]
-        hosts = [urlsplit(url).hostname for url in urls]
-        return all(host is not None and is_loopback(host) for host in hosts)
+        return all(_on_loopback(url) for url in urls)
 
     @property
     def replicated(self) -> bool:

@@ -10,11 +10,13 @@ The reply's `max_tokens` is reserved (lowered to a third of a small window, and 
 a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`), a tenth of
 the window when the count is an estimate, so an estimate never lets a request overflow.
 
-An exact count is two round trips to the server. Once a server's counts have been taken
-`CALIBRATION` times, a prompt whose estimate, times the largest exact-to-estimate ratio seen
-and `BOUND_SLACK`, is within half the limit goes without one (`counted="bounded"`): only a
-prompt nearer the limit is counted, one call in `RECOUNT` is counted all the same so the ratio
-keeps being measured, and a server that refuses a prompt as too long is measured anew.
+An exact count is two round trips to the server. A prompt whose UTF-8 bytes (and a chat
+template's markers) are within half the limit goes without one: no tokenizer makes more tokens
+than that (`byte_bound`, `counted="bounded"`). Once a server's counts have been taken
+`CALIBRATION` times, a longer prompt whose estimate, times the largest exact-to-estimate ratio
+seen and `BOUND_SLACK`, is within half the limit goes without one too: only a prompt nearer
+the limit is counted, one such call in `RECOUNT` is counted all the same so the ratio keeps
+being measured, and a server that refuses a prompt as too long is measured anew.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Composer",
+    "byte_bound",
     "FitReport",
     "FittedRequest",
     "Prompt",
@@ -177,19 +180,32 @@ class _Ratio:
 _ratios: dict[tuple[str, str], _Ratio] = {}
 
 
-def _bound(provider: Provider, guess: int, limit: int) -> int | None:
-    """An upper bound on the exact count of a prompt estimated at `guess` tokens, from what
-    this server's counts measured, when it is within `BOUND_SHARE` of `limit`; None (count
-    it exactly) until `CALIBRATION` counts, near the limit, and for every `RECOUNT`-th call
-    a bound would do for."""
+def byte_bound(messages: Sequence[Message]) -> int:
+    """A count no tokenizer exceeds: every token is at least one byte of the text (byte-level
+    BPE; SentencePiece, whose unknown characters fall back to bytes), and a chat template
+    adds at most `MESSAGE_OVERHEAD` around a message (and once more for the reply's header
+    and a BOS)."""
+    return sum(len(m.content.encode("utf-8")) + MESSAGE_OVERHEAD for m in messages) + \
+        MESSAGE_OVERHEAD
+
+
+def _bound(provider: Provider, guess: int, limit: int, most: int) -> int | None:
+    """An upper bound on the exact count of a prompt estimated at `guess` tokens and of at
+    most `most` (`byte_bound`), when it is within `BOUND_SHARE` of `limit`: `most` itself
+    (no count needed for a prompt that short, on any tokenizer), or what this server's
+    counts measured (the smaller); None (count it exactly) when neither is within the share:
+    until `CALIBRATION` counts, near the limit, and for every `RECOUNT`-th call the measured
+    bound alone would do for."""
+    share = limit * BOUND_SHARE
     ratio = _ratios.get(key_of(provider))
-    if ratio is None or ratio.counts < CALIBRATION:
-        return None
-    bound = math.ceil(guess * ratio.worst * BOUND_SLACK)
-    if bound > limit * BOUND_SHARE:
+    measured = math.ceil(guess * ratio.worst * BOUND_SLACK) \
+        if ratio is not None and ratio.counts >= CALIBRATION else None
+    if most <= share:
+        return most if measured is None else min(most, measured)
+    if ratio is None or measured is None or measured > share:
         return None
     ratio.bounded += 1
-    return None if ratio.bounded % RECOUNT == 0 else bound
+    return None if ratio.bounded % RECOUNT == 0 else measured
 
 
 PLAUSIBLE = 5
@@ -270,7 +286,7 @@ async def fit(
     for _ in range(5):
         messages, trim = prompt.messages(target - 3, estimate)  # 3: the reply's header
         used: int | None = None
-        bound = _bound(provider, estimate_messages(messages), limit) \
+        bound = _bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
             if counted != "estimate" else None
         if bound is not None:
             used, counted = bound, "bounded"

@@ -308,5 +308,6 @@ class Interrogation(Asking):
         )
         session.qa_pairs.append(pair)
         session.current_iteration = len(session.qa_pairs)
-        self.journal.save()  # the pair is durable before anyone is told it is complete
-        yield self._emit(PairCompleted(pair=pair))
+        # the round's checkpoint: on the disk before anyone is told (the journal's rule 2)
+        yield self._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
+                                       repairs=session.repairs))

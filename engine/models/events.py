@@ -99,7 +99,7 @@ class Delta(_Event):
     def merge_key(self) -> tuple[object, ...]:
         """What must match for two deltas to be one piece of text: the type and every field
         but `text`."""
-        return (type(self), *(v for k, v in self if k != "text"))
+        return (type(self), *(v for k, v in self.__dict__.items() if k != "text"))
 
 
 class QuestionDelta(Delta):
@@ -212,10 +212,16 @@ class JudgementReady(_Event):
 
 
 class PairCompleted(_Event):
-    """A round is complete and durably stored."""
+    """A round is complete and durably stored: this record is the round's checkpoint (see
+    `engine.storage.journal`), so it carries the session's running totals too."""
 
     type: Literal["pair"] = "pair"
     pair: QuestionAnswerPair
+    tokens: TokenTally | None = None
+    """The session's tokens and cost once the round was stored (None in logs written while
+    metadata.json was replaced at every round)."""
+    repairs: int | None = None
+    """The session's repairs so far (None as for `tokens`)."""
 
 
 class AuditReady(_Event):

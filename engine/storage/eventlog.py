@@ -3,7 +3,8 @@
 The writer batches token deltas so a stream costs at most about ten writes a second, and never
 reorders events: anything that is not a delta first flushes the pending text. Lines are written
 with one `write` on an O_APPEND descriptor, so a kill leaves at most one torn line at the end;
-the writer cuts such a tail off before it appends again. Readers follow the file by offset, which
+the writer cuts such a tail off before it appends again. It syncs to the disk only when told:
+when is the journal's rule (`engine.storage.journal`). Readers follow the file by offset, which
 is how another process watches a run live without any server.
 """
 
@@ -18,23 +19,12 @@ from pathlib import Path
 from typing import cast
 
 from engine.errors import SessionCorrupt
-from engine.models.events import (
-    Delta,
-    Finished,
-    InterrogationEvent,
-    PairCompleted,
-    Record,
-    Started,
-    decode_record,
-    encode_record,
-)
+from engine.models.events import Delta, InterrogationEvent, Record, decode_record, encode_record
 
 __all__ = ["EventLogWriter", "EventTail", "read_events"]
 
 FLUSH_INTERVAL = 0.1
 """Seconds token deltas may wait before they are written (≈ 10 writes a second at most)."""
-
-_DURABLE = (Started, PairCompleted, Finished)
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -78,6 +68,7 @@ class EventLogWriter:
         self._parts: list[str] = []
         self._last_write = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._synced = next_n
         self.writes = 0
 
     @property
@@ -105,8 +96,12 @@ class EventLogWriter:
             return
         self.flush()
         self._write(event)
-        if isinstance(event, _DURABLE):
+
+    def sync(self) -> None:
+        """Put what was written on the disk (`fsync`), unless it is there already."""
+        if self._fd >= 0 and self._synced != self.next_n:
             os.fsync(self._fd)
+            self._synced = self.next_n
 
     def flush(self) -> None:
         """Write the pending delta text now."""

@@ -98,6 +98,14 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
     )
 
 
+_FIELDS = tuple(SessionSummary.__dataclass_fields__)
+
+
+def _fields(row: SessionSummary) -> dict[str, Any]:
+    """`asdict(row)` without its deep copy (a row holds only plain values and one tuple)."""
+    return {name: getattr(row, name) for name in _FIELDS}
+
+
 class SessionIndex:
     """Append-only JSON lines; see the module docstring."""
 
@@ -124,8 +132,11 @@ class SessionIndex:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the cache folder is new, or was cleared: made again
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -137,7 +148,7 @@ class SessionIndex:
         if not rows:
             return
         lines = b"".join(
-            json.dumps(asdict(row) if isinstance(row, SessionSummary) else row,
+            json.dumps(_fields(row) if isinstance(row, SessionSummary) else row,
                        ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
             for row in rows
         )

@@ -1,5 +1,22 @@
-"""A running session's journal: events appended as they happen, metadata.json replaced at
-each milestone, the session's lock held until it closes."""
+"""A running session's journal, and the one rule of what reaches the disk when.
+
+**The journal rule** (docs/architecture.md states it; nothing else writes a running session):
+
+1. Every event is written to events.jsonl (one `write` on an O_APPEND descriptor) before it
+   is shown; token deltas are batched, and flushed before any other event. A kill -9 at any
+   moment loses nothing anyone was shown.
+2. A completed round's `PairCompleted` is the round's checkpoint: it carries the pair and the
+   session's running totals, and it is on the disk (`fsync`) before anyone is told the round
+   is complete. metadata.json is *not* rewritten for it: for a running session the event log
+   is the truth, and reading one (`layout.load_session`, a resume) folds the rounds its log
+   has beyond its metadata.json back in (`layout.fold`).
+3. metadata.json is replaced whole (temp file, fsync, rename, fsync the folder) when the
+   session is made, when a run of it starts again, and when it ends: each time after the log
+   is on the disk, so it never counts an event the log could lose.
+4. The session index gets a row at each of these and at each completed round (it is a cache).
+
+So a round costs one `fsync`, where it cost three and a file replaced.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import SessionCorrupt
-from engine.models.events import InterrogationEvent
+from engine.models.events import InterrogationEvent, PairCompleted
 from engine.models.session import InterrogationSession
 from engine.storage.atomic import atomic_write_text
 from engine.storage.eventlog import EventLogWriter
@@ -22,10 +39,9 @@ __all__ = ["SessionJournal"]
 
 
 class SessionJournal:
-    """Writes one session while it runs: events as they happen, metadata at each milestone.
+    """Writes one session while it runs, by the rule above.
 
-    Holds the session's lock until `close`. Milestones (`save`) flush pending events first, so
-    metadata.json never refers to an event the log does not have.
+    Holds the session's lock until `close`.
     """
 
     def __init__(
@@ -35,13 +51,18 @@ class SessionJournal:
         session: InterrogationSession,
         lock_fd: int,
         log: EventLogWriter,
+        *,
+        fresh: bool = False,
     ) -> None:
+        """`fresh`: metadata.json was written from `session` just now (a note added since is
+        noticed by its stamp); otherwise the case-file fields are taken from the disk at the
+        first `save`."""
         self.store = store
         self.directory = directory
         self.session = session
         self._lock_fd = lock_fd
         self._log = log
-        self._written: tuple[int, int] | None = None
+        self._written = stamp(directory / METADATA) if fresh else None
 
     @property
     def events_path(self) -> Path:
@@ -49,12 +70,17 @@ class SessionJournal:
         return self.directory / EVENTS
 
     def record(self, event: InterrogationEvent) -> None:
-        """Append `event` to events.jsonl (deltas batched)."""
+        """Append `event` to events.jsonl (deltas batched); a `PairCompleted` is synced to the
+        disk and indexed before this returns (rule 2)."""
         self._log.append(event)
+        if isinstance(event, PairCompleted):
+            self._log.sync()
+            self.store.index.append(summarize(self.directory.name, self.session))
 
     def save(self) -> None:
-        """Flush events, replace metadata.json atomically, and update the index."""
+        """Sync the log, replace metadata.json atomically, and update the index (rule 3)."""
         self._log.flush()
+        self._log.sync()
         self.session.events_recorded = self._log.last_n
         path = self.directory / METADATA
         with case_locked(self.directory):

@@ -16,18 +16,19 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from engine.errors import SessionCorrupt
+from engine.models.events import ContextFitted, PairCompleted, Record, TrailAdded
 from engine.models.session import InterrogationSession
 from engine.storage.atomic import TEMP_PREFIX
+from engine.storage.eventlog import read_events
 from engine.storage.locks import LOCK, is_locked
 
-__all__ = ["CASE_FIELDS", "CASE_LOCK", "DIR_NAME", "EVENTS", "LOCK", "METADATA", "NOTES_DIR",
-           "RESPONSES_DIR", "case_locked", "is_locked", "load_metadata", "stamp",
-           "sweep_temp_files"]
+__all__ = ["CASE_FIELDS", "DIR_NAME", "EVENTS", "LOCK", "METADATA", "NOTES_DIR",
+           "RESPONSES_DIR", "case_locked", "check_length", "fold", "is_locked", "load_metadata",
+           "load_session", "stamp", "sweep_temp_files"]
 
 DIR_NAME = re.compile(r"^\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_[0-9a-f]{8}$")
 METADATA = "metadata.json"
 EVENTS = "events.jsonl"
-CASE_LOCK = "case.lock"
 NOTES_DIR = "transcripts"
 RESPONSES_DIR = "llm_responses"
 #: The fields a case-file update owns; everything else belongs to the interrogation's journal.
@@ -37,8 +38,9 @@ CASE_FIELDS = ("title", "notes", "llm_entries", "ui_preferences")
 
 @contextlib.contextmanager
 def case_locked(directory: Path) -> Iterator[None]:
-    """Hold the session's `case.lock` (blocking; held only while metadata.json is replaced)."""
-    fd = os.open(directory / CASE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    """Hold the session's case lock (blocking; held only while metadata.json is replaced): a
+    `flock` on the session's folder itself, so taking it creates no file."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -68,6 +70,57 @@ def load_metadata(path: Path) -> InterrogationSession:
         where = ".".join(str(part) for part in first["loc"]) or "(root)"
         kind = "not valid JSON" if first["type"] == "json_invalid" else "not a valid session"
         raise SessionCorrupt(path, f"{kind} ({where}: {first['msg']}); left as it is") from None
+
+
+def load_session(directory: Path) -> InterrogationSession:
+    """The session in `directory` as it stands: metadata.json, and for a running (or killed)
+    one the rounds its event log completed since (`fold`; the journal's rule 2)."""
+    session = load_metadata(directory / METADATA)
+    if session.status == "running":
+        records = read_events(directory / EVENTS)
+        check_length(directory, len(records), session)
+        fold(session, records)
+    return session
+
+
+def fold(session: InterrogationSession, records: list[Record]) -> InterrogationSession:
+    """Fold into `session` (as metadata.json had it) the rounds `records` completed after it
+    was written: each `PairCompleted` with the trail entries and context fits before it, and
+    the running totals the last one carries. What follows the last completed round is a round
+    cut short: it is left out, as a resume asks it again. Returns `session`, changed."""
+    last = max((i for i, r in enumerate(records)
+                if r.n > session.events_recorded and isinstance(r.event, PairCompleted)),
+               default=None)
+    if last is None:
+        return session
+    for record in records[:last + 1]:
+        event = record.event
+        if record.n <= session.events_recorded:
+            continue
+        if isinstance(event, TrailAdded):
+            session.audit_trail.append(event.entry)
+        elif isinstance(event, ContextFitted):
+            session.context_fits.append(event.fit)
+        elif isinstance(event, PairCompleted) and \
+                event.pair.sequence == len(session.qa_pairs) + 1:  # an older log's pair is
+            session.qa_pairs.append(event.pair)                    # in metadata.json already
+            session.current_iteration = len(session.qa_pairs)
+            if event.tokens is not None:
+                session.tokens = event.tokens.model_copy(deep=True)
+            if event.repairs is not None:
+                session.repairs = event.repairs
+    session.events_recorded = records[last].n
+    return session
+
+
+def check_length(directory: Path, events: int, session: InterrogationSession) -> None:
+    """A log shorter than metadata.json says it was when saved has lost its end."""
+    if events < session.events_recorded:
+        raise SessionCorrupt(
+            directory / EVENTS,
+            f"truncated: it ends at event {events} but {METADATA} was saved after event "
+            f"{session.events_recorded}",
+        )
 
 
 STAGED_AGE = 60.0

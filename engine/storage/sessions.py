@@ -3,10 +3,11 @@
     cache_dir/sessions-index.jsonl         one line per change (see `engine.storage.index`)
     sessions/
       2026-11-22_14-30-22_1a2b3c4d/
-        metadata.json                      the whole session, replaced atomically
-        events.jsonl                       every event, numbered, append-only
+        metadata.json                      the whole session, replaced atomically when it is
+                                           made, run again and ended (`journal`'s rule)
+        events.jsonl                       every event, numbered, append-only: a running
+                                           session's completed rounds are read from here
         lock                               flock-ed by the process running the session
-        case.lock                          flock-ed for the moment metadata.json is replaced
         transcripts/001_call.txt           notes (SPEC §4), each written before its entry
         llm_responses/001_sceptic.txt      oracle answers, each written before its entry
 
@@ -17,8 +18,8 @@ its path and never rewritten; the other sessions are unaffected.
 Two writers may share metadata.json: the process running the interrogation (it owns the
 interrogation's fields) and any process adding a note or an oracle answer (`update`, which owns
 the case-file fields: title, notes, llm_entries, ui_preferences). Both replace the file under
-`case.lock`, and each takes the other's fields from the file on disk, so neither loses what the
-other wrote.
+the case lock (a `flock` on the folder), and each takes the other's fields from the file on
+disk, so neither loses what the other wrote.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from engine.errors import SessionBusy, SessionCorrupt, SessionError, SessionNotFound
 from engine.models.events import PairCompleted, Record
@@ -47,8 +48,11 @@ from engine.storage.layout import (
     LOCK,
     METADATA,
     case_locked,
+    check_length,
+    fold,
     is_locked,
     load_metadata,
+    load_session,
     sweep_temp_files,
 )
 
@@ -94,9 +98,12 @@ class SessionStore:
         brief: WitnessBrief | None = None,
         tag: EvalTag | None = None,
         ident: uuid.UUID | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> SessionJournal:
         """A new running session, stored at once (metadata, index, lock held); `ident`: its
-        id chosen beforehand (an evaluation records it before the session exists)."""
+        id chosen beforehand (an evaluation records it before the session exists);
+        `settings`: more of its fields (its protocol, document, prompts), stored with it, as
+        nothing else is until the run ends (the journal's rule)."""
         session = InterrogationSession(
             id=ident or uuid.uuid4(),
             hypothesis=Hypothesis(text=hypothesis),
@@ -105,11 +112,12 @@ class SessionStore:
             witness=witness or [],
             witness_brief=brief,
             eval_tag=tag,
+            **(settings or {}),
         )
         directory, fd = self._new_folder(session)
         journal = SessionJournal(
-            self, directory, session, fd, EventLogWriter(directory / EVENTS, 1, on_record)
-        )
+            self, directory, session, fd, EventLogWriter(directory / EVENTS, 1, on_record),
+            fresh=True)
         self.index.append(summarize(directory.name, session))
         return journal
 
@@ -122,13 +130,17 @@ class SessionStore:
         with)."""
         stamp = session.start_time.astimezone().strftime("%Y-%m-%d_%H-%M-%S")
         directory = self.root / f"{stamp}_{session.short_id}"
-        self.root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=self.root))
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=self.root))
+        except FileNotFoundError:  # the first session here (or the folder was removed)
+            self.root.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=self.root))
         fd = -1
         try:
             if locked:  # the lock's inode moves with the folder: held from the first moment
                 fd = self._lock(staging)
-            atomic_write_text(staging / METADATA, session.model_dump_json(indent=1))
+            # written in place: the folder is what appears whole or not at all
+            _write_synced(staging / METADATA, session.model_dump_json(indent=1).encode())
             if directory.exists():
                 raise SessionError(f"a session folder {directory.name} exists already")
             os.rename(staging, directory)
@@ -156,8 +168,10 @@ class SessionStore:
         detective: list[str] | None = None,
         witness: list[str] | None = None,
         on_record: Callable[[Record], None] | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> SessionJournal:
-        """Start the interrogation of a notes-only session (its notes stay)."""
+        """Start the interrogation of a notes-only session (its notes stay); `settings` as
+        for `create`."""
         directory = self.resolve(ref)
         fd = self._lock(directory)
         try:
@@ -170,6 +184,8 @@ class SessionStore:
             session.iteration_limit = iteration_limit
             session.detective = detective or []
             session.witness = witness or []
+            for name, value in (settings or {}).items():
+                setattr(session, name, value)
             journal = SessionJournal(
                 self, directory, session, fd, EventLogWriter(directory / EVENTS, 1, on_record)
             )
@@ -180,7 +196,7 @@ class SessionStore:
         return journal
 
     def update(self, ref: str, change: Callable[[InterrogationSession, Path], T]) -> T:
-        """Change a session's case file: `change(session, folder)` runs under `case.lock` on
+        """Change a session's case file: `change(session, folder)` runs under the case lock on
         the session as stored, and may write files in the folder first; the session is then
         replaced atomically (unless `change` raised). Works while an interrogation runs."""
         directory = self.resolve(ref)
@@ -213,6 +229,7 @@ class SessionStore:
             sweep_temp_files(directory)
             session = load_metadata(directory / METADATA)
             records = self._checked_events(directory, session)
+            fold(session, records)
             log = EventLogWriter(directory / EVENTS, len(records) + 1, on_record)
         except BaseException:
             os.close(fd)
@@ -227,7 +244,7 @@ class SessionStore:
         self, directory: Path, session: InterrogationSession
     ) -> list[Record]:
         records = read_events(directory / EVENTS)
-        _check_length(directory, len(records), session)
+        check_length(directory, len(records), session)
         return records
 
     def directories(self) -> list[str]:
@@ -275,8 +292,9 @@ class SessionStore:
             return ""
 
     def load(self, ref: str) -> InterrogationSession:
-        """The stored session (its status as stored: see `is_live` for interrupted ones)."""
-        return load_metadata(self.resolve(ref) / METADATA)
+        """The stored session (its status as stored: see `is_live` for interrupted ones), with
+        the rounds a running one completed (`layout.load_session`)."""
+        return load_session(self.resolve(ref))
 
     def events(self, ref: str) -> list[Record]:
         """Every event recorded so far; `SessionCorrupt` when the log is damaged."""
@@ -303,7 +321,7 @@ class SessionStore:
                     or (row.status == "failed" and row.error is None):
                 directory = self.root / name
                 try:
-                    fresh = summarize(name, load_metadata(directory / METADATA))
+                    fresh = summarize(name, load_session(directory))
                 except SessionCorrupt as exc:
                     listed.append(_damaged(name, row, exc.message))
                     continue
@@ -355,7 +373,7 @@ class SessionStore:
             records = tail.poll()
             if first:
                 first = False
-                _check_length(directory, tail.last_n, session)
+                check_length(directory, tail.last_n, session)
             for record in records:
                 yield record
                 last = record
@@ -370,14 +388,17 @@ class SessionStore:
             await asyncio.sleep(poll_interval)
 
 
-def _check_length(directory: Path, events: int, session: InterrogationSession) -> None:
-    """A log shorter than metadata.json says it was when saved has lost its end."""
-    if events < session.events_recorded:
-        raise SessionCorrupt(
-            directory / EVENTS,
-            f"truncated: it ends at event {events} but {METADATA} was saved after event "
-            f"{session.events_recorded}",
-        )
+def _write_synced(path: Path, data: bytes) -> None:
+    """A new file with `data`, on the disk, and its folder's entry too."""
+    with path.open("xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def _damaged(name: str, row: SessionSummary | None, error: str) -> SessionSummary:

@@ -156,7 +156,8 @@ class Sessions:
         if (problem := unknown_protocols([protocol])) is not None:
             raise ConfigError(problem)
         workspace = self.workspace
-        apply_roles(workspace.config, list(detective), list(witness))  # unknown names fail
+        if detective or witness:  # unknown names fail here, before anything is stored
+            apply_roles(workspace.config, list(detective), list(witness))
         uses = prompt_uses()  # an invalid prompt override fails here, before anything is stored
         store = workspace.store
         if isinstance(document, Path):
@@ -169,17 +170,16 @@ class Sessions:
             document = notes_document(case.name, [
                 (entry.filename, text) for entry, text in workspace.cases.note_texts(
                     session, case)])
+        settings = {"prompts": uses, "witness_document": document, "protocol": protocol,
+                    "consistency_samples": workspace.config.interrogation.consistency_samples}
         if session is not None:
             journal = store.begin(session, text, value, detective=list(detective),
-                                  witness=list(witness), on_record=on_record)
+                                  witness=list(witness), on_record=on_record,
+                                  settings=settings)
         else:
             journal = store.create(text, value, detective=list(detective),
                                    witness=list(witness), on_record=on_record, brief=brief,
-                                   tag=tag, ident=ident)
-        journal.session.prompts = uses
-        journal.session.witness_document = document
-        journal.session.protocol = protocol
-        journal.session.consistency_samples = workspace.config.interrogation.consistency_samples
+                                   tag=tag, ident=ident, settings=settings)
         return Run(workspace, journal, resumed=False, router=router)
 
     def prompts_for_run(self) -> dict[str, str]:

@@ -149,6 +149,75 @@ def test_kill_9_in_the_middle_then_rerun_loses_no_item_and_does_none_twice(
     assert len(resumed) >= 1  # the one in flight went on, not started over
 
 
+@pytest.mark.heavy
+def test_kill_9_with_32_items_in_flight_then_rerun_loses_no_round_and_redoes_none(
+        home: Path, tmp_path: Path) -> None:
+    """The journal's rule with many sessions writing at once: kill -9 while 32 items are
+    mid-interrogation, some with rounds stored; the rerun judges every claim once, makes no
+    second session for any, and every round a killed session had stored is in it unchanged."""
+    dataset = tmp_path / "claims.jsonl"
+    dataset.write_text("".join(json.dumps({
+        "id": f"c{i}", "claim": f"Bridge number {i} was built in {1800 + i}.",
+        "label": "true" if i % 2 else "false"}) + "\n" for i in range(48)))
+    items = read_items(dataset)
+    store = SessionStore.of(Paths.at(home))
+    with ScriptedModel(detective(knows(items)), pace=0.005) as sleuth, \
+            ScriptedModel(witness, pace=0.03) as wit:
+        write_config(home, {"sleuth": sleuth.url + "/v1", "wit": wit.url + "/v1"},
+                     "sleuth", "wit")
+        with (home / "config.toml").open("a") as config:
+            config.write("min_rounds = 3\n")  # rounds to lose, had the rule been broken
+        args = ("eval", str(dataset), "--n", "48", "--concurrency", "32", "--json")
+        run = Running(*args)
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline and run.process.poll() is None, run.err
+            evals = home / "data" / "evals"
+            folder = only_run(home) if evals.is_dir() and any(evals.iterdir()) else None
+            if folder is not None and len(folder.sessions()) - len(list(folder.results())) \
+                    >= 32 and len(_stored_rounds(store)) >= 8:
+                break
+            time.sleep(0.01)
+        run.process.send_signal(signal.SIGKILL)
+        run.finish()
+        in_flight = len(folder.sessions()) - len(list(folder.results()))
+        judged = {r.session for r in folder.results()}
+        stored = {ident: pairs for ident, pairs in _stored_rounds(store).items()
+                  if ident not in judged}  # rounds of the sessions the kill cut short
+        again = detektiv(*args)
+        assert again.returncode == 0, again.stderr
+    assert in_flight >= 30 and len(stored) >= 8, (in_flight, len(stored))
+    results = list(folder.results())
+    assert len(results) == 48 and len({r.item for r in results}) == 48  # each once
+    sessions = folder.sessions()
+    assert len(sessions) == 48 and len(set(sessions.values())) == 48
+    assert len(list(store.root.iterdir())) == 48  # no session made twice
+    for ident, pairs in stored.items():
+        session = store.load(ident)
+        assert session.status == "completed", session.error
+        resumed = [e.reason for e in session.audit_trail if e.event == "resumed"]
+        assert resumed and resumed[0].startswith(f"resumed after round {max(pairs)} ")  # on
+        kept = {p.sequence: p.model_dump(mode="json") for p in session.qa_pairs}
+        assert all(kept[n] == pair for n, pair in pairs.items()), ident
+
+
+def _stored_rounds(store: SessionStore) -> dict[str, dict[int, dict[str, object]]]:
+    """Each session's rounds its log holds as stored (`pair` events), by session id."""
+    found: dict[str, dict[int, dict[str, object]]] = {}
+    for folder in store.root.iterdir() if store.root.is_dir() else ():
+        log = folder / "events.jsonl"
+        if not log.is_file():
+            continue
+        pairs = {}
+        for line in log.read_bytes().split(b"\n"):
+            if b'"type":"pair"' in line and line.endswith(b"}"):  # a torn last line waits
+                pair = json.loads(line)["pair"]
+                pairs[pair["sequence"]] = pair
+        if pairs:
+            found[json.loads((folder / "metadata.json").read_bytes())["id"]] = pairs
+    return found
+
+
 def _parquet(rows: list[dict[str, str]]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -311,6 +311,48 @@ async def test_calls_that_start_together_ask_the_server_its_window_once(paths) -
     assert {w.tokens for w in windows} == {4096} and asked == ["props"]
 
 
+async def test_a_prompt_short_in_bytes_goes_by_its_byte_bound_with_no_count(paths) -> None:
+    """No tokenizer makes more tokens than a text has bytes: a prompt whose bytes (and a
+    template's markers) are within half the limit is sent with no count at all, from the first
+    call, and its bound is above the server's count; a longer one is counted."""
+    from engine import ProviderConfig
+    from engine.context.budget import byte_bound
+
+    counted: list[int] = []
+
+    def tokenize(recorded: object) -> Reply:
+        tokens = len(recorded.json()["content"].encode())  # type: ignore[attr-defined]
+        counted.append(tokens)  # the most any tokenizer gives: a token a byte
+        return json_reply({"tokens": list(range(tokens))})
+
+    routes = {
+        "GET /props": lambda _: json_reply({"default_generation_settings": {"n_ctx": 4096}}),
+        "POST /apply-template": lambda r: json_reply({"prompt": "".join(
+            f"<|{m['role']}|>{m['content']}<|end|>" for m in r.json()["messages"])}),
+        "POST /tokenize": tokenize,
+    }
+    with WireServer(routes) as server:
+        config = ProviderConfig(kind="openai", model="m", base_url=server.url + "/v1")
+        provider = create_provider("bytes", config, paths)
+        try:
+            short = StreamRequest.of("Wie hoch ist der Turm? 🙂 " * 20, max_tokens=100)
+            fits = [await fit(provider, short) for _ in range(3)]
+            probe = len(counted)
+            long = await fit(provider, StreamRequest.of("Wie hoch? " * 300, max_tokens=100))
+        finally:
+            forget_window(provider)
+            await provider.aclose()
+    assert [f.report.counted for f in fits] == ["bounded"] * 3 and probe <= 1  # the probe
+    assert fits[0].report.used == byte_bound(fits[0].request.messages)
+    async with httpx.AsyncClient() as client:  # the bound is above a byte-a-token count
+        with WireServer(routes) as server:
+            from engine.providers._llamacpp import count_chat_tokens
+
+            exact = await count_chat_tokens(client, server.url, {}, fits[0].request.messages)
+    assert exact <= fits[0].report.used
+    assert long.report.counted == "exact" and len(counted) > probe + 1
+
+
 async def test_counts_measured_earlier_bound_prompts_far_from_the_limit(paths) -> None:
     """A server that counts exactly is asked for its first `CALIBRATION` counts; after that,
     a prompt far from the limit goes by a bound from the largest ratio measured (no round
@@ -337,7 +379,8 @@ async def test_counts_measured_earlier_bound_prompts_far_from_the_limit(paths) -
         config = ProviderConfig(kind="openai", model="m", base_url=server.url + "/v1")
         provider = create_provider("bounded", config, paths)
         try:
-            short = StreamRequest.of("How tall is the tower? " * 4, max_tokens=100)
+            # short in tokens, but too long in bytes to go by `byte_bound` alone
+            short = StreamRequest.of("How tall is the tower? " * 100, max_tokens=100)
             fits = [await fit(provider, short) for _ in range(CALIBRATION + RECOUNT)]
             asked = len(counted)
             near = await fit(provider, StreamRequest.of("word " * 2400, max_tokens=100))

@@ -287,6 +287,49 @@ def test_resume_relogs_a_pair_saved_just_before_a_kill(tmp_path: Path) -> None:
     assert logged == [PairCompleted(pair=pair)]
 
 
+def test_a_running_session_is_its_metadata_and_the_rounds_its_log_completed(
+        tmp_path: Path) -> None:
+    """The journal's rule: a round is its synced `PairCompleted`, metadata.json is not
+    rewritten for it. Killed mid-round 3, the session reads (load, list, resume) with its two
+    rounds, the totals the last one carried and the trail before it; round 3's start, cut
+    short, is left out, and a resume goes on from round 2."""
+    from engine.models.events import TrailAdded
+    from engine.models.trail import AuditTrailEntry
+    from engine.models.usage import TokenTally
+    from tests.support.factory import sample_pair
+
+    store = SessionStore(tmp_path)
+    journal = store.create("h", 5, settings={"protocol": "consistency"})
+    written = (journal.directory / "metadata.json").stat().st_mtime_ns
+    for n in (1, 2):
+        entry = AuditTrailEntry(event="timeout", role="detective", reason=f"round {n}")
+        journal.session.audit_trail.append(entry)
+        journal.record(TrailAdded(entry=entry))
+        journal.record(AnswerDelta(sequence=n, text="words"))
+        pair = sample_pair(n)
+        journal.session.qa_pairs.append(pair)
+        journal.record(PairCompleted(pair=pair, tokens=TokenTally(prompt=10 * n, completion=n),
+                                     repairs=n))
+    journal.record(TrailAdded(entry=AuditTrailEntry(event="timeout", reason="round 3")))
+    journal.record(QuestionDelta(sequence=3, text="cut sh"))
+    os.close(journal._lock_fd)  # noqa: SLF001 - the process dies: its lock goes, nothing else
+    assert (journal.directory / "metadata.json").stat().st_mtime_ns == written  # no rewrite
+
+    session = store.load(journal.directory.name)
+    assert [p.sequence for p in session.qa_pairs] == [1, 2] and session.current_iteration == 2
+    assert session.tokens.prompt == 20 and session.repairs == 2
+    assert [e.reason for e in session.audit_trail] == ["round 1", "round 2"]
+    assert session.protocol == "consistency"  # stored when made: nothing else is, until the end
+    [row] = store.list()
+    assert (row.status, row.pairs) == ("interrupted", 2)
+    resumed = store.open(journal.directory.name)
+    assert [p.sequence for p in resumed.session.qa_pairs] == [1, 2]
+    resumed.save()  # a run that starts again replaces metadata.json: the rounds are in it
+    resumed.close()
+    again = json.loads((journal.directory / "metadata.json").read_text())
+    assert [p["sequence"] for p in again["qa_pairs"]] == [1, 2] and again["repairs"] == 2
+
+
 def test_delete_removes_the_folder_and_the_row(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     keep, gone = stored_session(store, "keep"), stored_session(store, "gone")

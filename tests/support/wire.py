@@ -106,6 +106,8 @@ class WireServer:
             do_GET = do_POST = do_DELETE = _handle
 
         class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # as a real server's: 32 clients may connect at once
+
             def handle_error(self, request: Any, client_address: Any) -> None:
                 import sys
 
