@@ -24,20 +24,22 @@ HaluEval dataset is stored as) rows of HaluEval's columns. A line that fits neit
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from engine.errors import DatasetError
 from engine.jsondata import read_json
 from engine.models.session import WitnessBrief, WitnessDocument, WitnessMode
 from engine.models.witness import witness_document
 
-__all__ = ["EvalItem", "brief_for", "check_documents", "claim_for", "document_for", "read_items",
-           "sample"]
+__all__ = ["EvalItem", "ItemFile", "Items", "brief_for", "check_documents", "chosen_items",
+           "claim_for", "document_for", "read_items", "sample"]
 
 _TRUE = {"true", "1", "yes", "correct", "supports", "supported", "t", "y"}
 _FALSE = {"false", "0", "no", "incorrect", "hallucinated", "refutes", "refuted", "f", "n"}
@@ -242,3 +244,145 @@ def sample(items: Iterable[EvalItem], n: int | None, seed: int) -> list[EvalItem
         if len(chosen) >= n:
             break
     return [items[i] for i in sorted(chosen)]
+
+
+class Items(Protocol):
+    """The chosen claims of a run: counted, and read in the file's order (a list, or an
+    `ItemFile` that holds none of them)."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[EvalItem]: ...
+
+
+def chosen_items(path: Path, n: int | None, seed: int) -> Items:
+    """The claims `sample(read_items(path), n, seed)` chooses, checked the same way: from a
+    JSON-lines file as an `ItemFile` (an evaluation of 100,000 claims holds none of them),
+    from a JSON array or a Parquet file (read whole anyway) as a list."""
+    if path.suffix != ".parquet" and path.is_file() and _first_byte(path) != b"[":
+        return ItemFile(path, n, seed)
+    return sample(read_items(path), n, seed)
+
+
+def _first_byte(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(4096), b""):
+            stripped = block.lstrip()
+            if stripped:
+                return stripped[:1]
+    return b""
+
+
+class ItemFile:
+    """The chosen claims of a JSON-lines file, read again from it as they are needed.
+
+    Made with one pass that checks every line as `read_items` does and keeps 8 bytes a row
+    (its key's hash is kept only for that pass, to find an id used twice); `sample`'s choice
+    is a byte a claim. Iterating reads the file again, in its order."""
+
+    def __init__(self, path: Path, n: int | None, seed: int) -> None:
+        self.path = path
+        self._stamp = _stamp(path)
+        counts = bytearray()  # claims each row gives (1, or 2 for a HaluEval-QA row)
+        keys = array("Q")
+        for _, _, items in self._rows():
+            counts.append(len(items))
+            keys.extend(_key_hash(item.key) for item in items)
+        if _repeats(keys):  # an id twice (or, once in 10^9 runs, two hashes alike):
+            read_items(path)  # the reader names the line, as it always has
+        del keys
+        total = sum(counts)
+        self._chosen: bytearray | None = None
+        self._length = total
+        if n is not None and n < total:
+            if n < 1:
+                raise DatasetError("--n must be at least 1")
+            firsts = array("Q", [0]) * len(counts)
+            position = 0
+            for row, count in enumerate(counts):
+                firsts[row] = position
+                position += count
+            order = list(range(len(counts)))  # a row is a group: `sample`'s shuffle, as is
+            random.Random(seed).shuffle(order)
+            chosen = bytearray(total)
+            taken = 0
+            for row in order:
+                for position in range(firsts[row], firsts[row] + counts[row]):
+                    if taken < n:
+                        chosen[position] = 1
+                        taken += 1
+                if taken >= n:
+                    break
+            self._chosen, self._length = chosen, taken
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[EvalItem]:
+        if _stamp(self.path) != self._stamp:
+            raise DatasetError(f"{self.path.name}: changed since the run started; run the "
+                               "command again to start from the file as it is now")
+        position = 0
+        for _, _, items in self._rows():
+            for item in items:
+                if self._chosen is None or self._chosen[position]:
+                    yield item
+                position += 1
+
+    def _rows(self) -> Iterator[tuple[int, str, list[EvalItem]]]:
+        name = self.path.name
+        try:
+            handle = self.path.open("rb")
+        except OSError as exc:
+            raise DatasetError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+        with handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise DatasetError(f"{name}: not UTF-8 text") from None
+                if not line.strip():
+                    continue
+                where = f"{name} line {number}"
+                try:
+                    row = read_json(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
+                except ValueError as exc:  # nested too deeply
+                    raise DatasetError(f"{where}: not valid JSON ({exc})") from None
+                yield number, where, _from_row(row, number, where)
+
+
+_SEEN_BITS = 1 << 24
+"""The bitmap `_repeats` marks hashes in: 2 MB, whatever the file's size."""
+
+
+def _repeats(hashes: array) -> bool:  # type: ignore[type-arg]
+    """Whether a hash occurs twice, in constant memory beside `hashes` (8 bytes a key, where
+    a set would take 70): a bitmap finds the few hashes that may be repeats, a count of
+    those alone decides."""
+    seen = bytearray(_SEEN_BITS // 8)
+    maybe: dict[int, int] = {}
+    for value in hashes:
+        bit = value % _SEEN_BITS
+        if seen[bit >> 3] & (1 << (bit & 7)):
+            maybe[value] = 0
+        seen[bit >> 3] |= 1 << (bit & 7)
+    for value in hashes:
+        if value in maybe:
+            maybe[value] += 1
+            if maybe[value] > 1:
+                return True
+    return False
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _key_hash(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")

@@ -44,7 +44,8 @@ from engine.errors import (
 )
 from engine.evals.baselines import Baselines
 from engine.evals.folder import EvalKind, EvalResult, EvalRunInfo, RunFolder
-from engine.evals.items import EvalItem, brief_for, document_for
+from engine.evals.items import EvalItem, Items, brief_for, document_for
+from engine.memory import give_back_memory
 from engine.models.event import Event
 from engine.models.session import (
     EvalTag,
@@ -72,6 +73,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+TRIM_EVERY = 256
+"""Items after which the freed C heap is given back (`engine.memory`)."""
 
 PROTOCOL_KIND: dict[Protocol, EvalKind] = {"cross-exam": "interrogation",
                                           "consistency": "consistency"}
@@ -167,7 +171,7 @@ class EvalRun:
     units stay, the sessions under way are stored `cancelled` and resume next time)."""
 
     def __init__(self, workspace: Workspace, folder: RunFolder, info: EvalRunInfo,
-                 items: list[EvalItem], router: Router, *, runs: int, baselines: bool,
+                 items: Items, router: Router, *, runs: int, baselines: bool,
                  concurrency: int, retry_failed: bool = False,
                  protocols: tuple[Protocol, ...] = ("cross-exam",)) -> None:
         self.workspace = workspace
@@ -208,24 +212,27 @@ class EvalRun:
     async def events(self) -> AsyncGenerator[EvalEvent, None]:
         """Run every unit not finished yet, `concurrency` at once; see the module docstring.
         The router is closed at the end."""
-        finished = self.folder.latest()
-        todo: list[Unit] = []
+        # what was finished before: a key and a flag each (the items themselves are read
+        # from the file as the workers take them, so a run holds only those in flight)
+        finished = {key: result.failed for key, result in self.folder.latest().items()}
         tally = _Tally()
-        total = 0
+        total = todo = 0
         for unit in self.units():
             total += 1
-            done = finished.get((unit.item.key, unit.kind, unit.repeat))
-            if done is None or (self.retry_failed and done.failed):
-                todo.append(unit)
+            failed = finished.get((unit.item.key, unit.kind, unit.repeat))
+            if failed is None or (self.retry_failed and failed):
+                todo += 1
             else:
                 tally.done += 1
-                tally.failed += int(done.failed)
+                tally.failed += int(failed)
         skipped = tally.done
         yield EvalStarted(run=self.id, total=total, skipped=skipped,
                           concurrency=self.concurrency, demonstration=self.info.demonstration)
         sessions = self.folder.sessions()
         queue: asyncio.Queue[EvalResult] = asyncio.Queue()
-        pending = iter(todo)
+        pending = (unit for unit in self.units()
+                   if (failed := finished.get((unit.item.key, unit.kind, unit.repeat))) is None
+                   or (self.retry_failed and failed))
 
         budget = self.budget
 
@@ -242,7 +249,7 @@ class EvalRun:
         workers = [asyncio.create_task(worker()) for _ in range(max(1, self.concurrency))]
         status: Literal["completed", "cancelled"] = "cancelled"
         try:
-            for _ in todo:
+            for _ in range(todo):
                 getter = asyncio.ensure_future(queue.get())
                 waiting = {getter, *[w for w in workers if not w.done()]}
                 while not getter.done():
@@ -261,6 +268,8 @@ class EvalRun:
                 tally.done += 1
                 tally.failed += int(result.failed)
                 tally.tokens += result.tokens
+                if tally.done % TRIM_EVERY == 0:
+                    give_back_memory()
                 yield EvalItemDone(result=result, done=tally.done, failed=tally.failed,
                                    total=total, tokens=tally.tokens,
                                    elapsed=time.monotonic() - tally.started,
@@ -304,7 +313,7 @@ class EvalRun:
                            started: float) -> EvalResult:
         parts = self.workspace.sessions
         store = self.workspace.store
-        ref = sessions.get((unit.item.key, unit.kind, unit.repeat))
+        ref = sessions.pop((unit.item.key, unit.kind, unit.repeat), None)  # used once
         session: InterrogationSession | None = None
         ident: uuid.UUID | None = None
         if ref is not None:
@@ -324,7 +333,6 @@ class EvalRun:
         else:
             if ident is None:  # recorded before it exists: a kill in between loses nothing
                 ident = uuid.uuid4()
-                sessions[(unit.item.key, unit.kind, unit.repeat)] = str(ident)
                 self.folder.add_session(unit.item.key, unit.repeat, str(ident), unit.kind)
             info = self.info
             run = parts.start(

@@ -30,7 +30,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -337,6 +337,22 @@ class SessionStore:
             self.index.compact(set(names))
         listed.sort(key=lambda r: (r.started, r.dir), reverse=True)
         return listed
+
+    def version(self, running: Iterable[str] = ()) -> tuple[int, ...]:
+        """What changes whenever `list` would: the index (every write adds a row), the
+        sessions folder (a folder made or removed), and, for the folders in `running` (listed
+        as running), whether a process still holds each. Two listings with the same version
+        are the same (a file edited by hand aside)."""
+        found: list[int] = []
+        for path in (self.index.path, self.root):
+            try:
+                stat = os.stat(path)
+            except OSError:
+                found += [0, 0, 0]
+                continue
+            found += [stat.st_mtime_ns, stat.st_size, stat.st_ino]
+        found += [is_locked(self.root / name) for name in running]
+        return tuple(found)
 
     def sweep(self) -> None:
         """Remove temp files left in the store's root by a killed write, and folders a killed

@@ -20,7 +20,7 @@ from engine.costs import Budget
 from engine.errors import ConfigError, DatasetError
 from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
 from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
-from engine.evals.items import EvalItem, check_documents, read_items, sample
+from engine.evals.items import Items, check_documents, chosen_items
 from engine.evals.report import write_report
 from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
 from engine.evals.summary import EvalSummary, summarize
@@ -55,11 +55,12 @@ class Evals:
         return tuple(DATASETS.values())
 
     def items(self, request: EvalRequest, progress: Progress | None = None
-              ) -> tuple[Path, str, list[EvalItem]]:
+              ) -> tuple[Path, str, Items]:
         """(file, sha256, the sampled items) of a request; a Hub dataset is fetched on first
-        use (blocking). `DatasetError` when they cannot be had."""
+        use (blocking). `DatasetError` when they cannot be had. The items of a JSON-lines
+        file are read from it as they are needed (`chosen_items`)."""
         path = dataset_path(self.workspace.paths, request.dataset, progress)
-        items = sample(read_items(path), request.n, request.seed)
+        items = chosen_items(path, request.n, request.seed)
         check_documents(items, request.mode)
         return path, file_sha256(path), items
 

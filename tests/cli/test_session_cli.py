@@ -375,3 +375,20 @@ def test_run_with_a_witness_document_names_it_and_exports_its_text_only_when_ask
     missing = detektiv("run", "x is y.", "--witness-document", str(tmp_path / "nope.md"))
     assert missing.returncode != 0 and "no such file" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_sessions_limit_shows_the_newest_and_says_how_many_more(home: Path) -> None:
+    """`--limit N`: the newest N lines and how many older ones there are; with `--json`, the
+    newest N sessions; a limit below one is refused by name."""
+    store = SessionStore.of(Paths.at(home))
+    for n in range(3):
+        stored_session(store, f"Claim number {n}")
+    table = detektiv("sessions", "--limit", "2")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert [("Claim number 2" in lines[1]), ("Claim number 1" in lines[2])] == [True, True]
+    assert lines[3] == "… and 1 more (older); --limit 3 shows them all" and len(lines) == 4
+    listed = json.loads(detektiv("sessions", "--json", "--limit", "1").stdout)
+    assert [row["hypothesis"] for row in listed] == ["Claim number 2"]
+    refused = detektiv("sessions", "--limit", "0")
+    assert refused.returncode != 0 and "--limit must be at least 1" in refused.stderr

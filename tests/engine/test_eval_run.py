@@ -231,6 +231,40 @@ def test_a_sample_keeps_haluevals_pairs_together_and_is_reproducible(tmp_path: A
 
 
 
+@pytest.mark.parametrize("n", [None, 1, 7, 60, 61, 150, 400])
+@pytest.mark.parametrize("seed", [0, 9])
+def test_a_json_lines_dataset_is_read_from_its_file_as_sampled_and_checked(
+        tmp_path: Any, n: int | None, seed: int) -> None:
+    """A run holds none of its claims (`ItemFile`: 8 bytes a row): it chooses exactly the
+    claims `sample(read_items(...))` chooses, HaluEval pairs and our rows mixed, in the
+    file's order; an id used twice is named by its line as before; a file changed under the
+    run stops it with that said."""
+    import json
+
+    from engine.errors import DatasetError
+    from engine.evals.items import ItemFile, chosen_items
+
+    path = tmp_path / "mixed.jsonl"
+    rows = [json.dumps({"id": f"c{i}", "claim": f"Bridge {i} stands.", "label": i % 2 == 0})
+            for i in range(100)]
+    for at in (3, 40, 77):
+        rows.insert(at, json.dumps({"question": f"Q{at}?", "right_answer": "R",
+                                    "hallucinated_answer": "H", "knowledge": "K"}))
+    path.write_text("\n".join(rows) + "\n\n")
+    chosen = chosen_items(path, n, seed)
+    assert isinstance(chosen, ItemFile)
+    expected = sample(read_items(path), n, seed)
+    assert list(chosen) == expected and len(chosen) == len(expected)
+    path.write_text(path.read_text() + json.dumps({"id": "c5", "claim": "x", "label": 1}))
+    with pytest.raises(DatasetError, match=r"line 105: the id 'c5' is used twice"):
+        chosen_items(path, n, seed)
+    path.write_text("\n".join(rows) + "\n")
+    changing = chosen_items(path, n, seed)
+    path.write_text("\n".join(rows[:50]) + "\n")
+    with pytest.raises(DatasetError, match="changed since the run started"):
+        list(changing)
+
+
 async def test_every_baseline_call_is_checked_against_the_budget_before_it_is_made(
         paths: Paths) -> None:
     """`--max-cost` holds for the baselines too: what they cost is spent from the run's

@@ -330,6 +330,25 @@ def test_a_running_session_is_its_metadata_and_the_rounds_its_log_completed(
     assert [p["sequence"] for p in again["qa_pairs"]] == [1, 2] and again["repairs"] == 2
 
 
+def test_the_store_s_version_changes_exactly_when_its_list_would(tmp_path: Path) -> None:
+    """What lets the Sessions tab re-read 100,000 sessions only when something changed: a
+    session written or made, deleted, or one listed running that lost its process."""
+    store = SessionStore(tmp_path / "sessions", tmp_path / "cache" / "index.jsonl")
+    kept = stored_session(store, "kept")
+    first = store.version()
+    assert store.version() == first  # nothing happened
+    journal = store.create("running", 5)
+    running = [journal.directory.name]
+    made = store.version(running)
+    assert made[:len(first)] != first
+    assert store.version(running) == made
+    journal.close()  # its process lets go: the row now reads interrupted
+    assert store.version(running) != made
+    before = store.version()
+    store.delete(kept)
+    assert store.version() != before
+
+
 def test_delete_removes_the_folder_and_the_row(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     keep, gone = stored_session(store, "keep"), stored_session(store, "gone")

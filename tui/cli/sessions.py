@@ -140,16 +140,20 @@ async def resume(paths: Paths, args: argparse.Namespace) -> int:
     return await _drive(workspace, started, args.json, args.show_reasoning)
 
 
-def sessions(paths: Paths, as_json: bool, run: str | None = None) -> int:
+def sessions(paths: Paths, as_json: bool, run: str | None = None,
+             limit: int | None = None) -> int:
     """List sessions, newest first: each evaluation run's as one line (`--json`: every
-    session), or with `run` that run's sessions alone."""
+    session), or with `run` that run's sessions alone; `limit`: the newest that many lines
+    (sessions, with `--json`), and how many more there are."""
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be at least 1 (got {limit})")
     rows = Workspace(paths).store.list()
     if run is not None:
         rows = [row for row in rows if row.eval_run and row.eval_run.startswith(run.strip())]
         if not rows:
             raise SessionError(f"no session of an evaluation run {run!r}")
     if as_json:
-        print(json.dumps([asdict(row) for row in rows], indent=1, ensure_ascii=False))
+        print(json.dumps([asdict(row) for row in rows[:limit]], indent=1, ensure_ascii=False))
         return 0
     for row in rows:
         if row.status == "damaged":
@@ -160,7 +164,8 @@ def sessions(paths: Paths, as_json: bool, run: str | None = None) -> int:
         return 0
     print(f"{'ID':8}  {'STATUS':13}  {'VERDICT':17}  {'SCORE':>5}  {'STARTED':16}  "
           f"{'ROUNDS':>6}  HYPOTHESIS OR TITLE")
-    for item in rows if run is not None else grouped(rows):
+    lines = rows if run is not None else grouped(rows)
+    for item in lines[:limit]:
         if isinstance(item, EvalGroup):  # an evaluation's sessions: one line per run
             print(f"{item.run[:8]:8}  {'evaluation':13}  {f'{item.count} sessions':17}  "
                   f"{'':>5}  {local_minute(item.newest.started):16}  {'':>6}  evaluation run "
@@ -174,6 +179,8 @@ def sessions(paths: Paths, as_json: bool, run: str | None = None) -> int:
             text = text[:59] + "…"
         print(f"{row.id[:8]:8}  {row.status:13}  {verdict_cell(row):17}  {score:>5}  "
               f"{started:16}  {row.pairs:>3}/{row.iteration_limit:<2}  {text}")
+    if limit is not None and len(lines) > limit:
+        print(f"… and {len(lines) - limit} more (older); --limit {len(lines)} shows them all")
     return 0
 
 
@@ -268,6 +275,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                          help="only the sessions of this evaluation run (an id or its start); "
                          "without it, each run's sessions are one line")
     listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument("--limit", type=int, metavar="N",
+                         help="only the newest N lines (with --json: N sessions)")
     for name, text in (("show", "print a session"), ("watch", "follow a session live"),
                        ("resume", "continue an interrupted session")):
         sub = commands.add_parser(name, parents=[common], help=text)
@@ -303,7 +312,7 @@ async def dispatch(paths: Paths, args: argparse.Namespace) -> int:
         case "watch":
             return await watch(paths, args)
         case "sessions":
-            return sessions(paths, args.json, args.run)
+            return sessions(paths, args.json, args.run, args.limit)
         case "show":
             return show(paths, args)
         case "export":

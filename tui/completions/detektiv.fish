@@ -138,6 +138,7 @@ complete -c detektiv -n '_shtab_detektiv_using sessions' -l config -xka "(__fish
 complete -c detektiv -n '_shtab_detektiv_using sessions' -l debug -d 'log everything (DETEKTIV_LOG_LEVEL=debug), on stderr too for a command'
 complete -c detektiv -n '_shtab_detektiv_using sessions' -l run -x -d 'only the sessions of this evaluation run (an id or its start); without it, each run'"'"'s sessions are one line'
 complete -c detektiv -n '_shtab_detektiv_using sessions' -l json -d 'print JSON'
+complete -c detektiv -n '_shtab_detektiv_using sessions' -l limit -x -d 'only the newest N lines (with --json: N sessions)'
 complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a show -d 'print a session'
 complete -c detektiv -n '_shtab_detektiv_using show' -s h -l help -d 'show this help message and exit'
 complete -c detektiv -n '_shtab_detektiv_using show' -l config -xka "(__fish_complete_path (commandline -ct))" -d 'configuration file (default: $DETEKTIV_HOME/config.toml or the user config dir)'

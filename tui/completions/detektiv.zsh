@@ -474,6 +474,7 @@ _shtab_detektiv_sessions_options=(
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--run[only the sessions of this evaluation run (an id or its start)\; without it, each run\'s sessions are one line]:RUN:"
   "--json[print JSON]"
+  "--limit[only the newest N lines (with --json\: N sessions)]:N:"
 )
 
 # guard to ensure default positional specs are added only once per session

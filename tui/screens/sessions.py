@@ -4,7 +4,6 @@ Enter on that row, or its run id typed, lists them."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from rich.text import Text
@@ -36,8 +35,6 @@ __all__ = ["SessionsScreen"]
 REFRESH_SECONDS = 3.0
 FIRST_ROWS = 100
 """Rows of the first screen, from the index's tail, while the whole list is read."""
-PAINT_WAIT = 2.0
-"""Seconds the whole list's read waits at most for the first rows to be painted."""
 MAX_ROWS = 500
 """Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
 seconds to build and nobody scrolls through it)."""
@@ -67,6 +64,8 @@ class SessionsScreen(Guarded, Screen[None]):
         self.listed = False
         """The whole list was read at least once."""
         self.matches = 0
+        self._seen: tuple[int, ...] | None = None
+        """The store's version when it was last listed (`SessionStore.version`)."""
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("sessions")
@@ -81,31 +80,38 @@ class SessionsScreen(Guarded, Screen[None]):
         table = self.query_one(DataTable)
         table.add_columns("ID", "Status", "Verdict", "Score", "Started", "Rounds", "Hypothesis")
         table.focus()
-        self.refresh_rows()
+        self._show_newest()
+        # the whole list's read holds the GIL for seconds at 100,000: it starts once the
+        # first frame, rows and all, is on the screen, not half-drawn beside it
+        self.call_after_refresh(self.refresh_rows)
         self.set_interval(REFRESH_SECONDS, self.refresh_rows)
+
+    def _show_newest(self) -> None:
+        """The first screen's rows, in the first frame: the index's last lines (a few ms, no
+        model loaded, whatever the number of sessions); every session follows."""
+        paths = self.host.workspace.paths
+        try:
+            newest, whole = newest_sessions(paths.session_index, paths.data_dir / "sessions",
+                                            FIRST_ROWS)
+        except OSError:  # an unreadable index: the whole list says what is there
+            return
+        if newest and not whole:
+            self._show_rows(newest, True)
 
     @in_background("sessions-list")
     def refresh_rows(self) -> None:
-        """Read the index off the event loop, then show it: the first time, the newest rows
-        from the index's tail at once, then every session (at 100,000 the full list takes
-        seconds; the first screen does not wait for it)."""
-        workspace = self.host.workspace
-        if not self.listed:  # no model loaded for these: the store's import takes ~0.3 s
-            paths = workspace.paths
-            newest, whole = newest_sessions(paths.session_index, paths.data_dir / "sessions",
-                                            FIRST_ROWS)
-            if newest and not whole:
-                painted = threading.Event()
-
-                def show() -> None:
-                    self._show_rows(newest, True)
-                    self.call_after_refresh(painted.set)
-
-                self.app.call_from_thread(show)
-                # the whole list's read holds the GIL for seconds: the first rows are on the
-                # screen before it starts, not half-drawn beside it
-                painted.wait(PAINT_WAIT)
-        rows = workspace.store.list()
+        """Read every session off the event loop, then show them (at 100,000 that takes
+        seconds); again every few seconds only when the store changed: a row was written
+        (the index) or a folder made or removed, or a session shown running lost its
+        process."""
+        store = self.host.workspace.store
+        running = [row.dir for row in self.rows if row.status == "running"]
+        if self.listed and store.version(running) == self._seen:
+            return
+        base = store.version()  # before the read: a change while it reads is seen next time
+        rows = store.list()
+        running = [row.dir for row in rows if row.status == "running"]
+        self._seen = base + store.version(running)[len(base):]
         self.app.call_from_thread(self._show_rows, rows)
 
     def _show_rows(self, rows: list[SessionSummary], partial: bool = False) -> None:
@@ -232,6 +238,7 @@ class SessionsScreen(Guarded, Screen[None]):
         self.query_one("#filter", Input).focus()
 
     def action_refresh(self) -> None:
+        self._seen = None  # asked for: read again, changed or not
         self.refresh_rows()
 
     def action_evaluations(self) -> None:
@@ -283,3 +290,4 @@ class SessionsScreen(Guarded, Screen[None]):
                 self.refresh_rows()
 
         self.app.push_screen(ConfirmDialog(f"Delete session {row.id[:8]}?\n{text}"), confirmed)
+
