@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,8 @@ from tests.support.evals import detective, knows, witness  # noqa: E402
 from tests.support.wire import Recorded, Reply, WireServer, json_reply  # noqa: E402
 
 SLOTS = 4
+PEAK = [0.0]
+"""Peak RSS in MB of the last `evaluate`, taken as its run ended (not counting the check)."""
 FIRST_TOKEN = 0.2
 TOKENS_PER_SECOND = 50.0
 CHARS_PER_TOKEN = 4
@@ -156,9 +159,9 @@ async def evaluate(home: Path, dataset: Path, count: int, urls: list[str],
                 judged, failed, waited = event.done, event.failed, event.waited
                 if during is not None:
                     during(judged)
-        results = [json.loads(line) for line in (run.folder.directory / "results.jsonl")
-                   .read_text().splitlines()]
-        keys = [r["item"] for r in results]
+        PEAK[0] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the check
+        with (run.folder.directory / "results.jsonl").open() as results:
+            keys = [json.loads(line)["item"] for line in results]
         assert len(keys) == len(set(keys)) == count, "a claim judged twice or lost"
         return time.perf_counter() - started, concurrency, judged, failed, waited
     finally:
@@ -203,14 +206,14 @@ def peak_rss(count: int, root: Path) -> tuple[float, float, int]:
     servers = [Process(dataset, instant=True) for _ in range(2)]
     try:
         code = (
-            "import asyncio, sys, resource, json\n"
+            "import asyncio, sys, json\n"
             f"sys.path.insert(0, {str(ROOT)!r})\n"
             "from pathlib import Path\n"
             "from bench.eval_scale import evaluate\n"
             f"s = asyncio.run(evaluate(Path({str(root / f'rss-home-{count}')!r}), "
             f"Path({str(dataset)!r}), {count}, {[p.url for p in servers]!r}))\n"
-            "print(json.dumps([s[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,"
-            " s[2]]))\n")
+            "from bench.eval_scale import PEAK\n"
+            "print(json.dumps([s[0], PEAK[0], s[2]]))\n")
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               cwd=ROOT, timeout=7200)
         if done.returncode != 0:

@@ -79,7 +79,9 @@ async def test_a_whole_interrogation_on_the_tiny_model_ends_in_a_verdict_or_a_na
     assert session["status"] == final.status and session["end_time"] is not None
     assert len(session["qa_pairs"]) == len(rounds) == session["current_iteration"]
     for pair in session["qa_pairs"]:
-        jsonschema.validate(pair["gap_analysis"], gap_schema(1, FAST["analysis_max_tokens"]))
+        analysis = {k: v for k, v in pair["gap_analysis"].items()
+                    if k != "invalid"}  # detektiv's own mark of a stand-in, not the model's
+        jsonschema.validate(analysis, gap_schema(1, FAST["analysis_max_tokens"]))
         assert pair["question"].strip()
         assert pair["provider_used"] == {"detective": "llama:gemma", "witness": "llama:gemma"}
     if final.status == "failed":
