@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(PY) bench/stream_overhead.py
 	$(PY) bench/failover.py
 	$(PY) bench/sessions.py
+	$(PY) bench/journal.py
 	$(PY) bench/render.py
 	$(PY) bench/startup.py
 	$(PY) bench/context.py
