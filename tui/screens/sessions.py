@@ -36,9 +36,6 @@ REFRESH_SECONDS = 3.0
 FIRST_ROWS = 40
 """Rows of the first screen (a terminal's height), from the index's tail, in the first frame;
 the whole list is read after it."""
-COLUMNS = (("ID", 8), ("Status", 13), ("Verdict", 17), ("Score", 5), ("Started", 16),
-           ("Rounds", 6), ("Hypothesis", None))
-"""The table's columns and their widths (None: as wide as its text)."""
 MAX_ROWS = 500
 """Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
 seconds to build and nobody scrolls through it)."""
@@ -82,8 +79,7 @@ class SessionsScreen(Guarded, Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for label, width in COLUMNS:  # set widths: no cell is measured to lay a frame out
-            table.add_column(label, width=width)
+        table.add_columns("ID", "Status", "Verdict", "Score", "Started", "Rounds", "Hypothesis")
         table.focus()
         self._show_newest()
         # the whole list's read holds the GIL for seconds at 100,000: it starts once the
