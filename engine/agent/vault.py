@@ -211,18 +211,10 @@ class Vault:
         return found
 
     def _signal(self) -> tuple[int, ...]:
-        """What changes whenever a session does: every write of the app appends to the
-        store's session index (or rewrites it), and adding or removing a folder changes the
-        sessions folder."""
-        out: list[int] = []
-        for path in (self.store.root, self.store.index.path):
-            try:
-                stat = os.stat(path)
-            except OSError:
-                out += [0, 0, 0]
-                continue
-            out += [stat.st_mtime_ns, stat.st_size, stat.st_ino]
-        return tuple(out)
+        """What changes whenever a session does (`SessionStore.version`): every write of the
+        app appends to the store's session index (or rewrites it), and adding or removing a
+        folder changes the sessions folder."""
+        return self.store.version()
 
     def sync(self, force: bool = False) -> SyncReport | None:
         """Bring the index in line with the sessions on disk (see the module docstring).

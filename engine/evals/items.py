@@ -37,6 +37,7 @@ from engine.errors import DatasetError
 from engine.jsondata import read_json
 from engine.models.session import WitnessBrief, WitnessDocument, WitnessMode
 from engine.models.witness import witness_document
+from engine.storage.layout import stamp
 
 __all__ = ["EvalItem", "ItemFile", "Items", "brief_for", "check_documents", "chosen_items",
            "claim_for", "document_for", "read_items", "sample"]
@@ -195,15 +196,19 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
             yield index, f"{name} item {index}", row
         return
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = read_json(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{name} line {number}: not valid JSON ({exc.msg})") from None
-        except ValueError as exc:  # nested too deeply
-            raise DatasetError(f"{name} line {number}: not valid JSON ({exc})") from None
-        yield number, f"{name} line {number}", row
+        if line.strip():
+            where = f"{name} line {number}"
+            yield number, where, _line_row(line, where)
+
+
+def _line_row(line: str, where: str) -> Any:
+    """The JSON value of one line of a JSON-lines file; `DatasetError` naming `where`."""
+    try:
+        return read_json(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
+    except ValueError as exc:  # nested too deeply
+        raise DatasetError(f"{where}: not valid JSON ({exc})") from None
 
 
 def read_items(path: Path) -> list[EvalItem]:
@@ -282,7 +287,7 @@ class ItemFile:
 
     def __init__(self, path: Path, n: int | None, seed: int) -> None:
         self.path = path
-        self._stamp = _stamp(path)
+        self._stamp = stamp(path)
         counts = bytearray()  # claims each row gives (1, or 2 for a HaluEval-QA row)
         keys = array("Q")
         for _, _, items in self._rows():
@@ -319,7 +324,7 @@ class ItemFile:
         return self._length
 
     def __iter__(self) -> Iterator[EvalItem]:
-        if _stamp(self.path) != self._stamp:
+        if stamp(self.path) != self._stamp:
             raise DatasetError(f"{self.path.name}: changed since the run started; run the "
                                "command again to start from the file as it is now")
         position = 0
@@ -341,16 +346,9 @@ class ItemFile:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     raise DatasetError(f"{name}: not UTF-8 text") from None
-                if not line.strip():
-                    continue
-                where = f"{name} line {number}"
-                try:
-                    row = read_json(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(f"{where}: not valid JSON ({exc.msg})") from None
-                except ValueError as exc:  # nested too deeply
-                    raise DatasetError(f"{where}: not valid JSON ({exc})") from None
-                yield number, where, _from_row(row, number, where)
+                if line.strip():
+                    where = f"{name} line {number}"
+                    yield number, where, _from_row(_line_row(line, where), number, where)
 
 
 _SEEN_BITS = 1 << 24
@@ -374,14 +372,6 @@ def _repeats(hashes: array) -> bool:  # type: ignore[type-arg]
             if maybe[value] > 1:
                 return True
     return False
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_size, stat.st_mtime_ns
 
 
 def _key_hash(key: str) -> int:

@@ -8,7 +8,8 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "file_sha256", "TEMP_PREFIX"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "file_sha256", "write_new_synced",
+           "TEMP_PREFIX"]
 
 #: Temporary files start with this, so a sweep after a crash can find and remove them.
 TEMP_PREFIX = ".detektiv-tmp-"
@@ -33,11 +34,26 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    _sync_folder(path.parent)
+
+
+def write_new_synced(path: Path, data: bytes) -> None:
+    """A new file with `data` (`FileExistsError` if there is one), on the disk, and its
+    folder's entry too: for a file in a folder that appears whole or not at all (renamed into
+    place), where a temp file and a rename of its own would add nothing."""
+    with path.open("xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
+        os.fsync(fd)
     finally:
-        os.close(dir_fd)
+        os.close(fd)
 
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:

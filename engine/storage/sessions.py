@@ -38,7 +38,7 @@ from engine.errors import SessionBusy, SessionCorrupt, SessionError, SessionNotF
 from engine.models.events import PairCompleted, Record
 from engine.models.session import EvalTag, Hypothesis, InterrogationSession, WitnessBrief
 from engine.paths import Paths
-from engine.storage.atomic import TEMP_PREFIX, atomic_write_text
+from engine.storage.atomic import TEMP_PREFIX, atomic_write_text, write_new_synced
 from engine.storage.eventlog import EventLogWriter, EventTail, read_events
 from engine.storage.index import SessionIndex, SessionSummary, summarize
 from engine.storage.journal import SessionJournal
@@ -140,7 +140,7 @@ class SessionStore:
             if locked:  # the lock's inode moves with the folder: held from the first moment
                 fd = self._lock(staging)
             # written in place: the folder is what appears whole or not at all
-            _write_synced(staging / METADATA, session.model_dump_json(indent=1).encode())
+            write_new_synced(staging / METADATA, session.model_dump_json(indent=1).encode())
             if directory.exists():
                 raise SessionError(f"a session folder {directory.name} exists already")
             os.rename(staging, directory)
@@ -402,19 +402,6 @@ class SessionStore:
                     yield record
                 return
             await asyncio.sleep(poll_interval)
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    """A new file with `data`, on the disk, and its folder's entry too."""
-    with path.open("xb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 def _damaged(name: str, row: SessionSummary | None, error: str) -> SessionSummary:
