@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from engine.secrets import redact
+from engine.text import without_reprs
 
 __all__ = [
     "EXIT_CODES",
@@ -84,7 +85,7 @@ class DetektivError(Exception):
     """Base of every error the engine raises on purpose; its message is safe to show."""
 
     def __init__(self, message: str) -> None:
-        self.message = redact(message)
+        self.message = redact(without_reprs(message))
         super().__init__(self.message)
 
 
@@ -105,7 +106,7 @@ class ProviderError(DetektivError):
     def __init__(self, provider: str, message: str) -> None:
         self.provider = provider
         super().__init__(f"{provider}: {message}")
-        self.detail = redact(message)
+        self.detail = redact(without_reprs(message))
 
 
 class AuthError(ProviderError):

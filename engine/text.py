@@ -11,7 +11,7 @@ import re
 import unicodedata
 
 __all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "one_line", "slug", "strip_control",
-           "strip_markers"]
+           "strip_markers", "without_reprs"]
 
 # Every C0 control except TAB and LF, DEL, and every C1 control (U+0080–U+009F). Removing ESC
 # and CSI/OSC introducers character by character is enough to defuse any escape sequence, and it
@@ -37,6 +37,21 @@ def strip_control(text: str) -> str:
     """Return `text` without terminal control characters or invisible format characters
     (newlines and tabs are kept); see the comment above for the exact set."""
     return _SEPARATORS.sub(" ", _CONTROL.sub("", text))
+
+
+_REPR = re.compile(r"(?:\b(?:ssl|sock|loop|transport)\s*[:=]\s*)?"
+                   r"<[^<>\n]{1,200}? (?:object )?at 0x[0-9a-fA-F]+>")
+"""A Python object's default repr (`<ssl.SSLContext object at 0x7fd8…>`, `<function f at
+0x…>`), with the `ssl:` or `sock=` that aiohttp and asyncio put before one."""
+
+
+def without_reprs(text: str) -> str:
+    """`text` without any Python object's repr in it: a library's error (aiohttp's "Cannot
+    connect to host … ssl:<ssl.SSLContext object at 0x…>", relayed by a gateway) says nothing
+    a user can use in one, and the address differs on every run."""
+    if " at 0x" not in text:
+        return text
+    return re.sub(r"[ \t]{2,}", " ", _REPR.sub("", text))
 
 
 def one_line(text: str, limit: int | None) -> str:

@@ -29,7 +29,12 @@ from pydantic import (
 )
 
 from engine.config.models import Config, OracleConfig
-from engine.config.providers import GEMINI_URL, ProviderConfig, default_local_model
+from engine.config.providers import (
+    GEMINI_URL,
+    LOCAL_PRIORITY,
+    ProviderConfig,
+    default_local_model,
+)
 from engine.errors import ConfigError
 from engine.paths import Paths
 from engine.storage.atomic import atomic_write_text
@@ -104,7 +109,7 @@ def _implicit_providers(config: Config, env: Mapping[str, str]) -> None:
         shared = env.get("DETEKTIV_LOCAL_SERVER")  # `detektiv serve`: one model for all tabs
         config.providers["local"] = ProviderConfig(
             kind="openai" if shared else "local", base_url=shared or None,
-            model=default_local_model(), priority=max(next_priority, 1000), origin="default",
+            model=default_local_model(), priority=max(next_priority, LOCAL_PRIORITY), origin="default",
         )
 
 

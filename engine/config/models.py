@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -15,7 +15,8 @@ from pydantic import (
 )
 
 from engine.config.defaults import DEFAULT_THEME
-from engine.config.providers import NAME_CHARS, ProviderConfig
+from engine.config.providers import LOCAL_PRIORITY, NAME_CHARS, ProviderConfig
+from engine.config.shipped import default_local_model
 
 __all__ = ["AgentConfig", "CacheConfig", "Config", "EmbeddingsConfig", "InterrogationConfig",
            "OracleConfig", "RouterConfig", "UIConfig"]
@@ -227,6 +228,26 @@ class Config(BaseModel):
     prices: dict[str, Price] = Field(default_factory=dict)
     """Token prices by provider name, `kind:model` or model name (the first found wins); a
     provider on this machine without one costs nothing, any other is `unpriced`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embedded_defaults(cls, data: Any) -> Any:
+        """The embedded model's table needs nothing said: `[providers.local]` is of kind
+        `local` unless it says otherwise, a `local` provider runs the default model unless it
+        names one, and comes last (priority `LOCAL_PRIORITY`) unless it sets a priority. So
+        `[providers.local] enabled = false` alone turns the embedded model off."""
+        if not isinstance(data, dict) or not isinstance(data.get("providers"), dict):
+            return data
+        providers = dict(data["providers"])
+        for name, table in providers.items():
+            if not isinstance(table, dict):
+                continue
+            if name == "local" and "kind" not in table:
+                table = {**table, "kind": "local"}
+            if table.get("kind") == "local":
+                table = {"model": default_local_model(), "priority": LOCAL_PRIORITY, **table}
+            providers[name] = table
+        return {**data, "providers": providers}
 
     @model_validator(mode="after")
     def _check_providers(self) -> Config:

@@ -57,6 +57,8 @@ CLOUD_TIMEOUT = (30.0, 15.0, 120.0)
 LOCAL_TIMEOUT = (120.0, 15.0, 360.0)
 CLOUD_STALL = 15.0
 LOCAL_STALL = 30.0
+LOCAL_PRIORITY = 1000
+"""The embedded model's priority when its table sets none: after every other provider."""
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -87,7 +89,8 @@ class ProviderConfig(BaseModel):
     base_url: str | None = None
     """API base URL; defaults per kind (OpenAI, Anthropic, OLLAMA_HOST)."""
     priority: int = Field(default=100, ge=0)
-    """Lower goes first; unique among enabled providers."""
+    """Lower goes first; unique among enabled providers. A `local` provider's default is
+    `LOCAL_PRIORITY` (last)."""
     enabled: bool = True
     """Disabled providers are listed but never called."""
     api_key_env: str | None = None

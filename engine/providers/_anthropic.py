@@ -263,13 +263,16 @@ class AnthropicProvider(Provider):
 
     @staticmethod
     def _finish(provider: str, stop_reason: str | None, usage: Usage, limit: int) -> str:
-        """The finish reason: the server's, except that a reply whose output tokens reached
-        the limit was cut, whatever the server says (LiteLLM's proxy says `end_turn`)."""
-        reason = finish_reason_of(provider, stop_reason or "end_turn")
+        """The finish reason: the server's own where it gives one (LiteLLM's proxy answers
+        past a `max_tokens` it did not pass on, and says `end_turn` for a whole answer: the
+        count cannot tell). Only a server that says nothing has its reply's output tokens
+        counted against the limit: at the limit, it was cut."""
+        if stop_reason:
+            return finish_reason_of(provider, stop_reason)
         output = usage.completion_tokens
         if isinstance(output, int) and not isinstance(output, bool) and output >= limit:
             return "length"
-        return reason
+        return finish_reason_of(provider, "end_turn")
 
     @contextlib.asynccontextmanager
     async def _open(

@@ -308,3 +308,23 @@ async def test_an_error_with_status_200_is_the_error_it_names(
         with WireServer({"POST /v1/messages": lambda r, reply=reply: reply}) as server:
             with pytest.raises(raised, match=says):
                 await collect(make(server, paths), StreamRequest.of("Hi"))
+
+
+@pytest.mark.parametrize(("stop_reason", "outputs", "limit", "expected"), [
+    ("end_turn", ["a", "b", "c"], 2, "stop"),   # the server's word wins over the count
+    ("max_tokens", ["a"], 5, "length"),         # and the other way round
+    (None, ["a", "b"], 2, "length"),            # it says nothing: the count decides
+    (None, ["a"], 5, "stop"),
+])
+async def test_the_stop_reason_is_the_server_s_where_it_gives_one(
+        env: None, paths: Paths, stop_reason: str | None, outputs: list[str], limit: int,
+        expected: str) -> None:
+    def body() -> Iterator[Any]:
+        for piece in message_stream(outputs, stop_reason or "end_turn"):
+            if stop_reason is None:
+                piece = piece.replace(b'"stop_reason": "end_turn"', b'"stop_reason": null')
+            yield piece
+
+    with WireServer({"POST /v1/messages": lambda r: streaming(body())}) as server:
+        events = await collect(make(server, paths), StreamRequest.of("x", max_tokens=limit))
+    assert events[-1] == Done(expected)

@@ -76,20 +76,26 @@ async def test_the_openai_route_whole(paths: Paths, monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize("name", ["litellm-anthropic-stream", "litellm-anthropic-whole"])
 async def test_the_anthropic_route_counts_what_litellm_reports_last(
         paths: Paths, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """LiteLLM opens with `input_tokens: 0` and says `end_turn` at max_tokens (24 of 24): the
-    prompt is 1 fresh + 37 cached tokens, and the answer was cut."""
+    """LiteLLM opens with `input_tokens: 0`: the prompt is 1 fresh + 37 cached tokens. It says
+    `end_turn`, and the server's own stop reason wins over counting output tokens."""
     events = await replay(name, paths, monkeypatch)
     assert answer(events).startswith("The river that flows through Paris")
     usage = next(e for e in events if isinstance(e, Usage))
     assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (38, 37, 24)
-    assert events[-1] == Done("length")
+    assert events[-1] == Done("stop")
 
 
-async def test_an_anthropic_answer_cut_at_a_small_limit_is_marked_cut(
+async def test_the_server_s_stop_reason_wins_over_counting_output_tokens(
         paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LiteLLM did not pass `max_tokens: 8` on: 16 tokens came, with `end_turn`. Counting them
+    against the limit would call any such answer cut (a whole sentence too); the server said
+    how it ended, and that is what is reported."""
     events = await replay("litellm-anthropic-stream-at-max-tokens", paths, monkeypatch)
     assert answer(events) == sse_text("litellm-anthropic-stream-at-max-tokens")
-    assert events[-1] == Done("length")  # LiteLLM said end_turn
+    usage = next(e for e in events if isinstance(e, Usage))
+    assert usage.completion_tokens == 16 > load(
+        "litellm-anthropic-stream-at-max-tokens")["request"]["body"]["max_tokens"]
+    assert events[-1] == Done("stop")
 
 
 @pytest.mark.parametrize("name", ["llamacpp-messages-stream", "llamacpp-messages-whole"])

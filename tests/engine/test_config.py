@@ -171,3 +171,21 @@ def test_a_disabled_provider_is_a_decision_the_environment_respects(paths: Paths
     config = load_config(paths, env={"OPENAI_API_KEY": "sk-x"})
     assert "openai" not in config.providers
     assert [name for name, _ in config.by_priority()] == ["local"]
+
+
+def test_the_embedded_models_table_needs_nothing_said(paths: Paths) -> None:
+    """`[providers.local] enabled = false` alone turns the embedded model off (kind and model
+    are the embedded one's), and a `local` provider that sets no priority comes last, at the
+    priority docs/config.md names."""
+    write(paths, "[providers.local]\nenabled = false\n")
+    config = load_config(paths, env={})
+    local = config.providers["local"]
+    assert (local.kind, local.model, local.enabled) == ("local", default_local_model(), False)
+    assert config.by_priority() == []
+    write(paths, '[providers.mine]\nkind = "openai"\nbase_url = "http://127.0.0.1:1/v1"\n'
+                 'model = "m"\n\n[providers.local]\nkind = "local"\nmodel = "gemma-3-270m"\n')
+    config = load_config(paths, env={})
+    assert [(n, p.priority) for n, p in config.by_priority()] == [("mine", 100),
+                                                                  ("local", 1000)]
+    documented = (Path(__file__).parents[2] / "docs" / "config.md").read_text()
+    assert "[providers.local]" in documented and "priority = 1000" in documented
