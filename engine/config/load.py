@@ -109,7 +109,8 @@ def _implicit_providers(config: Config, env: Mapping[str, str]) -> None:
         shared = env.get("DETEKTIV_LOCAL_SERVER")  # `detektiv serve`: one model for all tabs
         config.providers["local"] = ProviderConfig(
             kind="openai" if shared else "local", base_url=shared or None,
-            model=default_local_model(), priority=max(next_priority, LOCAL_PRIORITY), origin="default",
+            model=default_local_model(), priority=max(next_priority, LOCAL_PRIORITY),
+            origin="default",
         )
 
 

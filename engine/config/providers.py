@@ -139,6 +139,12 @@ class ProviderConfig(BaseModel):
     """Tokens the model may think, where the wire takes a budget: Anthropic's
     `thinking.budget_tokens` (at least 1024; added to the reply's allowance), Gemini's
     `thinking_budget` (0 turns thinking off)."""
+    health_check: Literal["auto", "list", "gateway", "probe"] = "auto"
+    """How a health check asks: `auto` asks the model's own server where it is one
+    (llama.cpp, Ollama, the embedded model), LiteLLM's `/health` behind LiteLLM's proxy (a real
+    call to each backend of the model), else the model list (shown as `listed`: a list is not
+    an answer); `list` only the list; `gateway` LiteLLM's `/health`; `probe` one request for
+    one token (a real call, billed as one)."""
     origin: Literal["config", "env", "default", "adhoc"] = Field(default="config", exclude=True)
     """Where this provider came from (not written back to the file)."""
 

@@ -31,6 +31,7 @@ from engine.providers._base import (
 )
 from engine.providers._events import (
     Done,
+    HealthCheck,
     ReasoningDelta,
     StreamEvent,
     StreamRequest,
@@ -38,6 +39,7 @@ from engine.providers._events import (
     Usage,
     finish_reason_of,
 )
+from engine.providers._gateway import gateway_window, listed_or_checked
 from engine.providers._http import (
     error_for_status,
     error_message,
@@ -46,6 +48,7 @@ from engine.providers._http import (
     model_listed,
     not_a_stream,
     not_text,
+    path_hint,
     rate_limit_wait,
     send_streamed,
     unlisted_model,
@@ -148,17 +151,11 @@ class AnthropicProvider(Provider):
             body["temperature"] = request.temperature
         return body
 
-    def _url_hint(self) -> str:
-        """What a 404 from the Messages API most often means: a base URL with the `/v1` that
-        detektiv adds itself (an OpenAI-style URL), or not the server's root."""
-        base = (self.config.base_url or ANTHROPIC_URL).rstrip("/")
-        posted = f"{base}/v1/messages"
-        if base.endswith("/v1"):
-            return (f" — detektiv posted to {posted}: an anthropic provider's base_url is the "
-                    f"server's root, without /v1 (base_url = \"{base[:-3]}\")")
-        return (f" — detektiv posted to {posted}: an anthropic provider's base_url is the "
-                "server's root (https://api.anthropic.com, or a gateway's address such as "
-                "http://127.0.0.1:4000), detektiv adds /v1/messages")
+    def _hint(self, status: int, path: str) -> str:
+        """After a 404: what the base URL should most likely be (`path_hint`)."""
+        if status != 404:
+            return ""
+        return path_hint("anthropic", self.config.base_url or ANTHROPIC_URL, path)
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = data.get("error")
@@ -184,9 +181,8 @@ class AnthropicProvider(Provider):
                     content = await read_error_body(reply)
                     retry_after = rate_limit_wait(reply.headers)
                     message = error_message(content, reply.reason_phrase)
-                    if reply.status_code == 404:
-                        message += self._url_hint()
-                    raise error_for_status(self.name, reply.status_code, message, retry_after)
+                    raise error_for_status(self.name, reply.status_code, message, retry_after,
+                                           self._hint(reply.status_code, "/v1/messages"))
                 events, raw_body = await sse_events(self.name, reply)
                 if events is None:
                     for whole in self._whole_message(reply.headers.get("content-type"),
@@ -287,7 +283,7 @@ class AnthropicProvider(Provider):
         finally:
             await reply.aclose()
 
-    async def _health(self) -> str:
+    async def _health(self) -> str | tuple[str, HealthCheck]:
         client = self._get_client()
         try:
             reply = await bounded(client, "GET", "/v1/models", self.name,
@@ -296,7 +292,8 @@ class AnthropicProvider(Provider):
             raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
         if reply.status_code >= 400:
             message = error_message(reply.content, reply.reason_phrase)
-            raise error_for_status(self.name, reply.status_code, message)
+            raise error_for_status(self.name, reply.status_code, message,
+                                   hint=self._hint(reply.status_code, "/v1/models"))
         try:
             models = read_json(reply.content).get("data", [])
             names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
@@ -306,9 +303,35 @@ class AnthropicProvider(Provider):
         listed = f"{len(models)} model{'s' if len(models) != 1 else ''} listed"
         if names and not model_listed(self.config.model, names):
             if standard_key_env(self.config):  # Anthropic's aliases (…-latest) are not listed
-                return f"{listed}, not {self.config.model!r} (an alias, or a typo?)"
+                return f"{listed}, not {self.config.model!r} (an alias, or a typo?)", "list"
             raise unlisted_model(self.name, self.config.model, names)
-        return listed
+        if self._litellm is None:
+            await self.context_window()
+        return await listed_or_checked(self, client, self._root, await self._headers(), listed,
+                                       bool(self._litellm))
+
+    def _health_asks(self) -> HealthCheck:
+        return "list"
+
+    # ---- a gateway's Messages route (LiteLLM's proxy): what it says of the model ----------
+
+    _litellm: bool | None = None
+    """None: not asked yet; True: LiteLLM's proxy answered its `/model/info`."""
+
+    @property
+    def _root(self) -> str:
+        return (self.config.base_url or ANTHROPIC_URL).rstrip("/")
+
+    async def context_window(self) -> int | None:
+        """Anthropic's API says nothing (its models' windows are known by name); a gateway
+        in front of another model may (`gateway_window`)."""
+        if self.config.base_url is None or "api.anthropic.com" in self.config.base_url:
+            self._litellm = False
+            return None
+        said = await gateway_window(self._get_client(), f"{self._root}/v1", self._root,
+                                    self.config.model, await self._headers())
+        self._litellm = said.litellm
+        return said.tokens
 
     async def aclose(self) -> None:
         if self._client is not None:

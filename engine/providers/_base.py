@@ -41,6 +41,7 @@ from engine.providers._events import (
     MOST_CHARACTERS,
     Done,
     Health,
+    HealthCheck,
     Message,
     PullProgress,
     ReasoningDelta,
@@ -256,16 +257,32 @@ class Provider(ABC):
         """One cheap live call; never raises. `detail` says what answered, or why not."""
         start = time.perf_counter()
         ok, detail = False, ""
+        check: HealthCheck = "probe" if self.config.health_check == "probe" else \
+            self._health_asks()
         try:
             async with asyncio.timeout(timeout):
-                detail, ok = await self._health(), True
+                if check == "probe":
+                    detail = await self._probe()
+                else:
+                    said = await self._health()
+                    detail, check = said if isinstance(said, tuple) else (said, "server")
+                ok = True
         except TimeoutError:
             detail = f"no answer in {timeout:g} s"
         except ProviderError as exc:
             detail = exc.detail
+            check = getattr(exc, "check", check)  # the check that found it down
         except Exception as exc:  # a health check must never take the caller down
             detail = BadResponseError(self.name, f"{type(exc).__name__}: {exc}").detail
-        return Health(ok, (time.perf_counter() - start) * 1000, detail)
+        return Health(ok, (time.perf_counter() - start) * 1000, detail, check=check)
+
+    async def _probe(self) -> str:
+        """`health_check = "probe"`: one request for one token, answered to its end."""
+        request = StreamRequest.of("Say OK.", max_tokens=1, temperature=0)
+        async for event in self.stream(request):
+            if isinstance(event, Done):
+                return f"answered a 1-token request ({event.finish_reason})"
+        raise BadResponseError(self.name, "the 1-token request ended without an answer")
 
     # ---- capabilities some kinds have (Ollama: both) ----------------------------------------
 
@@ -332,5 +349,11 @@ class Provider(ABC):
         """The wire protocol: yield events, raise `engine.errors`, close resources on exit."""
 
     @abstractmethod
-    async def _health(self) -> str:
-        """A cheap live call; return a short description of what answered."""
+    async def _health(self) -> str | tuple[str, HealthCheck]:
+        """A cheap live call; return a short description of what answered, with what was
+        asked when that is not the model's own server (`HealthCheck`). An error raised may
+        carry a `check` attribute: the check that found the provider down."""
+
+    def _health_asks(self) -> HealthCheck:
+        """What `_health` asks, as far as known before it runs."""
+        return "server"

@@ -17,6 +17,7 @@ __all__ = [
     "MOST_CHARACTERS",
     "Done",
     "Health",
+    "HealthCheck",
     "Message",
     "PullProgress",
     "ReasoningDelta",
@@ -187,11 +188,25 @@ class PullProgress:
     total: int | None
 
 
+HealthCheck = Literal["server", "list", "gateway", "probe"]
+"""What a health check asked: the model's own server (llama.cpp, Ollama, the embedded model),
+a model list (a gateway or a cloud API lists what it routes, live or not), a gateway's own
+check of its backends (LiteLLM's `/health`: a real call), or a 1-token request."""
+
+
 @dataclass(frozen=True, slots=True)
 class Health:
-    """The result of one cheap live call (model list or version)."""
+    """The result of one health check: `check` says what was asked."""
 
     ok: bool
     latency_ms: float
     detail: str
     checked_at: float = field(default_factory=time.time)
+    check: HealthCheck = "server"
+
+    @property
+    def word(self) -> str:
+        """`ok`, `listed` (only a list answered: the model may not), or `down`."""
+        if not self.ok:
+            return "down"
+        return "listed" if self.check == "list" else "ok"

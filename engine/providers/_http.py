@@ -42,6 +42,7 @@ __all__ = [
     "model_listed",
     "not_a_stream",
     "parse_retry_after",
+    "path_hint",
     "rate_limit_wait",
     "server_dropped_connection",
     "send_streamed",
@@ -207,13 +208,34 @@ def first_line(message: str, provider: str = "", status: int | None = None) -> s
     return shown
 
 
+def path_hint(kind: str, base_url: str, path: str) -> str:
+    """What a 404 most often means for a provider of `kind` at `base_url` (detektiv asked
+    `base_url + path`): the `/v1` detektiv adds itself (anthropic) or does not (openai) is
+    missing or doubled. "" when the URL looks right (a 404 then says something else: an
+    unknown model)."""
+    base = base_url.rstrip("/")
+    asked = f"{base}{path}"
+    if kind == "anthropic":
+        if base.endswith("/v1"):
+            return (f" — detektiv asked {asked}: an anthropic provider's base_url is the "
+                    f"server's root, without /v1 (base_url = \"{base[:-3]}\")")
+        return (f" — detektiv asked {asked}: an anthropic provider's base_url is the "
+                "server's root (https://api.anthropic.com, or a gateway's address such as "
+                "http://127.0.0.1:4000), detektiv adds /v1/messages")
+    if kind == "openai" and not re.search(r"/v\d", base):
+        return (f" — detektiv asked {asked}: an openai provider's base_url ends where the "
+                f"API's paths begin, most often in /v1 (base_url = \"{base}/v1\")")
+    return ""
+
+
 def error_for_status(
-    provider: str, status: int, message: str, retry_after: float | None = None
+    provider: str, status: int, message: str, retry_after: float | None = None,
+    hint: str = "",
 ) -> ProviderError:
     """The engine error for an HTTP status from a provider: its text is the message's first
-    line (`first_line`); what it means (an overflow, and the window it names) is read from the
-    whole message."""
-    text = f"HTTP {status}: {first_line(message, provider, status)}"
+    line (`first_line`) and `hint` (said whatever the message's length); what it means (an
+    overflow, and the window it names) is read from the whole message."""
+    text = f"HTTP {status}: {first_line(message, provider, status)}{hint}"
     if status in (401, 403):
         return AuthError(provider, text)
     if status == 429:

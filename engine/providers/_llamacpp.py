@@ -1,6 +1,6 @@
 """llama.cpp's own endpoints beside the OpenAI-compatible ones: the slot's window and exact
 token counts. Used by the `local` kind (its in-process server) and by `openai` providers that
-point at a llama.cpp server. (`listed_window` reads vLLM's `max_model_len` from /models.)
+point at a llama.cpp server. (What other servers say of a model: `_gateway`.)
 
 - `GET /props` → `default_generation_settings.n_ctx` (the context one slot gives a request);
   `GET /slots` → `[0].n_ctx` when /props does not say.
@@ -24,7 +24,7 @@ from engine.jsondata import read_json
 from engine.providers._events import Message
 from engine.providers._reading import bounded
 
-__all__ = ["api_root", "count_chat_tokens", "listed_window", "slot_count", "slot_window"]
+__all__ = ["api_root", "count_chat_tokens", "slot_count", "slot_window"]
 
 _TIMEOUT = httpx.Timeout(5.0)
 _MAX_WINDOW = 10_000_000
@@ -81,20 +81,6 @@ async def slot_count(
     value = props.get("total_slots") if isinstance(props, dict) else None
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
         return value
-    return None
-
-
-async def listed_window(
-    client: httpx.AsyncClient, base_url: str, model: str, headers: Mapping[str, str]
-) -> int | None:
-    """`max_model_len` of `model` in the server's /models list (vLLM says it there)."""
-    listing = await _get_json(client, f"{base_url.rstrip('/')}/models", headers)
-    entries = listing.get("data") if isinstance(listing, dict) else None
-    if not isinstance(entries, list):
-        return None
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("id") == model:
-            return _window(entry.get("max_model_len"))
     return None
 
 

@@ -25,6 +25,7 @@ from engine.jsondata import read_json
 from engine.providers._base import Provider
 from engine.providers._events import (
     Done,
+    HealthCheck,
     Message,
     ReasoningDelta,
     StreamEvent,
@@ -32,6 +33,7 @@ from engine.providers._events import (
     TokenDelta,
     finish_reason_of,
 )
+from engine.providers._gateway import gateway_window, listed_or_checked
 from engine.providers._http import (
     content_parts,
     error_for_status,
@@ -40,6 +42,7 @@ from engine.providers._http import (
     model_listed,
     not_a_stream,
     not_text,
+    path_hint,
     rate_limit_wait,
     send_streamed,
     shared_tls,
@@ -49,7 +52,6 @@ from engine.providers._http import (
 from engine.providers._llamacpp import (
     api_root,
     count_chat_tokens,
-    listed_window,
     slot_count,
     slot_window,
 )
@@ -111,6 +113,8 @@ class OpenAIProvider(Provider):
     _client: httpx.AsyncClient | None = None
     _llamacpp: bool | None = None
     """None: not asked yet; False: not a llama.cpp server (or it does not say)."""
+    _litellm = False
+    """LiteLLM's proxy answered its `/model/info` when the window was asked."""
 
     @property
     def _base(self) -> str:
@@ -209,7 +213,8 @@ class OpenAIProvider(Provider):
                     content = await read_error_body(reply)
                     message = error_message(content, f"Error code: {reply.status_code}")
                     raise error_for_status(self.name, reply.status_code, message,
-                                           rate_limit_wait(reply.headers))
+                                           rate_limit_wait(reply.headers),
+                                           self._hint(reply.status_code, "/chat/completions"))
                 events, whole = await sse_events(self.name, reply)
                 if events is None:
                     for event in self._whole(reply.headers.get("content-type"), whole):
@@ -332,9 +337,10 @@ class OpenAIProvider(Provider):
         try:
             window = await slot_window(client, root, headers)
             self._llamacpp = window is not None
-            if window is None and self.config.base_url is not None:  # vLLM lists it
-                window = await listed_window(client, self.config.base_url, self.config.model,
-                                             headers)
+            if window is None and self.config.base_url is not None:  # a gateway, vLLM, …
+                said = await gateway_window(client, self.config.base_url, root,
+                                            self.config.model, headers)
+                window, self._litellm = said.tokens, said.litellm
         except httpx.TransportError:  # no answer: ask again next time
             raise
         except httpx.HTTPError:
@@ -359,7 +365,7 @@ class OpenAIProvider(Provider):
             return None
         return await count_chat_tokens(*api, messages)
 
-    async def _health(self) -> str:
+    async def _health(self) -> str | tuple[str, HealthCheck]:
         client = self._get_client()
         try:
             reply = await bounded(client, "GET", f"{self._base}/models", self.name,
@@ -369,7 +375,8 @@ class OpenAIProvider(Provider):
         if reply.status_code >= 400:
             message = error_message(reply.content, f"Error code: {reply.status_code}")
             raise error_for_status(self.name, reply.status_code, message,
-                                   rate_limit_wait(reply.headers))
+                                   rate_limit_wait(reply.headers),
+                                   self._hint(reply.status_code, "/models"))
         try:
             models = read_json(reply.content).get("data") or []
             names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
@@ -377,13 +384,25 @@ class OpenAIProvider(Provider):
         except (ValueError, AttributeError, TypeError):
             raise BadResponseError(self.name, "the model list is not JSON") from None
         listed = f"{len(names)} model{'s' if len(names) != 1 else ''} listed"
-        if not names or model_listed(self.config.model, names):
-            return listed
         if self._llamacpp is None:
             await self.context_window()
-        if self._llamacpp:  # llama.cpp answers whatever model name it is sent
+        if names and not model_listed(self.config.model, names) and not self._llamacpp:
+            raise unlisted_model(self.name, self.config.model, names)
+        if self._llamacpp:  # the model's own server (it answers whatever name it is sent)
             return listed
-        raise unlisted_model(self.name, self.config.model, names)
+        if self._official or self.config.base_url is None:  # its list is all there is to ask
+            return listed, "list"
+        return await listed_or_checked(self, client, api_root(self.config.base_url),
+                                       await self._headers(), listed, self._litellm)
+
+    def _health_asks(self) -> HealthCheck:
+        return "server" if self._llamacpp else "list"
+
+    def _hint(self, status: int, path: str) -> str:
+        """After a 404: what the base URL should most likely be (`path_hint`)."""
+        if status != 404:
+            return ""
+        return path_hint("openai", self._base, path)
 
     async def aclose(self) -> None:
         if self._client is not None:

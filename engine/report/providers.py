@@ -16,7 +16,11 @@ from engine.config.models import Config
 from engine.routing.breaker import ProviderState
 from engine.text import strip_control
 
-__all__ = ["ProviderRow", "provider_rows", "public_url"]
+__all__ = ["CHECKS", "ProviderRow", "provider_rows", "public_url"]
+
+CHECKS = {"server": "server", "list": "list", "gateway": "gateway", "probe": "probe"}
+"""What each kind of health check asked, as the CHECK column says it: the model's own server,
+a model list, a gateway's check of its backends (LiteLLM's `/health`), a 1-token request."""
 
 
 def public_url(url: str | None) -> str | None:
@@ -50,12 +54,22 @@ class ProviderRow:
 
     @property
     def health(self) -> str:
-        """`ok`, `down`, `disabled`, or `–` before any check."""
+        """`ok`, `listed` (only a model list answered), `down`, `disabled`, or `–` before any
+        check."""
         if not self.enabled:
             return "disabled"
         if self.state is None or self.state.last_health_ok is None:
             return "–"
-        return "ok" if self.state.last_health_ok else "down"
+        if not self.state.last_health_ok:
+            return "down"
+        return "listed" if self.state.last_health_by == "list" else "ok"
+
+    @property
+    def check(self) -> str:
+        """What the last health check asked, in a word (`CHECKS`), or "" before any."""
+        by = self.state.last_health_by if self.state is not None and self.enabled else None
+        return CHECKS.get(by or "", "") if self.state and self.state.last_health_ok \
+            is not None else ""
 
     @property
     def status(self) -> str:
@@ -101,6 +115,8 @@ class ProviderRow:
             if state and state.last_error else None,
             "health": None if not checked or state is None or not self.enabled else {
                 "ok": bool(state.last_health_ok),
+                "word": self.health,
+                "check": state.last_health_by,
                 "latency_ms": state.last_health_latency_ms,
                 "detail": strip_control(state.last_health_detail or ""),
                 "checked_at": state.last_health_check,

@@ -89,6 +89,8 @@ class ProviderState:
     last_health_ok: bool | None = None
     last_health_detail: str | None = None
     last_health_latency_ms: float | None = None
+    last_health_by: str | None = None
+    """What the last health check asked (`engine.providers.HealthCheck`)."""
     trial_in_flight: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -241,12 +243,18 @@ class Breaker:
             )
         return events
 
-    def health(self, state: ProviderState, ok: bool, detail: str, latency_ms: float) -> None:
-        """Record a health check. A provider that answers again closes its circuit."""
+    def health(self, state: ProviderState, ok: bool, detail: str, latency_ms: float,
+               by: str = "server") -> None:
+        """Record a health check (`by`: what it asked). A provider that answers again closes
+        its circuit; a model list that answered is no answer of the model, and changes
+        nothing."""
         state.last_health_check = self.clock()
         state.last_health_ok = ok
         state.last_health_detail = detail
         state.last_health_latency_ms = round(latency_ms, 1)
+        state.last_health_by = by
+        if ok and by == "list":
+            return
         if ok:
             if state.circuit is not CircuitState.CLOSED or state.status in (
                 ProviderStatus.UNAVAILABLE,

@@ -65,7 +65,14 @@ from engine.providers import (
     WasReasoning,
     create_provider,
 )
-from engine.routing.breaker import Breaker, ProviderState, StateStore, fingerprint, state_file
+from engine.routing.breaker import (
+    Admission,
+    Breaker,
+    ProviderState,
+    StateStore,
+    fingerprint,
+    state_file,
+)
 from engine.routing.chains import chain_for
 from engine.routing.collect import Reply
 from engine.routing.events import (
@@ -135,6 +142,9 @@ class Router:
         self.cache = cache
         self.config = config
         self.paths = paths
+        self.insist = False
+        """True when the chain was named by the user (`ask -p NAME`): a provider whose circuit
+        is open or that is rate limited is tried all the same."""
         settings = config.router
         self.breaker = Breaker(
             threshold=settings.failure_threshold,
@@ -215,6 +225,8 @@ class Router:
             for name in chain:
                 state = self.states[name]
                 admission = self.breaker.admit(state)
+                if not admission.allowed and self.insist:  # asked for by name: tried anyway
+                    admission = Admission(True)
                 if not admission.allowed:
                     kind: EventType = "rate_limited" if admission.kind == "rate_limited" \
                         else "circuit_open"
@@ -338,19 +350,20 @@ class Router:
 
     async def complete(
         self, request: StreamRequest | Prompt, role: str = "default",
-        accept: Accept | None = None,
+        accept: Accept | None = None, reply: Reply | None = None,
     ) -> RoutedCompletion:
-        """Stream to the end; the answer of the provider that finished, and the events."""
-        reply = Reply()
+        """Stream to the end; the answer of the provider that finished, and the events
+        (`reply`, when given, is what followed them: its usage, fits and discards)."""
+        reply = Reply() if reply is None else reply
         async for _ in reply.follow(self.stream(request, role, accept)):
             pass
         return reply.completion()
 
     async def complete_json(
-        self, request: StreamRequest | Prompt, role: str = "default"
+        self, request: StreamRequest | Prompt, role: str = "default", reply: Reply | None = None,
     ) -> tuple[Any, RoutedCompletion]:
         """A structured answer valid against `request.schema`; a provider whose answer is not
-        valid counts as failed and the next one is asked."""
+        valid counts as failed and the next one is asked (`reply`: as for `complete`)."""
         base = request.request if isinstance(request, Prompt) else request
         schema = base.schema
         if schema is None:
@@ -360,7 +373,7 @@ class Router:
         def accept(provider: str, text: str, finish_reason: str) -> None:
             values[provider] = collect_json(provider, text, finish_reason, schema)
 
-        done = await self.complete(request, role, accept)
+        done = await self.complete(request, role, accept, reply)
         return values[done.provider], done
 
     async def check_health(self) -> dict[str, Health]:
@@ -368,7 +381,8 @@ class Router:
         names = list(self.providers)
         results = await asyncio.gather(*(self.providers[n].health() for n in names))
         for name, health in zip(names, results, strict=True):
-            self.breaker.health(self.states[name], health.ok, health.detail, health.latency_ms)
+            self.breaker.health(self.states[name], health.ok, health.detail, health.latency_ms,
+                                health.check)
             self._dirty.add(name)
         self.save()
         return dict(zip(names, results, strict=True))

@@ -7,10 +7,11 @@
             case AskNote(text): ...           # a switch, a trimmed history, a retry (stderr)
             case AskAnswered(text, provider, conversation_id): ...   # last: kept
 
-With a provider named, that one answers (whatever the router remembers about it); without,
-the router does (the fallback chain). With a schema, the answer is JSON valid against it. An
-empty answer is asked for once more, sampled warm; a second one is an error, never an exit 0
-with nothing said.
+With a provider named, that one answers: a chain of one (whatever the router remembers about
+it), cached, fitted and refitted like any other; without, the role's chain does (failover).
+The answer's tokens and cost come with it, and are kept with its turn. With a schema, the
+answer is JSON valid against it. An empty answer is asked for once more, sampled warm; a
+second one is an error, never an exit 0 with nothing said.
 """
 
 from __future__ import annotations
@@ -21,22 +22,19 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.context.budget import Prompt, fit
+from pydantic import Field
+
+from engine.context.budget import Prompt
 from engine.context.conversations import ConversationTurn, conversation_prompt, load_recent
-from engine.errors import ConfigError, UnusableReplyError
+from engine.errors import AllProvidersFailed, ConfigError, DetektivError, UnusableReplyError
+from engine.interrogation.calls import count_tokens
 from engine.models.event import Event
-from engine.providers import Provider, StreamRequest, TokenDelta, WasReasoning
+from engine.models.usage import TokenTally
+from engine.providers import StreamRequest, TokenDelta
 from engine.report.stream import stream_note, trim_note
 from engine.routing.collect import Reply
-from engine.routing.events import (
-    Attempt,
-    Fitted,
-    ProviderEvent,
-    RouterEvent,
-    reasoning_moved,
-)
+from engine.routing.events import Fitted, ProviderEvent
 from engine.routing.router import Router
-from engine.routing.structured import complete_json
 
 if TYPE_CHECKING:
     from engine.workspace.core import Workspace
@@ -46,6 +44,8 @@ __all__ = ["Ask", "AskAnswered", "AskDelta", "AskEvent", "AskNote", "Asked", "As
 RETRY_TEMPERATURE = 0.8
 """An empty answer is asked for once more, sampled at least this warm (greedy decoding that
 said nothing says nothing again)."""
+FAILURES = frozenset({"error", "timeout", "rate_limited", "degenerate_output"})
+"""Router events that say a provider failed (a chain of one then ends with its error)."""
 EMPTY_ANSWER_TWICE = "the answer was empty twice (a small model may end its turn at once)"
 
 
@@ -65,12 +65,13 @@ class AskNote(Event):
 
 class AskAnswered(Event):
     """The whole answer, kept as the conversation's next turn (`conversation_id` None when
-    conversations are off)."""
+    conversations are off), with what its calls used (tokens and cost: `engine.costs`)."""
 
     type: Literal["ask_answered"] = "ask_answered"
     text: str
     provider: str | None
     conversation_id: str | None
+    usage: TokenTally = Field(default_factory=TokenTally)
 
 
 AskEvent = AskDelta | AskNote | AskAnswered
@@ -90,27 +91,31 @@ class Asked:
         self.history = history
         """The earlier turns loaded for it (before fitting to a window)."""
 
-    def answered(self, text: str, provider: str | None = None) -> None:
-        """Keep the answer as the conversation's next turn."""
+    def answered(self, text: str, provider: str | None = None,
+                 usage: TokenTally | None = None) -> None:
+        """Keep the answer as the conversation's next turn (who gave it, what it used)."""
         if self.conversation_id is None:
             return
+        meta: dict[str, Any] = {"provider": provider} if provider else {}
+        if usage is not None:
+            meta["usage"] = usage.model_dump(mode="json")
         self.workspace.conversations.append(
-            self.client_id, self.conversation_id,
-            ConversationTurn("assistant", text, meta={"provider": provider} if provider else {}),
-        )
+            self.client_id, self.conversation_id, ConversationTurn("assistant", text, meta=meta))
 
 
 class Asking:
     """One question on its way; `events()` answers it (and closes what it opened)."""
 
-    def __init__(self, asked: Asked, source: Provider | Router, schema: dict[str, Any] | None,
+    def __init__(self, asked: Asked, router: Router, schema: dict[str, Any] | None,
                  continued: bool) -> None:
         self.asked = asked
-        self.source = source
+        self.router = router
         self.schema = schema
         self.continued = continued
         self.reply = Reply()
         """The answer as it stands."""
+        self.usage = TokenTally()
+        """What its calls used so far (an empty answer asked again counts twice)."""
 
     async def events(self) -> AsyncIterator[AskEvent]:
         asked = self.asked
@@ -127,24 +132,47 @@ class Asking:
                     yield AskNote(text=line)
                 text = json.dumps(value, indent=2, ensure_ascii=False)
                 yield AskDelta(text=text + "\n")
-            asked.answered(text, label)
-            yield AskAnswered(text=text, provider=label, conversation_id=asked.conversation_id)
+            asked.answered(text, label, self.usage)
+            yield AskAnswered(text=text, provider=label, conversation_id=asked.conversation_id,
+                              usage=self.usage)
         finally:
-            await self.source.aclose()
+            await self.router.aclose()
+
+    def _own(self, failed: AllProvidersFailed) -> DetektivError:
+        """The error to show: a provider asked for by name failed with its own error (a
+        chain of one has nothing to fail over to), any other chain with every provider's."""
+        if self.router.insist and len(failed.causes) == 1:
+            return failed.causes[0]
+        return failed
+
+    def _count(self, reply: Reply) -> None:
+        count_tokens(self.usage, reply, self.router.config)
 
     async def _answer(self) -> AsyncGenerator[AskEvent, None]:
         prompt = self.asked.prompt
         for attempt in (1, 2):
             self.reply = reply = Reply()
-            async for event in reply.follow(self._stream(prompt)):
-                match event:
-                    case TokenDelta(text):
-                        yield AskDelta(text=text)
-                    case Fitted() if attempt == 2:
-                        pass  # said the first time
-                    case _:
-                        if (line := stream_note(event)) is not None:
-                            yield AskNote(text=line)
+            held: str | None = None  # a failure's note: the error itself, if nothing follows
+            try:
+                async for event in reply.follow(self.router.stream(prompt)):
+                    if held is not None:
+                        yield AskNote(text=held)
+                        held = None
+                    match event:
+                        case TokenDelta(text):
+                            yield AskDelta(text=text)
+                        case Fitted() if attempt == 2:
+                            pass  # said the first time
+                        case ProviderEvent() if self.router.insist and \
+                                event.type in FAILURES:
+                            held = stream_note(event)
+                        case _:
+                            if (line := stream_note(event)) is not None:
+                                yield AskNote(text=line)
+            except AllProvidersFailed as failed:
+                raise self._own(failed) from None
+            finally:
+                self._count(reply)
             if reply.text.strip():
                 return
             label = reply.label or "the model"
@@ -156,37 +184,19 @@ class Asking:
                 prompt.request, temperature=max(RETRY_TEMPERATURE,
                                                 prompt.request.temperature or 0)))
 
-    async def _stream(self, prompt: Prompt) -> AsyncGenerator[RouterEvent, None]:
-        """The router's events, or one provider's dressed as the router's (an `Attempt`,
-        how the prompt was fitted, the stream)."""
-        source = self.source
-        if isinstance(source, Router):
-            async for event in source.stream(prompt):
-                yield event
-            return
-        fitted = await fit(source, prompt)
-        yield Attempt(source.name, source.label)
-        yield Fitted(source.name, fitted.report)
-        async for event in source.stream(fitted.request):
-            if type(event) is WasReasoning:  # told as the router tells it
-                for moved in reasoning_moved(source.name, source.label, False,
-                                             self.reply.text, event.text):
-                    yield moved
-            else:
-                yield event
-
     async def _json(self) -> tuple[Any, str, list[str]]:
-        source, prompt = self.source, self.asked.prompt
-        if isinstance(source, Router):
-            value, done = await source.complete_json(prompt)
-            notes = [line for event in done.events
-                     if not (isinstance(event, ProviderEvent)
-                             and event.type == "provider_switch")
-                     if (line := stream_note(event)) is not None]
-            return value, done.label, notes
-        fitted = await fit(source, prompt)
-        notes = [line] if (line := trim_note(fitted.report)) else []
-        return await complete_json(source, fitted.request), source.label, notes
+        reply = Reply()
+        try:
+            value, done = await self.router.complete_json(self.asked.prompt, reply=reply)
+        except AllProvidersFailed as failed:
+            raise self._own(failed) from None
+        finally:
+            self._count(reply)
+        notes = [line for event in done.events
+                 if not (isinstance(event, ProviderEvent) and event.type == "provider_switch")
+                 if (line := stream_note(event)) is not None]
+        notes += [line for fitted in reply.fits if (line := trim_note(fitted)) is not None]
+        return value, done.label, notes
 
 
 class Ask:
@@ -210,18 +220,18 @@ class Ask:
         workspace.context_policy  # noqa: B018 - its warnings are known before the answer
         request = StreamRequest.of(text, schema=schema, max_tokens=max_tokens,
                                    temperature=temperature)
-        source: Provider | Router
-        if provider:  # that one provider, tried whatever the router remembers about it
-            source = await workspace.provider(provider)
+        if provider:  # a chain of one: its own cache scope, its window learned, refitted
+            router, _ = await workspace.routed({"default": [provider]})
+            router.insist = True  # tried whatever the router remembers about it
         else:
-            source = await workspace.new_router()
+            router = await workspace.new_router()
         try:
             asked = self.prepare(request, client_id=client_id, conversation=conversation,
                                  continue_last=continue_last)
         except BaseException:
-            await source.aclose()
+            await router.aclose()
             raise
-        return Asking(asked, source, schema, continue_last)
+        return Asking(asked, router, schema, continue_last)
 
     def prepare(
         self,

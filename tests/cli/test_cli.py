@@ -82,10 +82,12 @@ def test_providers_table(configured: Path) -> None:
     result = run("providers")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CIRCUIT", "LATENCY",
-                                "DETAIL"]
-    assert lines[1].split()[:6] == ["dead", "openai", "gemma", "1", "down", "closed"]
-    assert lines[2].split()[:6] == ["localsrv", "openai", "gemma", "2", "ok", "closed"]
+    assert lines[0].split() == ["NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CHECK", "CIRCUIT",
+                                "LATENCY", "DETAIL"]
+    assert lines[1].split()[:7] == ["dead", "openai", "gemma", "1", "down", "list", "closed"]
+    # a llama.cpp server is the model's own server: its answer is the model's
+    assert lines[2].split()[:7] == ["localsrv", "openai", "gemma", "2", "ok", "server",
+                                    "closed"]
 
 
 def test_ask_streams_to_a_terminal_as_it_arrives(configured: Path) -> None:

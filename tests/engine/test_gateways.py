@@ -109,14 +109,18 @@ def test_a_session_tally_keeps_cached_and_reasoning_tokens_and_their_price() -> 
     assert not tally.estimated
 
 
-# 2. the output tokens reached the limit: cut, whatever the stop reason says --------------
+# 2. the server's stop reason wins over counting output tokens ---------------------------
 
-@pytest.mark.parametrize(("output", "finish"), [(40, "length"), (2, "stop")])
-async def test_end_turn_at_max_tokens_is_a_cut(paths: Paths, monkeypatch: pytest.MonkeyPatch,
-                                               output: int, finish: str) -> None:
-    """LiteLLM says end_turn even at max_tokens: 40 output tokens of 40 is a cut, 2 is not."""
+@pytest.mark.parametrize(("stop", "output", "finish"), [
+    ("end_turn", 40, "stop"), ("end_turn", 2, "stop"), ("max_tokens", 40, "length")])
+async def test_the_stop_reason_said_wins_over_the_output_count(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, stop: str, output: int,
+        finish: str) -> None:
+    """A gateway that did not pass `max_tokens` on answers past it and says `end_turn` for a
+    whole answer: 40 output tokens of 40 asked is not called cut when the server says the turn
+    ended."""
     body = anthropic_stream(["The answer"], {"input_tokens": 9, "output_tokens": 1},
-                            {"output_tokens": output})
+                            {"output_tokens": output}, stop)
     events = await anthropic_events(paths, monkeypatch, body,
                                     StreamRequest.of("x", max_tokens=40))
     assert events[-1] == Done(finish)

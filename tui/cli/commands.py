@@ -41,10 +41,12 @@ async def providers(paths: Paths, as_json: bool) -> int:
     if as_json:
         print(json.dumps([row.to_json() for row in rows], indent=2))
         return 0
-    header = ("NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CIRCUIT", "LATENCY", "DETAIL")
+    header = ("NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CHECK", "CIRCUIT", "LATENCY",
+              "DETAIL")
     table = [header]
     table += [(row.name, row.kind, strip_control(row.model), str(row.priority), row.health,
-               row.circuit if row.state else "-", row.latency, row.detail) for row in rows]
+               row.check or "-", row.circuit if row.state else "-", row.latency, row.detail)
+              for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header) - 1)]
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
@@ -119,9 +121,11 @@ async def _ask_json(events: AsyncIterator[AskEvent]) -> int:
         match event:
             case AskNote(text=text):
                 notes.append(text)
-            case AskAnswered(text=text, provider=provider, conversation_id=conversation):
+            case AskAnswered(text=text, provider=provider, conversation_id=conversation,
+                             usage=usage):
                 print(json.dumps({"answer": text, "provider": provider,
-                                  "conversation": conversation, "notes": notes},
+                                  "conversation": conversation, "notes": notes,
+                                  "usage": usage.model_dump(mode="json")},
                                  ensure_ascii=False))
     return 0
 

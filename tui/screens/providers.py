@@ -64,8 +64,8 @@ class ProvidersScreen(Guarded, Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("Name", "Kind", "Model", "Prio", "Enabled", "Status", "Circuit",
-                          "Checked", "Latency", "Detail")
+        table.add_columns("Name", "Kind", "Model", "Prio", "Enabled", "Status", "Health",
+                          "Check", "Circuit", "Checked", "Latency", "Detail")
         self.query_one("#pull-progress", ProgressBar).display = False
         table.focus()
         self.redraw()
@@ -87,7 +87,8 @@ class ProvidersScreen(Guarded, Screen[None]):
         for row in rows:
             table.add_row(
                 Text(row.name), row.kind, Text(row.model), str(row.priority),
-                "yes" if row.enabled else "no", row.status, row.circuit, row.checked(),
+                "yes" if row.enabled else "no", row.status, row.health, row.check, row.circuit,
+                row.checked(),
                 row.latency, Text(row.detail[:80]), key=row.name,
             )
         if 0 <= cursor < len(self.names):

@@ -1,0 +1,175 @@
+"""What a server in front of a model says about it, where llama.cpp's own endpoints are absent:
+gateways (LiteLLM's proxy), OpenRouter, vLLM, Ollama's OpenAI-compatible route.
+
+- the window: `/models` (`context_length`: OpenRouter; `max_model_len`: vLLM), LiteLLM's
+  `/model/info` (or `/v1/model/info`: `model_info.max_input_tokens` of the entry whose
+  `model_name` is the model), Ollama's `POST /api/show`;
+- whether the model answers: LiteLLM's `GET /health?model=NAME` makes a real call to each of
+  the model's backends and says which answered (`/health/readiness` only says that the proxy
+  is up).
+
+Whatever a server answers is checked: anything but the expected shape is None, and the caller
+falls back to what it knew (a default window, a listing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from engine.errors import BadResponseError, ProviderError, RequestError, ServerError
+from engine.jsondata import read_json
+from engine.providers._events import HealthCheck
+from engine.providers._reading import bounded
+
+if TYPE_CHECKING:
+    from engine.providers._base import Provider
+
+__all__ = ["GatewayWindow", "gateway_window", "listed_or_checked", "litellm_health",
+           "listed_window"]
+
+_TIMEOUT = httpx.Timeout(5.0)
+_MAX_WINDOW = 10_000_000
+_SHOWN = 200
+"""Characters of a backend's error shown from LiteLLM's health report (its first line)."""
+
+
+def _window(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_WINDOW:
+        return value
+    return None
+
+
+async def _json(client: httpx.AsyncClient, method: str, url: str,
+                headers: Mapping[str, str], body: Any = None, statuses: tuple[int, ...] = (200,),
+                **kwargs: Any) -> Any:
+    if body is not None:
+        kwargs["json"] = body
+    try:
+        response = await bounded(client, method, url, "server", headers=dict(headers),
+                                 timeout=kwargs.pop("timeout", _TIMEOUT), **kwargs)
+    except BadResponseError:  # a reply too large to be what was asked
+        return None
+    if response.status_code not in statuses:
+        return None
+    try:
+        return read_json(response.content)
+    except ValueError:
+        return None
+
+
+async def listed_window(
+    client: httpx.AsyncClient, base_url: str, model: str, headers: Mapping[str, str]
+) -> int | None:
+    """The window `model`'s entry in the server's `/models` list names: `context_length`
+    (OpenRouter, and its `top_provider`), `max_model_len` (vLLM)."""
+    listing = await _json(client, "GET", f"{base_url.rstrip('/')}/models", headers)
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("id") == model:
+            top = entry.get("top_provider")
+            return (_window(entry.get("max_model_len")) or _window(entry.get("context_length"))
+                    or (_window(top.get("context_length")) if isinstance(top, dict) else None))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayWindow:
+    """What the gateway at a root said: the window (None: it does not know), and whether it
+    is LiteLLM's proxy (its `/model/info` answered)."""
+
+    tokens: int | None
+    litellm: bool
+
+
+async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
+                        headers: Mapping[str, str]) -> GatewayWindow | None:
+    for path in ("/model/info", "/v1/model/info"):
+        info = await _json(client, "GET", f"{root}{path}", headers)
+        entries = info.get("data") if isinstance(info, dict) else None
+        if not isinstance(entries, list):
+            continue
+        windows = [
+            _window(entry["model_info"].get("max_input_tokens"))
+            for entry in entries
+            if isinstance(entry, dict) and entry.get("model_name") == model
+            and isinstance(entry.get("model_info"), dict)
+        ]
+        known = [w for w in windows if w is not None]
+        # a model group of several backends: a call may go to any of them
+        return GatewayWindow(min(known) if known else None, True)
+    return None
+
+
+async def _ollama_window(client: httpx.AsyncClient, root: str, model: str,
+                         headers: Mapping[str, str]) -> int | None:
+    from engine.providers._ollama import ollama_window  # the Ollama kind's own reading
+
+    shown = await _json(client, "POST", f"{root}/api/show", headers, {"model": model})
+    return ollama_window(shown) if isinstance(shown, dict) and "model_info" in shown else None
+
+
+async def gateway_window(client: httpx.AsyncClient, base_url: str, root: str, model: str,
+                         headers: Mapping[str, str]) -> GatewayWindow:
+    """The window of `model` as the server at `base_url` (its API root `root`) says it, asked
+    in the order of the module docstring; the first that names one wins."""
+    listed = await listed_window(client, base_url, model, headers)
+    litellm = await _litellm_info(client, root, model, headers)
+    if listed is not None:
+        return GatewayWindow(listed, litellm is not None)
+    if litellm is not None:
+        return litellm
+    return GatewayWindow(await _ollama_window(client, root, model, headers), False)
+
+
+async def litellm_health(client: httpx.AsyncClient, root: str, model: str,
+                         headers: Mapping[str, str], timeout: float = 30.0
+                         ) -> tuple[bool, str] | None:
+    """LiteLLM's own check of `model` (a real call to each of its backends): (answered, what
+    it said in one line); None when the proxy gave no such report."""
+    report = await _json(client, "GET", f"{root}/health", headers, params={"model": model},
+                         timeout=httpx.Timeout(timeout), statuses=(200, 503))  # 503: none up
+    if not isinstance(report, dict):
+        return None
+    healthy, unhealthy = report.get("healthy_count"), report.get("unhealthy_count")
+    if not isinstance(healthy, int) or not isinstance(unhealthy, int):
+        return None
+    if healthy:
+        return True, (f"LiteLLM's check: {healthy} of {healthy + unhealthy} backend"
+                      f"{'s' if healthy + unhealthy != 1 else ''} answered")
+    errors: list[str] = [entry["error"] for entry in report.get("unhealthy_endpoints") or []
+                         if isinstance(entry, dict) and isinstance(entry.get("error"), str)]
+    lines = [line.strip() for line in errors[0].splitlines() if line.strip()] if errors else []
+    said = lines[0][:_SHOWN] if lines else "no backend for this model"
+    return False, f"LiteLLM's check: no backend answered — {said}"
+
+
+async def listed_or_checked(provider: Provider, client: httpx.AsyncClient, root: str,
+                            headers: Mapping[str, str], listed: str, litellm: bool
+                            ) -> tuple[str, HealthCheck]:
+    """The health of a provider whose model list answered (`listed` says so), behind a server
+    that may be a gateway: LiteLLM's own check where its `health_check` allows and the server
+    is LiteLLM's proxy (`litellm`), else the listing alone (`list`: shown as `listed`). A
+    backend LiteLLM found dead raises a `ServerError` whose `check` is `gateway`."""
+    mode = provider.config.health_check
+    if mode == "list" or (mode == "auto" and not litellm):
+        return listed, "list"
+    said = await litellm_health(client, root, provider.config.model, headers)
+    if said is None:
+        if mode == "auto":
+            return listed, "list"
+        error: ProviderError = RequestError(
+            provider.name, f"health_check = \"gateway\": {root}/health gave no LiteLLM report "
+            "of the model (not LiteLLM's proxy?)")
+    else:
+        answered, text = said
+        if answered:
+            return text, "gateway"
+        error = ServerError(provider.name, text)
+    error.check = "gateway"  # type: ignore[attr-defined]
+    raise error
