@@ -77,6 +77,7 @@ __all__ = [
     "StoreClosed",
     "TotalTimeout",
     "is_context_overflow",
+    "overflow_tokens",
     "overflow_window",
 ]
 
@@ -189,9 +190,11 @@ class ContextOverflowError(RequestError):
     reason = "context"
 
     def __init__(self, provider: str, message: str, status: int | None = None,
-                 window: int | None = None) -> None:
+                 window: int | None = None, needed: int | None = None) -> None:
         super().__init__(provider, message, status)
         self.window = window or overflow_window(message)
+        self.needed = needed or overflow_tokens(message)
+        """The prompt's tokens as the server counted them, when its message says."""
 
 
 _WINDOW_IN_MESSAGE = (  # real messages of each server: tests/engine/test_overflow.py
@@ -205,14 +208,32 @@ _WINDOW_IN_MESSAGE = (  # real messages of each server: tests/engine/test_overfl
 )
 
 
-def overflow_window(message: str) -> int | None:
-    """The window a context-overflow message names (`… context size (2048 tokens)`)."""
-    for pattern in _WINDOW_IN_MESSAGE:
+_TOKENS_IN_MESSAGE = (
+    re.compile(r"request \((\d+) tokens?\) exceeds", re.IGNORECASE),        # llama.cpp
+    re.compile(r"""["']n_prompt_tokens["']\s*:\s*(\d+)""", re.IGNORECASE),  # llama.cpp's JSON
+    re.compile(r"resulted in (\d+) tokens?", re.IGNORECASE),                # OpenAI, vLLM
+    re.compile(r"prompt is too long: (\d+) tokens?", re.IGNORECASE),        # Anthropic
+    re.compile(r"input token count \((\d+)\)", re.IGNORECASE),             # Gemini
+)
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], message: str) -> int | None:
+    for pattern in patterns:
         match = pattern.search(message)
         if match:
             value = int(match.group(1))
             return value if 0 < value <= 10_000_000 else None
     return None
+
+
+def overflow_window(message: str) -> int | None:
+    """The window a context-overflow message names (`… context size (2048 tokens)`)."""
+    return _first_number(_WINDOW_IN_MESSAGE, message)
+
+
+def overflow_tokens(message: str) -> int | None:
+    """The prompt's size a context-overflow message names (`request (1471 tokens) …`)."""
+    return _first_number(_TOKENS_IN_MESSAGE, message)
 
 
 _OVERFLOW_WORDS = (

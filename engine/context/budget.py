@@ -7,8 +7,13 @@
 The window is `engine.context.windows`'s: configured, said by the server, or a default.
 
 The reply's `max_tokens` is reserved (lowered to a third of a small window, and said so), plus
-a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`), a tenth of
-the window when the count is an estimate, so an estimate never lets a request overflow.
+a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`), a twentieth
+of the window when it cannot. A provider that cannot count (a gateway, a cloud API) has its
+prompts measured by an upper bound (`tokens.bound`: the estimate times the worst ratio
+measured on real tokenizers, other scripts at their UTF-8 bytes), never by the estimate alone:
+an estimate of 1,813 tokens was 2,710 on the server. A prompt that cannot fit beside the
+reply's room lowers that room to what the window leaves (the report says so), down to
+`MIN_REPLY`; below that it does not fit, and `DoesNotFit` names the context window.
 
 An exact count is two round trips to the server. A prompt whose UTF-8 bytes (and a chat
 template's markers) are within half the limit goes without one: no tokenizer makes more tokens
@@ -29,8 +34,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.context.fit import DoesNotFit, Trim
-from engine.context.tokens import MESSAGE_OVERHEAD, estimate, estimate_messages
+from engine.context.tokens import (
+    MESSAGE_OVERHEAD,
+    bound,
+    bound_messages,
+    estimate,
+    estimate_messages,
+)
 from engine.context.windows import (
+    Window,
     WindowSource,
     forget,
     key_of,
@@ -58,7 +70,7 @@ log = logging.getLogger(__name__)
 Counted = Literal["exact", "bounded", "estimate"]
 
 EXACT_MARGIN = 16
-ESTIMATE_MARGIN = 0.10
+ESTIMATE_MARGIN = 0.05
 MIN_ESTIMATE_MARGIN = 64
 SMALL_REPLY_SHARE = 3
 """A reply never takes more than a third of the window: the prompt needs the rest."""
@@ -257,9 +269,33 @@ async def fit(
     window = await window_of(provider)
     if told is not None and told < window.tokens:
         window = replace(window, tokens=told, source="server")
+    asked = prompt.request.max_tokens
+    reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))
+    try:
+        return await _fit(provider, prompt, window, reply, shrink)
+    except DoesNotFit as exc:
+        short = exc
+    # the prompt alone needs more than the window leaves it beside the reply's room: the reply
+    # gets what is left (the report says it was lowered), down to `MIN_REPLY`
+    room = reply - math.ceil(max(0, short.needed - short.limit) / max(shrink, 0.01)) - 8
+    if min(MIN_REPLY, reply) <= room < reply:
+        try:
+            return await _fit(provider, prompt, window, room, shrink)
+        except DoesNotFit as exc:
+            short = exc
+    raise DoesNotFit(short.needed, short.limit, window=window.tokens, source=window.source,
+                     provider=provider.label, reply=min(reply, max(room, MIN_REPLY)))
+
+
+MIN_REPLY = 32
+"""The fewest tokens a reply's room is lowered to, to make room for the prompt."""
+
+
+async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
+               shrink: float) -> FittedRequest:
+    """`fit` with the reply's room decided."""
     request = prompt.request
     asked = request.max_tokens
-    reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))
     # a reasoning budget the provider asks for is spent before the reply (Anthropic adds it
     # to max_tokens): the window keeps room for both
     thinking = min(provider.config.reasoning_budget or 0, window.tokens // 2)
@@ -273,23 +309,25 @@ async def fit(
         then left 88 tokens of a 1024-token window for the prompt). Other providers may send
         it as text (Anthropic's system prompt): estimated."""
         margin = EXACT_MARGIN if exact else max(
-            MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))
+            MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))  # the bound's slack
         schema_cost = 0 if window.exact else _schema_tokens(schema)
         limit = int((window.tokens - reply - thinking - margin - schema_cost) * shrink)
-        if limit <= 0:
-            raise DoesNotFit(-limit + 1, 0)
+        if limit <= 0:  # the reply's room (and the margin) take the whole window
+            raise DoesNotFit(estimate_messages(prompt.request.messages[-1:]), limit)
         return limit, schema_cost
 
     counted: Counted = "exact" if window.exact else "estimate"
     limit, schema_cost = budget(window.exact)
     target = limit
     for _ in range(5):
-        messages, trim = prompt.messages(target - 3, estimate)  # 3: the reply's header
+        # composed by the estimate where the server will count, else by the upper bound
+        measure = estimate if counted != "estimate" else bound
+        messages, trim = prompt.messages(target - 3, measure)  # 3: the reply's header
         used: int | None = None
-        bound = _bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
+        within = _bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
             if counted != "estimate" else None
-        if bound is not None:
-            used, counted = bound, "bounded"
+        if within is not None:
+            used, counted = within, "bounded"
         elif counted != "estimate":
             counted = "exact"
             used = await _count(provider, messages)
@@ -298,8 +336,8 @@ async def fit(
                 limit, schema_cost = budget(False)
                 target = min(target, limit)
                 continue
-        if used is None:
-            used = estimate_messages(messages)
+        if used is None:  # nobody counts: what no tokenizer measured exceeds
+            used = bound_messages(messages)
         if used <= limit:
             fitted = replace(
                 request,

@@ -48,12 +48,29 @@ MIN_QUESTION_ALL = 40
 
 
 class DoesNotFit(DetektivError):
-    """Even the smallest form of the prompt needs more tokens than the limit."""
+    """Even the smallest form of the prompt needs more tokens than the limit. Given the
+    window it was fitted to, the message names the context window, and what the reply kept."""
 
-    def __init__(self, needed: int, limit: int) -> None:
-        super().__init__(f"the prompt needs at least {needed} tokens, {limit} available")
+    def __init__(self, needed: int, limit: int, *, window: int | None = None,
+                 source: str = "", provider: str = "", reply: int | None = None) -> None:
+        left = max(0, limit)  # a reply's room larger than the window leaves nothing, not -209
+        if window is None:
+            message = f"the prompt needs at least {needed} tokens, {left} available"
+        else:
+            whose = f"{provider}'s context window" if provider else "the context window"
+            said = f" ({WINDOW_SOURCES.get(source, source)})" if source else ""
+            kept = f" beside {reply} kept for the reply" if reply else ""
+            message = (f"the prompt needs at least {needed} tokens; {whose} of {window} "
+                       f"tokens{said} leaves {left} for it{kept}")
+        super().__init__(message)
         self.needed = needed
         self.limit = limit
+        self.window = window
+
+
+WINDOW_SOURCES = {"config": "as configured", "server": "as the server said",
+                  "model": "known for the model", "default": "a default: set context_window"}
+"""Where a window came from, as an error says it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -308,13 +308,20 @@ class Router:
                         refused.append(why)
             except ContextOverflowError as exc:
                 if retried:  # fitted twice and still too long: a failure
-                    failed: ProviderError | None = exc
+                    failed: ProviderError | None = ContextOverflowError(
+                        name, f"the prompt does not fit the context window even fitted again "
+                        f"({exc.detail})", exc.status, exc.window, exc.needed)
                 else:
                     forget_window(provider, exc.window)
                     yield ProviderEvent("error", name, None, f"{exc.detail}; fitting "
-                                        "the prompt again for a smaller window")
+                                        "the prompt again for the context window it names"
+                                        if exc.window else f"{exc.detail}; fitting the prompt "
+                                        "again for a smaller context window")
                     told, retried, failed = exc.window, True, None
-                    shrink = 1.0 if told else 0.75
+                    # the server's count of what was sent, against ours: ours was short by
+                    # that much (a gateway's model counts differently), so aim that much lower
+                    shrink = min(1.0, report.used / exc.needed * 0.95) if exc.needed and \
+                        exc.needed > report.used else 1.0 if told else 0.75
             except ProviderError as exc:
                 failed = exc
             except BaseException:  # cancelled or closed by the caller: no verdict

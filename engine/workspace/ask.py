@@ -143,6 +143,9 @@ class Asking:
         chain of one has nothing to fail over to), any other chain with every provider's."""
         if self.router.insist and len(failed.causes) == 1:
             return failed.causes[0]
+        if self.router.insist and len(failed.failures) == 1:  # skipped: too small a window
+            name, why = failed.failures[0]
+            return DetektivError(f"{name}: {why}")
         return failed
 
     def _count(self, reply: Reply) -> None:

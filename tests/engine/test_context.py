@@ -22,7 +22,7 @@ from engine.context.fit import (
     shorten,
     span,
 )
-from engine.context.tokens import estimate, estimate_messages
+from engine.context.tokens import bound_messages, estimate, estimate_messages
 from engine.context.windows import default_window, window_of
 from engine.errors import overflow_window
 from engine.interrogation.transcript import transcript, transcript_prompt, witness_prompt
@@ -578,12 +578,14 @@ async def test_a_count_that_fails_once_under_load_does_not_charge_the_schema(pat
             "busy", ProviderConfig(kind="openai", model="m", base_url=server.url + "/v1"), paths)
         try:
             schema = gap_schema(5, 1024)
-            # ~440 tokens: room for them is 1024 − 341 (the reply, a third) − 102 (the
-            # estimate's margin); charging the schema's ~264 as text would leave ~314
-            request = StreamRequest.of("analyse " * 420, max_tokens=1024, schema=schema)
+            # ~465 tokens by the upper bound: room for them is 1024 − 341 (the reply, a
+            # third) − 64 (the margin when nobody counts); charging the schema's ~264 as text
+            # would leave ~355
+            request = StreamRequest.of("analyse " * 300, max_tokens=1024, schema=schema)
             fitted = await fit(provider, request)
             assert fitted.report.counted == "estimate" and len(tokenized) == 2
-            assert 1024 - 341 - 102 - 264 < fitted.report.used <= 1024 - 341 - 102
+            assert fitted.report.reply == 341  # not lowered to make room
+            assert 1024 - 341 - 64 - 264 < fitted.report.used <= 1024 - 341 - 64
             again = await fit(provider, request)
             assert again.report.counted == "exact"  # one dropped count changed nothing more
 
@@ -612,8 +614,8 @@ async def test_a_tokenizer_that_answers_nonsense_is_not_believed(paths) -> None:
         try:
             fitted = await fit(provider, StreamRequest.of("tell me " * 200, max_tokens=100))
             assert fitted.report.counted == "estimate" and fitted.report.window == 2048
-            assert fitted.report.used == estimate_messages(fitted.request.messages)
-            with pytest.raises(DoesNotFit):  # 2048 − 100 − 204 tokens: this is too long
+            assert fitted.report.used == bound_messages(fitted.request.messages)  # upper
+            with pytest.raises(DoesNotFit):  # 2048 − 100 − 102 tokens: this is too long
                 await fit(provider, StreamRequest.of("tell me " * 900, max_tokens=100))
         finally:
             forget_window(provider)
@@ -709,3 +711,44 @@ async def test_a_vllm_server_lists_its_window(paths) -> None:
         finally:
             forget_window(provider)
             await provider.aclose()
+
+
+# ---- where nobody counts: the upper bound, on the real tokenizers ---------------------------
+
+def _varied_texts() -> list[tuple[str, str]]:
+    """detektiv's own prompts, docs and code in pieces, and texts unlike them: another
+    alphabet, CJK, a table of numbers, emoji."""
+    from tests.support.servers import ROOT
+
+    texts = []
+    for pattern in ("prompts/*.md", "docs/*.md", "engine/context/*.py", "tests/data/*.tsv"):
+        for path in sorted(ROOT.glob(pattern)):
+            text = path.read_text(encoding="utf-8")
+            texts += [(path.name, text[i:i + 2000]) for i in range(0, min(len(text), 6000), 2000)]
+    texts += [("cjk", "东京是日本的首都。北京是中国的首都。" * 30),
+              ("cyrillic", "Москва является столицей России. Река Волга длинная. " * 15),
+              ("numbers", " ".join(str(i * 7919) for i in range(300))),
+              ("emoji", "🙂 the cat 🐈 sat 🪑 " * 40),
+              ("short", "Is it true?")]
+    return texts
+
+
+@pytest.mark.parametrize("model", ["gemma-3-270m", "smollm2-135m"])
+async def test_the_upper_bound_is_never_below_the_real_count(
+        model: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A server that cannot count (a gateway) has its prompts measured by `bound_messages`:
+    on both bundled tokenizers (a 262k and a 49k vocabulary) it is at or above the exact
+    count of every text, and the estimate alone is not (it is below on some: the bound is
+    needed)."""
+    from engine.providers._llamacpp import count_chat_tokens
+
+    below_estimate = 0
+    with local_server(tmp_path_factory.mktemp(f"bound-{model}"), "--model", model,
+                      "--parallel", "1", "--ctx", "8192") as server:
+        async with httpx.AsyncClient() as client:
+            for name, text in _varied_texts():
+                messages = [Message("user", text)]
+                exact = await count_chat_tokens(client, server.base, {}, messages)
+                assert bound_messages(messages) >= exact, (model, name)
+                below_estimate += estimate_messages(messages) < exact
+    assert below_estimate > 0
