@@ -29,8 +29,21 @@ def discarded_note(provider: str) -> str:
 
 
 def trim_note(report: FitReport) -> str | None:
-    """`"3 earlier turns of the conversation left out to fit p's window of 2048 tokens"`, or
-    None when the whole prompt was sent."""
+    """`"3 earlier turns of the conversation left out to fit p's window of 2048 tokens"`,
+    `"the reply may take at most 300 tokens (asked 1000) to fit p's context window of 1024
+    tokens"`, both, or None when the whole prompt was sent with the reply's room asked."""
+    notes = [note for note in (_turns_note(report), _reply_note(report)) if note]
+    return "; ".join(notes) if notes else None
+
+
+def _reply_note(report: FitReport) -> str | None:
+    if not report.reply_lowered:
+        return None
+    return (f"the reply may take at most {report.reply} tokens (asked {report.asked_reply}) "
+            f"to fit {report.provider}'s context window of {report.window} tokens")
+
+
+def _turns_note(report: FitReport) -> str | None:
     if not report.trim:
         return None
     left_out = len(report.trim.omitted)

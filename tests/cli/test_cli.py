@@ -334,3 +334,39 @@ def test_ask_prints_only_the_answer_of_a_reasoning_model(home: Path, field: str 
     assert piped.stdout == "The Seine.\n"
     assert "cheese" not in piped.stderr
     assert code == 0 and shown.decode().strip() == "The Seine."
+
+
+def test_ask_p_twice_reaches_the_server_once_and_json_carries_usage_and_cost(
+        home: Path) -> None:
+    """A provider named with -p is a chain of one: cached like any other (docs/guide.md), and
+    `--json` says what the answer used and cost, as the conversation store keeps it."""
+    from engine import Paths, Workspace
+
+    with ScriptedModel(["Tea has caffeine."], usage=(120, 9)) as model:
+        (home / "config.toml").write_text(f"""
+[providers.paid]
+kind = "openai"
+base_url = "{model.url}/v1"
+model = "m"
+
+[prices.paid]
+input = 2.0
+output = 8.0
+""")
+        first = run("ask", "-p", "paid", "Does tea contain caffeine?", "--json")
+        second = run("ask", "-p", "paid", "Does tea contain caffeine?", "--json")
+        assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+        assert len(model.chats) == 1  # the second answer came from the cache
+    asked, again = json.loads(first.stdout), json.loads(second.stdout)
+    assert asked["answer"] == again["answer"] == "Tea has caffeine."
+    assert again["provider"] == "cache" and asked["provider"].startswith("paid")
+    usage = asked["usage"]
+    assert (usage["prompt"], usage["completion"], usage["estimated"]) == (120, 9, False)
+    assert usage["cost"] == pytest.approx((120 * 2 + 9 * 8) / 1e6)
+    store = Workspace(Paths.from_env()).conversations
+    try:
+        turns = store.turns("cli", asked["conversation"])
+    finally:
+        store.close()
+    assert turns[-1].meta["usage"]["cost"] == pytest.approx(usage["cost"])
+    assert turns[-1].meta["usage"]["prompt"] == 120

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from engine import Paths, ProviderConfig
+from engine.config.models import Config
 from engine.errors import (
     ContextOverflowError,
     ProviderError,
@@ -17,7 +18,8 @@ from engine.errors import (
     ServerError,
 )
 from engine.providers import Done, StreamRequest, TokenDelta, Usage, create_provider
-from tests.support.captures import capture_server, load
+from engine.routing.events import ProviderEvent
+from tests.support.captures import QUESTION, capture_server, load
 
 KEY = "sk-capture-master-0000"
 
@@ -144,3 +146,169 @@ async def test_a_backend_killed_mid_answer_is_a_failure_never_a_short_answer(
     assert answer(events) == "Once"  # what streamed before the backend died
     assert not any(isinstance(e, Done) for e in events)
     assert "Connection error" in str(caught.value)
+
+
+# ---- what detektiv asks of the gateway beside the chat (tests/support/captures.py) ---------
+
+def gateway(server_url: str, kind: str, model: str, **settings: Any) -> ProviderConfig:
+    base = server_url if kind == "anthropic" else server_url + "/v1"
+    return ProviderConfig(kind=kind, model=model, base_url=base, api_key_env="GATEWAY_KEY",
+                          **settings)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_the_window_is_learned_from_litellm_s_model_info(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """No /props, no /slots behind the proxy: its /model/info says `max_input_tokens`."""
+    from engine.context.windows import window_of
+
+    monkeypatch.setenv("GATEWAY_KEY", KEY)
+    with capture_server("litellm-v1-models", "litellm-model-info") as server:
+        provider = create_provider("gw", gateway(server.url, kind, "sized"), paths)
+        try:
+            window = await window_of(provider)
+        finally:
+            await provider.aclose()
+    assert (window.tokens, window.source, window.exact) == (1024, "server", False)
+
+
+@pytest.mark.parametrize(("kind", "refusal"), [
+    ("openai", "litellm-openai-window-exceeded"),
+    ("anthropic", "litellm-anthropic-window-exceeded")])
+async def test_a_window_error_is_learned_and_the_prompt_fitted_again_once(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, kind: str, refusal: str) -> None:
+    """A gateway that says nothing of its window (no /model/info here): the default is
+    assumed, LiteLLM's ContextWindowExceededError names 1024 and the prompt's 1471 tokens,
+    the window is learned and the prompt is fitted again, once, for it; the answer comes."""
+    from engine.context.windows import window_of
+    from engine.routing.events import Fitted
+    from engine.routing.router import Router
+
+    from engine.context.conversations import ConversationTurn, conversation_prompt
+    from engine.context.policy import Limits
+
+    monkeypatch.setenv("GATEWAY_KEY", KEY)
+    answer_capture = "litellm-openai-stream" if kind == "openai" else "litellm-anthropic-stream"
+    # a conversation of 40 turns (~2,500 tokens): all of it fits the window assumed, its
+    # older turns give way for the one the server names
+    history = [ConversationTurn("user" if n % 2 == 0 else "assistant",
+                                f"Turn {n}: " + "rivers run to the sea, " * 12)
+               for n in range(40)]
+    prompt = conversation_prompt(StreamRequest.of(QUESTION, max_tokens=24), history,
+                                 Limits(True, 100, 1e9, 10**6))
+    with capture_server(refusal, answer_capture) as server:
+        config = Config.model_validate({"providers": {"gw": gateway(server.url, kind, "local")
+                                                      .model_dump(exclude={"origin"})}})
+        router = Router(config, paths, persist=False)
+        events = [e async for e in router.stream(prompt)]
+        learned = await window_of(router.providers["gw"])
+        await router.aclose()
+    fits = [e.report for e in events if isinstance(e, Fitted)]
+    assert [f.window for f in fits] == [8192 if kind == "openai" else 200_000, 1024]
+    assert not fits[0].trim and fits[1].trim.omitted  # older turns left out the second time
+    assert fits[1].used <= 1024 - 24 and learned.tokens == 1024
+    notes = [e.reason for e in events if isinstance(e, ProviderEvent)]
+    assert any("fitting the prompt again for the context window it names" in n for n in notes)
+    assert answer(events).startswith("The river that flows through Paris")
+    assert isinstance(events[-1], Done)
+
+
+async def test_a_prompt_that_still_does_not_fit_says_context_window(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.errors import AllProvidersFailed
+    from engine.routing.router import Router
+
+    monkeypatch.setenv("GATEWAY_KEY", KEY)
+    with capture_server("litellm-openai-window-exceeded") as server:  # refuses every time
+        config = Config.model_validate({"providers": {"gw": gateway(
+            server.url, "openai", "local").model_dump(exclude={"origin"})}})
+        router = Router(config, paths, persist=False)
+        with pytest.raises(AllProvidersFailed) as caught:
+            [e async for e in router.stream(StreamRequest.of("x " * 300, max_tokens=24))]
+        await router.aclose()
+    line = str(caught.value)
+    assert "context window" in line and "\n" not in line
+
+
+def test_the_bound_covers_the_real_count_where_the_gateway_s_counter_does_not() -> None:
+    """LiteLLM's /utils/token_counter counts with OpenAI's tokenizer ("local_estimate"):
+    1455 for the prompt the model counted 1471. detektiv's bound is above the real count."""
+    from engine.context.tokens import bound_messages
+    from engine.errors import overflow_tokens
+    from engine.providers import Message
+
+    counter = json.loads("".join(load("litellm-token-counter")["response"]["chunks"]))
+    refused = "".join(load("litellm-openai-window-exceeded")["response"]["chunks"])
+    real = overflow_tokens(refused)
+    messages = [Message("user", load("litellm-token-counter")["request"]["body"]["messages"][0]
+                        ["content"])]
+    assert real == 1471 and counter["count_source"] == "local_estimate"
+    assert counter["total_tokens"] < real <= bound_messages(messages)
+
+
+@pytest.mark.parametrize(("model", "word", "said"), [
+    ("local", "ok", "LiteLLM's check: 1 of 1 backend answered"),
+    ("dead", "down", "LiteLLM's check: no backend answered — litellm.InternalServerError")])
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_health_behind_litellm_is_its_check_of_the_backend(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, kind: str, model: str, word: str,
+        said: str) -> None:
+    """The proxy lists `dead` although its backend is down: the listing says nothing of it;
+    LiteLLM's /health (a real call) does, and the check is named."""
+    from tests.support.captures import health_server
+
+    monkeypatch.setenv("GATEWAY_KEY", KEY)
+    with health_server(model) as server:
+        for setting, check, expected in (("auto", "gateway", word), ("list", "list", "listed")):
+            provider = create_provider("gw", gateway(server.url, kind, model,
+                                                     health_check=setting), paths)
+            try:
+                health = await provider.health()
+            finally:
+                await provider.aclose()
+            assert (health.word, health.check) == (expected, check)
+            if check == "gateway":
+                assert health.detail.startswith(said) and "\n" not in health.detail
+                assert "Traceback" not in health.detail
+
+
+async def test_the_server_s_stop_reason_wins_for_a_whole_sentence_past_max_tokens(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = await replay("litellm-anthropic-small-limit", paths, monkeypatch)
+    assert answer(events) == "The capital of France is Paris."
+    usage = next(e for e in events if isinstance(e, Usage))
+    assert usage.completion_tokens == 8 > 5  # max_tokens 5 was not passed on
+    assert events[-1] == Done("stop")
+
+
+async def test_no_python_object_repr_reaches_the_error_line(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = "".join(load("litellm-anthropic-backend-down")["response"]["chunks"])
+    assert "ssl:<ssl.SSLContext object at 0x" in raw  # what LiteLLM relayed
+    with pytest.raises(ServerError) as caught:
+        await replay("litellm-anthropic-backend-down", paths, monkeypatch)
+    assert " at 0x" not in str(caught.value) and "Cannot connect to host" in str(caught.value)
+
+
+@pytest.mark.parametrize(("kind", "capture", "base", "hint"), [
+    ("anthropic", "litellm-anthropic-v1-doubled", "/v1",
+     "an anthropic provider's base_url is the server's root, without /v1"),
+    ("openai", "litellm-openai-wrong-prefix", "/api",
+     "an openai provider's base_url ends where the API's paths begin, most often in /v1")])
+async def test_a_wrong_base_url_gets_the_hint_in_the_answer_and_in_health(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, kind: str, capture: str, base: str,
+        hint: str) -> None:
+    monkeypatch.setenv("GATEWAY_KEY", KEY)
+    with capture_server(capture, "litellm-openai-wrong-prefix-models") as server:
+        config = ProviderConfig(kind=kind, model="local", base_url=server.url + base,
+                                api_key_env="GATEWAY_KEY")
+        provider = create_provider("gw", config, paths)
+        try:
+            with pytest.raises(RequestError) as caught:
+                [e async for e in provider.stream(StreamRequest.of("x"))]
+            health = await provider.health()
+        finally:
+            await provider.aclose()
+    for line in (str(caught.value), health.detail):
+        assert "HTTP 404" in line and hint in line and "\n" not in line
+    assert not health.ok

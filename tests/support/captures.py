@@ -6,9 +6,11 @@
 Recording starts `detektiv local-server` (its default shipped model on llama.cpp, a small
 window so a long prompt overflows it), LiteLLM's proxy in front of it (an OpenAI-wire model
 `local`, a model `dead` whose backend is a closed port, a model `victim` whose backend is
-killed mid-answer), and sends each exchange of `EXCHANGES`: the OpenAI and Anthropic routes,
-streamed and not, and their errors (a wrong key, the backend down, the window exceeded, the
-backend killed mid-stream); then llama.cpp's own `/v1/messages`. Each reply is written to
+killed mid-answer, a model `sized` whose window LiteLLM is told), and sends each exchange of
+`EXCHANGES`: the OpenAI and Anthropic routes, streamed and not, and their errors (a wrong key,
+the backend down, the window exceeded, the backend killed mid-stream, a wrong base URL); what
+detektiv asks of a gateway beside the chat (`/model/info`, `/v1/models`, `/health` of a live
+and a dead model, `/utils/token_counter`); then llama.cpp's own `/v1/messages`. Each reply is written to
 `tests/data/captures/NAME.json` byte for byte (as text), with the versions it came from.
 Every address is 127.0.0.1; the keys are made up for the recording.
 
@@ -52,10 +54,11 @@ class Exchange:
     name: str
     target: str
     path: str
-    body: dict[str, Any]
+    body: dict[str, Any] | None
     key: str = MASTER_KEY
     kill_after_first_chunk: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    method: str = "POST"
 
 
 def _chat(model: str, text: str, stream: bool, max_tokens: int = 24) -> dict[str, Any]:
@@ -101,6 +104,24 @@ EXCHANGES = [
     Exchange("litellm-openai-backend-killed", "proxy", "/v1/chat/completions",
              _chat("victim", "Write a long story about a river.", True, max_tokens=400),
              kill_after_first_chunk=True),
+    # what detektiv asks of a gateway beside the chat: the window, the model's health
+    Exchange("litellm-model-info", "proxy", "/model/info", None, method="GET"),
+    Exchange("litellm-v1-models", "proxy", "/v1/models", None, method="GET"),
+    Exchange("litellm-health-local", "proxy", "/health?model=local", None, method="GET"),
+    Exchange("litellm-health-dead", "proxy", "/health?model=dead", None, method="GET"),
+    Exchange("litellm-token-counter", "proxy", "/utils/token_counter",
+             {"model": "local", "messages": [{"role": "user", "content": LONG}]}),
+    # a whole sentence past a max_tokens LiteLLM did not pass on: its stop reason says so
+    Exchange("litellm-anthropic-small-limit", "proxy", "/v1/messages",
+             _messages("local", "What is the capital of France? Answer in one sentence.", True,
+                       max_tokens=5), headers=ANTHROPIC),
+    # wrong base URLs: the anthropic kind with /v1 (detektiv adds it), the openai kind
+    # without it (LiteLLM serves both /v1 and the root, so a wrong prefix stands for it)
+    Exchange("litellm-anthropic-v1-doubled", "proxy", "/v1/v1/messages",
+             _messages("local", QUESTION, True), headers=ANTHROPIC),
+    Exchange("litellm-openai-wrong-prefix", "proxy", "/api/chat/completions",
+             _chat("local", QUESTION, True)),
+    Exchange("litellm-openai-wrong-prefix-models", "proxy", "/api/models", None, method="GET"),
     Exchange("llamacpp-messages-stream", "llama", "/v1/messages",
              _messages("gemma", QUESTION, True), headers=ANTHROPIC),
     Exchange("llamacpp-messages-whole", "llama", "/v1/messages",
@@ -118,20 +139,46 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def capture_server(name: str) -> WireServer:
-    """A loopback server that answers the recorded request's path with the recorded reply,
-    chunk for chunk (a reply that was cut is cut again)."""
-    data = load(name)
-    response = data["response"]
+def _replay(response: dict[str, Any]) -> Reply:
+    body: list[Any] = [chunk.encode("utf-8") for chunk in response["chunks"]]
+    if response.get("cut"):
+        body.append(CUT)
+    return Reply(response["status"], dict(response["headers"]), body)
 
-    def reply(_: object) -> Reply:
-        body: list[Any] = [chunk.encode("utf-8") for chunk in response["chunks"]]
-        if response.get("cut"):
-            body.append(CUT)
-        return Reply(response["status"], dict(response["headers"]), body)
 
-    path = data["request"]["path"]
-    return WireServer({f"POST {path}": reply, f"POST /v1{path}": reply})
+def capture_server(*names: str) -> WireServer:
+    """A loopback server that answers each recorded request's method and path (its query
+    left out) with the recorded reply, chunk for chunk (a reply that was cut is cut again).
+    Names recorded for the same path are answered in turn, the last one from then on (a
+    refusal, then the answer to the request fitted again). A chat or messages path is also
+    answered under `/v1`. Any other path is a 404."""
+    by_route: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        data = load(name)
+        method = data["request"].get("method", "POST")
+        path = data["request"]["path"].split("?", 1)[0]
+        routes = [f"{method} {path}"]
+        if method == "POST" and path in ("/chat/completions", "/messages"):
+            routes.append(f"{method} /v1{path}")
+        for route in routes:
+            by_route.setdefault(route, []).append(data["response"])
+
+    def answers(responses: list[dict[str, Any]]) -> Any:
+        served = [0]
+
+        def reply(_: object) -> Reply:
+            response = responses[min(served[0], len(responses) - 1)]
+            served[0] += 1
+            return _replay(response)
+        return reply
+
+    return WireServer({route: answers(responses) for route, responses in by_route.items()})
+
+
+def health_server(model: str) -> WireServer:
+    """The gateway as `detektiv providers` meets it: its model list, its model info and its
+    health report of `model` (`local`: its backend answers; `dead`: it does not)."""
+    return capture_server("litellm-v1-models", "litellm-model-info", f"litellm-health-{model}")
 
 
 # ---- recording -----------------------------------------------------------------------------
@@ -180,7 +227,8 @@ def _record(exchange: Exchange, base: str, victim: subprocess.Popen[str] | None
     chunks: list[str] = []
     cut = False
     with httpx.Client(timeout=120) as client, client.stream(
-            "POST", base + exchange.path, json=exchange.body, headers=headers) as reply:
+            exchange.method, base + exchange.path, json=exchange.body,
+            headers=headers) as reply:
         try:
             for piece in reply.iter_raw():
                 chunks.append(piece.decode("utf-8", "replace"))
@@ -191,7 +239,8 @@ def _record(exchange: Exchange, base: str, victim: subprocess.Popen[str] | None
             cut = True
         kept = {k: v for k, v in reply.headers.items() if k.lower() in KEPT_HEADERS}
         status = reply.status_code
-    return {"request": {"path": exchange.path, "body": exchange.body},
+    return {"request": {"method": exchange.method, "path": exchange.path,
+                        "body": exchange.body},
             "response": {"status": status, "headers": kept, "chunks": chunks, "cut": cut}}
 
 
@@ -221,6 +270,10 @@ def record(litellm: str) -> list[Path]:
             "model_list": [
                 {"model_name": "local", "litellm_params": {
                     "model": "openai/gemma", "api_base": local_url, "api_key": "none"}},
+                # the same backend with its window told to LiteLLM (`model_info`)
+                {"model_name": "sized", "litellm_params": {
+                    "model": "openai/gemma", "api_base": local_url, "api_key": "none"},
+                 "model_info": {"max_input_tokens": WINDOW, "max_output_tokens": WINDOW}},
                 {"model_name": "dead", "litellm_params": {
                     "model": "openai/gemma", "api_base": f"http://127.0.0.1:{_free_port()}/v1",
                     "api_key": "none"}},
