@@ -33,12 +33,15 @@ async def test_health_enable_and_priority(home: Path, llama_server: LlamaServer)
     async with app.run_test(size=(140, 30)) as pilot:
         await pilot.press("5")
         table = app.screen.query_one(DataTable)
-        await until(pilot, lambda: table.row_count == 3 and cell(table, 0, 7) != "never"
-                    and cell(table, 1, 7) != "never", timeout=30)
+        await until(pilot, lambda: table.row_count == 3 and cell(table, 0, 9) != "never"
+                    and cell(table, 1, 9) != "never", timeout=30)
         assert [cell(table, i, 0) for i in range(3)] == ["srv", "dead", "local"]
-        assert cell(table, 0, 5) == "available" and cell(table, 0, 8).endswith(" ms")
+        assert cell(table, 0, 5) == "available" and cell(table, 0, 10).endswith(" ms")
+        # health and what the check asked: llama.cpp is the model's own server
+        assert (cell(table, 0, 6), cell(table, 0, 7)) == ("ok", "server")
+        assert (cell(table, 1, 6), cell(table, 1, 7)) == ("down", "list")
         assert cell(table, 1, 5) in ("unavailable", "degraded")
-        assert "refused" in cell(table, 1, 9).lower() or "connect" in cell(table, 1, 9).lower()
+        assert "refused" in cell(table, 1, 11).lower() or "connect" in cell(table, 1, 11).lower()
         # move `dead` before `srv`, then disable it: both land in the config file
         table.move_cursor(row=1)
         await pilot.press("plus")

@@ -87,9 +87,8 @@ class ProvidersScreen(Guarded, Screen[None]):
         for row in rows:
             table.add_row(
                 Text(row.name), row.kind, Text(row.model), str(row.priority),
-                "yes" if row.enabled else "no", row.status, row.health, row.check, row.circuit,
-                row.checked(),
-                row.latency, Text(row.detail[:80]), key=row.name,
+                "yes" if row.enabled else "no", row.status, row.health, row.check or "–",
+                row.circuit, row.checked(), row.latency, Text(row.detail[:80]), key=row.name,
             )
         if 0 <= cursor < len(self.names):
             table.move_cursor(row=cursor, animate=False)
