@@ -180,12 +180,11 @@ async def test_a_window_error_is_learned_and_the_prompt_fitted_again_once(
     """A gateway that says nothing of its window (no /model/info here): the default is
     assumed, LiteLLM's ContextWindowExceededError names 1024 and the prompt's 1471 tokens,
     the window is learned and the prompt is fitted again, once, for it; the answer comes."""
+    from engine.context.conversations import ConversationTurn, conversation_prompt
+    from engine.context.policy import Limits
     from engine.context.windows import window_of
     from engine.routing.events import Fitted
     from engine.routing.router import Router
-
-    from engine.context.conversations import ConversationTurn, conversation_prompt
-    from engine.context.policy import Limits
 
     monkeypatch.setenv("GATEWAY_KEY", KEY)
     answer_capture = "litellm-openai-stream" if kind == "openai" else "litellm-anthropic-stream"

@@ -10,8 +10,9 @@ killed mid-answer, a model `sized` whose window LiteLLM is told), and sends each
 `EXCHANGES`: the OpenAI and Anthropic routes, streamed and not, and their errors (a wrong key,
 the backend down, the window exceeded, the backend killed mid-stream, a wrong base URL); what
 detektiv asks of a gateway beside the chat (`/model/info`, `/v1/models`, `/health` of a live
-and a dead model, `/utils/token_counter`); then llama.cpp's own `/v1/messages`. Each reply is written to
-`tests/data/captures/NAME.json` byte for byte (as text), with the versions it came from.
+and a dead model, `/utils/token_counter`); then llama.cpp's own `/v1/messages`. Each reply is
+written to `tests/data/captures/NAME.json` byte for byte (as text), with the versions it came
+from.
 Every address is 127.0.0.1; the keys are made up for the recording.
 
 `capture_server(name)` serves one recorded reply on loopback, as a `WireServer`: the suite
