@@ -3,7 +3,8 @@ gateways (LiteLLM's proxy), OpenRouter, vLLM, Ollama's OpenAI-compatible route.
 
 - the window: `/models` (`context_length`: OpenRouter; `max_model_len`: vLLM), LiteLLM's
   `/model/info` (or `/v1/model/info`: `model_info.max_input_tokens` of the entry whose
-  `model_name` is the model), Ollama's `POST /api/show`;
+  `model_name` is the model; where LiteLLM does not know it, the `/props` of a llama.cpp
+  backend it names on its own host or on loopback), Ollama's `POST /api/show`;
 - whether the model answers: LiteLLM's `GET /health?model=NAME` makes a real call to each of
   the model's backends and says which answered (`/health/readiness` only says that the proxy
   is up).
@@ -94,16 +95,42 @@ async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
         entries = info.get("data") if isinstance(info, dict) else None
         if not isinstance(entries, list):
             continue
-        windows = [
-            _window(entry["model_info"].get("max_input_tokens"))
-            for entry in entries
-            if isinstance(entry, dict) and entry.get("model_name") == model
-            and isinstance(entry.get("model_info"), dict)
-        ]
-        known = [w for w in windows if w is not None]
+        ours = [entry for entry in entries if isinstance(entry, dict)
+                and entry.get("model_name") == model and isinstance(entry.get("model_info"), dict)]
+        known = [w for entry in ours
+                 if (w := _window(entry["model_info"].get("max_input_tokens"))) is not None]
+        if not known:  # LiteLLM does not know it: a llama.cpp backend beside the proxy may say
+            known = await _backend_windows(client, root, ours)
         # a model group of several backends: a call may go to any of them
         return GatewayWindow(min(known) if known else None, True)
     return None
+
+
+async def _backend_windows(client: httpx.AsyncClient, root: str,
+                           entries: list[dict[str, Any]]) -> list[int]:
+    """The slot windows of the llama.cpp servers behind `entries` (their `api_base`), asked
+    only where the backend is on the gateway's own host or on loopback (a gateway in front of
+    `detektiv local-server`), without the gateway's key; one that does not say is left out."""
+    from urllib.parse import urlsplit
+
+    from engine.config.providers import is_loopback
+    from engine.providers._llamacpp import api_root, slot_window
+
+    gateway_host = urlsplit(root).hostname
+    found = []
+    for entry in entries[:4]:
+        params = entry.get("litellm_params")
+        base = params.get("api_base") if isinstance(params, dict) else None
+        host = urlsplit(base).hostname if isinstance(base, str) else None
+        if host is None or not (host == gateway_host or is_loopback(host)):
+            continue
+        try:
+            window = await slot_window(client, api_root(str(base)), {})
+        except httpx.HTTPError:
+            continue
+        if window is not None:
+            found.append(window)
+    return found
 
 
 async def _ollama_window(client: httpx.AsyncClient, root: str, model: str,

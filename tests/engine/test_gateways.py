@@ -346,3 +346,40 @@ async def test_an_error_inside_a_stream_is_named_by_its_code(
         finally:
             await provider.aclose()
     assert type(caught.value).__name__ == kind and shown in str(caught.value)
+
+
+# 10. a window LiteLLM does not know: its llama.cpp backend's, on the same host ---------------
+
+@pytest.mark.parametrize(("backend", "expected"), [("loopback", 2048), ("elsewhere", None)])
+async def test_a_window_litellm_does_not_know_is_asked_of_its_backend_on_this_host(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, backend: str,
+        expected: int | None) -> None:
+    """LiteLLM's /model/info says `max_input_tokens: null` for a model its cost map lacks
+    (`openai/…` at a llama.cpp server): the backend it names is asked for its slot's window,
+    with no key, when it is on loopback or the gateway's host; a backend elsewhere is not
+    contacted (`.invalid` never resolves: asking it would fail the test)."""
+    asked: list[str] = []
+
+    def props(_: object) -> Reply:
+        asked.append("props")
+        return json_reply({"default_generation_settings": {"n_ctx": 2048}})
+
+    with WireServer({"GET /props": props}) as llama:
+        base = llama.url + "/v1" if backend == "loopback" else "http://backend.invalid/v1"
+        info = {"data": [{"model_name": "m", "litellm_params": {"model": "openai/x",
+                                                                 "api_base": base},
+                          "model_info": {"max_input_tokens": None}}]}
+        with WireServer({"GET /model/info": lambda r: json_reply(info),
+                         "GET /v1/models": lambda r: json_reply({"data": [{"id": "m"}]})}) as gw:
+            monkeypatch.setenv("GW_KEY", KEY)
+            provider = create_provider("gw", ProviderConfig(
+                kind="openai", model="m", base_url=gw.url + "/v1", api_key_env="GW_KEY"), paths)
+            try:
+                window = await provider.context_window()
+            finally:
+                await provider.aclose()
+    assert window == expected
+    assert asked == (["props"] if backend == "loopback" else [])
+    if backend == "loopback":
+        assert all("authorization" not in {k.lower() for k in r.headers}
+                   for r in llama.requests)
