@@ -383,3 +383,55 @@ async def test_a_window_litellm_does_not_know_is_asked_of_its_backend_on_this_ho
     if backend == "loopback":
         assert all("authorization" not in {k.lower() for k in r.headers}
                    for r in llama.requests)
+
+
+@pytest.mark.parametrize(("routes", "expected"), [
+    # OpenRouter lists `context_length` (and its top provider's)
+    ({"GET /v1/models": {"data": [{"id": "m", "context_length": 131072}]}}, 131072),
+    ({"GET /v1/models": {"data": [{"id": "m", "top_provider": {"context_length": 32768}}]}},
+     32768),
+    # vLLM lists `max_model_len`
+    ({"GET /v1/models": {"data": [{"id": "other", "max_model_len": 4096},
+                                  {"id": "m", "max_model_len": 16384}]}}, 16384),
+    # Ollama's OpenAI-compatible route: its /api/show (the model's 8k, Ollama's 4k default)
+    ({"GET /v1/models": {"data": [{"id": "m"}]},
+      "POST /api/show": {"model_info": {"llama.context_length": 8192}}}, 4096),
+    # a server that says nothing: the default stands
+    ({"GET /v1/models": {"data": [{"id": "m"}]}}, None),
+])
+async def test_the_window_is_asked_of_whatever_server_is_in_front(
+        paths: Paths, routes: dict[str, Any], expected: int | None) -> None:
+    def answer(body: Any) -> Any:
+        return lambda _: json_reply(body)
+
+    served = {route: answer(body) for route, body in routes.items()}
+    with WireServer(served) as server:
+        provider = create_provider("srv", ProviderConfig(
+            kind="openai", model="m", base_url=server.url + "/v1"), paths)
+        try:
+            assert await provider.context_window() == expected
+        finally:
+            await provider.aclose()
+
+
+async def test_the_opt_in_probe_is_one_request_for_one_token(paths: Paths) -> None:
+    from tests.support.scripted import ScriptedModel
+    from tests.support.servers import closed_port
+
+    with ScriptedModel(["OK"]) as model:
+        provider = create_provider("p", model.provider_config(health_check="probe"), paths)
+        try:
+            health = await provider.health()
+        finally:
+            await provider.aclose()
+        assert model.bodies and model.bodies[-1]["max_tokens"] == 1
+    assert (health.ok, health.check, health.word) == (True, "probe", "ok")
+    assert health.detail.startswith("answered a 1-token request")
+    dead = create_provider("p", ProviderConfig(
+        kind="openai", model="m", base_url=f"http://127.0.0.1:{closed_port()}/v1",
+        health_check="probe"), paths)
+    try:
+        down = await dead.health()
+    finally:
+        await dead.aclose()
+    assert (down.ok, down.check, down.word) == (False, "probe", "down")
