@@ -304,13 +304,14 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
     def budget(exact: bool) -> tuple[int, int]:
         """(tokens the messages may take, tokens the schema costs), for the way this call is
         counted. The margin follows the count (exact, or an estimate); the schema's cost
-        follows the server: one that counts exactly is llama.cpp, which turns the schema into
-        a grammar, not text, even when one count of its fails under load (charging the schema
-        then left 88 tokens of a 1024-token window for the prompt). Other providers may send
-        it as text (Anthropic's system prompt): estimated."""
+        follows the server (`Provider.schema_is_text`): llama.cpp, vLLM and Ollama, also
+        behind a gateway, turn the schema into a grammar, not text (charging it left 88 tokens
+        of a 1024-token window for the prompt); the anthropic kind and vendors' APIs send it
+        as text: estimated."""
         margin = EXACT_MARGIN if exact else max(
             MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))  # the bound's slack
-        schema_cost = 0 if window.exact else _schema_tokens(schema)
+        schema_cost = _schema_tokens(schema) if provider.schema_is_text and \
+            not window.exact else 0
         limit = int((window.tokens - reply - thinking - margin - schema_cost) * shrink)
         if limit <= 0:  # the reply's room (and the margin) take the whole window
             raise DoesNotFit(estimate_messages(prompt.request.messages[-1:]), limit)

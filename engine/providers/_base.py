@@ -289,6 +289,14 @@ class Provider(ABC):
     # ---- the context window (engine.context asks; each kind says what it knows) -----------
 
     @property
+    def schema_is_text(self) -> bool:
+        """Whether a request's schema reaches the model as prompt text, to be counted in the
+        window: the anthropic kind writes it into the system prompt, a vendor's API turns it
+        into text of its own. Elsewhere (llama.cpp, vLLM, Ollama, a gateway in front of them)
+        it becomes a grammar, which takes no room."""
+        return self.kind == "anthropic" or self.official
+
+    @property
     def official(self) -> bool:
         """True for the vendor's own endpoint (its model names mean what they say)."""
         return self.kind == "anthropic" or standard_key_env(self.config) is not None

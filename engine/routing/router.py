@@ -320,8 +320,9 @@ class Router:
                     told, retried, failed = exc.window, True, None
                     # the server's count of what was sent, against ours: ours was short by
                     # that much (a gateway's model counts differently), so aim that much lower
-                    shrink = min(1.0, report.used / exc.needed * 0.95) if exc.needed and \
-                        exc.needed > report.used else 1.0 if told else 0.75
+                    # (a count more than twice ours is of something else: not believed)
+                    shrink = report.used / exc.needed * 0.95 if exc.needed and \
+                        report.used < exc.needed <= 2 * report.used else 1.0 if told else 0.75
             except ProviderError as exc:
                 failed = exc
             except BaseException:  # cancelled or closed by the caller: no verdict
