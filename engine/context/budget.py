@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.context.fit import DoesNotFit, Trim
 from engine.context.tokens import (
+    BOUND_PRIMER,
     MESSAGE_OVERHEAD,
     bound,
     bound_messages,
@@ -63,6 +64,7 @@ __all__ = [
     "Prompt",
     "fit",
     "forget_window",
+    "measured",
 ]
 
 log = logging.getLogger(__name__)
@@ -253,7 +255,61 @@ def forget_window(provider: Provider, told: int | None = None) -> None:
     """Drop what was discovered about `provider` (`windows.forget`: its server rejected a
     prompt as too long) and what its counts measured: a bound may have been wrong."""
     _ratios.pop(key_of(provider), None)
+    _reported.pop(key_of(provider), None)
     forget(provider, told)
+
+
+_reported: dict[tuple[str, str], _Ratio] = {}
+"""Per provider that cannot count: its prompts' tokens as its replies reported them, against
+the estimate (`measured`)."""
+REPORTED_CALIBRATION = 1
+"""Replies whose reported prompt tokens are taken before they bound the estimate: one (on one
+tokenizer, the texts measured here ranged from 0.93 to 1.24 times the estimate; the worst
+ratio seen, `BOUND_SLACK` and the margin hold that, a refusal that names the count the rest)."""
+MEASURED_FROM = 256
+"""Estimated tokens a prompt needs for its reported count to measure the ratio: in a shorter
+one, a template's fixed part (Qwen's and SmolLM2's default system prompts: 20–30 tokens)
+weighs as much as the text."""
+
+
+def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: object) -> None:
+    """A reply of `provider` (one that cannot count) reported `prompt_tokens` for the prompt
+    `messages` (a schema sent as text counted in: a higher ratio, a safer one): the measure
+    that bounds its estimates once `REPORTED_CALIBRATION` replies have said (the estimate times the
+    worst ratio seen times `BOUND_SLACK`, above `bound_messages` too when that is what was
+    measured)."""
+    if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
+        return
+    guess = estimate_messages(messages)
+    if guess < MEASURED_FROM:
+        return  # a template's fixed part (a default system prompt) would pass for the ratio
+    if not guess / PLAUSIBLE <= prompt_tokens <= guess * PLAUSIBLE + 16:
+        return  # a count nobody could mean
+    ratio = _reported.setdefault(key_of(provider), _Ratio())
+    ratio.counts += 1
+    ratio.worst = max(ratio.worst, prompt_tokens / max(1, guess))
+
+
+def _text_measure(provider: Provider) -> Callable[[str], int]:
+    """How a text of a provider that cannot count is measured when its prompt is composed:
+    as `_uncounted` measures the whole."""
+    ratio = _reported.get(key_of(provider))
+    if ratio is None or ratio.counts < REPORTED_CALIBRATION:
+        return bound
+    factor = ratio.worst * BOUND_SLACK
+    return lambda text: min(len(text.encode("utf-8")), math.ceil(estimate(text) * factor))
+
+
+def _uncounted(provider: Provider, messages: Sequence[Message]) -> int:
+    """What a prompt of a provider that cannot count is taken to use: `bound_messages`, or
+    what its replies measured (`measured`)."""
+    ratio = _reported.get(key_of(provider))
+    if ratio is None or ratio.counts < REPORTED_CALIBRATION:
+        return bound_messages(messages)
+    # what was measured wins, above the bound too (a tokenizer unlike those measured here);
+    # never above the text's bytes, which no tokenizer exceeds
+    return min(byte_bound(messages) + BOUND_PRIMER,
+               math.ceil(estimate_messages(messages) * ratio.worst * BOUND_SLACK))
 
 
 async def fit(
@@ -322,7 +378,7 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
     target = limit
     for _ in range(5):
         # composed by the estimate where the server will count, else by the upper bound
-        measure = estimate if counted != "estimate" else bound
+        measure = estimate if counted != "estimate" else _text_measure(provider)
         messages, trim = prompt.messages(target - 3, measure)  # 3: the reply's header
         used: int | None = None
         within = _bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
@@ -337,8 +393,8 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
                 limit, schema_cost = budget(False)
                 target = min(target, limit)
                 continue
-        if used is None:  # nobody counts: what no tokenizer measured exceeds
-            used = bound_messages(messages)
+        if used is None:  # nobody counts: an upper bound, as measured
+            used = _uncounted(provider, messages)
         if used <= limit:
             fitted = replace(
                 request,

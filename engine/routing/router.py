@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config.models import Config
 from engine.config.providers import ProviderConfig
-from engine.context.budget import FitReport, Prompt, fit, forget_window
+from engine.context.budget import FitReport, Prompt, fit, forget_window, measured
 from engine.context.fit import DoesNotFit
 from engine.errors import (
     AllProvidersFailed,
@@ -62,6 +62,7 @@ from engine.providers import (
     Provider,
     StreamRequest,
     TokenDelta,
+    Usage,
     WasReasoning,
     create_provider,
 )
@@ -295,6 +296,10 @@ class Router:
                             yield event
                         elif type(event) is Done:
                             done = event
+                        elif type(event) is Usage and report.counted == "estimate":
+                            # what the server counted of a prompt nobody here could count
+                            measured(provider, sent.messages, event.prompt_tokens)
+                            yield event
                         elif type(event) is WasReasoning:
                             for moved in reasoning_moved(name, provider.label, trial,
                                                          "".join(partial), event.text):

@@ -752,3 +752,56 @@ async def test_the_upper_bound_is_never_below_the_real_count(
                 assert bound_messages(messages) >= exact, (model, name)
                 below_estimate += estimate_messages(messages) < exact
     assert below_estimate > 0
+
+
+async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report(paths) -> None:
+    """A gateway counts nothing, but its replies report their prompt's tokens: the first
+    prompt is measured by the upper bound, later ones by the estimate times the ratio the
+    reports measured (and `BOUND_SLACK`), above the bound too when the server's tokenizer
+    makes more of it than any measured here. A short prompt (its template's fixed part would
+    pass for the ratio) measures nothing."""
+    import math
+
+    from engine import ProviderConfig
+    from engine.config.models import Config
+    from engine.context.budget import BOUND_SLACK
+    from engine.routing.events import Fitted
+    from engine.routing.router import Router
+    from tests.support.scripted import sse
+
+    for factor in (0.9, 2.0):
+        reported: list[int] = []
+
+        def chat(recorded, factor: float = factor) -> Reply:  # type: ignore[no-untyped-def]
+            messages = [Message(m["role"], m["content"]) for m in recorded.json()["messages"]]
+            reported.append(math.ceil(estimate_messages(messages) * factor))
+            return sse("ok", usage=(reported[-1], 1))
+
+        with WireServer({"POST /v1/chat/completions": chat}) as server:
+            config = Config.model_validate({"providers": {"gw": {
+                "kind": "openai", "model": "m", "base_url": server.url + "/v1",
+                "context_window": 4096}}})
+            router = Router(config, paths, persist=False)
+            try:
+                fits = []
+                for text in ("first question " * 150, "a longer second question " * 200):
+                    events = [e async for e in router.stream(StreamRequest.of(text,
+                                                                              max_tokens=8))]
+                    fits += [e.report for e in events if isinstance(e, Fitted)]
+            finally:
+                await router.aclose()
+        first = [Message("user", "first question " * 150)]
+        second = [Message("user", "a longer second question " * 200)]
+        assert fits[0].used == bound_messages(first)
+        assert fits[1].used == math.ceil(estimate_messages(second) * (
+            reported[0] / estimate_messages(first)) * BOUND_SLACK)
+        assert fits[1].used >= reported[1]  # an upper bound of what the server then counted
+        assert (fits[1].used < bound_messages(second)) == (factor < 1.35)
+
+    from engine.context.budget import measured
+
+    provider = create_provider("short", ProviderConfig(kind="openai", model="m",
+                                                       base_url="http://127.0.0.1:9/v1"), paths)
+    measured(provider, [Message("user", "Is it true?")], 40)  # 22 estimated: not a measure
+    fitted = await fit(provider, StreamRequest.of("word " * 300, max_tokens=8))
+    assert fitted.report.used == bound_messages(fitted.request.messages)
