@@ -769,13 +769,16 @@ async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report
     from engine.routing.router import Router
     from tests.support.scripted import sse
 
-    for factor in (0.9, 2.0):
-        reported: list[int] = []
-
-        def chat(recorded, factor: float = factor) -> Reply:  # type: ignore[no-untyped-def]
+    def counting(factor: float, reported: list[int]) -> object:
+        def chat(recorded) -> Reply:  # type: ignore[no-untyped-def]
             messages = [Message(m["role"], m["content"]) for m in recorded.json()["messages"]]
             reported.append(math.ceil(estimate_messages(messages) * factor))
             return sse("ok", usage=(reported[-1], 1))
+        return chat
+
+    for factor in (0.9, 2.0):
+        reported: list[int] = []
+        chat = counting(factor, reported)
 
         with WireServer({"POST /v1/chat/completions": chat}) as server:
             config = Config.model_validate({"providers": {"gw": {
