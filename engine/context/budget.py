@@ -333,14 +333,20 @@ async def fit(
         short = exc
     # the prompt alone needs more than the window leaves it beside the reply's room: the reply
     # gets what is left (the report says it was lowered), down to `MIN_REPLY`
-    room = reply - math.ceil(max(0, short.needed - short.limit) / max(shrink, 0.01)) - 8
-    if min(MIN_REPLY, reply) <= room < reply:
+    room = reply
+    for _ in range(3):  # each try measures the prompt anew: the next one aims from that
+        lower = room - math.ceil(max(0, short.needed - short.limit) / max(shrink, 0.01)) - 8
+        if not min(MIN_REPLY, reply) <= lower < room:
+            break
+        room = lower
         try:
             return await _fit(provider, prompt, window, room, shrink)
         except DoesNotFit as exc:
             short = exc
-    raise DoesNotFit(short.needed, short.limit, window=window.tokens, source=window.source,
-                     provider=provider.label, reply=min(reply, max(room, MIN_REPLY)))
+    least = min(reply, MIN_REPLY)  # not even the least room for the reply leaves enough:
+    left = short.limit + int((room - least) * shrink)  # say what that would leave
+    raise DoesNotFit(short.needed, left, window=window.tokens, source=window.source,
+                     provider=provider.label, reply=least)
 
 
 MIN_REPLY = 32
@@ -376,10 +382,15 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
     counted: Counted = "exact" if window.exact else "estimate"
     limit, schema_cost = budget(window.exact)
     target = limit
+    most = 0  # the largest prompt measured: what a prompt that cannot be cut needs
     for _ in range(5):
         # composed by the estimate where the server will count, else by the upper bound
         measure = estimate if counted != "estimate" else _text_measure(provider)
-        messages, trim = prompt.messages(target - 3, measure)  # 3: the reply's header
+        try:
+            messages, trim = prompt.messages(target - 3, measure)  # 3: the reply's header
+        except DoesNotFit as exc:  # said of the whole prompt (its template too, as `used`
+            # counts it) against the room the window leaves it
+            raise DoesNotFit(max(exc.needed, most, limit + 1), limit) from None
         used: int | None = None
         within = _bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
             if counted != "estimate" else None
@@ -395,6 +406,8 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
                 continue
         if used is None:  # nobody counts: an upper bound, as measured
             used = _uncounted(provider, messages)
+        if not trim:
+            most = max(most, used)
         if used <= limit:
             fitted = replace(
                 request,

@@ -87,7 +87,10 @@ def count_tokens(tally: TokenTally, reply: Reply, config: Config | None = None,
     prompt as fitted, the reply and its reasoning at four characters a token); with `config`,
     its cost at the answering provider's price (`engine.costs`), also spent from `budget`.
     What a provider streamed before it failed (a timeout, a cut, a failover) is counted too,
-    estimated: it was generated, and a paid API bills it."""
+    estimated: it was generated, and a paid API bills it. An answer served from the response
+    cache used no tokens."""
+    if reply.cached:
+        return
     for partial in reply.discarded:
         fits = [fit.used for fit in reply.fits if fit.provider == partial.provider]
         _add(tally, partial.provider, fits[-1] if fits else 0, (len(partial.text) + 3) // 4,

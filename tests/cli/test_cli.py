@@ -363,6 +363,8 @@ output = 8.0
     usage = asked["usage"]
     assert (usage["prompt"], usage["completion"], usage["estimated"]) == (120, 9, False)
     assert usage["cost"] == pytest.approx((120 * 2 + 9 * 8) / 1e6)
+    served = again["usage"]  # from the cache: no call, no tokens
+    assert (served["prompt"], served["completion"], served["cost"]) == (0, 0, 0.0)
     store = Workspace(Paths.from_env()).conversations
     try:
         turns = store.turns("cli", asked["conversation"])

@@ -808,3 +808,39 @@ async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report
     measured(provider, [Message("user", "Is it true?")], 40)  # 22 estimated: not a measure
     fitted = await fit(provider, StreamRequest.of("word " * 300, max_tokens=8))
     assert fitted.report.used == bound_messages(fitted.request.messages)
+
+
+@pytest.mark.parametrize(("window", "told"), [(256, None), (300, None), (1024, None),
+                                              (1024, 120)])
+async def test_a_small_window_lowers_the_reply_s_room_and_never_says_a_negative_number(
+        paths, window: int, told: int | None) -> None:
+    """The reply's room (a third of a small window) is lowered, down to 32 tokens, when that
+    lets the prompt fit, and said so; a prompt that cannot fit even then gets an error that
+    names the context window and never a negative room ("-209 available")."""
+    from engine import ProviderConfig
+    from engine.report.stream import trim_note
+    from tests.support.servers import closed_port
+
+    provider = create_provider("gw", ProviderConfig(
+        kind="openai", model="m", base_url=f"http://127.0.0.1:{closed_port()}/v1",
+        context_window=window), paths)
+    window = told or window  # a window a server's refusal named (a learned 120)
+    try:
+        for words in (10, 40, 120, 400):
+            request = StreamRequest.of("word " * words, max_tokens=4096)
+            try:
+                fitted = await fit(provider, request, told=told)
+            except DoesNotFit as exc:
+                message = str(exc)
+                assert f"context window of {window} tokens" in message
+                assert not re.search(r"(?<![\w.])-\d", message), message
+                assert exc.needed > exc.limit >= 0
+                continue
+            report = fitted.report
+            assert report.used + report.reply <= window
+            assert report.reply >= min(32, window // 3) and report.reply_lowered
+            assert fitted.request.max_tokens == report.reply
+            note = trim_note(report)
+            assert note is not None and f"the reply may take at most {report.reply}" in note
+    finally:
+        await provider.aclose()
