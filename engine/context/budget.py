@@ -38,7 +38,6 @@ from engine.context.tokens import (
     BOUND_PRIMER,
     MESSAGE_OVERHEAD,
     bound,
-    bound_messages,
     estimate,
     estimate_messages,
 )
@@ -291,8 +290,10 @@ def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: obj
 
 
 def _text_measure(provider: Provider) -> Callable[[str], int]:
-    """How a text of a provider that cannot count is measured when its prompt is composed:
-    as `_uncounted` measures the whole."""
+    """How a text of a provider that cannot count is measured: `bound` until its replies
+    measured the estimate, then the estimate times the worst ratio seen (above the bound too,
+    when that is what was measured: a tokenizer unlike those measured here) and
+    `BOUND_SLACK`, never above the text's bytes, which no tokenizer exceeds."""
     ratio = _reported.get(key_of(provider))
     if ratio is None or ratio.counts < REPORTED_CALIBRATION:
         return bound
@@ -301,15 +302,11 @@ def _text_measure(provider: Provider) -> Callable[[str], int]:
 
 
 def _uncounted(provider: Provider, messages: Sequence[Message]) -> int:
-    """What a prompt of a provider that cannot count is taken to use: `bound_messages`, or
-    what its replies measured (`measured`)."""
-    ratio = _reported.get(key_of(provider))
-    if ratio is None or ratio.counts < REPORTED_CALIBRATION:
-        return bound_messages(messages)
-    # what was measured wins, above the bound too (a tokenizer unlike those measured here);
-    # never above the text's bytes, which no tokenizer exceeds
-    return min(byte_bound(messages) + BOUND_PRIMER,
-               math.ceil(estimate_messages(messages) * ratio.worst * BOUND_SLACK))
+    """What a prompt of a provider that cannot count is taken to use: its texts by
+    `_text_measure` (`bound_messages` until its replies measured the estimate), a template's
+    markers and `BOUND_PRIMER` on top."""
+    measure = _text_measure(provider)  # as the prompt was composed: what fits, fits
+    return sum(measure(m.content) + MESSAGE_OVERHEAD for m in messages) + BOUND_PRIMER
 
 
 async def fit(
@@ -333,20 +330,20 @@ async def fit(
         short = exc
     # the prompt alone needs more than the window leaves it beside the reply's room: the reply
     # gets what is left (the report says it was lowered), down to `MIN_REPLY`
-    room = reply
-    for _ in range(3):  # each try measures the prompt anew: the next one aims from that
-        lower = room - math.ceil(max(0, short.needed - short.limit) / max(shrink, 0.01)) - 8
-        if not min(MIN_REPLY, reply) <= lower < room:
+    room, least = reply, min(reply, MIN_REPLY)
+    for step in range(4):  # each try measures the prompt anew and aims from that; the last
+        # one gives the reply the least room (what the error then says was tried)
+        deficit = math.ceil(max(0, short.needed - short.limit) / max(shrink, 0.01))
+        lower = least if step == 3 else max(least, room - deficit - 8)
+        if lower >= room:
             break
         room = lower
         try:
             return await _fit(provider, prompt, window, room, shrink)
         except DoesNotFit as exc:
             short = exc
-    least = min(reply, MIN_REPLY)  # not even the least room for the reply leaves enough:
-    left = short.limit + int((room - least) * shrink)  # say what that would leave
-    raise DoesNotFit(short.needed, left, window=window.tokens, source=window.source,
-                     provider=provider.label, reply=least)
+    raise DoesNotFit(short.needed, short.limit, window=window.tokens, source=window.source,
+                     provider=provider.label, reply=room)
 
 
 MIN_REPLY = 32
@@ -386,8 +383,10 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
     for _ in range(5):
         # composed by the estimate where the server will count, else by the upper bound
         measure = estimate if counted != "estimate" else _text_measure(provider)
+        # the reply's header (3 tokens), or what `_uncounted` adds to the texts' measures
+        header = 3 if counted != "estimate" else BOUND_PRIMER
         try:
-            messages, trim = prompt.messages(target - 3, measure)  # 3: the reply's header
+            messages, trim = prompt.messages(target - header, measure)
         except DoesNotFit as exc:  # said of the whole prompt (its template too, as `used`
             # counts it) against the room the window leaves it
             raise DoesNotFit(max(exc.needed, most, limit + 1), limit) from None
