@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config.models import Config
 from engine.config.providers import ProviderConfig
-from engine.context.budget import FitReport, Prompt, fit, forget_window, measured
+from engine.context.budget import FitReport, Prompt, fit
 from engine.context.fit import DoesNotFit
+from engine.context.measure import forget_window, measured
 from engine.errors import (
     AllProvidersFailed,
     ContextOverflowError,

@@ -359,7 +359,7 @@ async def test_counts_measured_earlier_bound_prompts_far_from_the_limit(paths) -
     trip, one in `RECOUNT` counted all the same), a prompt near the limit is still counted,
     and a server that refused a prompt as too long is measured again from scratch."""
     from engine import ProviderConfig
-    from engine.context.budget import CALIBRATION, RECOUNT
+    from engine.context.measure import CALIBRATION, RECOUNT
 
     counted: list[int] = []
 

@@ -1,0 +1,180 @@
+"""Measuring a prompt's tokens for `engine.context.budget`: exactly, by a bound, or as the
+server's replies reported.
+
+An exact count is two round trips to the server. A prompt whose UTF-8 bytes (and a chat
+template's markers) are within half the limit goes without one: no tokenizer makes more tokens
+than that (`byte_bound`, `counted="bounded"`). Once a server's counts have been taken
+`CALIBRATION` times, a longer prompt whose estimate, times the largest exact-to-estimate ratio
+seen and `BOUND_SLACK`, is within half the limit goes without one too: only a prompt nearer
+the limit is counted, one such call in `RECOUNT` is counted all the same so the ratio keeps
+being measured, and a server that refuses a prompt as too long is measured anew.
+
+A server that cannot count (a gateway, a cloud API) has its prompts measured by an upper
+bound (`tokens.bound`) until its replies report what a prompt took (`measured`); from then on
+by the worst ratio reported, times `BOUND_SLACK` (`text_measure`, `uncounted`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.context.tokens import (
+    BOUND_PRIMER,
+    MESSAGE_OVERHEAD,
+    bound,
+    estimate,
+    estimate_messages,
+)
+from engine.context.windows import forget, key_of, mark_inexact, transient
+from engine.providers import Message
+
+if TYPE_CHECKING:
+    from engine.providers import Provider
+
+__all__ = ["BOUND_SLACK", "CALIBRATION", "RECOUNT", "byte_bound", "count_exactly",
+           "forget_window", "measured", "text_measure", "uncounted", "within_bound"]
+
+log = logging.getLogger(__name__)
+
+
+CALIBRATION = 8
+"""A server's exact counts taken before its estimates are trusted within a measured bound."""
+RECOUNT = 16
+"""Of the calls a bound would do for, every RECOUNT-th is counted exactly all the same."""
+BOUND_SLACK = 1.15
+"""The bound: the estimate × the largest exact/estimate ratio seen × this."""
+BOUND_SHARE = 0.5
+"""A bound is trusted only within this share of the limit: a text unlike those measured
+(code, another script) may be off the measured ratio by twice and still fit."""
+
+
+@dataclass(slots=True)
+class _Ratio:
+    """What one server's exact counts say of the estimate."""
+
+    counts: int = 0
+    worst: float = 0.0
+    bounded: int = 0
+
+
+_ratios: dict[tuple[str, str], _Ratio] = {}
+
+
+def byte_bound(messages: Sequence[Message]) -> int:
+    """A count no tokenizer exceeds: every token is at least one byte of the text (byte-level
+    BPE; SentencePiece, whose unknown characters fall back to bytes), and a chat template
+    adds at most `MESSAGE_OVERHEAD` around a message (and once more for the reply's header
+    and a BOS)."""
+    return sum(len(m.content.encode("utf-8")) + MESSAGE_OVERHEAD for m in messages) + \
+        MESSAGE_OVERHEAD
+
+
+def within_bound(provider: Provider, guess: int, limit: int, most: int) -> int | None:
+    """An upper bound on the exact count of a prompt estimated at `guess` tokens and of at
+    most `most` (`byte_bound`), when it is within `BOUND_SHARE` of `limit`: `most` itself
+    (no count needed for a prompt that short, on any tokenizer), or what this server's
+    counts measured (the smaller); None (count it exactly) when neither is within the share:
+    until `CALIBRATION` counts, near the limit, and for every `RECOUNT`-th call the measured
+    bound alone would do for."""
+    share = limit * BOUND_SHARE
+    ratio = _ratios.get(key_of(provider))
+    measured = math.ceil(guess * ratio.worst * BOUND_SLACK) \
+        if ratio is not None and ratio.counts >= CALIBRATION else None
+    if most <= share:
+        return most if measured is None else min(most, measured)
+    if ratio is None or measured is None or measured > share:
+        return None
+    ratio.bounded += 1
+    return None if ratio.bounded % RECOUNT == 0 else measured
+
+
+PLAUSIBLE = 5
+"""An exact count more than this many times off the estimate is not believed (a server that
+answers /tokenize with an empty list would otherwise let any prompt through)."""
+
+
+async def count_exactly(provider: Provider, messages: Sequence[Message]) -> int | None:
+    """The provider's exact count, or None: this call is estimated. A server that cannot
+    count (an error status, a reply of the wrong shape, a count nobody could mean) is
+    estimated from then on; one that did not answer this time is asked again next time."""
+    try:
+        counted = await provider.count_tokens(messages)
+    except Exception as exc:  # fall back to the estimate, and say so in the report
+        log.info("%s: cannot count tokens: %s", provider.name, exc)
+        if transient(exc):
+            return None
+        counted = -1
+    guess = estimate_messages(messages)
+    if counted is not None and guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
+        ratio = _ratios.setdefault(key_of(provider), _Ratio())
+        ratio.counts += 1
+        ratio.worst = max(ratio.worst, counted / max(1, guess))
+        return counted
+    if counted is not None and counted >= 0:
+        log.info("%s: a count of %d tokens for about %d is not believed", provider.name,
+                 counted, guess)
+    mark_inexact(provider)
+    return None
+
+
+def forget_window(provider: Provider, told: int | None = None) -> None:
+    """Drop what was discovered about `provider` (`windows.forget`: its server rejected a
+    prompt as too long) and what its counts measured: a bound may have been wrong."""
+    _ratios.pop(key_of(provider), None)
+    _reported.pop(key_of(provider), None)
+    forget(provider, told)
+
+
+_reported: dict[tuple[str, str], _Ratio] = {}
+"""Per provider that cannot count: its prompts' tokens as its replies reported them, against
+the estimate (`measured`)."""
+REPORTED_CALIBRATION = 1
+"""Replies whose reported prompt tokens are taken before they bound the estimate: one (on one
+tokenizer, the texts measured here ranged from 0.93 to 1.24 times the estimate; the worst
+ratio seen, `BOUND_SLACK` and the margin hold that, a refusal that names the count the rest)."""
+MEASURED_FROM = 256
+"""Estimated tokens a prompt needs for its reported count to measure the ratio: in a shorter
+one, a template's fixed part (Qwen's and SmolLM2's default system prompts: 20–30 tokens)
+weighs as much as the text."""
+
+
+def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: object) -> None:
+    """A reply of `provider` (one that cannot count) reported `prompt_tokens` for the prompt
+    `messages` (a schema sent as text counted in: a higher ratio, a safer one): the measure
+    that bounds its estimates once `REPORTED_CALIBRATION` replies have said (the estimate times the
+    worst ratio seen times `BOUND_SLACK`, above `bound_messages` too when that is what was
+    measured)."""
+    if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
+        return
+    guess = estimate_messages(messages)
+    if guess < MEASURED_FROM:
+        return  # a template's fixed part (a default system prompt) would pass for the ratio
+    if not guess / PLAUSIBLE <= prompt_tokens <= guess * PLAUSIBLE + 16:
+        return  # a count nobody could mean
+    ratio = _reported.setdefault(key_of(provider), _Ratio())
+    ratio.counts += 1
+    ratio.worst = max(ratio.worst, prompt_tokens / max(1, guess))
+
+
+def text_measure(provider: Provider) -> Callable[[str], int]:
+    """How a text of a provider that cannot count is measured: `bound` until its replies
+    measured the estimate, then the estimate times the worst ratio seen (above the bound too,
+    when that is what was measured: a tokenizer unlike those measured here) and
+    `BOUND_SLACK`, never above the text's bytes, which no tokenizer exceeds."""
+    ratio = _reported.get(key_of(provider))
+    if ratio is None or ratio.counts < REPORTED_CALIBRATION:
+        return bound
+    factor = ratio.worst * BOUND_SLACK
+    return lambda text: min(len(text.encode("utf-8")), math.ceil(estimate(text) * factor))
+
+
+def uncounted(provider: Provider, messages: Sequence[Message]) -> int:
+    """What a prompt of a provider that cannot count is taken to use: its texts by
+    `text_measure` (`bound_messages` until its replies measured the estimate), a template's
+    markers and `BOUND_PRIMER` on top."""
+    measure = text_measure(provider)  # as the prompt was composed: what fits, fits
+    return sum(measure(m.content) + MESSAGE_OVERHEAD for m in messages) + BOUND_PRIMER
