@@ -215,7 +215,7 @@ def peak_rss(count: int, root: Path) -> tuple[float, float, int]:
             "from bench.eval_scale import PEAK\n"
             "print(json.dumps([s[0], PEAK[0], s[2]]))\n")
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              cwd=ROOT, timeout=7200)
+                              cwd=ROOT, timeout=max(7200, count * 0.25))  # 100k: ~2.5 h here
         if done.returncode != 0:
             raise SystemExit(done.stderr[-2000:])
         seconds, rss, judged = json.loads(done.stdout.strip().splitlines()[-1])
