@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from engine.errors import BadResponseError, ProviderError, RequestError, ServerError
-from engine.jsondata import read_json
+from engine.errors import ProviderError, RequestError, ServerError
 from engine.providers._events import HealthCheck
-from engine.providers._reading import bounded
+from engine.providers._reading import said_json
 
 if TYPE_CHECKING:
     from engine.providers._base import Provider
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["GatewayWindow", "gateway_window", "listed_or_checked", "litellm_health",
            "listed_window"]
 
-_TIMEOUT = httpx.Timeout(5.0)
 _MAX_WINDOW = 10_000_000
 _SHOWN = 200
 """Characters of a backend's error shown from LiteLLM's health report (its first line)."""
@@ -44,30 +42,12 @@ def _window(value: Any) -> int | None:
     return None
 
 
-async def _json(client: httpx.AsyncClient, method: str, url: str,
-                headers: Mapping[str, str], body: Any = None, statuses: tuple[int, ...] = (200,),
-                **kwargs: Any) -> Any:
-    if body is not None:
-        kwargs["json"] = body
-    try:
-        response = await bounded(client, method, url, "server", headers=dict(headers),
-                                 timeout=kwargs.pop("timeout", _TIMEOUT), **kwargs)
-    except BadResponseError:  # a reply too large to be what was asked
-        return None
-    if response.status_code not in statuses:
-        return None
-    try:
-        return read_json(response.content)
-    except ValueError:
-        return None
-
-
 async def listed_window(
     client: httpx.AsyncClient, base_url: str, model: str, headers: Mapping[str, str]
 ) -> int | None:
     """The window `model`'s entry in the server's `/models` list names: `context_length`
     (OpenRouter, and its `top_provider`), `max_model_len` (vLLM)."""
-    listing = await _json(client, "GET", f"{base_url.rstrip('/')}/models", headers)
+    listing = await said_json(client, "GET", f"{base_url.rstrip('/')}/models", headers)
     entries = listing.get("data") if isinstance(listing, dict) else None
     if not isinstance(entries, list):
         return None
@@ -91,7 +71,7 @@ class GatewayWindow:
 async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
                         headers: Mapping[str, str]) -> GatewayWindow | None:
     for path in ("/model/info", "/v1/model/info"):
-        info = await _json(client, "GET", f"{root}{path}", headers)
+        info = await said_json(client, "GET", f"{root}{path}", headers)
         entries = info.get("data") if isinstance(info, dict) else None
         if not isinstance(entries, list):
             continue
@@ -137,7 +117,7 @@ async def _ollama_window(client: httpx.AsyncClient, root: str, model: str,
                          headers: Mapping[str, str]) -> int | None:
     from engine.providers._ollama import ollama_window  # the Ollama kind's own reading
 
-    shown = await _json(client, "POST", f"{root}/api/show", headers, {"model": model})
+    shown = await said_json(client, "POST", f"{root}/api/show", headers, {"model": model})
     return ollama_window(shown) if isinstance(shown, dict) and "model_info" in shown else None
 
 
@@ -159,8 +139,8 @@ async def litellm_health(client: httpx.AsyncClient, root: str, model: str,
                          ) -> tuple[bool, str] | None:
     """LiteLLM's own check of `model` (a real call to each of its backends): (answered, what
     it said in one line); None when the proxy gave no such report."""
-    report = await _json(client, "GET", f"{root}/health", headers, params={"model": model},
-                         timeout=httpx.Timeout(timeout), statuses=(200, 503))  # 503: none up
+    report = await said_json(client, "GET", f"{root}/health", headers, params={"model": model},
+                         timeout=timeout, statuses=(200, 503))  # 503: none up
     if not isinstance(report, dict):
         return None
     healthy, unhealthy = report.get("healthy_count"), report.get("unhealthy_count")

@@ -19,10 +19,9 @@ from typing import Any
 
 import httpx
 
-from engine.errors import BadResponseError
 from engine.jsondata import read_json
 from engine.providers._events import Message
-from engine.providers._reading import bounded
+from engine.providers._reading import bounded, said_json
 
 __all__ = ["api_root", "count_chat_tokens", "slot_count", "slot_window"]
 
@@ -42,31 +41,17 @@ def _window(value: Any) -> int | None:
     return None
 
 
-async def _get_json(client: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> Any:
-    try:
-        response = await bounded(client, "GET", url, "server", headers=dict(headers),
-                                 timeout=_TIMEOUT)
-    except BadResponseError:  # a reply too large to be what was asked
-        return None
-    if response.status_code != 200:
-        return None
-    try:
-        return read_json(response.content)
-    except ValueError:
-        return None
-
-
 async def slot_window(
     client: httpx.AsyncClient, root: str, headers: Mapping[str, str]
 ) -> int | None:
     """The context window of one slot of the llama.cpp server at `root`; None when the server
     does not say (not llama.cpp, or the endpoints are off)."""
-    props = await _get_json(client, f"{root}/props", headers)
+    props = await said_json(client, "GET", f"{root}/props", headers)
     if isinstance(props, dict):
         settings = props.get("default_generation_settings")
         if isinstance(settings, dict) and _window(settings.get("n_ctx")):
             return _window(settings.get("n_ctx"))
-    slots = await _get_json(client, f"{root}/slots", headers)
+    slots = await said_json(client, "GET", f"{root}/slots", headers)
     if isinstance(slots, list) and slots and isinstance(slots[0], dict):
         return _window(slots[0].get("n_ctx"))
     return None
@@ -77,7 +62,7 @@ async def slot_count(
 ) -> int | None:
     """How many requests the llama.cpp server at `root` serves at once (`/props`
     `total_slots`); None when it does not say."""
-    props = await _get_json(client, f"{root}/props", headers)
+    props = await said_json(client, "GET", f"{root}/props", headers)
     value = props.get("total_slots") if isinstance(props, dict) else None
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
         return value

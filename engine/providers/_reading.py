@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import BadResponseError
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["ERROR_BYTES", "MOST_BYTES", "bound_lines", "bounded", "is_event_stream", "iter_sse",
-           "looks_like_sse", "read_error_body", "read_whole", "sse_events", "stream_lines"]
+           "looks_like_sse", "read_error_body", "read_whole", "said_json", "sse_events",
+           "stream_lines"]
 
 MOST_BYTES = 16 << 20
 """The longest line of an event stream, and the largest whole reply, read from a server
@@ -156,6 +157,30 @@ async def bounded(client: httpx.AsyncClient, method: str, url: str, provider: st
                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
     return httpx.Response(reply.status_code, headers=headers, content=body,
                           request=reply.request)
+
+
+async def said_json(client: httpx.AsyncClient, method: str, url: str,
+                    headers: Mapping[str, str], body: Any = None,
+                    statuses: tuple[int, ...] = (200,), timeout: float = 5.0,
+                    **kwargs: Any) -> Any:
+    """What a server says about itself (`/props`, `/model/info`, `/health`…) as JSON, or None
+    for anything else: another status than `statuses`, a reply that is no JSON, or one too
+    large to be what was asked (`bounded`)."""
+    from engine.jsondata import read_json
+
+    if body is not None:
+        kwargs["json"] = body
+    try:
+        response = await bounded(client, method, url, "server", headers=dict(headers),
+                                 timeout=timeout, **kwargs)
+    except BadResponseError:
+        return None
+    if response.status_code not in statuses:
+        return None
+    try:
+        return read_json(response.content)
+    except ValueError:
+        return None
 
 
 async def read_error_body(reply: httpx.Response) -> bytes:
