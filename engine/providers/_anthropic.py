@@ -151,12 +151,6 @@ class AnthropicProvider(Provider):
             body["temperature"] = request.temperature
         return body
 
-    def _hint(self, status: int, path: str) -> str:
-        """After a 404: what the base URL should most likely be (`path_hint`)."""
-        if status != 404:
-            return ""
-        return path_hint("anthropic", self.config.base_url or ANTHROPIC_URL, path)
-
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = data.get("error")
         if not isinstance(error, dict):  # a gateway's own shape: a string, or nothing
@@ -182,7 +176,8 @@ class AnthropicProvider(Provider):
                     retry_after = rate_limit_wait(reply.headers)
                     message = error_message(content, reply.reason_phrase)
                     raise error_for_status(self.name, reply.status_code, message, retry_after,
-                                           self._hint(reply.status_code, "/v1/messages"))
+                                           path_hint(reply.status_code, self.kind, self._root,
+                                                     "/v1/messages"))
                 events, raw_body = await sse_events(self.name, reply)
                 if events is None:
                     for whole in self._whole_message(reply.headers.get("content-type"),
@@ -293,7 +288,8 @@ class AnthropicProvider(Provider):
         if reply.status_code >= 400:
             message = error_message(reply.content, reply.reason_phrase)
             raise error_for_status(self.name, reply.status_code, message,
-                                   hint=self._hint(reply.status_code, "/v1/models"))
+                                   hint=path_hint(reply.status_code, self.kind, self._root,
+                                                  "/v1/models"))
         try:
             models = read_json(reply.content).get("data", [])
             names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),

@@ -18,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from engine.config.providers import is_loopback
 from engine.errors import ProviderError, RequestError, ServerError
 from engine.providers._events import HealthCheck
+from engine.providers._llamacpp import api_root, slot_window, window_value
 from engine.providers._reading import said_json
 
 if TYPE_CHECKING:
@@ -31,15 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["GatewayWindow", "gateway_window", "listed_or_checked", "litellm_health",
            "listed_window"]
 
-_MAX_WINDOW = 10_000_000
 _SHOWN = 200
 """Characters of a backend's error shown from LiteLLM's health report (its first line)."""
-
-
-def _window(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_WINDOW:
-        return value
-    return None
 
 
 async def listed_window(
@@ -54,8 +50,10 @@ async def listed_window(
     for entry in entries:
         if isinstance(entry, dict) and entry.get("id") == model:
             top = entry.get("top_provider")
-            return (_window(entry.get("max_model_len")) or _window(entry.get("context_length"))
-                    or (_window(top.get("context_length")) if isinstance(top, dict) else None))
+            return (window_value(entry.get("max_model_len"))
+                    or window_value(entry.get("context_length"))
+                    or (window_value(top.get("context_length")) if isinstance(top, dict)
+                        else None))
     return None
 
 
@@ -78,7 +76,7 @@ async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
         ours = [entry for entry in entries if isinstance(entry, dict)
                 and entry.get("model_name") == model and isinstance(entry.get("model_info"), dict)]
         known = [w for entry in ours
-                 if (w := _window(entry["model_info"].get("max_input_tokens"))) is not None]
+                 if (w := window_value(entry["model_info"].get("max_input_tokens"))) is not None]
         if not known:  # LiteLLM does not know it: a llama.cpp backend beside the proxy may say
             known = await _backend_windows(client, root, ours)
         # a model group of several backends: a call may go to any of them
@@ -91,11 +89,6 @@ async def _backend_windows(client: httpx.AsyncClient, root: str,
     """The slot windows of the llama.cpp servers behind `entries` (their `api_base`), asked
     only where the backend is on the gateway's own host or on loopback (a gateway in front of
     `detektiv local-server`), without the gateway's key; one that does not say is left out."""
-    from urllib.parse import urlsplit
-
-    from engine.config.providers import is_loopback
-    from engine.providers._llamacpp import api_root, slot_window
-
     gateway_host = urlsplit(root).hostname
     found = []
     for entry in entries[:4]:
@@ -140,7 +133,7 @@ async def litellm_health(client: httpx.AsyncClient, root: str, model: str,
     """LiteLLM's own check of `model` (a real call to each of its backends): (answered, what
     it said in one line); None when the proxy gave no such report."""
     report = await said_json(client, "GET", f"{root}/health", headers, params={"model": model},
-                         timeout=timeout, statuses=(200, 503))  # 503: none up
+                             timeout=timeout, statuses=(200, 503))  # 503: none up
     if not isinstance(report, dict):
         return None
     healthy, unhealthy = report.get("healthy_count"), report.get("unhealthy_count")

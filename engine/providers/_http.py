@@ -208,11 +208,13 @@ def first_line(message: str, provider: str = "", status: int | None = None) -> s
     return shown
 
 
-def path_hint(kind: str, base_url: str, path: str) -> str:
+def path_hint(status: int, kind: str, base_url: str, path: str) -> str:
     """What a 404 most often means for a provider of `kind` at `base_url` (detektiv asked
     `base_url + path`): the `/v1` detektiv adds itself (anthropic) or does not (openai) is
-    missing or doubled. "" when the URL looks right (a 404 then says something else: an
-    unknown model)."""
+    missing or doubled. "" for any other status, and when the URL looks right (a 404 then
+    says something else: an unknown model)."""
+    if status != 404:
+        return ""
     base = base_url.rstrip("/")
     asked = f"{base}{path}"
     if kind == "anthropic":

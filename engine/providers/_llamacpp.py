@@ -23,7 +23,7 @@ from engine.jsondata import read_json
 from engine.providers._events import Message
 from engine.providers._reading import bounded, said_json
 
-__all__ = ["api_root", "count_chat_tokens", "slot_count", "slot_window"]
+__all__ = ["api_root", "count_chat_tokens", "slot_count", "slot_window", "window_value"]
 
 _TIMEOUT = httpx.Timeout(5.0)
 _MAX_WINDOW = 10_000_000
@@ -35,7 +35,8 @@ def api_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def _window(value: Any) -> int | None:
+def window_value(value: Any) -> int | None:
+    """`value` when it is a window a server could mean (a positive int up to 10 million)."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= _MAX_WINDOW:
         return value
     return None
@@ -49,11 +50,11 @@ async def slot_window(
     props = await said_json(client, "GET", f"{root}/props", headers)
     if isinstance(props, dict):
         settings = props.get("default_generation_settings")
-        if isinstance(settings, dict) and _window(settings.get("n_ctx")):
-            return _window(settings.get("n_ctx"))
+        if isinstance(settings, dict) and window_value(settings.get("n_ctx")):
+            return window_value(settings.get("n_ctx"))
     slots = await said_json(client, "GET", f"{root}/slots", headers)
     if isinstance(slots, list) and slots and isinstance(slots[0], dict):
-        return _window(slots[0].get("n_ctx"))
+        return window_value(slots[0].get("n_ctx"))
     return None
 
 

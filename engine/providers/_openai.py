@@ -214,7 +214,8 @@ class OpenAIProvider(Provider):
                     message = error_message(content, f"Error code: {reply.status_code}")
                     raise error_for_status(self.name, reply.status_code, message,
                                            rate_limit_wait(reply.headers),
-                                           self._hint(reply.status_code, "/chat/completions"))
+                                           path_hint(reply.status_code, self.kind, self._base,
+                                                     "/chat/completions"))
                 events, whole = await sse_events(self.name, reply)
                 if events is None:
                     for event in self._whole(reply.headers.get("content-type"), whole):
@@ -376,7 +377,8 @@ class OpenAIProvider(Provider):
             message = error_message(reply.content, f"Error code: {reply.status_code}")
             raise error_for_status(self.name, reply.status_code, message,
                                    rate_limit_wait(reply.headers),
-                                   self._hint(reply.status_code, "/models"))
+                                   path_hint(reply.status_code, self.kind, self._base,
+                                             "/models"))
         try:
             models = read_json(reply.content).get("data") or []
             names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
@@ -397,12 +399,6 @@ class OpenAIProvider(Provider):
 
     def _health_asks(self) -> HealthCheck:
         return "server" if self._llamacpp else "list"
-
-    def _hint(self, status: int, path: str) -> str:
-        """After a 404: what the base URL should most likely be (`path_hint`)."""
-        if status != 404:
-            return ""
-        return path_hint("openai", self._base, path)
 
     async def aclose(self) -> None:
         if self._client is not None:
