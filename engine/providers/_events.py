@@ -28,6 +28,7 @@ __all__ = [
     "Usage",
     "WasReasoning",
     "finish_reason_of",
+    "health_word",
     "most_characters",
     "too_long",
 ]
@@ -206,7 +207,13 @@ class Health:
 
     @property
     def word(self) -> str:
-        """`ok`, `listed` (only a list answered: the model may not), or `down`."""
-        if not self.ok:
-            return "down"
-        return "listed" if self.check == "list" else "ok"
+        """`health_word` of this check."""
+        return health_word(self.ok, self.check)
+
+
+def health_word(ok: bool, check: str | None) -> str:
+    """A health check's result in a word: `ok`, `listed` (only a model list answered: the
+    model may not), or `down`."""
+    if not ok:
+        return "down"
+    return "listed" if check == "list" else "ok"

@@ -13,14 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config.models import Config
+from engine.providers._events import health_word
 from engine.routing.breaker import ProviderState
 from engine.text import strip_control
 
-__all__ = ["CHECKS", "ProviderRow", "provider_rows", "public_url"]
-
-CHECKS = {"server": "server", "list": "list", "gateway": "gateway", "probe": "probe"}
-"""What each kind of health check asked, as the CHECK column says it: the model's own server,
-a model list, a gateway's check of its backends (LiteLLM's `/health`), a 1-token request."""
+__all__ = ["ProviderRow", "provider_rows", "public_url"]
 
 
 def public_url(url: str | None) -> str | None:
@@ -60,16 +57,17 @@ class ProviderRow:
             return "disabled"
         if self.state is None or self.state.last_health_ok is None:
             return "–"
-        if not self.state.last_health_ok:
-            return "down"
-        return "listed" if self.state.last_health_by == "list" else "ok"
+        return health_word(self.state.last_health_ok, self.state.last_health_by)
 
     @property
     def check(self) -> str:
-        """What the last health check asked, in a word (`CHECKS`), or "" before any."""
-        by = self.state.last_health_by if self.state is not None and self.enabled else None
-        return CHECKS.get(by or "", "") if self.state and self.state.last_health_ok \
-            is not None else ""
+        """What the last health check asked (`engine.providers.HealthCheck`: the model's own
+        server, a model list, a gateway's check of its backends, a 1-token request), or ""
+        before any."""
+        state = self.state
+        if not self.enabled or state is None or state.last_health_ok is None:
+            return ""
+        return state.last_health_by or ""
 
     @property
     def status(self) -> str:
