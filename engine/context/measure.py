@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.context.tokens import (
-    BOUND_PRIMER,
     MESSAGE_OVERHEAD,
     bound,
+    bound_messages,
     estimate,
     estimate_messages,
 )
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from engine.providers import Provider
 
 __all__ = ["BOUND_SLACK", "CALIBRATION", "RECOUNT", "byte_bound", "count_exactly",
-           "forget_window", "measured", "text_measure", "uncounted", "within_bound"]
+           "forget_window", "measured", "refit_share", "text_measure", "uncounted",
+           "within_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +83,14 @@ def within_bound(provider: Provider, guess: int, limit: int, most: int) -> int |
     bound alone would do for."""
     share = limit * BOUND_SHARE
     ratio = _ratios.get(key_of(provider))
-    measured = math.ceil(guess * ratio.worst * BOUND_SLACK) \
+    by_ratio = math.ceil(guess * ratio.worst * BOUND_SLACK) \
         if ratio is not None and ratio.counts >= CALIBRATION else None
     if most <= share:
-        return most if measured is None else min(most, measured)
-    if ratio is None or measured is None or measured > share:
+        return most if by_ratio is None else min(most, by_ratio)
+    if ratio is None or by_ratio is None or by_ratio > share:
         return None
     ratio.bounded += 1
-    return None if ratio.bounded % RECOUNT == 0 else measured
+    return None if ratio.bounded % RECOUNT == 0 else by_ratio
 
 
 PLAUSIBLE = 5
@@ -109,16 +110,25 @@ async def count_exactly(provider: Provider, messages: Sequence[Message]) -> int 
             return None
         counted = -1
     guess = estimate_messages(messages)
-    if counted is not None and guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
-        ratio = _ratios.setdefault(key_of(provider), _Ratio())
-        ratio.counts += 1
-        ratio.worst = max(ratio.worst, counted / max(1, guess))
+    if counted is not None and _record(_ratios, provider, counted, guess):
         return counted
     if counted is not None and counted >= 0:
         log.info("%s: a count of %d tokens for about %d is not believed", provider.name,
                  counted, guess)
     mark_inexact(provider)
     return None
+
+
+def _record(table: dict[tuple[str, str], _Ratio], provider: Provider, counted: int,
+            guess: int) -> bool:
+    """Count `counted` (a prompt estimated at `guess`) in `provider`'s ratio in `table`, unless
+    nobody could mean it (more than `PLAUSIBLE` times off): whether it was counted."""
+    if not guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
+        return False
+    ratio = table.setdefault(key_of(provider), _Ratio())
+    ratio.counts += 1
+    ratio.worst = max(ratio.worst, counted / max(1, guess))
+    return True
 
 
 def forget_window(provider: Provider, told: int | None = None) -> None:
@@ -151,13 +161,19 @@ def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: obj
     if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
         return
     guess = estimate_messages(messages)
-    if guess < MEASURED_FROM:
-        return  # a template's fixed part (a default system prompt) would pass for the ratio
-    if not guess / PLAUSIBLE <= prompt_tokens <= guess * PLAUSIBLE + 16:
-        return  # a count nobody could mean
-    ratio = _reported.setdefault(key_of(provider), _Ratio())
-    ratio.counts += 1
-    ratio.worst = max(ratio.worst, prompt_tokens / max(1, guess))
+    if guess >= MEASURED_FROM:  # shorter: a template's fixed part would pass for the ratio
+        _record(_reported, provider, prompt_tokens, guess)
+
+
+def refit_share(used: int, needed: int | None, told: int | None) -> float:
+    """The share of its room a prompt refused as too long is fitted to again: all of it for
+    the window the refusal named (`told`), a quarter less when it named none; lower by how far
+    the server's count of the refused prompt (`needed`) was above ours (`used`: a gateway's
+    model counts differently), unless that count is more than twice ours (of something else:
+    not believed)."""
+    if needed and used < needed <= 2 * used:
+        return used / needed * 0.95
+    return 1.0 if told else 0.75
 
 
 def text_measure(provider: Provider) -> Callable[[str], int]:
@@ -176,5 +192,4 @@ def uncounted(provider: Provider, messages: Sequence[Message]) -> int:
     """What a prompt of a provider that cannot count is taken to use: its texts by
     `text_measure` (`bound_messages` until its replies measured the estimate), a template's
     markers and `BOUND_PRIMER` on top."""
-    measure = text_measure(provider)  # as the prompt was composed: what fits, fits
-    return sum(measure(m.content) + MESSAGE_OVERHEAD for m in messages) + BOUND_PRIMER
+    return bound_messages(messages, text_measure(provider))  # as composed: what fits, fits

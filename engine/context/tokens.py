@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from engine.providers import Message
@@ -85,7 +85,9 @@ BOUND_PRIMER = 32
 default system prompt where none is sent (SmolLM2's: a one-token question is 31 tokens)."""
 
 
-def bound_messages(messages: Iterable[Message]) -> int:
-    """`bound` of a chat prompt of `messages`, template included (`MESSAGE_OVERHEAD` a
-    message, `BOUND_PRIMER` once)."""
-    return sum(bound(m.content) + MESSAGE_OVERHEAD for m in messages) + BOUND_PRIMER
+def bound_messages(messages: Iterable[Message],
+                   measure: Callable[[str], int] = bound) -> int:
+    """An upper bound of a chat prompt of `messages`, template included: each text by
+    `measure` (`bound`, or what a server's replies measured), `MESSAGE_OVERHEAD` a message,
+    `BOUND_PRIMER` once."""
+    return sum(measure(m.content) + MESSAGE_OVERHEAD for m in messages) + BOUND_PRIMER

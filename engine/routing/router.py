@@ -45,7 +45,7 @@ from engine.config.models import Config
 from engine.config.providers import ProviderConfig
 from engine.context.budget import FitReport, Prompt, fit
 from engine.context.fit import DoesNotFit
-from engine.context.measure import forget_window, measured
+from engine.context.measure import forget_window, measured, refit_share
 from engine.errors import (
     AllProvidersFailed,
     ContextOverflowError,
@@ -324,11 +324,7 @@ class Router:
                                         if exc.window else f"{exc.detail}; fitting the prompt "
                                         "again for a smaller context window")
                     told, retried, failed = exc.window, True, None
-                    # the server's count of what was sent, against ours: ours was short by
-                    # that much (a gateway's model counts differently), so aim that much lower
-                    # (a count more than twice ours is of something else: not believed)
-                    shrink = report.used / exc.needed * 0.95 if exc.needed and \
-                        report.used < exc.needed <= 2 * report.used else 1.0 if told else 0.75
+                    shrink = refit_share(report.used, exc.needed, told)
             except ProviderError as exc:
                 failed = exc
             except BaseException:  # cancelled or closed by the caller: no verdict
