@@ -215,24 +215,27 @@ class EvalRun:
         # what was finished before: a key and a flag each (the items themselves are read
         # from the file as the workers take them, so a run holds only those in flight)
         finished = {key: result.failed for key, result in self.folder.latest().items()}
+
+        def to_do(unit: Unit) -> bool:
+            """Not finished before, or failed and `--retry-failed`."""
+            failed = finished.get((unit.item.key, unit.kind, unit.repeat))
+            return failed is None or (self.retry_failed and failed)
+
         tally = _Tally()
         total = todo = 0
         for unit in self.units():
             total += 1
-            failed = finished.get((unit.item.key, unit.kind, unit.repeat))
-            if failed is None or (self.retry_failed and failed):
+            if to_do(unit):
                 todo += 1
             else:
                 tally.done += 1
-                tally.failed += int(failed)
+                tally.failed += int(finished[(unit.item.key, unit.kind, unit.repeat)])
         skipped = tally.done
         yield EvalStarted(run=self.id, total=total, skipped=skipped,
                           concurrency=self.concurrency, demonstration=self.info.demonstration)
         sessions = self.folder.sessions()
         queue: asyncio.Queue[EvalResult] = asyncio.Queue()
-        pending = (unit for unit in self.units()
-                   if (failed := finished.get((unit.item.key, unit.kind, unit.repeat))) is None
-                   or (self.retry_failed and failed))
+        pending = (unit for unit in self.units() if to_do(unit))
 
         budget = self.budget
 

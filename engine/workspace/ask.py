@@ -45,9 +45,9 @@ RETRY_TEMPERATURE = 0.8
 """An empty answer is asked for once more, sampled at least this warm (greedy decoding that
 said nothing says nothing again)."""
 FAILURES = frozenset({"error", "timeout", "rate_limited", "degenerate_output",
-                      "context_too_small", "circuit_open"})
+                      "context_too_small"})
 """Router events that say a provider failed or was passed over (a chain of one then ends
-with that as its error)."""
+with that as its error; an open circuit is no reason under `Router.insist`)."""
 EMPTY_ANSWER_TWICE = "the answer was empty twice (a small model may end its turn at once)"
 
 
