@@ -7,7 +7,9 @@ than that (`byte_bound`, `counted="bounded"`). Once a server's counts have been 
 `CALIBRATION` times, a longer prompt whose estimate, times the largest exact-to-estimate ratio
 seen and `BOUND_SLACK`, is within half the limit goes without one too: only a prompt nearer
 the limit is counted, one such call in `RECOUNT` is counted all the same so the ratio keeps
-being measured, and a server that refuses a prompt as too long is measured anew.
+being measured, and a server that refuses a prompt as too long is measured anew. A reply that
+reports its prompt's tokens (llama.cpp's `usage`) is such a count, taken for free: a server
+whose replies report is calibrated by them and never recounted (`measured`).
 
 A server that cannot count (a gateway, a cloud API) has its prompts measured by an upper
 bound (`tokens.bound`) until its replies report what a prompt took (`measured`); from then on
@@ -60,6 +62,7 @@ class _Ratio:
     counts: int = 0
     worst: float = 0.0
     bounded: int = 0
+    reported: int = 0  # of `counts`, the ones a reply's usage gave
 
 
 _ratios: dict[tuple[str, str], _Ratio] = {}
@@ -90,6 +93,8 @@ def within_bound(provider: Provider, guess: int, limit: int, most: int) -> int |
     if ratio is None or by_ratio is None or by_ratio > share:
         return None
     ratio.bounded += 1
+    if ratio.reported:  # its replies keep measuring the ratio: no count needs asking for that
+        return by_ratio
     return None if ratio.bounded % RECOUNT == 0 else by_ratio
 
 
@@ -152,17 +157,26 @@ one, a template's fixed part (Qwen's and SmolLM2's default system prompts: 20–
 weighs as much as the text."""
 
 
-def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: object) -> None:
-    """A reply of `provider` (one that cannot count) reported `prompt_tokens` for the prompt
-    `messages` (a schema sent as text counted in: a higher ratio, a safer one): the measure
-    that bounds its estimates once `REPORTED_CALIBRATION` replies have said (the estimate times the
-    worst ratio seen times `BOUND_SLACK`, above `bound_messages` too when that is what was
-    measured)."""
+def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: object,
+             counts: bool = False) -> None:
+    """A reply of `provider` reported `prompt_tokens` for the prompt `messages` (a schema sent
+    as text counted in: a higher ratio, a safer one).
+
+    Of a provider that cannot count: the measure that bounds its estimates once
+    `REPORTED_CALIBRATION` replies have said (the estimate times the worst ratio seen times
+    `BOUND_SLACK`, above `bound_messages` too when that is what was measured). Of one that
+    can (`counts`: llama.cpp, whose `prompt_tokens` is the whole prompt, its cached part
+    included): an exact count taken for free, which calibrates `within_bound` as a count
+    asked for would, and keeps measuring its ratio, so none is asked for that alone."""
     if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
         return
     guess = estimate_messages(messages)
-    if guess >= MEASURED_FROM:  # shorter: a template's fixed part would pass for the ratio
+    if guess < MEASURED_FROM:  # shorter: a template's fixed part would pass for the ratio
+        return
+    if not counts:
         _record(_reported, provider, prompt_tokens, guess)
+    elif _record(_ratios, provider, prompt_tokens, guess):
+        _ratios[key_of(provider)].reported += 1
 
 
 def refit_share(used: int, needed: int | None, told: int | None) -> float:

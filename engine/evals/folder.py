@@ -4,9 +4,12 @@ nothing and a rerun does nothing twice.
 - `run.json`: what was asked (`EvalRunInfo`), replaced atomically;
 - `sessions.jsonl`: `{"item", "repeat", "session"}` the moment an item's session is created,
   so a rerun resumes that session instead of starting another;
-- `results.jsonl`: one `EvalResult` a line, appended (one write, flushed and fsynced) once an
-  item's session has ended. A torn last line (a kill mid-write) is cut off when the folder is
-  opened again; where a key has two lines (a failed item tried again) the last one counts.
+- `results.jsonl`: one `EvalResult` a line, appended (one write) once an item's session has
+  ended. A line of a unit with no session (a baseline) is fsynced: it is the only record of
+  the answer. One with a session is not: that session's end is on the disk already, and a
+  rerun that finds the session ended and no line makes the line from it again (`EvalRun`).
+  A torn last line (a kill mid-write) is cut off when the folder is opened again; where a key
+  has two lines (a failed item tried again) the last one counts.
 """
 
 from __future__ import annotations
@@ -155,12 +158,13 @@ class RunFolder:
         _cut_torn_line(self.directory / SESSIONS)
         _cut_torn_line(self.directory / RESULTS)
 
-    def _append(self, name: str, data: dict[str, object]) -> None:
+    def _append(self, name: str, data: dict[str, object], synced: bool = True) -> None:
         line = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
         fd = os.open(self.directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
+            if synced:
+                os.fsync(fd)
         finally:
             os.close(fd)
 
@@ -186,7 +190,8 @@ class RunFolder:
         return found
 
     def add_result(self, result: EvalResult) -> None:
-        self._append(RESULTS, result.model_dump(mode="json"))
+        """Append `result` (fsynced only when no session holds it: the module docstring)."""
+        self._append(RESULTS, result.model_dump(mode="json"), synced=result.session is None)
 
     def results(self) -> Iterator[EvalResult]:
         """Every result line in order (a line that cannot be read is skipped)."""

@@ -99,7 +99,7 @@ class Delta(_Event):
     def merge_key(self) -> tuple[object, ...]:
         """What must match for two deltas to be one piece of text: the type and every field
         but `text`."""
-        return (type(self), *(v for k, v in self.__dict__.items() if k != "text"))
+        return (type(self), *[v for k, v in self.__dict__.items() if k != "text"])
 
 
 class QuestionDelta(Delta):

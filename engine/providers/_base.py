@@ -53,6 +53,7 @@ from engine.providers._events import (
     most_characters,
     too_long,
 )
+from engine.providers._deadline import Deadline
 from engine.providers._http import not_text
 from engine.providers._reasoning import ThinkBlocks
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
@@ -181,40 +182,36 @@ class Provider(ABC):
         blocks = ThinkBlocks()
         shown = self.config.reasoning != "hide"
         room = {TokenDelta: most_characters(request.max_tokens), ReasoningDelta: MOST_CHARACTERS}
+        watch = Deadline()
         try:
             while True:
-                scope = asyncio.timeout_at(deadline)
+                watch.wait(deadline)
                 try:
-                    try:
-                        async with scope:
-                            event = await anext(raw)
-                    except Exception as exc:
-                        task = asyncio.current_task()
-                        if task is not None and task.cancelling():
-                            # a library turned our cancellation (Ctrl-C, a stopped worker)
-                            # into an error of its own: it stays a cancellation, or the run
-                            # would fail over and go on as if nobody had asked it to stop
-                            raise asyncio.CancelledError from exc
-                        raise
+                    event = await anext(raw)
                 except StopAsyncIteration:
+                    if watch.expired:  # the stream swallowed the deadline's cancellation
+                        watch.uncancel()
                     break
-                except TimeoutError:
-                    if not scope.expired():
+                except (Exception, asyncio.CancelledError) as exc:
+                    if watch.expired and watch.uncancel():
+                        # the deadline passed (whatever a library made of its cancellation)
+                        raise self._timed_out(phase, first_timeout, stall_timeout,
+                                              total_timeout) from None
+                    if isinstance(exc, asyncio.CancelledError | DetektivError):
+                        raise
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        # a library turned our cancellation (Ctrl-C, a stopped worker)
+                        # into an error of its own: it stays a cancellation, or the run
+                        # would fail over and go on as if nobody had asked it to stop
+                        raise asyncio.CancelledError from exc
+                    if isinstance(exc, TimeoutError):
                         raise ProviderConnectionError(self.name, "timed out") from None
-                    if phase is FirstTokenTimeout:
-                        message, limit = f"no token within {first_timeout:g} s", first_timeout
-                    elif phase is StallTimeout:
-                        message, limit = f"no token for {stall_timeout:g} s", stall_timeout
-                    else:
-                        message = f"answer not finished within {total_timeout:g} s"
-                        limit = total_timeout
-                    raise phase(self.name, message, limit) from None
-                except DetektivError:
-                    raise
-                except Exception as exc:
                     raise BadResponseError(
                         self.name, f"unexpected {type(exc).__name__}: {exc}"
                     ) from exc
+                finally:
+                    watch.done()
                 if type(event) is TokenDelta or type(event) is ReasoningDelta:
                     if not isinstance(event.text, str):  # whatever a provider let through
                         raise BadResponseError(self.name, not_text(event.text))
@@ -249,9 +246,19 @@ class Provider(ABC):
                         yield piece
                 yield event
         finally:
+            watch.close()
             await raw.aclose()
         if not finished:
             raise ProviderConnectionError(self.name, "the stream ended before the model finished")
+
+    def _timed_out(self, phase: type[ProviderTimeout], first: float, stall: float,
+                   total: float) -> ProviderTimeout:
+        """The timeout error of the deadline that passed (`phase`), in words."""
+        if phase is FirstTokenTimeout:
+            return phase(self.name, f"no token within {first:g} s", first)
+        if phase is StallTimeout:
+            return phase(self.name, f"no token for {stall:g} s", stall)
+        return phase(self.name, f"answer not finished within {total:g} s", total)
 
     async def health(self, timeout: float = 5.0) -> Health:
         """One cheap live call; never raises. `detail` says what answered, or why not."""

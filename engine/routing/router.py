@@ -297,9 +297,9 @@ class Router:
                             yield event
                         elif type(event) is Done:
                             done = event
-                        elif type(event) is Usage and report.counted == "estimate":
-                            # what the server counted of a prompt nobody here could count
-                            measured(provider, sent.messages, event.prompt_tokens)
+                        elif type(event) is Usage:  # what the server counted of the prompt
+                            measured(provider, sent.messages, event.prompt_tokens,
+                                     counts=report.counted != "estimate")
                             yield event
                         elif type(event) is WasReasoning:
                             for moved in reasoning_moved(name, provider.label, trial,

@@ -65,6 +65,7 @@ class EventLogWriter:
         self._clock = clock
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._pending: Delta | None = None
+        self._pending_key: tuple[object, ...] = ()
         self._parts: list[str] = []
         self._last_write = 0.0
         self._timer: asyncio.TimerHandle | None = None
@@ -79,12 +80,11 @@ class EventLogWriter:
     def append(self, event: InterrogationEvent) -> None:
         """Record `event`, in order; deltas may wait up to FLUSH_INTERVAL."""
         if isinstance(event, Delta):
-            pending = self._pending
-            if pending is not None and pending.merge_key() != event.merge_key():
+            key = event.merge_key()
+            if self._pending is not None and self._pending_key != key:
                 self.flush()
-                pending = None
-            if pending is None:
-                self._pending = event
+            if self._pending is None:
+                self._pending, self._pending_key = event, key
                 self._parts = []
             self._parts.append(event.text)
             if self._clock() - self._last_write >= FLUSH_INTERVAL:

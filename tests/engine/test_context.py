@@ -401,6 +401,67 @@ async def test_counts_measured_earlier_bound_prompts_far_from_the_limit(paths) -
     assert after.report.counted == "exact"  # measured again after the overflow
 
 
+async def test_replies_that_report_their_prompt_calibrate_a_counting_server(paths) -> None:
+    """A llama.cpp server's replies say how many tokens their prompt took (`usage`): that is an
+    exact count taken for free: half the calibration's counts. From then on, a prompt far from
+    the limit goes by the bound with no count asked, and never a recount (the replies keep
+    measuring); a prompt near the limit is still counted, and the bound is above its count."""
+    from engine import Config, ProviderConfig
+    from engine.context.measure import CALIBRATION, RECOUNT
+    from engine.routing.events import Fitted
+    from engine.routing.router import Router
+
+    counted: list[int] = []
+
+    def tokenize(recorded: object) -> Reply:
+        tokens = len(recorded.json()["content"].split()) + 20  # type: ignore[attr-defined]
+        counted.append(tokens)
+        return json_reply({"tokens": list(range(tokens))})
+
+    def chat(recorded: object) -> Reply:
+        words = sum(len(m["content"].split())
+                    for m in recorded.json()["messages"])  # type: ignore[attr-defined]
+        reply = _sse("ok")
+        usage = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                 "choices": [], "usage": {"prompt_tokens": words + 20, "completion_tokens": 1,
+                                          "total_tokens": words + 21}}
+        reply.body.insert(2, f"data: {json.dumps(usage)}\n\n".encode())
+        return reply
+
+    routes = {
+        "GET /props": lambda _: json_reply({"default_generation_settings": {"n_ctx": 4096}}),
+        "POST /apply-template": lambda r: json_reply({"prompt": " ".join(
+            m["content"] for m in r.json()["messages"])}),
+        "POST /tokenize": tokenize,
+        "POST /v1/chat/completions": chat,
+    }
+    with WireServer(routes) as server:
+        config = Config(providers={"srv": ProviderConfig(kind="openai", model="m",
+                                                         base_url=server.url + "/v1")})
+        router = Router(config, paths, persist=False)
+        # short in tokens, but too long in bytes to go by `byte_bound` alone
+        short = StreamRequest.of("How tall is the tower? " * 100, max_tokens=100)
+        try:
+            fits = []
+            for _ in range(CALIBRATION + RECOUNT + 1):
+                events = [event async for event in router.stream(short)]
+                fits += [e.report for e in events if isinstance(e, Fitted)]
+            asked = len(counted)
+            near = await fit(router.providers["srv"],
+                             StreamRequest.of("word " * 2400, max_tokens=100))
+        finally:
+            forget_window(router.providers["srv"])
+            await router.aclose()
+    kinds = [f.counted for f in fits]
+    # each call is counted, and its reply counts too, until `CALIBRATION` counts in all
+    calibrating = CALIBRATION // 2
+    assert kinds == ["exact"] * calibrating + ["bounded"] * (CALIBRATION + RECOUNT + 1 -
+                                                             calibrating)
+    assert asked == 1 + calibrating  # the probe and the calls counted: never a recount
+    assert all(f.used >= counted[1] for f in fits)  # a bound is never below the count
+    assert near.report.counted == "exact" and len(counted) == asked + 1
+
+
 async def test_a_prompt_too_long_for_any_form_is_refused_before_sending(
     llama_server: LlamaServer, paths
 ) -> None:

@@ -154,6 +154,31 @@ async def test_a_rerun_skips_what_is_finished_and_runs_only_what_was_added(
         assert len(workspace.evals.runs()) == 1  # the same run, grown
 
 
+async def test_result_lines_lost_after_their_sessions_ended_are_made_again_from_them(
+        paths: Paths) -> None:
+    """An interrogation's result line is written, not fsynced: its session's end is on the
+    disk. A rerun that finds the session ended and no line (a power cut took the line) makes
+    the line again from the session: nothing asked again, no new session, the same verdicts."""
+    items = demo(paths, 4)
+    async with workspace_with(paths, knows(items)) as (workspace, models):
+        request = EvalRequest("demo", n=4)
+        before, first = await evaluate(workspace, request)
+        asked = len(models.detective.chats) + len(models.witness.chats)
+        results = paths.data_dir / "evals" / first[0].run / "results.jsonl"
+        lines = results.read_bytes().splitlines(keepends=True)
+        results.write_bytes(b"".join(lines[:1]))  # the last three lines never reached the disk
+        after, again = await evaluate(workspace, request)
+        assert isinstance(again[0], EvalStarted) and again[0].skipped == 1
+        assert len(models.detective.chats) + len(models.witness.chats) == asked
+        made = {e.result.item: e.result for e in again if isinstance(e, EvalItemDone)}
+        done = {e.result.item: e.result for e in first if isinstance(e, EvalItemDone)}
+        assert len(made) == 3
+        for item, result in made.items():
+            assert (result.verdict, result.session) == (done[item].verdict, done[item].session)
+        assert len(workspace.store.list()) == 4
+        assert figure(after, "accuracy") == figure(before, "accuracy") == 1.0
+
+
 async def test_a_dead_detective_fails_items_that_are_counted_and_retried_on_request(
         paths: Paths) -> None:
     items = demo(paths, 4)

@@ -1,0 +1,76 @@
+"""One timer for a stream's whole life: the deadline a provider's stream is awaited under.
+
+`asyncio.timeout` made and left for every token schedules and cancels a timer each time (a
+heap push, a handle, the task looked up): per token, the largest cost of a stream on the
+client (issue 45). A `Deadline` keeps one timer and moves the deadline itself; the timer,
+when it fires before the deadline (the deadline moved on since), sets itself again for the
+new one. Waiting for a token costs two attribute writes.
+
+The deadline is enforced only while the stream is awaited (`waiting`), never while the caller
+handles an event: a slow consumer is not the provider's fault. When it passes during a wait,
+the task is cancelled, as `asyncio.timeout` would; `expired` then tells the stream that the
+cancellation (or whatever a library made of it) was the deadline's, and `uncancel` gives back
+the one cancellation it asked for, so a cancellation asked by anyone else still stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+__all__ = ["Deadline"]
+
+
+class Deadline:
+    """The deadline of the stream awaited by the current task: `wait(when)` before each
+    await, `done()` after it, `close()` once the stream is over."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self.when = 0.0
+        self.waiting = False
+        self.expired = False
+        self._cancelling = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._at = 0.0  # when the timer is set for
+
+    def wait(self, when: float) -> None:
+        """The stream is about to be awaited, until `when` (the loop's clock) at the latest."""
+        self.when = when
+        self.waiting = True
+        if self._timer is None or self._at > when:  # a timer set later would fire too late
+            self._set(when)
+
+    def done(self) -> None:
+        """The await is over (an event came, or an error): the deadline no longer runs."""
+        self.waiting = False
+
+    def uncancel(self) -> bool:
+        """After `expired`: take back the deadline's cancellation of the task. True when no
+        other cancellation is pending (then the deadline alone stopped the wait)."""
+        assert self._task is not None
+        return self._task.uncancel() <= self._cancelling
+
+    def close(self) -> None:
+        """The stream is over: no timer is left behind."""
+        self.waiting = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _set(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._at = when
+        self._timer = self._loop.call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        if not self.waiting or self._task is None:
+            return  # the caller holds the stream: the next `wait` sets the timer again
+        if self._loop.time() < self.when:
+            self._set(self.when)  # the deadline moved on since the timer was set
+            return
+        self.expired = True
+        self._cancelling = self._task.cancelling()
+        self._task.cancel()
