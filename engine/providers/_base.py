@@ -37,6 +37,7 @@ from engine.errors import (
     StallTimeout,
     TotalTimeout,
 )
+from engine.providers._deadline import Deadline
 from engine.providers._events import (
     MOST_CHARACTERS,
     Done,
@@ -53,7 +54,6 @@ from engine.providers._events import (
     most_characters,
     too_long,
 )
-from engine.providers._deadline import Deadline
 from engine.providers._http import not_text
 from engine.providers._reasoning import ThinkBlocks
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
