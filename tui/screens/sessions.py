@@ -28,6 +28,7 @@ from tui.background import in_background
 from tui.funnel import Guarded
 from tui.messages import NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
+from tui.widgets.table import Table
 from tui.widgets.tabs import ModeTabs
 
 __all__ = ["SessionsScreen"]
@@ -72,7 +73,7 @@ class SessionsScreen(Guarded, Screen[None]):
         yield ModeTabs("sessions")
         yield Input(placeholder="Filter sessions… (hypothesis, id, status or evaluation run)",
                     id="filter")
-        table: DataTable[str | Text] = DataTable(id="sessions", cursor_type="row")
+        table = Table(id="sessions", cursor_type="row")
         yield table
         yield Static(Content("loading sessions…"), id="sessions-status")
         yield Footer()
@@ -160,21 +161,21 @@ class SessionsScreen(Guarded, Screen[None]):
         table.clear()
         for row in self.shown:
             if isinstance(row, EvalGroup):
-                table.add_row(
-                    row.run[:8], Text("evaluation"), Text(f"{row.count} sessions"), "",
-                    local_minute(row.newest.started), "",
+                table.add_row(  # every cell a Text: nothing is read as markup
+                    Text(row.run[:8]), Text("evaluation"), Text(f"{row.count} sessions"),
+                    Text(), Text(local_minute(row.newest.started)), Text(),
                     Text(f"evaluation run {row.run}: {row.count} sessions (Enter lists them)"),
                     key=f"eval:{row.run}",
                 )
                 continue
             hypothesis = " ".join(strip_control(row.hypothesis).split())
             table.add_row(
-                row.id[:8],
+                Text(row.id[:8]),
                 Text(row.status),
-                verdict_cell(row),
-                "" if row.score is None else str(row.score),
-                local_minute(row.started),
-                f"{row.pairs}/{row.iteration_limit}",
+                Text(verdict_cell(row)),
+                Text("" if row.score is None else str(row.score)),
+                Text(local_minute(row.started)),
+                Text(f"{row.pairs}/{row.iteration_limit}"),
                 Text(hypothesis[:200]),
                 key=row.dir,
             )
