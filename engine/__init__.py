@@ -6,15 +6,26 @@ read); everything else is private and may change. Names are imported on first us
 what it touches.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import lazy_loader
 
-__getattr__, __dir__, _names = lazy_loader.attach_stub(__name__, __file__)
+_attached, __dir__, _names = lazy_loader.attach_stub(__name__, __file__)
 
-try:
-    __version__ = version("detektiv")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported on first use; `__version__` read from the installed package
+    then too (`importlib.metadata` is ~10 ms of a cold start that never asks for it)."""
+    if name != "__version__":
+        return _attached(name)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("detektiv")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        found = "0+unknown"
+    globals()["__version__"] = found
+    return found
+
 
 __all__ = [*_names, "__version__"]

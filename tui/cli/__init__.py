@@ -21,7 +21,6 @@ from engine import (
     EXIT_CODES,
     DetektivError,
     Paths,
-    __version__,
     configure_logging,
     exit_family,
     hold_lifeline,
@@ -36,6 +35,16 @@ COMPLETION_SHELLS = ("bash", "zsh", "fish")
 """The shells `detektiv completion` has a script for."""
 COMPLETION_KINDS = ("sessions", "oracles", "providers", "models")
 """What `detektiv complete KIND` offers the scripts (`tui.cli.completion.candidates`)."""
+
+
+class _Version(argparse._VersionAction):
+    """`--version`: the installed version, read when asked for (not at every start)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from engine import __version__
+
+        print(f"detektiv {__version__}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Interrogate language models. With no command, opens the terminal app.",
         parents=[common],
     )
-    parser.add_argument("--version", action="version", version=f"detektiv {__version__}")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     providers = commands.add_parser(
@@ -163,8 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"detektiv: cannot write logs in {paths.log_dir}: {exc.strerror}", file=sys.stderr)
         return 2
-    log.debug("detektiv %s: %s, config %s", __version__, args.command or "the app",
-              paths.config_file)
+    if log.isEnabledFor(logging.DEBUG):  # the version is read only when it is written
+        from engine import __version__
+
+        log.debug("detektiv %s: %s, config %s", __version__, args.command or "the app",
+                  paths.config_file)
     try:
         if args.command is None:
             if not sys.stdout.isatty() and not os.environ.get("TEXTUAL_DRIVER"):

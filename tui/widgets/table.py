@@ -41,15 +41,19 @@ class Table(DataTable[Any]):
         if row_index < 0 or column_index < 0 or width <= 2 * self.cell_padding:
             return None
         row_key = self._row_locations.get_key(row_index)
-        row = self.rows.get(row_key) if row_key is not None else None
+        if row_key is None:
+            return None
+        row = self.rows.get(row_key)
         if row is None or row.height != 1:
             return None
         column_key = self._column_locations.get_key(column_index)
+        if column_key is None:
+            return None
         key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
                self._update_count, self._pseudo_class_state)
         cached = self._cell_render_cache.get(key)
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         cells = self._get_row_renderables(row_index).cells
         cell = cells[column_index] if column_index < len(cells) else None
         if not isinstance(cell, Text) or "\n" in cell.plain or "\t" in cell.plain:
