@@ -26,7 +26,7 @@ class Deadline:
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        self._task: asyncio.Task[object] | None = None
         self.when = 0.0
         self.waiting = False
         self.expired = False
@@ -35,7 +35,9 @@ class Deadline:
         self._at = 0.0  # when the timer is set for
 
     def wait(self, when: float) -> None:
-        """The stream is about to be awaited, until `when` (the loop's clock) at the latest."""
+        """The stream is about to be awaited, until `when` (the loop's clock) at the latest,
+        by the current task (a stream may be read from one task, then another)."""
+        self._task = asyncio.current_task(self._loop)
         self.when = when
         self.waiting = True
         if self._timer is None or self._at > when:  # a timer set later would fire too late

@@ -114,3 +114,14 @@ async def test_a_cancellation_during_a_wait_stays_a_cancellation() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_stream_read_from_one_task_then_another_times_out_in_the_one_reading_it(
+) -> None:
+    provider = scripted(["a", 30.0, "b"])
+    stream = provider.stream(StreamRequest.of("hi", stall_timeout=0.2))
+    first = await asyncio.create_task(anext(stream))  # the first token, read by a task
+    assert isinstance(first, TokenDelta) and first.text == "a"
+    with pytest.raises(StallTimeout):
+        await anext(stream)  # the next one, read here: this task's wait times out
+    await stream.aclose()
