@@ -12,6 +12,7 @@ row, a text with a line break or a tab, another renderable) is Textual's.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from rich.segment import Segment
@@ -19,17 +20,26 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
 
+from tui.funnel import Guarded
+
 __all__ = ["Table"]
+
+log = logging.getLogger(__name__)
 
 _NULL = Style.null()
 
 
-class Table(DataTable[Any]):
+class Table(Guarded, DataTable[Any]):
     """`DataTable`, with its one-line text cells drawn directly (see the module docstring)."""
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
-        drawn = self._one_line(row_index, column_index, base_style, width, cursor, hover)
+        try:
+            drawn = self._one_line(row_index, column_index, base_style, width, cursor, hover)
+        except Exception:  # a cell unlike any tested: Textual draws it, the frame still comes
+            log.debug("a table cell drawn by Textual after the direct path failed",
+                      exc_info=True)
+            drawn = None
         if drawn is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor,
                                         hover)
