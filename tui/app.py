@@ -160,7 +160,11 @@ class DetektivApp(GuardedApp, App[int]):
     def tab_screen(self, mode: str) -> Screen[Any]:
         """The base screen of a tab (built, and its module imported, on first use)."""
         if mode not in self._screens:
-            self._screens[mode] = next(t for t in TABS if t.mode == mode).build()
+            screen = next(t for t in TABS if t.mode == mode).build()
+            # new: it is styled as it mounts, so Textual's whole restyle for a screen that
+            # missed a change of the stylesheet (~5 ms of the first frame) has nothing to do
+            screen._css_update_count = self._css_update_count
+            self._screens[mode] = screen
         return self._screens[mode]
 
     @property
@@ -218,6 +222,23 @@ class DetektivApp(GuardedApp, App[int]):
 
     def action_toggle_theme(self) -> None:
         self.theme = "detektiv-light" if self.theme == "detektiv-dark" else "detektiv-dark"
+
+    def _watch_theme(self, theme_name: str) -> None:
+        """Textual's, except before the app runs (the theme set from the config in
+        `__init__`): the stylesheet, not read yet, is given the theme's variables to be read
+        with, so the whole reparse and restyle Textual asks for (~11 ms of the first frame)
+        is left out; the classes the theme gives the app are set as Textual sets them."""
+        if self.is_running:
+            super()._watch_theme(theme_name)
+            return
+        theme = self.current_theme
+        classes = {name: False for name in self.classes if name.startswith("-theme-")}
+        classes[f"-theme-{theme.name}"] = True
+        classes["-dark-mode"] = theme.dark
+        classes["-light-mode"] = not theme.dark
+        self.update_classes(classes, update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())  # read with them, first
 
     def watch_theme(self, theme: str) -> None:
         """Remember the theme in the config file."""

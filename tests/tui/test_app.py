@@ -155,8 +155,22 @@ async def test_theme_switch_is_remembered(home: Path) -> None:
         assert app.theme == "detektiv-light"
     assert 'theme = "detektiv-light"' in (home / "config.toml").read_text()
     again = app_for(home, (home / "config.toml").read_text())
-    async with again.run_test(size=(100, 30)):
+    async with again.run_test(size=(100, 30)) as pilot:
         assert again.theme == "detektiv-light"
+        # the theme the app starts with is applied whole, as a switch applies it
+        started = _looks(again)
+        assert "-light-mode" in again.classes and "-dark-mode" not in again.classes
+        await pilot.press("ctrl+t", "ctrl+t")
+        await pilot.pause()
+        assert again.theme == "detektiv-light" and _looks(again) == started
+
+
+def _looks(app: Any) -> tuple[object, ...]:
+    """What a theme decides of the screen: its colours, the table's, the stylesheet's
+    variables."""
+    table = app.screen.query_one("DataTable")
+    return (app.screen.styles.background, app.screen.styles.color, table.styles.background,
+            table.rich_style, tuple(sorted(app.stylesheet._variables.items())))
 
 
 async def test_delete_asks_first(home: Path) -> None:
