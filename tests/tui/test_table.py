@@ -51,18 +51,20 @@ async def test_a_one_line_cell_is_drawn_as_textual_draws_it() -> None:
         await pilot.pause()
         base = fast.rich_style
         compared = 0
-        for row in range(len(CELLS)):
-            for column in range(3):
-                for width in (1, 2, 3, 7, 12, 40):
-                    for cursor, hover in ((False, False), (True, False), (False, True)):
-                        fast._cell_render_cache.clear()
-                        ours = fast._render_cell(row, column, base, width, cursor, hover)
-                        fast._cell_render_cache.clear()
-                        theirs = DataTable._render_cell(fast, row, column, base, width,
-                                                        cursor, hover)
-                        assert _plain(ours) == _plain(theirs), (row, column, width)
-                        compared += 1
-        assert compared == len(CELLS) * 3 * 6 * 3
+        for fixed in (0, 1):  # a fixed column is styled as one
+            fast.fixed_columns = fixed
+            for row in range(len(CELLS)):
+                for column in range(3):
+                    for width in (1, 2, 3, 7, 12, 40):
+                        for cursor, hover in ((False, False), (True, False), (False, True)):
+                            fast._cell_render_cache.clear()
+                            ours = fast._render_cell(row, column, base, width, cursor, hover)
+                            fast._cell_render_cache.clear()
+                            theirs = DataTable._render_cell(fast, row, column, base, width,
+                                                            cursor, hover)
+                            assert _plain(ours) == _plain(theirs), (fixed, row, column, width)
+                            compared += 1
+        assert compared == 2 * len(CELLS) * 3 * 6 * 3
 
 
 async def test_the_table_draws_the_same_screen_as_textuals() -> None:
