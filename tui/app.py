@@ -161,8 +161,8 @@ class DetektivApp(GuardedApp, App[int]):
         """The base screen of a tab (built, and its module imported, on first use)."""
         if mode not in self._screens:
             screen = next(t for t in TABS if t.mode == mode).build()
-            # new: it is styled as it mounts, so Textual's whole restyle for a screen that
-            # missed a change of the stylesheet (~5 ms of the first frame) has nothing to do
+            # a screen just made is styled as it mounts: Textual's whole restyle for a screen
+            # that missed a change of the stylesheet (~5 ms of the first frame) has no work
             screen._css_update_count = self._css_update_count
             self._screens[mode] = screen
         return self._screens[mode]

@@ -66,13 +66,12 @@ holds it) were at most 1.24 times the estimate on SmolLM2-135M (49k vocabulary),
 Qwen2.5-1.5B and on Gemma 3 (262k); 1.35 keeps 8 % over the worst."""
 
 
-@lru_cache(maxsize=4096)
 def bound(text: str) -> int:
     """At least as many tokens as any tokenizer measured makes of `text`: its ASCII at
     `BOUND_RATIO` times the estimate, every other character at its UTF-8 bytes (a small
     vocabulary cuts CJK into bytes: 1.66 tokens a character measured, 3 bytes each). Never more
-    than the text's bytes, which no tokenizer exceeds. C-level scans only, and kept for the
-    texts seen last, as `estimate` is (the same texts: a prompt is bounded at every call)."""
+    than the text's bytes, which no tokenizer exceeds. C-level scans only (`estimate` keeps
+    the texts seen last)."""
     guess = estimate(text)
     if text.isascii():
         return min(len(text), math.ceil(guess * BOUND_RATIO))
