@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import peak_rss_mb  # noqa: E402
 from engine import EvalItemDone, EvalRequest, EvalStarted, Paths, Workspace  # noqa: E402
 from engine.config.models import Config  # noqa: E402
 from engine.evals.items import EvalItem, read_items  # noqa: E402
@@ -52,7 +52,8 @@ from tests.support.wire import Recorded, Reply, WireServer, json_reply  # noqa: 
 
 SLOTS = 4
 PEAK = [0.0]
-"""Peak RSS in MB of the last `evaluate`, taken as its run ended (not counting the check)."""
+"""Peak RSS in MB (`peak_rss_mb`: VmHWM) of the last `evaluate`, taken as its run ended (not
+counting the check)."""
 FIRST_TOKEN = 0.2
 TOKENS_PER_SECOND = 50.0
 CHARS_PER_TOKEN = 4
@@ -77,7 +78,8 @@ class Replica(WireServer):
 
     def _chat(self, recorded: Recorded) -> Reply:
         with self.lock:
-            self.calls += 1
+            self.requests.clear()  # a bench replica reads no request twice: 100,000 claims
+            self.calls += 1        # would otherwise keep ~4 GB of them here
             if self.calls > self.refuse_after and self.refused < self.refuse:
                 self.refused += 1
                 return json_reply({"error": {"message": "Rate limit reached"}}, 429,
@@ -159,7 +161,7 @@ async def evaluate(home: Path, dataset: Path, count: int, urls: list[str],
                 judged, failed, waited = event.done, event.failed, event.waited
                 if during is not None:
                     during(judged)
-        PEAK[0] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the check
+        PEAK[0] = peak_rss_mb()  # before the check
         with (run.folder.directory / "results.jsonl").open() as results:
             keys = [json.loads(line)["item"] for line in results]
         assert len(keys) == len(set(keys)) == count, "a claim judged twice or lost"

@@ -55,13 +55,14 @@ elapsed = time.perf_counter() - start
 }
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
+from bench import peak_rss_mb
 root = Path({sessions!r})
 {body}
 print(json.dumps({{"seconds": elapsed, "rows": len(rows),
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "rss_mb": peak_rss_mb()}}))
 """
 
 
