@@ -9,15 +9,28 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.context.budget import FitReport
+from engine.errors import ProviderError, ProviderTimeout, RateLimitedError, UnusableReplyError
 from engine.providers import ReasoningDelta, StreamEvent, Usage
 
 __all__ = ["WAS_REASONING", "Attempt", "EventType", "Fitted", "PartialDiscarded",
-           "ProviderEvent", "RoutedCompletion", "RouterEvent", "reasoning_moved"]
+           "ProviderEvent", "RoutedCompletion", "RouterEvent", "failure_event", "reasoning_moved"]
 
 EventType = Literal[
     "provider_switch", "circuit_open", "rate_limited", "timeout", "error", "context_too_small",
     "cache_hit", "degenerate_output",
 ]
+
+
+def failure_event(error: ProviderError) -> EventType:
+    """The audit trail's type for a provider's failure."""
+    if isinstance(error, RateLimitedError):
+        return "rate_limited"
+    if isinstance(error, ProviderTimeout):
+        return "timeout"
+    if isinstance(error, UnusableReplyError):
+        return "degenerate_output"
+    return "error"
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """The router is now streaming from `provider`; `trial` when it is a half-open trial."""

@@ -33,7 +33,6 @@ that keeps failing is skipped by the next `detektiv ask` too, instead of costing
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -52,9 +51,7 @@ from engine.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderTimeout,
-    RateLimitedError,
     ServerError,
-    UnusableReplyError,
 )
 from engine.paths import Paths
 from engine.providers import (
@@ -85,8 +82,10 @@ from engine.routing.events import (
     ProviderEvent,
     RoutedCompletion,
     RouterEvent,
+    failure_event,
     reasoning_moved,
 )
+from engine.routing.health import HealthLoop
 from engine.routing.structured import collect_json
 
 if TYPE_CHECKING:
@@ -112,16 +111,6 @@ Accept = Callable[[str, str, str], str | None]
 `BadResponseError` rejects the answer (the next provider is asked). Returning a reason instead
 passes the answer on but keeps it out of the response cache: the caller asks the same provider
 again, telling it what was wrong."""
-
-
-def _event_type(error: ProviderError) -> EventType:
-    if isinstance(error, RateLimitedError):
-        return "rate_limited"
-    if isinstance(error, ProviderTimeout):
-        return "timeout"
-    if isinstance(error, UnusableReplyError):
-        return "degenerate_output"
-    return "error"
 
 
 class Router:
@@ -173,7 +162,7 @@ class Router:
         self.states = {name: saved.get(name, ProviderState()) for name in self.providers}
         # a state left by an earlier configuration is replaced at the next save
         self._dirty: set[str] = self._store.stale & set(self.providers)
-        self._health_task: asyncio.Task[None] | None = None
+        self.health = HealthLoop(self.check_health)
 
     def chain(self, role: str) -> list[str]:
         """The enabled providers `role` tries, in order."""
@@ -349,7 +338,7 @@ class Router:
                 yield PartialDiscarded(name, "".join(partial), failed.detail)
                 continue
             self._dirty.add(name)
-            yield ProviderEvent(_event_type(failed), name, None, failed.detail)
+            yield ProviderEvent(failure_event(failed), name, None, failed.detail)
             for caused, reason in self.breaker.failure(state, failed):
                 yield ProviderEvent(caused, name, None, reason)
             if partial:
@@ -397,30 +386,14 @@ class Router:
         self.save()
         return dict(zip(names, results, strict=True))
 
-    async def _health_loop(self, interval: float) -> None:
-        while True:
-            try:
-                await self.check_health()
-            except Exception:  # the loop must outlive any one bad round
-                log.exception("health round failed")
-            await asyncio.sleep(interval)
-
     def start_health_checks(self, interval: float | None = None) -> None:
         """Check every provider now and then every `interval` s (default from config), in the
         background; `aclose` stops it."""
-        if self._health_task is None or self._health_task.done():
-            every = interval if interval is not None else self.config.router.health_interval
-            self._health_task = asyncio.create_task(
-                self._health_loop(every), name="detektiv-health-checks"
-            )
+        self.health.start(interval if interval is not None else self.config.router.health_interval)
 
     async def stop_health_checks(self) -> None:
         """Stop the background health checks (waits for the task to end)."""
-        task, self._health_task = self._health_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.health.stop()
 
     async def aclose(self) -> None:
         """Stop health checks and close every provider's connections."""

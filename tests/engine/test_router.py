@@ -337,7 +337,7 @@ async def test_health_loop_brings_a_recovered_provider_back(
     events = await run(router)
     assert trace(events)[0] == ("attempt", "flaky")
     await router.aclose()
-    assert router._health_task is None
+    assert router.health.task is None
 
 
 async def test_health_checks_never_block_the_loop(
