@@ -212,6 +212,8 @@ class Provider(ABC):
                     ) from exc
                 finally:
                     watch.done()
+                if watch.expired:
+                    watch.returned_anyway()
                 if type(event) is TokenDelta or type(event) is ReasoningDelta:
                     if not isinstance(event.text, str):  # whatever a provider let through
                         raise BadResponseError(self.name, not_text(event.text))

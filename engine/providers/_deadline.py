@@ -22,7 +22,8 @@ __all__ = ["Deadline"]
 
 class Deadline:
     """The deadline of the stream awaited by the current task: `wait(when)` before each
-    await, `done()` after it, `close()` once the stream is over."""
+    await, `done()` after it (and `returned_anyway()` when it returned past the deadline),
+    `close()` once the stream is over."""
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -52,6 +53,14 @@ class Deadline:
         other cancellation is pending (then the deadline alone stopped the wait)."""
         assert self._task is not None
         return self._task.uncancel() <= self._cancelling
+
+    def returned_anyway(self) -> None:
+        """The await returned all the same (a stream swallowed the deadline's cancellation and
+        answered): the cancellation is taken back, as `asyncio.timeout` does when its body
+        ends anyway, so neither a later error nor the task reads as cancelled by it."""
+        if self.expired:
+            self.expired = False
+            self.uncancel()
 
     def close(self) -> None:
         """The stream is over: no timer is left behind."""

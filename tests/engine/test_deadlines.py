@@ -22,6 +22,7 @@ class Scripted(Provider):
 
     script: list[float | str] = []
     swallow = False  # turn a cancellation into an error of its own, as some libraries do
+    shrug = False  # swallow a cancellation whole and go on to the next step
     waiting: asyncio.Event  # set once the stream waits
 
     async def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -33,6 +34,8 @@ class Scripted(Provider):
             try:
                 await asyncio.sleep(step)
             except asyncio.CancelledError:
+                if self.shrug:
+                    continue
                 if self.swallow:
                     raise RuntimeError("the connection was closed") from None
                 raise
@@ -42,10 +45,11 @@ class Scripted(Provider):
         return "ok"
 
 
-def scripted(script: list[float | str], swallow: bool = False) -> Scripted:
+def scripted(script: list[float | str], swallow: bool = False, shrug: bool = False
+             ) -> Scripted:
     provider = Scripted("s", ProviderConfig(kind="openai", model="m",
                                             base_url="http://127.0.0.1:9/v1"), {})
-    provider.script, provider.swallow = script, swallow
+    provider.script, provider.swallow, provider.shrug = script, swallow, shrug
     provider.waiting = asyncio.Event()
     return provider
 
@@ -96,6 +100,19 @@ async def test_a_deadline_a_library_turns_into_an_error_is_still_the_deadline() 
     provider = scripted(["a", 30.0, "b"], swallow=True)
     with pytest.raises(StallTimeout):
         await answer(provider, StreamRequest.of("hi", stall_timeout=0.1))
+
+
+async def test_a_stream_that_swallows_the_deadline_and_answers_goes_on_uncancelled(
+) -> None:
+    # as `asyncio.timeout` does when its body ends anyway: the cancellation is taken back, so
+    # a later failure is not mistaken for the deadline, nor this task for a cancelled one
+    provider = scripted(["a", 30.0, "b", "c"], shrug=True)
+    task = asyncio.current_task()
+    assert task is not None
+    seen = [(event.text, task.cancelling())
+            async for event in provider.stream(StreamRequest.of("hi", stall_timeout=0.1))
+            if isinstance(event, TokenDelta)]
+    assert seen == [("a", 0), ("b", 0), ("c", 0)]
 
 
 async def test_no_deadline_outlives_its_stream() -> None:
