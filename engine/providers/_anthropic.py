@@ -17,7 +17,6 @@ import httpx
 from engine.config.providers import ANTHROPIC_URL
 from engine.errors import (
     BadResponseError,
-    ProviderConnectionError,
     ProviderError,
     RateLimitedError,
     RequestError,
@@ -41,6 +40,7 @@ from engine.providers._events import (
 )
 from engine.providers._gateway import gateway_window, listed_or_checked
 from engine.providers._http import (
+    connection_error,
     error_for_status,
     error_message,
     field_of,
@@ -169,8 +169,10 @@ class AnthropicProvider(Provider):
         body = self._body(request)
         counts: dict[str, Any] = {}
         stop_reason: str | None = None
+        answering = False
         try:
             async with self._open(client, body, headers) as reply:
+                answering = True
                 if reply.status_code >= 400:
                     content = await read_error_body(reply)
                     retry_after = rate_limit_wait(reply.headers)
@@ -214,10 +216,8 @@ class AnthropicProvider(Provider):
                         return
                     elif event == "error":
                         raise self._stream_error(data)
-        except httpx.TimeoutException as exc:
-            raise ProviderConnectionError(self.name, f"timed out ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
-            raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
+            raise connection_error(self.name, exc, mid_stream=answering) from None
 
     def _whole_message(self, content_type: str | None, body: bytes, limit: int
                        ) -> list[StreamEvent]:
@@ -284,7 +284,7 @@ class AnthropicProvider(Provider):
             reply = await bounded(client, "GET", "/v1/models", self.name,
                                   headers=await self._headers())
         except httpx.TransportError as exc:
-            raise ProviderConnectionError(self.name, f"connection failed: {exc}") from None
+            raise connection_error(self.name, exc) from None
         if reply.status_code >= 400:
             message = error_message(reply.content, reply.reason_phrase)
             raise error_for_status(self.name, reply.status_code, message,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import (
     AuthError,
     ContextOverflowError,
+    ProviderConnectionError,
     ProviderError,
     RateLimitedError,
     RequestError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "connection_error",
     "content_parts",
     "error_for_status",
     "error_message",
@@ -78,6 +80,24 @@ def server_dropped_connection(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def connection_error(provider: str, exc: BaseException, mid_stream: bool = False,
+                     server: str = "") -> ProviderConnectionError:
+    """A transport failure (httpx's, or an SDK's over it) in the one wording every provider
+    uses: during the reply, "connection broke"; before it, "cannot connect" (to `server`, when
+    named), "timed out", or "connection failed"; each with the library's class name."""
+    import httpx
+
+    kind = type(exc).__name__
+    if mid_stream:
+        return ProviderConnectionError(provider, f"connection broke: {kind}")
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderConnectionError(provider, f"timed out ({kind})")
+    if isinstance(exc, httpx.ConnectError | ConnectionError):
+        where = f" to {server}" if server else ""
+        return ProviderConnectionError(provider, f"cannot connect{where} ({kind})")
+    return ProviderConnectionError(provider, f"connection failed ({kind})")
 
 
 async def send_streamed(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from engine.config.providers import OLLAMA_URL
-from engine.errors import BadResponseError, ProviderConnectionError, ProviderError, ServerError
+from engine.errors import BadResponseError, ProviderError, ServerError
 from engine.jsondata import read_json
 from engine.providers._base import Provider
 from engine.providers._events import (
@@ -27,6 +27,7 @@ from engine.providers._events import (
     finish_reason_of,
 )
 from engine.providers._http import (
+    connection_error,
     error_for_status,
     error_message,
     not_a_stream,
@@ -107,7 +108,8 @@ class OllamaProvider(Provider):
             return
         raise BadResponseError(self.name, not_a_stream(content_type, body))
 
-    def _map(self, exc: BaseException) -> ProviderError:
+    def _map(self, exc: BaseException, mid_stream: bool = False) -> ProviderError:
+        """`exc` as the engine names it; `mid_stream`: the reply had begun."""
         import ollama
 
         if isinstance(exc, ProviderError):
@@ -116,12 +118,8 @@ class OllamaProvider(Provider):
             if exc.status_code == -1:  # an error line inside the stream
                 return ServerError(self.name, str(exc.error))
             return error_for_status(self.name, exc.status_code, str(exc.error))
-        if isinstance(exc, ConnectionError | httpx.ConnectError):
-            return ProviderConnectionError(self.name, f"cannot connect to Ollama at {self.host}")
-        if isinstance(exc, httpx.TimeoutException):
-            return ProviderConnectionError(self.name, f"timed out ({type(exc).__name__})")
-        if isinstance(exc, httpx.TransportError):
-            return ProviderConnectionError(self.name, f"connection broke: {type(exc).__name__}")
+        if isinstance(exc, ConnectionError | httpx.TransportError):
+            return connection_error(self.name, exc, mid_stream, server=f"Ollama at {self.host}")
         if isinstance(exc, ValueError):  # json.JSONDecodeError, pydantic validation
             first = next(iter(str(exc).splitlines()), "")  # pydantic's first line
             return BadResponseError(self.name, f"malformed NDJSON line: {first}")
@@ -146,6 +144,7 @@ class OllamaProvider(Provider):
         if think is not None:
             arguments["think"] = think
         parts: Any = None
+        part: Any = None
         try:
             # The request goes out on the first iteration; a server that dropped a pooled
             # connection without answering gets one retry on a fresh one.
@@ -171,7 +170,7 @@ class OllamaProvider(Provider):
                     return
                 part = await anext(parts, None)
         except Exception as exc:
-            raise self._map(exc) from None
+            raise self._map(exc, mid_stream=part is not None) from None
         finally:
             if parts is not None:
                 await parts.aclose()

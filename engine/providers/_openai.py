@@ -35,6 +35,7 @@ from engine.providers._events import (
 )
 from engine.providers._gateway import gateway_window, listed_or_checked
 from engine.providers._http import (
+    connection_error,
     content_parts,
     error_for_status,
     error_message,
@@ -62,18 +63,6 @@ from engine.providers._reasoning import reasoning_field
 __all__ = ["OpenAIProvider"]
 
 OPENAI_URL = "https://api.openai.com/v1"
-
-
-def connection_error(provider: str, exc: httpx.HTTPError, mid_stream: bool = False
-                     ) -> ProviderConnectionError:
-    """A transport failure as the engine names it: before the reply, "Connection error" or
-    "Request timed out" (with httpx's class); during it, "connection broke"."""
-    kind = type(exc).__name__
-    if mid_stream:
-        return ProviderConnectionError(provider, f"connection broke: {kind}")
-    if isinstance(exc, httpx.TimeoutException):
-        return ProviderConnectionError(provider, f"Request timed out. ({kind})")
-    return ProviderConnectionError(provider, f"Connection error. ({kind})")
 
 
 def stream_error(provider: str, data: dict[str, Any]) -> ProviderError:

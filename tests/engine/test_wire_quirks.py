@@ -17,6 +17,7 @@ from engine import (
     BadResponseError,
     Paths,
     ProviderConfig,
+    ProviderConnectionError,
     ProviderError,
     RateLimitedError,
     ServerError,
@@ -28,7 +29,8 @@ from engine.providers._reading import (
 )
 from engine.routing.structured import collect_json
 from tests.engine.test_anthropic_wire import KEY, message_stream, streaming
-from tests.support.wire import Reply, WireServer, chat, openai_behind
+from tests.support.servers import closed_port
+from tests.support.wire import CUT, Reply, WireServer, chat, openai_behind
 
 
 def _chunk(delta: dict[str, Any], finish: object = None) -> dict[str, Any]:
@@ -319,3 +321,53 @@ async def test_an_error_body_is_read_whatever_its_shape(status: int, body: objec
     async with openai_behind(chat(reply), paths) as provider:
         with pytest.raises(ProviderError, match=says):
             _ = [e async for e in provider.stream(StreamRequest.of("x"))]
+
+
+def _cut_after_one(first: bytes) -> Reply:
+    def body() -> Any:
+        yield first
+        yield CUT
+    kind = "application/x-ndjson" if first.startswith(b"{") else "text/event-stream"
+    return Reply(200, {"content-type": kind}, body())
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "ollama"])
+async def test_every_provider_names_a_transport_failure_in_the_same_words(
+        kind: str, paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One wording (`providers._http.connection_error`): nothing listening is "cannot
+    connect", a reply cut after its first event is "connection broke"."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    first = {
+        "openai": f"data: {json.dumps(_chunk({'content': 'partial'}))}\n\n".encode(),
+        "anthropic": next(message_stream(["partial"])),
+        "ollama": json.dumps({"model": "m", "created_at": "2026-01-01T00:00:00Z", "done": False,
+                              "message": {"role": "assistant", "content": "partial"}}
+                             ).encode() + b"\n",
+    }[kind]
+    path = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
+            "ollama": "/api/chat"}[kind]
+
+    def provider(base: str) -> Any:
+        root = base + "/v1" if kind == "openai" else base
+        return create_provider(kind, ProviderConfig(kind=kind, model="m", base_url=root,
+                                                    api_key_env="ANTHROPIC_API_KEY"
+                                                    if kind == "anthropic" else None), paths)
+
+    with pytest.raises(ProviderConnectionError) as refused:
+        await _drain(provider(f"http://127.0.0.1:{closed_port()}"))
+    said = refused.value.detail
+    assert said.startswith("cannot connect") and said.endswith("(ConnectError)"), said
+    assert ("to Ollama at http://127.0.0.1:" in said) == (kind == "ollama"), said
+
+    with WireServer({f"POST {path}": lambda r: _cut_after_one(first)}) as server:
+        with pytest.raises(ProviderConnectionError) as cut:
+            await _drain(provider(server.url))
+    assert cut.value.detail.startswith("connection broke: "), cut.value.detail
+
+
+async def _drain(provider: Any) -> None:
+    try:
+        async for _ in provider.stream(StreamRequest.of("x")):
+            pass
+    finally:
+        await provider.aclose()
