@@ -46,6 +46,8 @@ from engine.providers._http import (
     field_of,
     first_line,
     model_listed,
+    model_names,
+    models_listed,
     not_a_stream,
     not_text,
     path_hint,
@@ -290,13 +292,8 @@ class AnthropicProvider(Provider):
             raise error_for_status(self.name, reply.status_code, message,
                                    hint=path_hint(reply.status_code, self.kind, self._root,
                                                   "/v1/models"))
-        try:
-            models = read_json(reply.content).get("data", [])
-            names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
-                                                                                   str)]
-        except (ValueError, AttributeError, TypeError):
-            raise BadResponseError(self.name, "the model list is not JSON") from None
-        listed = f"{len(models)} model{'s' if len(models) != 1 else ''} listed"
+        names = model_names(self.name, reply.content)
+        listed = models_listed(names)
         if names and not model_listed(self.config.model, names):
             if standard_key_env(self.config):  # Anthropic's aliases (…-latest) are not listed
                 return f"{listed}, not {self.config.model!r} (an alias, or a typo?)", "list"

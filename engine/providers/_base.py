@@ -30,7 +30,6 @@ from engine.errors import (
     BadResponseError,
     DetektivError,
     FirstTokenTimeout,
-    ProviderConnectionError,
     ProviderError,
     ProviderTimeout,
     RequestError,
@@ -54,7 +53,7 @@ from engine.providers._events import (
     most_characters,
     too_long,
 )
-from engine.providers._http import not_text
+from engine.providers._http import connection_error, not_text, unfinished
 from engine.providers._reasoning import ThinkBlocks
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
 from engine.text import TemplateMarkers
@@ -206,7 +205,7 @@ class Provider(ABC):
                         # would fail over and go on as if nobody had asked it to stop
                         raise asyncio.CancelledError from exc
                     if isinstance(exc, TimeoutError):
-                        raise ProviderConnectionError(self.name, "timed out") from None
+                        raise connection_error(self.name, exc) from None
                     raise BadResponseError(
                         self.name, f"unexpected {type(exc).__name__}: {exc}"
                     ) from exc
@@ -251,7 +250,7 @@ class Provider(ABC):
             watch.close()
             await raw.aclose()
         if not finished:
-            raise ProviderConnectionError(self.name, "the stream ended before the model finished")
+            raise unfinished(self.name)
 
     def _timed_out(self, phase: type[ProviderTimeout], first: float, stall: float,
                    total: float) -> ProviderTimeout:

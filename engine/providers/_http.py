@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import (
     AuthError,
+    BadResponseError,
     ContextOverflowError,
     ProviderConnectionError,
     ProviderError,
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "connection_error",
+    "unfinished",
     "content_parts",
     "error_for_status",
     "error_message",
@@ -42,6 +44,8 @@ __all__ = [
     "first_line",
     "not_text",
     "model_listed",
+    "model_names",
+    "models_listed",
     "not_a_stream",
     "parse_retry_after",
     "path_hint",
@@ -82,6 +86,12 @@ def server_dropped_connection(exc: BaseException) -> bool:
     return False
 
 
+def unfinished(provider: str) -> ProviderConnectionError:
+    """A stream that ended (the connection closed in good order) before the model said it had
+    finished."""
+    return ProviderConnectionError(provider, "the stream ended before the model finished")
+
+
 def connection_error(provider: str, exc: BaseException, mid_stream: bool = False,
                      server: str = "") -> ProviderConnectionError:
     """A transport failure (httpx's, or an SDK's over it) in the one wording every provider
@@ -92,7 +102,7 @@ def connection_error(provider: str, exc: BaseException, mid_stream: bool = False
     kind = type(exc).__name__
     if mid_stream:
         return ProviderConnectionError(provider, f"connection broke: {kind}")
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
         return ProviderConnectionError(provider, f"timed out ({kind})")
     if isinstance(exc, httpx.ConnectError | ConnectionError):
         where = f" to {server}" if server else ""
@@ -342,6 +352,27 @@ def model_listed(model: str, names: list[str]) -> bool:
     wanted = {model, f"models/{model}", f"{model}:latest", model.removeprefix("models/"),
               model.removesuffix(":latest")}
     return any(name in wanted or name.removeprefix("models/") in wanted for name in names)
+
+
+def model_names(provider: str, body: bytes) -> list[str]:
+    """The model ids a `/models` reply names (`{"data": [{"id": …}, …]}`: OpenAI's shape, and
+    Anthropic's); entries without a text id are left out. `BadResponseError` when the body is
+    no JSON object."""
+    try:
+        data = read_json(body)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise BadResponseError(provider, "the model list is not a JSON object")
+    models = data.get("data")
+    if not isinstance(models, list):
+        return []
+    return [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def models_listed(names: list[str]) -> str:
+    """A health check's word for a model list: "2 models listed"."""
+    return f"{len(names)} model{'s' if len(names) != 1 else ''} listed"
 
 
 def unlisted_model(provider: str, model: str, names: list[str]) -> RequestError:

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from engine.config.providers import GEMINI_URL
-from engine.errors import BadResponseError, ProviderConnectionError, ProviderError
+from engine.errors import BadResponseError, ProviderError
 from engine.jsondata import read_json
 from engine.providers._base import Provider
 from engine.providers._events import (
@@ -41,12 +41,15 @@ from engine.providers._http import (
     error_message,
     field_of,
     model_listed,
+    model_names,
+    models_listed,
     not_a_stream,
     not_text,
     path_hint,
     rate_limit_wait,
     send_streamed,
     shared_tls,
+    unfinished,
     unlisted_model,
     usage_of,
 )
@@ -256,7 +259,7 @@ class OpenAIProvider(Provider):
             except httpx.HTTPError as exc:
                 raise connection_error(self.name, exc, mid_stream=True) from None
         if finish is None:
-            raise ProviderConnectionError(self.name, "the stream ended before the model finished")
+            raise unfinished(self.name)
         if usage is not None:
             yield usage_of(usage)
         yield Done(finish_reason_of(self.name, "refusal") if refused else finish)
@@ -368,13 +371,8 @@ class OpenAIProvider(Provider):
                                    rate_limit_wait(reply.headers),
                                    path_hint(reply.status_code, self.kind, self._base,
                                              "/models"))
-        try:
-            models = read_json(reply.content).get("data") or []
-            names = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"),
-                                                                                   str)]
-        except (ValueError, AttributeError, TypeError):
-            raise BadResponseError(self.name, "the model list is not JSON") from None
-        listed = f"{len(names)} model{'s' if len(names) != 1 else ''} listed"
+        names = model_names(self.name, reply.content)
+        listed = models_listed(names)
         if self._llamacpp is None:
             await self.context_window()
         if names and not model_listed(self.config.model, names) and not self._llamacpp:

@@ -240,7 +240,7 @@ def test_ask_without_provider_goes_through_the_router(configured: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     notes = result.stderr.splitlines()
-    assert notes[0].startswith("detektiv: dead: Connection error")
+    assert notes[0].startswith("detektiv: dead: cannot connect")
     assert notes[1] == "detektiv: switching from dead to localsrv"
     for _ in range(2):  # greedy on a prompt the tiny model answers: never an empty answer
         assert run("ask", "--max-tokens", "4", "--temperature", "0", LONG_PROMPT).returncode == 0
@@ -270,13 +270,13 @@ enabled = false
     assert result.returncode == 3  # the exit code family of a provider not reached
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines()[-1].startswith(
-        "detektiv: error: every provider for default failed — a: Connection error")
+        "detektiv: error: every provider for default failed — a: cannot connect")
     failed = run("ask", "hi", "--json")
     assert failed.returncode == 3 and failed.stdout == ""
     error = json.loads(failed.stderr.strip().splitlines()[-1])["error"]
     assert error["family"] == "connection" and error["exit_code"] == 3
     assert error["type"] == "AllProvidersFailed"
-    assert error["message"].startswith("every provider for default failed — a: Connection")
+    assert error["message"].startswith("every provider for default failed — a: cannot connect")
 
 
 def test_a_run_whose_providers_fail_exits_by_their_family(home: Path) -> None:

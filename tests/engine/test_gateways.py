@@ -259,6 +259,32 @@ async def test_health_says_when_the_model_is_not_listed(paths: Paths, listed: li
         assert f"model {model!r} is not among the 2 the server lists" in health.detail
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize(("body", "says"), [
+    (b'[{"id": "m"}]', "the model list is not a JSON object"),
+    (b"<html>models</html>", "the model list is not a JSON object"),
+    (b'{"data": null}', "0 models listed"),
+    (b'{"data": [{"id": "m"}, {"id": 7}, "x"]}', "1 model listed"),
+])
+async def test_a_model_list_is_read_alike_by_each_provider(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, kind: str, body: bytes,
+        says: str) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    routes = {"GET /v1/models": lambda r: Reply(200, {"content-type": "application/json"},
+                                                [body]),
+              "POST /v1/messages/count_tokens": lambda r: json_reply({"input_tokens": 1}),
+              "GET /model/info": lambda r: json_reply({"error": "no"}, 404)}
+    with WireServer(routes) as server:
+        base = server.url + ("/v1" if kind == "openai" else "")
+        env = "ANTHROPIC_API_KEY" if kind == "anthropic" else None
+        provider = create_provider("p", ProviderConfig(kind=kind, model="m", base_url=base,
+                                                       api_key_env=env), paths)
+        health = await provider.health()
+        await provider.aclose()
+    assert health.ok is says.endswith("listed"), health.detail
+    assert says in health.detail, health.detail
+
+
 async def test_llama_cpp_serves_its_one_model_whatever_it_is_called(
         paths: Paths) -> None:
     data = {"object": "list", "data": [{"id": "qwen.gguf", "object": "model"}]}

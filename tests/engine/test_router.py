@@ -125,7 +125,7 @@ SWITCH_BEFORE_FIRST_TOKEN = [
 @pytest.mark.parametrize(
     ("fault", "expected", "reason"),
     [
-        ("refuse", SWITCH_BEFORE_FIRST_TOKEN, "Connection error"),
+        ("refuse", SWITCH_BEFORE_FIRST_TOKEN, "cannot connect"),
         ("500", SWITCH_BEFORE_FIRST_TOKEN, "HTTP 500: injected 500"),
         ("429:7", [("attempt", "flaky"), ("rate_limited", "flaky", None),
                    ("provider_switch", "flaky", "steady"), ("attempt", "steady"),
@@ -210,7 +210,7 @@ async def test_all_down_is_one_clear_error(proxy: FaultProxy, llama_server: Llam
     await router.aclose()
     message = str(caught.value)
     assert message.startswith("every provider for default failed — flaky: HTTP 500")
-    assert "; steady: Connection error" in message
+    assert "; steady: cannot connect" in message
     assert "\n" not in message
     assert [name for name, _ in caught.value.failures] == ["flaky", "steady"]
 
