@@ -6,9 +6,9 @@
 Two formats, told apart line by line:
 
 - ours, one JSON object a line: `claim` (the statement tested), `label` (`true`/`false`, the
-  JSON booleans, 1/0, or FEVER's `SUPPORTS`/`REFUTES`), and optionally `question` (what the
-  claim answers), `answer` (the answer the claim gives, planted as the witness's own),
-  `source` and `id`;
+  JSON booleans, 1/0 or 1.0/0.0, or FEVER's `SUPPORTS`/`REFUTES`), and optionally `question`
+  (what the claim answers), `answer` (the answer the claim gives, planted as the witness's
+  own), `source` and `id`;
 - HaluEval-QA's (`knowledge`, `question`, `right_answer`, `hallucinated_answer`): each row gives
   one true and one false claim, balanced by construction.
 
@@ -126,10 +126,12 @@ def _text(value: Any, field: str, where: str, required: bool = True) -> str | No
 def _label(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, int) and value in (0, 1):  # 1 / 0, as many labelled sets write it
-        return value == 1
+    if isinstance(value, int | float) and value in (0, 1):  # 1 / 0 (1.0 / 0.0 from a
+        return value == 1                                  # table's export), as sets write it
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
+    if isinstance(value, str) and value.strip() in ("1.0", "0.0"):
+        return value.strip() == "1.0"
     if isinstance(value, str) and value.strip().lower() in _NEITHER:
         raise DatasetError(f"{where}: the label {value!r} is neither true nor false: leave "
                            "such claims out of the file")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine import EvalItemDone, EvalRequest, EvalStarted, Paths, Workspace
+from engine import DatasetError, EvalItemDone, EvalRequest, EvalStarted, Paths, Workspace
 from engine.evals.datasets import dataset_path
 from engine.evals.items import EvalItem, read_items, sample
 from engine.evals.summary import EvalSummary
@@ -206,8 +206,6 @@ async def test_defend_gives_true_and_false_claims_the_same_instruction(paths: Pa
 
 
 def test_claims_are_read_in_both_formats_and_bad_lines_are_named(tmp_path: Any) -> None:
-    from engine import DatasetError
-
     ours = tmp_path / "claims.jsonl"
     ours.write_text('{"claim": "Tea has caffeine.", "label": true}\n\n'
                     '{"claim": "Tea is a metal.", "label": "false", "id": "t2"}\n')
@@ -234,11 +232,18 @@ def test_claims_are_read_in_both_formats_and_bad_lines_are_named(tmp_path: Any) 
 
 
 def test_labels_as_labelled_sets_write_them(tmp_path: Any) -> None:
-    """1 / 0 and FEVER's SUPPORTS / REFUTES are labels too."""
+    """1 / 0 (1.0 / 0.0, as a table's export writes them) and FEVER's SUPPORTS / REFUTES are
+    labels too; 2 and 0.5 are not."""
     sets = tmp_path / "claims.jsonl"
     sets.write_text('{"claim": "a", "label": 1}\n{"claim": "b", "label": 0}\n'
-                    '{"claim": "c", "label": "SUPPORTS"}\n{"claim": "d", "label": "REFUTES"}\n')
-    assert [i.label for i in read_items(sets)] == [True, False, True, False]
+                    '{"claim": "c", "label": "SUPPORTS"}\n{"claim": "d", "label": "REFUTES"}\n'
+                    '{"claim": "e", "label": 1.0}\n{"claim": "f", "label": 0.0}\n'
+                    '{"claim": "g", "label": "1.0"}\n{"claim": "h", "label": " 0.0"}\n')
+    assert [i.label for i in read_items(sets)] == [True, False, True, False] * 2
+    for odd in ("2", "0.5", '"0.50"', "NaN"):
+        sets.write_text(f'{{"claim": "x", "label": {odd}}}\n')
+        with pytest.raises(DatasetError, match="'label' must be true or false"):
+            read_items(sets)
 
 
 def test_a_sample_keeps_haluevals_pairs_together_and_is_reproducible(tmp_path: Any) -> None:
