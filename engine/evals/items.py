@@ -182,7 +182,7 @@ def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
             yield index, f"{name} row {index}", row
         return
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (a Windows tool's export) is no data
     except UnicodeDecodeError:
         raise DatasetError(f"{name}: not UTF-8 text") from None
     except OSError as exc:
@@ -227,8 +227,12 @@ def read_items(path: Path) -> list[EvalItem]:
             seen.add(item.key)
             items.append(item)
     if not items:
-        raise DatasetError(f"{path.name}: no labelled claims in it")
+        raise _no_claims(path)
     return items
+
+
+def _no_claims(path: Path) -> DatasetError:
+    return DatasetError(f"{path.name}: no labelled claims in it")
 
 
 def sample(items: Iterable[EvalItem], n: int | None, seed: int) -> list[EvalItem]:
@@ -272,12 +276,19 @@ def chosen_items(path: Path, n: int | None, seed: int) -> Items:
 
 
 def _first_byte(path: Path) -> bytes:
+    """The file's first byte that is not white space (nor a UTF-8 BOM)."""
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(4096), b""):
+        block = handle.read(4096).removeprefix(BOM)
+        while block:
             stripped = block.lstrip()
             if stripped:
                 return stripped[:1]
+            block = handle.read(4096)
     return b""
+
+
+BOM = "\ufeff".encode()
+"""The UTF-8 byte order mark a Windows tool may put before the first line: no data."""
 
 
 class ItemFile:
@@ -299,6 +310,8 @@ class ItemFile:
             read_items(path)  # the reader names the line, as it always has
         del keys
         total = sum(counts)
+        if not total:
+            raise _no_claims(path)
         self._chosen: bytearray | None = None
         self._length = total
         if n is not None and n < total:
@@ -345,7 +358,7 @@ class ItemFile:
         with handle:
             for number, raw in enumerate(handle, start=1):
                 try:
-                    line = raw.decode("utf-8")
+                    line = (raw.removeprefix(BOM) if number == 1 else raw).decode("utf-8")
                 except UnicodeDecodeError:
                     raise DatasetError(f"{name}: not UTF-8 text") from None
                 if line.strip():

@@ -13,7 +13,7 @@ import pytest
 
 from engine import DatasetError, EvalItemDone, EvalRequest, EvalStarted, Paths, Workspace
 from engine.evals.datasets import dataset_path
-from engine.evals.items import EvalItem, read_items, sample
+from engine.evals.items import EvalItem, chosen_items, read_items, sample
 from engine.evals.summary import EvalSummary
 from tests.support.evals import coin, detective, knows, never, witness
 from tests.support.interrogation import make_config
@@ -244,6 +244,30 @@ def test_labels_as_labelled_sets_write_them(tmp_path: Any) -> None:
         sets.write_text(f'{{"claim": "x", "label": {odd}}}\n')
         with pytest.raises(DatasetError, match="'label' must be true or false"):
             read_items(sets)
+
+
+@pytest.mark.parametrize("text", [
+    '{"claim": "a", "label": true}\n{"claim": "b", "label": 0}\n',
+    '[{"claim": "a", "label": true}, {"claim": "b", "label": 0}]',
+])
+def test_a_byte_order_mark_before_the_first_line_is_no_data(tmp_path: Any, text: str) -> None:
+    """What a Windows tool's UTF-8 export puts first is read past, by either reader."""
+    plain, marked = tmp_path / "plain.jsonl", tmp_path / "marked.jsonl"
+    plain.write_text(text, encoding="utf-8")
+    marked.write_text("\ufeff" + text, encoding="utf-8")
+    for read in (read_items, lambda path: list(chosen_items(path, None, 0))):
+        claims = [(i.key, i.claim, i.label) for i in read(marked)]
+        assert claims == [(i.key, i.claim, i.label) for i in read(plain)]
+        assert claims == [("line1", "a", True), ("line2", "b", False)]
+
+
+@pytest.mark.parametrize("text", ["", "\n \n", "\ufeff\n"])
+def test_a_file_with_no_claims_is_refused_by_either_reader(tmp_path: Any, text: str) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(text, encoding="utf-8")
+    for read in (read_items, lambda path: chosen_items(path, None, 0)):
+        with pytest.raises(DatasetError, match="empty.jsonl: no labelled claims in it"):
+            read(empty)
 
 
 def test_a_sample_keeps_haluevals_pairs_together_and_is_reproducible(tmp_path: Any) -> None:
