@@ -107,7 +107,7 @@ def load_policy(path: Path) -> tuple[ContextPolicy, list[str]]:
     except OSError as exc:
         return ContextPolicy(), [f"{path}: cannot read ({exc.strerror}); using the defaults"]
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8-sig"))  # a BOM (an editor's) is no TOML
     except UnicodeDecodeError:
         return ContextPolicy(), [f"{path}: not UTF-8 text; using the defaults"]
     except tomllib.TOMLDecodeError as exc:

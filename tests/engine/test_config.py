@@ -84,6 +84,11 @@ def test_invalid_file_gives_one_line_naming_file_and_field(
     assert "\n" not in message
 
 
+def test_a_byte_order_mark_an_editor_wrote_is_no_toml(paths: Paths) -> None:
+    write(paths, '\ufeff[router]\nfailure_threshold = 7\n')
+    assert load_config(paths, env={}).router.failure_threshold == 7
+
+
 def test_disabled_providers_may_share_a_priority(paths: Paths) -> None:
     write(paths, '[providers.a]\nkind = "openai"\nmodel = "m"\npriority = 1\n'
                  '[providers.b]\nkind = "openai"\nmodel = "m"\npriority = 1\nenabled = false\n')

@@ -185,6 +185,13 @@ def test_a_missing_policy_is_the_defaults(tmp_path: Path) -> None:
     assert policy == ContextPolicy() and warnings == []
 
 
+def test_a_policy_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "context.toml"
+    path.write_bytes("\ufeffmax_turns = 3\n".encode())
+    policy, warnings = load_policy(path)
+    assert warnings == [] and policy.limits("ask").max_turns == 3
+
+
 def test_consumer_blocks_override_the_top_level(tmp_path: Path) -> None:
     path = tmp_path / "context.toml"
     path.write_text("max_turns = 8\nmax_chars = 500\n[ask]\nmax_turns = 2\n"
