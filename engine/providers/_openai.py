@@ -215,6 +215,9 @@ class OpenAIProvider(Provider):
                     return
                 async for kind, raw in events:
                     if raw.startswith("[DONE]"):
+                        # the server's own end of the stream: an answer it never gave a
+                        # finish reason (some OpenAI-compatible servers don't) stopped there
+                        finish = finish or "stop"
                         break
                     if kind == "error":  # `event: error`, its data JSON or a line of text
                         raise stream_error(self.name, _error_event(raw))

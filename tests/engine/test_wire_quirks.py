@@ -68,6 +68,16 @@ async def test_each_servers_word_for_why_it_stopped_is_ours(said: str, meant: st
     assert _text(events) == "Yes." and events[-1] == Done(meant)
 
 
+async def test_a_stream_ended_by_its_server_without_a_reason_stopped_there(
+        paths: Paths) -> None:
+    """Some OpenAI-compatible servers never name a finish reason: their `[DONE]` is the end.
+    With neither, the stream was cut: a failure, never a short answer."""
+    events = await _events(_sse(_chunk({"content": "Yes."})), paths)
+    assert _text(events) == "Yes." and events[-1] == Done("stop")
+    with pytest.raises(ProviderConnectionError, match="ended before the model finished"):
+        await _events(_sse(_chunk({"content": "Half an"}), done=False), paths)
+
+
 @pytest.mark.parametrize("said", ["abort", "error"])
 async def test_an_aborted_generation_is_a_failure_never_a_short_answer(said: str,
                                                                       paths: Paths) -> None:
