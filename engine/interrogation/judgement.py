@@ -70,15 +70,30 @@ def read_word(choices: Sequence[TokenChoices], text: str) -> Reading | None:
     for place in choices:
         if _word(place.token) not in _TRUE | _FALSE:
             continue
-        mass = {True: 0.0, False: 0.0}
+        sides: dict[bool, list[float]] = {True: [], False: []}
         for token, logprob in place.top:
             word = _word(token)
             if word in _TRUE or word in _FALSE:
-                mass[word in _TRUE] += math.exp(logprob)
-        floor = min(math.exp(logprob) for _, logprob in place.top)
-        yes, no = mass[True] or floor, mass[False] or floor
-        return Reading(yes / (yes + no), "logprobs", text.strip()[:40])
+                sides[word in _TRUE].append(logprob)
+        floor = min(logprob for _, logprob in place.top)
+        yes = _log_mass(sides[True]) if sides[True] else floor
+        no = _log_mass(sides[False]) if sides[False] else floor
+        return Reading(_probability(yes - no), "logprobs", text.strip()[:40])
     return None
+
+
+def _log_mass(logprobs: list[float]) -> float:
+    """log(Σ exp(lp)), without the underflow of summing the probabilities themselves (a server
+    may send -1000 for every alternative: their probabilities are all 0.0 as floats)."""
+    top = max(logprobs)
+    return top + math.log(sum(math.exp(lp - top) for lp in logprobs))
+
+
+def _probability(log_odds: float) -> float:
+    """P from log(P / (1 - P)), for any finite log-odds."""
+    if log_odds < -700:  # math.exp overflows past ~709
+        return 0.0
+    return 1 / (1 + math.exp(-log_odds))
 
 
 _NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(%)?")

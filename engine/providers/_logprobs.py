@@ -1,8 +1,9 @@
 """Token log-probabilities as the OpenAI-compatible wire carries them (OpenAI, llama.cpp,
 vLLM, Ollama's `/v1`, LiteLLM): a choice's `logprobs.content`, one entry a token, each with
 its `token`, `logprob` and `top_logprobs` alternatives. Read leniently: an entry that is not
-what it should be (a string for a number, a NaN, a missing token) is left out, never an error,
-since the answer itself is still whole; a hostile list is read only up to `MOST_CHOICES`."""
+what it should be (a string for a number, a NaN or an infinity, a missing token) is left out,
+never an error, since the answer itself is still whole; a hostile list is read only up to
+`MOST_CHOICES`."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def _logprob(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
-    if math.isnan(number) or number > 0:  # a probability above 1 is no probability
-        return None
+    if not math.isfinite(number) or number > 0:  # a probability above 1 is no probability,
+        return None  # and -inf (a token masked out, as a grammar does) is no alternative
     return number
 
 

@@ -129,6 +129,20 @@ def test_a_side_missing_from_the_alternatives_is_taken_at_the_least_likely() -> 
     assert reading.p_true == pytest.approx(yes / (yes + floor))
 
 
+def test_log_probabilities_too_small_for_a_float_are_still_read() -> None:
+    # exp(-1000) is 0.0 as a float: summed as probabilities, both sides were nothing (0 / 0)
+    even = read_word([TokenChoices("True", -1000.0, (("True", -1000.0), ("False", -1000.0)))],
+                     "True")
+    assert even is not None and even.p_true == pytest.approx(0.5)
+    leaning = read_word([TokenChoices("False", -900.0, (("False", -900.0), ("True", -902.0),
+                                                         ("true", -902.0)))], "False")
+    assert leaning is not None
+    assert leaning.p_true == pytest.approx(2 * math.exp(-2) / (1 + 2 * math.exp(-2)))
+    lopsided = read_word([TokenChoices("True", -0.1, (("True", -0.1), ("False", -5000.0)))],
+                         "True")
+    assert lopsided is not None and lopsided.p_true == pytest.approx(1.0)
+
+
 def test_no_true_or_false_token_is_no_reading() -> None:
     assert read_word([TokenChoices("Unknown", -0.1, (("Unknown", -0.1),))], "Unknown") is None
     assert read_word([], "") is None
@@ -160,8 +174,10 @@ def test_hostile_logprobs_are_left_out_never_an_error() -> None:
     found = token_choices({"content": [
         {"token": "True", "logprob": -0.1, "top_logprobs": [
             {"token": "False", "logprob": "high"}, {"token": "True", "logprob": -0.1},
-            {"token": 5, "logprob": -1}, "junk", {"token": "false", "logprob": float("nan")}]},
+            {"token": 5, "logprob": -1}, "junk", {"token": "false", "logprob": float("nan")},
+            {"token": "FALSE", "logprob": float("-inf")}]},  # masked out, as a grammar does
         {"token": "x", "logprob": 3.0},  # a probability above 1
+        {"token": "y", "logprob": float("-inf")},  # a token it gave, at no probability
         "junk", None, {"logprob": -1.0},
     ]})
     assert found == [TokenChoices("True", -0.1, (("True", -0.1),))]
