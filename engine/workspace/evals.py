@@ -169,7 +169,8 @@ class Evals:
 
 
 async def _slots(router: Router) -> int:
-    """The fewest slots the first detective and witness servers report, else the default."""
+    """The fewest slots the first detective and witness servers report (no more than
+    `MAX_CONCURRENCY`, whatever a server says), else the default."""
     found: list[int] = []
     for role in ("detective", "witness"):
         chain = router.chain(role)
@@ -181,4 +182,4 @@ async def _slots(router: Router) -> int:
             slots = None
         if slots:
             found.append(slots)
-    return min(found) if found else DEFAULT_CONCURRENCY
+    return min(*found, MAX_CONCURRENCY) if found else DEFAULT_CONCURRENCY

@@ -290,6 +290,28 @@ async def test_an_evaluation_over_replicas_fills_their_slots(paths: Paths) -> No
     assert min(len(w1.chats), len(w2.chats)) >= 2 and min(len(d1.chats), len(d2.chats)) >= 2
 
 
+async def test_auto_concurrency_is_capped_whatever_a_server_says(paths: Paths) -> None:
+    """A server that says it serves 4,000 at once does not get 4,000 sessions started."""
+    from engine import EvalRequest, Workspace
+    from engine.workspace.evals import MAX_CONCURRENCY
+
+    props = {"total_slots": 4000, "default_generation_settings": {"n_ctx": 8192}}
+    routes = {"GET /props": lambda r: json_reply(props),
+              "GET /v1/models": lambda r: json_reply({"data": [{"id": "m"}]})}
+    with WireServer(routes) as server:
+        config = Config.model_validate({
+            "providers": {"big": {"kind": "openai", "model": "m", "priority": 1,
+                                  "base_url": server.url + "/v1"}},
+            "roles": {"detective": ["big"], "witness": ["big"]}})
+        workspace = Workspace(paths, config)
+        try:
+            assert await (await workspace.router()).providers["big"].slots() == 4000
+            run = await workspace.evals.start(EvalRequest("demo", n=2, mode="open"))
+        finally:
+            await workspace.aclose()
+    assert run.concurrency == MAX_CONCURRENCY == 64
+
+
 async def test_a_replica_that_dies_mid_answer_hands_the_turn_to_another(paths: Paths) -> None:
     """Half an answer, then the connection is cut: the turn starts again on the other replica
     (the partial text void, never spliced), and the router counts no failure."""
