@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import re
 import ssl
 import time
@@ -127,16 +128,25 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if value is None or not value.strip():
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
+
+
+def _number(value: str) -> float | None:
+    """A header's plain number of seconds, never below 0; None when it is no finite number
+    ("inf", "nan" and 1e999 are words Python's `float` reads, and no wait anyone can do)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return max(0.0, number) if math.isfinite(number) else None
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -147,10 +157,9 @@ def _reset_seconds(value: str, now: float) -> float | None:
     """One reset header's value in seconds: OpenAI's durations (`1s`, `6m0s`, `20ms`), plain
     seconds, or an RFC 3339 time (Anthropic's `anthropic-ratelimit-*-reset`)."""
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
     parts = _DURATION.findall(value)
     if parts and "".join(n + u for n, u in parts) == value:
         return sum(float(n) * _UNIT[u] for n, u in parts)
@@ -170,10 +179,9 @@ def rate_limit_wait(headers: Mapping[str, str], now: float | None = None) -> flo
     found = parse_retry_after(lowered.get("retry-after"), now)
     if found is not None:
         return found
-    try:
-        return max(0.0, float(lowered["retry-after-ms"]) / 1000)
-    except (KeyError, ValueError):
-        pass
+    milliseconds = _number(lowered.get("retry-after-ms", ""))
+    if milliseconds is not None:
+        return milliseconds / 1000
     resets = [seconds for name, value in lowered.items()
               if (name.startswith("x-ratelimit-reset") or (
                   name.startswith("anthropic-ratelimit-") and name.endswith("-reset")))

@@ -246,6 +246,10 @@ async def test_requests_per_minute_are_kept(paths: Paths, monkeypatch: pytest.Mo
     ({"x-ratelimit-reset-tokens": "1.5s"}, 1.5),
     ({"anthropic-ratelimit-requests-reset": "2026-11-26T00:00:30Z"}, 30.0),
     ({"content-type": "application/json"}, None),
+    # no finite number is no wait (Python's float reads all three): the next header says
+    ({"Retry-After": "inf", "retry-after-ms": "2000"}, 2.0),
+    ({"Retry-After": "1e999", "x-ratelimit-reset-requests": "nan"}, None),
+    ({"Retry-After": "-3"}, 0.0),
 ])
 def test_how_long_a_429_asks_to_wait(headers: dict[str, str], seconds: float | None) -> None:
     from datetime import UTC, datetime
