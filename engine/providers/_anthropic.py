@@ -175,13 +175,14 @@ class AnthropicProvider(Provider):
         try:
             async with self._open(client, body, headers) as reply:
                 answering = True
-                if reply.status_code >= 400:
+                if reply.status_code >= 300:
                     content = await read_error_body(reply)
                     retry_after = rate_limit_wait(reply.headers)
                     message = error_message(content, reply.reason_phrase)
                     raise error_for_status(self.name, reply.status_code, message, retry_after,
                                            path_hint(reply.status_code, self.kind, self._root,
-                                                     "/v1/messages"))
+                                                     "/v1/messages"),
+                                           reply.headers.get("location"))
                 events, raw_body = await sse_events(self.name, reply)
                 if events is None:
                     for whole in self._whole_message(reply.headers.get("content-type"),
@@ -287,11 +288,12 @@ class AnthropicProvider(Provider):
                                   headers=await self._headers())
         except httpx.TransportError as exc:
             raise connection_error(self.name, exc) from None
-        if reply.status_code >= 400:
+        if reply.status_code >= 300:
             message = error_message(reply.content, reply.reason_phrase)
             raise error_for_status(self.name, reply.status_code, message,
                                    hint=path_hint(reply.status_code, self.kind, self._root,
-                                                  "/v1/models"))
+                                                  "/v1/models"),
+                                   location=reply.headers.get("location"))
         names = model_names(self.name, reply.content)
         listed = models_listed(names)
         if names and not model_listed(self.config.model, names):

@@ -270,11 +270,17 @@ def path_hint(status: int, kind: str, base_url: str, path: str) -> str:
 
 def error_for_status(
     provider: str, status: int, message: str, retry_after: float | None = None,
-    hint: str = "",
+    hint: str = "", location: str | None = None,
 ) -> ProviderError:
     """The engine error for an HTTP status from a provider: its text is the message's first
     line (`first_line`) and `hint` (said whatever the message's length); what it means (an
-    overflow, and the window it names) is read from the whole message."""
+    overflow, and the window it names) is read from the whole message. A redirect (3xx, to
+    `location`) is a request error: no provider follows one, as the API key would go along."""
+    if 300 <= status < 400:
+        to = f" to {first_line(location)[:200]}" if location else ""
+        return RequestError(provider, f"HTTP {status}: the server redirects{to}; detektiv "
+                            "follows no redirect (the API key would go along): set base_url "
+                            "to the address it points to", status)
     text = f"HTTP {status}: {first_line(message, provider, status)}{hint}"
     if status in (401, 403):
         return AuthError(provider, text)

@@ -88,13 +88,18 @@ class OllamaProvider(Provider):
                 host=self.host,
                 timeout=httpx.Timeout(self.config.total_timeout, connect=10.0),
                 event_hooks={"response": [self._check_chat_reply]},
+                follow_redirects=False,  # as every provider: the SDK would follow
             )
         return self._client
 
     async def _check_chat_reply(self, response: httpx.Response) -> None:
         """A successful chat reply must be JSON lines: anything else (an HTML page from a
         proxy) fails with what it was, not as a "malformed line". An unlabelled body that
-        starts with JSON is let through; it streams from what was read."""
+        starts with JSON is let through; it streams from what was read. A redirect, to any
+        endpoint, is named where it points (followed by no provider: `error_for_status`)."""
+        if 300 <= response.status_code < 400:
+            raise error_for_status(self.name, response.status_code, "",
+                                   location=response.headers.get("location"))
         if response.status_code >= 400 or not response.url.path.endswith("/api/chat"):
             return
         content_type = response.headers.get("content-type")
@@ -182,9 +187,10 @@ class OllamaProvider(Provider):
                 reply = await http.get("/api/version")
         except httpx.TransportError as exc:
             raise self._map(exc) from None
-        if reply.status_code >= 400:
+        if reply.status_code >= 300:
             message = error_message(reply.content, reply.reason_phrase)
-            raise error_for_status(self.name, reply.status_code, message)
+            raise error_for_status(self.name, reply.status_code, message,
+                                   location=reply.headers.get("location"))
         try:
             return str(read_json(reply.content)["version"])
         except (ValueError, KeyError, TypeError):

@@ -201,13 +201,14 @@ class OpenAIProvider(Provider):
         one: object = None  # the index of the choice read: the first a chunk names
         async with self._open(self._body(request)) as reply:
             try:
-                if reply.status_code >= 400:
+                if reply.status_code >= 300:
                     content = await read_error_body(reply)
                     message = error_message(content, f"Error code: {reply.status_code}")
                     raise error_for_status(self.name, reply.status_code, message,
                                            rate_limit_wait(reply.headers),
                                            path_hint(reply.status_code, self.kind, self._base,
-                                                     "/chat/completions"))
+                                                     "/chat/completions"),
+                                           reply.headers.get("location"))
                 events, whole = await sse_events(self.name, reply)
                 if events is None:
                     for event in self._whole(reply.headers.get("content-type"), whole):
@@ -368,12 +369,12 @@ class OpenAIProvider(Provider):
                                   headers=await self._headers())
         except httpx.HTTPError as exc:
             raise connection_error(self.name, exc) from None
-        if reply.status_code >= 400:
+        if reply.status_code >= 300:
             message = error_message(reply.content, f"Error code: {reply.status_code}")
             raise error_for_status(self.name, reply.status_code, message,
                                    rate_limit_wait(reply.headers),
                                    path_hint(reply.status_code, self.kind, self._base,
-                                             "/models"))
+                                             "/models"), reply.headers.get("location"))
         names = model_names(self.name, reply.content)
         listed = models_listed(names)
         if self._llamacpp is None:

@@ -381,3 +381,35 @@ async def _drain(provider: Any) -> None:
             pass
     finally:
         await provider.aclose()
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "ollama"])
+async def test_a_redirect_is_named_where_it_points_and_never_followed(
+        kind: str, paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An http address a proxy sends on to https: said, with the address to put in base_url;
+    not followed by any provider (the key would go along)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    path = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
+            "ollama": "/api/chat"}[kind]
+    listing = {"openai": "GET /v1/models", "anthropic": "GET /v1/models",
+               "ollama": "GET /api/version"}[kind]
+    elsewhere = "https://127.0.0.1:9/moved"
+
+    def moved(recorded: Any) -> Reply:
+        return Reply(307, {"location": elsewhere, "content-type": "text/html"},
+                     [b"<html>moved</html>"])
+
+    with WireServer({f"POST {path}": moved, listing: moved}) as server:
+        root = server.url + "/v1" if kind == "openai" else server.url
+        provider = create_provider(kind, ProviderConfig(
+            kind=kind, model="m", base_url=root,
+            api_key_env="ANTHROPIC_API_KEY" if kind == "anthropic" else None), paths)
+        with pytest.raises(ProviderError) as caught:
+            await _drain(provider)
+        health = await create_provider(kind, ProviderConfig(
+            kind=kind, model="m", base_url=root,
+            api_key_env="ANTHROPIC_API_KEY" if kind == "anthropic" else None), paths).health()
+    says = f"HTTP 307: the server redirects to {elsewhere}"
+    assert caught.value.detail.startswith(says), caught.value.detail
+    assert not health.ok and health.detail.startswith(says), health.detail
+    assert len(server.requests) == 2  # one each: nothing sent on
