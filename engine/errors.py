@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from engine.secrets import redact
-from engine.text import without_reprs
+from engine.text import strip_control, without_reprs
 
 __all__ = [
     "EXIT_CODES",
@@ -86,8 +86,14 @@ class DetektivError(Exception):
     """Base of every error the engine raises on purpose; its message is safe to show."""
 
     def __init__(self, message: str) -> None:
-        self.message = redact(without_reprs(message))
+        self.message = shown(message)
         super().__init__(self.message)
+
+
+def shown(message: str) -> str:
+    """`message` as it may be shown: no key (`redact`), no Python object's repr, no terminal
+    control or invisible format character (a server's words are often in it)."""
+    return strip_control(redact(without_reprs(message)))
 
 
 class ConfigError(DetektivError):
@@ -107,7 +113,7 @@ class ProviderError(DetektivError):
     def __init__(self, provider: str, message: str) -> None:
         self.provider = provider
         super().__init__(f"{provider}: {message}")
-        self.detail = redact(without_reprs(message))
+        self.detail = shown(message)
 
 
 class AuthError(ProviderError):

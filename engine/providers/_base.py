@@ -56,7 +56,7 @@ from engine.providers._events import (
 from engine.providers._http import connection_error, not_text, unfinished
 from engine.providers._reasoning import ThinkBlocks
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
-from engine.text import TemplateMarkers
+from engine.text import TemplateMarkers, strip_control
 
 __all__ = ["Provider", "standard_key_env"]
 
@@ -282,7 +282,9 @@ class Provider(ABC):
             check = getattr(exc, "check", check)  # the check that found it down
         except Exception as exc:  # a health check must never take the caller down
             detail = BadResponseError(self.name, f"{type(exc).__name__}: {exc}").detail
-        return Health(ok, (time.perf_counter() - start) * 1000, detail, check=check)
+        # what answered is often a server's own words (its version, its models' names)
+        return Health(ok, (time.perf_counter() - start) * 1000, strip_control(detail),
+                      check=check)
 
     async def _probe(self) -> str:
         """`health_check = "probe"`: one request for one token, answered to its end."""

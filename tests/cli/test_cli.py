@@ -16,7 +16,7 @@ from tests.support.app import config_text
 from tests.support.cli import on_a_terminal
 from tests.support.scripted import ScriptedModel
 from tests.support.servers import LONG_PROMPT, ROOT, LlamaServer, cli, closed_port
-from tests.support.wire import CUT, Reply, WireServer
+from tests.support.wire import CUT, Reply, WireServer, json_reply
 
 SCHEMA = {
     "type": "object",
@@ -372,3 +372,31 @@ output = 8.0
         store.close()
     assert turns[-1].meta["usage"]["cost"] == pytest.approx(usage["cost"])
     assert turns[-1].meta["usage"]["prompt"] == 120
+
+
+def test_a_servers_words_reach_the_terminal_without_its_control_sequences(home: Path) -> None:
+    """An error message and a health detail are a server's words: a title change, a
+    clipboard write or a right-to-left override in them never reaches the terminal."""
+    hostile = "\x1b]0;owned\x07\x1b]52;c;SGVsbG8=\x07boom\u202e\x1b[2J"
+    error = {"error": {"message": hostile, "type": "server_error"}}
+    routes = {"POST /v1/chat/completions": lambda r: json_reply(error, 500),
+              "GET /v1/models": lambda r: json_reply(error, 500)}
+    with WireServer(routes) as server:
+        (home / "config.toml").write_text(f"""
+[providers.a]
+kind = "openai"
+base_url = "{server.url}/v1"
+model = "m"
+priority = 1
+
+[providers.local]
+kind = "local"
+model = "gemma-3-270m"
+enabled = false
+""")
+        asked = run("ask", "hi")
+        listed = run("providers")
+    for result in (asked, listed):
+        shown = result.stdout + result.stderr
+        assert "boom" in shown, shown
+        assert not any(c in shown for c in "\x1b\x07\u202e"), repr(shown)
