@@ -1,6 +1,7 @@
 """The log file: where tracebacks and library noise go, never the user's terminal.
 
-Every record passes through `redact`, so a key that reaches a log message is masked. The files
+Every record passes through `redact`, so a key that reaches a log message is masked, and
+`strip_control`, so a server's words in one drive no terminal it is read in. The files
 are private (0600): they hold prompts and error details.
 """
 
@@ -13,6 +14,7 @@ import os
 from pathlib import Path
 
 from engine.secrets import redact
+from engine.text import strip_control
 
 __all__ = ["configure_logging", "log_file", "log_level"]
 
@@ -30,8 +32,11 @@ class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
 
 
 class _RedactingFormatter(logging.Formatter):
+    """Keys masked, and no terminal control sequence (a server's message is often logged
+    whole: the log is read with `tail -f`, and `--debug` echoes it to the terminal)."""
+
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return strip_control(redact(super().format(record)))
 
 
 def log_file(log_dir: Path) -> Path:

@@ -65,11 +65,14 @@ def test_log_file_is_private_and_redacted(tmp_path: object) -> None:
     path = configure_logging(directory)
     register_secret("log-secret-0123456789")
     logging.getLogger("engine.test").warning("leaked log-secret-0123456789 here")
+    logging.getLogger("engine.test").warning("a server said:\n\x1b]0;owned\x07boom\u202e")
     for handler in logging.getLogger().handlers:
         handler.flush()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     text = path.read_text()
     assert "leaked [redacted] here" in text and "log-secret" not in text
+    assert "a server said:\n]0;ownedboom" in text  # its lines kept, its controls not
+    assert not any(c in text for c in "\x1b\x07\u202e")
     handler = next(h for h in logging.getLogger().handlers if hasattr(h, "doRollover"))
     handler.doRollover()  # type: ignore[attr-defined]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
