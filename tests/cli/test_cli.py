@@ -253,11 +253,12 @@ def test_ask_without_provider_goes_through_the_router(configured: Path) -> None:
     assert fourth.stderr.splitlines()[0].startswith("detektiv: dead: circuit open; next trial in")
 
 
-def test_all_providers_down_is_one_line(home: Path) -> None:
+def only_provider_at(home: Path, base_url: str) -> None:
+    """A config whose one provider, `a`, is the OpenAI-wire server at `base_url`."""
     (home / "config.toml").write_text(f"""
 [providers.a]
 kind = "openai"
-base_url = "http://127.0.0.1:{closed_port()}/v1"
+base_url = "{base_url}"
 model = "m"
 priority = 1
 
@@ -266,6 +267,10 @@ kind = "local"
 model = "gemma-3-270m"
 enabled = false
 """)
+
+
+def test_all_providers_down_is_one_line(home: Path) -> None:
+    only_provider_at(home, f"http://127.0.0.1:{closed_port()}/v1")
     result = run("ask", "hi")
     assert result.returncode == 3  # the exit code family of a provider not reached
     assert "Traceback" not in result.stderr
@@ -382,18 +387,7 @@ def test_a_servers_words_reach_the_terminal_without_its_control_sequences(home: 
     routes = {"POST /v1/chat/completions": lambda r: json_reply(error, 500),
               "GET /v1/models": lambda r: json_reply(error, 500)}
     with WireServer(routes) as server:
-        (home / "config.toml").write_text(f"""
-[providers.a]
-kind = "openai"
-base_url = "{server.url}/v1"
-model = "m"
-priority = 1
-
-[providers.local]
-kind = "local"
-model = "gemma-3-270m"
-enabled = false
-""")
+        only_provider_at(home, f"{server.url}/v1")
         asked = run("ask", "hi")
         listed = run("providers")
     for result in (asked, listed):
