@@ -55,12 +55,12 @@ class Deadline:
         return self._task.uncancel() <= self._cancelling
 
     def returned_anyway(self) -> None:
-        """The await returned all the same (a stream swallowed the deadline's cancellation and
-        answered): the cancellation is taken back, as `asyncio.timeout` does when its body
-        ends anyway, so neither a later error nor the task reads as cancelled by it."""
-        if self.expired:
-            self.expired = False
-            self.uncancel()
+        """After `expired`, the await returned all the same (a stream swallowed the deadline's
+        cancellation and answered): the cancellation is taken back, as `asyncio.timeout` does
+        when its body ends anyway, so neither a later error nor the task reads as cancelled
+        by it."""
+        self.expired = False
+        self.uncancel()
 
     def close(self) -> None:
         """The stream is over: no timer is left behind."""

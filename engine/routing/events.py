@@ -31,6 +31,7 @@ def failure_event(error: ProviderError) -> EventType:
         return "degenerate_output"
     return "error"
 
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """The router is now streaming from `provider`; `trial` when it is a half-open trial."""

@@ -33,7 +33,6 @@ that keeps failing is skipped by the next `detektiv ask` too, instead of costing
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -100,8 +99,6 @@ __all__ = [
     "Router",
     "RouterEvent",
 ]
-
-log = logging.getLogger(__name__)
 
 ProviderFactory = Callable[[str, ProviderConfig], Provider]
 """Builds the provider for a (name, configuration) of the config."""
