@@ -99,6 +99,8 @@ from .models.events import (
     AnswerSampled as AnswerSampled,
     AnswerUnusable as AnswerUnusable,
     AuditReady as AuditReady,
+    ClaimExamined as ClaimExamined,
+    ClaimsSplit as ClaimsSplit,
     ContextFitted as ContextFitted,
     Discarded as Discarded,
     Finished as Finished,
@@ -122,6 +124,7 @@ from .models.session import (
     GapAnalysis as GapAnalysis,
     Protocol as Protocol,
 )
+from .models.testimony import Claim as Claim
 from .models.usage import TokenTally as TokenTally
 from .oracles.catalog import Oracle as Oracle
 from .oracles.consult import Consultation as Consultation
@@ -157,6 +160,12 @@ from .report.cells import (
     grouped as grouped,
     verdict_cell as verdict_cell,
     verdict_short as verdict_short,
+)
+from .report.claims import (
+    MARKS as MARKS,
+    claim_line as claim_line,
+    listed_title as listed_title,
+    marked_parts as marked_parts,
 )
 from .report.words import (
     answer_title as answer_title,

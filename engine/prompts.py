@@ -31,7 +31,7 @@ __all__ = ["INTERROGATION_PROMPTS", "PromptFile", "fill", "fill_tokens", "load_p
 INTERROGATION_PROMPTS = ("detective_question", "detective_turn", "question_retry",
                          "gap_analysis", "audit", "witness", "witness_defend",
                          "witness_planted_question", "validation_retry", "structured_output",
-                         "consistency_note")
+                         "consistency_note", "split_claims", "split_retry")
 """The prompts an interrogation may send: checked before it starts, recorded in its session."""
 
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z0-9_]+)\}\}")

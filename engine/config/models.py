@@ -187,6 +187,20 @@ class InterrogationConfig(BaseModel):
     consistency_temperature: float = Field(default=1.0, ge=0, le=2)
     """The temperature the further answers are sampled at (the first keeps `temperature`): at
     0 they could only repeat the first."""
+    max_claims: int = Field(default=12, ge=1, le=100)
+    """Claims of a testimony examined, in the testimony's order; the rest are listed as not
+    examined. 12: the 1.5B's answers to open questions split into 4–11 claims, and each
+    examined claim costs a round or more of both models (a run of a 12-claim testimony
+    is about twelve single claims' worth of calls, side by side)."""
+    testimony_max_tokens: int = Field(default=512, ge=16, le=32768)
+    """Token budget of the witness's testimony (its answer to a question or request). The
+    1.5B answers an open question in 150–220 tokens; a capable model's few paragraphs fit
+    in 512, and claims past `max_claims` would not be examined anyway."""
+    split_max_tokens: int = Field(default=768, ge=32, le=32768)
+    """Token budget of the detective's split of a testimony into claims (a claim a line)."""
+    claim_concurrency: int = Field(default=0, ge=0, le=64)
+    """Claims examined at once; 0: the slots the detective's and the witness's servers
+    report (the fewer of the two), else 2."""
 
 
 class Price(BaseModel):

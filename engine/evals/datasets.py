@@ -60,6 +60,15 @@ DATASETS: dict[str, NamedDataset] = {
             repo="pminervini/HaluEval",
             revision="21e110ea5866a71b6362279dead3f4da5747116c",
         ),
+        NamedDataset(
+            "halueval-summarization",
+            "HaluEval summarization (Li et al., 2023): 10,000 documents, each with a right and "
+            "a hallucinated summary (testimonies, examined claim by claim; --mode document "
+            "gives the witness the document)",
+            "summarization/data-00000-of-00001.parquet",
+            repo="pminervini/HaluEval",
+            revision="21e110ea5866a71b6362279dead3f4da5747116c",
+        ),
     )
 }
 """The named datasets (the Hub revision is pinned: a later upload never changes a run)."""

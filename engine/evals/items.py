@@ -10,7 +10,14 @@ Two formats, told apart line by line:
   (what the claim answers), `answer` (the answer the claim gives, planted as the witness's
   own), `source` and `id`;
 - HaluEval-QA's (`knowledge`, `question`, `right_answer`, `hallucinated_answer`): each row gives
-  one true and one false claim, balanced by construction.
+  one true and one false claim, balanced by construction;
+- HaluEval summarization's (`document`, `right_summary`, `hallucinated_summary`): each row gives
+  two testimonies, its summaries, labelled true and false (a summary of several sentences is
+  interrogated claim by claim: `engine.interrogation.testimony`);
+- a testimony's claims already split and labelled one by one (`topic`, `claims`: a list of
+  `{"claim": …, "label": …}`, and optionally `question`, `source` naming the reference the
+  labels were checked against, `id`): each claim an item, the claims of one row a group
+  (sampled together; the run's figures per claim, and per testimony: `EvalItem.group`).
 
 A row's `document`, `context` or `knowledge` (the first present) is the item's document: only
 `--mode document` gives it to the witness (`document_for`), every other mode drops it, and it
@@ -152,9 +159,24 @@ def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:
                          answer, "halueval-qa", group, document, where)
                 for kind, answer, label in (("right", right, True),
                                             ("hallucinated", wrong, False))]
+    if "right_summary" in row or "hallucinated_summary" in row:
+        right = _text(row.get("right_summary"), "right_summary", where)
+        wrong = _text(row.get("hallucinated_summary"), "hallucinated_summary", where)
+        assert right is not None and wrong is not None
+        group = f"row{index}"
+        document = _document(row, where)
+        return [EvalItem(f"{group}:{kind}", summary, label, None, None,
+                         "halueval-summarization", group, document, where)
+                for kind, summary, label in (("right", right, True),
+                                             ("hallucinated", wrong, False))]
+    if "claims" in row and "claim" not in row:
+        return _split_row(row, index, where)
     if "claim" not in row:
         raise DatasetError(f"{where}: neither a claim ('claim', 'label') nor a HaluEval-QA row "
-                           "('question', 'right_answer', 'hallucinated_answer')")
+                           "('question', 'right_answer', 'hallucinated_answer'), a HaluEval "
+                           "summarization row ('document', 'right_summary', "
+                           "'hallucinated_summary') or a testimony's claims ('topic', "
+                           "'claims')")
     claim = _text(row.get("claim"), "claim", where)
     assert claim is not None
     if "label" not in row:
@@ -166,6 +188,37 @@ def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:
                      _text(row.get("answer"), "answer", where, required=False),
                      _text(row.get("source"), "source", where, required=False), key,
                      _document(row, where), where)]
+
+
+_MOST_CLAIMS = 200
+
+
+def _split_row(row: dict[str, Any], index: int, where: str) -> list[EvalItem]:
+    """A testimony's claims, split and labelled: an item each, the row their group."""
+    claims = row.get("claims")
+    if not isinstance(claims, list) or not claims:
+        raise DatasetError(f"{where}: 'claims' must be a non-empty list of "
+                           "{\"claim\": …, \"label\": …}")
+    if len(claims) > _MOST_CLAIMS:
+        raise DatasetError(f"{where}: more than {_MOST_CLAIMS} claims in one row")
+    key = row.get("id")
+    group = str(key) if isinstance(key, str | int) and str(key).strip() else f"line{index}"
+    _text(row.get("topic"), "topic", where)
+    question = _text(row.get("question"), "question", where, required=False)
+    source = _text(row.get("source"), "source", where, required=False)
+    document = _document(row, where)
+    items: list[EvalItem] = []
+    for number, entry in enumerate(claims, start=1):
+        place = f"{where}, claim {number}"
+        if not isinstance(entry, dict):
+            raise DatasetError(f"{place}: expected {{\"claim\": …, \"label\": …}}")
+        claim = _text(entry.get("claim"), "claim", place)
+        assert claim is not None
+        if "label" not in entry:
+            raise DatasetError(f"{place}: 'label' is missing")
+        items.append(EvalItem(f"{group}:{number}", claim, _label(entry["label"], place),
+                              question, None, source, group, document, place))
+    return items
 
 
 def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:

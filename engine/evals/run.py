@@ -45,6 +45,7 @@ from engine.errors import (
 from engine.evals.baselines import Baselines
 from engine.evals.folder import EvalKind, EvalResult, EvalRunInfo, RunFolder
 from engine.evals.items import EvalItem, Items, brief_for, document_for
+from engine.interrogation.claims import testimony_source
 from engine.memory import give_back_memory
 from engine.models.event import Event
 from engine.models.session import (
@@ -205,7 +206,8 @@ class EvalRun:
                     yield Unit(item, PROTOCOL_KIND[protocol], repeat)
             if self.baselines:
                 yield Unit(item, "direct")
-                yield Unit(item, "are-you-sure")
+                if testimony_source(item.claim) != "given":  # a summary states no one answer
+                    yield Unit(item, "are-you-sure")          # to ask "Are you sure?" of
                 if self.info.mode == "document":
                     yield Unit(item, "reader")
 

@@ -33,21 +33,27 @@ __all__ = ["Asking"]
 class Asking(SessionCalls):
     """A session's question and gap-analysis calls."""
 
-    async def _question(self, sequence: int, asked: Turn
-                         ) -> AsyncGenerator[InterrogationEvent, None]:
+    async def _question(self, sequence: int, asked: Turn, subject: str | None = None,
+                        rounds: list[QuestionAnswerPair] | None = None
+                        ) -> AsyncGenerator[InterrogationEvent, None]:
         """Stream a usable question into `asked`. An unusable one is asked for again of the
         same provider, told the rule it broke (in the user's turn); only the last attempt may
         go on to the chain's next provider. After `QUESTION_ATTEMPTS`, `NoQuestion` says why
-        (a rule of ours: the loop closes the questioning, it does not fail the session)."""
+        (a rule of ours: the loop closes the questioning, it does not fail the session).
+        `subject` and `rounds`: a testimony's claim and its own rounds, instead of the
+        session's hypothesis and rounds (then nothing streams: the claims run side by
+        side)."""
         session, settings = self.session, self.settings
-        hypothesis = session.hypothesis_text
-        brief = session.witness_brief
+        claim = subject is not None
+        hypothesis = subject if subject is not None else session.hypothesis_text
+        pairs = rounds if rounds is not None else session.qa_pairs
+        brief = None if claim else session.witness_brief
         claim_answer, claim_question = (brief.answer, brief.question) if brief else (None, None)
         system_template, turn = load_prompt("detective_question"), load_prompt("detective_turn")
         system = fill(system_template, HYPOTHESIS=hypothesis)
-        focus = load_prompt("detective_focus_next" if session.qa_pairs
+        focus = load_prompt("detective_focus_next" if pairs
                             else "detective_focus_first").strip()
-        earlier = [pair.question for pair in session.qa_pairs]
+        earlier = [pair.question for pair in pairs]
         rejected: list[tuple[str, str]] = []
 
         def frame(text: str) -> list[Message]:
@@ -56,9 +62,9 @@ class Asking(SessionCalls):
                 FOCUS=focus))]
 
         prompt: Prompt = transcript_prompt(
-            self._request(frame(transcript(session.qa_pairs, analyses=True)),
+            self._request(frame(transcript(pairs, analyses=True)),
                           settings.question_max_tokens, grammar=QUESTION_GRAMMAR),
-            session.qa_pairs, frame, analyses=True,
+            pairs, frame, analyses=True,
         )
         chain = self._chain_configs("detective")
         attempts = DEMONSTRATION_ATTEMPTS if chain and chain[0].is_demonstration \
@@ -84,7 +90,8 @@ class Asking(SessionCalls):
                                                          temperature=RETRY_TEMPERATURE))
             tried = len(rejected)
             try:
-                async for event in self._call(prompt, "detective", asked, sequence, accept):
+                async for event in self._call(prompt, "detective", asked,
+                                              None if claim else sequence, accept):
                     yield event
             except AllProvidersFailed:
                 if len(rejected) == tried:  # no model spoke nonsense: the providers failed

@@ -34,7 +34,7 @@ from engine.providers import Message, StreamRequest, TokenChoices
 from engine.routing.router import Router
 
 __all__ = ["TOP_LOGPROBS", "Plan", "Reading", "does_not_know", "exchange", "gives_logprobs",
-           "judge", "judgement_messages", "one_word", "read_stated", "read_word"]
+           "judge", "judge_alone", "judgement_messages", "one_word", "read_stated", "read_word"]
 
 TOP_LOGPROBS = 10
 """Alternatives asked for at each token of a one-word judgement."""
@@ -212,12 +212,12 @@ def gives_logprobs(router: Router) -> bool:
     return bool(chain) and router.providers[chain[0]].gives_logprobs
 
 
-async def _ask(calls: SessionCalls, sequence: int, hypothesis: str, evidence: str,
-               found: list[Reading | str]) -> AsyncGenerator[InterrogationEvent, None]:
+async def _ask(calls: SessionCalls, sequence: int | None, hypothesis: str, evidence: str,
+               found: list[Reading | str], ask: Ask = "judgement_word"
+               ) -> AsyncGenerator[InterrogationEvent, None]:
     """One judgement of `evidence`, recorded (`Plan`); appends the `Reading`, or why there is
     none, to `found`."""
-    plan = Plan(hypothesis, evidence, "judgement_word", calls.settings,
-                gives_logprobs(calls.router))
+    plan = Plan(hypothesis, evidence, ask, calls.settings, gives_logprobs(calls.router))
     while (request := plan.request) is not None:
         turn = Turn()
         async for event in calls._call(Prompt.whole(request), "detective", turn, None,
@@ -227,14 +227,16 @@ async def _ask(calls: SessionCalls, sequence: int, hypothesis: str, evidence: st
     found.append(plan.reading)
 
 
-async def judge(calls: SessionCalls, sequence: int, question: str, answers: Sequence[str],
-                result: list[Judgement], named: str | None = None
-                ) -> AsyncGenerator[InterrogationEvent, None]:
+async def judge(calls: SessionCalls, sequence: int | None, question: str,
+                answers: Sequence[str],
+                result: list[Judgement], named: str | None = None,
+                hypothesis: str | None = None) -> AsyncGenerator[InterrogationEvent, None]:
     """Judge round `sequence`: each of `answers` (one; more under the consistency protocol)
     given `question`, pooled; appends the `Judgement` to `result`. An answer that is no
     testimony (`named`: what the loop already found wrong with the first), or only says the
-    witness does not know, is silent without a call, the problem its reason."""
-    hypothesis = calls.session.hypothesis_text
+    witness does not know, is silent without a call, the problem its reason. `hypothesis`: a
+    testimony's claim, instead of the session's hypothesis."""
+    hypothesis = hypothesis if hypothesis is not None else calls.session.hypothesis_text
     readings: list[Reading] = []
     why: str | None = None
     for number, answer in enumerate(answers):
@@ -265,3 +267,12 @@ async def judge(calls: SessionCalls, sequence: int, question: str, answers: Sequ
         bearing=bearing, p_true=round(p_true, 4), source=readings[0].source,
         word=readings[0].word, why=reason,
         samples=[round(v, 4) for v in values] if len(answers) > 1 else []))
+
+
+async def judge_alone(calls: SessionCalls, claim: str, found: list[Reading | str]
+                      ) -> AsyncGenerator[InterrogationEvent, None]:
+    """The detective's own reading of `claim`, given nothing (the "detective alone"
+    baseline's call, recorded in the session): appends the `Reading`, or why there is none,
+    to `found`."""
+    async for event in _ask(calls, None, claim, "", found, "judgement_direct"):
+        yield event

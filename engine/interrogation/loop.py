@@ -49,6 +49,7 @@ from engine.interrogation.calls import Turn
 from engine.interrogation.checks import answer_problem, bare_question, close_reason, may_close
 from engine.interrogation.judgement import judge
 from engine.interrogation.questions import NoQuestion
+from engine.interrogation.testimony import examine_testimony, is_testimony
 from engine.interrogation.transcript import (
     witness_instructions,
     witness_messages,
@@ -81,6 +82,7 @@ from engine.models.session import (
 )
 from engine.models.trail import AuditTrailEntry
 from engine.providers import Message
+from engine.report.claims import testimony_reason
 from engine.report.words import demonstration_note, document_cut, settled_reason
 from engine.routing.router import Router
 from engine.storage.journal import SessionJournal
@@ -157,6 +159,19 @@ class Interrogation(Asking):
         if demo and not self.resumed:
             yield self._emit(Advice(text=demo))
         try:
+            if is_testimony(session):
+                async with aclosing(examine_testimony(self)) as events:
+                    async for event in events:
+                        yield event
+                audit = session.audit_result
+                assert audit is not None
+                audit.demonstration = any(
+                    self._is_demonstration(label) for pair in session.qa_pairs
+                    for label in (pair.provider_used.detective, pair.provider_used.witness))
+                yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
+                yield self._emit(AuditReady(audit=audit))
+                yield self._finish("completed", testimony_reason(session))
+                return
             limit = session.iteration_limit
             while True:
                 completed = self._closes()

@@ -24,9 +24,29 @@ cancelling rounds are pressed on, up to the limit. Measured on the 1.5B (notes/j
 bench-real's dev sample): rounds after one that bears drift to neighbouring facts, which the
 judgement reads as evidence, and dilute the round that asked the key fact.
 
-A hypothesis that states no checkable fact ("Summarize the health benefits of Vitamin B3",
-a question) is interrogated for its gaps only, and its verdict is `undetermined` with
-`NO_CLAIM` as the reason (`states_no_claim`).
+A hypothesis that asks ("Summarize the health benefits of Vitamin B3", a question) or
+states several things is a **testimony** (`engine.interrogation.claims`): taken apart into
+claims, each claim examined by the rule above in rounds of its own, then:
+
+5. **A claim's state** (`claim_state`): `held` when its verdict is `true`, `contradicted`
+   when `false`; otherwise `unsure` — except with a document (the witness holds one), where a
+   claim no round bore on is `unsupported` (the document does not say it: what a
+   hallucination in a summary is), its P(false) raised to at least `LEANS`. A conflict stays
+   `unsure` either way.
+6. **The testimony's verdict** (`testimony_verdict`): `false` as soon as one claim is
+   contradicted (or unsupported); `true` when every checkable claim held; else
+   `undetermined`, naming the claims that are unsure or were not examined. Its P(false) is the
+   largest of its examined claims' — a testimony is as doubtful as its most doubtful claim,
+   which keeps P(false) on the verdict's side of `LEANS` whatever the number of claims. The
+   deciding rounds are those that decided the false claims (for `false`) or every held claim.
+7. **The consistency score** of a testimony (`testimony_score`): the share of examined
+   claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or
+   unsupported; 0 when none was examined. Reproducible from the stored claims.
+
+The detective's own reading of a claim with no testimony (`Claim.direct_p_true`, in `open`
+mode) is recorded and shown beside the claim as a signal that does not rest on the witness
+repeating itself; it does not enter the state yet (its weight is for the development
+samples to decide: docs/eval.md).
 """
 
 from __future__ import annotations
@@ -37,7 +57,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.models.judgement import Bearing, Judgement
-from engine.models.session import VerdictValue
+from engine.models.session import CONTRADICTION_PENALTY, VerdictValue
+from engine.models.testimony import Claim, ClaimState
 
 __all__ = [
     "DECISIVE",
@@ -46,10 +67,13 @@ __all__ = [
     "Computed",
     "bearing_of",
     "claim_facts",
+    "claim_state",
     "compute",
     "pooled",
     "settled",
     "states_no_claim",
+    "testimony_score",
+    "testimony_verdict",
 ]
 
 LEANS = 0.6
@@ -159,3 +183,55 @@ def claim_facts(hypothesis: str) -> int:
     each gets a round of its own before the questioning may close."""
     return 1 + sum(1 for found in _AND.finditer(hypothesis)
                    if found.group(1).lower() in _VERBS)
+
+
+def claim_state(computed: Computed, document: bool) -> tuple[ClaimState, float]:
+    """A claim's state and P(false) from its rounds' computed verdict (rule 5)."""
+    if computed.verdict == "true":
+        return "held", computed.probability_false
+    if computed.verdict == "false":
+        return "contradicted", computed.probability_false
+    if document and not computed.conflict:
+        return "unsupported", round(max(LEANS, computed.probability_false), 4)
+    return "unsure", computed.probability_false
+
+
+def testimony_verdict(claims: Sequence[Claim]) -> Computed:
+    """The testimony's verdict from its claims' states (rule 6)."""
+    examined = [c for c in claims if c.examined and c.probability_false is not None]
+    checkable = [c for c in claims if c.state != "not checkable"]
+    if not examined:
+        reason = "no claim of the testimony could be checked" if not checkable else \
+            "no claim of the testimony was examined"
+        return Computed("undetermined", 0.5, reason=reason)
+    p_false = round(max(c.probability_false or 0.0 for c in examined), 4)
+    false = [c for c in examined if c.state in ("contradicted", "unsupported")]
+    if false:
+        return Computed("false", p_false, sorted({c.deciding for c in false if c.deciding}))
+    open_ = [c for c in checkable if c.state != "held"]
+    if not open_:
+        return Computed("true", p_false, sorted({c.deciding for c in examined
+                                                 if c.deciding}))
+    unsure = [c.number for c in open_ if c.state == "unsure"]
+    left = [c.number for c in open_ if c.state in ("not examined", "pending")]
+    parts = []
+    if unsure:
+        parts.append(f"{_claims(unsure)} unsure")
+    if left:
+        parts.append(f"{_claims(left)} not examined")
+    return Computed("undetermined", p_false, reason="; ".join(parts))
+
+
+def _claims(numbers: Sequence[int]) -> str:
+    listed = ", ".join(str(n) for n in numbers)
+    return f"claim {listed} is" if len(numbers) == 1 else f"claims {listed} are"
+
+
+def testimony_score(claims: Sequence[Claim]) -> int:
+    """The testimony's consistency score (rule 7)."""
+    examined = [c for c in claims if c.examined]
+    if not examined:
+        return 0
+    held = sum(1 for c in examined if c.state == "held")
+    against = sum(1 for c in examined if c.state in ("contradicted", "unsupported"))
+    return max(0, round(100 * held / len(examined)) - CONTRADICTION_PENALTY * against)

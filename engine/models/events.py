@@ -22,6 +22,7 @@ from engine.models.session import (
     SessionStatus,
     VerdictValue,
 )
+from engine.models.testimony import Claim, Testimony
 from engine.models.trail import AuditTrailEntry, ContextFit
 from engine.models.usage import TokenTally
 
@@ -32,6 +33,9 @@ __all__ = [
     "AnswerDelta",
     "AnswerUnusable",
     "AuditReady",
+    "Checkpoint",
+    "ClaimExamined",
+    "ClaimsSplit",
     "ContextFitted",
     "Delta",
     "Discarded",
@@ -54,7 +58,10 @@ __all__ = [
 Role = Literal["detective", "witness", "oracle", "agent"]
 """Who produced a piece of text: the two roles of an interrogation, and the oracles and the
 case agent that come next."""
-PhaseName = Literal["question", "answer", "judgement", "analysis", "audit"]
+PhaseName = Literal["question", "answer", "judgement", "analysis", "audit", "testimony",
+                    "split", "claims"]
+"""`testimony`: the witness gives its testimony; `split`: the detective takes it apart into
+claims; `claims`: the claims are examined (their rounds run side by side)."""
 
 
 class _Event(Event):
@@ -224,6 +231,25 @@ class PairCompleted(_Event):
     """The session's repairs so far (None as for `tokens`)."""
 
 
+class ClaimsSplit(_Event):
+    """The testimony is taken apart: its claims, fixed from now on (a checkpoint, like a
+    completed round: on the disk before it is shown)."""
+
+    type: Literal["claims_split"] = "claims_split"
+    testimony: Testimony
+
+
+class ClaimExamined(_Event):
+    """Claim `claim.number`'s examination ended with its state (a checkpoint: a resume
+    examines only the claims without one)."""
+
+    type: Literal["claim_examined"] = "claim_examined"
+    claim: Claim
+    tokens: TokenTally | None = None
+    """The session's tokens and cost once the claim was stored."""
+    repairs: int | None = None
+
+
 class AuditReady(_Event):
     """The audit of the whole session."""
 
@@ -261,9 +287,15 @@ InterrogationEvent = (
     | GapAnalysisReady
     | JudgementReady
     | PairCompleted
+    | ClaimsSplit
+    | ClaimExamined
     | AuditReady
     | Finished
 )
+
+Checkpoint = (PairCompleted, ClaimsSplit, ClaimExamined)
+"""The events that are checkpoints: synced to the disk before they are shown, and folded into
+a running session's metadata when it is read (`engine.storage.layout.fold`)."""
 
 _ADAPTER: TypeAdapter[InterrogationEvent] = TypeAdapter(
     Annotated[InterrogationEvent, Field(discriminator="type")]

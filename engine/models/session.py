@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from engine.errors import SessionError
 from engine.models.judgement import Judgement
 from engine.models.notes import LlmEntry, NoteEntry, UIPreferences
+from engine.models.testimony import Testimony
 from engine.models.trail import AuditTrailEntry, ContextFit, now
 from engine.models.usage import TokenTally
 from engine.text import strip_control
@@ -146,6 +147,11 @@ class QuestionAnswerPair(_Model):
     judgement: Judgement | None = None
     """The detective's judgement of this exchange alone (None: a hypothesis that states no
     claim, or a session from before judgements)."""
+    claim: Annotated[int, Field(ge=1)] | None = None
+    """The testimony's claim this round examined (its number), None outside a testimony."""
+    testimony: bool = False
+    """This pair is the testimony itself (`qa_pairs[0]`): the hypothesis asked and the
+    witness's answer, or the testimony as given."""
 
     @property
     def answered(self) -> bool:
@@ -325,6 +331,9 @@ class InterrogationSession(_Model):
     """A claim the witness stands behind from the start (an evaluation's item), else None."""
     witness_document: WitnessDocument | None = None
     """The document the witness holds, else None."""
+    testimony: Testimony | None = None
+    """The testimony taken apart into claims, when the hypothesis asks or states several
+    things (`engine.models.testimony`), else None."""
     eval_tag: EvalTag | None = None
     """The evaluation run this session belongs to, else None."""
     tokens: TokenTally = Field(default_factory=TokenTally)

@@ -65,6 +65,10 @@ class StreamRequest:
     """Ask for the log-probabilities of the answer's tokens and of this many alternatives
     to each (`TokenChoices`), where the wire gives them (`Provider.gives_logprobs`); a
     provider that cannot just answers."""
+    frequency_penalty: float | None = None
+    """Lower a token's odds by how often it has appeared already (OpenAI's
+    `frequency_penalty`, which llama.cpp, vLLM and Ollama take too): what keeps a small model
+    out of a repetition loop in a long list. A wire without it (Anthropic) just answers."""
 
     @classmethod
     def of(cls, prompt: str, **kwargs: Any) -> StreamRequest:

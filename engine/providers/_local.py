@@ -89,6 +89,8 @@ class LocalProvider(Provider):
             body["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.frequency_penalty is not None:
+            body["frequency_penalty"] = request.frequency_penalty
         if request.schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

@@ -137,6 +137,8 @@ class OllamaProvider(Provider):
             options["num_predict"] = request.max_tokens
         if request.temperature is not None:
             options["temperature"] = request.temperature
+        if request.frequency_penalty is not None:
+            options["frequency_penalty"] = request.frequency_penalty
         arguments: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],

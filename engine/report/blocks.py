@@ -26,6 +26,8 @@ from engine.models.events import (
     AnswerSampled,
     AnswerUnusable,
     AuditReady,
+    ClaimExamined,
+    ClaimsSplit,
     Discarded,
     Finished,
     GapAnalysisReady,
@@ -40,6 +42,8 @@ from engine.models.events import (
     TrailAdded,
 )
 from engine.models.session import AuditResult, GapAnalysis, InterrogationSession
+from engine.models.testimony import Claim, Testimony
+from engine.report.claims import claim_line, marked_testimony
 from engine.report.words import (
     ANSWER_CUT_OFF,
     comparisons_line,
@@ -61,8 +65,10 @@ __all__ = ["Append", "Block", "BlockKind", "Calls", "Narration", "Piece", "Void"
            "reasoning_title", "session_blocks"]
 
 BlockKind = Literal["heading", "question", "answer", "judgement", "analysis", "audit", "summary",
-                    "mark", "note", "end", "reasoning"]
-"""`mark`: a remark that is part of the transcript (an answer cut off, no answer);
+                    "mark", "note", "end", "reasoning", "claims", "testimony"]
+"""`claims`: a testimony's claims, a line each with its state; `testimony`: the testimony
+with each claim's mark after its sentence (`engine.report.claims`);
+`mark`: a remark that is part of the transcript (an answer cut off, no answer);
 `note`: an aside about how the run went (a failover, advice) — the CLI puts it on stderr;
 `reasoning`: what a reasoning model thought before a reply (stored sessions, when asked)."""
 
@@ -129,7 +135,17 @@ def finished_line(session_id: str, status: str, reason: str | None) -> str:
     return f"Session {session_id[:8]} {status}{why}"
 
 
-_STREAMS = {("detective", "question"): "question", ("witness", "answer"): "answer"}
+_STREAMS = {("detective", "question"): "question", ("witness", "answer"): "answer",
+            ("witness", "testimony"): "testimony"}
+
+
+def claims_block(testimony: Testimony) -> Block:
+    """A testimony's claims (and the split's refused lines), a line each."""
+    lines = [claim_line(claim) for claim in testimony.claims]
+    lines += [f"refused: {line}" for line in testimony.refused]
+    if testimony.problem:
+        lines.append(testimony.problem)
+    return Block("claims", "Claims", "\n".join(lines) or "no claims")
 
 
 class Narration:
@@ -144,6 +160,10 @@ class Narration:
         """The final status, once `Finished` is seen."""
         self.reason: str | None = None
         self.analysed: set[int] = set()
+        self.testimony = ""
+        """The testimony's text, once its pair is seen."""
+        self.claims: dict[int, Claim] = {}
+        """The testimony's claims by number, with their states so far."""
 
     def pieces(self, event: InterrogationEvent) -> list[Piece]:
         """What `event` adds to the transcript (often nothing)."""
@@ -162,6 +182,13 @@ class Narration:
                     return [Block("heading", round_title(sequence, self.limit))]
                 if phase == "audit":
                     return [Block("heading", "Audit")]
+                if phase == "testimony":
+                    return [Block("heading", "Testimony")]
+                if phase == "split":
+                    return [Block("heading", "Claims", "the detective takes the testimony "
+                                  "apart…")]
+                if phase == "claims":
+                    return [Block("heading", "Examining the claims")]
             case ProviderChosen(role=role, provider=provider):
                 kind = _STREAMS.get((role, self.phase))
                 if kind == "question":
@@ -170,6 +197,45 @@ class Narration:
                 if kind == "answer":
                     return [Block("answer", f"Answer · {provider}", streaming=True,
                                   markdown=True)]
+                if kind == "testimony":
+                    return [Block("answer", f"Testimony · {provider}", streaming=True,
+                                  markdown=True)]
+            case Discarded(provider=provider, text=text, reason=reason) \
+                    if self.phase == "claims":  # nothing of a claim's rounds streams
+                return [Block("note", text=discarded_line(provider, len(text), reason))]
+            case ClaimsSplit(testimony=testimony):
+                self.claims = {claim.number: claim for claim in testimony.claims}
+                return [claims_block(testimony)]
+            case ClaimExamined(claim=claim):
+                self.claims[claim.number] = claim
+                return [Block("judgement", f"Claim {claim.number}", claim_line(claim))]
+            case PairCompleted(pair=pair) if pair.testimony:
+                self.testimony = pair.answer
+                self.analysed.add(pair.sequence)
+                if self.phase == "testimony" and pair.provider_used.witness != "given":
+                    return []  # streamed already
+                title = "Testimony · " + (pair.provider_used.witness or "witness")
+                given: list[Piece] = [Block("heading", "Testimony"),
+                                      Block("answer", title, pair.answer, markdown=True)]
+                if pair.answer_problem:
+                    given.append(Block("mark", text=pair.answer_problem))
+                return given
+            case PairCompleted(pair=pair) if pair.claim is not None:
+                self.analysed.add(pair.sequence)
+                examined = self.claims.get(pair.claim)
+                rounds: list[Piece] = [
+                    Block("heading", f"Claim {pair.claim} · Q{pair.sequence}",
+                          examined.text if examined is not None else ""),
+                    Block("question", f"Question · {pair.provider_used.detective}",
+                          pair.question, markdown=True),
+                    Block("answer", f"Answer · {pair.provider_used.witness}", pair.answer,
+                          markdown=True)]
+                if pair.answer_mark:
+                    rounds.append(Block("mark", text=pair.answer_mark))
+                if pair.judgement is not None:
+                    rounds.append(Block("judgement", f"Judgement {pair.sequence}",
+                                        judgement_line(pair.judgement)))
+                return rounds
             case QuestionDelta(text=text) | AnswerDelta(text=text):
                 return [Append(text)]
             case AnswerCutOff():
@@ -191,7 +257,10 @@ class Narration:
                 self.analysed.add(sequence)
                 return [self._analysis(analysis, sequence)]
             case AuditReady(audit=audit):
-                return [Block("audit", "Findings", "\n".join(audit_lines(audit))),
+                marked = [Block("testimony", "The testimony, marked",
+                                marked_testimony(self.testimony, list(self.claims.values())))
+                          ] if self.testimony and self.claims else []
+                return [*marked, Block("audit", "Findings", "\n".join(audit_lines(audit))),
                         Block("summary", "Summary", audit.summary, markdown=True)]
             case Finished(status=status, reason=reason):
                 self.status, self.reason = status, reason
@@ -281,6 +350,8 @@ def session_blocks(session: InterrogationSession, reasoning: Calls | None = None
 
     for pair in session.qa_pairs:
         add(narration.pieces(PairCompleted(pair=pair)), pair.sequence)
+        if pair.testimony and session.testimony is not None:
+            add(narration.pieces(ClaimsSplit(testimony=session.testimony)), None)
     if session.audit_result is not None:
         add(narration.pieces(Phase(phase="audit", sequence=len(session.qa_pairs))), None)
         add(narration.pieces(AuditReady(audit=session.audit_result)), None)

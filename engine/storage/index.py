@@ -69,10 +69,19 @@ class SessionSummary:
     """What they cost at the configured prices (`engine.costs`)."""
     unpriced: tuple[str, ...] = ()
     """Providers it used with no price configured (not in `cost`)."""
+    claims: str | None = None
+    """A testimony's claims counted by state ("3/8 held, 2 contradicted"), else None."""
 
     def with_status(self, status: str, error: str | None = None) -> SessionSummary:
         """A copy with another display status."""
         return replace(self, status=status, error=error)
+
+
+def _tally(session: InterrogationSession) -> str:
+    from engine.report.claims import claims_tally  # the words (imported when there are claims)
+
+    assert session.testimony is not None
+    return claims_tally(session.testimony.claims)
 
 
 def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
@@ -95,6 +104,8 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         tokens=session.tokens.total,
         cost=session.tokens.cost,
         unpriced=tuple(session.tokens.unpriced),
+        claims=_tally(session)
+        if session.testimony is not None and session.testimony.split else None,
     )
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import SessionCorrupt
-from engine.models.events import InterrogationEvent, PairCompleted
+from engine.models.events import Checkpoint, InterrogationEvent
 from engine.models.session import InterrogationSession
 from engine.storage.atomic import atomic_write_text
 from engine.storage.eventlog import EventLogWriter
@@ -70,10 +70,11 @@ class SessionJournal:
         return self.directory / EVENTS
 
     def record(self, event: InterrogationEvent) -> None:
-        """Append `event` to events.jsonl (deltas batched); a `PairCompleted` is synced to the
-        disk and indexed before this returns (rule 2)."""
+        """Append `event` to events.jsonl (deltas batched); a checkpoint (`PairCompleted`, a
+        testimony's `ClaimsSplit` and `ClaimExamined`) is synced to the disk and indexed before
+        this returns (rule 2)."""
         self._log.append(event)
-        if isinstance(event, PairCompleted):
+        if isinstance(event, Checkpoint):
             self._log.sync()
             self.store.index.append(summarize(self.directory.name, self.session))
 

@@ -16,7 +16,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from engine.errors import SessionCorrupt
-from engine.models.events import ContextFitted, PairCompleted, Record, TrailAdded
+from engine.models.events import (
+    Checkpoint,
+    ClaimExamined,
+    ClaimsSplit,
+    ContextFitted,
+    PairCompleted,
+    Record,
+    TrailAdded,
+)
 from engine.models.session import InterrogationSession
 from engine.storage.atomic import TEMP_PREFIX
 from engine.storage.eventlog import read_events
@@ -84,12 +92,13 @@ def load_session(directory: Path) -> InterrogationSession:
 
 
 def fold(session: InterrogationSession, records: list[Record]) -> InterrogationSession:
-    """Fold into `session` (as metadata.json had it) the rounds `records` completed after it
-    was written: each `PairCompleted` with the trail entries and context fits before it, and
-    the running totals the last one carries. What follows the last completed round is a round
-    cut short: it is left out, as a resume asks it again. Returns `session`, changed."""
+    """Fold into `session` (as metadata.json had it) the checkpoints `records` hold after it
+    was written: each `PairCompleted` (and a testimony's `ClaimsSplit` and `ClaimExamined`)
+    with the trail entries and context fits before it, and the running totals the last one
+    carries. What follows the last checkpoint is a round cut short: it is left out, as a
+    resume asks it again. Returns `session`, changed."""
     last = max((i for i, r in enumerate(records)
-                if r.n > session.events_recorded and isinstance(r.event, PairCompleted)),
+                if r.n > session.events_recorded and isinstance(r.event, Checkpoint)),
                default=None)
     if last is None:
         return session
@@ -105,6 +114,17 @@ def fold(session: InterrogationSession, records: list[Record]) -> InterrogationS
                 event.pair.sequence == len(session.qa_pairs) + 1:  # an older log's pair is
             session.qa_pairs.append(event.pair)                    # in metadata.json already
             session.current_iteration = len(session.qa_pairs)
+            if event.tokens is not None:
+                session.tokens = event.tokens.model_copy(deep=True)
+            if event.repairs is not None:
+                session.repairs = event.repairs
+        elif isinstance(event, ClaimsSplit):
+            session.testimony = event.testimony.model_copy(deep=True)
+        elif isinstance(event, ClaimExamined) and session.testimony is not None:
+            claims = session.testimony.claims
+            for index, claim in enumerate(claims):
+                if claim.number == event.claim.number:
+                    claims[index] = event.claim.model_copy(deep=True)
             if event.tokens is not None:
                 session.tokens = event.tokens.model_copy(deep=True)
             if event.repairs is not None:

@@ -25,6 +25,7 @@ from engine.evals.report import write_report
 from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
 from engine.evals.summary import EvalSummary, summarize
 from engine.models.session import Protocol, unknown_protocols
+from engine.routing.slots import role_slots
 from engine.storage.atomic import file_sha256
 
 if TYPE_CHECKING:
@@ -171,15 +172,4 @@ class Evals:
 async def _slots(router: Router) -> int:
     """The fewest slots the first detective and witness servers report (no more than
     `MAX_CONCURRENCY`, whatever a server says), else the default."""
-    found: list[int] = []
-    for role in ("detective", "witness"):
-        chain = router.chain(role)
-        if not chain:
-            continue
-        try:
-            slots = await router.providers[chain[0]].slots()
-        except Exception:  # a server that cannot say: the default
-            slots = None
-        if slots:
-            found.append(slots)
-    return min(*found, MAX_CONCURRENCY) if found else DEFAULT_CONCURRENCY
+    return await role_slots(router, MAX_CONCURRENCY, DEFAULT_CONCURRENCY)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -91,8 +92,11 @@ class Run:
                                       self.settings or config.interrogation,
                                       resumed=self.resumed, budget=self.budget)
         try:
-            async for event in interrogation.run():
-                yield event
+            # closed here, before the journal: a consumer that stops reading (a `break`) has
+            # the run stored `cancelled` now, not whenever the generator is collected
+            async with aclosing(interrogation.run()) as events:
+                async for event in events:
+                    yield event
         finally:
             self.journal.close()
             if own:

@@ -150,3 +150,84 @@ def fixed_session(root: Path, n: int, status: str = "completed") -> Interrogatio
     session.events_recorded = log.last_n
     (directory / "metadata.json").write_text(session.model_dump_json())
     return session  # no index line: the store reads a folder its index does not know
+
+
+TESTIMONY_TEXT = ("Niacin is vitamin B3. It helps convert food into energy.\n"
+                  "Niacin is also called pantothenic acid. You should eat more fish.")
+
+
+def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
+    """A testimony's stored session, fixed for snapshots: the witness's answer to a request,
+    its four claims (held, contradicted, unsure, not checkable) and their rounds, as a run
+    journals them."""
+    from engine.interrogation.claims import locate
+    from engine.interrogation.testimony import NO_ANALYSIS, analysis_of, testimony_audit
+    from engine.models.events import ClaimExamined, ClaimsSplit
+    from engine.models.judgement import Judgement
+    from engine.models.session import ProvidersUsed, QuestionAnswerPair
+    from engine.models.testimony import Claim, Testimony
+
+    begun = START + timedelta(hours=n)
+    request = "Summarize the health benefits of vitamin B3"
+    used = ProvidersUsed(detective="cloud:gpt-4o", witness="local:qwen")
+    first = QuestionAnswerPair(sequence=1, question=request, answer=TESTIMONY_TEXT,
+                               timestamp=begun, gap_analysis=NO_ANALYSIS, testimony=True,
+                               provider_used=ProvidersUsed(detective="", witness="local:qwen"))
+    texts = ["Niacin is vitamin B3.", "Niacin helps convert food into energy.",
+             "Niacin is also called pantothenic acid.", "You should eat more fish."]
+    claims = [Claim(number=i, text=t, start=locate(t, TESTIMONY_TEXT)[0],
+                    end=locate(t, TESTIMONY_TEXT)[1]) for i, t in enumerate(texts, start=1)]
+    claims[3].state, claims[3].why = "not checkable", "advice, not a fact"
+    rounds = [(1, "Which vitamin is niacin?", "Niacin is vitamin B3.", 0.97),
+              (3, "What other name does niacin have?", "Niacin is nicotinic acid; "
+               "pantothenic acid is vitamin B5.", 0.04),
+              (2, "What does niacin do in the body?", "It is a vitamin.", 0.5)]
+    pairs = [first]
+    outcome = {1: ("held", 0.03), 3: ("contradicted", 0.96), 2: ("unsure", 0.5)}
+    for number, question, answer, p_true in rounds:
+        bearing = "supports" if p_true >= 0.6 else "contradicts" if p_true <= 0.4 else "silent"
+        judgement = Judgement(bearing=bearing, p_true=p_true, source="logprobs")  # type: ignore[arg-type]
+        pairs.append(QuestionAnswerPair(
+            sequence=len(pairs) + 1, question=question, answer=answer, timestamp=begun,
+            gap_analysis=analysis_of(judgement, texts[number - 1]), provider_used=used,
+            judgement=judgement, claim=number))
+        claim = claims[number - 1]
+        claim.state, claim.probability_false = outcome[number]  # type: ignore[assignment]
+        claim.deciding = len(pairs) if claim.state != "unsure" else None
+        claim.direct_p_true = 0.8
+    claims[1].why = "the rounds that bear on the hypothesis cancel each other out"
+    split = Testimony(source="witness", claims=[Claim(number=c.number, text=c.text,
+                                                      start=c.start, end=c.end,
+                                                      state="not checkable" if c.number == 4
+                                                      else "pending", why=c.why)
+                                                for c in claims], split=True)
+    session = InterrogationSession(
+        id=uuid.UUID(hex=f"{(n + 1) * 0x1234567:08x}" + "0" * 24),
+        hypothesis=Hypothesis(text=request, created_at=begun), start_time=begun,
+        end_time=begun + timedelta(minutes=2), status="completed", iteration_limit=5,
+        current_iteration=len(pairs), qa_pairs=pairs,
+        testimony=Testimony(source="witness", claims=claims, split=True))
+    session.audit_result = testimony_audit(session)
+    name = f"{begun.strftime('%Y-%m-%d_%H-%M-%S')}_{session.short_id}"
+    directory = root / name
+    directory.mkdir(parents=True)
+    log = EventLogWriter(directory / "events.jsonl", clock=lambda: 1000.0)
+    events: list[Any] = [
+        Started(session_id=str(session.id), hypothesis=request, iteration_limit=5),
+        Phase(phase="testimony", sequence=1),
+        ProviderChosen(role="witness", provider="local:qwen"),
+        AnswerDelta(sequence=1, text=TESTIMONY_TEXT), PairCompleted(pair=first),
+        Phase(phase="split", sequence=1), ClaimsSplit(testimony=split),
+        Phase(phase="claims", sequence=1)]
+    for pair in pairs[1:]:
+        events.append(PairCompleted(pair=pair))
+        assert pair.claim is not None
+        events.append(ClaimExamined(claim=claims[pair.claim - 1]))
+    events += [Phase(phase="audit", sequence=len(pairs)),
+               AuditReady(audit=session.audit_result), Finished(status="completed")]
+    for event in events:
+        log.append(event)
+    log.close()
+    session.events_recorded = log.last_n
+    (directory / "metadata.json").write_text(session.model_dump_json())
+    return session

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import Input
 
 from engine import Paths, load_config
-from tests.support.app import START, fixed_session, quiet
+from tests.support.app import START, fixed_session, fixed_testimony, quiet
 from tui.app import DetektivApp
 from tui.screens.providers import ProvidersScreen
 
@@ -54,6 +54,27 @@ def test_live_tab(home: Path, snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(make_app(home), terminal_size=SIZE, run_before=open_newest)
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_live_tab_testimony(home: Path, snap_compare: Any, width: int) -> None:
+    """A testimony's claims marked in its paragraph and listed beside it, at 80 columns as at
+    160."""
+    async def open_it(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("o")
+        app = pilot.app
+        deadline = time.monotonic() + 30
+        while not app.live.status_text.startswith("completed"):
+            assert time.monotonic() < deadline, app.live.status_text
+            await pilot.pause(0.05)
+        app.clear_notifications()
+        app.live.query_one("#transcript").focus()
+        await pilot.pause()
+
+    app = make_app(home, sessions=0)
+    fixed_testimony(home / "data" / "sessions")
+    assert snap_compare(app, terminal_size=(width, 36), run_before=open_it)
 
 
 def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:

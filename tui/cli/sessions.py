@@ -31,6 +31,7 @@ from engine import (
     atomic_write_text,
     encode_record,
     grouped,
+    listed_title,
     session_exit_code,
     split_chain,
     strip_control,
@@ -174,7 +175,7 @@ def sessions(paths: Paths, as_json: bool, run: str | None = None,
         row = item
         started = local_minute(row.started)
         score = "" if row.score is None else str(row.score)
-        text = " ".join(strip_control(row.hypothesis).split())
+        text = listed_title(row.hypothesis, row.claims)
         if len(text) > 60:
             text = text[:59] + "…"
         print(f"{row.id[:8]:8}  {row.status:13}  {verdict_cell(row):17}  {score:>5}  "

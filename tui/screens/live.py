@@ -14,7 +14,7 @@ from typing import cast
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Select, Static
@@ -24,6 +24,8 @@ from engine import (
     WAS_REASONING,
     AuditReady,
     AuditResult,
+    ClaimExamined,
+    ClaimsSplit,
     ConfigError,
     DetektivError,
     Discarded,
@@ -54,6 +56,7 @@ from tui.widgets.form import FormInput, HypothesisArea
 from tui.widgets.reasoning import ReasoningPanel
 from tui.widgets.side import SidePanel
 from tui.widgets.tabs import ModeTabs
+from tui.widgets.testimony import MarkedTestimony
 from tui.widgets.transcript import TranscriptView
 
 __all__ = ["LiveScreen"]
@@ -121,7 +124,9 @@ class LiveScreen(Guarded, Screen[None]):
             yield Static(Content("cost: –"), id="cost-badge", classes="badge")
             yield Static(Content("idle"), id="status")
         with Horizontal(id="main"):
-            yield TranscriptView(id="transcript")
+            with Vertical(id="left"):
+                yield MarkedTestimony(id="testimony")
+                yield TranscriptView(id="transcript")
             yield SidePanel(id="side")
         yield Footer()
 
@@ -129,6 +134,7 @@ class LiveScreen(Guarded, Screen[None]):
 
     def on_mount(self) -> None:
         self._built = True
+        self.query_one(MarkedTestimony).display = False
         self.query_one(TranscriptView).add("note", self.empty_text())
         if self._form_wanted:
             self.focus_form()
@@ -224,7 +230,23 @@ class LiveScreen(Guarded, Screen[None]):
         self.run_interrogation(self.host.workspace.sessions.resume(self.session_dir))
 
     def action_select(self, step: int) -> None:
+        """`[` / `]`: the previous or next claim of a testimony (its rounds shown), else the
+        previous or next answer."""
+        testimony = self.query_one(MarkedTestimony)
+        if testimony.display and testimony.claims:
+            number = testimony.move(step)
+            if number is not None:
+                self.show_claim(number)
+            return
         self.query_one(TranscriptView).select_answer(step)
+
+    def show_claim(self, number: int) -> None:
+        """Scroll the transcript to claim `number`'s rounds (or say it has none yet)."""
+        if not self.query_one(TranscriptView).scroll_to_title(f"Claim {number} · "):
+            self.notify(f"Claim {number} has no rounds (yet).", markup=False)
+
+    def on_marked_testimony_claim_chosen(self, event: MarkedTestimony.ClaimChosen) -> None:
+        self.show_claim(event.number)
 
     def action_copy_answer(self) -> None:
         view = self.query_one(TranscriptView)
@@ -295,6 +317,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.usage = TokenTally()
         self.query_one("#cost-badge", Static).update(Content("cost: –"))
         self.query_one(SidePanel).clear()
+        self.query_one(MarkedTestimony).clear()
 
     def show(self, event: InterrogationEvent, announce: bool = True) -> None:
         """Render one event (live, or replayed from a log): its blocks into the transcript
@@ -313,9 +336,11 @@ class LiveScreen(Guarded, Screen[None]):
                 self.set_status("running")
             case Phase(phase=phase, sequence=sequence):
                 label = {"question": "asking", "answer": "answering", "judgement": "judging",
-                         "analysis": "analysing", "audit": "auditing"}[phase]
-                self.set_status(f"round {sequence}: {label}…" if phase != "audit"
-                                else "auditing…")
+                         "analysis": "analysing", "audit": "auditing",
+                         "testimony": "the witness testifies", "split": "taking the "
+                         "testimony apart", "claims": "examining the claims"}.get(phase, phase)
+                self.set_status(f"round {sequence}: {label}…" if phase in (
+                    "question", "answer", "judgement", "analysis") else f"{label}…")
             case ProviderChosen(role=role, provider=provider):
                 previous = self.badges.get(role)
                 self.badges[role] = provider
@@ -337,8 +362,14 @@ class LiveScreen(Guarded, Screen[None]):
                 badge.set_classes(f"badge verdict-{verdict}")
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.query_one(SidePanel).show_analysis(analysis, sequence)
+            case ClaimsSplit(testimony=testimony):
+                self.query_one(MarkedTestimony).show_claims(testimony.claims)
+            case ClaimExamined(claim=claim):
+                self.query_one(MarkedTestimony).update_claim(claim)
             case PairCompleted(pair=pair):
-                if replayed:
+                if pair.testimony:
+                    self.query_one(MarkedTestimony).show_text(pair.answer)
+                if replayed and not pair.testimony and pair.claim is None:
                     self.query_one(SidePanel).show_analysis(pair.gap_analysis, pair.sequence)
                 if pair.usage is not None:
                     self.usage.add(pair.usage)

@@ -19,6 +19,7 @@ from engine import (
     SessionSummary,
     atomic_write_text,
     grouped,
+    listed_title,
     newest_sessions,
     strip_control,
     verdict_cell,
@@ -168,7 +169,7 @@ class SessionsScreen(Guarded, Screen[None]):
                     key=f"eval:{row.run}",
                 )
                 continue
-            hypothesis = " ".join(strip_control(row.hypothesis).split())
+            hypothesis = listed_title(row.hypothesis, row.claims)
             table.add_row(
                 Text(row.id[:8]),
                 Text(row.status),

@@ -34,7 +34,7 @@ Kind = Literal["heading", "question", "answer", "analysis", "audit", "note", "di
 SHOWN_AS: dict[BlockKind, Kind] = {
     "heading": "heading", "question": "question", "answer": "answer", "analysis": "analysis",
     "judgement": "analysis", "audit": "audit", "summary": "audit", "note": "note",
-    "mark": "note", "end": "note"}
+    "mark": "note", "end": "note", "claims": "analysis", "testimony": "audit"}
 """How each kind of the engine's blocks (`engine.report.blocks`) shows in the transcript."""
 FPS = 30
 
@@ -222,6 +222,17 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         self.follow = False
         self.scroll_to(y=start, animate=False)
         return self.blocks[self.selected]
+
+    def scroll_to_title(self, prefix: str) -> bool:
+        """Scroll to the first block whose title starts with `prefix`; False when none
+        does."""
+        self._flush_live()
+        for index, block in enumerate(self.blocks):
+            if block.title.startswith(prefix):
+                self.follow = False
+                self.scroll_to(y=self._start_line(index), animate=False)
+                return True
+        return False
 
     # ---- rendering -------------------------------------------------------------------------
 

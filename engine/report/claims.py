@@ -1,0 +1,136 @@
+"""The words of a testimony: how a claim, its state and the marked testimony read.
+
+Every front end (the CLI's `run`, `watch` and `show`, the Live tab, the markdown export)
+takes them from here. A state has a symbol as well as a colour, so it reads without colour
+(`NO_COLOR`, a log, a screen reader).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.models.session import InterrogationSession
+from engine.models.testimony import Claim, ClaimState, Testimony
+from engine.text import one_line, strip_control
+
+__all__ = ["MARKS", "MarkedPart", "claim_line", "claim_mark", "claims_tally", "listed_title",
+           "marked_parts", "marked_testimony", "testimony_reason", "testimony_summary"]
+
+MARKS: dict[ClaimState, str] = {
+    "pending": "…", "held": "✓", "contradicted": "✗", "unsupported": "⊘", "unsure": "?",
+    "not checkable": "~", "not examined": "-",
+}
+"""Each state's symbol."""
+
+_ORDER: tuple[ClaimState, ...] = ("held", "contradicted", "unsupported", "unsure",
+                                  "not checkable", "not examined", "pending")
+
+
+def claim_mark(claim: Claim) -> str:
+    """`"✓3"`: the state's symbol and the claim's number."""
+    return f"{MARKS[claim.state]}{claim.number}"
+
+
+def claim_line(claim: Claim) -> str:
+    """`"✓ 3 held · p(false) 0.08 · round 5 · alone 0.91 · Vitamin B3 …"`: one claim."""
+    parts = [f"{MARKS[claim.state]} {claim.number} {claim.state}"]
+    if claim.probability_false is not None:
+        parts.append(f"p(false) {claim.probability_false:.2f}")
+    if claim.deciding is not None:
+        parts.append(f"round {claim.deciding}")
+    if claim.direct_p_true is not None:
+        parts.append(f"alone p(true) {claim.direct_p_true:.2f}")
+    if claim.why and claim.state not in ("held", "contradicted"):
+        parts.append(strip_control(claim.why))
+    return " · ".join(parts) + f" · {one_line(strip_control(claim.text), 300)}"
+
+
+def claims_tally(claims: Sequence[Claim]) -> str:
+    """`"3/8 held, 2 contradicted, 1 unsure"`: the claims' states counted (what the sessions
+    list shows for a testimony)."""
+    if not claims:
+        return "no claims"
+    counts = {state: sum(1 for c in claims if c.state == state) for state in _ORDER}
+    parts = [f"{counts['held']}/{len(claims)} held"]
+    parts += [f"{counts[state]} {state}" for state in _ORDER[1:] if counts[state]]
+    return ", ".join(parts)
+
+
+def testimony_summary(testimony: Testimony, verdict: str | None) -> str:
+    """The summary computed from the claims (no model writes it)."""
+    claims = testimony.claims
+    if testimony.problem and not claims:
+        return f"Nothing was examined: {strip_control(testimony.problem)}."
+    lines = [f"The testimony was taken apart into {len(claims)} claim"
+             f"{'s' if len(claims) != 1 else ''}: {claims_tally(claims)}."]
+    for state, words in (("contradicted", "The witness's own answers contradicted"),
+                         ("unsupported", "The witness could not support from its document"),
+                         ("unsure", "Its answers did not settle")):
+        found = [c for c in claims if c.state == state]
+        if found:
+            lines.append(f"{words}: " + "; ".join(
+                f"claim {c.number} (\"{one_line(strip_control(c.text), 120)}\")"
+                for c in found) + ".")
+    if verdict is not None:
+        lines.append(f"Verdict on the testimony: {verdict}.")
+    return "\n\n".join(lines)
+
+
+def testimony_reason(session: InterrogationSession) -> str:
+    """Why a testimony's run ended as it did, in one line."""
+    testimony = session.testimony
+    if testimony is None:
+        return "no testimony"
+    if testimony.problem and not testimony.claims:
+        return strip_control(testimony.problem)
+    return f"{len(testimony.claims)} claims examined: {claims_tally(testimony.claims)}"
+
+
+@dataclass(frozen=True, slots=True)
+class MarkedPart:
+    """A run of the testimony's text and the claims that stand on it (none: plain text)."""
+
+    text: str
+    claims: tuple[Claim, ...] = ()
+
+
+def marked_parts(text: str, claims: Sequence[Claim]) -> list[MarkedPart]:
+    """The testimony cut at its claims' spans, in order: each span with the claims placed
+    on it (several claims may share one sentence). Claims with no place are left out (the
+    claims list shows them)."""
+    placed: dict[tuple[int, int], list[Claim]] = {}
+    for claim in claims:
+        if claim.end > claim.start and claim.end <= len(text):
+            placed.setdefault((claim.start, claim.end), []).append(claim)
+    parts: list[MarkedPart] = []
+    at = 0
+    for (start, end), found in sorted(placed.items()):
+        if start < at:  # overlapping spans: the earlier one keeps the text
+            parts[-1] = MarkedPart(parts[-1].text, (*parts[-1].claims, *found))
+            continue
+        if start > at:
+            parts.append(MarkedPart(strip_control(text[at:start])))
+        parts.append(MarkedPart(strip_control(text[start:end]), tuple(found)))
+        at = end
+    if at < len(text):
+        parts.append(MarkedPart(strip_control(text[at:])))
+    return parts
+
+
+def marked_testimony(text: str, claims: Sequence[Claim]) -> str:
+    """The testimony as plain text with each claim's mark after its sentence:
+    `"… into energy. [✓1 ✗2]"`."""
+    out: list[str] = []
+    for part in marked_parts(text, claims):
+        out.append(part.text)
+        if part.claims:
+            out.append(" [" + " ".join(claim_mark(c) for c in part.claims) + "]")
+    return "".join(out)
+
+
+def listed_title(title: str, claims: str | None) -> str:
+    """A session's title as a list shows it: a testimony's claims counted first
+    (`"[3/8 held, 2 contradicted] Summarize …"`), on one line, control characters removed."""
+    text = " ".join(strip_control(title).split())
+    return f"[{claims}] {text}" if claims else text

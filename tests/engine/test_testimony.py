@@ -1,0 +1,393 @@
+"""A testimony taken apart, claim by claim (issue 53): the split's rules, the spans, the
+states and the verdict computed from them, on scripted models that speak the real OpenAI wire
+on loopback (their judgements are fixed, so every state the rule must compute is known), and
+resumed after a stop with only the claims left examined."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Paths, Workspace
+from engine.interrogation.claims import (
+    claim_problem,
+    locate,
+    not_checkable,
+    read_split,
+    segments,
+    sentences,
+    testimony_source as source_of,
+)
+from engine.interrogation.verdict import (
+    Computed,
+    claim_state,
+    testimony_score as score_of,
+    testimony_verdict as verdict_of,
+)
+from engine.models.events import ClaimExamined, ClaimsSplit
+from engine.models.session import InterrogationSession
+from engine.models.testimony import Claim
+from engine.report.claims import claims_tally, marked_testimony
+from tests.support.interrogation import make_config
+from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
+
+Chat = list[dict[str, Any]]
+
+REQUEST = "Summarize the health benefits of Vitamin B3"
+TESTIMONY = ("Vitamin B3 helps convert food into energy. It also lowers cholesterol.\n"
+             "Vitamin B3 is also called pantothenic acid. You should eat more fish.")
+SPLIT = "\n".join([
+    "Here are the claims:",
+    "1. Vitamin B3 helps convert food into energy.",
+    "2. Vitamin B3 lowers cholesterol.",
+    "3. Vitamin B3 is also called pantothenic acid.",
+    "4. Vitamin B3 is also called pantothenic acid.",
+    "5. Vitamin B3 was discovered on Mars by astronauts.",
+    "6. [not checkable] You should eat more fish.",
+])
+TRUTH = {"Vitamin B3 helps convert food into energy.": 0.95,
+         "Vitamin B3 lowers cholesterol.": 0.9,
+         "Vitamin B3 is also called pantothenic acid.": 0.05}
+
+
+def detective(truth: dict[str, float] = TRUTH, split: str = SPLIT) -> Callable[[Chat], str]:
+    def reply(messages: Chat) -> str:
+        system = messages[0]["content"]
+        if is_judgement(messages):
+            if "The witness was asked" not in messages[-1]["content"]:
+                return Judged(0.8)  # the detective alone
+            return Judged(truth.get(judged_claim(messages), 0.5))
+        if system.startswith("You take a text apart"):
+            return split
+        return "Which substance is named in your notes, and what does it do?"
+    return reply
+
+
+def witness(messages: Chat) -> str:
+    if messages[-1]["content"].startswith(REQUEST):
+        return TESTIMONY
+    return "I recall the substance as I described it."
+
+
+async def run(paths: Paths, hypothesis: str = REQUEST,
+              det: Callable[[Chat], str] | None = None,
+              stop_after: int | None = None, **settings: Any
+              ) -> tuple[InterrogationSession, list[Any], ScriptedModel, ScriptedModel]:
+    with ScriptedModel(det or detective()) as d, ScriptedModel(witness) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
+                             **{"claim_concurrency": 2, **settings})
+        workspace = Workspace(paths, config)
+        events: list[Any] = []
+        try:
+            started = workspace.sessions.start(hypothesis, 5)
+            async with aclosing(started.events()) as stream:
+                async for event in stream:
+                    events.append(event)
+                    if stop_after is not None and isinstance(event, ClaimExamined) and \
+                            sum(isinstance(e, ClaimExamined) for e in events) == stop_after:
+                        break
+            session = workspace.store.load(str(started.session.id))
+        finally:
+            await workspace.aclose()
+    return session, events, d, w
+
+
+# ---- the rules, as plain code -----------------------------------------------------------
+
+def test_what_is_a_testimony() -> None:
+    assert source_of("Summarize the health benefits of Vitamin B3") == "witness"
+    assert source_of("What does vitamin B3 do?") == "witness"
+    assert source_of("Paris is the capital of France. It lies on the Seine.") == "given"
+    assert source_of("Paris is the capital of France and lies on the Seine.") is None
+    assert source_of("Dr. J. R. R. Tolkien wrote The Hobbit in 1937.") is None
+    assert sentences("**Benefits**\n1. It lowers cholesterol.\n2. It helps the skin.") == 2
+
+
+def test_segments_keep_offsets_and_abbreviations() -> None:
+    text = "Mr. Smith met Dr. Jones. They talked, e.g. about tea!\n- A list item"
+    found = segments(text)
+    assert [s.text for s in found] == ["Mr. Smith met Dr. Jones.",
+                                       "They talked, e.g. about tea!", "- A list item"]
+    assert all(text[s.start:s.end] == s.text for s in found)
+
+
+def test_the_split_is_read_and_held_to_its_rules() -> None:
+    pieces = read_split(SPLIT)
+    assert [p.text for p in pieces][0] == "Vitamin B3 helps convert food into energy."
+    assert pieces[-1].marked and pieces[-1].text == "You should eat more fish."
+    earlier = ["Vitamin B3 is also called pantothenic acid."]
+    assert claim_problem("Vitamin B3 is also called pantothenic acid.", earlier, TESTIMONY,
+                         REQUEST) == "it repeats claim 1"
+    added = claim_problem("Vitamin B3 was discovered on Mars.", [], TESTIMONY, REQUEST)
+    assert added is not None and "mars" in added
+    assert claim_problem("Energy:", [], TESTIMONY, REQUEST) == "it is no statement"
+    # naming what "it" stands for with the testimony's own words is fine
+    assert claim_problem("Vitamin B3 lowers cholesterol.", [], TESTIMONY, REQUEST) is None
+    # another number is another claim, not a repeat
+    assert claim_problem("Tea has 30 mg of caffeine.", ["Tea has 40 mg of caffeine."],
+                         "Tea has 30 mg of caffeine. Tea has 40 mg of caffeine.", "") is None
+
+
+def test_opinion_advice_and_vague_statements_are_not_checkable() -> None:
+    assert not_checkable("You should eat more fish.") == "advice, not a fact"
+    assert not_checkable("I think Paris is beautiful.") == "an opinion, not a fact"
+    assert not_checkable("Vitamin B3 has a variety of benefits.") == "too vague to check"
+    assert not_checkable("Vitamin B3 lowers cholesterol.") is None
+    # the split's own mark is not taken on its word: the rules decide
+    assert not_checkable("Vitamin B3 lowers cholesterol.", marked=True) is None
+    assert claim_problem("Niacin helps maintain healthy immune function.",
+                         ["Niacin helps maintain healthy kidney function."],
+                         "Niacin helps maintain healthy immune and kidney function.", "") is None
+
+
+def test_a_claim_is_placed_on_its_sentence() -> None:
+    start, end = locate("Vitamin B3 lowers cholesterol.", TESTIMONY)
+    assert TESTIMONY[start:end] == "It also lowers cholesterol."
+    assert locate("Saturn has rings.", TESTIMONY) == (0, 0)
+
+
+def claim(number: int, state: str, p: float | None, deciding: int | None = None) -> Claim:
+    return Claim.model_validate({"number": number, "text": f"claim {number}", "state": state,
+                                 "probability_false": p, "deciding": deciding})
+
+
+def test_the_testimony_verdict_and_score_are_computed_from_the_claims() -> None:
+    held = [claim(1, "held", 0.05, 2), claim(2, "held", 0.2, 3),
+            claim(3, "not checkable", None)]
+    verdict = verdict_of(held)
+    assert (verdict.verdict, verdict.probability_false, verdict.deciding) == ("true", 0.2,
+                                                                              [2, 3])
+    assert score_of(held) == 100
+    wrong = [*held, claim(4, "contradicted", 0.9, 5)]
+    verdict = verdict_of(wrong)
+    assert (verdict.verdict, verdict.probability_false, verdict.deciding) == ("false", 0.9,
+                                                                              [5])
+    assert score_of(wrong) == round(100 * 2 / 3) - 10
+    open_ = [*held, claim(5, "unsure", 0.5), claim(6, "not examined", None)]
+    verdict = verdict_of(open_)
+    assert verdict.verdict == "undetermined"
+    assert "claim 5 is unsure" in verdict.reason and "claim 6 is not examined" in verdict.reason
+    none = verdict_of([claim(1, "not checkable", None)])
+    assert none.verdict == "undetermined" and "could be checked" in none.reason
+    assert claims_tally(wrong) == "2/4 held, 1 contradicted, 1 not checkable"
+
+
+def test_a_claim_no_round_bore_on_is_unsupported_only_with_a_document() -> None:
+    silent = Computed("undetermined", 0.5, reason="silent")
+    assert claim_state(silent, document=True) == ("unsupported", 0.6)
+    assert claim_state(silent, document=False) == ("unsure", 0.5)
+    conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
+    assert claim_state(conflict, document=True)[0] == "unsure"
+
+
+# ---- a run on scripted models --------------------------------------------------------------
+
+async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
+        paths: Paths) -> None:
+    session, events, det, wit = await run(paths)
+    assert session.status == "completed"
+    first = session.qa_pairs[0]
+    assert first.testimony and first.question == REQUEST and first.answer == TESTIMONY
+    testimony = session.testimony
+    assert testimony is not None and testimony.split
+    states = [(c.text, c.state) for c in testimony.claims]
+    assert states == [("Vitamin B3 helps convert food into energy.", "held"),
+                      ("Vitamin B3 lowers cholesterol.", "held"),
+                      ("Vitamin B3 is also called pantothenic acid.", "contradicted"),
+                      ("You should eat more fish.", "not checkable")]
+    assert any("repeats claim 3" in line for line in testimony.refused)
+    assert any("mars" in line for line in testimony.refused)
+    # each claim its own rounds; the witness never saw its testimony again
+    assert {p.claim for p in session.qa_pairs[1:]} == {1, 2, 3}
+    assert all(TESTIMONY not in m["content"] for body in wit.bodies[1:]
+               for m in body["messages"])
+    # the detective alone, recorded beside each examined claim
+    assert [c.direct_p_true for c in testimony.claims[:3]] == [0.8, 0.8, 0.8]
+    audit = session.audit_result
+    assert audit is not None and audit.computed
+    assert audit.verdict == "false" and audit.probability_false == pytest.approx(0.95)
+    wrong = testimony.claims[2]
+    assert wrong.deciding is not None
+    assert [c.qa_pair_indexes for c in audit.contradictions] == [(0, wrong.deciding - 1)]
+    assert session.qa_pairs[wrong.deciding - 1].claim == 3
+    assert audit.consistency_score == round(100 * 2 / 3) - 10
+    assert [g.category for g in audit.remaining_gaps] == ["vagueness"]
+    text = TESTIMONY
+    assert text[wrong.start:wrong.end] == "Vitamin B3 is also called pantothenic acid."
+    assert "[✗3]" in marked_testimony(text, testimony.claims)
+    assert sum(isinstance(e, ClaimExamined) for e in events) == 3
+    split = [e for e in events if isinstance(e, ClaimsSplit)]
+    assert len(split) == 1 and split[0].testimony.claims[0].state == "pending"
+
+
+async def test_a_pasted_paragraph_is_itself_the_testimony(paths: Paths) -> None:
+    session, _, _, wit = await run(paths, hypothesis=TESTIMONY)
+    first = session.qa_pairs[0]
+    assert first.testimony and first.answer == TESTIMONY
+    assert first.provider_used.witness == "given"
+    assert all(TESTIMONY not in m["content"] for body in wit.bodies for m in body["messages"])
+    assert session.audit_result is not None and session.audit_result.verdict == "false"
+
+
+async def test_claims_past_max_claims_are_listed_not_examined(paths: Paths) -> None:
+    session, _, _, _ = await run(paths, max_claims=1)
+    testimony = session.testimony
+    assert testimony is not None
+    assert [c.state for c in testimony.claims] == ["held", "not examined", "not examined",
+                                                   "not checkable"]
+    audit = session.audit_result
+    assert audit is not None and audit.verdict == "undetermined"
+    assert "claims 2, 3 are not examined" in (audit.undetermined_because or "")
+
+
+async def test_a_split_with_no_usable_claim_ends_named_never_failed(paths: Paths) -> None:
+    session, _, _, _ = await run(paths, det=detective(split="Energy:\nMars rocks are red."))
+    assert session.status == "completed"
+    testimony = session.testimony
+    assert testimony is not None and not testimony.claims
+    assert "no usable claim" in (testimony.problem or "")
+    assert session.repairs == 1  # asked again once
+    audit = session.audit_result
+    assert audit is not None and audit.verdict == "undetermined"
+
+
+async def test_an_empty_testimony_ends_named(paths: Paths) -> None:
+    def mute(messages: Chat) -> str:
+        return ""
+    with ScriptedModel(detective()) as d, ScriptedModel(mute) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            started = workspace.sessions.start(REQUEST, 5)
+            [event async for event in started.events()]
+            session = workspace.store.load(str(started.session.id))
+        finally:
+            await workspace.aclose()
+    assert session.status == "completed"
+    assert session.testimony is not None and "no testimony" in (session.testimony.problem or "")
+    assert not any(is_judgement(b["messages"]) for b in d.bodies)
+
+
+async def test_a_stopped_testimony_resumes_with_the_claims_it_had_not_finished(
+        paths: Paths) -> None:
+    session, _, _, _ = await run(paths, stop_after=1, claim_concurrency=1)
+    assert session.status == "cancelled"
+    testimony = session.testimony
+    assert testimony is not None
+    done = [c.number for c in testimony.claims if c.examined]
+    assert done == [1]
+    with ScriptedModel(detective()) as d, ScriptedModel(witness) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
+                             claim_concurrency=1)
+        workspace = Workspace(paths, config)
+        try:
+            resumed = workspace.sessions.resume(str(session.id))
+            [event async for event in resumed.events()]
+            after = workspace.store.load(str(session.id))
+        finally:
+            await workspace.aclose()
+        # nothing of the testimony, its split or claim 1 was asked again
+        assert not any(b["messages"][0]["content"].startswith("You take a text apart")
+                       for b in d.bodies)
+        assert all(not m["content"].startswith(REQUEST) for b in w.bodies
+                   for m in b["messages"])
+    assert after.status == "completed" and after.testimony is not None
+    assert [c.state for c in after.testimony.claims] == ["held", "held", "contradicted",
+                                                         "not checkable"]
+    assert [p.claim for p in after.qa_pairs].count(1) == 1
+
+
+# ---- testimonies measured: the two formats, and an evaluation of summaries ------------------
+
+def test_halueval_summarization_rows_give_two_testimonies(tmp_path: Path) -> None:
+    from engine.evals.items import read_items
+
+    path = tmp_path / "summaries.jsonl"
+    path.write_text(json.dumps({"document": "The mill burned in 1901. Nobody was hurt.",
+                                "right_summary": "The mill burned in 1901. Nobody was hurt.",
+                                "hallucinated_summary": "The mill burned in 1910. Two died."})
+                    + "\n")
+    right, wrong = read_items(path)
+    assert (right.label, wrong.label) == (True, False)
+    assert right.group == wrong.group and right.source == "halueval-summarization"
+    assert right.document == "The mill burned in 1901. Nobody was hurt."
+    assert source_of(wrong.claim) == "given"
+
+
+def test_split_and_labelled_claims_are_an_item_each_grouped_by_their_testimony(
+        tmp_path: Path) -> None:
+    from engine.errors import DatasetError
+    from engine.evals.items import chosen_items, read_items
+
+    path = tmp_path / "claims.jsonl"
+    rows = [{"id": "b3", "topic": "Vitamin B3", "source": "an encyclopaedia entry",
+             "claims": [{"claim": "Niacin is vitamin B3.", "label": True},
+                        {"claim": "Niacin is pantothenic acid.", "label": "false"}]},
+            {"topic": "Tea", "claims": [{"claim": "Tea contains caffeine.", "label": 1}]}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    items = read_items(path)
+    assert [(i.key, i.label, i.group) for i in items] == [
+        ("b3:1", True, "b3"), ("b3:2", False, "b3"), ("line2:1", True, "line2")]
+    assert items[0].source == "an encyclopaedia entry"
+    assert [i.key for i in chosen_items(path, None, 0)] == [i.key for i in items]
+    path.write_text(json.dumps({"topic": "Tea", "claims": [{"claim": "Tea is red."}]}) + "\n")
+    with pytest.raises(DatasetError, match="claim 1: 'label' is missing"):
+        read_items(path)
+    path.write_text(json.dumps({"topic": "Tea", "claims": []}) + "\n")
+    with pytest.raises(DatasetError, match="'claims' must be a non-empty list"):
+        read_items(path)
+
+
+async def test_an_evaluation_of_summaries_examines_each_claim_against_the_document(
+        paths: Paths, tmp_path: Path) -> None:
+    """Document mode: the hallucinated summary's added claim is one the witness cannot
+    support from its document — `unsupported`, so the summary is false; the right one
+    holds. No "Are you sure?" for a summary; the reader reads the document."""
+    from engine import EvalRequest
+
+    document = "The mill burned down in 1901. Nobody was hurt in the fire."
+    path = tmp_path / "summaries.jsonl"
+    path.write_text(json.dumps({
+        "document": document,
+        "right_summary": "The mill burned down in 1901. Nobody was hurt in the fire.",
+        "hallucinated_summary": "The mill burned down in 1901. The mayor was jailed."}) + "\n")
+
+    def splitter(messages: Chat) -> str:
+        if is_judgement(messages):
+            if "The witness was asked" not in messages[-1]["content"]:
+                return Judged(0.7)  # the detective alone, the reader
+            claim = judged_claim(messages)
+            return Judged(0.5 if "mayor" in claim else 0.95)
+        if messages[0]["content"].startswith("You take a text apart"):
+            return messages[-1]["content"].replace(". ", ".\n")
+        return "What happened to the mill, according to your document?"
+
+    def reader(messages: Chat) -> str:
+        held = "<document>" in messages[0]["content"] and document in messages[0]["content"]
+        return "The document says the mill burned in 1901." if held else "I do not know."
+
+    with ScriptedModel(splitter) as d, ScriptedModel(reader) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
+                             claim_concurrency=2)
+        workspace = Workspace(paths, config)
+        try:
+            run = await workspace.evals.start(EvalRequest(dataset=str(path), mode="document"),
+                                              baselines=True)
+            [event async for event in run.events()]
+            results = {(r.item, r.kind): r for r in run.folder.latest().values()}
+            sessions = {r.item: workspace.store.load(r.session) for r in results.values()
+                        if r.kind == "interrogation" and r.session}
+        finally:
+            await workspace.aclose()
+    assert results[("row1:right", "interrogation")].verdict == "true"
+    assert results[("row1:hallucinated", "interrogation")].verdict == "false"
+    assert {kind for _, kind in results} == {"interrogation", "direct", "reader"}
+    wrong = sessions["row1:hallucinated"].testimony
+    assert wrong is not None
+    assert [c.state for c in wrong.claims] == ["held", "unsupported"]
+    assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
