@@ -29,6 +29,7 @@ from typing import Any
 from engine.agent.signals import mask_code
 from engine.agent.vault import Vault
 from engine.errors import DetektivError, SessionCorrupt
+from engine.report.claims import claim_line
 from engine.report.words import answer_title, contradiction, note_title
 from engine.storage.layout import NOTES_DIR, RESPONSES_DIR
 from engine.storage.sessions import SessionStore
@@ -191,6 +192,8 @@ class Toolbox:
             out.append(f"audit: consistency {audit.consistency_score}/100. {audit.summary}")
             out += [f"contradiction {contradiction(c)}" for c in audit.contradictions]
             out += [f"remaining gap: {g.description}" for g in audit.remaining_gaps]
+        if session.testimony is not None:
+            out += [f"claim {claim_line(c)}" for c in session.testimony.claims]
         for note in session.notes:
             try:
                 text = self.store.case_text(directory, NOTES_DIR, note.filename)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from engine.errors import SessionCorrupt
 from engine.models.session import InterrogationSession
+from engine.report.claims import claim_line
 from engine.storage.layout import EVENTS, METADATA, NOTES_DIR, RESPONSES_DIR
 from engine.storage.sessions import SessionStore
 from engine.storage.shared import SharedSQLite
@@ -93,6 +94,8 @@ def documents(session: InterrogationSession, note_texts: dict[str, str],
         parts = [audit.summary, *(c.description for c in audit.contradictions),
                  *(g.description for g in audit.remaining_gaps)]
         yield "audit", f"audit ({audit.consistency_score}/100)", "\n".join(parts)
+    if session.testimony is not None and session.testimony.claims:
+        yield "claims", "claims", "\n".join(claim_line(c) for c in session.testimony.claims)
     for note in session.notes:
         text = note_texts.get(note.filename)
         if text:

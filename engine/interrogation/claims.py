@@ -53,14 +53,14 @@ class Segment:
 
 
 def segments(text: str) -> list[Segment]:
-    """The sentences and list items of `text`, in order, with their offsets: a line break
-    ends one (a list item, a heading), and so does a full stop, question or exclamation mark
-    before white space, unless it ends a known abbreviation ("Dr.", "e.g.") or an initial
-    ("J. R. R. Tolkien")."""
+    """The sentences and list items of `text`, in order, with their offsets: a full stop,
+    question or exclamation mark before white space and a word that is not in lower case
+    ends one, unless it ends a known abbreviation ("Dr.", "e.g."), an initial ("J. R. R.
+    Tolkien") or a list's number ("1."); a line break ends one only where a line ends a
+    sentence or a heading (":"), before a blank line or a list item — a hard-wrapped sentence
+    is one sentence."""
     found: list[Segment] = []
-    for line in re.finditer(r"[^\n]+", text):
-        begin = line.start()
-        body = line.group()
+    for begin, body in _blocks(text):
         start = 0
         for end in _END.finditer(body):
             before = body[start:end.start()].split()
@@ -69,10 +69,37 @@ def segments(text: str) -> list[Segment]:
                                                 (len(last) == 1 and last.isalpha()) or
                                                 (len(before) == 1 and last.isdigit())):
                 continue  # "Dr.", an initial, a list's "1."
+            following = body[end.end():].lstrip()[:1]
+            if following.islower():
+                continue  # 'The answer to "Where?" is: …' goes on after its question mark
             _add(found, text, begin + start, begin + end.end())
             start = end.end()
         _add(found, text, begin + start, begin + len(body))
     return found
+
+
+_ITEM = re.compile(r"^\s*(?:[-*•·–]|\(?\d{1,3}[.)]|#{1,6})\s")
+
+
+def _blocks(text: str) -> list[tuple[int, str]]:
+    """(offset, text) of the runs of lines a line break does not end (see `segments`)."""
+    lines = [(m.start(), m.group()) for m in re.finditer(r"[^\n]*", text) if m.group() or
+             m.start() < len(text)]
+    blocks: list[tuple[int, str]] = []
+    for offset, line in lines:
+        if not line.strip():
+            continue
+        if blocks:
+            at, body = blocks[-1]
+            ends = body.rstrip()[-1:] in (".", "!", "?", ":", "…") or \
+                body.rstrip().endswith(("**", '."', '?"'))
+            joined = text[at + len(body):offset]
+            if not ends and "\n\n" not in joined and not _ITEM.match(line) and \
+                    len(_WORD.findall(body)) > 3:
+                blocks[-1] = (at, text[at:offset + len(line)])
+                continue
+        blocks.append((offset, line))
+    return blocks
 
 
 def _add(found: list[Segment], text: str, start: int, end: int) -> None:

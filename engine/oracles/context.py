@@ -34,6 +34,7 @@ from engine.models.notes import ContextSnapshot, LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
 from engine.oracles.catalog import Oracle
 from engine.providers import Message, StreamRequest
+from engine.report.claims import claim_line
 from engine.report.words import contradiction, round_title
 
 __all__ = ["CaseContext", "ContextPlan", "Holder", "Piece", "oracle_prompt", "plan", "snapshot"]
@@ -104,6 +105,9 @@ class CaseContext:
             lines = [f"Consistency score: {result.consistency_score}/100"]
             lines += [f"- Contradiction: {contradiction(c)}" for c in result.contradictions]
             lines += [f"- Remaining gap: {g.line}" for g in result.remaining_gaps]
+            if session.testimony is not None:  # each claim of the testimony, with its state
+                lines += ["", "Claims of the testimony (round 1):",
+                          *(f"- {claim_line(c)}" for c in session.testimony.claims)]
             lines += ["", result.summary.strip()]
             audit = Piece(0, "### Audit", "\n".join(lines))
         answer_pieces: list[Piece] = []

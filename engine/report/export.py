@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from engine.costs import usage_line
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
+from engine.models.testimony import Claim
 from engine.report.blocks import Block, Calls, session_blocks
+from engine.report.claims import MARKS
 from engine.report.words import (
     answer_title,
     context_summary,
@@ -17,7 +21,7 @@ from engine.report.words import (
 )
 from engine.text import strip_control
 
-__all__ = ["to_json", "to_markdown"]
+__all__ = ["claims_table", "to_json", "to_markdown"]
 
 MAX_FIT_LINES = 8
 """Trimmed calls a report lists (the newest); the summary line counts them all."""
@@ -65,8 +69,30 @@ def _markdown(block: Block) -> list[str]:
             return [f"**{title}**", "", strip_control(text).strip()]
         case "reasoning":
             return ["", f"_{title}_", "", _quote(text)]
+        case "claims":
+            return ["", f"**{title}**", "",
+                    *(f"- {strip_control(line)}" for line in text.splitlines())]
+        case "testimony":
+            return ["", f"**{title}**", "", _quote(text)]
         case _:  # a mark: an answer cut off, an unusable answer
             return ["", f"_({strip_control(text)})_"]
+
+
+def _cell(text: str) -> str:
+    return strip_control(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def claims_table(claims: Sequence[Claim]) -> list[str]:
+    """A testimony's claims as a markdown table: number, state (its symbol too), P(false),
+    the deciding round, the detective alone's P(true), the claim."""
+    lines = ["| # | state | p(false) | round | alone p(true) | claim |",
+             "|---|---|---|---|---|---|"]
+    for claim in claims:
+        p_false = "" if claim.probability_false is None else f"{claim.probability_false:.2f}"
+        alone = "" if claim.direct_p_true is None else f"{claim.direct_p_true:.2f}"
+        lines.append(f"| {claim.number} | {MARKS[claim.state]} {claim.state} | {p_false} | "
+                     f"{claim.deciding or ''} | {alone} | {_cell(claim.text)} |")
+    return lines
 
 
 def to_markdown(
@@ -123,6 +149,8 @@ def to_markdown(
         out.append(f"- Error: {strip_control(session.error)}")
     for block in session_blocks(session, reasoning):  # the rounds and the audit, as shown
         out += _markdown(block)
+    if session.testimony is not None and session.testimony.claims:
+        out += ["", "## Claims", "", *claims_table(session.testimony.claims)]
     answer_texts: list[tuple[LlmEntry, str | None]] = (
         [(e, None) for e in session.llm_entries] if answers is None else list(answers))
     if answer_texts:

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Literal
 
 from engine.config.roles import apply_roles
 from engine.errors import ConfigError, SessionError
+from engine.interrogation.claims import testimony_source
 from engine.interrogation.loop import Interrogation
+from engine.interrogation.testimony import split_turns
 from engine.models.events import InterrogationEvent, Record
 from engine.models.session import (
     EvalTag,
@@ -192,8 +194,18 @@ class Sessions:
         return prompt_uses()
 
     def first_instructions(self, hypothesis: str) -> str:
-        """The detective's instructions for `hypothesis`, as the first round sends them."""
-        return fill(load_prompt("detective_question"), HYPOTHESIS=hypothesis)
+        """The detective's instructions for `hypothesis`, as its first call sends them: a
+        single claim's first question, or a testimony's split (said to be one)."""
+        source = testimony_source(hypothesis)
+        if source is None:
+            return fill(load_prompt("detective_question"), HYPOTHESIS=hypothesis)
+        how = ("it asks, so the witness answers it first, told nothing more, and its answer "
+               "is the testimony" if source == "witness" else
+               "it states several sentences, so it is itself the testimony")
+        rules, _ = split_turns(load_prompt("split_claims"))
+        return (f"A testimony: {how}. The detective takes the testimony apart into claims "
+                f"with these instructions (and the worked examples of "
+                f"prompts/split_claims.md), then examines each claim:\n\n{rules}")
 
     def resume(self, ref: str, on_record: OnRecord | None = None,
                router: Router | None = None) -> Run:

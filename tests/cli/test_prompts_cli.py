@@ -63,19 +63,25 @@ def test_a_run_uses_the_override_and_records_every_prompt_hash(home: Path,
         (home / "config.toml").write_text(config_text(
             {"det": sleuth.url + "/v1", "wit": witness.url + "/v1"}, ["det"], ["wit"]))
         hypothesis = tmp_path / "claim.txt"
-        hypothesis.write_text("The sea is salty.\nEspecially the Dead Sea.\n")
+        # one sentence, wrapped (two sentences would be a testimony, taken apart first)
+        hypothesis.write_text("The sea is salty,\nespecially the Dead Sea.\n")
         dry = detektiv("run", "--file", str(hypothesis), "--dry-run")
         assert dry.returncode == 0, dry.stderr
         assert f"user {folder / 'detective_question.md'} sha256:" in dry.stdout
-        assert "You interrogate for me. The claim:\n\nThe sea is salty.\nEspecially the Dead " \
+        assert "You interrogate for me. The claim:\n\nThe sea is salty,\nespecially the Dead " \
             "Sea." in dry.stdout
+        hypothesis.write_text("The sea is salty.\nThe Dead Sea is saltier.\n")
+        testimony = detektiv("run", "--file", str(hypothesis), "--dry-run")
+        assert "A testimony: it states several sentences" in testimony.stdout
+        assert "You take a text apart into short claims" in testimony.stdout
+        hypothesis.write_text("The sea is salty,\nespecially the Dead Sea.\n")
         assert sleuth.chats == []  # a dry run sends nothing
         result = detektiv("run", "--file", str(hypothesis))
         assert result.returncode == 0, result.stderr
     assert sleuth.chats[0][0]["content"].startswith("You interrogate for me. The claim:")
     (summary,) = SessionStore.of(Paths.at(home)).list()
     session = SessionStore.of(Paths.at(home)).load(summary.dir)
-    assert session.hypothesis_text == "The sea is salty.\nEspecially the Dead Sea."
+    assert session.hypothesis_text == "The sea is salty,\nespecially the Dead Sea."
     digest = hashlib.sha256(MINE.encode()).hexdigest()
     assert session.prompts["detective_question"] == \
         f"user {folder / 'detective_question.md'} sha256:{digest}"

@@ -15,7 +15,6 @@ import pytest
 
 from engine import Paths
 from engine.interrogation.loop import Interrogation
-from engine.interrogation.verdict import NO_CLAIM
 from engine.models.events import Advice, AnswerUnusable, Finished
 from engine.report.export import to_json, to_markdown
 from engine.routing.router import Router
@@ -40,10 +39,6 @@ def audit(verdict: str = "false",
                        "verdict": verdict}), "stop"
 
 
-NO_CLAIM_HYPOTHESIS = "Describe how water boils at altitude."
-"""A request, not a claim: its questioning closes on the gap analysis (the loop's rule)."""
-
-
 SCRIPTS = {
     "q1": ("At what temperature does water boil on Everest?", "stop"),
     "q2": ("Which pressure did you assume there?", "stop"),
@@ -65,54 +60,6 @@ async def interrogate(proxy: FaultProxy, paths: Paths, store: SessionStore, limi
     config = make_config({"via": proxy.url}, ["via"], ["via"], **settings)
     events, directory = await run_interrogation(config, paths, store, hypothesis, limit)
     return list(events), directory.name
-
-
-async def test_no_follow_up_at_zero_is_advice_the_loop_overrules_for_min_rounds(
-    proxy: FaultProxy, paths: Paths, tmp_path: Path
-) -> None:
-    proxy.scripts |= SCRIPTS | {"g0": gap(0, False), "g90": gap(90, False), "audit": audit()}
-    proxy.plan = ["script:q1", "script:a1", "script:g0",
-                  "script:q2", "script:a2", "script:g90",
-                  "script:q3", "script:a3", "script:g90", "script:audit"]
-    store = SessionStore(tmp_path / "s")
-    events, directory = await interrogate(proxy, paths, store, min_rounds=3,
-                                          hypothesis=NO_CLAIM_HYPOTHESIS)
-    final = events[-1]
-    assert isinstance(final, Finished) and final.status == "completed", final
-    assert final.reason == ("the detective was satisfied after 3 rounds (completeness "
-                            f"90/100, no high-severity gap); the verdict is undetermined: "
-                            f"{NO_CLAIM}")
-    session = store.load(directory)
-    assert len(session.qa_pairs) == 3  # min_rounds, though round 1 said "no follow-up"
-    conflicts = [t for t in session.audit_trail if t.event == "contradictory_analysis"]
-    assert len(conflicts) == 1 and "answer 1 contradicts itself" in conflicts[0].reason
-    assert "0/100" in conflicts[0].reason
-    assert session.audit_result is not None
-    assert (session.audit_result.verdict, session.audit_result.probability_false,
-            session.audit_result.undetermined_because) == ("undetermined", 0.5, NO_CLAIM)
-
-
-async def test_below_satisfied_at_or_with_a_high_gap_it_asks_up_to_the_limit(
-    proxy: FaultProxy, paths: Paths, tmp_path: Path
-) -> None:
-    proxy.scripts |= SCRIPTS | {"g70": gap(70, False), "high": gap(95, False, "high"),
-                                "audit": audit("undetermined")}
-    proxy.plan = ["script:q1", "script:a1", "script:g70", "script:q2", "script:a2",
-                  "script:high", "script:q3", "script:a3", "script:g70", "script:q4",
-                  "script:a4", "script:high", "script:q5", "script:a5", "script:g70",
-                  "script:audit"]
-    store = SessionStore(tmp_path / "s")
-    events, directory = await interrogate(proxy, paths, store, limit=5, min_rounds=1,
-                                          hypothesis=NO_CLAIM_HYPOTHESIS)
-    final = events[-1]
-    assert isinstance(final, Finished) and final.status == "limit-reached", final
-    assert final.reason == f"the limit of 5 rounds was reached; the verdict is undetermined: " \
-        f"{NO_CLAIM}"
-    session = store.load(directory)
-    assert len(session.qa_pairs) == 5
-    conflicts = [t for t in session.audit_trail if t.event == "contradictory_analysis"]
-    assert len(conflicts) == 2  # no follow-up with a high gap, twice: recorded, overruled
-    assert session.audit_result is not None and session.audit_result.verdict == "undetermined"
 
 
 async def test_an_unusable_question_is_asked_again_without_words_in_the_models_mouth(

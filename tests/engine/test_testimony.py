@@ -105,6 +105,9 @@ def test_what_is_a_testimony() -> None:
     assert source_of("Paris is the capital of France. It lies on the Seine.") == "given"
     assert source_of("Paris is the capital of France and lies on the Seine.") is None
     assert source_of("Dr. J. R. R. Tolkien wrote The Hobbit in 1937.") is None
+    # an evaluated answer to a question is one claim, however long its answer
+    assert source_of('The answer to the question "Which river flows through the city of '
+                     'Lisbon?" is: the Tagus, which reaches the Atlantic there') is None
     assert sentences("**Benefits**\n1. It lowers cholesterol.\n2. It helps the skin.") == 2
 
 
@@ -391,3 +394,48 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     assert wrong is not None
     assert [c.state for c in wrong.claims] == ["held", "unsupported"]
     assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
+
+
+def test_oracles_and_the_case_agent_see_each_claim_and_its_state(tmp_path: Path) -> None:
+    from engine.agent.vault import documents
+    from engine.oracles.context import CaseContext
+    from tests.support.app import fixed_testimony
+
+    session = fixed_testimony(tmp_path)
+    audit = CaseContext.build(session, [], [], include_history=False).audit
+    assert audit is not None
+    assert "✗ 3 contradicted" in audit.body and "Niacin is also called" in audit.body
+    pieces = {kind: text for kind, _, text in documents(session, {}, {})}
+    assert "✓ 1 held" in pieces["claims"] and "~ 4 not checkable" in pieces["claims"]
+
+
+def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
+        paths: Paths) -> None:
+    from tests.support.app import fixed_testimony
+
+    session = fixed_testimony(paths.data_dir / "sessions")
+    workspace = Workspace(paths)
+    report = workspace.sessions.export(str(session.id), "md")
+    assert "**The testimony, marked**" in report
+    assert "> Niacin is also called pantothenic acid. [✗3]" in report
+    assert "## Claims" in report
+    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | Niacin is also called pantothenic acid. |" \
+        in report
+    assert "- ~ 4 not checkable · advice, not a fact · You should eat more fish." in report
+    exported = workspace.sessions.export(str(session.id), "json")
+    again = InterrogationSession.model_validate_json(exported)
+    assert again.testimony == session.testimony
+
+
+def test_a_session_an_earlier_version_began_goes_on_as_it_began() -> None:
+    """A hypothesis that asks, stored with rounds and no testimony (begun before testimonies),
+    resumes its old questioning; a new one is a testimony from the start."""
+    from engine.interrogation.testimony import is_testimony
+    from engine.models.session import Hypothesis
+    from tests.support.factory import sample_pair
+
+    old = InterrogationSession(hypothesis=Hypothesis(text=REQUEST), iteration_limit=5,
+                               qa_pairs=[sample_pair(1)])
+    assert not is_testimony(old)
+    assert is_testimony(InterrogationSession(hypothesis=Hypothesis(text=REQUEST),
+                                             iteration_limit=5))
