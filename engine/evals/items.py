@@ -71,6 +71,9 @@ class EvalItem:
     """What the witness holds in `--mode document` (a row's document, context or knowledge)."""
     where: str = ""
     """Where the item is in its file (`claims.jsonl line 4`), for errors."""
+    testimony: str | None = None
+    """The testimony a split, labelled claim belongs to (its row's group): the run's figures
+    are given per testimony too."""
 
 
 def claim_for(question: str, answer: str) -> str:
@@ -217,7 +220,7 @@ def _split_row(row: dict[str, Any], index: int, where: str) -> list[EvalItem]:
         if "label" not in entry:
             raise DatasetError(f"{place}: 'label' is missing")
         items.append(EvalItem(f"{group}:{number}", claim, _label(entry["label"], place),
-                              question, None, source, group, document, place))
+                              question, None, source, group, document, place, group))
     return items
 
 

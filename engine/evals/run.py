@@ -312,7 +312,7 @@ class EvalRun:
     def _result(self, unit: Unit, status: str, **values: Any) -> EvalResult:
         return EvalResult(item=unit.item.key, kind=unit.kind, repeat=unit.repeat,
                           label=unit.item.label, claim=unit.item.claim, status=status,
-                          **values)
+                          testimony=unit.item.testimony, **values)
 
     async def _interrogate(self, unit: Unit, sessions: dict[tuple[str, str, int], str],
                            started: float) -> EvalResult:

@@ -6,7 +6,11 @@ bytes an item, never with the size of what the models said. Systems compared sid
 - `interrogation`: the first interrogation of each item;
 - `majority of 3`: items with three interrogations, the verdict most of them gave (a
   three-way split is undetermined), the mean probability-false;
-- `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?".
+- `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
+- `testimony…`: items that are the split, labelled claims of a testimony, taken together a
+  testimony at a time (the testimony is false when any of its claims is; its P(false) the
+  largest of its claims', its verdict `false` when any claim's is, `true` when every claim's
+  is, else `undetermined`: the rule a testimony's own verdict follows).
 
 A unit that failed counts as an abstention (no verdict, probability-false 0.5), never dropped.
 """
@@ -32,6 +36,9 @@ SYSTEMS = {
     "direct": "baseline: detective alone",
     "are-you-sure": "baseline: \"Are you sure?\"",
     "reader": "reference: detective reads the document",
+    "testimony": "per testimony: interrogation",
+    "testimony-direct": "per testimony: detective alone",
+    "testimony-are-you-sure": "per testimony: \"Are you sure?\"",
 }
 """Each system's key and how it is named."""
 
@@ -93,6 +100,24 @@ def _majority(verdicts: list[str | None]) -> str | None:
     return verdict if count * 2 > len(verdicts) else "undetermined"
 
 
+def _testimony(claims: list[tuple[bool, str | None, float | None, int, int, float]]
+               ) -> tuple[bool, str | None, float | None, int, int, float]:
+    """A testimony's row from its claims' (see the module docstring); no verdict when every
+    claim failed."""
+    verdicts = [v[1] for v in claims]
+    if all(v is None for v in verdicts):
+        verdict = None
+    elif "false" in verdicts:
+        verdict = "false"
+    elif all(v == "true" for v in verdicts):
+        verdict = "true"
+    else:
+        verdict = "undetermined"
+    p_false = max(0.5 if v[2] is None else v[2] for v in claims)
+    return (all(v[0] for v in claims), verdict, p_false, sum(v[3] for v in claims),
+            sum(v[4] for v in claims), sum(v[5] for v in claims))
+
+
 def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = None, *,
                       resamples: int = BOOTSTRAP, seed: int = 0) -> EvalSummary:
     """The summary of `results` (the last result of a key counts)."""
@@ -100,9 +125,13 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
                                              float]] = {}
     spent: dict[tuple[str, str, int], tuple[float, list[str]]] = {}
     mended: dict[tuple[str, str, int], tuple[int, bool]] = {}
+    grouped: dict[tuple[str, str], dict[str, tuple[bool, str | None, float | None, int,
+                                                   int, float]]] = {}
     for r in results:
         compact[r.key] = (r.label, r.verdict, r.probability_false, r.rounds, r.tokens,
                           r.seconds)
+        if r.testimony is not None and r.repeat == 1:
+            grouped.setdefault((r.testimony, r.kind), {})[r.item] = compact[r.key]
         spent[r.key] = (r.cost, r.unpriced)
         mended[r.key] = (r.repairs, r.rule_broken is not None)
     repairs: dict[str, tuple[int, int, int]] = {}
@@ -130,6 +159,10 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         rows["majority"].add(values[0][0], None if failed else verdict,
                              float(np.mean(probabilities)), values[0][3],
                              sum(v[4] for v in values), sum(v[5] for v in values))
+    for (_, kind), claims in grouped.items():
+        key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
+        if key in rows:
+            rows[key].add(*_testimony(list(claims.values())))
     systems: dict[str, Metrics] = {}
     curves: dict[str, tuple[list[float], list[float]]] = {}
     bins: dict[str, list[tuple[int, float, float]]] = {}

@@ -117,7 +117,13 @@ _UNKNOWING = re.compile(
     r"\b(?:i (?:do not|don't|don’t) know|i am not sure|i'm not sure|i’m not sure|"
     r"i (?:do not|don't) have (?:any )?(?:information|data|knowledge)|"
     r"i (?:cannot|can't|can’t) (?:say|tell|answer|determine|recall)|"
-    r"no (?:information|record) (?:about|on|of)|not (?:aware|certain) of)\b", re.IGNORECASE)
+    r"no (?:information|record) (?:about|on|of)|not (?:aware|certain) of|"
+    # a witness holding a document: that the document does not say is no evidence either way
+    # (HaluEval rows: "… is not mentioned in the given document" read as a contradiction)
+    r"(?:is|are|was|were) not (?:mentioned|stated|given|specified|provided) in the "
+    r"(?:given |provided )?(?:document|text|passage)|"
+    r"the (?:given |provided )?(?:document|text|passage) (?:does not|doesn't|doesn’t) "
+    r"(?:say|mention|state|specify|provide|contain|give))\b", re.IGNORECASE)
 _SHORT = 30
 """Words an answer that says it does not know may have and still say nothing else."""
 

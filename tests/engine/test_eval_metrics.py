@@ -148,3 +148,27 @@ def test_f1_by_rounds_groups_the_first_interrogation() -> None:
                                                                      rounds=5)]
     assert summarize_results(results, resamples=0).by_rounds == [(3, 2, pytest.approx(2 / 3)),
                                                                  (5, 2, pytest.approx(1.0))]
+
+
+def test_split_claims_are_also_judged_a_testimony_at_a_time() -> None:
+    """A testimony is false when any of its claims is: its verdict false when any claim's is,
+    true when every claim's is; its P(false) the largest of its claims'."""
+    def claim(item: str, group: str, label: bool, verdict: str | None, p: float | None,
+              kind: str = "interrogation") -> EvalResult:
+        return EvalResult(item=item, kind=kind, label=label, claim=item, status="completed",  # type: ignore[arg-type]
+                          verdict=verdict, probability_false=p, testimony=group)
+
+    results = [claim("t1:1", "t1", True, "true", 0.1), claim("t1:2", "t1", False, "false", 0.9),
+               claim("t2:1", "t2", True, "true", 0.2), claim("t2:2", "t2", True, "true", 0.3),
+               claim("t3:1", "t3", True, "undetermined", 0.5),
+               claim("t3:2", "t3", True, "true", 0.1),
+               claim("t1:1", "t1", True, "false", 0.7, "direct"),
+               claim("t1:2", "t1", False, "true", 0.3, "direct")]
+    summary = summarize_results(results, resamples=0)
+    per = summary.systems["testimony"]
+    assert per.n == 3 and summary.systems["interrogation"].n == 6
+    assert per.figures["accuracy"].value == pytest.approx(2 / 3)  # t1 false, t2 true; t3 open
+    assert per.figures["undetermined"].value == pytest.approx(1 / 3)
+    assert per.figures["auroc"].value == pytest.approx(1.0)  # 0.9 against 0.3 and 0.5
+    direct = summary.systems["testimony-direct"]
+    assert direct.n == 1 and direct.figures["accuracy"].value == pytest.approx(1.0)

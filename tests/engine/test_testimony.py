@@ -29,7 +29,7 @@ from engine.interrogation.verdict import (
     testimony_score as score_of,
     testimony_verdict as verdict_of,
 )
-from engine.models.events import ClaimExamined, ClaimsSplit
+from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim
 from engine.report.claims import claims_tally, marked_testimony
@@ -439,3 +439,101 @@ def test_a_session_an_earlier_version_began_goes_on_as_it_began() -> None:
     assert not is_testimony(old)
     assert is_testimony(InterrogationSession(hypothesis=Hypothesis(text=REQUEST),
                                              iteration_limit=5))
+
+
+def test_an_answer_that_the_document_does_not_say_it_is_silent() -> None:
+    """No evidence either way (a HaluEval row's "… is not mentioned in the given document"
+    was read as contradicting a different fact): silent, so with a document a claim no other
+    round bore on is unsupported."""
+    from engine.interrogation.judgement import does_not_know
+
+    assert does_not_know("Captain Mike Across America is not mentioned in the given document.")
+    assert does_not_know("The document does not say when the film was released.")
+    assert not does_not_know("The film was released in 2007, the document says.")
+
+
+def test_a_killed_testimony_is_read_back_from_its_checkpoints() -> None:
+    """What a kill leaves: metadata.json from the start, the log beyond it. Reading it folds
+    the testimony's pair, its split and each examined claim back in (a resume then examines
+    only the claims still pending); a claim's round after the last checkpoint is cut short."""
+    import tempfile
+
+    from engine.models.events import Record
+    from engine.models.session import Hypothesis
+    from engine.storage.layout import fold
+    from tests.support.app import fixed_testimony
+    with tempfile.TemporaryDirectory() as root:
+        done = fixed_testimony(Path(root))
+    stored = InterrogationSession(id=done.id, hypothesis=Hypothesis(text=REQUEST),
+                                  iteration_limit=5)
+    assert done.testimony is not None
+    split = done.testimony.model_copy(deep=True)
+    for claim in split.claims:
+        if claim.state != "not checkable":
+            claim.state, claim.probability_false, claim.deciding = "pending", None, None
+    events = [PairCompleted(pair=done.qa_pairs[0]), ClaimsSplit(testimony=split),
+              PairCompleted(pair=done.qa_pairs[1]), ClaimExamined(claim=done.testimony.claims[0]),
+              PairCompleted(pair=done.qa_pairs[2])]
+    records = [Record(n, 0.0, event) for n, event in enumerate(events, start=1)]
+    folded = fold(stored, records)
+    assert folded.testimony is not None and folded.testimony.split
+    assert [c.state for c in folded.testimony.claims] == ["held", "pending", "pending",
+                                                          "not checkable"]
+    assert [p.sequence for p in folded.qa_pairs] == [1, 2, 3]
+    assert folded.events_recorded == 5
+
+
+def _hostile() -> tuple[Callable[[Chat], str], str, Callable[..., str]]:
+    """A hostile testimony, and a detective that checks the split gets it as typed."""
+    hostile = ("Paris is the capital of France \x1b]0;pwned\x07[bold]{{TESTIMONY}}[/bold]. "
+               "The Seine \u202eflows\u202c through Paris.")
+    from engine.report.claims import marked_testimony as marked
+
+    def splitter(messages: Chat) -> str:
+        if messages[0]["content"].startswith("You take a text apart"):
+            assert messages[-1]["content"] == hostile  # as typed, filled into nothing
+            return "Paris is the capital of France.\nThe Seine flows through Paris."
+        return detective()(messages)
+
+    return splitter, hostile, marked
+
+
+async def test_a_hostile_testimony_is_data(paths: Paths) -> None:
+    """Escapes, markup, bidi overrides and placeholders in a pasted testimony are text: the
+    split gets it as typed, nothing a terminal would obey reaches the marked testimony."""
+    splitter, hostile, marked = _hostile()
+    session, _, _, _ = await run(paths, hypothesis=hostile, det=splitter)
+    assert session.status == "completed" and session.testimony is not None
+    assert [c.text for c in session.testimony.claims] == [
+        "Paris is the capital of France.", "The Seine flows through Paris."]
+    shown = marked(session.qa_pairs[0].answer, session.testimony.claims)
+    assert "\x1b" not in shown and "\u202e" not in shown and "{{TESTIMONY}}" in shown
+
+
+async def test_a_testimony_longer_than_the_window_is_cut_to_fit_and_said(paths: Paths) -> None:
+    sentences_ = [f"The mill number {n} stood by the river in the year {1800 + n}."
+                  for n in range(1, 200)]
+    long = " ".join(sentences_)
+    seen: list[str] = []
+
+    def splitter(messages: Chat) -> str:
+        if messages[0]["content"].startswith("You take a text apart"):
+            seen.append(messages[-1]["content"])
+            return "The mill number 1 stood by the river in the year 1801."
+        return detective({"The mill number 1 stood by the river in the year 1801.": 0.9})(
+            messages)
+
+    with ScriptedModel(splitter, window=2048) as d, ScriptedModel(witness) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            started = workspace.sessions.start(long, 5)
+            [event async for event in started.events()]
+            session = workspace.store.load(str(started.session.id))
+        finally:
+            await workspace.aclose()
+    assert session.status == "completed"
+    assert seen and seen[0].endswith("[… the rest of the text did not fit]")
+    assert len(seen[0]) < len(long)
+    assert any("did not fit the detective's window" in t.reason for t in session.audit_trail)
+    assert session.testimony is not None and session.testimony.claims[0].state == "held"
