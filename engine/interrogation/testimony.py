@@ -54,7 +54,12 @@ from engine.interrogation.claims import (
 )
 from engine.interrogation.judgement import Reading, does_not_know, judge, judge_alone
 from engine.interrogation.questions import NoQuestion
-from engine.interrogation.transcript import witness_instructions, witness_opening, witness_prompt
+from engine.interrogation.transcript import (
+    cut_to_fit,
+    witness_instructions,
+    witness_opening,
+    witness_prompt,
+)
 from engine.interrogation.verdict import (
     claim_facts,
     claim_state,
@@ -223,17 +228,7 @@ def _split_prompt(calls: Interrogation, text: str, cut: list[bool]) -> Prompt:
 
     def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
         fixed = sum(count(m.content) + MESSAGE_OVERHEAD for m in opening) + MESSAGE_OVERHEAD
-        room = limit - fixed
-        keep, was_cut = text, False
-        needed = count(text)
-        if needed > room:
-            size = int(len(text) * max(0, room) / max(needed, 1))
-            for _ in range(12):  # the estimate, then 10 % less a try
-                keep = text[:size] + TESTIMONY_CUT
-                if count(keep) <= room or size == 0:
-                    break
-                size = size * 9 // 10
-            was_cut = True
+        keep, was_cut = cut_to_fit(text, limit - fixed, count, TESTIMONY_CUT)
         if was_cut and not cut:
             cut.append(True)
         return [*opening, Message("user", keep)], Trim(shortened=(1,) if was_cut else ())

@@ -23,6 +23,7 @@ from engine.text import one_line
 
 __all__ = [
     "audit_schema",
+    "cut_to_fit",
     "digest",
     "gap_schema",
     "protocol_note",
@@ -274,20 +275,30 @@ DOCUMENT_CUT = "\n[… the rest of the document did not fit]"
 """What ends a witness's document cut to fit its window."""
 
 
-def fit_document(document: str, room: int, count: Callable[[str], int]) -> tuple[str, bool]:
-    """The witness's document block (`prompts/witness_document.md`, the text filled in once)
-    within `room` tokens: whole, or its start with `DOCUMENT_CUT`; and whether it was cut."""
-    block = fill(load_prompt("witness_document"), DOCUMENT=document)
+def cut_to_fit(text: str, room: int, count: Callable[[str], int], tail: str,
+               frame: Callable[[str], str] = lambda text: text) -> tuple[str, bool]:
+    """`frame(text)` within `room` tokens: whole, or `frame` of the text's start followed by
+    `tail` (the estimate, then 10 % less a try, until it fits); and whether it was cut. What
+    a witness's document and a testimony too long for the window are fitted by."""
+    block = frame(text)
     needed = count(block)
     if needed <= room:
         return block, False
-    keep = int(len(document) * max(0, room) / max(needed, 1))
-    for _ in range(12):  # the estimate, then 10 % less a try, until it fits
-        block = fill(load_prompt("witness_document"), DOCUMENT=document[:keep] + DOCUMENT_CUT)
+    keep = int(len(text) * max(0, room) / max(needed, 1))
+    for _ in range(12):
+        block = frame(text[:keep] + tail)
         if count(block) <= room or keep == 0:
             break
         keep = keep * 9 // 10
     return block, True
+
+
+def fit_document(document: str, room: int, count: Callable[[str], int]) -> tuple[str, bool]:
+    """The witness's document block (`prompts/witness_document.md`, the text filled in once)
+    within `room` tokens: whole, or its start with `DOCUMENT_CUT`; and whether it was cut."""
+    template = load_prompt("witness_document")
+    return cut_to_fit(document, room, count, DOCUMENT_CUT,
+                      lambda text: fill(template, DOCUMENT=text))
 
 
 def witness_prompt(

@@ -76,9 +76,12 @@ def witness(messages: Chat) -> str:
 
 async def run(paths: Paths, hypothesis: str = REQUEST,
               det: Callable[[Chat], str] | None = None,
-              stop_after: int | None = None, **settings: Any
+              stop_after: int | None = None, wit: Callable[[Chat], str] = witness,
+              window: int = 32768, **settings: Any
               ) -> tuple[InterrogationSession, list[Any], ScriptedModel, ScriptedModel]:
-    with ScriptedModel(det or detective()) as d, ScriptedModel(witness) as w:
+    """A run on scripted models (`det` the detective, `wit` the witness), stopped after
+    `stop_after` claims when given; the session as stored, its events, both models."""
+    with ScriptedModel(det or detective(), window=window) as d, ScriptedModel(wit) as w:
         config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
                              **{"claim_concurrency": 2, **settings})
         workspace = Workspace(paths, config)
@@ -262,15 +265,7 @@ async def test_a_split_with_no_usable_claim_ends_named_never_failed(paths: Paths
 async def test_an_empty_testimony_ends_named(paths: Paths) -> None:
     def mute(messages: Chat) -> str:
         return ""
-    with ScriptedModel(detective()) as d, ScriptedModel(mute) as w:
-        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
-        workspace = Workspace(paths, config)
-        try:
-            started = workspace.sessions.start(REQUEST, 5)
-            [event async for event in started.events()]
-            session = workspace.store.load(str(started.session.id))
-        finally:
-            await workspace.aclose()
+    session, _, d, _ = await run(paths, wit=mute)
     assert session.status == "completed"
     assert session.testimony is not None and "no testimony" in (session.testimony.problem or "")
     assert not any(is_judgement(b["messages"]) for b in d.bodies)
@@ -523,15 +518,7 @@ async def test_a_testimony_longer_than_the_window_is_cut_to_fit_and_said(paths: 
         return detective({"The mill number 1 stood by the river in the year 1801.": 0.9})(
             messages)
 
-    with ScriptedModel(splitter, window=2048) as d, ScriptedModel(witness) as w:
-        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
-        workspace = Workspace(paths, config)
-        try:
-            started = workspace.sessions.start(long, 5)
-            [event async for event in started.events()]
-            session = workspace.store.load(str(started.session.id))
-        finally:
-            await workspace.aclose()
+    session, _, _, _ = await run(paths, hypothesis=long, det=splitter, window=2048)
     assert session.status == "completed"
     assert seen and seen[0].endswith("[… the rest of the text did not fit]")
     assert len(seen[0]) < len(long)

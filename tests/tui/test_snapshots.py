@@ -40,19 +40,21 @@ def test_sessions_tab(home: Path, snap_compare: Any) -> None:
     assert snap_compare(make_app(home), terminal_size=SIZE, run_before=settle)
 
 
-def test_live_tab(home: Path, snap_compare: Any) -> None:
-    async def open_newest(pilot: Any) -> None:
-        await settle(pilot)
-        await pilot.press("o")
-        app = pilot.app
-        deadline = time.monotonic() + 30  # the replay is done when the status says how it ended
-        while not app.live.status_text.startswith("completed"):
-            assert time.monotonic() < deadline, app.live.status_text
-            await pilot.pause(0.05)
-        app.clear_notifications()
-        app.live.query_one("#transcript").focus()
-        await pilot.pause()
+async def open_newest(pilot: Any) -> None:
+    """Open the newest session in the Live tab and wait for its replay to end."""
+    await settle(pilot)
+    await pilot.press("o")
+    app = pilot.app
+    deadline = time.monotonic() + 30  # the replay is done when the status says how it ended
+    while not app.live.status_text.startswith("completed"):
+        assert time.monotonic() < deadline, app.live.status_text
+        await pilot.pause(0.05)
+    app.clear_notifications()
+    app.live.query_one("#transcript").focus()
+    await pilot.pause()
 
+
+def test_live_tab(home: Path, snap_compare: Any) -> None:
     assert snap_compare(make_app(home), terminal_size=SIZE, run_before=open_newest)
 
 
@@ -60,21 +62,9 @@ def test_live_tab(home: Path, snap_compare: Any) -> None:
 def test_live_tab_testimony(home: Path, snap_compare: Any, width: int) -> None:
     """A testimony's claims marked in its paragraph and listed beside it, at 80 columns as at
     160."""
-    async def open_it(pilot: Any) -> None:
-        await settle(pilot)
-        await pilot.press("o")
-        app = pilot.app
-        deadline = time.monotonic() + 30
-        while not app.live.status_text.startswith("completed"):
-            assert time.monotonic() < deadline, app.live.status_text
-            await pilot.pause(0.05)
-        app.clear_notifications()
-        app.live.query_one("#transcript").focus()
-        await pilot.pause()
-
     app = make_app(home, sessions=0)
     fixed_testimony(home / "data" / "sessions")
-    assert snap_compare(app, terminal_size=(width, 36), run_before=open_it)
+    assert snap_compare(app, terminal_size=(width, 36), run_before=open_newest)
 
 
 def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
