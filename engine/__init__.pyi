@@ -158,6 +158,7 @@ from .report.blocks import (
 from .report.cells import (
     EvalGroup as EvalGroup,
     grouped as grouped,
+    rounds_cell as rounds_cell,
     verdict_cell as verdict_cell,
     verdict_short as verdict_short,
 )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engine.storage.index import SessionSummary
 
-__all__ = ["EvalGroup", "grouped", "verdict_cell", "verdict_short"]
+__all__ = ["EvalGroup", "grouped", "rounds_cell", "verdict_cell", "verdict_short"]
 
 
 def verdict_short(verdict: str | None, probability_false: float | None,
@@ -25,6 +25,14 @@ def verdict_short(verdict: str | None, probability_false: float | None,
 def verdict_cell(row: SessionSummary) -> str:
     """A session list's verdict column (`verdict_short`)."""
     return verdict_short(row.verdict, row.probability_false, row.demonstration)
+
+
+def rounds_cell(row: SessionSummary) -> str:
+    """A session list's rounds column: `"3/10"` (rounds of the limit), or for a testimony its
+    claims' rounds alone (`"7"`: the limit is a claim's)."""
+    if row.claims is not None:
+        return str(max(0, row.pairs - 1))
+    return f"{row.pairs}/{row.iteration_limit}"
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,13 @@ def to_markdown(
     ]
     if session.end_time:
         out.append(f"- Ended: {session.end_time.isoformat(timespec='seconds')}")
-    if hypothesis:
+    testimony = session.testimony
+    if hypothesis and testimony is not None:
+        examined = sum(1 for claim in testimony.claims if claim.examined)
+        out.append(f"- Testimony: {len(testimony.claims)} claims, {examined} examined, in "
+                   f"{max(0, len(session.qa_pairs) - 1)} rounds (at most "
+                   f"{session.iteration_limit} a claim)")
+    elif hypothesis:
         out.append(f"- Rounds: {len(session.qa_pairs)} of at most {session.iteration_limit}")
         out.append(f"- Usage: {usage_line(session.tokens)}")
     else:

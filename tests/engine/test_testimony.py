@@ -413,7 +413,7 @@ def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
     report = workspace.sessions.export(str(session.id), "md")
     assert "**The testimony, marked**" in report
     assert "> Niacin is also called pantothenic acid. [✗3]" in report
-    assert "## Claims" in report
+    assert "## Claims" in report and "- Testimony: 4 claims, 3 examined, in 3 rounds" in report
     assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | Niacin is also called pantothenic acid. |" \
         in report
     assert "- ~ 4 not checkable · advice, not a fact · You should eat more fish." in report

@@ -32,6 +32,7 @@ from engine import (
     encode_record,
     grouped,
     listed_title,
+    rounds_cell,
     session_exit_code,
     split_chain,
     strip_control,
@@ -179,7 +180,7 @@ def sessions(paths: Paths, as_json: bool, run: str | None = None,
         if len(text) > 60:
             text = text[:59] + "…"
         print(f"{row.id[:8]:8}  {row.status:13}  {verdict_cell(row):17}  {score:>5}  "
-              f"{started:16}  {row.pairs:>3}/{row.iteration_limit:<2}  {text}")
+              f"{started:16}  {rounds_cell(row):>6}  {text}")
     if limit is not None and len(lines) > limit:
         print(f"… and {len(lines) - limit} more (older); --limit {len(lines)} shows them all")
     return 0

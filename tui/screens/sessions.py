@@ -21,6 +21,7 @@ from engine import (
     grouped,
     listed_title,
     newest_sessions,
+    rounds_cell,
     strip_control,
     verdict_cell,
 )
@@ -176,7 +177,7 @@ class SessionsScreen(Guarded, Screen[None]):
                 Text(verdict_cell(row)),
                 Text("" if row.score is None else str(row.score)),
                 Text(local_minute(row.started)),
-                Text(f"{row.pairs}/{row.iteration_limit}"),
+                Text(rounds_cell(row)),
                 Text(hypothesis[:200]),
                 key=row.dir,
             )
