@@ -354,7 +354,7 @@ async def examine_claim(calls: Interrogation, claim: Claim,
             async for event in calls._question(number, asked, claim.text, rounds):
                 emit(event)
         except NoQuestion as exc:
-            why = f"no usable question: {exc.message}"
+            why = f"no usable question: {one_line(exc.message, 160)}"
             emit(calls._trail(AuditTrailEntry(
                 event="degenerate_output", role="detective",
                 reason=f"claim {claim.number}: questioning closed: {exc.message}")))

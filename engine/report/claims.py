@@ -84,7 +84,8 @@ def testimony_reason(session: InterrogationSession) -> str:
         return "no testimony"
     if testimony.problem and not testimony.claims:
         return strip_control(testimony.problem)
-    return f"{len(testimony.claims)} claims examined: {claims_tally(testimony.claims)}"
+    return (f"the testimony's {len(testimony.claims)} claim"
+            f"{'s' if len(testimony.claims) != 1 else ''}: {claims_tally(testimony.claims)}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -261,3 +261,59 @@ def test_invisible_reordering_text_never_reaches_the_cli_but_stays_in_the_data(
     for ch in BIDI:
         assert ch.encode("unicode_escape") in exported or ch.encode() in exported, ch
     assert store.load(store.list()[0].dir).qa_pairs[0].answer == f"A: {HOSTILE}"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None and not os.environ.get("CI"),
+                    reason="tmux is not installed")
+def test_a_pasted_testimony_is_marked_claim_by_claim_in_tmux(
+        home: Path, llama_server: LlamaServer) -> None:
+    """A testimony typed into the Live tab in a real terminal: the detective (scripted: its
+    split and its judgements must not depend on the tiny model) takes it apart, the real
+    witness answers each claim's question, and the pane shows each claim's mark after its
+    sentence and in the list."""
+    from tests.support.scripted import (
+        Judged,
+        ScriptedModel,
+        detective as asking,
+        is_judgement,
+        judged_claim,
+    )
+
+    held, invented = "Bees make honey from nectar.", "Bees are a kind of fish."
+
+    def detective(messages: list[dict[str, str]]) -> str:
+        if is_judgement(messages):
+            return Judged(0.95 if judged_claim(messages) == held else 0.04)
+        if messages[0]["content"].startswith("You take a text apart"):
+            return f"{held}\n{invented}"
+        return asking(messages)  # questions the tiny witness answers at length
+
+    assert shutil.which("tmux"), "tmux is required in CI"
+    with ScriptedModel(detective) as sleuth:
+        (home / "config.toml").write_text(config_text(
+            {"llama": llama_server.url, "sleuth": sleuth.url + "/v1"}, ["sleuth"], ["llama"],
+            min_rounds=1))
+        env = env_for(home)
+        with tmux_server(env) as tmux:
+            subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40",
+                            " ".join(cli())], env=env, cwd=ROOT, check=True)
+
+            def wait(text: str, timeout: float = 120) -> str:
+                deadline = time.monotonic() + timeout
+                while True:
+                    screen = subprocess.run([*tmux, "capture-pane", "-p"],
+                                            capture_output=True, text=True, check=True).stdout
+                    if text in screen:
+                        return screen
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"never saw {text!r} in:\n{screen}")
+                    time.sleep(0.2)
+
+            wait("No sessions yet")
+            subprocess.run([*tmux, "send-keys", "2", "n"], check=True)
+            wait("Hypothesis…")
+            subprocess.run([*tmux, "send-keys", f"{held} {invented}", "Enter"], check=True)
+            screen = wait("[✗2]")
+            assert f"{held} [✓1]" in screen
+            assert "✓ 1 held" in screen and "✗ 2 contradicted" in screen
+            subprocess.run([*tmux, "send-keys", "C-q"], check=True)
