@@ -43,9 +43,9 @@ from dataclasses import replace
 from engine.config.models import InterrogationConfig
 from engine.costs import Budget, CostLimitReached
 from engine.errors import AllProvidersFailed, DetektivError, FailureFamily, failure_family
-from engine.interrogation.asking import Asking
+from engine.interrogation.asking import analyse, question as ask_question
 from engine.interrogation.audit import audit as run_audit, nothing_to_audit
-from engine.interrogation.calls import Turn
+from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, bare_question, close_reason, may_close
 from engine.interrogation.judgement import judge
 from engine.interrogation.questions import NoQuestion
@@ -92,7 +92,7 @@ __all__ = ["Interrogation"]
 log = logging.getLogger(__name__)
 
 
-class Interrogation(Asking):
+class Interrogation(SessionCalls):
     """One run of a session, new or resumed, over `router`, recorded in `journal`."""
 
     def __init__(
@@ -235,7 +235,7 @@ class Interrogation(Asking):
         asked = Turn()
         yield self._emit(Phase(phase="question", sequence=sequence))
         try:
-            async for event in self._question(sequence, asked):
+            async for event in ask_question(self, sequence, asked):
                 yield event
         except NoQuestion as exc:
             self._no_question = exc.message
@@ -304,7 +304,7 @@ class Interrogation(Asking):
             answer_problem=problem, samples=samples,
         )
         analysis: GapAnalysis | None = None
-        async for event in self._analyse(pending, sequence):
+        async for event in analyse(self, pending, sequence):
             if isinstance(event, GapAnalysisReady):
                 analysis = event.analysis
             yield event

@@ -37,12 +37,12 @@ import re
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from engine.context.budget import Prompt
 from engine.context.fit import Trim
 from engine.context.tokens import MESSAGE_OVERHEAD
-from engine.interrogation.calls import Turn
+from engine.interrogation.asking import question as ask_question
+from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, bare_question
 from engine.interrogation.claims import (
     claim_problem,
@@ -95,9 +95,6 @@ from engine.report.words import document_cut
 from engine.routing.slots import role_slots
 from engine.text import one_line
 
-if TYPE_CHECKING:
-    from engine.interrogation.loop import Interrogation
-
 __all__ = ["GIVEN", "analysis_of", "examine_claim", "examine_testimony", "is_testimony",
            "testimony_audit"]
 
@@ -117,7 +114,7 @@ def is_testimony(session: InterrogationSession) -> bool:
     return not session.qa_pairs and testimony_source(session.hypothesis_text) is not None
 
 
-async def examine_testimony(calls: Interrogation) -> AsyncGenerator[InterrogationEvent, None]:
+async def examine_testimony(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
     """The testimony's steps (the module docstring), each skipped when a checkpoint shows it
     done; ends with the computed audit stored in the session (the caller emits it)."""
     session = calls.session
@@ -141,7 +138,7 @@ NO_ANALYSIS = GapAnalysis(gaps=[], completeness_score=0, requires_follow_up=True
 """The first pair's analysis: a testimony is taken apart, not analysed whole."""
 
 
-async def _give(calls: Interrogation) -> AsyncGenerator[InterrogationEvent, None]:
+async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
     session, settings = calls.session, calls.settings
     hypothesis = session.hypothesis_text
     source = testimony_source(hypothesis) or "given"
@@ -215,7 +212,7 @@ def split_turns(template: str) -> tuple[str, list[tuple[str, str]]]:
     return rules, examples
 
 
-def _split_prompt(calls: Interrogation, text: str, cut: list[bool]) -> Prompt:
+def _split_prompt(calls: SessionCalls, text: str, cut: list[bool]) -> Prompt:
     """The split's request (the rules, the worked examples as earlier turns, then the
     testimony), the testimony cut to the window when it does not fit whole."""
     rules, examples = split_turns(load_prompt("split_claims"))
@@ -261,7 +258,7 @@ def _claims_of(reply: str, text: str, hypothesis: str, most: int
     return claims, refused
 
 
-async def _split(calls: Interrogation) -> AsyncGenerator[InterrogationEvent, None]:
+async def _split(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
     session = calls.session
     testimony = session.testimony or Testimony(source="given")
     session.testimony = testimony
@@ -325,7 +322,7 @@ def analysis_of(judgement: Judgement | None, claim: str) -> GapAnalysis:
     return GapAnalysis(gaps=[], completeness_score=100, requires_follow_up=False)
 
 
-async def examine_claim(calls: Interrogation, claim: Claim,
+async def examine_claim(calls: SessionCalls, claim: Claim,
                         emit: Callable[[InterrogationEvent], None]) -> Claim:
     """Examine `claim` (module docstring, step 3); every event goes to `emit`, each completed
     round is stored as a pair of the session (a checkpoint). Returns the claim with its state;
@@ -351,7 +348,7 @@ async def examine_claim(calls: Interrogation, claim: Claim,
         before = session.tokens.model_copy(deep=True)
         asked = Turn()
         try:
-            async for event in calls._question(number, asked, claim.text, rounds):
+            async for event in ask_question(calls, number, asked, claim.text, rounds):
                 emit(event)
         except NoQuestion as exc:
             why = f"no usable question: {one_line(exc.message, 160)}"
@@ -399,7 +396,7 @@ async def examine_claim(calls: Interrogation, claim: Claim,
     return claim
 
 
-async def _examine_all(calls: Interrogation) -> AsyncGenerator[InterrogationEvent, None]:
+async def _examine_all(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
     session = calls.session
     testimony = session.testimony
     assert testimony is not None
