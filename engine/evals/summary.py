@@ -7,6 +7,8 @@ bytes an item, never with the size of what the models said. Systems compared sid
 - `majority of 3`: items with three interrogations, the verdict most of them gave (a
   three-way split is undetermined), the mean probability-false;
 - `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
+- `with-alone`: the interrogation's P(false) pooled with the detective alone's, by the rule a
+  testimony's claim follows (`engine.interrogation.verdict.with_alone`), for items with both;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
   testimony at a time (the testimony is false when any of its claims is; its P(false) the
   largest of its claims', its verdict `false` when any claim's is, `true` when every claim's
@@ -26,6 +28,7 @@ import numpy as np
 
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
+from engine.interrogation.verdict import Computed, with_alone
 
 __all__ = ["SYSTEMS", "EvalSummary", "summarize", "summarize_results"]
 
@@ -36,6 +39,7 @@ SYSTEMS = {
     "direct": "baseline: detective alone",
     "are-you-sure": "baseline: \"Are you sure?\"",
     "reader": "reference: detective reads the document",
+    "with-alone": "interrogation with the detective alone",
     "testimony": "per testimony: interrogation",
     "testimony-direct": "per testimony: detective alone",
     "testimony-are-you-sure": "per testimony: \"Are you sure?\"",
@@ -100,6 +104,22 @@ def _majority(verdicts: list[str | None]) -> str | None:
     return verdict if count * 2 > len(verdicts) else "undetermined"
 
 
+def _with_alone(rounds: tuple[bool, str | None, float | None, int, int, float],
+                alone: tuple[bool, str | None, float | None, int, int, float]
+                ) -> tuple[bool, str | None, float | None, int, int, float]:
+    """An interrogation's row pooled with the detective alone's (rule 8 of
+    `engine.interrogation.verdict`; an undetermined verdict at 0.5 is read as no round bearing
+    on the claim). No verdict when the interrogation has none."""
+    label, verdict, p_false, rounds_asked, tokens, seconds = rounds
+    if verdict is None or p_false is None or alone[2] is None:
+        return rounds
+    computed = with_alone(Computed(verdict, p_false,  # type: ignore[arg-type]
+                                   bore=not (verdict == "undetermined" and p_false == 0.5)),
+                          1 - alone[2])
+    return (label, computed.verdict, computed.probability_false, rounds_asked,
+            tokens + alone[4], seconds + alone[5])
+
+
 def _testimony(claims: list[tuple[bool, str | None, float | None, int, int, float]]
                ) -> tuple[bool, str | None, float | None, int, int, float]:
     """A testimony's row from its claims' (see the module docstring); no verdict when every
@@ -159,6 +179,10 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         rows["majority"].add(values[0][0], None if failed else verdict,
                              float(np.mean(probabilities)), values[0][3],
                              sum(v[4] for v in values), sum(v[5] for v in values))
+    for (item, kind, repeat), value in compact.items():
+        alone = compact.get((item, "direct", 1))
+        if kind == "interrogation" and repeat == 1 and alone is not None:
+            rows["with-alone"].add(*_with_alone(value, alone))
     for (_, kind), claims in grouped.items():
         key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
         if key in rows:

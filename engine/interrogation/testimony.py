@@ -67,6 +67,7 @@ from engine.interrogation.verdict import (
     settled,
     testimony_score,
     testimony_verdict,
+    with_alone,
 )
 from engine.models.events import (
     AnswerCutOff,
@@ -384,13 +385,15 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
         rounds.append(pair)
         emit(calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
                                        repairs=session.repairs)))
-    computed = compute([(p.sequence, p.judgement) for p in rounds])
+    computed = with_alone(compute([(p.sequence, p.judgement) for p in rounds]),
+                          claim.direct_p_true)
     state, p_false = claim_state(computed, document is not None)
     claim.state, claim.probability_false = state, p_false
     claim.deciding = computed.deciding[0] if computed.deciding else (
         rounds[-1].sequence if rounds and state == "unsupported" else None)
-    claim.why = None if state in ("held", "contradicted") else (
-        why or computed.reason or None)
+    claim.why = why or computed.reason or None
+    if state in ("held", "contradicted") and claim.deciding is not None:
+        claim.why = None  # its round says why
     if not rounds and why is not None:
         claim.state, claim.probability_false = "unsure", 0.5
     return claim

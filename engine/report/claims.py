@@ -41,7 +41,7 @@ def claim_line(claim: Claim) -> str:
         parts.append(f"round {claim.deciding}")
     if claim.direct_p_true is not None:
         parts.append(f"alone p(true) {claim.direct_p_true:.2f}")
-    if claim.why and claim.state not in ("held", "contradicted"):
+    if claim.why:
         parts.append(strip_control(claim.why))
     return " · ".join(parts) + f" · {one_line(strip_control(claim.text), 300)}"
 

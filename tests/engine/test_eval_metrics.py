@@ -172,3 +172,24 @@ def test_split_claims_are_also_judged_a_testimony_at_a_time() -> None:
     assert per.figures["auroc"].value == pytest.approx(1.0)  # 0.9 against 0.3 and 0.5
     direct = summary.systems["testimony-direct"]
     assert direct.n == 1 and direct.figures["accuracy"].value == pytest.approx(1.0)
+
+
+def test_the_interrogation_pooled_with_the_detective_alone_is_a_system_of_its_own() -> None:
+    from engine.interrogation.verdict import Computed, with_alone
+
+    def row(item: str, kind: str, label: bool, verdict: str, p: float) -> EvalResult:
+        return EvalResult(item=item, kind=kind, label=label, claim=item,  # type: ignore[arg-type]
+                          status="completed", verdict=verdict, probability_false=p)
+
+    results = [row("a", "interrogation", False, "true", 0.3), row("a", "direct", False,
+                                                                 "false", 0.98),
+               row("b", "interrogation", True, "true", 0.1), row("b", "direct", True,
+                                                                "true", 0.2),
+               row("c", "interrogation", True, "true", 0.1)]  # no baseline: not pooled
+    summary = summarize_results(results, resamples=0)
+    pooled = summary.systems["with-alone"]
+    assert pooled.n == 2
+    assert pooled.figures["accuracy"].value == pytest.approx(1.0)  # a is caught only pooled
+    assert summary.systems["interrogation"].figures["accuracy"].value == pytest.approx(2 / 3)
+    expected = with_alone(Computed("true", 0.3, [1]), 0.02)
+    assert expected.verdict == "false"

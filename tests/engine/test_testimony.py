@@ -6,6 +6,7 @@ resumed after a stop with only the claims left examined."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
@@ -216,7 +217,9 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert [c.direct_p_true for c in testimony.claims[:3]] == [0.8, 0.8, 0.8]
     audit = session.audit_result
     assert audit is not None and audit.computed
-    assert audit.verdict == "false" and audit.probability_false == pytest.approx(0.95)
+    # its rounds (P(true) 0.05) pooled with the detective alone (0.8): rule 8
+    pooled = 1 - 1 / (1 + math.exp(-(math.log(0.05 / 0.95) + math.log(0.8 / 0.2)) / 2))
+    assert audit.verdict == "false" and audit.probability_false == pytest.approx(pooled, abs=1e-4)
     wrong = testimony.claims[2]
     assert wrong.deciding is not None
     assert [c.qa_pair_indexes for c in audit.contradictions] == [(0, wrong.deciding - 1)]
@@ -524,3 +527,24 @@ async def test_a_testimony_longer_than_the_window_is_cut_to_fit_and_said(paths: 
     assert len(seen[0]) < len(long)
     assert any("did not fit the detective's window" in t.reason for t in session.audit_trail)
     assert session.testimony is not None and session.testimony.claims[0].state == "held"
+
+
+def test_the_detective_alone_is_pooled_with_a_claims_rounds() -> None:
+    """Rule 8: the rounds and the detective's own reading, mean log-odds; a flip has no round
+    on its side (so no contradiction is listed for it); no bearing round stays undetermined;
+    a conflict stays a conflict."""
+    from engine.interrogation.verdict import ALONE_DECIDED, with_alone
+
+    held = Computed("true", 0.05, [2])
+    assert with_alone(held, None) is held
+    agreed = with_alone(held, 0.9)
+    assert (agreed.verdict, agreed.deciding) == ("true", [2])
+    assert agreed.probability_false == pytest.approx(0.0707, abs=1e-3)
+    flipped = with_alone(Computed("true", 0.3, [2]), 0.02)
+    assert (flipped.verdict, flipped.deciding, flipped.reason) == ("false", [], ALONE_DECIDED)
+    doubted = with_alone(held, 0.05)
+    assert doubted.verdict == "undetermined" and "disagree" in doubted.reason
+    silent = with_alone(Computed("undetermined", 0.5, reason="silent", bore=False), 0.95)
+    assert silent.verdict == "undetermined" and silent.probability_false < 0.4
+    conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
+    assert with_alone(conflict, 0.99) is conflict
