@@ -49,10 +49,10 @@ claims, each claim examined by the rule above in rounds of its own, then:
    before rule 5, so a claim the witness repeats but the detective doubts is not `held` on
    the witness's word alone. A claim no round bore on stays `unsure` (the witness said
    nothing; the pooled P(false) still ranks it), and a conflict stays a conflict. Measured
-   alone on the development claims (bench/data/testimony-dev.jsonl, 53, the 1.5B): the
-   rounds' AUROC 0.72, the detective alone 0.79, pooled 0.81 (docs/benchmarks.md); a
-   witness asked again at temperature 0 mostly repeats what it made up, which the rounds
-   cannot see and the detective's own reading sometimes can.
+   alone on the development claims (bench/data/testimony-dev.jsonl, 53, 13 false, the
+   1.5B): the rounds' AUROC 0.70, the detective alone 0.77, pooled 0.77, with accuracy
+   0.72 (docs/benchmarks.md); a witness asked again at temperature 0 mostly repeats what
+   it made up, which the rounds cannot see and the detective's own reading sometimes can.
 """
 
 from __future__ import annotations
