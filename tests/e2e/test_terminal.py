@@ -182,21 +182,31 @@ def test_end_to_end_in_tmux(home: Path, llama_server: LlamaServer, sleuth: str) 
         drive_the_app(tmux, call)
 
 
+def pane_of(tmux: list[str]) -> str:
+    """What tmux's pane shows now."""
+    return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def wait_in(tmux: list[str], text: str, timeout: float = 90) -> str:
+    """The pane once it shows `text` (an `AssertionError` with the pane after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        screen = pane_of(tmux)
+        if text in screen:
+            return screen
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never saw {text!r} in:\n{screen}")
+        time.sleep(0.2)
+
+
 def drive_the_app(tmux: list[str], call: Path) -> None:
 
     def pane() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True,
-                              check=True).stdout
+        return pane_of(tmux)
 
     def wait(text: str, timeout: float = 90) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = pane()
-            if text in screen:
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"never saw {text!r} in:\n{screen}")
-            time.sleep(0.2)
+        return wait_in(tmux, text, timeout)
 
     # the first run: an empty Sessions tab says what to do; `n`, a hypothesis, Enter
     wait("No sessions yet")
@@ -298,16 +308,8 @@ def test_a_pasted_testimony_is_marked_claim_by_claim_in_tmux(
             subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40",
                             " ".join(cli())], env=env, cwd=ROOT, check=True)
 
-            def wait(text: str, timeout: float = 120) -> str:
-                deadline = time.monotonic() + timeout
-                while True:
-                    screen = subprocess.run([*tmux, "capture-pane", "-p"],
-                                            capture_output=True, text=True, check=True).stdout
-                    if text in screen:
-                        return screen
-                    if time.monotonic() > deadline:
-                        raise AssertionError(f"never saw {text!r} in:\n{screen}")
-                    time.sleep(0.2)
+            def wait(text: str) -> str:
+                return wait_in(tmux, text, timeout=120)
 
             wait("No sessions yet")
             subprocess.run([*tmux, "send-keys", "2", "n"], check=True)
