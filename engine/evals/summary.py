@@ -8,7 +8,8 @@ bytes an item, never with the size of what the models said. Systems compared sid
   three-way split is undetermined), the mean probability-false;
 - `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
 - `with-alone`: the interrogation's P(false) pooled with the detective alone's, by the rule a
-  testimony's claim follows (`engine.interrogation.verdict.with_alone`), for items with both;
+  testimony's claim follows without a document (`engine.interrogation.verdict.with_alone`),
+  for items with both, in `open` runs;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
   testimony at a time (the testimony is false when any of its claims is; its P(false) the
   largest of its claims', its verdict `false` when any claim's is, `true` when every claim's
@@ -179,9 +180,10 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         rows["majority"].add(values[0][0], None if failed else verdict,
                              float(np.mean(probabilities)), values[0][3],
                              sum(v[4] for v in values), sum(v[5] for v in values))
+    pooled = info is None or info.mode == "open"  # where a testimony's claims pool it
     for (item, kind, repeat), value in compact.items():
         alone = compact.get((item, "direct", 1))
-        if kind == "interrogation" and repeat == 1 and alone is not None:
+        if pooled and kind == "interrogation" and repeat == 1 and alone is not None:
             rows["with-alone"].add(*_with_alone(value, alone))
     for (_, kind), claims in grouped.items():
         key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
