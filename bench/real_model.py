@@ -36,8 +36,9 @@ document; `--summaries` of them, test and dev from the two ends of one shuffle),
 (`bench/split_coverage.py`: the split against FActScore's human atomic facts).
 
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
-machine (see `CONFIG`): questions and answers capped at 48 tokens, the gap analysis at 96 (one
-gap), the narrative at 160, a judgement at 8, temperature 0.
+machine (see `CONFIG`; a stream may pause 180 s: llama.cpp reads a new prompt — a summary's
+2,000-token document — between the tokens of the others, on a busy two-core machine): questions and answers capped at 48 tokens,
+the gap analysis at 96 (one gap), the narrative at 160, a judgement at 8, temperature 0.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ base_url = "{detective}"
 model = "{detective_model}"
 priority = 1
 timeout = 360
+stall_timeout = 180
 
 [providers.witness]
 kind = "openai"
@@ -85,6 +87,7 @@ base_url = "{witness}"
 model = "{witness_model}"
 priority = 2
 timeout = 360
+stall_timeout = 180
 
 [interrogation]
 question_max_tokens = 48

@@ -348,6 +348,11 @@ class EvalRun:
                 document=document_for(unit.item, info.mode),
             )
         run.budget = self.budget
+        settings = self.workspace.config.interrogation
+        if settings.claim_concurrency == 0:  # the items fill the servers' slots already: a
+            # testimony's claims one at a time, or items × claims oversubscribe them (calls
+            # queued past their first-token timeout fail the item)
+            run.settings = settings.model_copy(update={"claim_concurrency": 1})
         async for _ in run.events():
             pass
         return self._from_session(unit, run.session, time.monotonic() - started)
