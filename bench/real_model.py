@@ -37,8 +37,9 @@ document; `--summaries` of them, test and dev from the two ends of one shuffle),
 
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
 machine (see `CONFIG`; a stream may pause 180 s: llama.cpp reads a new prompt — a summary's
-2,000-token document — between the tokens of the others, on a busy two-core machine): questions and answers capped at 48 tokens,
-the gap analysis at 96 (one gap), the narrative at 160, a judgement at 8, temperature 0.
+2,000-token document — between the tokens of the others, on a busy two-core machine):
+questions and answers capped at 48 tokens, the gap analysis at 96 (one gap), the narrative
+at 160, a judgement at 8, temperature 0.
 """
 
 from __future__ import annotations
