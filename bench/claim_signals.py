@@ -50,6 +50,9 @@ def auroc(y: list[int], p: list[float], resamples: int = 2000) -> tuple[float, f
 
 
 def main() -> int:
+    if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) == 2 else 2
     home, run = Path(sys.argv[1]), sys.argv[2]
     folders = [f for f in (home / "data" / "evals").iterdir() if f.name.startswith(run)]
     results = [json.loads(line) for line in (folders[0] / "results.jsonl").read_text()
