@@ -165,7 +165,8 @@ class Interrogation(SessionCalls):
                         yield event
                 audit = session.audit_result
                 assert audit is not None
-                audit.demonstration = any(
+                chain = self._chain_configs("detective")  # the split's, at least
+                audit.demonstration = bool(chain and chain[0].is_demonstration) or any(
                     self._is_demonstration(label) for pair in session.qa_pairs
                     for label in (pair.provider_used.detective, pair.provider_used.witness))
                 yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))

@@ -215,7 +215,8 @@ class Narration:
                 if self.phase == "testimony" and pair.provider_used.witness != "given":
                     return []  # streamed already
                 title = "Testimony · " + (pair.provider_used.witness or "witness")
-                given: list[Piece] = [Block("heading", "Testimony"),
+                heading = [] if self.phase == "testimony" else [Block("heading", "Testimony")]
+                given: list[Piece] = [*heading,
                                       Block("answer", title, pair.answer, markdown=True)]
                 if pair.answer_problem:
                     given.append(Block("mark", text=pair.answer_problem))

@@ -548,3 +548,29 @@ def test_the_detective_alone_is_pooled_with_a_claims_rounds() -> None:
     assert silent.verdict == "undetermined" and silent.probability_false < 0.4
     conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
     assert with_alone(conflict, 0.99) is conflict
+
+
+async def test_a_demonstration_detective_s_testimony_says_so_and_shows_it_once(
+        paths: Paths) -> None:
+    """A demonstration model split the testimony (no claim came of it, so no round names
+    it): the verdict still says a demonstration model gave it; the transcript has one
+    Testimony heading."""
+    from engine.report.blocks import Block, Narration
+
+    with ScriptedModel(detective(split="Energy:")) as d, ScriptedModel(witness) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
+        config.providers["det"] = config.providers["det"].model_copy(
+            update={"model": "smollm2-135m"})
+        assert config.providers["det"].is_demonstration
+        workspace = Workspace(paths, config)
+        try:
+            started = workspace.sessions.start(TESTIMONY, 5)
+            events = [event async for event in started.events()]
+            session = workspace.store.load(str(started.session.id))
+        finally:
+            await workspace.aclose()
+    assert session.audit_result is not None and session.audit_result.demonstration
+    narration = Narration()
+    headings = [piece.title for event in events for piece in narration.pieces(event)
+                if isinstance(piece, Block) and piece.kind == "heading"]
+    assert headings.count("Testimony") == 1
