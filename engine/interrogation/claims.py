@@ -30,12 +30,9 @@ from rapidfuzz import fuzz
 from engine.interrogation.verdict import states_no_claim
 from engine.models.testimony import TestimonySource
 
-__all__ = ["NOT_CHECKABLE_MARK", "Piece", "Segment", "claim_problem", "content_words",
+__all__ = ["Piece", "Segment", "claim_problem", "content_words",
            "locate", "not_checkable", "read_split", "segments", "sentences",
            "testimony_source"]
-
-NOT_CHECKABLE_MARK = "[not checkable]"
-"""What the split puts before a line that states no checkable fact (its worked examples)."""
 
 _ABBREVIATIONS = frozenset("""mr mrs ms dr prof st sr jr vs etc e.g i.e approx no fig
 inc ltd co corp dept est jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m

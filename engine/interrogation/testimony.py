@@ -152,13 +152,9 @@ async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
             provider_used=ProvidersUsed(detective="", witness="given"), testimony=True)
     else:
         answered = Turn()
-        witness, _ = witness_opening(None)  # told nothing more than the question
         document = session.witness_document
         cut: list[bool] = []
-        request = witness_prompt(
-            calls._request([Message("system", witness), Message("user", hypothesis)],
-                           settings.testimony_max_tokens),
-            witness, [], hypothesis, (), document.text if document is not None else None, cut)
+        request = _witness_request(calls, hypothesis, [], settings.testimony_max_tokens, cut)
         async for event in calls._call(request, "witness", answered, 1):
             yield event
         if cut and document is not None:
@@ -167,8 +163,7 @@ async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
         cut_off = answered.finish_reason == "length"
         if cut_off:
             yield calls._emit(AnswerCutOff(sequence=1, provider=answered.provider))
-        problem = answer_problem(answered.text, hypothesis, answered.finish_reason,
-                                 answered.reasoning, [witness_instructions(None)])
+        problem = _answer_problem(answered, hypothesis)
         if problem is None and does_not_know(answered.text):
             problem = "the witness says it does not know"
         pair = QuestionAnswerPair(
@@ -182,6 +177,24 @@ async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
     session.current_iteration = len(session.qa_pairs)
     yield calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
                                     repairs=session.repairs))
+
+
+def _witness_request(calls: SessionCalls, question: str, rounds: list[QuestionAnswerPair],
+                     max_tokens: int, cut: list[bool] | None = None) -> Prompt:
+    """The witness asked `question`, told nothing more: the neutral prompt, its document when
+    the session gives it one (`cut` gets True when the document was cut to fit), and only
+    `rounds` before it (a claim's own; none for the testimony)."""
+    witness, _ = witness_opening(None)
+    document = calls.session.witness_document
+    return witness_prompt(
+        calls._request([Message("system", witness), Message("user", question)], max_tokens),
+        witness, rounds, question, (), document.text if document is not None else None, cut)
+
+
+def _answer_problem(answered: Turn, question: str) -> str | None:
+    """Why the witness's reply to `question` is no testimony (`checks.answer_problem`)."""
+    return answer_problem(answered.text, question, answered.finish_reason, answered.reasoning,
+                          [witness_instructions(None)])
 
 
 # ---- 2. the split --------------------------------------------------------------------------
@@ -359,15 +372,10 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
             break
         question = bare_question(asked.text)
         answered = Turn()
-        witness, _ = witness_opening(None)
-        request = witness_prompt(
-            calls._request([Message("system", witness), Message("user", question)],
-                           settings.answer_max_tokens),
-            witness, rounds, question, (), document.text if document is not None else None)
+        request = _witness_request(calls, question, rounds, settings.answer_max_tokens)
         async for event in calls._call(request, "witness", answered, None):
             emit(event)
-        problem = answer_problem(answered.text, question, answered.finish_reason,
-                                 answered.reasoning, [witness_instructions(None)])
+        problem = _answer_problem(answered, question)
         judged: list[Judgement] = []
         async for event in judge(calls, None, question, [answered.text], judged,
                                  named=problem, hypothesis=claim.text):
@@ -416,9 +424,7 @@ async def _examine_all(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent
         try:
             async with gate:
                 done = await examine_claim(calls, claim, queue.put_nowait)
-            for index, stored in enumerate(testimony.claims):
-                if stored.number == done.number:
-                    testimony.claims[index] = done
+            testimony.put(done)
             queue.put_nowait(calls._emit(ClaimExamined(
                 claim=done.model_copy(), tokens=session.tokens.model_copy(deep=True),
                 repairs=session.repairs)))

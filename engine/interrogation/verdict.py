@@ -82,6 +82,7 @@ __all__ = [
     "states_no_claim",
     "testimony_score",
     "testimony_verdict",
+    "verdict_at",
     "with_alone",
 ]
 
@@ -148,12 +149,21 @@ def compute(judgements: Sequence[tuple[int, Judgement | None]]) -> Computed:
             f"{sure_against[0]} contradicts it, both decisively"), conflict=True)
     p_true = pooled([j.p_true for _, j in bearing if j.p_true is not None])
     p_false = round(1 - p_true, 4)
+    verdict = verdict_at(p_false)
+    if verdict == "undetermined":
+        return Computed(verdict, p_false, reason=(
+            "the rounds that bear on the hypothesis cancel each other out"))
+    side = "supports" if verdict == "true" else "contradicts"
+    return Computed(verdict, p_false, [n for n, j in bearing if j.bearing == side])
+
+
+def verdict_at(p_false: float) -> VerdictValue:
+    """The verdict P(false) makes (rule 4): `true` at ≤ 1 − `LEANS`, `false` at ≥ `LEANS`."""
     if p_false <= 1 - LEANS:
-        return Computed("true", p_false, [n for n, j in bearing if j.bearing == "supports"])
+        return "true"
     if p_false >= LEANS:
-        return Computed("false", p_false, [n for n, j in bearing if j.bearing == "contradicts"])
-    return Computed("undetermined", p_false, reason=(
-        "the rounds that bear on the hypothesis cancel each other out"))
+        return "false"
+    return "undetermined"
 
 
 def settled(judgements: Sequence[tuple[int, Judgement | None]], rounds: int,
@@ -211,8 +221,7 @@ def with_alone(computed: Computed, alone_p_true: float | None) -> Computed:
     p_false = round(1 - _sigmoid(log_odds), 4)
     if not computed.bore:
         return Computed("undetermined", p_false, reason=computed.reason, bore=False)
-    verdict: VerdictValue = "true" if p_false <= 1 - LEANS else \
-        "false" if p_false >= LEANS else "undetermined"
+    verdict = verdict_at(p_false)
     if verdict == computed.verdict:  # the same side: the same deciding rounds
         return Computed(verdict, p_false, list(computed.deciding), computed.reason)
     if verdict == "undetermined":

@@ -75,3 +75,9 @@ class Testimony(_Model):
     """Lines of the split refused by rule, each with why ("… — it repeats claim 2")."""
     problem: str | None = None
     """Why there is nothing to examine (no testimony, no claim), when so."""
+
+    def put(self, claim: Claim) -> None:
+        """Store `claim` in the place of the claim of its number (its examination ended)."""
+        for index, stored in enumerate(self.claims):
+            if stored.number == claim.number:
+                self.claims[index] = claim

@@ -121,10 +121,7 @@ def fold(session: InterrogationSession, records: list[Record]) -> InterrogationS
         elif isinstance(event, ClaimsSplit):
             session.testimony = event.testimony.model_copy(deep=True)
         elif isinstance(event, ClaimExamined) and session.testimony is not None:
-            claims = session.testimony.claims
-            for index, claim in enumerate(claims):
-                if claim.number == event.claim.number:
-                    claims[index] = event.claim.model_copy(deep=True)
+            session.testimony.put(event.claim.model_copy(deep=True))
             if event.tokens is not None:
                 session.tokens = event.tokens.model_copy(deep=True)
             if event.repairs is not None:
