@@ -96,6 +96,14 @@ def main() -> int:
         "inter + spread": [min(1.0, a + s / 2) for a, s in zip(inter, signals["spread"],
                                                                 strict=True)],
     }
+    sure = signals["sure"]
+    combos["mean log-odds (inter, sure)"] = [sigmoid((logit(a) + logit(c)) / 2)
+                                             for a, c in zip(inter, sure, strict=True)]
+    combos["mean log-odds (alone, sure)"] = [sigmoid((logit(b) + logit(c)) / 2)
+                                             for b, c in zip(alone, sure, strict=True)]
+    combos["mean log-odds (all three)"] = [
+        sigmoid((logit(a) + logit(b) + logit(c)) / 3)
+        for a, b, c in zip(inter, alone, sure, strict=True)]
     for weight in (0.25, 0.5, 0.75):
         combos[f"log-odds, alone weight {weight}"] = [
             sigmoid((1 - weight) * logit(a) + weight * logit(b))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from engine.config.models import InterrogationConfig
 from engine.evals.items import EvalItem, brief_for, document_for
 from engine.interrogation.calls import check_budget, count_tokens
-from engine.interrogation.judgement import Ask, Plan, gives_logprobs
+from engine.interrogation.judgement import Ask, Plan, are_you_sure, gives_logprobs, sure_evidence
 from engine.interrogation.transcript import witness_opening
 from engine.interrogation.verdict import bearing_of, compute
 from engine.models.judgement import Judgement
@@ -76,12 +76,10 @@ class Baselines:
             answered = first.text.strip()
             if answered:
                 messages += [Message("user", asked), Message("assistant", answered)]
-        sure = load_prompt("eval_are_you_sure").strip()
+        sure = are_you_sure()
         messages.append(Message("user", sure if answered else f"{asked}\n\n{sure}"))
         reply = await self._complete(self._ask(tuple(messages)), "witness")
-        return fill(load_prompt("eval_evidence"), QUESTION=asked,
-                    ANSWER=answered or "(no answer)", SURE=sure,
-                    REPLY=reply.text.strip() or "(no answer)")
+        return sure_evidence(asked, answered, reply.text.strip())
 
     async def verdict(self, claim: str, evidence: str = "", ask: Ask = "judgement_direct"
                       ) -> tuple[str, float | None]:

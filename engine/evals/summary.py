@@ -7,9 +7,10 @@ bytes an item, never with the size of what the models said. Systems compared sid
 - `majority of 3`: items with three interrogations, the verdict most of them gave (a
   three-way split is undetermined), the mean probability-false;
 - `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
-- `with-alone`: the interrogation's P(false) pooled with the detective alone's, by the rule a
-  testimony's claim follows without a document (`engine.interrogation.verdict.with_alone`),
-  for items with both, in `open` runs;
+- `pooled`: the interrogation's P(false) pooled with the detective alone's and, where the run
+  has it, "Are you sure?"'s, by the rule a testimony's claim follows without a document
+  (`engine.interrogation.verdict.with_readings`), for items with the detective alone's, in
+  `open` runs;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
   testimony at a time (the testimony is false when any of its claims is; its P(false) the
   largest of its claims', its verdict `false` when any claim's is, `true` when every claim's
@@ -29,7 +30,7 @@ import numpy as np
 
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
-from engine.interrogation.verdict import Computed, with_alone
+from engine.interrogation.verdict import Computed, with_readings
 
 __all__ = ["SYSTEMS", "EvalSummary", "summarize", "summarize_results"]
 
@@ -40,7 +41,7 @@ SYSTEMS = {
     "direct": "baseline: detective alone",
     "are-you-sure": "baseline: \"Are you sure?\"",
     "reader": "reference: detective reads the document",
-    "with-alone": "interrogation with the detective alone",
+    "pooled": "interrogation pooled with the readings (rule 8)",
     "testimony": "per testimony: interrogation",
     "testimony-direct": "per testimony: detective alone",
     "testimony-are-you-sure": "per testimony: \"Are you sure?\"",
@@ -105,20 +106,22 @@ def _majority(verdicts: list[str | None]) -> str | None:
     return verdict if count * 2 > len(verdicts) else "undetermined"
 
 
-def _with_alone(rounds: tuple[bool, str | None, float | None, int, int, float],
-                alone: tuple[bool, str | None, float | None, int, int, float]
-                ) -> tuple[bool, str | None, float | None, int, int, float]:
-    """An interrogation's row pooled with the detective alone's (rule 8 of
+def _pooled(rounds: tuple[bool, str | None, float | None, int, int, float],
+            *readings: tuple[bool, str | None, float | None, int, int, float] | None
+            ) -> tuple[bool, str | None, float | None, int, int, float]:
+    """An interrogation's row pooled with the readings' rows given (rule 8 of
     `engine.interrogation.verdict`; an undetermined verdict at 0.5 is read as no round bearing
-    on the claim). No verdict when the interrogation has none."""
+    on the claim; a reading without a probability is left out). No verdict when the
+    interrogation has none."""
     label, verdict, p_false, rounds_asked, tokens, seconds = rounds
-    if verdict is None or p_false is None or alone[2] is None:
+    taken = [r for r in readings if r is not None and r[2] is not None]
+    if verdict is None or p_false is None or not taken:
         return rounds
-    computed = with_alone(Computed(verdict, p_false,  # type: ignore[arg-type]
-                                   bore=not (verdict == "undetermined" and p_false == 0.5)),
-                          1 - alone[2])
+    computed = with_readings(Computed(verdict, p_false,  # type: ignore[arg-type]
+                                      bore=not (verdict == "undetermined" and p_false == 0.5)),
+                             *(1 - r[2] for r in taken if r[2] is not None))
     return (label, computed.verdict, computed.probability_false, rounds_asked,
-            tokens + alone[4], seconds + alone[5])
+            tokens + sum(r[4] for r in taken), seconds + sum(r[5] for r in taken))
 
 
 def _testimony(claims: list[tuple[bool, str | None, float | None, int, int, float]]
@@ -184,7 +187,7 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
     for (item, kind, repeat), value in compact.items():
         alone = compact.get((item, "direct", 1))
         if pooled and kind == "interrogation" and repeat == 1 and alone is not None:
-            rows["with-alone"].add(*_with_alone(value, alone))
+            rows["pooled"].add(*_pooled(value, alone, compact.get((item, "are-you-sure", 1))))
     for (_, kind), claims in grouped.items():
         key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
         if key in rows:

@@ -43,16 +43,20 @@ claims, each claim examined by the rule above in rounds of its own, then:
    claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or
    unsupported; 0 when none was examined. Reproducible from the stored claims.
 
-8. **The detective alone** (`with_alone`, a testimony's claims without a document): the
-   claim's P(true) from its rounds and the detective's own reading of the claim with no
-   testimony (`Claim.direct_p_true`) are pooled — their mean log-odds, `ALONE_WEIGHT` 0.5 —
-   before rule 5, so a claim the witness repeats but the detective doubts is not `held` on
-   the witness's word alone. A claim no round bore on stays `unsure` (the witness said
-   nothing; the pooled P(false) still ranks it), and a conflict stays a conflict. Measured
-   alone on the development claims (bench/data/testimony-dev.jsonl, 53, 13 false, the
-   1.5B): the rounds' AUROC 0.70, the detective alone 0.77, pooled 0.77, with accuracy
-   0.72 (docs/benchmarks.md); a witness asked again at temperature 0 mostly repeats what
-   it made up, which the rounds cannot see and the detective's own reading sometimes can.
+8. **Readings that do not rest on the witness repeating itself** (`with_readings`, a
+   testimony's claims without a document): the claim's P(true) from its rounds is pooled with
+   the detective's own reading of the claim with no testimony (`Claim.direct_p_true`, "the
+   detective alone") and, for a testimony the witness gave, the detective's reading of the
+   claim given the witness's testimony and its reply to "Are you sure?"
+   (`Claim.sure_p_true`): the mean of their log-odds, each reading there weighing the same
+   as the rounds, before rule 5 — so a claim the witness repeats but the other readings
+   doubt is not `held` on the witness's word alone. A claim no round bore on stays `unsure`
+   (the witness said nothing when asked; the pooled P(false) still ranks it), and a conflict
+   stays a conflict. Chosen on the development claims (bench/data/testimony-dev.jsonl, 53,
+   13 false, the 1.5B; docs/benchmarks.md): AUROC of P(false) — the rounds 0.70, the
+   detective alone 0.77, "Are you sure?" 0.82, the three pooled 0.81 with the best accuracy
+   (0.77 against 0.72 for the rounds); a witness asked again at temperature 0 mostly repeats
+   what it made up, which the rounds cannot see and the other two readings sometimes can.
 """
 
 from __future__ import annotations
@@ -73,8 +77,7 @@ __all__ = [
     "Computed",
     "bearing_of",
     "claim_facts",
-    "ALONE_DECIDED",
-    "ALONE_WEIGHT",
+    "READINGS_DECIDED",
     "claim_state",
     "compute",
     "pooled",
@@ -83,7 +86,7 @@ __all__ = [
     "testimony_score",
     "testimony_verdict",
     "verdict_at",
-    "with_alone",
+    "with_readings",
 ]
 
 LEANS = 0.6
@@ -206,18 +209,18 @@ def claim_facts(hypothesis: str) -> int:
                    if found.group(1).lower() in _VERBS)
 
 
-ALONE_WEIGHT = 0.5
-"""The weight of the detective's own reading of a claim against its rounds' (rule 8)."""
-ALONE_DECIDED = "decided with the detective's own reading of the claim: no round bore its way"
+READINGS_DECIDED = ("decided with the readings of the claim beside its rounds (the detective "
+                    "alone, \"Are you sure?\"): no round bore its way")
 
 
-def with_alone(computed: Computed, alone_p_true: float | None) -> Computed:
-    """`computed` (a claim's rounds) pooled with the detective's own reading of the claim
-    (rule 8); as it is without a reading, or when its rounds conflict."""
-    if alone_p_true is None or computed.conflict:
+def with_readings(computed: Computed, *readings: float | None) -> Computed:
+    """`computed` (a claim's rounds) pooled with the `readings` given (P(true) each; None:
+    not taken) by rule 8; as it is without a reading, or when its rounds conflict."""
+    taken = [r for r in readings if r is not None]
+    if not taken or computed.conflict:
         return computed
-    log_odds = (1 - ALONE_WEIGHT) * _logit(1 - computed.probability_false) + \
-        ALONE_WEIGHT * _logit(alone_p_true)
+    log_odds = (_logit(1 - computed.probability_false) + sum(_logit(r) for r in taken)) \
+        / (1 + len(taken))
     p_false = round(1 - _sigmoid(log_odds), 4)
     if not computed.bore:
         return Computed("undetermined", p_false, reason=computed.reason, bore=False)
@@ -225,9 +228,9 @@ def with_alone(computed: Computed, alone_p_true: float | None) -> Computed:
     if verdict == computed.verdict:  # the same side: the same deciding rounds
         return Computed(verdict, p_false, list(computed.deciding), computed.reason)
     if verdict == "undetermined":
-        return Computed(verdict, p_false, reason="its rounds and the detective's own reading "
-                        "of it disagree")
-    return Computed(verdict, p_false, reason=ALONE_DECIDED)  # no round is on its side
+        return Computed(verdict, p_false, reason="its rounds and the other readings of it "
+                        "disagree")
+    return Computed(verdict, p_false, reason=READINGS_DECIDED)  # no round is on its side
 
 
 def claim_state(computed: Computed, document: bool) -> tuple[ClaimState, float]:

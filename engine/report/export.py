@@ -84,14 +84,19 @@ def _cell(text: str) -> str:
 
 def claims_table(claims: Sequence[Claim]) -> list[str]:
     """A testimony's claims as a markdown table: number, state (its symbol too), P(false),
-    the deciding round, the detective alone's P(true), the claim."""
-    lines = ["| # | state | p(false) | round | alone p(true) | claim |",
-             "|---|---|---|---|---|---|"]
+    the deciding round, the detective alone's P(true) and its P(true) after "Are you sure?",
+    the claim."""
+    lines = ["| # | state | p(false) | round | alone p(true) | sure p(true) | claim |",
+             "|---|---|---|---|---|---|---|"]
+
+    def cell(p: float | None) -> str:
+        return "" if p is None else f"{p:.2f}"
+
     for claim in claims:
-        p_false = "" if claim.probability_false is None else f"{claim.probability_false:.2f}"
-        alone = "" if claim.direct_p_true is None else f"{claim.direct_p_true:.2f}"
-        lines.append(f"| {claim.number} | {MARKS[claim.state]} {claim.state} | {p_false} | "
-                     f"{claim.deciding or ''} | {alone} | {_cell(claim.text)} |")
+        lines.append(f"| {claim.number} | {MARKS[claim.state]} {claim.state} | "
+                     f"{cell(claim.probability_false)} | {claim.deciding or ''} | "
+                     f"{cell(claim.direct_p_true)} | {cell(claim.sure_p_true)} | "
+                     f"{_cell(claim.text)} |")
     return lines
 
 

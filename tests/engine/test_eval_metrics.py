@@ -174,8 +174,8 @@ def test_split_claims_are_also_judged_a_testimony_at_a_time() -> None:
     assert direct.n == 1 and direct.figures["accuracy"].value == pytest.approx(1.0)
 
 
-def test_the_interrogation_pooled_with_the_detective_alone_is_a_system_of_its_own() -> None:
-    from engine.interrogation.verdict import Computed, with_alone
+def test_the_interrogation_pooled_with_the_readings_is_a_system_of_its_own() -> None:
+    from engine.interrogation.verdict import Computed, with_readings
 
     def row(item: str, kind: str, label: bool, verdict: str, p: float) -> EvalResult:
         return EvalResult(item=item, kind=kind, label=label, claim=item,  # type: ignore[arg-type]
@@ -187,9 +187,18 @@ def test_the_interrogation_pooled_with_the_detective_alone_is_a_system_of_its_ow
                                                                 "true", 0.2),
                row("c", "interrogation", True, "true", 0.1)]  # no baseline: not pooled
     summary = summarize_results(results, resamples=0)
-    pooled = summary.systems["with-alone"]
+    pooled = summary.systems["pooled"]
     assert pooled.n == 2
     assert pooled.figures["accuracy"].value == pytest.approx(1.0)  # a is caught only pooled
     assert summary.systems["interrogation"].figures["accuracy"].value == pytest.approx(2 / 3)
-    expected = with_alone(Computed("true", 0.3, [1]), 0.02)
+    expected = with_readings(Computed("true", 0.3, [1]), 0.02)
     assert expected.verdict == "false"
+    # "Are you sure?" where the run has it: a third reading, each weighing as the rounds
+    results += [row("d", "interrogation", False, "true", 0.3),
+                row("d", "direct", False, "true", 0.3),
+                row("d", "are-you-sure", False, "false", 0.95)]
+    summary = summarize_results(results, resamples=0)
+    assert summary.systems["pooled"].n == 3
+    assert summary.systems["pooled"].figures["accuracy"].value == pytest.approx(1.0)
+    assert with_readings(Computed("true", 0.3, [1]), 0.7).verdict == "true"  # alone: held
+    assert with_readings(Computed("true", 0.3, [1]), 0.7, 0.05).verdict == "false"

@@ -209,16 +209,23 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
                       ("You should eat more fish.", "not checkable")]
     assert any("repeats claim 3" in line for line in testimony.refused)
     assert any("mars" in line for line in testimony.refused)
-    # each claim its own rounds; the witness never saw its testimony again
+    # each claim its own rounds; the witness saw its testimony again only when asked "Are
+    # you sure?" right after it, in the same conversation, once
     assert {p.claim for p in session.qa_pairs[1:]} == {1, 2, 3}
-    assert all(TESTIMONY not in m["content"] for body in wit.bodies[1:]
-               for m in body["messages"])
-    # the detective alone, recorded beside each examined claim
+    again = [body["messages"] for body in wit.bodies[1:]
+             if any(TESTIMONY in m["content"] for m in body["messages"])]
+    assert len(again) == 1 and again[0][-1]["content"] == "Are you sure?"
+    assert [m["role"] for m in again[0][-3:]] == ["user", "assistant", "user"]
+    assert testimony.sure_reply == "I recall the substance as I described it."
+    # the detective alone and its reading after "Are you sure?", beside each examined claim
     assert [c.direct_p_true for c in testimony.claims[:3]] == [0.8, 0.8, 0.8]
+    assert [c.sure_p_true for c in testimony.claims[:3]] == [0.95, 0.9, 0.05]
     audit = session.audit_result
     assert audit is not None and audit.computed
-    # its rounds (P(true) 0.05) pooled with the detective alone (0.8): rule 8
-    pooled = 1 - 1 / (1 + math.exp(-(math.log(0.05 / 0.95) + math.log(0.8 / 0.2)) / 2))
+    # its rounds (P(true) 0.05) pooled with the detective alone (0.8) and "Are you sure?"
+    # (0.05): rule 8
+    logits = [math.log(p / (1 - p)) for p in (0.05, 0.8, 0.05)]
+    pooled = 1 - 1 / (1 + math.exp(-sum(logits) / 3))
     assert audit.verdict == "false" and audit.probability_false == pytest.approx(pooled, abs=1e-4)
     wrong = testimony.claims[2]
     assert wrong.deciding is not None
@@ -240,6 +247,9 @@ async def test_a_pasted_paragraph_is_itself_the_testimony(paths: Paths) -> None:
     assert first.testimony and first.answer == TESTIMONY
     assert first.provider_used.witness == "given"
     assert all(TESTIMONY not in m["content"] for body in wit.bodies for m in body["messages"])
+    # not the witness's own testimony: it is never asked "Are you sure?" of it
+    assert session.testimony is not None and session.testimony.sure_reply is None
+    assert all(c.sure_p_true is None for c in session.testimony.claims)
     assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
@@ -268,9 +278,10 @@ async def test_a_split_with_no_usable_claim_ends_named_never_failed(paths: Paths
 async def test_an_empty_testimony_ends_named(paths: Paths) -> None:
     def mute(messages: Chat) -> str:
         return ""
-    session, _, d, _ = await run(paths, wit=mute)
+    session, _, d, w = await run(paths, wit=mute)
     assert session.status == "completed"
     assert session.testimony is not None and "no testimony" in (session.testimony.problem or "")
+    assert len(w.bodies) == 1  # no "Are you sure?" of nothing
     assert not any(is_judgement(b["messages"]) for b in d.bodies)
 
 
@@ -392,6 +403,7 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     assert wrong is not None
     assert [c.state for c in wrong.claims] == ["held", "unsupported"]
     assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
+    assert wrong.sure_reply is None and all(c.sure_p_true is None for c in wrong.claims)
 
 
 def test_oracles_and_the_case_agent_see_each_claim_and_its_state(tmp_path: Path) -> None:
@@ -417,8 +429,8 @@ def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
     assert "**The testimony, marked**" in report
     assert "> Niacin is also called pantothenic acid. [✗3]" in report
     assert "## Claims" in report and "- Testimony: 4 claims, 3 examined, in 3 rounds" in report
-    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | Niacin is also called pantothenic acid. |" \
-        in report
+    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | 0.10 | Niacin is also called pantothenic " \
+        "acid. |" in report
     assert "- ~ 4 not checkable · advice, not a fact · You should eat more fish." in report
     exported = workspace.sessions.export(str(session.id), "json")
     again = InterrogationSession.model_validate_json(exported)
@@ -529,25 +541,36 @@ async def test_a_testimony_longer_than_the_window_is_cut_to_fit_and_said(paths: 
     assert session.testimony is not None and session.testimony.claims[0].state == "held"
 
 
-def test_the_detective_alone_is_pooled_with_a_claims_rounds() -> None:
-    """Rule 8: the rounds and the detective's own reading, mean log-odds; a flip has no round
-    on its side (so no contradiction is listed for it); no bearing round stays undetermined;
-    a conflict stays a conflict."""
-    from engine.interrogation.verdict import ALONE_DECIDED, with_alone
+def test_the_readings_are_pooled_with_a_claims_rounds() -> None:
+    """Rule 8: the rounds and each reading given (the detective alone, "Are you sure?"), mean
+    log-odds, each weighing as the rounds do; a flip has no round on its side (so no
+    contradiction is listed for it); no bearing round stays undetermined; a conflict stays a
+    conflict."""
+    from engine.interrogation.verdict import READINGS_DECIDED, with_readings
 
     held = Computed("true", 0.05, [2])
-    assert with_alone(held, None) is held
-    agreed = with_alone(held, 0.9)
+    assert with_readings(held) is held and with_readings(held, None, None) is held
+    agreed = with_readings(held, 0.9)
     assert (agreed.verdict, agreed.deciding) == ("true", [2])
     assert agreed.probability_false == pytest.approx(0.0707, abs=1e-3)
-    flipped = with_alone(Computed("true", 0.3, [2]), 0.02)
-    assert (flipped.verdict, flipped.deciding, flipped.reason) == ("false", [], ALONE_DECIDED)
-    doubted = with_alone(held, 0.05)
+    # three readings: the mean of three log-odds (0.95, 0.9, 0.2 true)
+    three = with_readings(held, 0.9, 0.2)
+    logits = [math.log(p / (1 - p)) for p in (0.95, 0.9, 0.2)]
+    assert three.probability_false == pytest.approx(
+        1 - 1 / (1 + math.exp(-sum(logits) / 3)), abs=1e-3)
+    assert three.verdict == "true"
+    assert with_readings(held, None, 0.9) == agreed  # a reading not taken is left out
+    flipped = with_readings(Computed("true", 0.3, [2]), 0.02)
+    assert (flipped.verdict, flipped.deciding, flipped.reason) == (
+        "false", [], READINGS_DECIDED)
+    doubted = with_readings(held, 0.05)
     assert doubted.verdict == "undetermined" and "disagree" in doubted.reason
-    silent = with_alone(Computed("undetermined", 0.5, reason="silent", bore=False), 0.95)
+    outvoted = with_readings(held, 0.05, 0.05)  # both readings against the rounds: false
+    assert outvoted.verdict == "false" and outvoted.deciding == []
+    silent = with_readings(Computed("undetermined", 0.5, reason="silent", bore=False), 0.95)
     assert silent.verdict == "undetermined" and silent.probability_false < 0.4
     conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
-    assert with_alone(conflict, 0.99) is conflict
+    assert with_readings(conflict, 0.99, 0.99) is conflict
 
 
 async def test_a_demonstration_detective_s_testimony_says_so_and_shows_it_once(

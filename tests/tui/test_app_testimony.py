@@ -33,6 +33,9 @@ async def test_a_testimony_is_marked_claim_by_claim_in_the_live_tab(home: Path) 
         assert options.option_count == 4
         assert str(options.get_option_at_index(2).prompt).startswith("✗ 3 contradicted")
         transcript = app.live.query_one(TranscriptView)
+        # the footer names what `[` / `]` move between: claims here, not answers
+        keys = {b.binding.description for b in app.screen.active_bindings.values()}
+        assert {"Prev claim", "Next claim"} <= keys and "Next answer" not in keys
         await pilot.press("]")  # the first claim, its round shown
         assert options.highlighted == 0 and not transcript.follow
         await pilot.press("]", "]")
@@ -44,3 +47,18 @@ async def test_a_testimony_is_marked_claim_by_claim_in_the_live_tab(home: Path) 
         assert transcript.scroll_y != top
         plain = transcript.plain_text()
         assert "The testimony, marked" in plain and "verdict: false" in plain
+        # the witness's reply to "Are you sure?" is in the transcript, beside the claims
+        assert "Are you sure? · the witness's reply" in plain
+        assert "Yes, I am sure: niacin is vitamin B3." in plain
+
+
+async def test_without_a_testimony_the_brackets_move_between_answers(home: Path) -> None:
+    """From a cold start (nothing shown), `[` / `]` are the answers' keys, and work."""
+    app = app_for(home)
+    async with app.run_test(size=(80, 40)) as pilot:
+        await pilot.press("2")
+        await until(pilot, lambda: app.screen is app.live)
+        keys = {b.binding.description for b in app.screen.active_bindings.values()}
+        assert {"Prev answer", "Next answer"} <= keys and "Next claim" not in keys
+        await pilot.press("]", "[")  # nothing to move to: no error, the app goes on
+        assert app.is_running and app.screen is app.live

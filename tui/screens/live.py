@@ -74,6 +74,8 @@ class LiveScreen(Guarded, Screen[None]):
         Binding("ctrl+s", "start", "Start", id="start", show=False),
         Binding("escape", "stop", "Stop", id="stop"),
         Binding("ctrl+r", "resume", "Resume", id="resume"),
+        Binding("left_square_bracket", "select_claim(-1)", "Prev claim", id="previous-claim"),
+        Binding("right_square_bracket", "select_claim(1)", "Next claim", id="next-claim"),
         Binding("left_square_bracket", "select(-1)", "Prev answer", id="previous-answer"),
         Binding("right_square_bracket", "select(1)", "Next answer", id="next-answer"),
         Binding("c", "copy_answer", "Copy answer", id="copy-answer"),
@@ -229,16 +231,30 @@ class LiveScreen(Guarded, Screen[None]):
             return
         self.run_interrogation(self.host.workspace.sessions.resume(self.session_dir))
 
+    def _claims_shown(self) -> bool:
+        """Whether a testimony's claims are on show (then `[` / `]` move between claims)."""
+        found = self.query(MarkedTestimony)
+        return bool(found) and bool(found.first().display) and bool(found.first().claims)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`[` / `]` move between a testimony's claims while they are on show, else between
+        answers: one pair of the two is active (and in the footer) at a time."""
+        if action == "select_claim":
+            return self._claims_shown()
+        if action == "select":
+            return not self._claims_shown()
+        return True
+
     def action_select(self, step: int) -> None:
-        """`[` / `]`: the previous or next claim of a testimony (its rounds shown), else the
-        previous or next answer."""
-        testimony = self.query_one(MarkedTestimony)
-        if testimony.display and testimony.claims:
-            number = testimony.move(step)
-            if number is not None:
-                self.show_claim(number)
-            return
+        """`[` / `]`: the previous or next answer."""
         self.query_one(TranscriptView).select_answer(step)
+
+    def action_select_claim(self, step: int) -> None:
+        """`[` / `]` while a testimony's claims are shown: the previous or next claim, its
+        rounds shown."""
+        number = self.query_one(MarkedTestimony).move(step)
+        if number is not None:
+            self.show_claim(number)
 
     def show_claim(self, number: int) -> None:
         """Scroll the transcript to claim `number`'s rounds (or say it has none yet)."""
@@ -318,6 +334,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#cost-badge", Static).update(Content("cost: –"))
         self.query_one(SidePanel).clear()
         self.query_one(MarkedTestimony).clear()
+        self.refresh_bindings()
 
     def show(self, event: InterrogationEvent, announce: bool = True) -> None:
         """Render one event (live, or replayed from a log): its blocks into the transcript
@@ -364,11 +381,13 @@ class LiveScreen(Guarded, Screen[None]):
                 self.query_one(SidePanel).show_analysis(analysis, sequence)
             case ClaimsSplit(testimony=testimony):
                 self.query_one(MarkedTestimony).show_claims(testimony.claims)
+                self.refresh_bindings()
             case ClaimExamined(claim=claim):
                 self.query_one(MarkedTestimony).update_claim(claim)
             case PairCompleted(pair=pair):
                 if pair.testimony:
                     self.query_one(MarkedTestimony).show_text(pair.answer)
+                    self.refresh_bindings()
                 if replayed and not pair.testimony and pair.claim is None:
                     self.query_one(SidePanel).show_analysis(pair.gap_analysis, pair.sequence)
                 if pair.usage is not None:
