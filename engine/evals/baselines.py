@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 from engine.config.models import InterrogationConfig
 from engine.evals.items import EvalItem, brief_for, document_for
 from engine.interrogation.calls import check_budget, count_tokens
-from engine.interrogation.judgement import Ask, Plan, are_you_sure, gives_logprobs, sure_evidence
+from engine.interrogation.judgement import (
+    Ask,
+    Plan,
+    are_you_sure,
+    gives_logprobs,
+    sure_evidence,
+    topic_evidence,
+)
 from engine.interrogation.transcript import witness_opening
 from engine.interrogation.verdict import bearing_of, compute
 from engine.models.judgement import Judgement
@@ -98,6 +105,13 @@ class Baselines:
                            source=plan.reading.source)
         computed = compute([(1, judged)])
         return computed.verdict, computed.probability_false
+
+    async def alone(self, item: EvalItem) -> tuple[str, float | None]:
+        """The detective alone: the claim with nothing else — or, for a claim of a testimony
+        the witness gave in `open` mode, told the question the testimony answers, as a
+        testimony's claim is read in a session (`judgement.judge_alone`)."""
+        asked = item.question if item.testimony is not None and self.mode == "open" else None
+        return await self.verdict(item.claim, topic_evidence(asked))
 
     async def reader(self, item: EvalItem) -> tuple[str, float | None]:
         """The reference row of `--mode document`: the detective reading the witness's

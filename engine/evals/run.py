@@ -386,12 +386,12 @@ class EvalRun:
         try:
             if unit.kind == "reader":
                 verdict, probability = await judge.reader(unit.item)
+            elif unit.kind == "are-you-sure":
+                evidence = await judge.are_you_sure(unit.item)
+                verdict, probability = await judge.verdict(unit.item.claim, evidence,
+                                                           "judgement_word")
             else:
-                if unit.kind == "are-you-sure":
-                    evidence = await judge.are_you_sure(unit.item)
-                verdict, probability = await judge.verdict(
-                    unit.item.claim, evidence,
-                    "judgement_word" if evidence else "judgement_direct")
+                verdict, probability = await judge.alone(unit.item)
         except (AllProvidersFailed, DetektivError) as exc:
             return self._result(unit, "failed", tokens=tally.total, cost=tally.cost,
                                 unpriced=tally.unpriced, error=exc.message,

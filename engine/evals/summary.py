@@ -7,10 +7,9 @@ bytes an item, never with the size of what the models said. Systems compared sid
 - `majority of 3`: items with three interrogations, the verdict most of them gave (a
   three-way split is undetermined), the mean probability-false;
 - `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
-- `pooled`: the interrogation's P(false) pooled with the detective alone's and, where the run
-  has it, "Are you sure?"'s, by the rule a testimony's claim follows without a document
-  (`engine.interrogation.verdict.with_readings`), for items with the detective alone's, in
-  `open` runs;
+- `pooled`: the interrogation's P(false) pooled with the detective alone's, by the rule a
+  testimony's claim follows without a document (`engine.interrogation.verdict.with_readings`),
+  for items with both, in `open` runs;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
   testimony at a time (the testimony is false when any of its claims is; its P(false) the
   largest of its claims', its verdict `false` when any claim's is, `true` when every claim's
@@ -41,7 +40,7 @@ SYSTEMS = {
     "direct": "baseline: detective alone",
     "are-you-sure": "baseline: \"Are you sure?\"",
     "reader": "reference: detective reads the document",
-    "pooled": "interrogation pooled with the readings (rule 8)",
+    "pooled": "interrogation with the detective alone (rule 8)",
     "testimony": "per testimony: interrogation",
     "testimony-direct": "per testimony: detective alone",
     "testimony-are-you-sure": "per testimony: \"Are you sure?\"",
@@ -187,7 +186,7 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
     for (item, kind, repeat), value in compact.items():
         alone = compact.get((item, "direct", 1))
         if pooled and kind == "interrogation" and repeat == 1 and alone is not None:
-            rows["pooled"].add(*_pooled(value, alone, compact.get((item, "are-you-sure", 1))))
+            rows["pooled"].add(*_pooled(value, alone))
     for (_, kind), claims in grouped.items():
         key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
         if key in rows:

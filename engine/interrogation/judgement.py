@@ -34,8 +34,8 @@ from engine.providers import Message, StreamRequest, TokenChoices
 from engine.routing.router import Router
 
 __all__ = ["TOP_LOGPROBS", "Plan", "Reading", "are_you_sure", "does_not_know", "exchange",
-           "gives_logprobs", "judge", "judge_alone", "judge_sure", "judgement_messages",
-           "one_word", "read_stated", "read_word", "sure_evidence"]
+           "gives_logprobs", "judge", "judge_alone", "judgement_messages",
+           "one_word", "read_stated", "read_word", "sure_evidence", "topic_evidence"]
 
 TOP_LOGPROBS = 10
 """Alternatives asked for at each token of a one-word judgement."""
@@ -289,19 +289,18 @@ def sure_evidence(question: str, answer: str, reply: str) -> str:
                 SURE=are_you_sure(), REPLY=reply or "(no answer)")
 
 
-async def judge_sure(calls: SessionCalls, claim: str, evidence: str,
-                     found: list[Reading | str]) -> AsyncGenerator[InterrogationEvent, None]:
-    """The detective's reading of `claim` given `evidence` (`sure_evidence`), recorded in the
-    session as the baseline's call is: appends the `Reading`, or why there is none, to
-    `found`."""
-    async for event in _ask(calls, None, claim, evidence, found, "judgement_direct"):
-        yield event
-
-
-async def judge_alone(calls: SessionCalls, claim: str, found: list[Reading | str]
-                      ) -> AsyncGenerator[InterrogationEvent, None]:
-    """The detective's own reading of `claim`, given nothing (the "detective alone"
+async def judge_alone(calls: SessionCalls, claim: str, found: list[Reading | str],
+                      question: str | None = None) -> AsyncGenerator[InterrogationEvent, None]:
+    """The detective's own reading of `claim`, given nothing — or only the `question` the
+    claim's testimony answers (`prompts/judgement_topic.md`) — (the "detective alone"
     baseline's call, recorded in the session): appends the `Reading`, or why there is none,
     to `found`."""
-    async for event in _ask(calls, None, claim, "", found, "judgement_direct"):
+    async for event in _ask(calls, None, claim, topic_evidence(question), found,
+                            "judgement_direct"):
         yield event
+
+
+def topic_evidence(question: str | None) -> str:
+    """What the detective alone is told beside a claim: the question its testimony answers,
+    or nothing."""
+    return fill(load_prompt("judgement_topic"), QUESTION=question) if question else ""

@@ -11,19 +11,16 @@
 2. **The split.** The detective takes it apart into claims from worked examples; each line
    is held to `engine.interrogation.claims` (refused lines are named and the split is asked
    for again once), placed on its sentence, and marked not checkable where it is; claims past
-   `max_claims` are not examined. Meanwhile, in `open` mode, the witness that gave the
-   testimony is asked "Are you sure?" in the same conversation (its reply is kept with the
-   claims). The claims are a checkpoint (`ClaimsSplit`).
+   `max_claims` are not examined. The claims are a checkpoint (`ClaimsSplit`).
 3. **Each claim examined** as a single hypothesis (`examine_claim`): a key-fact question,
    the witness answering told nothing (it never sees its testimony again, so it cannot just
    repeat it), the judgement read from log-probabilities, round after round until the
    claim's verdict is decided or `--limit` rounds are spent; in `open` mode the detective's
-   own reading of the claim, and its reading of the claim given the testimony and the
-   witness's reply to "Are you sure?", are recorded beside it and pooled with the rounds
-   (rule 8 of `engine.interrogation.verdict`). Each round's gap analysis is computed from
-   its judgement (no model call: `analysis_of`). Claims run side by side within the
-   providers' slots; each ends with `ClaimExamined`, a checkpoint, so a resume examines only
-   the claims without a state.
+   own reading of the claim (told the question the testimony answers, when there is one) is
+   recorded beside it and pooled with the rounds (rule 8 of `engine.interrogation.verdict`).
+   Each round's gap analysis is computed from its judgement (no model call: `analysis_of`).
+   Claims run side by side within the providers' slots; each ends with `ClaimExamined`, a
+   checkpoint, so a resume examines only the claims without a state.
 4. **The result** is computed from the claims (`testimony_audit`): the verdict, the
    consistency score, the contradictions (pair 0, the testimony, against the round whose
    answer contradicted a claim), the unsure and not-checkable claims as the remaining gaps,
@@ -56,15 +53,7 @@ from engine.interrogation.claims import (
     segments,
     testimony_source,
 )
-from engine.interrogation.judgement import (
-    Reading,
-    are_you_sure,
-    does_not_know,
-    judge,
-    judge_alone,
-    judge_sure,
-    sure_evidence,
-)
+from engine.interrogation.judgement import Reading, does_not_know, judge, judge_alone
 from engine.interrogation.questions import NoQuestion
 from engine.interrogation.transcript import (
     cut_to_fit,
@@ -289,44 +278,6 @@ async def _split(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None
     testimony = session.testimony or Testimony(source="given")
     session.testimony = testimony
     pair = session.qa_pairs[0]
-    sure: asyncio.Task[str] | None = None
-    sure_events: list[InterrogationEvent] = []
-    if testimony.problem is None and testimony.source == "witness" and \
-            session.witness_document is None and testimony.sure_reply is None:
-        sure = asyncio.create_task(_sure(calls, sure_events))  # the witness, beside the split
-    try:
-        async with aclosing(_split_claims(calls, testimony, pair)) as events:
-            async for event in events:
-                yield event
-        if sure is not None:
-            testimony.sure_reply = await sure
-    finally:
-        if sure is not None and not sure.done():
-            sure.cancel()
-            await asyncio.gather(sure, return_exceptions=True)
-    for event in sure_events:
-        yield event
-    testimony.split = True
-    yield calls._emit(ClaimsSplit(testimony=testimony.model_copy(deep=True)))
-
-
-async def _sure(calls: SessionCalls, events: list[InterrogationEvent]) -> str:
-    """The witness asked "Are you sure?" right after its testimony, in the same conversation
-    (rule 8 of `engine.interrogation.verdict`): its reply, empty when it is no answer; the
-    call's events go to `events`."""
-    turn = Turn()
-    asked = are_you_sure()
-    request = _witness_request(calls, asked, calls.session.qa_pairs[:1],
-                               calls.settings.answer_max_tokens)
-    async for event in calls._call(request, "witness", turn, None, fit_for=1):
-        events.append(event)
-    return "" if _answer_problem(turn, asked) is not None else turn.text.strip()
-
-
-async def _split_claims(calls: SessionCalls, testimony: Testimony, pair: QuestionAnswerPair
-                        ) -> AsyncGenerator[InterrogationEvent, None]:
-    """The split itself (the module docstring, step 2): `testimony.claims` and `refused`."""
-    session = calls.session
     if testimony.problem is None:
         yield calls._emit(Phase(phase="split", sequence=1))
         cut: list[bool] = []
@@ -362,6 +313,8 @@ async def _split_claims(calls: SessionCalls, testimony: Testimony, pair: Questio
         if not testimony.claims:
             testimony.problem = "the split gave no usable claim" + (
                 f" ({one_line(testimony.refused[0], 100)})" if testimony.refused else "")
+    testimony.split = True
+    yield calls._emit(ClaimsSplit(testimony=testimony.model_copy(deep=True)))
 
 
 # ---- 3. each claim examined ----------------------------------------------------------------
@@ -397,20 +350,13 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
     claim = claim.model_copy()
     if document is None and claim.direct_p_true is None:
         found: list[Reading | str] = []
-        async for event in judge_alone(calls, claim.text, found):
+        testimony = session.testimony
+        topic = session.hypothesis_text if testimony is not None and \
+            testimony.source == "witness" else None
+        async for event in judge_alone(calls, claim.text, found, topic):
             emit(event)
         if isinstance(found[0], Reading):
             claim.direct_p_true = round(found[0].p_true, 4)
-    testimony = session.testimony
-    if document is None and claim.sure_p_true is None and testimony is not None and \
-            testimony.sure_reply:
-        evidence = sure_evidence(session.hypothesis_text, session.qa_pairs[0].answer,
-                                 testimony.sure_reply)
-        found = []
-        async for event in judge_sure(calls, claim.text, evidence, found):
-            emit(event)
-        if isinstance(found[0], Reading):
-            claim.sure_p_true = round(found[0].p_true, 4)
     why: str | None = None
     while len(rounds) < limit:
         judgements = [(p.sequence, p.judgement) for p in rounds]
@@ -452,7 +398,7 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
         emit(calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
                                        repairs=session.repairs)))
     computed = with_readings(compute([(p.sequence, p.judgement) for p in rounds]),
-                             claim.direct_p_true, claim.sure_p_true)
+                             claim.direct_p_true)
     state, p_false = claim_state(computed, document is not None)
     claim.state, claim.probability_false = state, p_false
     claim.deciding = computed.deciding[0] if computed.deciding else (

@@ -43,20 +43,21 @@ claims, each claim examined by the rule above in rounds of its own, then:
    claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or
    unsupported; 0 when none was examined. Reproducible from the stored claims.
 
-8. **Readings that do not rest on the witness repeating itself** (`with_readings`, a
-   testimony's claims without a document): the claim's P(true) from its rounds is pooled with
-   the detective's own reading of the claim with no testimony (`Claim.direct_p_true`, "the
-   detective alone") and, for a testimony the witness gave, the detective's reading of the
-   claim given the witness's testimony and its reply to "Are you sure?"
-   (`Claim.sure_p_true`): the mean of their log-odds, each reading there weighing the same
-   as the rounds, before rule 5 — so a claim the witness repeats but the other readings
-   doubt is not `held` on the witness's word alone. A claim no round bore on stays `unsure`
-   (the witness said nothing when asked; the pooled P(false) still ranks it), and a conflict
-   stays a conflict. Chosen on the development claims (bench/data/testimony-dev.jsonl, 53,
-   13 false, the 1.5B; docs/benchmarks.md): AUROC of P(false) — the rounds 0.70, the
-   detective alone 0.77, "Are you sure?" 0.82, the three pooled 0.81 with the best accuracy
-   (0.77 against 0.72 for the rounds); a witness asked again at temperature 0 mostly repeats
-   what it made up, which the rounds cannot see and the other two readings sometimes can.
+8. **The detective alone** (`with_readings`, a testimony's claims without a document): the
+   claim's P(true) from its rounds is pooled with the detective's own reading of the claim
+   with no testimony (`Claim.direct_p_true`) — told only the question the testimony answers,
+   when the witness gave it — as the mean of their log-odds, each weighing the same, before
+   rule 5: so a claim the witness repeats but the detective doubts is not `held` on the
+   witness's word alone. A claim no round bore on stays `unsure` (the witness said nothing
+   when asked; the pooled P(false) still ranks it), and a conflict stays a conflict. Chosen
+   on the development claims (bench/data/testimony-dev.jsonl, 53, 13 false, the 1.5B;
+   `bench/claim_readings.py`; docs/benchmarks.md), AUROC of P(false): the rounds 0.70; the
+   detective alone 0.77, told the question 0.82; pooled with the rounds 0.77 and 0.80 (accuracy
+   0.72 and 0.74). The witness's reply to "Are you sure?" after its whole testimony was
+   measured too and left out: the 1.5B answers "Yes, I am sure" to everything, and the
+   detective reading the testimony beside it calls nearly every claim true (0.73). A witness
+   asked again at temperature 0 mostly repeats what it made up, which the rounds cannot see
+   and the detective's own reading sometimes can.
 """
 
 from __future__ import annotations
@@ -209,8 +210,7 @@ def claim_facts(hypothesis: str) -> int:
                    if found.group(1).lower() in _VERBS)
 
 
-READINGS_DECIDED = ("decided with the readings of the claim beside its rounds (the detective "
-                    "alone, \"Are you sure?\"): no round bore its way")
+READINGS_DECIDED = "decided with the detective's own reading of the claim: no round bore its way"
 
 
 def with_readings(computed: Computed, *readings: float | None) -> Computed:
@@ -228,8 +228,8 @@ def with_readings(computed: Computed, *readings: float | None) -> Computed:
     if verdict == computed.verdict:  # the same side: the same deciding rounds
         return Computed(verdict, p_false, list(computed.deciding), computed.reason)
     if verdict == "undetermined":
-        return Computed(verdict, p_false, reason="its rounds and the other readings of it "
-                        "disagree")
+        return Computed(verdict, p_false, reason="its rounds and the detective's own reading "
+                        "of it disagree")
     return Computed(verdict, p_false, reason=READINGS_DECIDED)  # no round is on its side
 
 

@@ -55,11 +55,9 @@ class Claim(_Model):
     deciding: int | None = None
     """The pair (its sequence, from 1) whose answer decided the claim's state."""
     direct_p_true: Annotated[float, Field(ge=0, le=1)] | None = None
-    """The detective's own reading of the claim, with no testimony (`open` only): a signal
-    that does not rest on the witness repeating itself, shown beside the claim."""
-    sure_p_true: Annotated[float, Field(ge=0, le=1)] | None = None
-    """The detective's reading of the claim given the witness's testimony and its reply to
-    "Are you sure?" (`open`, a testimony the witness gave): the other such signal."""
+    """The detective's own reading of the claim, with no testimony — told only the question
+    the testimony answers, when the witness gave it (`open` only): a signal that does not
+    rest on the witness repeating itself, shown beside the claim."""
 
     @property
     def examined(self) -> bool:
@@ -78,9 +76,6 @@ class Testimony(_Model):
     """Lines of the split refused by rule, each with why ("… — it repeats claim 2")."""
     problem: str | None = None
     """Why there is nothing to examine (no testimony, no claim), when so."""
-    sure_reply: str | None = None
-    """The witness's reply when asked "Are you sure?" right after its testimony (`open`, a
-    testimony the witness gave; None: not asked; empty: no usable reply)."""
 
     def put(self, claim: Claim) -> None:
         """Store `claim` in the place of the claim of its number (its examination ended)."""

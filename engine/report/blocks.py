@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.interrogation.judgement import are_you_sure
 from engine.models.events import (
     AnswerCutOff,
     AnswerDelta,
@@ -206,12 +205,7 @@ class Narration:
                 return [Block("note", text=discarded_line(provider, len(text), reason))]
             case ClaimsSplit(testimony=testimony):
                 self.claims = {claim.number: claim for claim in testimony.claims}
-                split: list[Piece] = []
-                if testimony.sure_reply is not None:  # asked beside the split (rule 8)
-                    split.append(Block("answer", f"{are_you_sure()} · the witness's reply",
-                                       testimony.sure_reply or "(no usable reply)",
-                                       markdown=True))
-                return [*split, claims_block(testimony)]
+                return [claims_block(testimony)]
             case ClaimExamined(claim=claim):
                 self.claims[claim.number] = claim
                 return [Block("judgement", f"Claim {claim.number}", claim_line(claim))]

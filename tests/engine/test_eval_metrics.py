@@ -193,12 +193,10 @@ def test_the_interrogation_pooled_with_the_readings_is_a_system_of_its_own() -> 
     assert summary.systems["interrogation"].figures["accuracy"].value == pytest.approx(2 / 3)
     expected = with_readings(Computed("true", 0.3, [1]), 0.02)
     assert expected.verdict == "false"
-    # "Are you sure?" where the run has it: a third reading, each weighing as the rounds
+    # "Are you sure?" is a baseline of its own, not pooled (rule 8 pools the detective alone)
     results += [row("d", "interrogation", False, "true", 0.3),
                 row("d", "direct", False, "true", 0.3),
                 row("d", "are-you-sure", False, "false", 0.95)]
     summary = summarize_results(results, resamples=0)
     assert summary.systems["pooled"].n == 3
-    assert summary.systems["pooled"].figures["accuracy"].value == pytest.approx(1.0)
-    assert with_readings(Computed("true", 0.3, [1]), 0.7).verdict == "true"  # alone: held
-    assert with_readings(Computed("true", 0.3, [1]), 0.7, 0.05).verdict == "false"
+    assert summary.systems["pooled"].figures["accuracy"].value == pytest.approx(2 / 3)

@@ -90,7 +90,7 @@ async def test_consistency_never_calls_a_made_up_answer_true(paths: Paths) -> No
 
     systems = summary.systems
     assert set(systems) == {"interrogation", "consistency", "direct", "are-you-sure",
-                            "pooled"}  # the interrogation pooled with the readings
+                            "pooled"}  # the interrogation pooled with the direct one
     assert all(metrics.n == 6 and metrics.failed == 0 for metrics in systems.values()), \
         [e.result.error for e in events if isinstance(e, EvalItemDone) and e.result.error]
     truth = {item.claim: item.label for item in items}

@@ -209,23 +209,22 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
                       ("You should eat more fish.", "not checkable")]
     assert any("repeats claim 3" in line for line in testimony.refused)
     assert any("mars" in line for line in testimony.refused)
-    # each claim its own rounds; the witness saw its testimony again only when asked "Are
-    # you sure?" right after it, in the same conversation, once
+    # each claim its own rounds; the witness never saw its testimony again
     assert {p.claim for p in session.qa_pairs[1:]} == {1, 2, 3}
-    again = [body["messages"] for body in wit.bodies[1:]
-             if any(TESTIMONY in m["content"] for m in body["messages"])]
-    assert len(again) == 1 and again[0][-1]["content"] == "Are you sure?"
-    assert [m["role"] for m in again[0][-3:]] == ["user", "assistant", "user"]
-    assert testimony.sure_reply == "I recall the substance as I described it."
-    # the detective alone and its reading after "Are you sure?", beside each examined claim
+    assert all(TESTIMONY not in m["content"] for body in wit.bodies[1:]
+               for m in body["messages"])
+    # the detective alone, told only the question the testimony answers, beside each claim
     assert [c.direct_p_true for c in testimony.claims[:3]] == [0.8, 0.8, 0.8]
-    assert [c.sure_p_true for c in testimony.claims[:3]] == [0.95, 0.9, 0.05]
+    alone = [b["messages"][-1]["content"] for b in det.bodies
+             if is_judgement(b["messages"]) and "The witness was asked" not in
+             b["messages"][-1]["content"]]
+    assert len(alone) == 3
+    assert all(f"The question was: {REQUEST}" in text and TESTIMONY not in text
+               for text in alone)
     audit = session.audit_result
     assert audit is not None and audit.computed
-    # its rounds (P(true) 0.05) pooled with the detective alone (0.8) and "Are you sure?"
-    # (0.05): rule 8
-    logits = [math.log(p / (1 - p)) for p in (0.05, 0.8, 0.05)]
-    pooled = 1 - 1 / (1 + math.exp(-sum(logits) / 3))
+    # its rounds (P(true) 0.05) pooled with the detective alone (0.8): rule 8
+    pooled = 1 - 1 / (1 + math.exp(-(math.log(0.05 / 0.95) + math.log(0.8 / 0.2)) / 2))
     assert audit.verdict == "false" and audit.probability_false == pytest.approx(pooled, abs=1e-4)
     wrong = testimony.claims[2]
     assert wrong.deciding is not None
@@ -242,14 +241,14 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
 
 
 async def test_a_pasted_paragraph_is_itself_the_testimony(paths: Paths) -> None:
-    session, _, _, wit = await run(paths, hypothesis=TESTIMONY)
+    session, _, det, wit = await run(paths, hypothesis=TESTIMONY)
     first = session.qa_pairs[0]
     assert first.testimony and first.answer == TESTIMONY
     assert first.provider_used.witness == "given"
     assert all(TESTIMONY not in m["content"] for body in wit.bodies for m in body["messages"])
-    # not the witness's own testimony: it is never asked "Are you sure?" of it
-    assert session.testimony is not None and session.testimony.sure_reply is None
-    assert all(c.sure_p_true is None for c in session.testimony.claims)
+    # no question was asked: the detective alone is told nothing but the claim
+    assert not any("The question was" in m["content"] for body in det.bodies
+                   for m in body["messages"])
     assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
@@ -281,7 +280,7 @@ async def test_an_empty_testimony_ends_named(paths: Paths) -> None:
     session, _, d, w = await run(paths, wit=mute)
     assert session.status == "completed"
     assert session.testimony is not None and "no testimony" in (session.testimony.problem or "")
-    assert len(w.bodies) == 1  # no "Are you sure?" of nothing
+    assert len(w.bodies) == 1  # nothing more is asked of an empty testimony
     assert not any(is_judgement(b["messages"]) for b in d.bodies)
 
 
@@ -403,7 +402,6 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     assert wrong is not None
     assert [c.state for c in wrong.claims] == ["held", "unsupported"]
     assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
-    assert wrong.sure_reply is None and all(c.sure_p_true is None for c in wrong.claims)
 
 
 def test_oracles_and_the_case_agent_see_each_claim_and_its_state(tmp_path: Path) -> None:
@@ -429,8 +427,8 @@ def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
     assert "**The testimony, marked**" in report
     assert "> Niacin is also called pantothenic acid. [✗3]" in report
     assert "## Claims" in report and "- Testimony: 4 claims, 3 examined, in 3 rounds" in report
-    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | 0.10 | Niacin is also called pantothenic " \
-        "acid. |" in report
+    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | Niacin is also called pantothenic acid. |" \
+        in report
     assert "- ~ 4 not checkable · advice, not a fact · You should eat more fish." in report
     exported = workspace.sessions.export(str(session.id), "json")
     again = InterrogationSession.model_validate_json(exported)

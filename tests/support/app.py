@@ -195,21 +195,18 @@ def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
         claim.state, claim.probability_false = outcome[number]  # type: ignore[assignment]
         claim.deciding = len(pairs) if claim.state != "unsure" else None
         claim.direct_p_true = 0.8
-        claim.sure_p_true = 0.1 if number == 3 else 0.9
     claims[1].why = "the rounds that bear on the hypothesis cancel each other out"
     split = Testimony(source="witness", claims=[Claim(number=c.number, text=c.text,
                                                       start=c.start, end=c.end,
                                                       state="not checkable" if c.number == 4
                                                       else "pending", why=c.why)
-                                                for c in claims], split=True,
-                      sure_reply="Yes, I am sure: niacin is vitamin B3.")
+                                                for c in claims], split=True)
     session = InterrogationSession(
         id=uuid.UUID(hex=f"{(n + 1) * 0x1234567:08x}" + "0" * 24),
         hypothesis=Hypothesis(text=request, created_at=begun), start_time=begun,
         end_time=begun + timedelta(minutes=2), status="completed", iteration_limit=5,
         current_iteration=len(pairs), qa_pairs=pairs,
-        testimony=Testimony(source="witness", claims=claims, split=True,
-                            sure_reply="Yes, I am sure: niacin is vitamin B3."))
+        testimony=Testimony(source="witness", claims=claims, split=True))
     session.audit_result = testimony_audit(session)
     name = f"{begun.strftime('%Y-%m-%d_%H-%M-%S')}_{session.short_id}"
     directory = root / name

@@ -47,9 +47,6 @@ async def test_a_testimony_is_marked_claim_by_claim_in_the_live_tab(home: Path) 
         assert transcript.scroll_y != top
         plain = transcript.plain_text()
         assert "The testimony, marked" in plain and "verdict: false" in plain
-        # the witness's reply to "Are you sure?" is in the transcript, beside the claims
-        assert "Are you sure? · the witness's reply" in plain
-        assert "Yes, I am sure: niacin is vitamin B3." in plain
 
 
 async def test_without_a_testimony_the_brackets_move_between_answers(home: Path) -> None:
