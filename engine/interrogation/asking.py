@@ -75,7 +75,7 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
                    last: bool = last) -> str | None:
             problem = budget_spent("the detective", text, finish_reason) or \
                 question_problem(text, hypothesis, earlier, (system_template, turn, focus),
-                                 claim_answer, claim_question)
+                                 claim_answer, claim_question, claim)
             if problem is None:
                 return None
             rejected.append((calls._labels.get(provider, provider), problem))

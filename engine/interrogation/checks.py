@@ -27,6 +27,17 @@ text, so the loop, the tests and the documentation share one definition:
 - **A question leads** when it carries what it should ask about: the whole hypothesis inside
   it, or the claim's answer (an evaluated claim's `answer`, when its words are not already in
   the question it answers). A leading question is unusable like the others.
+- **A question is off the claim** (a testimony's claim, asked for its key fact) when it shares
+  less than a fifth of the content words of a claim of four or more ("What is the capital
+  city of London?" for "Princess Beatrice spent last night partying in London's hip
+  Shoreditch"): its answer bears on something else, and was read against the claim.
+  Unusable like the others.
+- **An answer states the claim's own detail** (`states_claim_detail`) when the words it adds
+  to the question are all the claim's (at least one; endings aside) and it negates nothing
+  ("Cooler overnight temperatures." asked "What was the temperature like overnight?" for
+  "Cooler overnight temperatures allowed fire crews to attack the blaze"): the witness said
+  what the claim says, unprompted — a round that supports it, whatever the one-word judgement
+  made of a partial answer (`engine.interrogation.judgement.judge`).
 
 Breaking one of these rules is the model's nonsense, never the session's failure: the loop asks
 again with the rule that was broken, and a second miss is named and stood in for
@@ -55,6 +66,7 @@ __all__ = [
     "SELF_CONTRADICTION_HIGH",
     "SELF_CONTRADICTION_LOW",
     "YES_NO",
+    "OFF_CLAIM_SHARE",
     "analysis_conflict",
     "answer_problem",
     "bare_question",
@@ -62,7 +74,9 @@ __all__ = [
     "close_reason",
     "may_close",
     "leading_problem",
+    "off_the_claim",
     "question_problem",
+    "states_claim_detail",
     "summary_problem",
 ]
 
@@ -190,10 +204,12 @@ def leading_problem(words: Sequence[str], hypothesis: str, answer: str | None = 
 
 def question_problem(
     text: str, hypothesis: str, earlier: Sequence[str], instructions: Iterable[str] = (),
-    answer: str | None = None, asked: str | None = None,
+    answer: str | None = None, asked: str | None = None, claim: bool = False,
 ) -> str | None:
     """Why `text` is no usable question (see the module docstring), or None. `answer`: the
-    claim's answer to the question `asked`, when the hypothesis is an evaluated claim."""
+    claim's answer to the question `asked`, when the hypothesis is an evaluated claim.
+    `claim`: the hypothesis is a testimony's claim, asked for its key fact only (a question
+    off it is refused; a session's own hypothesis may be probed from another side)."""
     stripped = text.strip()
     if not stripped:
         return "the question is empty"  # a budget spent thinking: `budget_spent` says so
@@ -221,7 +237,53 @@ def question_problem(
     leading = leading_problem(words, hypothesis, answer, asked)
     if leading is None and words[0] in _YES_NO and "or" not in words:
         return YES_NO
-    return leading
+    return leading or (off_the_claim(stripped, hypothesis) if claim else None)
+
+
+OFF_CLAIM_SHARE = 0.2
+"""Below this share of a hypothesis's content words, a question is about something else."""
+
+
+def _stem(word: str) -> str:
+    return word[:5] if len(word) > 5 else word
+
+
+def _in(word: str, others: set[str]) -> bool:
+    """`word` is among `others`, give or take an ending ("campaigned", "campaign")."""
+    return _stem(word) in {_stem(o) for o in others} or _near(word, others)
+
+
+def off_the_claim(question: str, hypothesis: str) -> str | None:
+    """Why `question` asks about something beside `hypothesis` (module docstring), or None."""
+    from engine.interrogation.claims import content_words
+
+    claim = set(content_words(hypothesis))
+    if len(claim) < 4:
+        return None
+    asked = set(content_words(question))
+    shared = sum(1 for word in claim if _in(word, asked))
+    if shared < OFF_CLAIM_SHARE * len(claim):
+        return (f"it asks about something beside the hypothesis (it shares {shared} of its "
+                f"{len(claim)} content words): ask for its key fact")
+    return None
+
+
+_NEGATING = frozenset("""not no never none nobody nothing neither nor cannot without nicht
+kein keine nie não nunca nem""".split())
+
+
+def states_claim_detail(question: str, answer: str, claim: str) -> bool:
+    """Whether `answer` adds to `question` only words of `claim` (at least one, endings
+    aside) and negates nothing: the witness stated the claim's own detail (module
+    docstring)."""
+    from engine.interrogation.claims import content_words
+
+    said = _words(answer)
+    if any(word in _NEGATING or word.endswith("n't") for word in said):
+        return False
+    asked, claimed = set(content_words(question)), set(content_words(claim))
+    added = [word for word in content_words(answer) if not _in(word, asked)]
+    return bool(added) and all(_in(word, claimed) for word in added)
 
 
 _LEADING_LABEL = re.compile(r"^\s*(?:\*\*)?(?:Q|Question)\s*\d+\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",

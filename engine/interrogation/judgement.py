@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.config.models import InterrogationConfig
 from engine.context.budget import Prompt
 from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
-from engine.interrogation.checks import answer_problem, budget_spent
+from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
 from engine.interrogation.verdict import DECISIVE, bearing_of, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
@@ -42,6 +42,12 @@ TOP_LOGPROBS = 10
 THINKING_BUDGET = 1024
 """The reply budget a judgement is asked again with when a reasoning model spent its first
 budget thinking."""
+STATED_DETAIL = 0.8
+"""The P(true) at least of an answer that states the claim's own detail
+(`checks.states_claim_detail`): it supports the claim, not decisively (the one-word judgement
+read partial answers of this kind as contradictions: "Dave Clark", asked the boyfriend's name,
+against a claim naming him and a place)."""
+STATED_REASON = "the answer states the claim's own detail"
 ANSWER_CHARS = 4000
 """Most characters of an answer a judgement reads (its start: where the fact is)."""
 
@@ -237,15 +243,20 @@ async def _ask(calls: SessionCalls, sequence: int | None, hypothesis: str, evide
 async def judge(calls: SessionCalls, sequence: int | None, question: str,
                 answers: Sequence[str],
                 result: list[Judgement], named: str | None = None,
-                hypothesis: str | None = None) -> AsyncGenerator[InterrogationEvent, None]:
+                hypothesis: str | None = None, cut_off: bool = False
+                ) -> AsyncGenerator[InterrogationEvent, None]:
     """Judge round `sequence`: each of `answers` (one; more under the consistency protocol)
     given `question`, pooled; appends the `Judgement` to `result`. An answer that is no
     testimony (`named`: what the loop already found wrong with the first), or only says the
     witness does not know, is silent without a call, the problem its reason. `hypothesis`: a
-    testimony's claim, instead of the session's hypothesis."""
+    testimony's claim, instead of the session's hypothesis. An answer that states the claim's
+    own detail (`checks.states_claim_detail`) supports it at least at `STATED_DETAIL`, unless
+    it was cut off at the token limit (`cut_off`, the first answer): half a sentence states
+    nothing."""
     hypothesis = hypothesis if hypothesis is not None else calls.session.hypothesis_text
     readings: list[Reading] = []
     why: str | None = None
+    stated = False
     for number, answer in enumerate(answers):
         problem = (named if number == 0 else None) or answer_problem(answer, question)
         if problem is None and does_not_know(answer):
@@ -257,7 +268,12 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
         async for event in _ask(calls, sequence, hypothesis, exchange(question, answer), found):
             yield event
         if isinstance(found[0], Reading):
-            readings.append(found[0])
+            reading = found[0]
+            if reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) and \
+                    states_claim_detail(question, answer, hypothesis):
+                reading = replace(reading, p_true=STATED_DETAIL)  # its words are the claim's
+                stated = True
+            readings.append(reading)
         else:
             why = why or found[0]
     if not readings:
@@ -266,7 +282,8 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
     values = [r.p_true for r in readings]
     p_true = pooled(values) if len(values) > 1 else values[0]
     bearing = bearing_of(p_true)
-    reason = "unsure: the judgement leans neither way" if bearing == "silent" else None
+    reason = "unsure: the judgement leans neither way" if bearing == "silent" else \
+        STATED_REASON if stated else None
     if max(values) >= DECISIVE and min(values) <= 1 - DECISIVE:  # SelfCheckGPT's signal
         bearing, reason = "silent", (f"the sampled answers disagree (spread "
                                      f"{max(values) - min(values):.2f}): the witness is unsure")

@@ -291,7 +291,8 @@ class Interrogation(SessionCalls):
             yield self._emit(Phase(phase="judgement", sequence=sequence))
             judged: list[Judgement] = []
             async for event in judge(self, sequence, question, [answered.text, *samples],
-                                     judged, named=problem):
+                                     judged, named=problem,
+                                     cut_off=answered.finish_reason == "length"):
                 yield event
             judgement = judged[0]
             so_far = compute([*self._judgements(), (sequence, judgement)])

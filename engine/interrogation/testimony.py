@@ -382,7 +382,8 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
         problem = _answer_problem(answered, question)
         judged: list[Judgement] = []
         async for event in judge(calls, None, question, [answered.text], judged,
-                                 named=problem, hypothesis=claim.text):
+                                 named=problem, hypothesis=claim.text,
+                                 cut_off=answered.finish_reason == "length"):
             emit(event)
         judgement = judged[0]
         pair = QuestionAnswerPair(

@@ -215,3 +215,46 @@ def test_a_question_is_kept_without_the_labels_before_it() -> None:
     assert bare_question("**Question 2:** Who built it?") == "Who built it?"
     assert bare_question("  What is Q2: about?  ") == "What is Q2: about?"
     assert bare_question("Q1:") == "Q1:"  # nothing after it: left for the rules to name
+
+
+def test_a_question_off_a_testimony_claim_is_refused_there_only() -> None:
+    """A testimony's claim is asked for its key fact: a question sharing less than a fifth of
+    its content words is about something else (its answer was read against the claim). A
+    session's own hypothesis may still be probed from another side."""
+    from engine.interrogation.checks import off_the_claim
+
+    claim = "Princess Beatrice spent last night partying in London's hip Shoreditch."
+    off = question_problem("What is the capital city of London?", claim, [], claim=True)
+    assert off is not None and "beside the hypothesis" in off
+    assert question_problem("What is the capital city of London?", claim, []) is None
+    for question, kept in (("Where did Princess Beatrice spend last night?", claim),
+                           ("What does niacin do in the body?",
+                            "Niacin helps convert food into energy."),
+                           ("On which river does Vienna lie?",
+                            "Vienna is the capital of Austria and lies on the Rhine."),
+                           ("Which body orbits the other, the Earth or the Sun?",
+                            "The Earth does not orbit the Sun.")):
+        assert off_the_claim(question, kept) is None, question
+    assert off_the_claim("What is it?", "Salt is salty.") is None  # too short to tell
+
+
+def test_an_answer_that_states_the_claims_own_detail() -> None:
+    """The words an answer adds to its question are all the claim's: it states what the claim
+    says. Not when it adds nothing, adds other words, or negates."""
+    from engine.interrogation.checks import states_claim_detail
+
+    beatrice = ("Princess Beatrice spent the evening at Shoreditch House with boyfriend Dave "
+                "Clark, 31.")
+    assert states_claim_detail("What was the name of the boyfriend of Princess Beatrice?",
+                               "Dave Clark", beatrice)
+    assert states_claim_detail("What was the temperature like overnight?",
+                               "Cooler overnight temperatures.",
+                               "Cooler overnight temperatures allowed fire crews to attack.")
+    assert not states_claim_detail("Which is denser, iron or lead?", "Lead",
+                                   "Iron is denser than lead.")  # adds nothing
+    assert not states_claim_detail("In which year was the Eiffel Tower completed?", "1889",
+                                   "The Eiffel Tower was completed in 1925.")
+    assert not states_claim_detail("What is the capital of Australia?",
+                                   "The capital of Australia is not Sydney.",
+                                   "The capital of Australia is Sydney.")
+    assert not states_claim_detail("Who is she?", "She isn't Dave Clark's friend.", beatrice)

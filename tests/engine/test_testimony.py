@@ -17,6 +17,7 @@ import pytest
 from engine import Paths, Workspace
 from engine.interrogation.claims import (
     claim_problem,
+    content_words,
     locate,
     not_checkable,
     read_split,
@@ -65,7 +66,8 @@ def detective(truth: dict[str, float] = TRUTH, split: str = SPLIT) -> Callable[[
             return Judged(truth.get(judged_claim(messages), 0.5))
         if system.startswith("You take a text apart"):
             return split
-        return "Which substance is named in your notes, and what does it do?"
+        claim = system.rsplit("(for you only):", 1)[-1].strip()
+        return f"What do you know of {', '.join(content_words(claim)[:3])}, and what else?"
     return reply
 
 
@@ -540,8 +542,8 @@ async def test_a_testimony_longer_than_the_window_is_cut_to_fit_and_said(paths: 
 
 
 def test_the_readings_are_pooled_with_a_claims_rounds() -> None:
-    """Rule 8: the rounds and each reading given (the detective alone, "Are you sure?"), mean
-    log-odds, each weighing as the rounds do; a flip has no round on its side (so no
+    """Rule 8: the rounds and each reading given (the detective alone), mean log-odds, each
+    weighing as the rounds do; a flip has no round on its side (so no
     contradiction is listed for it); no bearing round stays undetermined; a conflict stays a
     conflict."""
     from engine.interrogation.verdict import READINGS_DECIDED, with_readings
@@ -595,3 +597,36 @@ async def test_a_demonstration_detective_s_testimony_says_so_and_shows_it_once(
     headings = [piece.title for event in events for piece in narration.pieces(event)
                 if isinstance(piece, Block) and piece.kind == "heading"]
     assert headings.count("Testimony") == 1
+
+
+async def test_an_answer_stating_the_claims_own_detail_supports_it(paths: Paths) -> None:
+    """The one-word judgement read a partial answer ("Shoreditch House", asked where) as a
+    contradiction; an answer whose added words are all the claim's supports it at 0.8."""
+    from engine.interrogation.judgement import STATED_DETAIL, STATED_REASON
+
+    text = "Princess Beatrice spent the evening at Shoreditch House. She left the club at 2am."
+    claims = ["Princess Beatrice spent the evening at Shoreditch House.",
+              "Princess Beatrice left the club at 2am."]
+
+    def det(messages: Chat) -> str:
+        if is_judgement(messages):
+            if "The witness was asked" not in messages[-1]["content"]:
+                return Judged(0.8)
+            return Judged(0.3)  # the judgement leans against either answer
+        if messages[0]["content"].startswith("You take a text apart"):
+            return "\n".join(claims)
+        return detective()(messages)
+
+    def wit(messages: Chat) -> str:
+        return "Shoreditch House"
+
+    session, _, _, _ = await run(paths, hypothesis=text, det=det, wit=wit)
+    testimony = session.testimony
+    assert testimony is not None
+    first, second = testimony.claims
+    assert first.state == "held"
+    stated = [p for p in session.qa_pairs if p.claim == 1][0].judgement
+    assert stated is not None and stated.p_true == STATED_DETAIL and stated.why == STATED_REASON
+    # the same answer adds words the second claim does not have: read as judged
+    other = [p for p in session.qa_pairs if p.claim == 2][0].judgement
+    assert other is not None and other.p_true == 0.3 and second.state != "held"
