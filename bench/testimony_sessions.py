@@ -1,7 +1,7 @@
 """A testimony's claims judged as the product judges them (issue 53): each open question of a
 labelled testimony sample (`bench/data/testimony-{dev,test}.jsonl`) run as a `detektiv run`
 session — the witness answers, the detective splits, each claim is examined in its rounds,
-the detective alone and "Are you sure?" are read beside it, the verdict pooled by rule 8 —
+the detective alone (told the question) is read beside it, the verdict pooled by rule 8 —
 then the session's claims matched to the labelled ones and measured.
 
     python bench/testimony_sessions.py HOME SAMPLE.jsonl [--limit 5]
@@ -13,8 +13,8 @@ words are closest (rapidfuzz's token-set ratio ≥ 90; the split at temperature 
 writes the very claims the sample was made of), unmatched ones are counted and left out.
 
 Prints, per claim matched: the AUROC of P(false) (95 % bootstrap interval) for the session's
-pooled verdict and for each signal alone — its rounds, the detective alone, "Are you sure?"
-— and the accuracy of the states (held = true, contradicted = false, unsure = abstention);
+pooled verdict and for each signal alone — its rounds, the detective alone (told the
+question) — and the accuracy of the states (held = true, contradicted = false, unsure = abstention);
 per testimony: the seconds and tokens a testimony and a claim took.
 """
 
@@ -91,8 +91,7 @@ def main() -> int:
         print(f"{row['id']}: {time.monotonic() - began:.0f} s", flush=True)
     sessions = sessions_by_question(args.home)
     y: list[int] = []
-    signals: dict[str, list[float]] = {k: [] for k in ("pooled (rule 8)", "rounds", "alone",
-                                                        "sure")}
+    signals: dict[str, list[float]] = {k: [] for k in ("pooled (rule 8)", "rounds", "alone")}
     right = abstained = unmatched = examined = 0
     seconds: list[float] = []
     tokens: list[int] = []
@@ -123,8 +122,6 @@ def main() -> int:
             signals["rounds"].append(compute(rounds).probability_false)
             signals["alone"].append(0.5 if claim.direct_p_true is None
                                     else 1 - claim.direct_p_true)
-            signals["sure"].append(0.5 if claim.sure_p_true is None
-                                   else 1 - claim.sure_p_true)
             if claim.state == "unsure":
                 abstained += 1
             elif (claim.state == "contradicted") == bool(false):
