@@ -36,8 +36,8 @@ text, so the loop, the tests and the documentation share one definition:
   to the question are all the claim's (at least one; endings aside) and it negates nothing
   ("Cooler overnight temperatures." asked "What was the temperature like overnight?" for
   "Cooler overnight temperatures allowed fire crews to attack the blaze"): the witness said
-  what the claim says, unprompted — a round that supports it, whatever the one-word judgement
-  made of a partial answer (`engine.interrogation.judgement.judge`).
+  what the claim says, unprompted — a round that supports a testimony's claim, whatever the
+  one-word judgement made of a partial answer (`engine.interrogation.judgement.judge`).
 
 Breaking one of these rules is the model's nonsense, never the session's failure: the loop asks
 again with the rule that was broken, and a second miss is named and stood in for

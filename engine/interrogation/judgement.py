@@ -249,10 +249,13 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
     given `question`, pooled; appends the `Judgement` to `result`. An answer that is no
     testimony (`named`: what the loop already found wrong with the first), or only says the
     witness does not know, is silent without a call, the problem its reason. `hypothesis`: a
-    testimony's claim, instead of the session's hypothesis. An answer that states the claim's
-    own detail (`checks.states_claim_detail`) supports it at least at `STATED_DETAIL`, unless
-    it was cut off at the token limit (`cut_off`, the first answer): half a sentence states
-    nothing."""
+    testimony's claim, instead of the session's hypothesis; an answer that states that claim's
+    own detail (`checks.states_claim_detail`) then supports it at least at `STATED_DETAIL`,
+    unless it was cut off at the token limit (`cut_off`, the first answer): half a sentence
+    states nothing. (A session's own hypothesis is read as measured before: an evaluated
+    claim such as HaluEval's names both alternatives of its question, so an answer naming the
+    other one would add only the claim's words.)"""
+    claim = hypothesis is not None
     hypothesis = hypothesis if hypothesis is not None else calls.session.hypothesis_text
     readings: list[Reading] = []
     why: str | None = None
@@ -269,8 +272,8 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
             yield event
         if isinstance(found[0], Reading):
             reading = found[0]
-            if reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) and \
-                    states_claim_detail(question, answer, hypothesis):
+            if claim and reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) \
+                    and states_claim_detail(question, answer, hypothesis):
                 reading = replace(reading, p_true=STATED_DETAIL)  # its words are the claim's
                 stated = True
             readings.append(reading)

@@ -170,3 +170,24 @@ def test_a_new_event_type_needs_only_its_class_and_one_formatter(capsys: Any) ->
     TranscriptPrinter().show(OracleConsulted(oracle="sceptic"))  # type: ignore[arg-type]
     assert "detektiv: consulted the sceptic" in capsys.readouterr().err
     assert report.note(object()) is None
+
+
+async def test_a_sessions_own_hypothesis_is_read_as_judged_even_when_the_answer_repeats_it(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    """"States the claim's own detail" is a testimony claim's rule only: for a session's own
+    hypothesis (an evaluated claim names both alternatives) the judgement stands as read."""
+    proxy.scripts |= {"q1": ("Where does it stand?", "stop"),
+                      "a1": ("The tower stands in Paris.", "stop"),
+                      "gap": (gap(False), "stop"), "audit": (AUDIT, "stop")}
+    proxy.judgement = Judged(0.3)
+    proxy.plan = ["script:q1", "script:a1", "script:gap", "script:audit"]
+    store = SessionStore(tmp_path / "s")
+    events, directory = await run(proxy, paths, store, "The tower stands in Paris")
+    assert isinstance(events[-1], Finished) and events[-1].status == "completed"
+    judgement = store.load(directory).qa_pairs[0].judgement
+    assert judgement is not None and judgement.p_true == 0.3
+    from engine.interrogation.checks import states_claim_detail  # the rule would have held
+
+    assert states_claim_detail("Where does it stand?", "The tower stands in Paris.",
+                               "The tower stands in Paris")
