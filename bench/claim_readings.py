@@ -36,8 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.testimony_sessions import auroc  # noqa: E402
 from engine import Paths, Workspace  # noqa: E402
-from engine.evals.baselines import Baselines  # noqa: E402
-from engine.interrogation.judgement import are_you_sure, sure_evidence  # noqa: E402
+from engine.evals.baselines import Baselines, are_you_sure, sure_evidence  # noqa: E402
 from engine.interrogation.transcript import witness_opening  # noqa: E402
 from engine.models.usage import TokenTally  # noqa: E402
 from engine.providers import Message, StreamRequest  # noqa: E402

@@ -11,14 +11,7 @@ from typing import TYPE_CHECKING
 from engine.config.models import InterrogationConfig
 from engine.evals.items import EvalItem, brief_for, document_for
 from engine.interrogation.calls import check_budget, count_tokens
-from engine.interrogation.judgement import (
-    Ask,
-    Plan,
-    are_you_sure,
-    gives_logprobs,
-    sure_evidence,
-    topic_evidence,
-)
+from engine.interrogation.judgement import Ask, Plan, gives_logprobs, topic_evidence
 from engine.interrogation.transcript import witness_opening
 from engine.interrogation.verdict import bearing_of, compute
 from engine.models.judgement import Judgement
@@ -32,7 +25,19 @@ if TYPE_CHECKING:
     from engine.costs import Budget
     from engine.routing.router import Accept, Router
 
-__all__ = ["Baselines"]
+__all__ = ["Baselines", "are_you_sure", "sure_evidence"]
+
+
+def are_you_sure() -> str:
+    """The follow-up a witness is asked (`prompts/eval_are_you_sure.md`: "Are you sure?")."""
+    return load_prompt("eval_are_you_sure").strip()
+
+
+def sure_evidence(question: str, answer: str, reply: str) -> str:
+    """What the detective reads after "Are you sure?": the witness asked `question`, its
+    `answer`, then "Are you sure?" and its `reply`."""
+    return fill(load_prompt("eval_evidence"), QUESTION=question, ANSWER=answer or "(no answer)",
+                SURE=are_you_sure(), REPLY=reply or "(no answer)")
 
 
 class Baselines:

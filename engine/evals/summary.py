@@ -8,7 +8,7 @@ bytes an item, never with the size of what the models said. Systems compared sid
   three-way split is undetermined), the mean probability-false;
 - `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
 - `pooled`: the interrogation's P(false) pooled with the detective alone's, by the rule a
-  testimony's claim follows without a document (`engine.interrogation.verdict.with_readings`),
+  testimony's claim follows without a document (`engine.interrogation.verdict.with_alone`),
   for items with both, in `open` runs;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
   testimony at a time (the testimony is false when any of its claims is; its P(false) the
@@ -29,7 +29,7 @@ import numpy as np
 
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
-from engine.interrogation.verdict import Computed, with_readings
+from engine.interrogation.verdict import Computed, with_alone
 
 __all__ = ["SYSTEMS", "EvalSummary", "summarize", "summarize_results"]
 
@@ -106,21 +106,19 @@ def _majority(verdicts: list[str | None]) -> str | None:
 
 
 def _pooled(rounds: tuple[bool, str | None, float | None, int, int, float],
-            *readings: tuple[bool, str | None, float | None, int, int, float] | None
+            alone: tuple[bool, str | None, float | None, int, int, float]
             ) -> tuple[bool, str | None, float | None, int, int, float]:
-    """An interrogation's row pooled with the readings' rows given (rule 8 of
+    """An interrogation's row pooled with the detective alone's (rule 8 of
     `engine.interrogation.verdict`; an undetermined verdict at 0.5 is read as no round bearing
-    on the claim; a reading without a probability is left out). No verdict when the
-    interrogation has none."""
+    on the claim). As it is when either has no probability."""
     label, verdict, p_false, rounds_asked, tokens, seconds = rounds
-    taken = [r for r in readings if r is not None and r[2] is not None]
-    if verdict is None or p_false is None or not taken:
+    if verdict is None or p_false is None or alone[2] is None:
         return rounds
-    computed = with_readings(Computed(verdict, p_false,  # type: ignore[arg-type]
-                                      bore=not (verdict == "undetermined" and p_false == 0.5)),
-                             *(1 - r[2] for r in taken if r[2] is not None))
+    computed = with_alone(Computed(verdict, p_false,  # type: ignore[arg-type]
+                                   bore=not (verdict == "undetermined" and p_false == 0.5)),
+                          1 - alone[2])
     return (label, computed.verdict, computed.probability_false, rounds_asked,
-            tokens + sum(r[4] for r in taken), seconds + sum(r[5] for r in taken))
+            tokens + alone[4], seconds + alone[5])
 
 
 def _testimony(claims: list[tuple[bool, str | None, float | None, int, int, float]]

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
+from engine.interrogation.claims import content_words
 from engine.providers import FILTERED
 from engine.text import one_line
 
@@ -248,20 +249,26 @@ def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
-def _in(word: str, others: set[str]) -> bool:
-    """`word` is among `others`, give or take an ending ("campaigned", "campaign")."""
-    return _stem(word) in {_stem(o) for o in others} or _near(word, others)
+class _Words:
+    """A text's content words, to ask whether a word is among them, give or take an ending
+    ("campaigned", "campaign") or a typo."""
+
+    def __init__(self, text: str) -> None:
+        self.words = set(content_words(text))
+        self._stems = {_stem(w) for w in self.words}
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and (_stem(word) in self._stems
+                                          or _near(word, self.words))
 
 
 def off_the_claim(question: str, hypothesis: str) -> str | None:
     """Why `question` asks about something beside `hypothesis` (module docstring), or None."""
-    from engine.interrogation.claims import content_words
-
     claim = set(content_words(hypothesis))
     if len(claim) < 4:
         return None
-    asked = set(content_words(question))
-    shared = sum(1 for word in claim if _in(word, asked))
+    asked = _Words(question)
+    shared = sum(1 for word in claim if word in asked)
     if shared < OFF_CLAIM_SHARE * len(claim):
         return (f"it asks about something beside the hypothesis (it shares {shared} of its "
                 f"{len(claim)} content words): ask for its key fact")
@@ -276,14 +283,12 @@ def states_claim_detail(question: str, answer: str, claim: str) -> bool:
     """Whether `answer` adds to `question` only words of `claim` (at least one, endings
     aside) and negates nothing: the witness stated the claim's own detail (module
     docstring)."""
-    from engine.interrogation.claims import content_words
-
     said = _words(answer)
     if any(word in _NEGATING or word.endswith("n't") for word in said):
         return False
-    asked, claimed = set(content_words(question)), set(content_words(claim))
-    added = [word for word in content_words(answer) if not _in(word, asked)]
-    return bool(added) and all(_in(word, claimed) for word in added)
+    asked, claimed = _Words(question), _Words(claim)
+    added = [word for word in content_words(answer) if word not in asked]
+    return bool(added) and all(word in claimed for word in added)
 
 
 _LEADING_LABEL = re.compile(r"^\s*(?:\*\*)?(?:Q|Question)\s*\d+\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",

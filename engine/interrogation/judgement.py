@@ -33,9 +33,9 @@ from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest, TokenChoices
 from engine.routing.router import Router
 
-__all__ = ["TOP_LOGPROBS", "Plan", "Reading", "are_you_sure", "does_not_know", "exchange",
-           "gives_logprobs", "judge", "judge_alone", "judgement_messages",
-           "one_word", "read_stated", "read_word", "sure_evidence", "topic_evidence"]
+__all__ = ["TOP_LOGPROBS", "Plan", "Reading", "does_not_know", "exchange", "gives_logprobs",
+           "judge", "judge_alone", "judgement_messages", "one_word", "read_stated", "read_word",
+           "topic_evidence"]
 
 TOP_LOGPROBS = 10
 """Alternatives asked for at each token of a one-word judgement."""
@@ -294,19 +294,6 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
         bearing=bearing, p_true=round(p_true, 4), source=readings[0].source,
         word=readings[0].word, why=reason,
         samples=[round(v, 4) for v in values] if len(answers) > 1 else []))
-
-
-def are_you_sure() -> str:
-    """The follow-up a witness is asked (`prompts/eval_are_you_sure.md`: "Are you sure?")."""
-    return load_prompt("eval_are_you_sure").strip()
-
-
-def sure_evidence(question: str, answer: str, reply: str) -> str:
-    """What the detective reads to judge a claim after "Are you sure?": the witness asked
-    `question`, its `answer`, then "Are you sure?" and its `reply` (the "Are you sure?"
-    baseline's evidence and a testimony's claims', one wording)."""
-    return fill(load_prompt("eval_evidence"), QUESTION=question, ANSWER=answer or "(no answer)",
-                SURE=are_you_sure(), REPLY=reply or "(no answer)")
 
 
 async def judge_alone(calls: SessionCalls, claim: str, found: list[Reading | str],

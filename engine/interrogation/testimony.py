@@ -68,7 +68,7 @@ from engine.interrogation.verdict import (
     settled,
     testimony_score,
     testimony_verdict,
-    with_readings,
+    with_alone,
 )
 from engine.models.events import (
     AnswerCutOff,
@@ -398,8 +398,8 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
         rounds.append(pair)
         emit(calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
                                        repairs=session.repairs)))
-    computed = with_readings(compute([(p.sequence, p.judgement) for p in rounds]),
-                             claim.direct_p_true)
+    computed = with_alone(compute([(p.sequence, p.judgement) for p in rounds]),
+                          claim.direct_p_true)
     state, p_false = claim_state(computed, document is not None)
     claim.state, claim.probability_false = state, p_false
     claim.deciding = computed.deciding[0] if computed.deciding else (

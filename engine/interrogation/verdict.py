@@ -43,7 +43,7 @@ claims, each claim examined by the rule above in rounds of its own, then:
    claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or
    unsupported; 0 when none was examined. Reproducible from the stored claims.
 
-8. **The detective alone** (`with_readings`, a testimony's claims without a document): the
+8. **The detective alone** (`with_alone`, a testimony's claims without a document): the
    claim's P(true) from its rounds is pooled with the detective's own reading of the claim
    with no testimony (`Claim.direct_p_true`) — told only the question the testimony answers,
    when the witness gave it — as the mean of their log-odds, each weighing the same, before
@@ -78,7 +78,7 @@ __all__ = [
     "Computed",
     "bearing_of",
     "claim_facts",
-    "READINGS_DECIDED",
+    "ALONE_DECIDED",
     "claim_state",
     "compute",
     "pooled",
@@ -87,7 +87,7 @@ __all__ = [
     "testimony_score",
     "testimony_verdict",
     "verdict_at",
-    "with_readings",
+    "with_alone",
 ]
 
 LEANS = 0.6
@@ -210,17 +210,15 @@ def claim_facts(hypothesis: str) -> int:
                    if found.group(1).lower() in _VERBS)
 
 
-READINGS_DECIDED = "decided with the detective's own reading of the claim: no round bore its way"
+ALONE_DECIDED = "decided with the detective's own reading of the claim: no round bore its way"
 
 
-def with_readings(computed: Computed, *readings: float | None) -> Computed:
-    """`computed` (a claim's rounds) pooled with the `readings` given (P(true) each; None:
-    not taken) by rule 8; as it is without a reading, or when its rounds conflict."""
-    taken = [r for r in readings if r is not None]
-    if not taken or computed.conflict:
+def with_alone(computed: Computed, alone_p_true: float | None) -> Computed:
+    """`computed` (a claim's rounds) pooled with the detective's own reading of the claim
+    (rule 8); as it is without a reading, or when its rounds conflict."""
+    if alone_p_true is None or computed.conflict:
         return computed
-    log_odds = (_logit(1 - computed.probability_false) + sum(_logit(r) for r in taken)) \
-        / (1 + len(taken))
+    log_odds = (_logit(1 - computed.probability_false) + _logit(alone_p_true)) / 2
     p_false = round(1 - _sigmoid(log_odds), 4)
     if not computed.bore:
         return Computed("undetermined", p_false, reason=computed.reason, bore=False)
@@ -230,7 +228,7 @@ def with_readings(computed: Computed, *readings: float | None) -> Computed:
     if verdict == "undetermined":
         return Computed(verdict, p_false, reason="its rounds and the detective's own reading "
                         "of it disagree")
-    return Computed(verdict, p_false, reason=READINGS_DECIDED)  # no round is on its side
+    return Computed(verdict, p_false, reason=ALONE_DECIDED)  # no round is on its side
 
 
 def claim_state(computed: Computed, document: bool) -> tuple[ClaimState, float]:

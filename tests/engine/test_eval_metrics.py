@@ -175,7 +175,7 @@ def test_split_claims_are_also_judged_a_testimony_at_a_time() -> None:
 
 
 def test_the_interrogation_pooled_with_the_readings_is_a_system_of_its_own() -> None:
-    from engine.interrogation.verdict import Computed, with_readings
+    from engine.interrogation.verdict import Computed, with_alone
 
     def row(item: str, kind: str, label: bool, verdict: str, p: float) -> EvalResult:
         return EvalResult(item=item, kind=kind, label=label, claim=item,  # type: ignore[arg-type]
@@ -191,7 +191,7 @@ def test_the_interrogation_pooled_with_the_readings_is_a_system_of_its_own() -> 
     assert pooled.n == 2
     assert pooled.figures["accuracy"].value == pytest.approx(1.0)  # a is caught only pooled
     assert summary.systems["interrogation"].figures["accuracy"].value == pytest.approx(2 / 3)
-    expected = with_readings(Computed("true", 0.3, [1]), 0.02)
+    expected = with_alone(Computed("true", 0.3, [1]), 0.02)
     assert expected.verdict == "false"
     # "Are you sure?" is a baseline of its own, not pooled (rule 8 pools the detective alone)
     results += [row("d", "interrogation", False, "true", 0.3),

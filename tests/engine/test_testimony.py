@@ -541,36 +541,28 @@ async def test_a_testimony_longer_than_the_window_is_cut_to_fit_and_said(paths: 
     assert session.testimony is not None and session.testimony.claims[0].state == "held"
 
 
-def test_the_readings_are_pooled_with_a_claims_rounds() -> None:
-    """Rule 8: the rounds and each reading given (the detective alone), mean log-odds, each
-    weighing as the rounds do; a flip has no round on its side (so no
-    contradiction is listed for it); no bearing round stays undetermined; a conflict stays a
-    conflict."""
-    from engine.interrogation.verdict import READINGS_DECIDED, with_readings
+def test_the_detective_alone_is_pooled_with_a_claims_rounds() -> None:
+    """Rule 8: the rounds and the detective's own reading, mean log-odds, each weighing the
+    same; a flip has no round on its side (so no contradiction is listed for it); no bearing
+    round stays undetermined; a conflict stays a conflict."""
+    from engine.interrogation.verdict import ALONE_DECIDED, with_alone
 
     held = Computed("true", 0.05, [2])
-    assert with_readings(held) is held and with_readings(held, None, None) is held
-    agreed = with_readings(held, 0.9)
+    assert with_alone(held, None) is held
+    agreed = with_alone(held, 0.9)
     assert (agreed.verdict, agreed.deciding) == ("true", [2])
+    logits = [math.log(p / (1 - p)) for p in (0.95, 0.9)]
+    assert agreed.probability_false == pytest.approx(
+        1 - 1 / (1 + math.exp(-sum(logits) / 2)), abs=1e-3)
     assert agreed.probability_false == pytest.approx(0.0707, abs=1e-3)
-    # three readings: the mean of three log-odds (0.95, 0.9, 0.2 true)
-    three = with_readings(held, 0.9, 0.2)
-    logits = [math.log(p / (1 - p)) for p in (0.95, 0.9, 0.2)]
-    assert three.probability_false == pytest.approx(
-        1 - 1 / (1 + math.exp(-sum(logits) / 3)), abs=1e-3)
-    assert three.verdict == "true"
-    assert with_readings(held, None, 0.9) == agreed  # a reading not taken is left out
-    flipped = with_readings(Computed("true", 0.3, [2]), 0.02)
-    assert (flipped.verdict, flipped.deciding, flipped.reason) == (
-        "false", [], READINGS_DECIDED)
-    doubted = with_readings(held, 0.05)
+    flipped = with_alone(Computed("true", 0.3, [2]), 0.02)
+    assert (flipped.verdict, flipped.deciding, flipped.reason) == ("false", [], ALONE_DECIDED)
+    doubted = with_alone(held, 0.05)
     assert doubted.verdict == "undetermined" and "disagree" in doubted.reason
-    outvoted = with_readings(held, 0.05, 0.05)  # both readings against the rounds: false
-    assert outvoted.verdict == "false" and outvoted.deciding == []
-    silent = with_readings(Computed("undetermined", 0.5, reason="silent", bore=False), 0.95)
+    silent = with_alone(Computed("undetermined", 0.5, reason="silent", bore=False), 0.95)
     assert silent.verdict == "undetermined" and silent.probability_false < 0.4
     conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
-    assert with_readings(conflict, 0.99, 0.99) is conflict
+    assert with_alone(conflict, 0.99) is conflict
 
 
 async def test_a_demonstration_detective_s_testimony_says_so_and_shows_it_once(
