@@ -30,7 +30,6 @@ from .config.load import load_config as load_config
 from .config.models import Config as Config
 from .config.providers import (
     ProviderConfig as ProviderConfig,
-    default_local_model as default_local_model,
     is_loopback as is_loopback,
 )
 from .config.roles import split_chain as split_chain
@@ -79,6 +78,7 @@ from .evals.run import (
     EvalStarted as EvalStarted,
 )
 from .evals.summary import EvalSummary as EvalSummary
+from .gguf.capable import Cancelled as Cancelled, FetchProgress as FetchProgress
 from .jsondata import read_json as read_json
 from .lifeline import (
     Lifeline as Lifeline,

@@ -24,6 +24,10 @@ from tests.support.servers import (
 
 _SCORES = {"guard": GUARD_SCORES, "fallback": FALLBACK_SCORES}
 
+# No test ever starts a model download by itself (the app would fetch the capable model when a
+# demonstration model plays the detective); the tests of that fetch lift it for themselves.
+os.environ["DETEKTIV_NO_DOWNLOAD"] = "1"
+
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
                             config: pytest.Config) -> None:

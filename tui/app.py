@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 import time
 import tomllib
 from collections import deque
@@ -27,6 +28,7 @@ from textual.worker import Worker, WorkerFailed, WorkerState
 
 from engine import (
     DEFAULT_THEME,
+    Cancelled,
     ConfigError,
     DetektivError,
     Paths,
@@ -53,7 +55,7 @@ from tui.themes import load_themes
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from engine import Config
+    from engine import Config, FetchProgress
     from tui.screens.live import LiveScreen
 
 __all__ = ["DetektivApp", "build_app", "run_app"]
@@ -101,6 +103,13 @@ class DetektivApp(GuardedApp, App[int]):
         self._screens: dict[str, Screen[Any]] = {}
         self.current_session: str | None = None
         """The session the Live tab shows (the Oracles tab's default)."""
+        self.fetch_stop: threading.Event | None = None
+        """Set to stop the capable model's fetch in flight (None: none runs)."""
+        self.fetch_line = ""
+        """The fetch's progress, as the tab bars show it."""
+        self.retired: list[Any] = []
+        """Routers let go while a run may still use them (a new default model): closed on
+        unmount."""
         for tab in TABS:
             self.add_mode(tab.mode, partial(self.tab_screen, tab.mode))
         for theme in load_themes():
@@ -128,6 +137,89 @@ class DetektivApp(GuardedApp, App[int]):
         if self._unvalidated:
             self.call_after_refresh(self._validate_config)
         self.call_after_refresh(self._read_policies)
+        self.call_after_refresh(self._offer_capable)
+
+    # ---- the capable local model, fetched in the background -----------------------------------
+
+    @in_background("capable-offer")
+    def _offer_capable(self) -> None:
+        """Start fetching the capable model by itself when a demonstration model would play
+        the detective (see `Workspace.capable_offer`); a reason it cannot start is one line."""
+        try:
+            state = self.workspace.capable_offer()
+        except ConfigError:
+            return  # the config's own error is shown and ends the app
+        if state is None or state.quiet:
+            return
+        if state.refused is not None:
+            self.call_from_thread(
+                self.notify, f"The capable local model is not fetched: {state.refused}. The "
+                "demonstration model stays.", title="Local model", severity="warning",
+                timeout=15)
+            return
+        self.call_from_thread(self.fetch_capable, state.offer())
+
+    def fetch_capable(self, offer: str = "") -> None:
+        """Fetch the capable model on a thread, its progress in every tab bar."""
+        if self.fetch_stop is not None:
+            return
+        self.fetch_stop = stop = threading.Event()
+        key = self.key_for("capable-fetch", "F")
+        offer = offer or "fetching the capable local model"
+        self.notify(f"{offer[0].upper()}{offer[1:]}; it replaces the demonstration model once "
+                    f"here. {key} on the Providers tab stops it.", title="Local model",
+                    timeout=12)
+        self.show_fetch("capable model: starting…")
+        self._fetch_thread(stop)
+
+    def stop_fetch(self) -> None:
+        """Stop the fetch and remember it (it does not start by itself again)."""
+        if self.fetch_stop is not None:
+            self.fetch_stop.set()
+            self.workspace.models.decline_fetch()
+
+    @in_background("capable-fetch")
+    def _fetch_thread(self, stop: threading.Event) -> None:
+        shown = [0.0]
+
+        def progress(step: FetchProgress) -> None:
+            now = time.monotonic()
+            if now - shown[0] >= 0.5 or step.done >= step.total:
+                shown[0] = now
+                self.call_from_thread(self.show_fetch, step.text())
+
+        try:
+            self.workspace.models.fetch_capable(progress=progress, cancel=stop)
+        except Cancelled:
+            if not self.quitting:
+                self.call_from_thread(self._fetch_ended, "capable model: stopped", (
+                    f"Stopped; what came is kept. {self.key_for('capable-fetch', 'F')} on "
+                    "the Providers tab goes on from there."), "information")
+            return
+        except DetektivError as exc:
+            self.call_from_thread(self._fetch_ended, "", f"{exc.message}. The demonstration "
+                                  "model stays.", "warning")
+            return
+        # a run in flight keeps the router it has; the old one closes with the app
+        self.retired.append(self.workspace.reload_config())
+        self.call_from_thread(self._fetch_ended, "", "The capable local model is here: "
+                              "the embedded model for both roles from the next run.",
+                              "information")
+
+    def _fetch_ended(self, line: str, message: str, severity: SeverityLevel) -> None:
+        self.fetch_stop = None
+        self.show_fetch(line)
+        self.notify(message, title="Local model", severity=severity, timeout=15)
+        self.refresh_bindings()
+
+    def show_fetch(self, line: str) -> None:
+        """Put `line` at the right of every tab bar."""
+        from tui.widgets.tabs import ModeTabs
+
+        self.fetch_line = line
+        for screen in self._screens.values():
+            for tabs in screen.query(ModeTabs):
+                tabs.show_fetch(line)
 
     @in_background("config-policies")
     def _read_policies(self) -> None:
@@ -337,8 +429,10 @@ class DetektivApp(GuardedApp, App[int]):
     async def on_unmount(self) -> None:
         """Stop what uses the workspace, then close it: workers cancelled and awaited, thread
         work drained (a thread outlives its cancelled worker), and only then the stores."""
-        self.workers.cancel_all()
         self.quitting = True
+        if self.fetch_stop is not None:  # stopped, not declined: it goes on next time
+            self.fetch_stop.set()
+        self.workers.cancel_all()
         started = [w.wait() for w in self.workers if w.state is not WorkerState.PENDING]
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*started, return_exceptions=True),
@@ -347,6 +441,10 @@ class DetektivApp(GuardedApp, App[int]):
         if still:
             log.warning("%d thread(s) still ran after %.0f s; closing the stores under them",
                         still, SHUTDOWN_WAIT)
+        for router in self.retired:
+            if router is not None:
+                with contextlib.suppress(Exception):
+                    await router.aclose()
         await self.workspace.aclose()
 
 

@@ -6,6 +6,7 @@ worker's thread) they use Textual's own `App` API, and for news they post a mess
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from textual.app import App
@@ -35,6 +36,16 @@ class Host(Protocol):
 
     def key_for(self, binding_id: str, default: str) -> str:
         """The key the user's keymap gives a binding (for texts that name it)."""
+
+    @property
+    def fetch_stop(self) -> threading.Event | None:
+        """Set to stop the capable model's fetch in flight (None: none runs)."""
+
+    def fetch_capable(self, offer: str = "") -> None:
+        """Fetch the capable local model on a thread, its progress in every tab bar."""
+
+    def stop_fetch(self) -> None:
+        """Stop the fetch, and remember it: it does not start by itself again."""
 
 
 def host(app: App[Any]) -> Host:

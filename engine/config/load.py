@@ -77,7 +77,8 @@ def _env_float(env: Mapping[str, str], name: str) -> float | None:
         raise ConfigError(f"environment: {name}: {value!r} is not a number") from None
 
 
-def _implicit_providers(config: Config, env: Mapping[str, str]) -> None:
+def _implicit_providers(config: Config, env: Mapping[str, str],
+                        data_dir: Path | None = None) -> None:
     """Add the providers the environment implies (cloud keys) and the embedded local model."""
     kinds_configured = {(p.kind, p.base_url) for p in config.providers.values()}
     used = [p.priority for p in config.providers.values() if p.enabled]
@@ -109,7 +110,7 @@ def _implicit_providers(config: Config, env: Mapping[str, str]) -> None:
         shared = env.get("DETEKTIV_LOCAL_SERVER")  # `detektiv serve`: one model for all tabs
         config.providers["local"] = ProviderConfig(
             kind="openai" if shared else "local", base_url=shared or None,
-            model=default_local_model(), priority=max(next_priority, LOCAL_PRIORITY),
+            model=default_local_model(data_dir), priority=max(next_priority, LOCAL_PRIORITY),
             origin="default",
         )
 
@@ -120,7 +121,7 @@ def load_config(paths: Paths, env: Mapping[str, str] | None = None) -> Config:
     path = paths.config_file
     data = _read_file(path)
     try:
-        config = Config.model_validate(data)
+        config = Config.model_validate(data, context={"data_dir": paths.data_dir})
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(path, exc)) from None
     keyed = [name for name, p in config.providers.items() if p.api_key is not None]
@@ -146,7 +147,7 @@ def load_config(paths: Paths, env: Mapping[str, str] | None = None) -> Config:
         config.oracles.dir = env["ORACLES_DIR"]
     if env.get("ORACLE_PLACEHOLDER"):
         config.oracles.placeholder = env["ORACLE_PLACEHOLDER"]
-    _implicit_providers(config, env)
+    _implicit_providers(config, env, paths.data_dir)
     return config
 
 

@@ -10,6 +10,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -245,7 +246,7 @@ class Config(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _embedded_defaults(cls, data: Any) -> Any:
+    def _embedded_defaults(cls, data: Any, info: ValidationInfo) -> Any:
         """The embedded model's table needs nothing said: `[providers.local]` is of kind
         `local` unless it says otherwise, a `local` provider runs the default model unless it
         names one, and comes last (priority `LOCAL_PRIORITY`) unless it sets a priority. So
@@ -259,7 +260,9 @@ class Config(BaseModel):
             if name == "local" and "kind" not in table:
                 table = {**table, "kind": "local"}
             if table.get("kind") == "local":
-                table = {"model": default_local_model(), "priority": LOCAL_PRIORITY, **table}
+                data_dir = (info.context or {}).get("data_dir")
+                table = {"model": default_local_model(data_dir), "priority": LOCAL_PRIORITY,
+                         **table}
             providers[name] = table
         return {**data, "providers": providers}
 

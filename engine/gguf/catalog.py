@@ -1,5 +1,7 @@
 """The models detektiv knows by short name: the two shipped demonstration models and a short
 catalogue of instruction-tuned GGUF models (1–4 B parameters) worth pulling for the detective.
+The first is the capable default (`engine.gguf.capable`): the very file `make bench-real`
+measures, its revision and sha256 pinned.
 
 Sizes are the files' sizes on the Hub; the speeds are what a 4-core x86 CPU generates with
 llama.cpp at Q4 (expected, not measured here: this machine has 2 cores, and the README's
@@ -9,6 +11,8 @@ llama.cpp at Q4 (expected, not measured here: this machine has 2 cores, and the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from engine.config.shipped import CAPABLE_MODEL
 
 __all__ = ["CATALOG", "CatalogEntry", "catalog_entry"]
 
@@ -29,9 +33,15 @@ class CatalogEntry:
     gated: bool = False
     """The repository asks for a licence to be accepted: pull with HF_TOKEN set."""
     revision: str = "main"
+    sha256: str | None = None
+    """The file's sha256, pinned: a pull of anything else is refused."""
 
 
 CATALOG: tuple[CatalogEntry, ...] = (
+    CatalogEntry(CAPABLE_MODEL, "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+                 "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "1.5B", 1.1, "Apache-2.0", 32768,
+                 "~20", revision="2ab9f8f42af02fc212effaef7c4850c885e965f4",
+                 sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
     CatalogEntry("qwen2.5-1.5b", "Qwen/Qwen2.5-1.5B-Instruct-GGUF",
                  "qwen2.5-1.5b-instruct-q4_k_m.gguf", "1.5B", 1.1, "Apache-2.0", 32768, "~20"),
     CatalogEntry("llama3.2-1b", "bartowski/Llama-3.2-1B-Instruct-GGUF",

@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
@@ -37,8 +38,9 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from engine.errors import ModelError
+from engine.errors import DetektivError, ModelError
 from engine.gguf.catalog import catalog_entry
+from engine.gguf.parts import Cancelled
 from engine.gguf.store import (
     GEMMA_NAMES,
     MANIFEST,
@@ -121,9 +123,11 @@ RETRIES = 5
 
 
 def pull(paths: Paths, spec: str, file: str | None = None, *,
-         progress: Progress | None = None) -> Manifest:
-    """Download, verify and record a model; returns its manifest. `ModelError` on failure;
-    what was downloaded of an interrupted pull stays for the next one to resume."""
+         progress: Progress | None = None, cancel: threading.Event | None = None) -> Manifest:
+    """Download, verify and record a model; returns its manifest. `ModelError` on failure
+    (`Cancelled` when `cancel` was set); what was downloaded of an interrupted pull stays for
+    the next one to resume. A catalogue entry that pins a sha256 is held to it, whatever the
+    Hub says."""
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
     from huggingface_hub.utils._headers import build_hf_headers
@@ -134,10 +138,10 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
     target, part = folder / filename, folder / f"{filename}.part"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with _locked(folder / ".pull.lock", name):
+        with pull_lock(folder / ".pull.lock", name):
             url = hf_hub_url(repo, filename, revision=revision, endpoint=endpoint)
             meta = get_hf_file_metadata(url, endpoint=endpoint)
-            transfer(meta.location, build_hf_headers(), part, meta.size, progress)
+            transfer(meta.location, build_hf_headers(), part, meta.size, progress, cancel)
             expected = (meta.etag or "").strip('"').lower()
             hashed = bool(_SHA256.match(expected))  # the Hub names an LFS file's sha256
             actual = file_sha256(part)
@@ -145,6 +149,12 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
                 part.unlink(missing_ok=True)
                 raise ModelError(f"pull {name}: the download is corrupt (sha256 {actual[:12]}…, "
                                  f"the Hub says {expected[:12]}…); it was deleted: pull again")
+            pinned = pinned_sha256(spec, file)
+            if pinned is not None and actual != pinned:
+                part.unlink(missing_ok=True)
+                raise ModelError(f"pull {name}: the Hub's file is not the one pinned (sha256 "
+                                 f"{actual[:12]}…, pinned {pinned[:12]}…); it was deleted")
+            hashed = hashed or pinned is not None
             os.replace(part, target)
             manifest = Manifest(
                 name=name, repo=repo, file=filename, revision=revision,
@@ -153,16 +163,23 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
             )
             atomic_write_text(folder / MANIFEST, json.dumps(asdict(manifest), indent=2) + "\n")
             return manifest
-    except ModelError:
+    except DetektivError:
         raise
     except Exception as exc:
         raise ModelError(f"pull {name}: {explain_hub_error(exc, repo, filename, endpoint)}"
                          ) from None
 
 
+def pinned_sha256(spec: str, file: str | None) -> str | None:
+    """The sha256 the catalogue pins for `spec`, if it names an entry that pins one."""
+    entry = catalog_entry(spec) if file is None else None
+    return entry.sha256 if entry is not None else None
+
+
 def transfer(url: str, headers: dict[str, str], part: Path, size: int | None,
-              progress: Progress | None) -> None:
-    """Bring `url` into `part`, continuing from what `part` holds."""
+             progress: Progress | None, cancel: threading.Event | None = None) -> None:
+    """Bring `url` into `part`, continuing from what `part` holds; `Cancelled` as soon as
+    `cancel` is set (what came stays)."""
 
     have = part.stat().st_size if part.exists() else 0
     if size is not None and have > size:  # not this file's beginning
@@ -183,6 +200,8 @@ def transfer(url: str, headers: dict[str, str], part: Path, size: int | None,
                     have = 0
                 with part.open("ab" if have else "wb") as out:
                     for block in response.iter_bytes(BLOCK):
+                        if cancel is not None and cancel.is_set():
+                            raise Cancelled("cancelled; what came stays for the next pull")
                         out.write(block)
                         have += len(block)
                         if progress is not None:
@@ -199,7 +218,7 @@ def transfer(url: str, headers: dict[str, str], part: Path, size: int | None,
 
 
 @contextlib.contextmanager
-def _locked(path: Path, name: str) -> Iterator[None]:
+def pull_lock(path: Path, name: str) -> Iterator[None]:
     """Hold the model's pull lock, or say that another pull has it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

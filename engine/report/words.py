@@ -66,8 +66,8 @@ __all__ = [
 
 CAPABLE_MODEL_HINT = (
     "set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY; or run Ollama with an instruction "
-    "model (ollama pull qwen2.5:3b); or pull one to run here: detektiv models pull "
-    "qwen2.5-1.5b, then --detective local:qwen2.5-1.5b"
+    "model (ollama pull qwen2.5:3b); or fetch the capable local model (1.1 GB), the embedded "
+    "default once here: detektiv models pull qwen2.5-coder-1.5b (the app fetches it by itself)"
 )
 """How to give the detective a capable model: said wherever a demonstration model plays it."""
 

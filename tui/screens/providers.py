@@ -44,6 +44,8 @@ class ProvidersScreen(Guarded, Screen[None]):
         Binding("p", "pull", "Pull model", id="ollama-pull"),
         Binding("L", "local_models", "Local models", id="local-models"),
         Binding("P", "pull_gguf", "Pull GGUF", id="gguf-pull"),
+        Binding("F", "fetch_capable", "Fetch capable model", id="capable-fetch"),
+        Binding("F", "stop_fetch", "Stop fetch", id="capable-stop"),
     ]
 
     AUTO_CHECK = True
@@ -61,6 +63,33 @@ class ProvidersScreen(Guarded, Screen[None]):
             yield Static(Content(strip_control(self._advice())), id="provider-detail")
             yield ProgressBar(total=100, id="pull-progress")
         yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`F` fetches the capable model, or stops the fetch while one runs: one of the two
+        is active (and in the footer) at a time."""
+        fetching = self.host.fetch_stop is not None
+        if action == "fetch_capable":
+            return not fetching
+        if action == "stop_fetch":
+            return fetching
+        return True
+
+    def action_fetch_capable(self) -> None:
+        """Fetch the capable local model (on purpose: what a stop remembered is cleared)."""
+        state = self.host.workspace.models.capable()
+        if state.present:
+            self.notify("The capable local model is here already.", markup=False)
+            return
+        if state.refused is not None:
+            self.notify(f"The capable local model is not fetched: {state.refused}.",
+                        severity="warning", markup=False)
+            return
+        self.host.fetch_capable(state.offer())
+        self.refresh_bindings()
+
+    def action_stop_fetch(self) -> None:
+        self.host.stop_fetch()
+        self.refresh_bindings()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

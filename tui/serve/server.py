@@ -300,10 +300,7 @@ class DetektivServer(Server):
 
 def _shared_model(options: ServeOptions) -> tuple[subprocess.Popen[str], str]:
     """Start `detektiv local-server` on a free loopback port; its process and its /v1 URL."""
-    from engine import default_local_model
-
-    command = [sys.executable, "-m", "tui", "local-server", "--port", "0", "--json",
-               "--model", default_local_model()]
+    command = [sys.executable, "-m", "tui", "local-server", "--port", "0", "--json"]
     if options.config is not None:
         command[3:3] = ["--config", str(options.config)]
     process = spawn_tied(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

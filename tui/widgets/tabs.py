@@ -23,6 +23,10 @@ class ModeTabs(Guarded, Static):
         self.current = current
 
     def on_mount(self) -> None:
+        self.show_fetch(getattr(self.app, "fetch_line", ""))
+
+    def show_fetch(self, line: str) -> None:
+        """The tabs, then `line` (the capable model's fetch), or the help hint."""
         parts: list[Content | str] = []
         for number, tab in enumerate(TABS, start=1):
             text = f" {number} {tab.label} "
@@ -31,5 +35,8 @@ class ModeTabs(Guarded, Static):
             else:
                 parts.append(Content(text))
             parts.append(" ")
-        parts.append(Content.styled("  ? help  ctrl+p commands", "dim"))
+        if line:
+            parts.append(Content.styled(f"  {line}", "bold"))
+        else:
+            parts.append(Content.styled("  ? help  ctrl+p commands", "dim"))
         self.update(Content.assemble(*parts))
