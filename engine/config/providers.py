@@ -57,6 +57,10 @@ CLOUD_TIMEOUT = (30.0, 15.0, 120.0)
 LOCAL_TIMEOUT = (120.0, 15.0, 360.0)
 CLOUD_STALL = 15.0
 LOCAL_STALL = 30.0
+DEMONSTRATION_REPLY = 384
+"""Tokens a demonstration model's reply may have at most, whatever the request allows: a tiny
+model rambles to any limit it is given (a 2,048-token audit narrative took 120 s and failed
+the run), and what it says only shows the loop."""
 LOCAL_PRIORITY = 1000
 """The embedded model's priority when its table sets none: after every other provider."""
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")

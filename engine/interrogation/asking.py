@@ -13,7 +13,12 @@ from dataclasses import replace
 from engine.context.budget import Prompt
 from engine.errors import AllProvidersFailed, UnusableReplyError
 from engine.interrogation.calls import SessionCalls, Turn
-from engine.interrogation.checks import analysis_conflict, budget_spent, question_problem
+from engine.interrogation.checks import (
+    analysis_conflict,
+    budget_spent,
+    distinct_gaps,
+    question_problem,
+)
 from engine.interrogation.questions import (
     DEMONSTRATION_ATTEMPTS,
     QUESTION_ATTEMPTS,
@@ -137,7 +142,8 @@ async def analyse(calls: SessionCalls, pending: QuestionAnswerPair, sequence: in
         reshape=lambda reply: gap_schema(settings.max_gaps, reply),
     )
     async for event in calls._structured(
-        request, analysed, "gap analysis", GapAnalysis.model_validate, sequence
+        request, analysed, "gap analysis",
+        lambda data: distinct_gaps(GapAnalysis.model_validate(data)), sequence
     ):
         yield event
     analysis: GapAnalysis

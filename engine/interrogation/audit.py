@@ -10,11 +10,12 @@ not exist, a boilerplate summary, JSON off its schema) is replaced by a stand-in
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from engine.interrogation.calls import SessionCalls, Turn
-from engine.interrogation.checks import summary_problem
+from engine.interrogation.checks import same_words, summary_problem
 from engine.interrogation.transcript import (
     audit_schema,
     protocol_note,
@@ -66,12 +67,22 @@ def validated(value: Any, pairs: list[QuestionAnswerPair], prompt: str) -> Audit
     itself (allowed only where a round has sampled answers: the consistency protocol), a
     boilerplate summary (one that repeats `prompt`)."""
     found: list[Contradiction] = []
+    listed: set[tuple[str, ...]] = set()
     for item in value["contradictions"]:
         first, second = item["questions"]
         for number in (first, second):
             _round_named(number, pairs, "a contradiction")
         if first == second and not pairs[first - 1].samples:
             raise ValueError(f"contradiction between Q{first} and itself")
+        if first != second and same_words(pairs[first - 1].answer, pairs[second - 1].answer):
+            raise ValueError(f"contradiction between Q{first} and Q{second}, whose answers "
+                             "are the same words")
+        key = tuple(sorted((first, second))) + tuple(
+            w for w in re.findall(r"\w+", item["description"].casefold()))
+        said = tuple(key[2:])
+        if key in listed or (said and said in {k[2:] for k in listed}):
+            raise ValueError(f"it lists the contradiction {item['description'][:48]!r} twice")
+        listed.add(key)
         found.append(Contradiction(qa_pair_indexes=(first - 1, second - 1),
                                    description=item["description"]))
     problem = summary_problem(value["summary"], (prompt,))

@@ -69,6 +69,10 @@ __all__ = [
     "YES_NO",
     "OFF_CLAIM_SHARE",
     "analysis_conflict",
+    "copied_example",
+    "distinct_gaps",
+    "repeats_itself",
+    "same_words",
     "answer_problem",
     "bare_question",
     "budget_spent",
@@ -152,6 +156,11 @@ def _same(a: Sequence[str], b: Sequence[str]) -> bool:
     return all(_near(w, theirs) for w in mine) and all(_near(w, mine) for w in theirs)
 
 
+def same_words(a: str, b: str) -> bool:
+    """Whether two texts are the same words, give or take a typo (`_same`)."""
+    return _same(_words(a), _words(b))
+
+
 def _grams(words: Sequence[str], n: int = 4) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
@@ -172,6 +181,75 @@ def _echoes(words: Sequence[str], instructions: Iterable[str]) -> bool:
         if theirs and len(mine & theirs) >= _ECHO_SHARE * len(mine):
             return True
     return False
+
+
+LOOP_SHARE = 0.4
+"""At most this share of distinct word 3-grams, a text of eight words or more repeats
+itself."""
+
+
+def repeats_itself(words: Sequence[str]) -> bool:
+    """Whether `words` loop ("A question 10, A question 10. A question 10, …"): eight words or
+    more, and at most `LOOP_SHARE` of their word 3-grams distinct. A model stuck in a loop,
+    like an empty reply, says nothing."""
+    if len(words) < 8:
+        return False
+    grams = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    return len(set(grams)) <= LOOP_SHARE * len(grams)
+
+
+_BOILERPLATE = frozenset("""
+answer answers answered question questions asked witness witnesses detective hypothesis
+response responses reply replies interrogation round rounds summary audit session given
+provided above following based regarding the this that these those
+""".split())
+"""Words a summary says nothing with: one made only of them restates the task ("The answer
+to the question")."""
+
+
+def distinct_gaps(analysis: GapAnalysis) -> GapAnalysis:
+    """`analysis` when each gap is listed once; `ValueError` (the structured call then asks
+    again) naming a gap listed twice, same words with case and punctuation aside."""
+    seen: set[tuple[str, ...]] = set()
+    for gap in analysis.gaps:
+        key = tuple(_words(gap.description))
+        if key in seen:
+            raise ValueError(f"it lists the gap {one_line(gap.description, 48)!r} twice: list "
+                             "each gap once")
+        seen.add(key)
+    return analysis
+
+
+def copied_example(text: str, hypothesis: str, instructions: Iterable[str]) -> str | None:
+    """The worked example of the `instructions` (a quoted span) that `text` copies, or None.
+    A copy carries at least two of the example's content words the hypothesis does not have,
+    and either holds the example's whole run of words ("The hypothesis to be investigated:
+    "An octopus has ten arms." …"), or has no content word of its own beside the example's
+    and the hypothesis's with fewer than half of them the hypothesis's ("Who wrote the novel
+    Don Quixote?" asked about Vitamin B3). A question whose words come from the hypothesis is
+    never one ("Who wrote Don Quixote?" for a claim about Cervantes), nor one with a word of
+    its own ("What is the capital city of Australia?" beside the example about Canada)."""
+    mine = [_singular(w) for w in content_words(text)]
+    theirs = {_singular(w) for w in content_words(hypothesis)}
+    if not mine or 2 * sum(w in theirs for w in mine) >= len(mine):
+        return None  # its words are mostly the hypothesis's
+    words = _words(text)
+    for instruction in instructions:
+        for found in _QUOTED.finditer(_PLACEHOLDER.sub(" ", instruction)):
+            example = found.group(0).strip('"“”')
+            shown = {_singular(w) for w in content_words(example)}
+            if len((set(mine) & shown) - theirs) < 2:
+                continue
+            run = _words(example)
+            if (len(run) >= 3 and _contains(words, run)) or set(mine) <= shown | theirs:
+                return example
+    return None
+
+
+def _singular(word: str) -> str:
+    """`word` without a plural's `s` ("arms" and "arm" are one word here)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") \
+        else word
 
 
 def _marker_only(text: str) -> bool:
@@ -221,6 +299,8 @@ def question_problem(
     words = _words(stripped)
     if not words:
         return "it has no words"
+    if repeats_itself(words):
+        return "it repeats itself over and over: degenerate output"
     if _same(words, _words(hypothesis)):
         return "it only repeats the hypothesis"
     for number, question in enumerate(earlier, start=1):
@@ -233,6 +313,10 @@ def question_problem(
         return "it writes transcript lines (Q1:, A1:) instead of one question"
     if _echoes(words, instructions):
         return "it echoes the instructions it was given"
+    example = copied_example(stripped, hypothesis, instructions)
+    if example is not None:
+        return (f"it copies a worked example of its instructions ({one_line(example, 48)!r}), "
+                "not the hypothesis")
     if not any(mark in stripped for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
         return "it is not a question"
     leading = leading_problem(words, hypothesis, answer, asked)
@@ -349,6 +433,11 @@ def summary_problem(summary: str, instructions: Iterable[str] = ()) -> str | Non
     if len(words) < MIN_SUMMARY_WORDS:
         return (f"the summary is boilerplate ({one_line(stripped, 40)!r}, fewer than "
                 f"{MIN_SUMMARY_WORDS} words)")
+    if not [w for w in content_words(stripped) if w not in _BOILERPLATE]:
+        return (f"the summary is boilerplate ({one_line(stripped, 40)!r} only restates the "
+                "task)")
+    if repeats_itself(words):
+        return "the summary repeats itself over and over: degenerate output"
     if _echoes(words, instructions):
         return "the summary only repeats the instructions"
     return None

@@ -35,7 +35,7 @@ from engine.routing.router import Router
 
 __all__ = ["TOP_LOGPROBS", "Plan", "Reading", "does_not_know", "exchange", "gives_logprobs",
            "judge", "judge_alone", "judgement_messages", "one_word", "read_stated", "read_word",
-           "topic_evidence"]
+           "says_one_word", "topic_evidence"]
 
 TOP_LOGPROBS = 10
 """Alternatives asked for at each token of a one-word judgement."""
@@ -103,13 +103,31 @@ def _probability(log_odds: float) -> float:
     return 1 / (1 + math.exp(-log_odds))
 
 
-_NUMBER = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(%)?")
+_MARKDOWN = re.compile(r"[*_`#>]+")
+_LABEL = r"(?:(?:final\s+)?(?:answer|probability|judgement|judgment|verdict|score|" \
+    r"likelihood|confidence|p\(true\)|p)\s*[:=]\s*)?"
+_STATED = re.compile(
+    r"^" + _LABEL + r"(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100|out\s+of\s+100|percent)?\s*[.!]?$",
+    re.IGNORECASE)
+_WORD = re.compile(r"^" + _LABEL + r"(true|false)\b", re.IGNORECASE)
+
+
+def _first_line(text: str) -> str:
+    """The reply's first line with content, markdown marks taken out."""
+    for line in text.splitlines():
+        line = _MARKDOWN.sub("", line).strip()
+        if line:
+            return line
+    return ""
 
 
 def read_stated(text: str) -> Reading | None:
-    """P(true) from a stated probability: the first number of the reply, read as a
-    percentage (0–100; a fraction when it is at most 1 and written with a point)."""
-    found = _NUMBER.search(text)
+    """P(true) from a stated probability: a number standing alone on the reply's first line
+    (as a percentage, 0–100; a fraction when it is at most 1, written with a point), with
+    `%`, `/100`, "out of 100" or "percent" after it or a label before it ("Probability:
+    80"), markdown aside. None for anything else: prose that holds a number ("point 1 holds
+    as stated") is no probability."""
+    found = _STATED.match(_first_line(text))
     if found is None:
         return None
     value = float(found.group(1))
@@ -118,6 +136,14 @@ def read_stated(text: str) -> Reading | None:
     if not 0 <= value <= 100:
         return None
     return Reading(value / 100, "stated", text.strip()[:40])
+
+
+def says_one_word(text: str) -> bool:
+    """Whether a one-word judgement's reply is one: "true" or "false" first on its first
+    line, possibly in markdown, after "Answer:" or the like, with punctuation or a reason
+    after it ("False. The witness names Rome."). Prose that mentions the word later ("It
+    is not true that …") is not."""
+    return _WORD.match(_first_line(text)) is not None
 
 
 _UNKNOWING = re.compile(
@@ -203,16 +229,17 @@ class Plan:
         if self._stage == "stated":
             found = read_stated(text)
             self.reading = found if found is not None else (
-                f"the detective's judgement could not be read ({text.strip()[:40]!r})")
+                f"the detective's judgement is no probability ({text.strip()[:40]!r})")
             self.request = None
         elif (self._stage == "word" and reasoning.strip()
               and budget_spent("the detective", text, finish_reason, reasoning)):
             self._stage = "word again"  # a reasoning model: its budget went on thinking
             self.request = self._build(THINKING_BUDGET)
         elif choices:
-            found = read_word(choices, text)
+            found = read_word(choices, text) if says_one_word(text) else None
             self.reading = found if found is not None else (
-                f"the detective said neither true nor false ({text.strip()[:40]!r})")
+                f"the detective said neither true nor false in one word "
+                f"({text.strip()[:40]!r})")
             self.request = None
         else:  # the provider that answered sends no log-probabilities
             self._stage = "stated"

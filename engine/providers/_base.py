@@ -23,8 +23,14 @@ import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import replace
 
-from engine.config.providers import ANTHROPIC_URL, GEMINI_URL, ProviderConfig
+from engine.config.providers import (
+    ANTHROPIC_URL,
+    DEMONSTRATION_REPLY,
+    GEMINI_URL,
+    ProviderConfig,
+)
 from engine.errors import (
     AuthError,
     BadResponseError,
@@ -165,10 +171,16 @@ class Provider(ABC):
         Raises a `ProviderError` subclass on any failure. Closing the iterator early (or
         cancelling the task consuming it) closes the provider's stream immediately.
         """
+        if self.config.is_demonstration and (request.max_tokens or 0) > DEMONSTRATION_REPLY:
+            # a tiny model rambles to any limit it is given (a 2,048-token audit narrative)
+            request = replace(request, max_tokens=DEMONSTRATION_REPLY)
         first_timeout = request.first_token_timeout or self.config.ttft_timeout
-        stall_timeout = request.stall_timeout or self.config.between_tokens_timeout
-        total_timeout = request.timeout or self.config.total_timeout
+        total_timeout = request.timeout or self.reply_deadline(request)
+        stall_timeout = request.stall_timeout or self.stall_deadline(total_timeout)
+        if request.first_token_timeout is None and self.config.first_token_timeout is None:
+            first_timeout = total_timeout  # the first token may take what the reply may
         first_timeout = min(first_timeout, total_timeout)
+        note = "" if request.timeout else self.deadline_note(request)
         await self._prepare()  # our own set-up (an SDK's import) is not the server's time
         loop = asyncio.get_running_loop()
         start = loop.time()
@@ -195,7 +207,7 @@ class Provider(ABC):
                     if watch.expired and watch.uncancel():
                         # the deadline passed (whatever a library made of its cancellation)
                         raise self._timed_out(phase, first_timeout, stall_timeout,
-                                              total_timeout) from None
+                                              total_timeout, note) from None
                     if isinstance(exc, asyncio.CancelledError | DetektivError):
                         raise
                     task = asyncio.current_task()
@@ -252,14 +264,42 @@ class Provider(ABC):
         if not finished:
             raise unfinished(self.name)
 
+    def reply_deadline(self, request: StreamRequest) -> float:
+        """Seconds a reply to `request` may take in all: the configured `timeout` (or the
+        kind's default). A provider that knows its model's speed fits it to the request."""
+        return self.config.total_timeout
+
+    def deadline_note(self, request: StreamRequest) -> str:
+        """How `reply_deadline` was fitted, for a timeout's message ("" when it was not)."""
+        return ""
+
+    def stall_deadline(self, total: float) -> float:
+        """Seconds between two tokens before the stream counts as stalled (`total`: the
+        reply's whole deadline): the configured `stall_timeout`, or the kind's default."""
+        return self.config.between_tokens_timeout
+
     def _timed_out(self, phase: type[ProviderTimeout], first: float, stall: float,
-                   total: float) -> ProviderTimeout:
-        """The timeout error of the deadline that passed (`phase`), in words."""
+                   total: float, note: str = "") -> ProviderTimeout:
+        """The timeout error of the deadline that passed (`phase`), in words, with the
+        setting that allows longer."""
+        fitted = f", {note}" if note else ""
         if phase is FirstTokenTimeout:
-            return phase(self.name, f"no token within {first:g} s", first)
+            setting = "first_token_timeout" if self.config.first_token_timeout is not None \
+                else "timeout"
+            return phase(self.name, f"no token within {first:g} s{fitted}; raise the "
+                         f"provider's {setting} ({self._where()})", first)
         if phase is StallTimeout:
-            return phase(self.name, f"no token for {stall:g} s", stall)
-        return phase(self.name, f"answer not finished within {total:g} s", total)
+            return phase(self.name, f"no token for {stall:g} s; raise the provider's "
+                         f"stall_timeout ({self._where()})", stall)
+        return phase(self.name, f"answer not finished within {total:g} s{fitted}; raise the "
+                     f"provider's timeout ({self._where()}); the session can be resumed",
+                     total)
+
+    def _where(self) -> str:
+        """Where this provider's settings go."""
+        if self.config.origin == "adhoc":
+            return "configure it as a provider in config.toml"
+        return f"[providers.{self.name}] in config.toml"
 
     async def health(self, timeout: float = 5.0) -> Health:
         """One cheap live call; never raises. `detail` says what answered, or why not."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from engine.config.providers import ProviderConfig
+from engine.config.providers import LOCAL_TIMEOUT, ProviderConfig
 from engine.errors import (
     BadResponseError,
     ContextOverflowError,
@@ -126,6 +126,8 @@ class LocalProvider(Provider):
                     raise BadResponseError(self.name, "a chunk without choices")
                 if chunk.get("usage"):
                     usage = chunk["usage"]
+                if chunk.get("timings"):
+                    engine.measured(chunk["timings"])
                 for choice in chunk["choices"]:
                     thought = reasoning_field(choice.get("delta"))
                     if thought:
@@ -148,6 +150,36 @@ class LocalProvider(Provider):
         if usage is not None:
             yield usage_of(usage)
         yield Done(finish_reason_of(self.name, finish))
+
+    def reply_deadline(self, request: StreamRequest) -> float:
+        """The user's `timeout` when set; else the time the model's measured speed needs
+        for the prompt and every token the reply may have, half again and 15 s more, never
+        less than the default (`LOCAL_TIMEOUT`); the most a local timeout may be while no
+        reply has measured it yet (a hung model is caught by the stall timeout meanwhile)."""
+        if self.config.timeout is not None:
+            return self.config.timeout
+        speed = self._engine.speed if self._engine is not None else None
+        if speed is None:
+            return LOCAL_TIMEOUT[2]
+        chars = sum(len(m.content) for m in request.messages)
+        needed = speed.seconds(chars // 3, request.max_tokens or 512) * 1.5 + 15
+        return max(LOCAL_TIMEOUT[0], round(needed))
+
+    def stall_deadline(self, total: float) -> float:
+        """The user's `stall_timeout` when set; else the reply's whole deadline. The model runs
+        in this process: no connection can die under it, and a token that waits is one that
+        waits for the other slots on the same cores (eight claims examined side by side on
+        two cores went 30 s without a token and failed the session)."""
+        if self.config.stall_timeout is not None:
+            return self.config.stall_timeout
+        return total
+
+    def deadline_note(self, request: StreamRequest) -> str:
+        speed = self._engine.speed if self._engine is not None else None
+        if self.config.timeout is not None or speed is None:
+            return ""
+        return (f"fitted to the {speed.reply:.1f} tokens a second measured here for "
+                f"{request.max_tokens or 512:,} tokens")
 
     async def context_window(self) -> int | None:
         return self.config.n_ctx // self.config.n_parallel

@@ -10,8 +10,11 @@ from engine.interrogation.checks import (
     analysis_conflict,
     answer_problem,
     bare_question,
+    copied_example,
+    distinct_gaps,
     may_close,
     question_problem,
+    repeats_itself,
     summary_problem,
 )
 from engine.models.session import GapAnalysis, ProvidersUsed, QuestionAnswerPair
@@ -258,3 +261,89 @@ def test_an_answer_that_states_the_claims_own_detail() -> None:
                                    "The capital of Australia is not Sydney.",
                                    "The capital of Australia is Sydney.")
     assert not states_claim_detail("Who is she?", "She isn't Dave Clark's friend.", beatrice)
+
+
+@pytest.mark.parametrize(("question", "hypothesis", "copied"), [
+    # copies of the question prompt's own worked examples (a demonstration detective's)
+    ("Who wrote the novel Don Quixote?", "Summarize the health benefits of Vitamin B3",
+     "Who wrote the novel Don Quixote?"),
+    ('The hypothesis to be investigated: "An octopus has ten arms." (I am not allowed to add '
+     "any additional questions or details.) You are allowed to ask only one question. The "
+     "question to ask is: ?", "The Eiffel Tower is in Berlin.", "An octopus has ten arms."),
+    ("How many arms does an octopus have?", "A spider has eight legs.",
+     "An octopus has ten arms."),
+    # its words come from the hypothesis: never a copy
+    ("Who wrote Don Quixote?", "Don Quixote was written by Cervantes.", None),
+    ("Who wrote the novel Don Quixote?", "Don Quixote was written by Cervantes.", None),
+    ("How many arms does an octopus have?", "An octopus has ten arms.", None),
+    # a word of its own beside an example's: no copy
+    ("What is the capital city of Australia?", "Summarize the health benefits of Vitamin B3",
+     None),
+    ("What is the capital city of Australia?", "Sydney is the capital of Australia.", None),
+])
+def test_a_question_that_copies_a_worked_example_is_an_echo(
+        question: str, hypothesis: str, copied: str | None) -> None:
+    instructions = (load_prompt("detective_question"),)
+    assert copied_example(question, hypothesis, instructions) == copied
+    problem = question_problem(question, hypothesis, [], instructions)
+    if copied is None:
+        assert problem is None or "worked example" not in problem
+    else:
+        assert problem == (f"it copies a worked example of its instructions ({copied!r}), "
+                           "not the hypothesis")
+
+
+def test_a_question_or_summary_that_repeats_itself_is_degenerate() -> None:
+    looping = "A question 10, A question 10. A question 10, A question 10. A question ?"
+    assert repeats_itself(looping.casefold().replace(",", "").replace(".", "").split())
+    assert question_problem(looping, HYPOTHESIS, [], INSTRUCTIONS) == \
+        "it repeats itself over and over: degenerate output"
+    assert summary_problem("The witness said 100. " * 6) == \
+        "the summary repeats itself over and over: degenerate output"
+    varied = "How does the boiling point of water change with the air pressure around it?"
+    assert not repeats_itself(varied.casefold().replace("?", "").split())
+    assert question_problem(varied, HYPOTHESIS, [], INSTRUCTIONS) is None
+
+
+def test_a_summary_that_only_restates_the_task_is_boilerplate_however_long() -> None:
+    for text in ("The answer to the question", "The answer to the question given above.",
+                 "This is the summary of the answers the witness provided to the questions"):
+        problem = summary_problem(text, (load_prompt("audit"),))
+        assert problem is not None and problem.endswith("only restates the task)"), text
+    assert summary_problem("The witness answered that water boils at 100 °C.") is None
+
+
+def test_a_gap_listed_twice_makes_the_analysis_invalid() -> None:
+    twice = GapAnalysis.model_validate({"gaps": [
+        {"category": "missing_information", "description": "An octopus has ten arms.",
+         "severity": "high"},
+        {"category": "ambiguity", "description": "an octopus has TEN arms", "severity": "low"},
+    ], "completeness_score": 99, "requires_follow_up": True})
+    with pytest.raises(ValueError, match="it lists the gap 'an octopus has TEN arms' twice"):
+        distinct_gaps(twice)
+    once = GapAnalysis.model_validate({"gaps": [
+        {"category": "vagueness", "description": "Which pressure?", "severity": "low"},
+        {"category": "vagueness", "description": "Which altitude?", "severity": "low"},
+    ], "completeness_score": 60, "requires_follow_up": True})
+    assert distinct_gaps(once) is once
+
+
+def test_an_audit_may_not_set_identical_answers_against_each_other_nor_list_one_twice(
+) -> None:
+    from engine.interrogation.audit import validated
+
+    pairs = rounds(analysis(40, True), analysis(40, True), analysis(40, True))
+    pairs[2] = pairs[2].model_copy(update={"answer": "Vitamin B3 helps make collagen."})
+    summary = "The witness said Vitamin B3 helps make collagen and lowers cholesterol."
+
+    def audit(*contradictions: tuple[int, int, str]) -> object:
+        return validated({"summary": summary, "verdict": "undetermined", "contradictions": [
+            {"questions": [a, b], "description": d} for a, b, d in contradictions]}, pairs, "")
+
+    with pytest.raises(ValueError, match="Q1 and Q2, whose answers are the same words"):
+        audit((1, 2, "The answers differ."))
+    with pytest.raises(ValueError, match="it lists the contradiction 'The answer to the "
+                                         "question' twice"):
+        audit((1, 3, "The answer to the question"), (2, 3, "The answer to the question"))
+    one = audit((1, 3, "Q1 says nothing of collagen; Q3 says it makes it."))
+    assert len(one.contradictions) == 1  # type: ignore[attr-defined]

@@ -142,3 +142,15 @@ async def test_a_stream_read_from_one_task_then_another_times_out_in_the_one_rea
     with pytest.raises(StallTimeout):
         await anext(stream)  # the next one, read here: this task's wait times out
     await stream.aclose()
+
+
+async def test_a_timeout_names_the_setting_that_allows_longer() -> None:
+    provider = scripted(["a", 0.1] * 20)
+    with pytest.raises(TotalTimeout) as caught:
+        await answer(provider, StreamRequest.of("hi", stall_timeout=5, timeout=0.3))
+    assert "raise the provider's timeout ([providers.s] in config.toml); the session can be " \
+        "resumed" in str(caught.value)
+    with pytest.raises(StallTimeout) as stalled:
+        await answer(scripted(["a", 30.0]), StreamRequest.of("hi", stall_timeout=0.1))
+    assert "raise the provider's stall_timeout ([providers.s] in config.toml)" in \
+        str(stalled.value)

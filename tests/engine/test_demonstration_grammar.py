@@ -64,3 +64,70 @@ async def test_the_grammar_reaches_only_a_demonstration_model(paths: Paths) -> N
         finally:
             await provider.aclose()
         assert "grammar" not in server.bodies[-1]
+
+
+async def test_a_demonstration_models_reply_is_capped_and_a_capable_ones_is_not(
+        paths: Paths) -> None:
+    """A tiny model rambles to any limit (a 2,048-token audit narrative failed a run)."""
+    from engine.config.providers import DEMONSTRATION_REPLY
+
+    with ScriptedModel(lambda _: "A summary.") as server:
+        for model, cap in (("smollm2-135m", DEMONSTRATION_REPLY), ("qwen2.5-7b-instruct", 2048)):
+            provider = create_provider("p", server.provider_config(model=model), paths)
+            try:
+                await complete(provider, StreamRequest.of("Summarise.", max_tokens=2048))
+            finally:
+                await provider.aclose()
+            assert server.bodies[-1]["max_tokens"] == cap, model
+
+
+def test_the_measured_speed_is_learned_from_llama_cpps_timings() -> None:
+    from engine.providers._llama import Speed
+
+    timings = {"prompt_n": 300, "prompt_per_second": 150.0, "predicted_n": 64,
+               "predicted_per_second": 10.0}
+    first = Speed.first(timings)
+    assert first == Speed(150.0, 10.0)
+    assert first.seconds(300, 100) == pytest.approx(2 + 10)
+    slower = first.learned({**timings, "predicted_per_second": 4.0})
+    assert slower == Speed(150.0, 7.0)
+    # too few tokens to mean anything: left out
+    assert Speed.first({"predicted_n": 2, "predicted_per_second": 500.0}) is None
+    assert first.learned({"prompt_n": 3, "prompt_per_second": 9e9, "predicted_n": 1,
+                          "predicted_per_second": 9e9}) == first
+
+
+async def test_the_embedded_models_deadline_is_fitted_to_its_measured_speed(
+        paths: Paths) -> None:
+    from engine.config.providers import LOCAL_TIMEOUT
+
+    config = ProviderConfig(kind="local", model="smollm2-135m", n_ctx=2048, n_parallel=1)
+    provider = create_provider("local", config, paths)
+    long = StreamRequest.of("Tell me about owls.", max_tokens=2048)
+    try:
+        assert provider.reply_deadline(long) == LOCAL_TIMEOUT[2]  # not measured yet
+        await complete(provider, StreamRequest.of("Name three birds of prey.", max_tokens=48))
+        speed = provider.engine().speed  # type: ignore[attr-defined]
+        assert speed is not None and speed.reply > 0
+        expected = speed.seconds(len("Tell me about owls.") // 3, 2048) * 1.5 + 15
+        assert provider.reply_deadline(long) == max(LOCAL_TIMEOUT[0], round(expected))
+        assert "tokens a second measured here for 2,048 tokens" in \
+            provider.deadline_note(long)
+    finally:
+        await provider.aclose()
+    mine = create_provider("local", ProviderConfig(kind="local", model="smollm2-135m",
+                                                   n_ctx=2048, n_parallel=1, timeout=200),
+                           paths)
+    assert mine.reply_deadline(long) == 200 and mine.deadline_note(long) == ""  # theirs wins
+
+
+def test_the_embedded_model_counts_no_stall_of_its_own_unless_told(paths: Paths) -> None:
+    """In-process, a token that waits waits for the other slots on the same cores."""
+    busy = create_provider("local", ProviderConfig(kind="local", model="smollm2-135m"), paths)
+    assert busy.stall_deadline(300.0) == 300.0
+    told = create_provider("local", ProviderConfig(kind="local", model="smollm2-135m",
+                                                   stall_timeout=20), paths)
+    assert told.stall_deadline(300.0) == 20
+    served = create_provider("s", ProviderConfig(kind="openai", model="m",
+                                                 base_url="http://127.0.0.1:9/v1"), paths)
+    assert served.stall_deadline(300.0) == served.config.between_tokens_timeout

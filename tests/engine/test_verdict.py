@@ -16,6 +16,7 @@ from engine.interrogation.judgement import (
     does_not_know,
     read_stated,
     read_word,
+    says_one_word,
 )
 from engine.interrogation.verdict import (
     DECISIVE,
@@ -150,6 +151,8 @@ def test_no_true_or_false_token_is_no_reading() -> None:
 
 @pytest.mark.parametrize(("text", "p"), [
     ("85", 0.85), ("85%", 0.85), ("Probability: 0.3", 0.3), ("100", 1.0), ("0", 0.0),
+    ("80/100", 0.8), ("80 out of 100", 0.8), ("**Probability:** 80%", 0.8), ("75.", 0.75),
+    ("62 percent", 0.62), ("Answer: 40\n\nThe witness names the place.", 0.4),
 ])
 def test_stated_probabilities(text: str, p: float) -> None:
     reading = read_stated(text)
@@ -157,9 +160,26 @@ def test_stated_probabilities(text: str, p: float) -> None:
     assert reading.source == "stated"
 
 
-@pytest.mark.parametrize("text", ["about half", "", "250", "-"])
+@pytest.mark.parametrize("text", [
+    "about half", "", "250", "-",
+    # prose holding a number is no probability (it was read as P(true) 0.01)
+    "I stand by it: the place is on record, and point 1 holds as stated.",
+    "The witness named 3 cities.", "The probability is high, maybe 80",
+])
 def test_unreadable_stated_probabilities(text: str) -> None:
     assert read_stated(text) is None
+
+
+@pytest.mark.parametrize(("text", "one"), [
+    ("True", True), ("false", True), ("**True**", True), ("Answer: false.", True),
+    ("False. The witness names Rome.", True), ("`TRUE`", True), ("Verdict: True", True),
+    ("It is not true that the tower is in Berlin.", False),
+    ("I stand by it: the place is on record, and point 1 holds as stated.", False),
+    ("The claim is false", False), ("", False),
+])
+def test_a_one_word_judgement_is_read_only_from_a_reply_that_is_one(text: str,
+                                                                    one: bool) -> None:
+    assert says_one_word(text) is one
 
 
 def test_an_answer_that_only_says_it_does_not_know() -> None:
@@ -202,3 +222,11 @@ def test_the_judgement_plan_reads_after_the_thinking_and_falls_back_to_a_stated_
     unsure.took("Maybe", [TokenChoices("Maybe", -0.1, (("Maybe", -0.1),))], "stop", "")
     assert unsure.request is None and isinstance(unsure.reading, str)
     assert "neither true nor false" in unsure.reading
+    # prose that holds the word is no one-word judgement: the round is silent, and says why
+    prose = Plan("A is B.", "", "judgement_direct", settings, logprobs=True)
+    prose.took("It is not true that A is B", [
+        TokenChoices("It", -0.1, (("It", -0.1),)), TokenChoices(" is", -0.1, ((" is", -0.1),)),
+        TokenChoices(" not", -0.1, ((" not", -0.1),)),
+        TokenChoices(" true", -0.1, ((" true", -0.1), (" false", -3.0)))], "stop", "")
+    assert prose.request is None and isinstance(prose.reading, str)
+    assert "neither true nor false in one word ('It is not true" in prose.reading
