@@ -125,6 +125,11 @@ class Interrogation(SessionCalls):
     def _judgements(self) -> list[tuple[int, Judgement | None]]:
         return [(pair.sequence, pair.judgement) for pair in self.session.qa_pairs]
 
+    def _demonstration_judged(self) -> bool:
+        """Whether a demonstration model speaks for the detective in this session."""
+        return self.session.demonstration or self._is_demonstration(
+            self._role_label("detective"))
+
     def _closes(self) -> bool:
         """Whether the questioning may close now (the loop's rule, not the model's flag)."""
         pairs, settings = self.session.qa_pairs, self.settings
@@ -156,6 +161,9 @@ class Interrogation(SessionCalls):
             resumed_after=len(session.qa_pairs) if self.resumed else None,
         ))
         demo = demonstration_note(self._chain_configs("detective"))
+        if demo and not session.demonstration:
+            session.demonstration = True  # on the disk before any verdict is shown
+            self.journal.save()
         if demo and not self.resumed:
             yield self._emit(Advice(text=demo))
         try:
@@ -298,7 +306,8 @@ class Interrogation(SessionCalls):
             so_far = compute([*self._judgements(), (sequence, judgement)])
             yield self._emit(JudgementReady(sequence=sequence, judgement=judgement,
                                             verdict=so_far.verdict,
-                                            probability_false=so_far.probability_false))
+                                            probability_false=so_far.probability_false,
+                                            demonstration=self._demonstration_judged()))
 
         yield self._emit(Phase(phase="analysis", sequence=sequence))
         pending = QuestionAnswerPair.model_construct(

@@ -216,6 +216,8 @@ class JudgementReady(_Event):
     judgement: Judgement
     verdict: VerdictValue
     probability_false: float
+    demonstration: bool = False
+    """A demonstration model judged: the running verdict means nothing, and says so."""
 
 
 class PairCompleted(_Event):

@@ -318,6 +318,9 @@ class InterrogationSession(_Model):
     """The witness chain asked for (`--witness`), empty for the configured one."""
     error: str | None = None
     """Why the session failed, in one line."""
+    demonstration: bool = False
+    """A demonstration model played the detective when a run of it started: every verdict of
+    it, the running one and a failed session's included, says it means nothing."""
     events_recorded: Annotated[int, Field(ge=0)] = 0
     """How many events events.jsonl held when this was saved (finds a truncated log)."""
     context_fits: list[ContextFit] = Field(default_factory=list)

@@ -251,9 +251,9 @@ class Narration:
             case TrailAdded(entry=entry):
                 return [Block("note", text=trail_line(entry))] if in_transcript(entry) else []
             case JudgementReady(judgement=judgement, sequence=sequence, verdict=verdict,
-                                probability_false=p_false):
+                                probability_false=p_false, demonstration=demo):
                 return [Block("judgement", f"Judgement {sequence}", judgement_line(judgement)
-                              + "\n" + running_verdict(verdict, p_false))]
+                              + "\n" + running_verdict(verdict, p_false, demo))]
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.analysed.add(sequence)
                 return [self._analysis(analysis, sequence)]

@@ -11,6 +11,7 @@ from engine.models.testimony import Claim
 from engine.report.blocks import Block, Calls, session_blocks
 from engine.report.claims import MARKS
 from engine.report.words import (
+    DEMONSTRATION_VERDICT,
     answer_title,
     context_summary,
     fit_line,
@@ -156,6 +157,8 @@ def to_markdown(
         out.append(f"- Consistency {session.audit_result.consistency_score}/100")
     if session.error:
         out.append(f"- Error: {strip_control(session.error)}")
+    if session.demonstration or (session.audit_result and session.audit_result.demonstration):
+        out.append(f"- Detective: a demonstration model; {DEMONSTRATION_VERDICT}")
     for block in session_blocks(session, reasoning):  # the rounds and the audit, as shown
         out += _markdown(block)
     if session.testimony is not None and session.testimony.claims:

@@ -146,9 +146,12 @@ def judgement_line(judgement: Judgement) -> str:
     return line
 
 
-def running_verdict(verdict: str, probability_false: float) -> str:
-    """The verdict the rounds make so far: `"so far: true · p(false) 0.04"`."""
-    return f"so far: {verdict} · p(false) {probability_false:.2f}"
+def running_verdict(verdict: str, probability_false: float,
+                    demonstration: bool = False) -> str:
+    """The verdict the rounds make so far: `"so far: true · p(false) 0.04"`, and that it
+    means nothing when a demonstration model judged."""
+    line = f"so far: {verdict} · p(false) {probability_false:.2f}"
+    return f"{line} · {DEMONSTRATION_VERDICT}" if demonstration else line
 
 
 def settled_reason(rounds: int) -> str:

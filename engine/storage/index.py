@@ -99,7 +99,7 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         error=session.error,
         verdict=audit.verdict if audit else None,
         probability_false=audit.probability_false if audit else None,
-        demonstration=audit.demonstration if audit else False,
+        demonstration=(audit.demonstration if audit else False) or session.demonstration,
         eval_run=session.eval_tag.run if session.eval_tag else None,
         tokens=session.tokens.total,
         cost=session.tokens.cost,

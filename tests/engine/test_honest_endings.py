@@ -285,3 +285,38 @@ async def test_the_embedded_detective_is_called_a_demonstration_model(
     assert advice.text.startswith(f"the detective is the embedded {default_local_model()}, a "
                                   "small demonstration model")
     assert "detektiv models pull" in advice.text
+
+
+async def test_a_demonstration_detectives_running_verdict_and_failed_export_say_so(
+    proxy: FaultProxy, paths: Paths, tmp_path: Path
+) -> None:
+    """The running verdict of a round a demonstration model judged says it means nothing,
+    and so does the export of the session when it then fails (it has no audit to say it)."""
+    from engine.models.events import JudgementReady
+    from engine.report.words import DEMONSTRATION_VERDICT
+
+    proxy.scripts |= SCRIPTS | {"g40": gap(40, True)}
+    proxy.judgement = Judged(0.3)
+    proxy.plan = ["script:q1", "script:a1", "script:g40", "500", "500", "500", "500"]
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=3)
+    config.providers["via"].model = "smollm2-135m"  # a demonstration model, served here
+    assert config.providers["via"].is_demonstration
+    store = SessionStore(tmp_path / "s")
+    events, directory = await run_interrogation(config, paths, store,
+                                                "Water boils at 100 degrees everywhere.", 5)
+    from engine.report.blocks import Block, Narration
+
+    judged = [e for e in events if isinstance(e, JudgementReady)]
+    assert judged and all(e.demonstration for e in judged)
+    shown = [piece for piece in Narration().pieces(judged[0]) if isinstance(piece, Block)]
+    assert shown[0].text.endswith(f"so far: false · p(false) 0.70 · {DEMONSTRATION_VERDICT}")
+    final = events[-1]
+    assert isinstance(final, Finished) and final.status == "failed", final
+    session = store.load(directory.name)
+    assert session.demonstration and session.audit_result is None
+    report = to_markdown(session)
+    assert f"- Detective: a demonstration model; {DEMONSTRATION_VERDICT}" in report
+    assert json.loads(to_json(session))["demonstration"] is True
+    from engine.storage.index import summarize
+
+    assert summarize(directory.name, session).demonstration

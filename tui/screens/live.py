@@ -373,9 +373,10 @@ class LiveScreen(Guarded, Screen[None]):
                             markup=False)
             case Reasoning(role=role, phase=phase, sequence=sequence, text=text):
                 self.query_one(ReasoningPanel).add(role, phase, sequence, text)
-            case JudgementReady(verdict=verdict, probability_false=p_false):
+            case JudgementReady(verdict=verdict, probability_false=p_false,
+                                demonstration=demo):
                 badge = self.query_one("#verdict-badge", Static)
-                badge.update(Content("verdict " + running_verdict(verdict, p_false)))
+                badge.update(Content("verdict " + running_verdict(verdict, p_false, demo)))
                 badge.set_classes(f"badge verdict-{verdict}")
             case GapAnalysisReady(analysis=analysis, sequence=sequence):
                 self.query_one(SidePanel).show_analysis(analysis, sequence)
