@@ -181,7 +181,7 @@ from .routing.structured import SchemaError as SchemaError, check_schema as chec
 from .secrets import redact as redact
 from .storage.atomic import atomic_write_text as atomic_write_text
 from .storage.index import SessionSummary as SessionSummary, newest_sessions as newest_sessions
-from .text import one_line as one_line, strip_control as strip_control
+from .text import counted as counted, one_line as one_line, strip_control as strip_control
 from .workspace.ask import (
     AskAnswered as AskAnswered,
     AskDelta as AskDelta,

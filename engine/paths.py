@@ -43,6 +43,12 @@ class Paths:
         return self.state_dir if self.state_dir is not None else self.data_dir
 
     @property
+    def exports_dir(self) -> Path:
+        """Where the app writes what it exports (`e`, `j` on the Sessions tab, the Cache
+        tab's `e`): never the working directory, which may be anyone's work tree."""
+        return self.data_dir / "exports"
+
+    @property
     def session_index(self) -> Path:
         """The session list's index: rebuilt from the sessions when lost."""
         return self.cache_dir / "sessions-index.jsonl"
@@ -82,6 +88,7 @@ class Paths:
             ("data", self.data_dir, "sessions, evaluation runs, conversations, case notes, "
              "the response cache"),
             ("sessions", self.data_dir / "sessions", "one folder per interrogation"),
+            ("exports", self.exports_dir, "what the app exports (Sessions tab e, j; Cache e)"),
             ("cache", self.cache_dir, "rebuildable indexes (the session list's, the case "
              "agent's vault)"),
             ("session-index", self.session_index, "the session list's index (rebuilt from the "

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "one_line", "slug", "strip_control",
-           "strip_markers", "without_reprs"]
+__all__ = ["END_OF_TURN_MARKERS", "TemplateMarkers", "counted", "one_line", "slug",
+           "strip_control", "strip_markers", "without_reprs"]
 
 # Every C0 control except TAB and LF, DEL, and every C1 control (U+0080–U+009F). Removing ESC
 # and CSI/OSC introducers character by character is enough to defuse any escape sequence, and it
@@ -182,3 +182,8 @@ def slug(text: str, fallback: str = "note", limit: int = 40) -> str:
     ascii_only = folded.encode("ascii", "ignore").decode("ascii").lower()
     parts = re.sub(r"[^a-z0-9]+", "-", ascii_only).strip("-")
     return parts[:limit].rstrip("-") or fallback
+
+
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """`"1 session"`, `"2 sessions"`: a count and its noun, in the number it takes."""
+    return f"{number:,} {word if number == 1 else plural or word + 's'}"

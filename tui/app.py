@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -77,8 +78,9 @@ class DetektivApp(GuardedApp, App[int]):
     BINDINGS = [
         # F-keys switch tabs even while typing in a field, where the digits are text
         *tab_bindings(),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("ctrl+t", "toggle_theme", "Theme", id="toggle-theme"),
+        # in the tab bar and the palette, not the footer: there, each tab's own keys
+        Binding("question_mark", "help", "Help", id="help", show=False),
+        Binding("ctrl+t", "toggle_theme", "Theme", id="toggle-theme", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -145,6 +147,8 @@ class DetektivApp(GuardedApp, App[int]):
     def _offer_capable(self) -> None:
         """Start fetching the capable model by itself when a demonstration model would play
         the detective (see `Workspace.capable_offer`); a reason it cannot start is one line."""
+        if self.served:  # the tabs of `serve` share its one model: no tab fetches another
+            return
         try:
             state = self.workspace.capable_offer()
         except ConfigError:
@@ -197,6 +201,11 @@ class DetektivApp(GuardedApp, App[int]):
                     "the Providers tab goes on from there."), "information")
             return
         except DetektivError as exc:
+            if "under way" in exc.message:  # another detektiv fetches it: it will be here
+                self.call_from_thread(self._fetch_ended, "", "Another detektiv is fetching the "
+                                      "capable local model; it is the default once here.",
+                                      "information")
+                return
             self.call_from_thread(self._fetch_ended, "", f"{exc.message}. The demonstration "
                                   "model stays.", "warning")
             return
@@ -309,7 +318,9 @@ class DetektivApp(GuardedApp, App[int]):
             if isinstance(binding, Binding) and binding.id and binding.id not in seen:
                 seen.add(binding.id)
                 keys = self._keymap.get(binding.id, binding.key)
-                rows.append((keys, binding.description, binding.id))
+                shown = " or ".join(self.get_key_display(Binding(key.strip(), ""))
+                                    for key in keys.split(","))  # "/", not "slash"
+                rows.append((shown, binding.description, binding.id))
         self.push_screen(HelpScreen(rows))
 
     def action_toggle_theme(self) -> None:
@@ -370,6 +381,20 @@ class DetektivApp(GuardedApp, App[int]):
         message, title = strip_control(message), strip_control(title)
         self.notices.append((title, message))
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    # Textual's own notifications carry Textual markup, which `notify` never renders (the
+    # text it shows is usually a model's or a server's): they are said here in plain words.
+
+    def action_help_quit(self) -> None:
+        """ctrl+c does not quit (it copies in a field): say which key does."""
+        key = self.key_for("quit", "ctrl+q")
+        self.notify(f"Press {key} to quit the app.", title="Do you want to quit?")
+
+    def _on_delivery_complete(self, event: events.DeliveryComplete) -> None:
+        event.prevent_default()  # Textual's own handler says it in markup
+        if event.name == "screenshot":
+            where = f" to {event.path}" if event.path is not None else ""
+            self.notify(f"Saved the screenshot{where}.", title="Screenshot")
 
     # ---- the one error funnel ----------------------------------------------------------------
 

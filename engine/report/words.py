@@ -65,9 +65,8 @@ __all__ = [
 ]
 
 CAPABLE_MODEL_HINT = (
-    "set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY; or run Ollama with an instruction "
-    "model (ollama pull qwen2.5:3b); or fetch the capable local model (1.1 GB), the embedded "
-    "default once here: detektiv models pull qwen2.5-coder-1.5b (the app fetches it by itself)"
+    "detektiv models pull qwen2.5-coder-1.5b (the app fetches it by itself), an API key "
+    "(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) or Ollama"
 )
 """How to give the detective a capable model: said wherever a demonstration model plays it."""
 
@@ -82,9 +81,8 @@ def demonstration_note(chain: list[ProviderConfig], role: str = "detective") -> 
     """The warning for a run whose `role` is first played by a demonstration model, or None."""
     if not chain or not chain[0].is_demonstration:
         return None
-    return (f"the {role} is the embedded {chain[0].model}, a small demonstration model: it "
-            f"tests the plumbing, not the hypothesis. For a result worth trusting, give the "
-            f"{role} a capable model: {CAPABLE_MODEL_HINT}")
+    return (f"the {role} is the embedded {chain[0].model}, a small demonstration model: its "
+            f"verdicts mean nothing. Give the {role} a capable model: {CAPABLE_MODEL_HINT}")
 
 
 def no_usable_question(label: str, attempts: int, problem: str, demonstration: bool) -> str:

@@ -37,6 +37,7 @@ from engine.models.witness import document_file, notes_document
 from engine.prompts import fill, load_prompt, prompt_uses
 from engine.report.blocks import reasoning_by_call
 from engine.report.export import to_json, to_markdown
+from engine.storage.atomic import atomic_write_text
 from engine.storage.journal import SessionJournal
 
 if TYPE_CHECKING:
@@ -226,6 +227,14 @@ class Sessions:
         if session.status == "notes":
             raise SessionError(f"session {session.short_id} has no interrogation to watch yet")
         return store.follow(ref)
+
+    def export_file(self, ref: str, fmt: Literal["md", "json"]) -> Path:
+        """Export a session into the exports folder (`Paths.exports_dir`); returns the file."""
+        session = self.workspace.store.load(ref)
+        target = self.workspace.paths.exports_dir / f"detektiv-{str(session.id)[:8]}.{fmt}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target, self.export(ref, fmt))
+        return target
 
     def export(self, ref: str, fmt: Literal["md", "json"], reasoning: bool = False,
                document: bool = False) -> str:

@@ -393,3 +393,28 @@ def test_sessions_limit_shows_the_newest_and_says_how_many_more(home: Path) -> N
     assert [row["hypothesis"] for row in listed] == ["Claim number 2"]
     refused = detektiv("sessions", "--limit", "0")
     assert refused.returncode != 0 and "--limit must be at least 1" in refused.stderr
+
+
+def test_the_session_list_keeps_its_columns_in_line_whatever_a_verdict_says(
+        home: Path) -> None:
+    """A demonstration verdict ("false (p 0.80) · demo") is wider than the others: every
+    column after it still starts where its heading does."""
+    from tests.support.app import fixed_session
+
+    root = home / "data" / "sessions"
+    for n in range(3):
+        session = fixed_session(root, n)
+        if n == 1:  # its detective was a demonstration model
+            folder = next(p for p in root.iterdir() if p.name.endswith(session.short_id))
+            session.demonstration = True
+            (folder / "metadata.json").write_text(session.model_dump_json())
+    done = detektiv("sessions")
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert any("· demo" in row for row in rows), rows
+    for heading in ("SCORE", "STARTED", "ROUNDS", "HYPOTHESIS OR TITLE"):
+        column = header.index(heading)
+        for row in rows:  # the cell right-aligned under SCORE/ROUNDS, left under the others
+            assert row[column - 1] == " " and row[column + len(heading) - 1] != " " \
+                if heading in ("SCORE", "ROUNDS") else row[column] != " " and \
+                row[column - 1] == " ", (heading, header, row)

@@ -219,7 +219,7 @@ def drive_the_app(tmux: list[str], call: Path) -> None:
         assert time.monotonic() < deadline, f"the help stayed open:\n{pane()}"
         time.sleep(0.2)
     subprocess.run([*tmux, "send-keys", "n"], check=True)
-    wait("Hypothesis…")
+    wait("Hypothesis, question or text")
     subprocess.run([*tmux, "send-keys", "Bees make honey", "Enter"], check=True)
     screen = wait("Answer · llama:gemma")
     assert "Question · sleuth:gemma" in screen
@@ -313,7 +313,7 @@ def test_a_pasted_testimony_is_marked_claim_by_claim_in_tmux(
 
             wait("No sessions yet")
             subprocess.run([*tmux, "send-keys", "2", "n"], check=True)
-            wait("Hypothesis…")
+            wait("Hypothesis, question or text")
             subprocess.run([*tmux, "send-keys", f"{held} {invented}", "Enter"], check=True)
             # the claims are examined side by side: either may end first, so wait for both
             screen = wait("[✗2]")

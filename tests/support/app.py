@@ -231,3 +231,9 @@ def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
     session.events_recorded = log.last_n
     (directory / "metadata.json").write_text(session.model_dump_json())
     return session
+
+
+def screen_text(app: DetektivApp) -> list[str]:
+    """The screen as it is drawn now, a string a row (what a terminal would show)."""
+    strips = app.screen._compositor.render_strips()
+    return ["".join(segment.text for segment in strip) for strip in strips]

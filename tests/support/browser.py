@@ -85,18 +85,21 @@ class Tab:
 
     def has_focus(self, field: str, other: str) -> bool:
         """True when the field showing `field` is drawn focused: its border has another
-        colour than the border of the field showing `other` on the same line."""
+        colour than the border of the field showing `other` (an unfocused one)."""
         if self.screen is None:
             return False
+        found = {}
         for row, line in enumerate(self.screen.display):
-            mine, theirs = line.find(field), line.find(other)
-            if mine >= 0 and theirs >= 0:
-                return self._border_left_of(row, mine) != self._border_left_of(row, theirs)
-        return False
+            for text in (field, other):
+                if text not in found and line.find(text) >= 0:
+                    found[text] = (row, line.find(text))
+        if len(found) < 2:
+            return False
+        return self._border_left_of(*found[field]) != self._border_left_of(*found[other])
 
     def focus_with(self, key: str, field: str, other: str, timeout: float = 30) -> None:
         """Press `key` and wait until the field showing `field` is drawn focused (`other`: an
-        unfocused field on the same line): keys typed before would land elsewhere."""
+        unfocused field): keys typed before would land elsewhere."""
         self.page.keyboard.press(key)
         deadline = time.monotonic() + timeout
         while not self.has_focus(field, other):
@@ -148,6 +151,7 @@ def served(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterato
         if found is None:
             raise AssertionError(f"serve did not start: {line!r} "
                                  f"{(home / 'serve.log').read_text()[-2000:]}")
+        assert line.rstrip().endswith("(ctrl+c stops it)"), line  # says how it ends
         executable = chromium()
         assert executable is not None, "Debian's chromium is not installed (.ci/run does it)"
         with sync_playwright() as playwright:

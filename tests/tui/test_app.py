@@ -220,7 +220,7 @@ async def test_keymap_help_and_palette_list_every_action(home: Path) -> None:
         assert ("f9", "Providers", "tab-providers") in app.screen.rows
         await pilot.press("escape")
         titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Enable/disable", "Check now", "Pull model", "Go to Live", "Help",
+        assert {"On/off", "Check", "Pull Ollama model", "Go to Live", "Help",
                 "Theme"} <= titles
 
 

@@ -48,8 +48,10 @@ async def test_the_cache_tab_from_the_keyboard(home: Path, tmp_path: Path,
         await pilot.press("x")
         await until(pilot, lambda: "invalidated" in str(table.get_row_at(0)[1]))
         await pilot.press("e")
-        exported = json.loads((tmp_path / "detektiv-cache.json").read_text())
-        assert len(exported) == 2
+        target = home / "data" / "exports" / "detektiv-cache.json"  # never the working dir
+        exported = json.loads(target.read_text())
+        assert len(exported) == 2 and not (tmp_path / "detektiv-cache.json").exists()
+        assert any(str(target) in message for _, message in app.notices)
         await pilot.press("d", "y")
         await until(pilot, lambda: table.row_count == 0)
         assert app.internal_errors == []

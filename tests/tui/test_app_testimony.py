@@ -35,7 +35,7 @@ async def test_a_testimony_is_marked_claim_by_claim_in_the_live_tab(home: Path) 
         transcript = app.live.query_one(TranscriptView)
         # the footer names what `[` / `]` move between: claims here, not answers
         keys = {b.binding.description for b in app.screen.active_bindings.values()}
-        assert {"Prev claim", "Next claim"} <= keys and "Next answer" not in keys
+        assert {"Prev claim", "Next claim"} <= keys and "Next" not in keys
         await pilot.press("]")  # the first claim, its round shown
         assert options.highlighted == 0 and not transcript.follow
         await pilot.press("]", "]")
@@ -56,6 +56,6 @@ async def test_without_a_testimony_the_brackets_move_between_answers(home: Path)
         await pilot.press("2")
         await until(pilot, lambda: app.screen is app.live)
         keys = {b.binding.description for b in app.screen.active_bindings.values()}
-        assert {"Prev answer", "Next answer"} <= keys and "Next claim" not in keys
+        assert {"Prev", "Next"} <= keys and "Next claim" not in keys
         await pilot.press("]", "[")  # nothing to move to: no error, the app goes on
         assert app.is_running and app.screen is app.live

@@ -67,6 +67,107 @@ def test_live_tab_testimony(home: Path, snap_compare: Any, width: int) -> None:
     assert snap_compare(app, terminal_size=(width, 36), run_before=open_newest)
 
 
+LONG_ANSWER = ("At the harbour, as far as I know: the shipment was loaded at 03:10 by the night "
+               "crew, checked against the manifest twice, and left at dawn with the tide. ") * 3
+
+
+def second_run() -> list[Any]:
+    """A second run's events, with answers long enough to fill the transcript."""
+    from engine.models.events import (
+        AnswerDelta,
+        Phase,
+        ProviderChosen,
+        QuestionDelta,
+        Started,
+    )
+
+    events: list[Any] = [Started(session_id="f" * 32, hypothesis="The ship left at dawn.",
+                                 iteration_limit=4)]
+    for n in (1, 2, 3):
+        events += [Phase(phase="question", sequence=n),
+                   ProviderChosen(role="detective", provider="cloud:gpt-4o"),
+                   QuestionDelta(sequence=n, text=f"When did the ship leave ({n})?"),
+                   Phase(phase="answer", sequence=n),
+                   ProviderChosen(role="witness", provider="local:gemma-3-270m"),
+                   AnswerDelta(sequence=n, text=LONG_ANSWER + f"Round {n} ends here."),
+                   Phase(phase="analysis", sequence=n)]
+    return events
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_live_tab_transcript(home: Path, snap_compare: Any, width: int) -> None:
+    """A finished session, then a second run in the same tab: the transcript follows the new
+    run to its end, its wrapped lines whole beside the scrollbar, at 80 columns as at 160."""
+    async def then_a_second_run(pilot: Any) -> None:
+        from engine import Narration
+        from tui.widgets.transcript import TranscriptView
+
+        await open_newest(pilot)
+        live = pilot.app.live
+        await pilot.press("left_square_bracket")  # an answer selected: following stops
+        view = live.query_one(TranscriptView)
+        view.clear()  # what a new run does (`run_interrogation`)
+        live.narration = Narration()
+        for event in second_run():
+            live.show(event)
+        await pilot.pause()
+        view.focus()
+        await pilot.pause()
+
+    assert snap_compare(make_app(home), terminal_size=(width, 32),
+                        run_before=then_a_second_run)
+
+
+def test_live_tab_resumed(home: Path, snap_compare: Any) -> None:
+    """A session resumed after its first round: the rounds before stay above the resume."""
+    from engine.models.events import (
+        AnswerDelta,
+        Finished,
+        Phase,
+        ProviderChosen,
+        QuestionDelta,
+        Started,
+        TrailAdded,
+    )
+    from engine.models.trail import AuditTrailEntry
+    from engine.storage.eventlog import EventLogWriter
+
+    app = make_app(home, sessions=0)
+    session = fixed_session(home / "data" / "sessions", 1, "cancelled")
+    folder = next((home / "data" / "sessions").iterdir())
+    log = EventLogWriter(folder / "events.jsonl", next_n=session.events_recorded + 1,
+                         clock=lambda: 1000.0)
+    for event in (
+        Started(session_id=str(session.id), hypothesis=session.name, iteration_limit=8,
+                resumed_after=1),
+        TrailAdded(entry=AuditTrailEntry(event="resumed", timestamp=START,
+                                         reason="resumed after round 1 (was cancelled)")),
+        Phase(phase="question", sequence=2),
+        ProviderChosen(role="detective", provider="cloud:gpt-4o"),
+        QuestionDelta(sequence=2, text="Who signed the manifest at the harbour?"),
+        Phase(phase="answer", sequence=2),
+        ProviderChosen(role="witness", provider="local:gemma-3-270m"),
+        AnswerDelta(sequence=2, text="The harbour master, at 03:05."),
+        Phase(phase="analysis", sequence=2),
+        Finished(status="cancelled"),
+    ):
+        log.append(event)
+    log.close()
+
+    async def opened(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("o")
+        deadline = time.monotonic() + 30
+        while not pilot.app.live.status_text.startswith("cancelled"):
+            assert time.monotonic() < deadline, pilot.app.live.status_text
+            await pilot.pause(0.05)
+        pilot.app.clear_notifications()
+        pilot.app.live.query_one("#transcript").focus()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(110, 40), run_before=opened)
+
+
 def test_providers_tab(home: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from engine import (
@@ -16,6 +15,7 @@ from engine import (
     model_row,
     strip_control,
 )
+from tui.cli.table import print_table
 
 __all__ = ["add_parser", "run"]
 
@@ -38,13 +38,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     remove = sub.add_parser("rm", parents=[common], help="delete a pulled model")
     remove.add_argument("model", metavar="NAME")
     remove.add_argument("--json", action="store_true", help="print what was removed as JSON")
-
-
-def _table(rows: Sequence[tuple[str, ...]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, row[-1]]).rstrip())
 
 
 def run(paths: Paths, args: argparse.Namespace) -> int:
@@ -76,7 +69,7 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps([vars_of(e) for e in entries], indent=2))
             return 0
-        _table([("NAME", "PARAMS", "SIZE", "CONTEXT", "TOK/S (4 cores)", "LICENCE", "REPO")]
+        print_table([("NAME", "PARAMS", "SIZE", "CONTEXT", "TOK/S (4 cores)", "LICENCE", "REPO")]
                + [(e.name, e.parameters, f"{e.size_gb:.1f} GB", f"{e.context:,}",
                    e.tokens_per_s, e.licence + (" (gated: HF_TOKEN)" if e.gated else ""),
                    e.repo) for e in entries])
@@ -96,7 +89,7 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                       row["quantisation"] or "", f"{row['context_length'] or '':,}"
                       if row["context_length"] else "", template,
                       strip_control(note)))
-    _table(table)
+    print_table(table)
     if not any(row["note"].startswith("the embedded default") and not row["demonstration"]
                for row in rows):
         print("\nThe embedded default is a demonstration model. The capable one (1.1 GB): "

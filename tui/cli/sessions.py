@@ -29,6 +29,7 @@ from engine import (
     SessionError,
     Workspace,
     atomic_write_text,
+    counted,
     encode_record,
     grouped,
     listed_title,
@@ -40,6 +41,7 @@ from engine import (
 )
 from tui._format import local_minute
 from tui.cli.printer import TranscriptPrinter
+from tui.cli.table import print_table
 
 __all__ = ["export", "resume", "run", "sessions", "show", "watch"]
 
@@ -164,23 +166,23 @@ def sessions(paths: Paths, as_json: bool, run: str | None = None,
     if not rows:
         print("No sessions yet. Start one with: detektiv run \"your hypothesis\"")
         return 0
-    print(f"{'ID':8}  {'STATUS':13}  {'VERDICT':17}  {'SCORE':>5}  {'STARTED':16}  "
-          f"{'ROUNDS':>6}  HYPOTHESIS OR TITLE")
+    table = [("ID", "STATUS", "VERDICT", "SCORE", "STARTED", "ROUNDS", "HYPOTHESIS OR TITLE")]
     lines = rows if run is not None else grouped(rows)
     for item in lines[:limit]:
         if isinstance(item, EvalGroup):  # an evaluation's sessions: one line per run
-            print(f"{item.run[:8]:8}  {'evaluation':13}  {f'{item.count} sessions':17}  "
-                  f"{'':>5}  {local_minute(item.newest.started):16}  {'':>6}  evaluation run "
-                  f"{item.run} (detektiv sessions --run {item.run[:8]} lists them)")
+            table.append((item.run[:8], "evaluation", counted(item.count, "session"), "",
+                          local_minute(item.newest.started), "",
+                          f"evaluation run {item.run} (detektiv sessions --run "
+                          f"{item.run[:8]} lists them)"))
             continue
         row = item
-        started = local_minute(row.started)
         score = "" if row.score is None else str(row.score)
-        text = listed_title(row.hypothesis, row.claims)
+        text = strip_control(listed_title(row.hypothesis, row.claims))
         if len(text) > 60:
             text = text[:59] + "…"
-        print(f"{row.id[:8]:8}  {row.status:13}  {verdict_cell(row):17}  {score:>5}  "
-              f"{started:16}  {rounds_cell(row):>6}  {text}")
+        table.append((row.id[:8], row.status, verdict_cell(row), score,
+                      local_minute(row.started), rounds_cell(row), text))
+    print_table(table, right={3, 5})
     if limit is not None and len(lines) > limit:
         print(f"… and {len(lines) - limit} more (older); --limit {len(lines)} shows them all")
     return 0

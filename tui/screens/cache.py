@@ -5,7 +5,6 @@ match and why not. Everything through `workspace.cache`; questions and answers a
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -59,11 +58,11 @@ class CacheScreen(Guarded, Screen[None]):
             with Vertical(id="cache-side"):
                 with VerticalScroll(id="cache-detail-box"):  # scrolls, never cuts off
                     yield Static(Content("no entry selected"), id="cache-detail")
-                yield Input(placeholder="Why? Type a question: what would it match?",
+                yield Input(placeholder="Why? A question to match",
                             id="cache-question")
                 yield Static(Content(""), id="cache-explanation")
         yield Static(Content("reading the cache…"), id="cache-stats")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("ID", "Status", "Uses", "Question")
@@ -191,7 +190,8 @@ class CacheScreen(Guarded, Screen[None]):
 
     def action_export(self) -> None:
         entries = self.host.workspace.cache.store.entries(limit=10_000_000)
-        target = Path.cwd() / "detektiv-cache.json"
+        target = self.host.workspace.paths.exports_dir / "detektiv-cache.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(target, json.dumps([e.model_dump(mode="json") for e in entries],
                                              ensure_ascii=False, indent=1) + "\n")
-        self.notify(f"Exported {len(entries)} entries to {target}")
+        self.notify(f"Exported {len(entries)} entries to {target}", markup=False)

@@ -62,7 +62,7 @@ class EvalsScreen(Guarded, Screen[str | None]):
         with VerticalScroll(id="eval-detail"):
             yield Static(Content(""), id="eval-lines", classes="eval-text")
             yield Static(Content(""), id="eval-plot", classes="eval-text")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#eval-runs", DataTable)

@@ -61,6 +61,13 @@ from tui.widgets.transcript import TranscriptView
 
 __all__ = ["LiveScreen"]
 
+HYPOTHESIS_PLACEHOLDER = "Hypothesis, question or text · Enter starts · ctrl+j new line"
+"""What the empty hypothesis field says (fits the field at 80 columns; ctrl+e, $EDITOR, is in
+the footer while the field has the cursor)."""
+FIELD_LABELS = {"hypothesis": "hypothesis", "detective": "detective", "witness": "witness",
+                "document": "document", "limit": "rounds", "protocol": "protocol"}
+"""Each form field's label, on its border."""
+
 
 class LiveScreen(Guarded, Screen[None]):
     """See the module docstring."""
@@ -76,9 +83,9 @@ class LiveScreen(Guarded, Screen[None]):
         Binding("ctrl+r", "resume", "Resume", id="resume"),
         Binding("left_square_bracket", "select_claim(-1)", "Prev claim", id="previous-claim"),
         Binding("right_square_bracket", "select_claim(1)", "Next claim", id="next-claim"),
-        Binding("left_square_bracket", "select(-1)", "Prev answer", id="previous-answer"),
-        Binding("right_square_bracket", "select(1)", "Next answer", id="next-answer"),
-        Binding("c", "copy_answer", "Copy answer", id="copy-answer"),
+        Binding("left_square_bracket", "select(-1)", "Prev", id="previous-answer"),
+        Binding("right_square_bracket", "select(1)", "Next", id="next-answer"),
+        Binding("c", "copy_answer", "Copy", id="copy-answer"),
         Binding("C", "copy_transcript", "Copy all", id="copy-transcript"),
         Binding("r", "toggle_reasoning", "Reasoning", id="toggle-reasoning", show=False),
     ]
@@ -94,27 +101,30 @@ class LiveScreen(Guarded, Screen[None]):
         """Tokens and cost of the run on show, so far."""
         self._form_wanted = False
         self._built = False
+        self.audited = False
+        """The run on show has its audit (else its end says why there is none)."""
         self.case_dir: str | None = None
         """A notes-only session the next start interrogates in (None: a new session)."""
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("live")
-        with Horizontal(id="form"):
-            yield HypothesisArea(placeholder="Hypothesis… (Enter starts · ctrl+j new line · "
-                                 "ctrl+e $EDITOR)", id="hypothesis", soft_wrap=True,
-                                 tab_behavior="focus", show_line_numbers=False)
-            yield FormInput(placeholder="detective (default chain)", id="detective")
-            yield FormInput(placeholder="witness (default chain)", id="witness")
-            yield FormInput(placeholder="document", id="document",
-                            tooltip="a document the witness holds: a file (.txt .md .srt "
-                            ".vtt), or 'notes' for the case's notes; the detective never sees "
-                            "it")
-            limit = self.host.workspace.config.interrogation.iteration_limit
-            yield FormInput(value=str(limit), id="limit", type="integer", max_length=2)
-            yield Select([(name, name) for name in PROTOCOLS], value="cross-exam",
-                         allow_blank=False, id="protocol", compact=True,
-                         tooltip="cross-exam: one answer a question; consistency: each "
-                         "question asked several times, judged by agreement")
+        with Vertical(id="form"):
+            yield HypothesisArea(placeholder=HYPOTHESIS_PLACEHOLDER, id="hypothesis",
+                                 soft_wrap=True, tab_behavior="focus",
+                                 show_line_numbers=False)
+            with Horizontal(id="form-fields"):
+                yield FormInput(placeholder="default", id="detective")
+                yield FormInput(placeholder="default", id="witness")
+                yield FormInput(placeholder="none", id="document",
+                                tooltip="a document the witness holds: a file (.txt .md .srt "
+                                ".vtt), or 'notes' for the case's notes; the detective never "
+                                "sees it")
+                limit = self.host.workspace.config.interrogation.iteration_limit
+                yield FormInput(value=str(limit), id="limit", type="integer", max_length=2)
+                yield Select([(name, name) for name in PROTOCOLS], value="cross-exam",
+                             allow_blank=False, id="protocol", compact=True,
+                             tooltip="cross-exam: one answer a question; consistency: each "
+                             "question asked several times, judged by agreement")
         advice = self.advice_text()
         line = Static(Content(strip_control(advice)), id="advice")
         line.display = bool(advice)
@@ -130,12 +140,14 @@ class LiveScreen(Guarded, Screen[None]):
                 yield MarkedTestimony(id="testimony")
                 yield TranscriptView(id="transcript")
             yield SidePanel(id="side")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     # ---- actions -----------------------------------------------------------------------------
 
     def on_mount(self) -> None:
         self._built = True
+        for name, label in FIELD_LABELS.items():
+            self.query_one(f"#{name}").border_title = label
         self.query_one(MarkedTestimony).display = False
         self.query_one(TranscriptView).add("note", self.empty_text())
         if self._form_wanted:
@@ -211,6 +223,7 @@ class LiveScreen(Guarded, Screen[None]):
             self.notify(exc.message, title="Not started", severity="error", markup=False)
             return
         self.case_dir = None
+        self.query_one("#hypothesis", HypothesisArea).started()  # the next starts empty
         self.query_one(TranscriptView).focus()
         self.run_interrogation(run)
 
@@ -229,7 +242,8 @@ class LiveScreen(Guarded, Screen[None]):
         if self.host.workspace.store.is_live(self.session_dir):
             self.notify("That session is running; it is shown live already.", markup=False)
             return
-        self.run_interrogation(self.host.workspace.sessions.resume(self.session_dir))
+        self.run_interrogation(self.host.workspace.sessions.resume(self.session_dir),
+                               resumed=True)
 
     def _claims_shown(self) -> bool:
         """Whether a testimony's claims are on show (then `[` / `]` move between claims)."""
@@ -282,12 +296,18 @@ class LiveScreen(Guarded, Screen[None]):
     # ---- streams -----------------------------------------------------------------------------
 
     @work(exclusive=True, group="live", exit_on_error=False)
-    async def run_interrogation(self, run: Run) -> None:
-        """Run a session in this process, showing every event as it comes."""
+    async def run_interrogation(self, run: Run, resumed: bool = False) -> None:
+        """Run a session in this process, showing every event as it comes. `resumed`: the
+        session on show goes on, under the rounds it has (the transcript stays)."""
         self.session_dir, self.attached = run.journal.directory.name, False
         self.post_message(SessionShown(self.session_dir))
-        self.query_one(TranscriptView).clear()
-        self.narration = Narration()
+        view = self.query_one(TranscriptView)
+        if resumed:
+            view.follow = True
+            view.scroll_end(animate=False)
+        else:
+            view.clear()
+            self.narration = Narration()
         # closed here when cancelled (quitting): the session is stored before the app closes
         # the workspace under it
         async with aclosing(run.events()) as events:
@@ -334,6 +354,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one("#cost-badge", Static).update(Content("cost: –"))
         self.query_one(SidePanel).clear()
         self.query_one(MarkedTestimony).clear()
+        self.audited = False
         self.refresh_bindings()
 
     def show(self, event: InterrogationEvent, announce: bool = True) -> None:
@@ -350,8 +371,10 @@ class LiveScreen(Guarded, Screen[None]):
                 self.reset_side()
                 self.set_status("running")
             case Started():
+                self.audited = False
                 self.set_status("running")
             case Phase(phase=phase, sequence=sequence):
+                view.end_stream()  # what streamed is whole: later notes go below it
                 label = {"question": "asking", "answer": "answering", "judgement": "judging",
                          "analysis": "analysing", "audit": "auditing",
                          "testimony": "the witness testifies", "split": "taking the "
@@ -395,12 +418,15 @@ class LiveScreen(Guarded, Screen[None]):
                     self.usage.add(pair.usage)
                     self.show_usage(self.usage)
             case AuditReady(audit=audit):
+                self.audited = True
                 self.show_audit(audit)
             case Finished(status=status, reason=reason, usage=usage):
                 if usage is not None:
                     self.usage = usage
                     self.show_usage(usage)
                 self.set_status(status + (f": {reason}" if reason else ""))
+                if not self.audited:
+                    self.query_one(SidePanel).show_ended(status, reason)
                 ok = status in ("completed", "limit-reached")
                 if announce:
                     self.notify(finished_line(self.narration.session_id, status, reason),
@@ -437,3 +463,4 @@ class LiveScreen(Guarded, Screen[None]):
             line = f"failed: {event.worker.error.message}"
             self.set_status(line)  # shortened there if it must be: whole in the transcript
             self.query_one(TranscriptView).add("note", line)
+            self.query_one(SidePanel).show_ended("failed", event.worker.error.message)

@@ -54,22 +54,22 @@ class OraclesScreen(Guarded, Screen[None]):
     BINDINGS = [
         Binding("space", "mark", "Mark", id="oracle-mark"),
         Binding("c", "consult", "Consult", id="consult"),
-        Binding("p", "preview", "Preview", id="oracle-preview"),
+        Binding("p", "preview", "Preview", id="oracle-preview", show=False),
         Binding("a", "view('answers')", "Answers", id="oracle-answers"),
-        Binding("h", "history", "History", id="oracle-history"),
-        Binding("o", "notes", "Notes", id="oracle-notes"),
-        Binding("i", "import_note", "Import note", id="import-note"),
-        Binding("t", "type_note", "Type note", id="type-note"),
-        Binding("s", "pick_session", "Session", id="pick-session"),
-        Binding("y", "toggle_history", "History on/off", id="toggle-history"),
-        Binding("e", "edit_oracle", "Edit oracle", id="edit-oracle"),
+        Binding("h", "history", "History", id="oracle-history", show=False),
+        Binding("o", "notes", "Notes", id="oracle-notes", show=False),
+        Binding("i", "import_note", "Import note", id="import-note", show=False),
+        Binding("t", "type_note", "Note", id="type-note"),
+        Binding("s", "pick_session", "Session", id="pick-session", show=False),
+        Binding("y", "toggle_history", "History on/off", id="toggle-history", show=False),
+        Binding("e", "edit_oracle", "Edit oracle", id="edit-oracle", show=False),
         Binding("N", "new_oracle", "New oracle", id="new-oracle"),
-        Binding("I", "interrogate", "Interrogate", id="interrogate-case"),
+        Binding("I", "interrogate", "Interrogate", id="interrogate-case", show=False),
         Binding("g", "agent", "Agent", id="agent-view"),
-        Binding("ctrl+n", "agent_new", "New conversation", id="agent-new"),
-        Binding("ctrl+o", "agent_tools", "Tool outputs", id="agent-tools"),
+        Binding("ctrl+n", "agent_new", "New conversation", id="agent-new", show=False),
+        Binding("ctrl+o", "agent_tools", "Tool outputs", id="agent-tools", show=False),
         Binding("escape", "cancel", "Cancel", id="cancel-consult"),
-        Binding("r", "refresh", "Refresh", id="refresh-oracles"),
+        Binding("r", "refresh", "Refresh", id="refresh-oracles", show=False),
     ]
 
     def __init__(self) -> None:
@@ -117,7 +117,7 @@ class OraclesScreen(Guarded, Screen[None]):
                 yield TranscriptView(id="history")
                 yield TranscriptView(id="notes")
                 yield AgentPanel(id="agent")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#preview", TranscriptView).add("note", self.empty_text())

@@ -36,15 +36,15 @@ class ProvidersScreen(Guarded, Screen[None]):
 
     CSS_PATH = "providers.tcss"
     BINDINGS = [
-        Binding("space", "toggle_enabled", "Enable/disable", id="toggle-provider"),
+        Binding("space", "toggle_enabled", "On/off", id="toggle-provider"),
         Binding("plus,equals_sign", "move(-1)", "Earlier", id="raise-priority"),
         Binding("minus", "move(1)", "Later", id="lower-priority"),
-        Binding("h", "check", "Check now", id="check-health"),
-        Binding("m", "models", "Ollama models", id="ollama-models"),
-        Binding("p", "pull", "Pull model", id="ollama-pull"),
-        Binding("L", "local_models", "Local models", id="local-models"),
-        Binding("P", "pull_gguf", "Pull GGUF", id="gguf-pull"),
-        Binding("F", "fetch_capable", "Fetch capable model", id="capable-fetch"),
+        Binding("h", "check", "Check", id="check-health"),
+        Binding("m", "models", "Ollama models", id="ollama-models", show=False),
+        Binding("p", "pull", "Pull Ollama model", id="ollama-pull", show=False),
+        Binding("L", "local_models", "Models", id="local-models"),
+        Binding("P", "pull_gguf", "Pull", id="gguf-pull"),
+        Binding("F", "fetch_capable", "Fetch", id="capable-fetch"),
         Binding("F", "stop_fetch", "Stop fetch", id="capable-stop"),
     ]
 
@@ -62,7 +62,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         with Vertical(id="detail"):
             yield Static(Content(strip_control(self._advice())), id="provider-detail")
             yield ProgressBar(total=100, id="pull-progress")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """`F` fetches the capable model, or stops the fetch while one runs: one of the two

@@ -4,8 +4,6 @@ Enter on that row, or its run id typed, lists them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,7 +15,7 @@ from engine import (
     DetektivError,
     EvalGroup,
     SessionSummary,
-    atomic_write_text,
+    counted,
     grouped,
     listed_title,
     newest_sessions,
@@ -52,11 +50,11 @@ class SessionsScreen(Guarded, Screen[None]):
         Binding("o", "open", "Open", id="open"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("n", "new", "New", id="new"),
-        Binding("e", "export('md')", "Export md", id="export-md"),
-        Binding("j", "export('json')", "Export json", id="export-json"),
+        Binding("e", "export('md')", "Export", id="export-md"),
+        Binding("j", "export('json')", "JSON", id="export-json"),
         Binding("d", "delete", "Delete", id="delete"),
         Binding("r", "refresh", "Refresh", id="refresh"),
-        Binding("v", "evaluations", "Evaluations", id="evaluations"),
+        Binding("v", "evaluations", "Evals", id="evaluations"),
     ]
 
     def __init__(self) -> None:
@@ -73,12 +71,12 @@ class SessionsScreen(Guarded, Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("sessions")
-        yield Input(placeholder="Filter sessions… (hypothesis, id, status or evaluation run)",
+        yield Input(placeholder="Filter: hypothesis, id, status or run",
                     id="filter")
         table = Table(id="sessions", cursor_type="row")
         yield table
         yield Static(Content("loading sessions…"), id="sessions-status")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -130,16 +128,18 @@ class SessionsScreen(Guarded, Screen[None]):
     def _show_status(self) -> None:
         rows = self.rows
         damaged = [r for r in rows if r.status == "damaged"]
-        status = f"{len(rows)} sessions"
+        status = counted(len(rows), "session")
+        if self.query_one("#filter", Input).value.strip():
+            status = f"{self.matches:,} of {counted(len(rows), 'session')} match the filter"
         if self.partial:
-            status = f"the newest {len(rows)} sessions · reading the rest…"
+            status = f"the newest {counted(len(rows), 'session')} · reading the rest…"
         runs = sum(isinstance(r, EvalGroup) for r in self.shown)
         if runs:
             status += f" · {runs} evaluation run{'s' if runs != 1 else ''} in one row each"
         if not rows:
             status = self.empty_text()
         elif not self.matches:
-            status += " · none matches the filter"
+            status = f"none of {counted(len(rows), 'session')} matches the filter"
         if self.matches > len(self.shown):
             status += f" · showing the newest {len(self.shown)} of {self.matches}; type to filter"
         if damaged:
@@ -164,9 +164,10 @@ class SessionsScreen(Guarded, Screen[None]):
         for row in self.shown:
             if isinstance(row, EvalGroup):
                 table.add_row(  # every cell a Text: nothing is read as markup
-                    Text(row.run[:8]), Text("evaluation"), Text(f"{row.count} sessions"),
+                    Text(row.run[:8]), Text("evaluation"), Text(counted(row.count, "session")),
                     Text(), Text(local_minute(row.newest.started)), Text(),
-                    Text(f"evaluation run {row.run}: {row.count} sessions (Enter lists them)"),
+                    Text(f"evaluation run {row.run}: {counted(row.count, 'session')} (Enter lists "
+                         "them)"),
                     key=f"eval:{row.run}",
                 )
                 continue
@@ -227,8 +228,9 @@ class SessionsScreen(Guarded, Screen[None]):
         if row is None:
             group = self._current()
             if isinstance(group, EvalGroup):
-                message = (f"Evaluation run {group.run[:10]}: {group.count} sessions; press "
-                           "Enter to list them, then choose one.")
+                message = (f"Evaluation run {group.run[:10]}: "
+                           f"{counted(group.count, 'session')}; press Enter to list them, "
+                           "then choose one.")
             else:
                 message = self.empty_text() if not self.rows else "No session is selected."
             self.notify(message, severity="warning", markup=False)
@@ -277,9 +279,8 @@ class SessionsScreen(Guarded, Screen[None]):
         row = self.chosen()
         if row is None:
             return
-        text = self.host.workspace.sessions.export(row.dir, "json" if fmt == "json" else "md")
-        target = Path.cwd() / f"detektiv-{row.id[:8]}.{fmt}"
-        atomic_write_text(target, text)
+        target = self.host.workspace.sessions.export_file(row.dir,
+                                                          "json" if fmt == "json" else "md")
         self.notify(f"Exported to {target}", title="Export", markup=False)
 
     def action_delete(self) -> None:

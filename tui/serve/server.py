@@ -60,6 +60,7 @@ COOKIE = "detektiv_token"
 
 PASSED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "VIRTUAL_ENV",
           "DETEKTIV_HOME", "DETEKTIV_MODEL_DIR", "DETEKTIV_LOG_LEVEL", "DETEKTIV_NO_RIPGREP",
+          "DETEKTIV_NO_DOWNLOAD", "HF_ENDPOINT",
           "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME",
           "NO_COLOR", "TEXTUAL_THEME", "OLLAMA_HOST", "ORACLES_DIR", "ORACLE_PLACEHOLDER",
           "LLM_TIMEOUT_SECONDS", "ORACLE_CACHE_TTL")
@@ -287,7 +288,7 @@ class DetektivServer(Server):
         shown = f"[{host}]" if ":" in host else host
         self.address = f"http://{shown}:{port}/"
         query = f"?token={self.options.token}" if self.options.token else ""
-        print(f"detektiv serve: {self.address}{query}", flush=True)
+        print(f"detektiv serve: {self.address}{query} (ctrl+c stops it)", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -77,8 +77,7 @@ class AgentPanel(Guarded, Vertical):
                 yield Static(Content("node: —"), id="agent-node")
                 yield TranscriptView(id="agent-signals")
                 yield Static(Content(""), id="agent-stop")
-        yield Input(placeholder="Ask the case agent (enter) · ctrl+n new conversation · "
-                                "esc cancels", id="agent-input")
+        yield Input(placeholder="Ask the case agent (Enter)", id="agent-input")
 
     def on_mount(self) -> None:
         self.query_one("#agent-log", TranscriptView).add("note", _HINT)

@@ -27,7 +27,7 @@ class FormInput(Guarded, Input):
 class HypothesisArea(Guarded, TextArea):
     """The hypothesis, on as many lines as it needs (up to a few shown): Enter starts the run
     as in the other fields, ctrl+j (or alt+enter) starts a new line, a paste keeps its lines,
-    and ctrl+e opens it in $EDITOR."""
+    ctrl+e opens it in $EDITOR, and ↑ in the empty field brings back the last one run."""
 
     BINDINGS = [
         Binding("enter", "submit", "Start run", id="hypothesis-start"),
@@ -39,11 +39,26 @@ class HypothesisArea(Guarded, TextArea):
     class Submitted(Message):
         """Enter in the hypothesis."""
 
+    last = ""
+    """The hypothesis of the last run started from here: a new one starts empty, and ↑ in
+    the empty field brings the last one back."""
+
+    def started(self) -> None:
+        """A run started from the field: it is kept as `last`, and the field is emptied."""
+        self.last = self.text
+        self.text = ""
+
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":  # TextArea inserts a line break on Enter; here it starts
             event.stop()
             event.prevent_default()
             self.action_submit()
+            return
+        if event.key == "up" and not self.text and self.last:
+            event.stop()
+            event.prevent_default()
+            self.text = self.last
+            self.move_cursor(self.document.end)
             return
         await super()._on_key(event)
 

@@ -73,7 +73,9 @@ class OraclePicker(Guarded, Vertical):
             text = f"invalid: {oracle.problem}\n{oracle.path}"
         else:
             text = "\n".join([oracle.description or "(no description)",
-                              f"{oracle.mode} · {oracle.source}/{oracle.path.name}",
+                              ("the case goes in place of " + oracle.placeholder
+                               if oracle.mode == "placeholder" else "the case goes at the end")
+                              + f" · {oracle.source} file {oracle.path.name}",
                               *oracle.warnings])
         self.query_one("#oracle-info", Static).update(Content(strip_control(text)))
 

@@ -42,6 +42,11 @@ class SidePanel(Guarded, Vertical):
         side += [f"• {g.severity} {g.category}: {g.description.strip()}" for g in analysis.gaps]
         self.query_one("#gaps", Static).update(Content(strip_control("\n".join(side))))
 
+    def show_ended(self, status: str, reason: str | None) -> None:
+        """A run that ended without an audit: say how, where the audit would be."""
+        self.query_one("#audit", Static).update(Content(strip_control(
+            f"none: the run ended {status}" + (f" ({reason})" if reason else ""))))
+
     def show_audit(self, audit: AuditResult) -> None:
         """The audit's findings (the transcript has its blocks)."""
         self.query_one("#audit", Static).update(

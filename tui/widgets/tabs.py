@@ -38,5 +38,5 @@ class ModeTabs(Guarded, Static):
         if line:
             parts.append(Content.styled(f"  {line}", "bold"))
         else:
-            parts.append(Content.styled("  ? help  ctrl+p commands", "dim"))
+            parts.append(Content.styled(" ? help  ^p commands", "dim"))
         self.update(Content.assemble(*parts))

@@ -80,7 +80,12 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         "transcript--selected",
     }
     DEFAULT_CSS = """
-    TranscriptView { background: $surface; padding: 0 1; }
+    TranscriptView {
+        background: $surface; padding: 0 1;
+        /* the scrollbar's columns are always kept: a scrollbar that appears as the text
+           grows never covers the ends of lines wrapped before it was there */
+        scrollbar-gutter: stable; overflow-x: hidden;
+    }
     TranscriptView > .transcript--heading { color: $accent; text-style: bold; }
     TranscriptView > .transcript--title { color: $primary; text-style: bold; }
     TranscriptView > .transcript--note { color: $text-muted; }
@@ -155,12 +160,15 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         self._relayout(from_block=self.blocks.index(live))
 
     def clear(self) -> None:
-        """Empty the transcript."""
+        """Empty the transcript; it follows the end again (a new run is watched as it
+        comes, whatever the one before it was scrolled to)."""
         self._live = None
         self.blocks.clear()
         self._lines.clear()
         self.selected = None
         self.virtual_size = Size(self._width, 0)
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.follow = True  # after the scroll back up, which would turn it off
         self.refresh()
 
     # ---- reading ---------------------------------------------------------------------------
@@ -316,6 +324,10 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=False, x_axis=False)
 
     def on_resize(self, event: Resize) -> None:
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        """Wrap the lines again when the room for them changed (a resize, a scrollbar)."""
         width = self.scrollable_content_region.width
         if width != self._width:
             self._width = width
@@ -332,6 +344,8 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
+        if width != self._width:  # the lines were wrapped for other room: again, after this
+            self.call_after_refresh(self._fit_width)
         if index >= len(self._lines):
             return Strip.blank(width, self.rich_style)
         return self._lines[index].crop_extend(scroll_x, scroll_x + width, self.rich_style)
