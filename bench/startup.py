@@ -80,7 +80,10 @@ def main() -> None:
         make_sessions_root.mkdir(parents=True)
         make_sessions(make_sessions_root, args.sessions,
                       Path(home) / "cache" / "sessions-index.jsonl")
-        env = {**os.environ, "DETEKTIV_HOME": home, "PYTHONPATH": str(ROOT)}
+        # the capable model's check runs (after the first frame, on a thread) but never
+        # downloads: a benchmark fetches no 1.1 GB
+        env = {**os.environ, "DETEKTIV_HOME": home, "PYTHONPATH": str(ROOT),
+               "DETEKTIV_NO_DOWNLOAD": "1"}
         env.pop("OPENAI_API_KEY", None)
         minimal: list[float] = []
         ours: list[float] = []

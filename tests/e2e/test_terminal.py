@@ -322,3 +322,50 @@ def test_a_pasted_testimony_is_marked_claim_by_claim_in_tmux(
             assert "[✗2]" in screen
             assert "✓ 1 held" in screen and "✗ 2 contradicted" in screen
             subprocess.run([*tmux, "send-keys", "C-q"], check=True)
+
+
+@pytest.mark.heavy
+@pytest.mark.timeout(900)
+def test_the_first_run_reaches_its_verdicts_on_the_demonstration_model_in_tmux(
+        home: Path) -> None:
+    """A fresh home, no key, no server, downloads off (the capable model absent): the app on
+    the embedded demonstration model, as `make run` opens it. A claim, then the design notes'
+    own request, each end with a verdict labelled as a demonstration model's, never `failed`
+    (a demonstration model's reply is capped and its deadline fits its speed). Five rounds
+    a run (the least there is) keep it to CI's time; the rounds take what they take on a
+    busy machine."""
+    env = env_for(home)
+    env["DETEKTIV_NO_DOWNLOAD"] = "1"
+    (home / "config.toml").write_text("[interrogation]\niteration_limit = 5\n")
+    with tmux_server(env) as tmux:
+        subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40", " ".join(cli())],
+                       env=env, cwd=ROOT, check=True)
+
+        def ended(before: int) -> str:
+            """The pane once more than `before` sessions have ended."""
+            deadline = time.monotonic() + 300
+            while True:
+                rows = SessionStore.of(Paths.at(home)).list()
+                done = [r for r in rows if r.status != "running"]
+                if len(done) > before:
+                    return pane_of(tmux)
+                assert time.monotonic() < deadline, pane_of(tmux)
+                time.sleep(0.5)
+
+        wait_in(tmux, "No sessions yet")
+        subprocess.run([*tmux, "send-keys", "2", "n"], check=True)
+        wait_in(tmux, "Hypothesis, question or text")
+        subprocess.run([*tmux, "send-keys", "The Eiffel Tower is in Berlin.", "Enter"],
+                       check=True)
+        ended(0)
+        subprocess.run([*tmux, "send-keys", "n"], check=True)
+        time.sleep(0.5)
+        subprocess.run([*tmux, "send-keys", "Summarize the health benefits of Vitamin B3",
+                        "Enter"], check=True)
+        ended(1)
+        rows = SessionStore.of(Paths.at(home)).list()
+        assert {r.status for r in rows} <= {"completed", "limit-reached"}, rows
+        assert all(r.demonstration for r in rows), rows
+        assert sorted(r.hypothesis for r in rows) == [
+            "Summarize the health benefits of Vitamin B3", "The Eiffel Tower is in Berlin."]
+        subprocess.run([*tmux, "send-keys", "C-q"], check=True)
