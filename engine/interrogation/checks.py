@@ -208,10 +208,14 @@ to the question")."""
 
 
 def distinct_gaps(analysis: GapAnalysis) -> GapAnalysis:
-    """`analysis` when each gap is listed once; `ValueError` (the structured call then asks
-    again) naming a gap listed twice, same words with case and punctuation aside."""
+    """`analysis` when each gap says something and is listed once; `ValueError` (the
+    structured call then asks again) naming a gap without a word ("3.03.3.3.1"), or one
+    listed twice, same words with case and punctuation aside."""
     seen: set[tuple[str, ...]] = set()
     for gap in analysis.gaps:
+        if not any(ch.isalpha() for ch in gap.description):
+            raise ValueError(f"the gap {one_line(gap.description, 24)!r} says nothing: "
+                             "describe what is missing in words")
         key = tuple(_words(gap.description))
         if key in seen:
             raise ValueError(f"it lists the gap {one_line(gap.description, 48)!r} twice: list "

@@ -326,6 +326,11 @@ def test_a_gap_listed_twice_makes_the_analysis_invalid() -> None:
         {"category": "vagueness", "description": "Which altitude?", "severity": "low"},
     ], "completeness_score": 60, "requires_follow_up": True})
     assert distinct_gaps(once) is once
+    wordless = GapAnalysis.model_validate({"gaps": [
+        {"category": "ambiguity", "description": "3.03.3.3.1", "severity": "high"}],
+        "completeness_score": 40, "requires_follow_up": True})
+    with pytest.raises(ValueError, match="the gap '3.03.3.3.1' says nothing"):
+        distinct_gaps(wordless)
 
 
 def test_an_audit_may_not_set_identical_answers_against_each_other_nor_list_one_twice(
