@@ -88,13 +88,15 @@ def main() -> None:
                 store = SessionStore.of(Paths.at(home))
                 for number, hypothesis in enumerate(RUNS):
                     subprocess.run([*tmux, "send-keys", "n"], check=True)
-                    wait(tmux, "Hypothesis, question or text", 30)
+                    wait(tmux, "Start run", 30)  # the field has the cursor: its footer
                     started = time.monotonic()
                     subprocess.run([*tmux, "send-keys", hypothesis, "Enter"], check=True)
                     while True:
                         done = [r for r in store.list() if r.status != "running"]
                         if len(done) > number:
                             break
+                        if time.monotonic() - started > 3 * GOAL:
+                            raise SystemExit(f"{hypothesis!r} still runs:\n{pane(tmux)}")
                         time.sleep(1)
                     took = time.monotonic() - started
                     row = next(r for r in done if r.hypothesis == hypothesis)

@@ -112,13 +112,22 @@ _STATED = re.compile(
 _WORD = re.compile(r"^" + _LABEL + r"(true|false)\b", re.IGNORECASE)
 
 
+_LABEL_ONLY = re.compile(_LABEL + r"$", re.IGNORECASE)
+
+
 def _first_line(text: str) -> str:
-    """The reply's first line with content, markdown marks taken out."""
+    """The reply's first line with content, markdown marks taken out; a line that is only a
+    label ("Answer:") is read with the line after it."""
+    label = ""
     for line in text.splitlines():
         line = _MARKDOWN.sub("", line).strip()
-        if line:
-            return line
-    return ""
+        if not line:
+            continue
+        if not label and _LABEL_ONLY.match(line) and line.endswith((":", "=")):
+            label = line + " "
+            continue
+        return label + line
+    return label.strip()
 
 
 def read_stated(text: str) -> Reading | None:

@@ -219,7 +219,7 @@ def drive_the_app(tmux: list[str], call: Path) -> None:
         assert time.monotonic() < deadline, f"the help stayed open:\n{pane()}"
         time.sleep(0.2)
     subprocess.run([*tmux, "send-keys", "n"], check=True)
-    wait("Hypothesis, question or text")
+    wait("Start run")  # the hypothesis has the cursor: the footer says so
     subprocess.run([*tmux, "send-keys", "Bees make honey", "Enter"], check=True)
     screen = wait("Answer · llama:gemma")
     assert "Question · sleuth:gemma" in screen
@@ -313,7 +313,7 @@ def test_a_pasted_testimony_is_marked_claim_by_claim_in_tmux(
 
             wait("No sessions yet")
             subprocess.run([*tmux, "send-keys", "2", "n"], check=True)
-            wait("Hypothesis, question or text")
+            wait("Start run")  # the hypothesis has the cursor: the footer says so
             subprocess.run([*tmux, "send-keys", f"{held} {invented}", "Enter"], check=True)
             # the claims are examined side by side: either may end first, so wait for both
             screen = wait("[✗2]")
@@ -354,12 +354,12 @@ def test_the_first_run_reaches_its_verdicts_on_the_demonstration_model_in_tmux(
 
         wait_in(tmux, "No sessions yet")
         subprocess.run([*tmux, "send-keys", "2", "n"], check=True)
-        wait_in(tmux, "Hypothesis, question or text")
+        wait_in(tmux, "Start run")  # the hypothesis has the cursor: the footer says so
         subprocess.run([*tmux, "send-keys", "The Eiffel Tower is in Berlin.", "Enter"],
                        check=True)
         ended(0)
         subprocess.run([*tmux, "send-keys", "n"], check=True)
-        time.sleep(0.5)
+        wait_in(tmux, "Start run")
         subprocess.run([*tmux, "send-keys", "Summarize the health benefits of Vitamin B3",
                         "Enter"], check=True)
         ended(1)

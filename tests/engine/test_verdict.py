@@ -153,6 +153,7 @@ def test_no_true_or_false_token_is_no_reading() -> None:
     ("85", 0.85), ("85%", 0.85), ("Probability: 0.3", 0.3), ("100", 1.0), ("0", 0.0),
     ("80/100", 0.8), ("80 out of 100", 0.8), ("**Probability:** 80%", 0.8), ("75.", 0.75),
     ("62 percent", 0.62), ("Answer: 40\n\nThe witness names the place.", 0.4),
+    ("**Probability:**\n\n75%", 0.75), ("P(true) = 0.9", 0.9),
 ])
 def test_stated_probabilities(text: str, p: float) -> None:
     reading = read_stated(text)
@@ -173,6 +174,7 @@ def test_unreadable_stated_probabilities(text: str) -> None:
 @pytest.mark.parametrize(("text", "one"), [
     ("True", True), ("false", True), ("**True**", True), ("Answer: false.", True),
     ("False. The witness names Rome.", True), ("`TRUE`", True), ("Verdict: True", True),
+    ("**Answer:**\nFalse", True), ("Answer:\n\nThe witness is unsure.", False),
     ("It is not true that the tower is in Berlin.", False),
     ("I stand by it: the place is on record, and point 1 holds as stated.", False),
     ("The claim is false", False), ("", False),
