@@ -223,3 +223,16 @@ async def test_the_help_names_keys_as_they_are_typed_and_the_browsers_own(
         rows = app.screen.rows  # type: ignore[attr-defined]
         assert ("/", "Filter", "filter") in rows and ("?", "Help", "help") in rows
         assert ("f9", "Theme", "toggle-theme") in rows
+
+
+async def test_an_oracle_says_where_the_case_goes_in_words(home: Path) -> None:
+    """Not a bare "placeholder ·": the shipped oracles put the case in place of their
+    placeholder, and the line says so."""
+    app = app_for(home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        info = app.screen.query_one("#oracle-info")
+        await until(pilot, lambda: "the case goes" in str(info.render()), timeout=30)
+        line = str(info.render()).splitlines()[1]
+        assert line.startswith(("the case goes in place of ", "the case goes at the end")), line
+        assert not line.startswith("placeholder")
