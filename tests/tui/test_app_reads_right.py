@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 from textual.pilot import Pilot
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import DataTable, Footer, Input, TextArea
 from textual.widgets._footer import FooterKey
 
 from engine.models.events import (
@@ -66,6 +66,10 @@ def cut_labels(app: DetektivApp) -> list[str]:
     for area in [w for w in shown if isinstance(w, TextArea)]:
         if area.placeholder and cell_len(str(area.placeholder)) >= area.content_region.width:
             problems.append(f"placeholder {area.placeholder!r} cut")
+    for widget in screen.query("*"):  # a horizontal scrollbar is drawn inside the text
+        if widget.region.area and getattr(widget, "show_horizontal_scrollbar", False) \
+                and not isinstance(widget, DataTable | TextArea | Footer):
+            problems.append(f"{widget!r} scrolls sideways")
     return problems
 
 
