@@ -188,11 +188,13 @@ class InterrogationConfig(BaseModel):
     consistency_temperature: float = Field(default=1.0, ge=0, le=2)
     """The temperature the further answers are sampled at (the first keeps `temperature`): at
     0 they could only repeat the first."""
-    max_claims: int = Field(default=12, ge=1, le=100)
+    max_claims: int = Field(default=8, ge=1, le=100)
     """Claims of a testimony examined, in the testimony's order; the rest are listed as not
-    examined. 12: the 1.5B's answers to open questions split into 4–11 claims, and each
-    examined claim costs a round or more of both models (a run of a 12-claim testimony
-    is about twelve single claims' worth of calls, side by side)."""
+    examined. 8: the 1.5B's answers to open questions split into 4–13 claims, and each
+    examined claim costs a round or more of both models — about 37 s a claim on two busy
+    cores (`bench/first_run.py --load 2`: twelve claims took 443 s), so eight keep the
+    design notes' own request within five minutes there; the first claims of an answer are
+    its main points."""
     testimony_max_tokens: int = Field(default=512, ge=16, le=32768)
     """Token budget of the witness's testimony (its answer to a question or request). The
     1.5B answers an open question in 150–220 tokens; a capable model's few paragraphs fit
