@@ -43,7 +43,7 @@ async def test_the_fetch_starts_by_itself_shows_progress_and_changes_the_default
         home: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackHub() as hub:
         hub.add(ENTRY.repo, ENTRY.file, DATA)
-        hub.pace = 0.1  # six pieces: the tab bar has time to show them
+        hub.pace = 0.4  # six pieces over 2.4 s: the tab bar has time to show them
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         app = app_for(home)
         async with app.run_test(size=(140, 30)) as pilot:
@@ -64,7 +64,7 @@ async def test_f_stops_the_fetch_which_then_waits_to_be_asked(
         home: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackHub() as hub:
         hub.add(ENTRY.repo, ENTRY.file, DATA)
-        hub.pace = 0.5
+        hub.pace = 1.0  # 6 s: F lands long before the end, on a busy machine too
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         app = app_for(home)
         async with app.run_test(size=(140, 30)) as pilot:
