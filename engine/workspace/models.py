@@ -28,6 +28,7 @@ from engine.gguf.store import (
     list_models,
     remove_model,
     resolve_model_path,
+    size_text,
 )
 from engine.providers._llama import LlamaEngine, LlamaOptions
 
@@ -122,13 +123,6 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def size_text(size: int | None) -> str:
-    """`"253 MB"`, `"1.1 GB"`, or `""`."""
-    if size is None:
-        return ""
-    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"
 
 
 def model_row(model: LocalModel) -> dict[str, Any]:

@@ -102,3 +102,22 @@ async def test_with_downloads_off_nothing_is_asked_of_the_network(
             await until(pilot, lambda: any("DETEKTIV_NO_DOWNLOAD is set" in text
                                            for _, text in app.notices), timeout=10)
             assert hub.requests == [] and app.fetch_stop is None
+
+
+async def test_a_fetch_another_detektiv_runs_is_left_to_it(
+        home: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two apps opened together: the second finds the fetch's lock held and says so, as
+    information, not as a failure that keeps the demonstration model."""
+    from engine.gguf.pull import pull_lock
+
+    folder = home / "data" / "models" / CAPABLE_MODEL
+    folder.mkdir(parents=True)
+    with LoopbackHub() as hub, pull_lock(folder / ".fetch.lock", CAPABLE_MODEL):
+        hub.add(ENTRY.repo, ENTRY.file, DATA)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        app = app_for(home)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: any(text.startswith("Another detektiv is fetching")
+                                           for _, text in app.notices), timeout=30)
+            assert app.fetch_stop is None and hub.requests == []
+            assert not any(severity_text.startswith("Failed") for severity_text, _ in app.notices)
