@@ -64,8 +64,9 @@ def with_verdict(result: AuditResult, computed: Computed) -> AuditResult:
 def validated(value: Any, pairs: list[QuestionAnswerPair], prompt: str) -> AuditResult:
     """The narrative `value` (the reply's JSON, held to its schema) says, or `ValueError`
     naming the rule it broke: a round that does not exist, a contradiction of a round with
-    itself (allowed only where a round has sampled answers: the consistency protocol), a
-    boilerplate summary (one that repeats `prompt`)."""
+    itself (allowed only where a round has sampled answers: the consistency protocol), one
+    between two answers of the same words, one listed twice, a boilerplate summary (one that
+    repeats `prompt`)."""
     found: list[Contradiction] = []
     listed: set[tuple[str, ...]] = set()
     for item in value["contradictions"]:
@@ -77,12 +78,13 @@ def validated(value: Any, pairs: list[QuestionAnswerPair], prompt: str) -> Audit
         if first != second and same_words(pairs[first - 1].answer, pairs[second - 1].answer):
             raise ValueError(f"contradiction between Q{first} and Q{second}, whose answers "
                              "are the same words")
-        key = tuple(sorted((first, second))) + tuple(
-            w for w in re.findall(r"\w+", item["description"].casefold()))
-        said = tuple(key[2:])
-        if key in listed or (said and said in {k[2:] for k in listed}):
+        # the same words twice is one contradiction listed twice, whichever rounds it
+        # names; without words, the same rounds twice
+        said = tuple(re.findall(r"\w+", item["description"].casefold())) or \
+            tuple(str(n) for n in sorted((first, second)))
+        if said in listed:
             raise ValueError(f"it lists the contradiction {item['description'][:48]!r} twice")
-        listed.add(key)
+        listed.add(said)
         found.append(Contradiction(qa_pair_indexes=(first - 1, second - 1),
                                    description=item["description"]))
     problem = summary_problem(value["summary"], (prompt,))

@@ -155,7 +155,7 @@ class LocalProvider(Provider):
         """The user's `timeout` when set; else the time the model's measured speed needs
         for the prompt and every token the reply may have, half again and 15 s more, never
         less than the default (`LOCAL_TIMEOUT`); the most a local timeout may be while no
-        reply has measured it yet (a hung model is caught by the stall timeout meanwhile)."""
+        reply has measured it yet."""
         if self.config.timeout is not None:
             return self.config.timeout
         speed = self._engine.speed if self._engine is not None else None

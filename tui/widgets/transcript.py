@@ -102,6 +102,8 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         self._live_dirty = False
         self._timer: Timer | None = None
         self._width = 0
+        self._refit_asked = False
+        """A wrap for the room the lines have now is asked for (`render_line`)."""
         self.follow = True
         """Keep the end in view as text arrives (turned off when the user scrolls up)."""
         self.selected: int | None = None
@@ -328,6 +330,7 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
 
     def _fit_width(self) -> None:
         """Wrap the lines again when the room for them changed (a resize, a scrollbar)."""
+        self._refit_asked = False
         width = self.scrollable_content_region.width
         if width != self._width:
             self._width = width
@@ -344,7 +347,8 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        if width != self._width:  # the lines were wrapped for other room: again, after this
+        if width != self._width and not self._refit_asked:  # wrapped for other room: once
+            self._refit_asked = True  # more, after this frame (not once a line drawn)
             self.call_after_refresh(self._fit_width)
         if index >= len(self._lines):
             return Strip.blank(width, self.rich_style)
