@@ -3,6 +3,7 @@
     DetektivError                     anything the engine raises on purpose
     ├── ConfigError                   a config file or value is invalid (names file and field)
     ├── AllProvidersFailed            the router ran out of providers; `failures` says each why
+    │   └── WindowTooSmall            … because the prompt fit no provider's context window
     ├── InterrogationFailed           a model's structured reply stayed invalid after a retry
     ├── SessionError                  a stored session cannot be used
     │   ├── SessionNotFound           no session matches the id given (or it is ambiguous)
@@ -48,6 +49,7 @@ __all__ = [
     "EXIT_CODES",
     "AgentError",
     "AllProvidersFailed",
+    "WindowTooSmall",
     "AuthError",
     "BadResponseError",
     "ConfigError",
@@ -292,6 +294,12 @@ class AllProvidersFailed(DetektivError):
             super().__init__(f"every provider for {role} failed — {detail}")
         else:
             super().__init__(f"no enabled provider for {role}")
+
+
+class WindowTooSmall(AllProvidersFailed):
+    """Every provider of a chain that was tried was skipped because the prompt does not fit
+    its context window, even at its smallest: no provider failed. A caller whose prompt was
+    an addition of its own (a retry) ends the retry instead of the session."""
 
 
 class InterrogationFailed(DetektivError):

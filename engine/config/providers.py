@@ -116,6 +116,10 @@ class ProviderConfig(BaseModel):
     context_window: int | None = Field(default=None, ge=256)
     """Tokens one request may use, prompt and reply together; unset: asked of the server, else
     the kind's default (see `engine.context`)."""
+    slots: int | None = Field(default=None, ge=1, le=4096)
+    """Calls the server answers at once; more wait inside detektiv, their deadlines not yet
+    running. Unset: asked of the server (llama.cpp's `/props`), else one for a server on this
+    machine and no limit for a remote API."""
     n_ctx: int = Field(default=32768, ge=512)
     """local: context size shared by the parallel slots (each gets n_ctx / n_parallel)."""
     n_parallel: int = Field(default=4, ge=1, le=16)

@@ -21,17 +21,18 @@ How a prompt's tokens are measured (exact counts, bounds, what replies reported)
 
 from __future__ import annotations
 
-import json
 import logging
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.context.fit import DoesNotFit, Trim
+from engine.context.fit import DoesNotFit, Trim, shorten
 from engine.context.measure import (
     BOUND_SLACK,
     byte_bound,
+    calibrated,
     count_exactly,
     forget_window,
     measured,
@@ -67,6 +68,8 @@ ESTIMATE_MARGIN = 0.05
 MIN_ESTIMATE_MARGIN = 64
 SMALL_REPLY_SHARE = 3
 """A reply never takes more than a third of the window: the prompt needs the rest."""
+QUOTED_SHORT = 120
+"""Characters of a retry's quoted reply kept when the window is tight (head and tail)."""
 UNSET_REPLY = 4096
 """Tokens kept for a reply whose request sets no `max_tokens` (sent as the limit only when a
 small window lowers it)."""
@@ -108,7 +111,49 @@ class Prompt:
         return replace(self, note=note.strip())
 
     def messages(self, limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
-        """The messages within `limit` tokens; `DoesNotFit` when impossible."""
+        """The messages within `limit` tokens; `DoesNotFit` when impossible.
+
+        A retry's additions give up their room first (`lighter`): the heaviest form that fits
+        with no round cut is sent; when every form needs rounds cut, the lightest one is."""
+        forms = self.lighter()
+        short: DoesNotFit | None = None
+        kept: tuple[list[Message], Trim] | None = None
+        for form in forms:
+            try:
+                kept = form._messages(limit, count)
+            except DoesNotFit as exc:
+                short = short if short is not None and short.needed <= exc.needed else exc
+                continue
+            if not kept[1]:
+                return kept
+        if kept is not None:
+            return kept
+        assert short is not None
+        raise short
+
+    def lighter(self) -> list[Prompt]:
+        """This prompt, then its lighter forms, in the order they give up room: the retry's
+        quoted reply shortened to its opening, then left out (what was said to the model stays
+        as a note), then the notes cut to their first sentence. A prompt with no additions has
+        one form."""
+        if not self.extra and not self.note:
+            return [self]
+        forms = [self]
+        quoted = tuple(Message(m.role, shorten(m.content, QUOTED_SHORT))
+                       if m.role == "assistant" else m for m in self.extra)
+        if quoted != self.extra:
+            forms.append(replace(self, extra=quoted))
+        said = [m.content.strip() for m in self.extra if m.role != "assistant"]
+        note = "\n\n".join([*said, self.note] if self.note else said)
+        if self.extra:
+            forms.append(replace(self, extra=(), note=note))
+        first = _first_sentence(note)
+        if first != note:
+            forms.append(replace(self, extra=(), note=first))
+        return forms
+
+    def _messages(self, limit: int, count: Callable[[str], int]
+                  ) -> tuple[list[Message], Trim]:
         tail = list(self.extra)
         fixed = sum(count(m.content) + MESSAGE_OVERHEAD for m in tail)
         if self.note:
@@ -119,7 +164,10 @@ class Prompt:
             if needed > limit:
                 raise DoesNotFit(needed, limit)
             return messages, Trim()
-        composed, trim = self.compose(limit - fixed, count)
+        try:
+            composed, trim = self.compose(limit - fixed, count)
+        except DoesNotFit as exc:  # said of the whole prompt: the additions too
+            raise DoesNotFit(exc.needed + fixed, limit) from None
         return self._noted([*composed, *tail]), trim
 
     def _noted(self, messages: list[Message]) -> list[Message]:
@@ -127,6 +175,15 @@ class Prompt:
             return messages
         last = messages[-1]
         return [*messages[:-1], Message(last.role, f"{last.content.rstrip()}\n\n{self.note}")]
+
+
+_SENTENCE = re.compile(r"\S.*?[.!?](?=\s|$)", re.DOTALL)
+
+
+def _first_sentence(text: str) -> str:
+    """`text`'s first sentence, its lines joined (all of it when no sentence ends)."""
+    found = _SENTENCE.search(text)
+    return " ".join(found.group(0).split()) if found else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,13 +212,6 @@ class FittedRequest:
     report: FitReport
 
 
-def _schema_tokens(schema: dict[str, Any] | None) -> int:
-    if schema is None:
-        return 0
-
-    return estimate(json.dumps(schema, separators=(",", ":")))
-
-
 async def fit(
     provider: Provider, prompt: Prompt | StreamRequest, shrink: float = 1.0,
     told: int | None = None,
@@ -174,7 +224,7 @@ async def fit(
         prompt = Prompt.whole(prompt)
     window = await window_of(provider)
     if told is not None and told < window.tokens:
-        window = replace(window, tokens=told, source="server")
+        window = replace(window, tokens=told, source="server", said_by="learned from its refusal")
     asked = prompt.request.max_tokens
     reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))
     try:
@@ -195,6 +245,15 @@ async def fit(
             return await _fit(provider, prompt, window, room, shrink)
         except DoesNotFit as exc:
             short = exc
+    if told is None and shrink == 1.0 and not window.exact and not calibrated(provider):
+        # nothing measured this server yet: the a-priori bound (the worst tokenizer's ratio)
+        # refused a prompt the estimate fits. It is sent by the estimate: a server that then
+        # refuses it names its count, and it is fitted again to that (never refused here on
+        # a guess: a 663-token prompt the backend answers was)
+        try:
+            return await _fit(provider, prompt, window, room, shrink, optimistic=True)
+        except DoesNotFit:
+            pass
     raise DoesNotFit(short.needed, short.limit, window=window.tokens, source=window.source,
                      provider=provider.label, reply=room)
 
@@ -204,8 +263,9 @@ MIN_REPLY = 32
 
 
 async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
-               shrink: float) -> FittedRequest:
-    """`fit` with the reply's room decided."""
+               shrink: float, optimistic: bool = False) -> FittedRequest:
+    """`fit` with the reply's room decided; `optimistic`: a provider that cannot count has
+    its prompt measured by the plain estimate, not the bound."""
     request = prompt.request
     asked = request.max_tokens
     # a reasoning budget the provider asks for is spent before the reply (Anthropic adds it
@@ -222,8 +282,8 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
         as text: estimated."""
         margin = EXACT_MARGIN if exact else max(
             MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))  # the bound's slack
-        schema_cost = _schema_tokens(schema) if provider.schema_is_text and \
-            not window.exact else 0
+        schema_cost = text_measure(provider)(provider.schema_prompt(schema)) \
+            if schema is not None and not window.exact else 0
         limit = int((window.tokens - reply - thinking - margin - schema_cost) * shrink)
         if limit <= 0:  # the reply's room (and the margin) take the whole window
             raise DoesNotFit(estimate_messages(prompt.request.messages[-1:]), limit)
@@ -235,14 +295,14 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
     most = 0  # the largest prompt measured: what a prompt that cannot be cut needs
     for _ in range(5):
         # composed by the estimate where the server will count, else by the upper bound
-        measure = estimate if counted != "estimate" else text_measure(provider)
+        measure = estimate if counted != "estimate" or optimistic else text_measure(provider)
         # the reply's header (3 tokens), or what `_uncounted` adds to the texts' measures
         header = 3 if counted != "estimate" else BOUND_PRIMER
         try:
             messages, trim = prompt.messages(target - header, measure)
         except DoesNotFit as exc:  # said of the whole prompt (its template too, as `used`
-            # counts it) against the room the window leaves it
-            raise DoesNotFit(max(exc.needed, most, limit + 1), limit) from None
+            # counts it) against the room the window leaves it: measured, not limit + 1
+            raise DoesNotFit(max(exc.needed + header, most), limit) from None
         used: int | None = None
         within = within_bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
             if counted != "estimate" else None
@@ -257,7 +317,7 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
                 target = min(target, limit)
                 continue
         if used is None:  # nobody counts: an upper bound, as measured
-            used = uncounted(provider, messages)
+            used = estimate_messages(messages) if optimistic else uncounted(provider, messages)
         if not trim:
             most = max(most, used)
         if used <= limit:

@@ -59,6 +59,19 @@ class Window:
     tokens: int
     source: WindowSource
     exact: bool = False
+    said_by: str = ""
+    """Where a server's window was read (`/props`, `/model/info`, a refusal), for
+    `describe`."""
+
+    def describe(self) -> str:
+        """Where the window came from, in a few words: `configured`, what the server said it
+        in (`llama.cpp's /props`, `/model/info`, `its refusal`), `known for the model`, `the
+        kind's default`."""
+        if self.source == "config":
+            return "configured"
+        if self.source == "server":
+            return self.said_by or "the server"
+        return "known for the model" if self.source == "model" else "the kind's default"
 
 
 def default_window(kind: str, model: str, official: bool) -> Window:
@@ -131,7 +144,7 @@ _asking: dict[Any, asyncio.Task[Window]] = {}
 async def _discovered(provider: Provider, key: Any) -> Window:
     told, exact, keep = await _discover(provider)
     if told is not None and told > 0:
-        found = Window(told, "server", exact)
+        found = Window(told, "server", exact, provider.window_said_by)
     else:
         found = replace(default_window(provider.kind, provider.model, provider.official),
                         exact=exact)
@@ -150,7 +163,8 @@ def forget(provider: Provider, told: int | None = None) -> None:
         _windows.pop(key, None)
         return
     known = _windows.get(key)
-    _windows[key] = Window(told, "server", known.exact if known is not None else False)
+    _windows[key] = Window(told, "server", known.exact if known is not None else False,
+                           "learned from its refusal")
 
 
 def mark_inexact(provider: Provider) -> None:

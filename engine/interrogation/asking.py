@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import replace
 
 from engine.context.budget import Prompt
-from engine.errors import AllProvidersFailed, UnusableReplyError
+from engine.errors import AllProvidersFailed, UnusableReplyError, WindowTooSmall
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import (
     analysis_conflict,
@@ -97,6 +97,13 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
             async for event in calls._call(prompt, "detective", asked,
                                           None if claim else sequence, accept):
                 yield event
+        except WindowTooSmall as exc:
+            if attempt == 1 or len(rejected) != tried:
+                raise
+            # a retry of ours that fits no window closes the questioning, as its tries do
+            raise NoQuestion(f"the retry of question {sequence} does not fit the context "
+                             f"window ({exc.failures[-1][1] if exc.failures else exc.message})"
+                             ) from None
         except AllProvidersFailed:
             if len(rejected) == tried:  # no model spoke nonsense: the providers failed
                 raise

@@ -14,7 +14,7 @@ from engine.config.providers import ProviderConfig
 from engine.context.budget import FitReport, Prompt
 from engine.context.fit import shorten
 from engine.costs import Budget, call_cost, price_for
-from engine.errors import BadResponseError
+from engine.errors import BadResponseError, WindowTooSmall
 from engine.models.events import (
     AnswerDelta,
     ContextFitted,
@@ -211,9 +211,23 @@ class SessionCalls:
         schema = request.request.schema
         assert schema is not None
         turn.invalid = None
+        detail = ""
         for attempt in (1, 2):
-            async for event in self._call(request, "detective", turn, None, fit_for=sequence):
-                yield event
+            try:
+                async for event in self._call(request, "detective", turn, None,
+                                              fit_for=sequence):
+                    yield event
+            except WindowTooSmall as exc:
+                if attempt == 1:  # the call itself fits no window: the caller's to say
+                    raise
+                # the retry is ours: it ends, not the session (the rule decides instead)
+                yield self._trail(AuditTrailEntry(
+                    event="error", role="detective", from_provider=turn.provider,
+                    reason=f"the {what}'s retry does not fit the context window; the rule "
+                    f"decides instead: {exc.failures[-1][1] if exc.failures else exc.message}"))
+                turn.value, turn.invalid = None, f"{detail}; its retry did not fit the " \
+                    "context window"
+                return
             try:
                 turn.value = validate(collect_json(turn.provider, turn.text,
                                                    turn.finish_reason, schema))

@@ -42,6 +42,7 @@ from dataclasses import replace
 from engine.context.budget import Prompt
 from engine.context.fit import Trim
 from engine.context.tokens import MESSAGE_OVERHEAD
+from engine.errors import WindowTooSmall
 from engine.interrogation.asking import question as ask_question
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, bare_question
@@ -285,9 +286,19 @@ async def _split(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None
         best: tuple[list[Claim], list[str]] = ([], [])
         for attempt in range(1, SPLIT_ATTEMPTS + 1):
             turn = Turn()
-            async for event in calls._call(prompt, "detective", turn, None, fit_for=1,
-                                           phase="analysis"):
-                yield event
+            try:
+                async for event in calls._call(prompt, "detective", turn, None, fit_for=1,
+                                               phase="analysis"):
+                    yield event
+            except WindowTooSmall as exc:
+                if attempt == 1:
+                    raise
+                # the retry is ours: the first split stands, not the session's end
+                yield calls._trail(AuditTrailEntry(
+                    event="error", role="detective", reason="the split's retry does not fit "
+                    f"the context window; the first split stands: {exc.failures[-1][1]}"
+                    if exc.failures else exc.message))
+                break
             claims, refused = _claims_of(turn.text, pair.answer, session.hypothesis_text,
                                          calls.settings.max_claims)
             if attempt == 1 or len(claims) > len(best[0]):

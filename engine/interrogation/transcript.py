@@ -14,7 +14,16 @@ from functools import partial
 from typing import Any
 
 from engine.context.budget import Prompt
-from engine.context.fit import Plan, RoundCost, Trim, plan_all_rounds, plan_rounds, shorten, span
+from engine.context.fit import (
+    DoesNotFit,
+    Plan,
+    RoundCost,
+    Trim,
+    plan_all_rounds,
+    plan_rounds,
+    shorten,
+    span,
+)
 from engine.context.tokens import MESSAGE_OVERHEAD
 from engine.models.session import ANSWER_CUT_OFF, QuestionAnswerPair, WitnessBrief
 from engine.prompts import fill, load_prompt
@@ -213,10 +222,13 @@ def transcript_prompt(
     def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
         fixed = sum(count(m.content) + MESSAGE_OVERHEAD for m in frame(""))
         rounds = _costs(pairs, analyses, count)
-        if every_round:
-            plan = plan_all_rounds(rounds, limit - fixed)
-        else:
-            plan = plan_rounds(rounds, limit - fixed, _omitted_cost(count))
+        try:
+            if every_round:
+                plan = plan_all_rounds(rounds, limit - fixed)
+            else:
+                plan = plan_rounds(rounds, limit - fixed, _omitted_cost(count))
+        except DoesNotFit as exc:  # said of the whole prompt: the frame too
+            raise DoesNotFit(exc.needed + fixed, limit) from None
         return frame(_render(plan, analyses)), plan.trim
 
     return Prompt(request=request, compose=compose, reshape=reshape)

@@ -72,9 +72,13 @@ def create_provider(
         plain = config.model_copy(update={"replicas": [], "base_urls": None,
                                           "requests_per_minute": None,
                                           "tokens_per_minute": None})
-        urls: list[str | None] = [r.base_url for r in config.replicas] or [config.base_url]
-        inner = [create_provider(name, plain.model_copy(update={"base_url": url}), paths, env)
-                 for url in urls]
+        # each replica's own slots held by its provider too (`_slots`): what it is sent is
+        # within them however the pool chose
+        urls: list[tuple[str | None, int | None]] = \
+            [(r.base_url, r.slots) for r in config.replicas] or [(config.base_url, None)]
+        inner = [create_provider(name, plain.model_copy(update={
+            "base_url": url, "slots": slots or config.slots}), paths, env)
+            for url, slots in urls]
         return ReplicatedProvider(name, config, env, inner)
     match config.kind:
         case "openai":

@@ -127,11 +127,14 @@ class AnthropicProvider(Provider):
             headers["x-api-key"] = key
         return headers
 
+    def schema_prompt(self, schema: dict[str, Any]) -> str:
+        """The schema in the system prompt, with how to answer it."""
+        return fill(load_prompt("structured_output"), SCHEMA=json.dumps(schema, indent=2))
+
     def _body(self, request: StreamRequest) -> dict[str, Any]:
         system = [m.content for m in request.messages if m.role == "system"]
         if request.schema is not None:
-            schema = json.dumps(request.schema, indent=2)
-            system.append(fill(load_prompt("structured_output"), SCHEMA=schema))
+            system.append(self.schema_prompt(request.schema))
         budget = self.config.reasoning_budget
         thinking = budget is not None and budget > 0
         body: dict[str, Any] = {
@@ -326,6 +329,7 @@ class AnthropicProvider(Provider):
         said = await gateway_window(self._get_client(), f"{self._root}/v1", self._root,
                                     self.config.model, await self._headers())
         self._litellm = said.litellm
+        self.window_said_by = said.by
         return said.tokens
 
     async def aclose(self) -> None:

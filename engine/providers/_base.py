@@ -20,16 +20,21 @@ and `_health`. This base class owns what every kind shares:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import replace
+from typing import Any
+from urllib.parse import urlsplit
 
 from engine.config.providers import (
     ANTHROPIC_URL,
     DEMONSTRATION_REPLY,
     GEMINI_URL,
     ProviderConfig,
+    is_loopback,
 )
 from engine.errors import (
     AuthError,
@@ -60,7 +65,9 @@ from engine.providers._events import (
     too_long,
 )
 from engine.providers._http import connection_error, not_text, unfinished
+from engine.providers._llamacpp import api_root
 from engine.providers._reasoning import ThinkBlocks
+from engine.providers._slots import ASK_TIMEOUT as SLOTS_TIMEOUT, gate_of
 from engine.secrets import KeyResolutionError, register_secret, run_key_command
 from engine.text import TemplateMarkers, strip_control
 
@@ -182,6 +189,21 @@ class Provider(ABC):
         first_timeout = min(first_timeout, total_timeout)
         note = "" if request.timeout else self.deadline_note(request)
         await self._prepare()  # our own set-up (an SDK's import) is not the server's time
+        gate = gate_of(self)
+        if gate is not None:  # sent when the server has a slot for it (`_slots`)
+            holder = await gate.acquire(self, min(first_timeout, SLOTS_TIMEOUT))
+        try:
+            async with aclosing(self._timed(request, first_timeout, total_timeout,
+                                            stall_timeout, note)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if gate is not None:
+                gate.release(holder)
+
+    async def _timed(self, request: StreamRequest, first_timeout: float, total_timeout: float,
+                     stall_timeout: float, note: str) -> AsyncGenerator[StreamEvent, None]:
+        """`stream` once sent: its deadlines run from now."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         total_deadline = start + total_timeout
@@ -193,10 +215,12 @@ class Provider(ABC):
         blocks = ThinkBlocks()
         shown = self.config.reasoning != "hide"
         room = {TokenDelta: most_characters(request.max_tokens), ReasoningDelta: MOST_CHARACTERS}
-        watch = Deadline()
+        watch = Deadline(self.server_working)
         try:
             while True:
-                watch.wait(deadline)
+                # a first token or a stall that runs late on a server that says it is working
+                # (another slot's prompt taken in first) is waited for, up to the whole reply's
+                watch.wait(deadline, total_deadline if phase is not TotalTimeout else None)
                 try:
                     event = await anext(raw)
                 except StopAsyncIteration:
@@ -206,6 +230,8 @@ class Provider(ABC):
                 except (Exception, asyncio.CancelledError) as exc:
                     if watch.expired and watch.uncancel():
                         # the deadline passed (whatever a library made of its cancellation)
+                        if watch.when >= total_deadline:  # waited on to the reply's end
+                            phase = TotalTimeout
                         raise self._timed_out(phase, first_timeout, stall_timeout,
                                               total_timeout, note) from None
                     if isinstance(exc, asyncio.CancelledError | DetektivError):
@@ -346,10 +372,42 @@ class Provider(ABC):
         it becomes a grammar, which takes no room."""
         return self.kind == "anthropic" or self.official
 
+    def slot_key(self) -> str | None:
+        """The server whose slots this provider's calls share (`_slots`): its API root, or
+        None for a vendor's API with no `slots` configured (no limit of ours to keep)."""
+        if self.config.base_url:
+            return api_root(self.config.base_url).lower()
+        if self.config.slots is not None:
+            return f"{self.kind}:{self.name}"
+        return None
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether the server runs here (loopback): one slot is assumed until it says more."""
+        host = urlsplit(self.config.base_url).hostname if self.config.base_url else None
+        return host is not None and is_loopback(host)
+
+    async def server_working(self) -> bool:
+        """Whether the server says it is working on a request (llama.cpp's `/slots`): a call
+        waiting for its first token, or stalled mid-answer while the server takes in another
+        slot's prompt, is not a dead server. False where the server cannot say."""
+        return False
+
+    def schema_prompt(self, schema: dict[str, Any]) -> str:
+        """The text a request's `schema` adds to the prompt (`schema_is_text`), else "": what
+        the window keeps room for and what a reply's prompt count is measured with. A
+        vendor's API makes text of its own of it: about the schema's compact JSON."""
+        if not self.schema_is_text:
+            return ""
+        return json.dumps(schema, separators=(",", ":"))
+
     @property
     def official(self) -> bool:
         """True for the vendor's own endpoint (its model names mean what they say)."""
         return self.kind == "anthropic" or standard_key_env(self.config) is not None
+
+    window_said_by = ""
+    """Where `context_window` read the window it returned (`/props`, `/model/info`, …)."""
 
     async def context_window(self) -> int | None:
         """The context window the server gives one request, in tokens; None when it cannot

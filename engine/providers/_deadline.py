@@ -16,8 +16,12 @@ the one cancellation it asked for, so a cancellation asked by anyone else still 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 __all__ = ["Deadline"]
+
+ASK_TIMEOUT = 5.0
+"""Seconds the server is given to say whether it is working."""
 
 
 class Deadline:
@@ -25,7 +29,15 @@ class Deadline:
     await, `done()` after it (and `returned_anyway()` when it returned past the deadline),
     `close()` once the stream is over."""
 
-    def __init__(self) -> None:
+    def __init__(self, working: Callable[[], Awaitable[bool]] | None = None) -> None:
+        """`working`: asked, when a deadline that may be waited on passes, whether the server
+        is still working (then the deadline moves on by what it was, up to `until`)."""
+        self._working = working
+        self._until: float | None = None
+        self._grace = 0.0
+        self._asking: asyncio.Task[None] | None = None
+        self.extended = 0
+        """How many times a deadline was moved on because the server said it was working."""
         self._loop = asyncio.get_running_loop()
         self._task: asyncio.Task[object] | None = None
         self.when = 0.0
@@ -35,10 +47,13 @@ class Deadline:
         self._timer: asyncio.TimerHandle | None = None
         self._at = 0.0  # when the timer is set for
 
-    def wait(self, when: float) -> None:
+    def wait(self, when: float, until: float | None = None) -> None:
         """The stream is about to be awaited, until `when` (the loop's clock) at the latest,
-        by the current task (a stream may be read from one task, then another)."""
+        by the current task (a stream may be read from one task, then another); past `when`,
+        up to `until`, while the server says it is working."""
         self._task = asyncio.current_task(self._loop)
+        self._until = until
+        self._grace = max(1.0, when - self._loop.time())
         self.when = when
         self.waiting = True
         if self._timer is None or self._at > when:  # a timer set later would fire too late
@@ -65,6 +80,9 @@ class Deadline:
     def close(self) -> None:
         """The stream is over: no timer is left behind."""
         self.waiting = False
+        if self._asking is not None:
+            self._asking.cancel()
+            self._asking = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -82,6 +100,36 @@ class Deadline:
         if self._loop.time() < self.when:
             self._set(self.when)  # the deadline moved on since the timer was set
             return
+        if self._working is not None and self._until is not None and self.when < self._until:
+            if self._asking is None:
+                self._asking = self._loop.create_task(self._ask())
+            return
+        self._expire()
+
+    async def _ask(self) -> None:
+        """Whether the server is working: if so the deadline moves on, else it has passed."""
+        assert self._working is not None
+        try:
+            working = await asyncio.wait_for(self._working(), ASK_TIMEOUT)
+        except Exception:  # a server that cannot say is taken at its silence
+            working = False
+        finally:
+            self._asking = None
+        if not self.waiting or self._task is None:
+            return  # the stream answered meanwhile
+        now = self._loop.time()
+        if now < self.when:  # a token came and a new deadline was set meanwhile
+            self._set(self.when)
+            return
+        if working and self._until is not None:
+            self.extended += 1
+            self.when = min(now + self._grace, self._until)
+            self._set(self.when)
+            return
+        self._expire()
+
+    def _expire(self) -> None:
+        assert self._task is not None
         self.expired = True
         self._cancelling = self._task.cancelling()
         self._task.cancel()

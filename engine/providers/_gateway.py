@@ -64,6 +64,9 @@ class GatewayWindow:
 
     tokens: int | None
     litellm: bool
+    by: str = ""
+    """Where the window was read: `/models`, `/model/info`, a backend's `/props`,
+    `/api/show`."""
 
 
 async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
@@ -77,10 +80,12 @@ async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
                 and entry.get("model_name") == model and isinstance(entry.get("model_info"), dict)]
         known = [w for entry in ours
                  if (w := window_value(entry["model_info"].get("max_input_tokens"))) is not None]
+        by = path
         if not known:  # LiteLLM does not know it: a llama.cpp backend beside the proxy may say
             known = await _backend_windows(client, root, ours)
+            by = "its backend's /props"
         # a model group of several backends: a call may go to any of them
-        return GatewayWindow(min(known) if known else None, True)
+        return GatewayWindow(min(known) if known else None, True, by if known else "")
     return None
 
 
@@ -121,10 +126,11 @@ async def gateway_window(client: httpx.AsyncClient, base_url: str, root: str, mo
     listed = await listed_window(client, base_url, model, headers)
     litellm = await _litellm_info(client, root, model, headers)
     if listed is not None:
-        return GatewayWindow(listed, litellm is not None)
+        return GatewayWindow(listed, litellm is not None, "/models")
     if litellm is not None:
         return litellm
-    return GatewayWindow(await _ollama_window(client, root, model, headers), False)
+    shown = await _ollama_window(client, root, model, headers)
+    return GatewayWindow(shown, False, "/api/show" if shown is not None else "")
 
 
 async def litellm_health(client: httpx.AsyncClient, root: str, model: str,

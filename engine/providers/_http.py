@@ -106,9 +106,25 @@ def connection_error(provider: str, exc: BaseException, mid_stream: bool = False
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
         return ProviderConnectionError(provider, f"timed out ({kind})")
     if isinstance(exc, httpx.ConnectError | ConnectionError):
-        where = f" to {server}" if server else ""
-        return ProviderConnectionError(provider, f"cannot connect{where} ({kind})")
+        where = server or _host_port(exc)
+        said = str(exc).lower()
+        why = "refused: is the server running there?" if "refused" in said or \
+            "all connection attempts failed" in said else \
+            "no such host" if "name or service" in said or "nodename" in said else \
+            f"{kind}"
+        return ProviderConnectionError(
+            provider, f"cannot connect{f' to {where}' if where else ''} ({why})")
     return ProviderConnectionError(provider, f"connection failed ({kind})")
+
+
+def _host_port(exc: BaseException) -> str:
+    """The host and port an httpx error was about ("" when it does not say)."""
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # httpx raises RuntimeError when none was set
+        return ""
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return f"{url.host}:{port}" if url.host else ""
 
 
 async def send_streamed(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
@@ -238,7 +254,7 @@ def first_line(message: str, provider: str = "", status: int | None = None) -> s
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     if not lines:
         return message.strip()
-    shown = lines[0] if len(lines[0]) <= LINE_SHOWN else lines[0][:LINE_SHOWN - 1] + "…"
+    shown = lines[0] if len(lines[0]) <= LINE_SHOWN else _cut_at_word(lines[0], LINE_SHOWN - 1)
     if len(lines) > 1 or shown != lines[0]:
         log.warning("%s: HTTP %s, the server's whole message:\n%s", provider or "provider",
                     status, message)
@@ -246,15 +262,38 @@ def first_line(message: str, provider: str = "", status: int | None = None) -> s
     return shown
 
 
+def _cut_at_word(line: str, most: int) -> str:
+    """`line` cut to at most `most` characters and "…", at the last space or punctuation
+    before the cut, never inside a word or a number (`"n_ctx":102…` read as a window of
+    102); the hard cut only when the line has no such place in its second half."""
+    head = line[:most]
+    at = max(head.rfind(" "), head.rfind(","), head.rfind(";"))
+    if at >= most // 2:
+        head = head[:at]
+    return head.rstrip(" ,;:") + "…"
+
+
+_ENDPOINTS = ("/chat/completions", "/completions", "/messages", "/responses", "/models",
+              "/embeddings")
+"""Paths a provider's base_url must not end in: detektiv adds them."""
+
+
 def path_hint(status: int, kind: str, base_url: str, path: str) -> str:
     """What a 404 most often means for a provider of `kind` at `base_url` (detektiv asked
     `base_url + path`): the `/v1` detektiv adds itself (anthropic) or does not (openai) is
     missing or doubled. "" for any other status, and when the URL looks right (a 404 then
     says something else: an unknown model)."""
-    if status != 404:
-        return ""
     base = base_url.rstrip("/")
     asked = f"{base}{path}"
+    pasted = next((end for end in _ENDPOINTS if base.lower().endswith(end)), None)
+    if pasted is not None and 400 <= status < 500:  # a whole endpoint pasted as base_url
+        fixed = base[: -len(pasted)]
+        if kind == "anthropic" and fixed.endswith("/v1"):  # the server's root, for this kind
+            fixed = fixed[:-3]
+        return (f" — detektiv asked {asked}: base_url names an endpoint, and detektiv adds "
+                f"{path} itself (base_url = \"{fixed}\")")
+    if status != 404:
+        return ""
     if kind == "anthropic":
         if base.endswith("/v1"):
             return (f" — detektiv asked {asked}: an anthropic provider's base_url is the "
@@ -266,6 +305,9 @@ def path_hint(status: int, kind: str, base_url: str, path: str) -> str:
         return (f" — detektiv asked {asked}: an openai provider's base_url ends where the "
                 f"API's paths begin, most often in /v1 (base_url = \"{base}/v1\")")
     return ""
+
+
+_NO_DB = re.compile(r"no[ _]connected[ _]db|no_db_connection", re.IGNORECASE)
 
 
 def error_for_status(
@@ -282,8 +324,12 @@ def error_for_status(
                             "follows no redirect (the API key would go along): set base_url "
                             "to the address it points to", status)
     text = f"HTTP {status}: {first_line(message, provider, status)}{hint}"
-    if status in (401, 403):
-        return AuthError(provider, text)
+    if status in (401, 403) or _NO_DB.search(message):
+        # LiteLLM's proxy without a database answers a key it does not know with 400 "No
+        # connected db." (its type `no_db_connection`): a key problem, said as one
+        return AuthError(provider, f"{text} — the server refused the API key: check the "
+                         f"key this provider sends ([providers.{provider}] api_key_env, "
+                         "api_key_cmd or api_key)")
     if status == 429:
         return RateLimitedError(provider, text, retry_after)
     if 400 <= status < 500:

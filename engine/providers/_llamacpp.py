@@ -23,7 +23,8 @@ from engine.jsondata import read_json
 from engine.providers._events import Message
 from engine.providers._reading import bounded, said_json
 
-__all__ = ["api_root", "count_chat_tokens", "slot_count", "slot_window", "window_value"]
+__all__ = ["api_root", "count_chat_tokens", "slot_count", "slot_window", "slots_working",
+           "window_value"]
 
 _TIMEOUT = httpx.Timeout(5.0)
 _MAX_WINDOW = 10_000_000
@@ -68,6 +69,16 @@ async def slot_count(
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
         return value
     return None
+
+
+async def slots_working(
+    client: httpx.AsyncClient, root: str, headers: Mapping[str, str]
+) -> bool:
+    """Whether a slot of the llama.cpp server at `root` is processing a request (`/slots`:
+    `is_processing`), ours or another process's; False when it does not say."""
+    slots = await said_json(client, "GET", f"{root}/slots", headers)
+    return isinstance(slots, list) and any(
+        isinstance(slot, dict) and slot.get("is_processing") is True for slot in slots)
 
 
 async def count_chat_tokens(

@@ -182,10 +182,18 @@ class LocalProvider(Provider):
                 f"{request.max_tokens or 512:,} tokens")
 
     async def context_window(self) -> int | None:
+        self.window_said_by = "n_ctx / n_parallel"
         return self.config.n_ctx // self.config.n_parallel
 
     async def slots(self) -> int | None:
         return self.config.n_parallel
+
+    def slot_key(self) -> str | None:
+        return f"local:{self.config.model}:{self.config.n_ctx}:{self.config.n_parallel}"
+
+    @property
+    def on_this_machine(self) -> bool:
+        return True
 
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
         engine = await self._shared_engine()

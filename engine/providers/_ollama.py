@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from engine.config.providers import OLLAMA_URL
+from engine.config.providers import OLLAMA_URL, is_loopback
 from engine.errors import BadResponseError, ProviderError, ServerError
 from engine.jsondata import read_json
 from engine.providers._base import Provider
@@ -79,6 +80,14 @@ class OllamaProvider(Provider):
     def host(self) -> str:
         """The Ollama URL this provider talks to."""
         return ollama_host(self.config.base_url, self._env)
+
+    def slot_key(self) -> str | None:
+        return self.host.lower()
+
+    @property
+    def on_this_machine(self) -> bool:
+        host = urlsplit(self.host).hostname
+        return host is not None and is_loopback(host)
 
     def _get_client(self) -> ollama.AsyncClient:
         if self._client is None:
@@ -230,6 +239,7 @@ class OllamaProvider(Provider):
             data = read_json(reply.content)
         except ValueError:
             return None
+        self.window_said_by = "/api/show"
         return ollama_window(data, self.config.options.get("num_ctx"))
 
     async def _health(self) -> str:

@@ -58,6 +58,7 @@ from engine.providers._llamacpp import (
     count_chat_tokens,
     slot_count,
     slot_window,
+    slots_working,
 )
 from engine.providers._logprobs import token_choices, wants_logprobs
 from engine.providers._reading import bounded, read_error_body, sse_events
@@ -329,23 +330,34 @@ class OpenAIProvider(Provider):
         return self._get_client(), api_root(self.config.base_url), headers
 
     async def context_window(self) -> int | None:
-        api = await self._llamacpp_api()
-        if api is None:
+        if self._official or self.config.base_url is None:
             return None
-        client, root, headers = api
+        key = await self.resolved_key()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        client, root = self._get_client(), api_root(self.config.base_url)
         try:
-            window = await slot_window(client, root, headers)
-            self._llamacpp = window is not None
+            window = None
+            if self._llamacpp is not False:  # known not to be llama.cpp: a gateway's, asked again
+                window = await slot_window(client, root, headers)
+                self._llamacpp = window is not None
+            self.window_said_by = "llama.cpp's /props" if window is not None else ""
             if window is None and self.config.base_url is not None:  # a gateway, vLLM, …
                 said = await gateway_window(client, self.config.base_url, root,
                                             self.config.model, headers)
                 window, self._litellm = said.tokens, said.litellm
+                self.window_said_by = said.by
         except httpx.TransportError:  # no answer: ask again next time
             raise
         except httpx.HTTPError:
             window = None
             self._llamacpp = False
         return window
+
+    async def server_working(self) -> bool:
+        if not self._llamacpp:
+            return False
+        api = await self._llamacpp_api()
+        return api is not None and await slots_working(*api)
 
     async def slots(self) -> int | None:
         api = await self._llamacpp_api()

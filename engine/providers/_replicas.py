@@ -299,6 +299,9 @@ class ReplicatedProvider(Provider):
     def _stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
         raise AssertionError("ReplicatedProvider streams through its replicas")
 
+    def slot_key(self) -> str | None:
+        return None  # each replica holds its own server's slots (`_Endpoint`, `_slots`)
+
     @property
     def replica_count(self) -> int:  # type: ignore[override]
         return len(self.replicas)

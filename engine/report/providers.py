@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config.models import Config
+from engine.context.windows import Window
 from engine.providers._events import health_word
 from engine.routing.breaker import ProviderState
 from engine.text import strip_control
@@ -48,6 +49,15 @@ class ProviderRow:
     demonstration: bool
     base_url: str | None
     state: ProviderState | None
+    window: Window | None = None
+    """Its context window and where that came from, when it was asked (`providers`)."""
+
+    @property
+    def window_text(self) -> str:
+        """`"1,024 (llama.cpp's /props)"`, or "" when not asked."""
+        if self.window is None:
+            return ""
+        return f"{self.window.tokens:,} ({self.window.describe()})"
 
     @property
     def health(self) -> str:
@@ -105,6 +115,9 @@ class ProviderRow:
             "name": self.name, "kind": self.kind, "model": self.model,
             "priority": self.priority, "enabled": self.enabled, "origin": self.origin,
             "demonstration": self.demonstration, "base_url": self.base_url,
+            "window": None if self.window is None else {
+                "tokens": self.window.tokens, "source": self.window.source,
+                "said_by": self.window.describe()},
             "status": state.status.value if state else None,
             "circuit": state.circuit.value if state else None,
             "consecutive_failures": state.consecutive_failures if state else None,
@@ -122,12 +135,14 @@ class ProviderRow:
         }
 
 
-def provider_rows(config: Config, states: dict[str, ProviderState] | None) -> list[ProviderRow]:
+def provider_rows(config: Config, states: dict[str, ProviderState] | None,
+                  windows: dict[str, Window] | None = None) -> list[ProviderRow]:
     """Every configured provider by priority, with the router's state of it (None: no
-    router yet)."""
+    router yet) and its window when asked (`windows`)."""
     return [
         ProviderRow(name, pc.kind, pc.model, pc.priority, pc.enabled, pc.origin,
                     pc.is_demonstration, public_url(pc.base_url),
-                    states.get(name) if states is not None else None)
+                    states.get(name) if states is not None else None,
+                    (windows or {}).get(name))
         for name, pc in sorted(config.providers.items(), key=lambda item: item[1].priority)
     ]

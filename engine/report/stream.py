@@ -12,8 +12,8 @@ from engine.providers import FILTERED, Done
 from engine.routing.events import Fitted, PartialDiscarded, ProviderEvent, RouterEvent
 from engine.text import strip_control
 
-__all__ = ["CUT_AT_LIMIT", "context_trim_note", "discarded_note", "stream_note", "switch_note",
-           "trim_note"]
+__all__ = ["CUT_AT_LIMIT", "context_trim_note", "cut_note", "discarded_note", "stream_note",
+           "switch_note", "trim_note"]
 
 CUT_AT_LIMIT = "stopped: max tokens reached"
 
@@ -59,8 +59,19 @@ def context_trim_note(window: int, lines: list[str]) -> str:
     return f"context trimmed to fit {window} tokens: " + "; ".join(lines)
 
 
-def stream_note(event: RouterEvent) -> str | None:
-    """The note a router event is worth beside the reply, or None (text, attempts, usage)."""
+def cut_note(fitted: FitReport | None = None) -> str:
+    """A reply stopped at its limit: `CUT_AT_LIMIT`, and the limit's cause when the window
+    lowered the reply's room (`fitted`, how the call was fitted)."""
+    if fitted is None or not fitted.reply_lowered:
+        return CUT_AT_LIMIT
+    return (f"{CUT_AT_LIMIT}: {fitted.reply} tokens, lowered from {fitted.asked_reply} to fit "
+            f"{fitted.provider}'s context window of {fitted.window} tokens")
+
+
+def stream_note(event: RouterEvent, fitted: FitReport | None = None) -> str | None:
+    """The note a router event is worth beside the reply, or None (text, attempts, usage);
+    `fitted`: how the call being read was fitted (a cut reply then says its room was
+    lowered)."""
     match event:
         case ProviderEvent(type="provider_switch", from_provider=old, to_provider=new):
             return switch_note(old, new)
@@ -71,7 +82,7 @@ def stream_note(event: RouterEvent) -> str | None:
         case Fitted(report=report):
             return trim_note(report)
         case Done(finish_reason="length"):
-            return CUT_AT_LIMIT
+            return cut_note(fitted)
         case Done(finish_reason="content_filter"):
             return f"stopped: {FILTERED}"
     return None

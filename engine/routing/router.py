@@ -44,6 +44,7 @@ from engine.config.providers import ProviderConfig
 from engine.context.budget import FitReport, Prompt, fit
 from engine.context.fit import DoesNotFit
 from engine.context.measure import forget_window, measured, refit_share
+from engine.context.windows import Window, window_of
 from engine.errors import (
     AllProvidersFailed,
     ContextOverflowError,
@@ -51,6 +52,7 @@ from engine.errors import (
     ProviderError,
     ProviderTimeout,
     ServerError,
+    WindowTooSmall,
 )
 from engine.paths import Paths
 from engine.providers import (
@@ -165,6 +167,19 @@ class Router:
         """The enabled providers `role` tries, in order."""
         return chain_for(self.config, role, self.paths.config_file)
 
+    async def windows(self, timeout: float = 10.0) -> dict[str, Window]:
+        """Each enabled provider's context window, as a call would be fitted to it (asked of
+        its server, at most `timeout` seconds each; one that did not say is left out)."""
+        async def one(provider: Provider) -> Window | None:
+            try:
+                return await asyncio.wait_for(window_of(provider), timeout)
+            except Exception:  # a server that cannot say has no window shown, no error
+                return None
+        names = list(self.providers)
+        found = await asyncio.gather(*(one(self.providers[name]) for name in names))
+        return {name: window for name, window in zip(names, found, strict=True)
+                if window is not None}
+
     def save(self) -> None:
         """Persist the states that changed since the last save."""
         dirty, self._dirty = self._dirty, set()
@@ -209,6 +224,8 @@ class Router:
                 return
         reply = Reply()
         errors: list[ProviderError] = []
+        tried = 0  # providers admitted: each answered, failed, or did not fit
+        unfitted: list[str] = []  # of those, the ones whose window the prompt did not fit
         try:
             for name in chain:
                 state = self.states[name]
@@ -224,10 +241,11 @@ class Router:
                     continue
                 outcome: list[tuple[str, str]] = []
                 refused: list[str] = []
+                tried += 1
                 # closed with this generator: a caller that stops reading stops the stream
                 async with aclosing(self._attempt(name, state, admission.trial, request,
                                                   accept, previous, outcome, errors,
-                                                  refused)) as attempt:
+                                                  refused, unfitted)) as attempt:
                     async for event in attempt:
                         reply.take(event)
                         if type(event) is Done and cached and not refused:
@@ -239,6 +257,8 @@ class Router:
                     return
                 failures.append(outcome[0])
                 previous = outcome[0]
+            if tried and len(unfitted) == tried:
+                raise WindowTooSmall(role, failures, errors)
             raise AllProvidersFailed(role, failures, errors)
         finally:
             if self._dirty:
@@ -248,6 +268,7 @@ class Router:
         self, name: str, state: ProviderState, trial: bool, request: StreamRequest | Prompt,
         accept: Accept | None, previous: tuple[str, str] | None,
         outcome: list[tuple[str, str]], errors: list[ProviderError], refused: list[str],
+        unfitted: list[str] | None = None,
     ) -> AsyncGenerator[RouterEvent, None]:
         """Stream from one admitted provider: fitted to its window, and fitted once more when
         its server says the prompt was too long. Ends after `Done` when it answered (`refused`
@@ -255,6 +276,7 @@ class Router:
         `errors` its error."""
         provider = self.providers[name]
         shrink, told, retried = 1.0, None, False
+        refitting: ProviderEvent | None = None
         elsewhere = 0  # turns started again on another replica of this provider
         while True:  # again after the server said the prompt was too long, or on a replica
             try:
@@ -266,8 +288,13 @@ class Router:
                 self.breaker.release(state)
                 yield ProviderEvent("context_too_small", name, None, fitted)
                 outcome.append((name, fitted))
+                if unfitted is not None:
+                    unfitted.append(name)
                 return
             sent, report = fitted
+            if refitting is not None:
+                yield refitting
+                refitting = None
             if previous is not None:
                 yield ProviderEvent("provider_switch", previous[0], name, previous[1])
                 previous = None
@@ -285,7 +312,9 @@ class Router:
                             done = event
                         elif type(event) is Usage:  # what the server counted of the prompt
                             measured(provider, sent.messages, event.prompt_tokens,
-                                     counts=report.counted != "estimate")
+                                     counts=report.counted != "estimate",
+                                     added=provider.schema_prompt(sent.schema)
+                                     if sent.schema is not None else "")
                             yield event
                         elif type(event) is WasReasoning:
                             for moved in reasoning_moved(name, provider.label, trial,
@@ -300,15 +329,19 @@ class Router:
                         refused.append(why)
             except ContextOverflowError as exc:
                 if retried:  # fitted twice and still too long: a failure
+                    if unfitted is not None:
+                        unfitted.append(name)
                     failed: ProviderError | None = ContextOverflowError(
                         name, f"the prompt does not fit the context window even fitted again "
                         f"({exc.detail})", exc.status, exc.window, exc.needed)
                 else:
                     forget_window(provider, exc.window)
-                    yield ProviderEvent("error", name, None, f"{exc.detail}; fitting "
-                                        "the prompt again for the context window it names"
-                                        if exc.window else f"{exc.detail}; fitting the prompt "
-                                        "again for a smaller context window")
+                    # said once the prompt fits again: a prompt that then cannot fit ends in
+                    # one line, the window's
+                    refitting = ProviderEvent(
+                        "error", name, None, f"{exc.detail}; fitting the prompt again for the "
+                        "context window it names" if exc.window else f"{exc.detail}; fitting "
+                        "the prompt again for a smaller context window")
                     told, retried, failed = exc.window, True, None
                     shrink = refit_share(report.used, exc.needed, told)
             except ProviderError as exc:

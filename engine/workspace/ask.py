@@ -172,7 +172,8 @@ class Asking:
                                 event.type in FAILURES:
                             held = stream_note(event)
                         case _:
-                            if (line := stream_note(event)) is not None:
+                            fitted = reply.fits[-1] if reply.fits else None
+                            if (line := stream_note(event, fitted)) is not None:
                                 yield AskNote(text=line)
             except AllProvidersFailed as failed:
                 raise self._own(failed) from None

@@ -241,7 +241,7 @@ class Workspace:
         router = await self.new_router()
         try:
             await router.check_health()
-            return provider_rows(self.config, router.states)
+            return provider_rows(self.config, router.states, await router.windows())
         finally:
             await router.aclose()
 

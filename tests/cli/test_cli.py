@@ -76,6 +76,13 @@ def test_providers_json_lists_health(configured: Path) -> None:
     assert rows["dead"]["health"]["ok"] is False
     assert rows["dead"]["priority"] == 1 and rows["dead"]["kind"] == "openai"
     assert rows["local"]["health"]["ok"] is True and rows["local"]["origin"] == "default"
+    # each window with where it came from: the server's own word, the embedded model's
+    # settings, the kind's default for a server that did not answer
+    assert rows["localsrv"]["window"]["said_by"] == "llama.cpp's /props"
+    assert rows["localsrv"]["window"]["tokens"] > 0
+    assert rows["local"]["window"]["said_by"] == "n_ctx / n_parallel"
+    assert rows["dead"]["window"] == {"tokens": 8192, "source": "default",
+                                      "said_by": "the kind's default"}
 
 
 def test_providers_table(configured: Path) -> None:
@@ -83,7 +90,8 @@ def test_providers_table(configured: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CHECK", "CIRCUIT",
-                                "LATENCY", "DETAIL"]
+                                "LATENCY", "WINDOW", "DETAIL"]
+    assert "(llama.cpp's /props)" in lines[2] and "(the kind's default)" in lines[1]
     assert lines[1].split()[:7] == ["dead", "openai", "gemma", "1", "down", "list", "closed"]
     # a llama.cpp server is the model's own server: its answer is the model's
     assert lines[2].split()[:7] == ["localsrv", "openai", "gemma", "2", "ok", "server",

@@ -12,6 +12,7 @@ import pytest
 from engine import Paths, ProviderConfig
 from engine.config.models import Config
 from engine.errors import (
+    AuthError,
     ContextOverflowError,
     ProviderError,
     RequestError,
@@ -116,8 +117,9 @@ async def test_llama_cpp_s_own_messages_route(paths: Paths, monkeypatch: pytest.
      "litellm.ContextWindowExceededError"),
     ("litellm-openai-backend-down", ServerError, "litellm.InternalServerError"),
     ("litellm-anthropic-backend-down", ServerError, "litellm.InternalServerError"),
-    ("litellm-openai-wrong-key", RequestError, "No connected db."),
-    ("litellm-anthropic-wrong-key", RequestError, "No connected db."),
+    # LiteLLM without a database answers an unknown key 400 "No connected db.": a key problem
+    ("litellm-openai-wrong-key", AuthError, "No connected db."),
+    ("litellm-anthropic-wrong-key", AuthError, "No connected db."),
 ])
 async def test_gateway_errors_are_one_line_of_the_right_kind(
         paths: Paths, monkeypatch: pytest.MonkeyPatch, name: str, error: type[ProviderError],
@@ -128,6 +130,8 @@ async def test_gateway_errors_are_one_line_of_the_right_kind(
     assert "\n" not in message and first_line in message
     if error is ContextOverflowError:
         assert caught.value.window == 1024  # type: ignore[attr-defined]
+    if error is AuthError:
+        assert "refused the API key" in message and "[providers.gw]" in message
 
 
 async def test_a_backend_killed_mid_answer_is_a_failure_never_a_short_answer(
@@ -311,3 +315,72 @@ async def test_a_wrong_base_url_gets_the_hint_in_the_answer_and_in_health(
     for line in (str(caught.value), health.detail):
         assert "HTTP 404" in line and hint in line and "\n" not in line
     assert not health.ok
+
+
+@pytest.mark.parametrize(("kind", "capture", "pasted", "fixed"), [
+    ("openai", "litellm-openai-pasted-endpoint", "/v1/chat/completions", "/v1"),
+    ("anthropic", "litellm-anthropic-pasted-endpoint", "/v1/messages", "")])
+async def test_a_pasted_endpoint_gets_the_base_url_to_set(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch, kind: str, capture: str, pasted: str,
+        fixed: str) -> None:
+    """`base_url = ".../v1/chat/completions"`: the 404 names the URL asked and the base_url
+    that works, in one line, for both kinds."""
+    monkeypatch.setenv("GATEWAY_KEY", KEY)
+    with capture_server(capture) as server:
+        provider = create_provider("gw", ProviderConfig(
+            kind=kind, model="local", base_url=server.url + pasted,
+            api_key_env="GATEWAY_KEY"), paths)
+        try:
+            with pytest.raises(RequestError) as caught:
+                [e async for e in provider.stream(StreamRequest.of("x"))]
+        finally:
+            await provider.aclose()
+    line = str(caught.value)
+    assert "HTTP 404" in line and "\n" not in line
+    assert f"detektiv asked {server.url}{pasted}" in line
+    assert f'base_url = "{server.url}{fixed}"' in line
+
+
+async def test_the_openai_route_counts_no_schema_in_its_usage(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LiteLLM passes a schema on to llama.cpp as a grammar: the recorded structured request
+    reports the same prompt tokens as the plain one (38), so the openai kind adds no schema
+    text to what a reply's count is measured against; the anthropic kind writes it into the
+    system prompt, which the count then holds."""
+    monkeypatch.setenv("GATEWAY_KEY", KEY)
+    body = load("litellm-openai-schema")["request"]["body"]
+    schema = body["response_format"]["json_schema"]["schema"]
+    with capture_server("litellm-openai-schema") as server:
+        provider = create_provider("gw", ProviderConfig(
+            kind="openai", model="local", base_url=server.url + "/v1",
+            api_key_env="GATEWAY_KEY"), paths)
+        try:
+            events = [e async for e in provider.stream(StreamRequest.of(
+                body["messages"][0]["content"], max_tokens=40, schema=schema))]
+        finally:
+            await provider.aclose()
+    usage = next(e for e in events if isinstance(e, Usage))
+    plain = load("litellm-openai-stream")
+    assert usage.prompt_tokens == 38 and "usage" in "".join(plain["response"]["chunks"])
+    assert provider.schema_prompt(schema) == ""
+    anthropic = create_provider("gwa", ProviderConfig(kind="anthropic", model="local",
+                                                      base_url="http://127.0.0.1:9"), paths)
+    assert json.dumps(schema, indent=2) in anthropic.schema_prompt(schema)
+
+
+async def test_a_gateway_s_window_holds_after_its_health_was_checked(paths: Paths) -> None:
+    """The health check asks the window first and learns the server is no llama.cpp: the
+    window asked after it is still the gateway's (it was the kind's 8,192 default), and says
+    where it was read."""
+    from engine.context.windows import window_of
+
+    with capture_server("litellm-v1-models", "litellm-model-info",
+                        "litellm-health-local") as server:
+        provider = create_provider("gw", ProviderConfig(
+            kind="openai", model="sized", base_url=server.url + "/v1", api_key=KEY), paths)
+        try:
+            await provider.health()
+            window = await window_of(provider)
+        finally:
+            await provider.aclose()
+    assert (window.tokens, window.source, window.describe()) == (1024, "server", "/model/info")

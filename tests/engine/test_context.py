@@ -676,8 +676,14 @@ async def test_a_tokenizer_that_answers_nonsense_is_not_believed(paths) -> None:
             fitted = await fit(provider, StreamRequest.of("tell me " * 200, max_tokens=100))
             assert fitted.report.counted == "estimate" and fitted.report.window == 2048
             assert fitted.report.used == bound_messages(fitted.request.messages)  # upper
-            with pytest.raises(DoesNotFit):  # 2048 − 100 − 102 tokens: this is too long
-                await fit(provider, StreamRequest.of("tell me " * 900, max_tokens=100))
+            # by the bound, too long beside the least reply; by the estimate (the server,
+            # never measured, would say so if it were wrong) it fits: sent, never believed
+            # to be 0 tokens
+            tight = await fit(provider, StreamRequest.of("tell me " * 900, max_tokens=100))
+            assert tight.report.used == estimate_messages(tight.request.messages) > 1800
+            assert tight.report.reply < 100 and tight.report.counted == "estimate"
+            with pytest.raises(DoesNotFit):  # too long even by the estimate
+                await fit(provider, StreamRequest.of("tell me " * 1200, max_tokens=100))
         finally:
             forget_window(provider)
             await provider.aclose()
@@ -818,14 +824,14 @@ async def test_the_upper_bound_is_never_below_the_real_count(
 async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report(paths) -> None:
     """A gateway counts nothing, but its replies report their prompt's tokens: the first
     prompt is measured by the upper bound, later ones by the estimate times the ratio the
-    reports measured (and `BOUND_SLACK`), above the bound too when the server's tokenizer
+    reports measured (and `REPORTED_SLACK`), above the bound too when the server's tokenizer
     makes more of it than any measured here. A short prompt (its template's fixed part would
     pass for the ratio) measures nothing."""
     import math
 
     from engine import ProviderConfig
     from engine.config.models import Config
-    from engine.context.budget import BOUND_SLACK
+    from engine.context.measure import REPORTED_SLACK
     from engine.routing.events import Fitted
     from engine.routing.router import Router
     from tests.support.scripted import sse
@@ -857,8 +863,9 @@ async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report
         first = [Message("user", "first question " * 150)]
         second = [Message("user", "a longer second question " * 200)]
         assert fits[0].used == bound_messages(first)
-        factor = reported[0] / estimate_messages(first) * BOUND_SLACK
-        assert fits[1].used == math.ceil(estimate(second[0].content) * factor) + 12 + 32
+        factor = reported[0] / estimate_messages(first) * REPORTED_SLACK
+        by_text = math.ceil(estimate(second[0].content) * factor) + 12 + 32
+        assert fits[1].used == min(by_text, math.ceil(estimate_messages(second) * factor))
         assert fits[1].used >= reported[1]  # an upper bound of what the server then counted
         assert (fits[1].used < bound_messages(second)) == (factor < 1.35)
 

@@ -173,8 +173,10 @@ async def test_health(provider: Provider) -> None:
 async def test_openai_first_token_timeout_on_a_silent_server(
     hanging_server: HangingServer, paths: Paths
 ) -> None:
+    # its slots configured: no /props asked first, so every connection counted is the call's
     config = ProviderConfig(
-        kind="openai", model="m", base_url=f"http://127.0.0.1:{hanging_server.port}/v1"
+        kind="openai", model="m", base_url=f"http://127.0.0.1:{hanging_server.port}/v1",
+        slots=1,
     )
     provider = create_provider("silent", config, paths)
     start = time.perf_counter()

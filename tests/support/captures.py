@@ -123,6 +123,18 @@ EXCHANGES = [
     Exchange("litellm-openai-wrong-prefix", "proxy", "/api/chat/completions",
              _chat("local", QUESTION, True)),
     Exchange("litellm-openai-wrong-prefix-models", "proxy", "/api/models", None, method="GET"),
+    # a whole endpoint pasted as base_url: detektiv adds its path again
+    Exchange("litellm-openai-pasted-endpoint", "proxy", "/v1/chat/completions/chat/completions",
+             _chat("local", QUESTION, True)),
+    Exchange("litellm-anthropic-pasted-endpoint", "proxy", "/v1/messages/v1/messages",
+             _messages("local", QUESTION, True), headers=ANTHROPIC),
+    # a structured request through each route: its usage counts the schema LiteLLM passes on
+    Exchange("litellm-openai-schema", "proxy", "/v1/chat/completions",
+             {**_chat("local", "Is water wet? Answer in JSON.", True, max_tokens=40),
+              "response_format": {"type": "json_schema", "json_schema": {
+                  "name": "answer", "strict": True, "schema": {
+                      "type": "object", "properties": {"yes": {"type": "boolean"}},
+                      "required": ["yes"], "additionalProperties": False}}}}),
     Exchange("llamacpp-messages-stream", "llama", "/v1/messages",
              _messages("gemma", QUESTION, True), headers=ANTHROPIC),
     Exchange("llamacpp-messages-whole", "llama", "/v1/messages",
@@ -256,8 +268,9 @@ def _versions(litellm: str) -> dict[str, str]:
             "model": "SmolLM2-135M-Instruct Q4_1 (local-server's default)"}
 
 
-def record(litellm: str) -> list[Path]:
-    """Record every exchange of `EXCHANGES` again; returns the files written."""
+def record(litellm: str, only: set[str] | None = None) -> list[Path]:
+    """Record every exchange of `EXCHANGES` again (`only`: those named); returns the files
+    written."""
     work = Path(tempfile.mkdtemp(prefix="detektiv-captures-"))
     processes: list[subprocess.Popen[Any]] = []
     written: list[Path] = []
@@ -294,6 +307,8 @@ def record(litellm: str) -> list[Path]:
         versions = _versions(litellm)
         CAPTURES.mkdir(parents=True, exist_ok=True)
         for exchange in EXCHANGES:
+            if only and exchange.name not in only:
+                continue
             base = proxy_url if exchange.target == "proxy" else local_url.removesuffix("/v1")
             data = _record(exchange, base, victim if exchange.kill_after_first_chunk else None)
             data["recorded"] = {"at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -323,12 +338,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="record the gateway captures again")
     parser.add_argument("--litellm", default=shutil.which("litellm"),
                         help="LiteLLM's proxy command (default: litellm on PATH)")
+    parser.add_argument("names", nargs="*", help="record only these exchanges")
     args = parser.parse_args()
     if not args.litellm:
         print("litellm is not installed: pip install 'litellm[proxy]' (in its own "
               "environment), then make captures LITELLM=/path/to/litellm", file=sys.stderr)
         return 2
-    record(args.litellm)
+    record(args.litellm, set(args.names) or None)
     return 0
 
 

@@ -42,10 +42,11 @@ async def providers(paths: Paths, as_json: bool) -> int:
         print(json.dumps([row.to_json() for row in rows], indent=2))
         return 0
     header = ("NAME", "KIND", "MODEL", "PRIO", "HEALTH", "CHECK", "CIRCUIT", "LATENCY",
-              "DETAIL")
+              "WINDOW", "DETAIL")
     table = [header]
     table += [(row.name, row.kind, strip_control(row.model), str(row.priority), row.health,
-               row.check or "-", row.circuit if row.state else "-", row.latency, row.detail)
+               row.check or "-", row.circuit if row.state else "-", row.latency,
+               row.window_text or "-", row.detail)
               for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header) - 1)]
     for line in table:

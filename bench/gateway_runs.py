@@ -1,0 +1,160 @@
+"""Sessions through LiteLLM's proxy on 1,024-token slots: none may fail on our arithmetic
+(issue 55), and how tight the fitted size is against what the gateway counted.
+
+    python bench/gateway_runs.py --litellm /tmp/litellm/bin/litellm [--runs 10]
+
+For each bundled model (SmolLM2-135M, Gemma 3 270M): `detektiv local-server --parallel 4
+--ctx 4096` (1,024 tokens a slot), LiteLLM's proxy in front of it, and `--runs` sessions of
+"Water boils at 100 °C at sea level." with 5 rounds on each of its routes (`openai` kind at
+`/v1`, `anthropic` kind at the root), the model in both roles. Counted: sessions that ended
+`failed`, and for every call after a route's first, the fitted size (what detektiv reckoned
+the prompt takes) over the prompt tokens the gateway reported for it. Prints a table; the
+goals are no session failed and the fitted size within 20 % above the gateway's count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine import Config, Paths  # noqa: E402
+from engine.interrogation.loop import Interrogation  # noqa: E402
+from engine.lifeline import release_tied, spawn_tied  # noqa: E402
+from engine.models.events import Finished  # noqa: E402
+from engine.providers import Usage  # noqa: E402
+from engine.routing.events import Fitted  # noqa: E402
+from engine.routing.router import Router  # noqa: E402
+from engine.storage.sessions import SessionStore  # noqa: E402
+from tests.support.captures import _free_port, _wait_http  # noqa: E402
+
+HYPOTHESIS = "Water boils at 100 °C at sea level."
+KEY = "sk-bench-0000"
+MODELS = ("smollm2-135m", "gemma-3-270m")
+
+
+def _server(home: Path, model: str) -> tuple[subprocess.Popen[str], str]:
+    process = spawn_tied(
+        [sys.executable, "-m", "tui", "local-server", "--port", "0", "--json", "--model",
+         model, "--parallel", "4", "--ctx", "4096"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "DETEKTIV_HOME": str(home)})
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise SystemExit("local-server ended before it listened")
+    return process, json.loads(line)["url"]
+
+
+def _proxy(litellm: str, work: Path, backend: str) -> tuple[subprocess.Popen[Any], str]:
+    port = _free_port()
+    config = work / "litellm.yaml"
+    config.write_text(json.dumps({
+        "model_list": [{"model_name": "local", "litellm_params": {
+            "model": "openai/local", "api_base": backend, "api_key": "none"}}],
+        "litellm_settings": {"num_retries": 0, "request_timeout": 600},
+        "general_settings": {"master_key": KEY}}))
+    proxy = spawn_tied([litellm, "--config", str(config), "--host", "127.0.0.1", "--port",
+                        str(port)], foreign=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, cwd=work,
+                       env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    url = f"http://127.0.0.1:{port}"
+    _wait_http(url + "/health/liveliness")
+    return proxy, url
+
+
+async def _session(config: Config, paths: Paths, calls: list[tuple[int, int, bool]]
+                   ) -> Finished:
+    """One session; `calls` gets (fitted, counted by the gateway, has a schema) per call."""
+    router = Router(config, paths, persist=False)
+    plain = router.stream
+
+    async def stream(request: Any, *args: Any, **kwargs: Any) -> Any:
+        fitted = None
+        async for event in plain(request, *args, **kwargs):
+            if isinstance(event, Fitted):
+                fitted = event.report
+            elif isinstance(event, Usage) and fitted is not None and \
+                    isinstance(event.prompt_tokens, int) and event.prompt_tokens > 0:
+                schema = getattr(request, "request", request).schema is not None
+                calls.append((fitted.used, event.prompt_tokens, schema))
+            yield event
+
+    router.stream = stream  # type: ignore[method-assign]
+    journal = SessionStore(paths.data_dir / "sessions").create(HYPOTHESIS, 5)
+    try:
+        events = [e async for e in Interrogation(router, journal, config.interrogation).run()]
+    finally:
+        await router.aclose()
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    return finished
+
+
+def _route(url: str, route: str) -> Config:
+    base = url + "/v1" if route == "openai" else url
+    return Config.model_validate({
+        "providers": {"gw": {"kind": route, "model": "local", "base_url": base,
+                             "api_key": KEY, "priority": 1}},
+        "roles": {"detective": ["gw"], "witness": ["gw"]}})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--litellm", required=True, help="LiteLLM's proxy command")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args()
+    rows = []
+    for model in args.models.split(","):
+        with tempfile.TemporaryDirectory(prefix="detektiv-gw-bench-") as folder:
+            work = Path(folder)
+            server, backend = _server(work / "server-home", model)
+            proxy, url = _proxy(args.litellm, work, backend)
+            try:
+                for route in ("openai", "anthropic"):
+                    paths = Paths.at(work / f"home-{route}")
+                    calls: list[tuple[int, int, bool]] = []
+                    endings: list[str] = []
+                    started = time.monotonic()
+                    for _ in range(args.runs):
+                        finished = asyncio.run(_session(_route(url, route), paths, calls))
+                        endings.append(finished.status)
+                        if finished.status == "failed":
+                            print(f"  {model} {route}: failed: {finished.reason}", flush=True)
+                    later = [used / counted for used, counted, _ in calls[1:]]
+                    rows.append((model, route, args.runs, endings.count("failed"),
+                                 len(later), statistics.median(later) if later else 0.0,
+                                 max(later) if later else 0.0,
+                                 sum(r <= 1.2 for r in later) / max(1, len(later)),
+                                 sum(r < 1.0 for r in later), time.monotonic() - started))
+                    print(f"{model} {route}: {endings}", flush=True)
+            finally:
+                for process in (proxy, server):
+                    process.terminate()
+                    try:
+                        process.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                    release_tied(process.pid)
+    print("\nmodel          route      runs  failed  calls  fitted/counted: median  max   "
+          "≤1.20  under  seconds")
+    for model, route, runs, failed, n, median, most, within, under, took in rows:
+        print(f"{model:<14} {route:<10} {runs:>4}  {failed:>6}  {n:>5}  {median:>22.3f}  "
+              f"{most:.3f}  {within:>5.0%}  {under:>5}  {took:>7.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

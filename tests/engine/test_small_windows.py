@@ -1,0 +1,492 @@
+"""Small windows and busy servers (issue 55): a session never fails on our own arithmetic.
+
+- a retry gives up its room first (its quoted reply, then its notes), before any round;
+- a retry that fits no window ends the retry, not the session; a call that fits no provider
+  of its chain says so as `WindowTooSmall`, in one line;
+- a whole session on a 1,024-token llama.cpp slot, and through the recorded gateway, never
+  ends `failed`;
+- a server's slots are held inside detektiv (a call's deadlines start when it is sent), and a
+  server that says it is working is waited for, never failed over nor counted against the
+  breaker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from engine import Config, Paths
+from engine.context.budget import Prompt
+from engine.context.fit import DoesNotFit, Trim
+from engine.errors import AllProvidersFailed, WindowTooSmall
+from engine.models.events import Finished, TrailAdded
+from engine.providers import Done, Message, StreamRequest
+from engine.routing.events import Attempt
+from engine.routing.router import Router
+from engine.storage.sessions import SessionStore
+from tests.support.captures import capture_server
+from tests.support.interrogation import interrogate, make_config
+from tests.support.scripted import KEEP_ASKING, ScriptedModel, detective, sse
+from tests.support.servers import LlamaServer, local_server
+from tests.support.wire import Recorded, Reply, WireServer
+
+# ---- 1. a retry gives up its room first ----------------------------------------------------
+
+
+def _rounds_prompt(room_for_all: int) -> Prompt:
+    """A prompt whose rounds are whole within `room_for_all` tokens, digested below it."""
+
+    def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
+        if limit >= room_for_all:
+            return [Message("user", "every round whole")], Trim()
+        if limit >= room_for_all // 2:
+            return [Message("user", "rounds digested")], Trim(digested=(2, 3))
+        raise DoesNotFit(room_for_all // 2, limit)
+
+    return Prompt(StreamRequest.of("unused"), compose=compose)
+
+
+def _words(n: int) -> str:
+    return " ".join(["word"] * n)
+
+
+def test_a_retry_gives_up_its_quoted_reply_and_notes_before_any_round() -> None:
+    def count(text: str) -> int:
+        return len(text.split())
+
+    reply = _words(300)
+    retry = "That reply broke a rule: it is not JSON. Reply again with one JSON value only."
+    prompt = _rounds_prompt(400).then(Message("assistant", reply), Message("user", retry))
+
+    # room for everything: sent as asked
+    messages, trim = prompt.messages(2000, count)
+    assert not trim and messages[-2].content == reply and messages[-1].content == retry
+
+    # the rounds would need cutting beside the whole quoted reply: the reply is shortened
+    # to its opening first, and every round stays whole
+    messages, trim = prompt.messages(600, count)
+    assert not trim and messages[0].content == "every round whole"
+    quoted = [m for m in messages if m.role == "assistant"]
+    assert quoted and len(quoted[0].content) < len(reply) and "chars cut" in quoted[0].content
+
+    # tighter: the quoted reply goes, the retry's words stay as a note on the last turn
+    messages, trim = prompt.messages(430, count)
+    assert not trim and not any(m.role == "assistant" for m in messages)
+    assert messages[-1].content.endswith(retry)
+
+    # tighter still: the note keeps its first sentence
+    messages, trim = prompt.messages(410, count)
+    assert not trim and messages[-1].content.endswith("it is not JSON.")
+
+    # only then do rounds give way, with the lightest retry
+    messages, trim = prompt.messages(300, count)
+    assert trim.digested == (2, 3) and messages[-1].content.endswith("it is not JSON.")
+
+    # and what cannot fit at all says what it needs, measured
+    with pytest.raises(DoesNotFit) as caught:
+        prompt.messages(100, count)
+    assert caught.value.needed > 100
+
+
+async def test_a_chain_whose_every_window_is_too_small_raises_window_too_small(
+        paths: Paths) -> None:
+    """No provider failed: the prompt fits none. A chain where one provider was down as well
+    is the usual failure."""
+    with ScriptedModel(["ok"], window=512) as small:
+        request = StreamRequest.of(_words(2000), max_tokens=16)
+        config = Config.model_validate({"providers": {
+            "a": _scripted(small, 1), "b": _scripted(small, 2)}})
+        router = Router(config, paths, persist=False)
+        try:
+            with pytest.raises(WindowTooSmall) as caught:
+                async for _ in router.stream(request):
+                    pass
+        finally:
+            await router.aclose()
+        assert [name for name, _ in caught.value.failures] == ["a", "b"]
+        assert all("context window" in why for _, why in caught.value.failures)
+        assert "\n" not in caught.value.message
+
+        config = Config.model_validate({"providers": {
+            "a": _scripted(small, 1),
+            "dead": {"kind": "openai", "model": "m", "priority": 2,
+                     "base_url": f"http://127.0.0.1:{_closed_port()}/v1"}}})
+        router = Router(config, paths, persist=False)
+        try:
+            with pytest.raises(AllProvidersFailed) as failed:
+                async for _ in router.stream(request):
+                    pass
+        finally:
+            await router.aclose()
+        assert not isinstance(failed.value, WindowTooSmall)
+
+
+def _scripted(model: WireServer, priority: int) -> dict[str, Any]:
+    return {"kind": "openai", "model": "scripted", "base_url": model.url + "/v1",
+            "priority": priority}
+
+
+def _closed_port() -> int:
+    from tests.support.servers import closed_port
+
+    return closed_port()
+
+
+# ---- 2. a retry that fits no window ends the retry, not the session -------------------------
+
+async def test_a_gap_analysis_whose_retry_fits_no_window_ends_the_retry_not_the_session(
+        paths: Paths) -> None:
+    """The analysis answers a JSON string as long as the window: the rule it broke quotes it,
+    so the retry cannot fit in any form. The rule's fallback stands in (completeness 0) and
+    the session goes on to its end."""
+    flood = json.dumps(_words(2500))
+
+    def script(messages: list[dict[str, Any]]) -> str:
+        system = messages[0]["content"] if messages else ""
+        if system.startswith("You are a detective analysing"):
+            return flood
+        return detective(messages)
+
+    with ScriptedModel(script, window=2048) as model:
+        config = make_config({"m": model.url + "/v1"}, ["m"], ["m"])
+        events, _ = await interrogate(config, paths, SessionStore(paths.data_dir / "sessions"),
+                                      f"Water boils at 100 C {KEEP_ASKING}", limit=5)
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.status != "failed", finished.reason
+    said = [e.entry.reason for e in events if isinstance(e, TrailAdded)]
+    assert any("retry does not fit the context window" in line for line in said), said
+
+
+async def test_a_call_that_fits_no_window_ends_the_session_in_one_line(paths: Paths) -> None:
+    """The hypothesis and the instructions alone are larger than the window: nothing of ours
+    can help, and the one line says the window."""
+    with ScriptedModel(detective, window=512) as model:
+        config = make_config({"m": model.url + "/v1"}, ["m"], ["m"])
+        events, _ = await interrogate(config, paths, SessionStore(paths.data_dir / "sessions"),
+                                      "Water boils at 100 C. " + _words(900), limit=5)
+    finished = events[-1]
+    assert isinstance(finished, Finished) and finished.status == "failed"
+    assert "context window" in finished.reason and "\n" not in finished.reason
+
+
+# ---- 3. whole sessions on a 1,024-token slot ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def slot_1024(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """`local-server --ctx 4096 --parallel 4`: 1,024 tokens a request, the tiny model
+    speaking for itself."""
+    with local_server(tmp_path_factory.mktemp("slot-1024"), "--parallel", "4",
+                      "--ctx", "4096") as server:
+        yield server
+
+
+async def test_a_whole_session_on_a_1024_token_slot_never_fails(
+        slot_1024: LlamaServer, paths: Paths) -> None:
+    """The real tiny model in both roles with the shipped budgets (a question 256 tokens, an
+    analysis and the audit 1,024: more than the window leaves): whatever it says, the run
+    ends by a rule, never `failed`."""
+    config = Config.model_validate({
+        "providers": {"slot": {"kind": "openai", "model": "gemma", "priority": 1,
+                               "base_url": slot_1024.base}},
+        "roles": {"detective": ["slot"], "witness": ["slot"]},
+        "interrogation": {"temperature": 0}})
+    events, _ = await interrogate(config, paths, SessionStore(paths.data_dir / "sessions"),
+                                  "Water boils at 100 °C at sea level.", limit=5)
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.status != "failed", finished.reason
+    fits = [e for e in events if type(e).__name__ == "ContextFitted"]
+    assert fits and all(e.fit.window == 1024 for e in fits)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("route", ["openai", "anthropic"])
+async def test_a_whole_session_through_the_recorded_gateway_never_fails(
+        route: str, paths: Paths) -> None:
+    """LiteLLM's recorded replies (the same answer to every call, its usage as counted by
+    the real proxy) on a 1,024-token window: the session ends by a rule, never `failed`."""
+    name = "litellm-openai-stream" if route == "openai" else "litellm-anthropic-stream"
+    with capture_server(name, "litellm-model-info", "litellm-v1-models") as gateway:
+        base = gateway.url + "/v1" if route == "openai" else gateway.url
+        config = Config.model_validate({
+            "providers": {"gw": {"kind": route, "model": "local", "priority": 1,
+                                 "base_url": base, "api_key": "sk-capture-master-0000",
+                                 "context_window": 1024}},
+            "roles": {"detective": ["gw"], "witness": ["gw"]}})
+        events, _ = await interrogate(config, paths, SessionStore(paths.data_dir / "sessions"),
+                                      "Water boils at 100 °C at sea level.", limit=5)
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.status != "failed", finished.reason
+
+
+# ---- 4. a server's slots, held inside detektiv ----------------------------------------------
+
+class _Counting(WireServer):
+    """A chat server that answers slowly and counts the requests it serves at once."""
+
+    def __init__(self, seconds: float, slots: int | None = None) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.most = 0
+        self.seconds = seconds
+        self.asked_slots = 0
+        routes: dict[str, Any] = {"POST /v1/chat/completions": self._chat}
+        if slots is not None:  # as llama.cpp says them
+            routes["GET /props"] = self._props
+            self.slots = slots
+        super().__init__(routes)
+
+    def _props(self, recorded: Recorded) -> Reply:
+        from tests.support.wire import json_reply
+
+        self.asked_slots += 1
+        return json_reply({"default_generation_settings": {"n_ctx": 4096},
+                           "total_slots": self.slots})
+
+    def _chat(self, recorded: Recorded) -> Reply:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        reply = sse("answered")
+        # the first token a little after the request is taken, the end a second later
+        body = [self.seconds * 0.3, *list(reply.body)[:1], self.seconds * 0.7,
+                *list(reply.body)[1:]]
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                yield from body
+            finally:
+                with self.lock:
+                    self.now -= 1
+        return Reply(reply.status, reply.headers, chunks())
+
+
+async def test_calls_past_a_server_s_slots_wait_inside_detektiv_their_deadlines_not_running(
+        paths: Paths) -> None:
+    """One slot configured, three calls at once, each 2 s long, a first token due within
+    1 s of being sent: the server never serves two at once, and none of the calls that
+    waited for the slot (up to 4 s) timed out."""
+    with _Counting(2.0) as server:
+        config = Config.model_validate({"providers": {"one": {
+            "kind": "openai", "model": "m", "base_url": server.url + "/v1", "slots": 1,
+            "first_token_timeout": 1, "priority": 1}}})
+        router = Router(config, paths, persist=False)
+        try:
+            async def one() -> str:
+                return (await router.complete(StreamRequest.of("hi"))).text
+            started = time.monotonic()
+            texts = await asyncio.gather(one(), one(), one())
+            took = time.monotonic() - started
+        finally:
+            await router.aclose()
+    assert texts == ["answered"] * 3
+    assert server.most == 1
+    assert took >= 5.5  # one after another: the last waited two calls long, never timed out
+
+
+async def test_a_server_is_asked_its_slots_only_when_calls_meet(paths: Paths) -> None:
+    """Calls one after another never wait and cost the server no question of their own;
+    when calls meet, the server's `/props` is asked once, and its two slots are kept."""
+    with _Counting(1.0, slots=2) as server:
+        config = Config.model_validate({"providers": {"one": {
+            "kind": "openai", "model": "m", "base_url": server.url + "/v1",
+            "priority": 1}}})
+        router = Router(config, paths, persist=False)
+        try:
+            async def one() -> str:
+                return (await router.complete(StreamRequest.of("hi"))).text
+            assert await one() == "answered"
+            assert await one() == "answered"
+            before = server.asked_slots  # what finding the window asked, if anything
+            texts = await asyncio.gather(one(), one(), one())
+        finally:
+            await router.aclose()
+    assert texts == ["answered"] * 3
+    assert server.asked_slots == before + 1 and server.most == 2
+
+
+async def test_a_call_cancelled_while_it_waits_for_a_slot_leaves_the_queue() -> None:
+    from engine.providers._slots import SlotGate
+
+    gate = SlotGate(1, known=True)
+    first = await gate.acquire()
+    assert await gate.acquire() is first and gate.in_flight == 1  # nested in the same task
+    gate.release(first)
+    assert gate.in_flight == 1  # the outer one still holds it
+    waiting = asyncio.ensure_future(gate.acquire())
+    behind = asyncio.ensure_future(gate.acquire())
+    await asyncio.sleep(0)
+    assert gate.waiting == 2
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert gate.waiting == 1
+    gate.release(first)  # to the one still waiting, not the cancelled one
+    holder = await asyncio.wait_for(behind, 5)
+    assert gate.in_flight == 1 and gate.waiting == 0
+    gate.release(holder)
+    assert gate.in_flight == 0
+
+
+def _hold(base: str, seconds_of_tokens: int, started: threading.Event) -> threading.Thread:
+    """Another process's request (a client of its own) that keeps one slot busy."""
+    def run() -> None:
+        with httpx.Client(timeout=300) as client, client.stream(
+                "POST", f"{base}/chat/completions", json={
+                    "model": "m", "stream": True, "max_tokens": seconds_of_tokens,
+                    "ignore_eos": True, "temperature": 1.0,
+                    "messages": [{"role": "user", "content": "Tell a very long story."}]}
+        ) as reply:
+            for _ in reply.iter_raw():
+                started.set()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+async def test_a_server_whose_slots_another_process_holds_is_waited_for_not_failed_over(
+        slot_1024: LlamaServer, paths: Paths) -> None:
+    """All four slots busy with another client's long answers: our call waits in the
+    server's queue past its first-token deadline. The server says it is working (`/slots`),
+    so the call is neither failed over to the next provider nor counted against the breaker."""
+    holders = []
+    for _ in range(4):
+        started = threading.Event()
+        holders.append((_hold(slot_1024.base, 600, started), started))
+    for _, started in holders:
+        assert await asyncio.to_thread(started.wait, 120)
+    with ScriptedModel(["from the fallback"]) as fallback:
+        config = Config.model_validate({"providers": {
+            "busy": {"kind": "openai", "model": "gemma", "base_url": slot_1024.base,
+                     "priority": 1, "first_token_timeout": 1, "stall_timeout": 1,
+                     "timeout": 280},
+            "fallback": _scripted(fallback, 2)}})
+        router = Router(config, paths, persist=False)
+        try:
+            sent = time.monotonic()
+            events = [e async for e in router.stream(StreamRequest.of("Say hello.",
+                                                                      max_tokens=8))]
+            waited = time.monotonic() - sent
+            state = router.states["busy"]
+        finally:
+            await router.aclose()
+    kinds = [getattr(e, "type", "") for e in events]
+    assert "provider_switch" not in kinds and "timeout" not in kinds, kinds
+    assert isinstance(events[-1], Done)  # answered, by the busy server itself
+    assert [e.provider for e in events if isinstance(e, Attempt)] == ["busy"]
+    assert fallback.turn == 0
+    assert state.consecutive_failures == 0
+    assert waited > 1  # it did wait past the first-token deadline: the server said it worked
+    for thread, _ in holders:
+        thread.join(timeout=300)
+
+
+
+
+# ---- 5. errors in one line, with what to do -------------------------------------------------
+
+def test_an_excerpt_is_cut_at_a_word_boundary_never_inside_a_number() -> None:
+    from engine.providers._http import LINE_SHOWN, first_line
+
+    message = ('{"error":{"code":400,"message":"the request exceeds the available context '
+               'size, try increasing it","type":"exceed_context_size_error",'
+               '"n_prompt_tokens":1200,"n_ctx":1024}} ') * 3
+    shown = first_line(message)
+    cut = shown.removesuffix(" (the whole message is in the log)")
+    assert cut.endswith("…") and len(cut) <= LINE_SHOWN
+    kept = cut.removesuffix("…")
+    assert message.startswith(kept)
+    following = message[len(kept)]
+    assert following in " ,;", (kept[-20:], following)  # the cut fell between words
+
+
+def test_a_whole_endpoint_pasted_as_base_url_is_named_with_the_fix() -> None:
+    from engine.providers._http import path_hint
+
+    said = path_hint(404, "openai", "http://127.0.0.1:4000/v1/chat/completions",
+                     "/chat/completions")
+    assert 'base_url = "http://127.0.0.1:4000/v1"' in said
+    said = path_hint(404, "anthropic", "http://127.0.0.1:4000/v1/messages", "/v1/messages")
+    assert 'base_url = "http://127.0.0.1:4000"' in said
+    assert path_hint(404, "openai", "http://127.0.0.1:4000/v1", "/chat/completions") == ""
+
+
+async def test_a_refused_connection_names_the_host_and_port(paths: Paths) -> None:
+    from engine.errors import ProviderConnectionError
+    from engine.providers import create_provider
+    from tests.support.servers import closed_port
+
+    port = closed_port()
+    provider = create_provider("gw", Config.model_validate({"providers": {"gw": {
+        "kind": "openai", "model": "m", "base_url": f"http://127.0.0.1:{port}/v1",
+        "slots": 1}}}).providers["gw"], paths)
+    try:
+        with pytest.raises(ProviderConnectionError) as caught:
+            async for _ in provider.stream(StreamRequest.of("hi")):
+                pass
+    finally:
+        await provider.aclose()
+    said = caught.value.detail
+    assert said.startswith(f"cannot connect to 127.0.0.1:{port}"), said
+    assert "is the server running" in said and "ConnectError" not in said, said
+
+
+async def test_a_first_prompt_the_bound_refuses_but_the_estimate_fits_is_sent(
+        paths: Paths) -> None:
+    """Through a gateway nothing has measured yet, a prompt of about 700 tokens in a 1,024
+    window: the a-priori bound (the worst tokenizer's) leaves no room, the estimate does. It
+    is sent, its reply's room lowered and said so, and the gateway answers it; what it
+    reports then measures the rest."""
+    from engine.context.budget import fit
+    from engine.providers import create_provider
+
+    text = " ".join(["river"] * 720)
+    with capture_server("litellm-openai-stream", "litellm-model-info",
+                        "litellm-v1-models") as gateway:
+        provider = create_provider("gw", Config.model_validate({"providers": {"gw": {
+            "kind": "openai", "model": "sized", "base_url": gateway.url + "/v1",
+            "api_key": "sk-capture-master-0000"}}}).providers["gw"], paths)
+        try:
+            fitted = await fit(provider, StreamRequest.of(text, max_tokens=256))
+            events = [e async for e in provider.stream(fitted.request)]
+        finally:
+            await provider.aclose()
+    report = fitted.report
+    assert report.window == 1024 and report.counted == "estimate"
+    assert report.reply_lowered and report.reply < 256
+    assert fitted.request.messages[-1].content == text  # whole, as asked
+    assert isinstance(events[-1], Done)
+
+
+async def test_a_window_configured_too_high_ends_in_one_line_the_window_s(
+        paths: Paths) -> None:
+    """`context_window` set above what the backend has: LiteLLM refuses the prompt naming
+    1,024; fitted to that it cannot fit. What is said is the window's one line, no notice of
+    a refit that never happened before it."""
+    from engine.routing.events import ProviderEvent
+    from tests.support.captures import LONG
+
+    with capture_server("litellm-openai-window-exceeded") as gateway:
+        config = Config.model_validate({"providers": {"gw": {
+            "kind": "openai", "model": "local", "base_url": gateway.url + "/v1",
+            "api_key": "sk-capture-master-0000", "context_window": 100_000}}})
+        router = Router(config, paths, persist=False)
+        said: list[ProviderEvent] = []
+        try:
+            with pytest.raises(WindowTooSmall) as caught:
+                async for event in router.stream(StreamRequest.of(LONG, max_tokens=24)):
+                    if isinstance(event, ProviderEvent):
+                        said.append(event)
+        finally:
+            await router.aclose()
+    assert [event.type for event in said] == ["context_too_small"], said
+    assert "context window of 1024" in said[0].reason
+    assert "\n" not in caught.value.message
