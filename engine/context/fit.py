@@ -7,7 +7,8 @@ shapes, both decided here and rendered by the caller:
 - `plan_rounds` (the detective's question and gap analysis, the witness's history): the first
   round and the newest rounds whole, the rounds between as digests; when even that does not fit,
   digests are left out oldest first, then the answers of the first and newest rounds shortened,
-  then the first round left out. Only the newest round is indispensable.
+  then the first round left out, then the newest round digested, then left out: only the
+  prompt's frame (its instructions and the hypothesis) is indispensable.
 - `plan_all_rounds` (the audit): every round is there; answers are shortened to one even cap
   (the longest that fits), then questions too. Nothing is left out.
 
@@ -231,7 +232,8 @@ def plan_rounds(
 ) -> Plan[T]:
     """The first and newest rounds whole, the middle digested, within `limit` tokens (see the
     module docstring for what gives way first). `omitted_cost(k)` is what the line saying that
-    k rounds were left out costs. Raises `DoesNotFit` when not even the newest round fits."""
+    k rounds were left out costs. Raises `DoesNotFit` when not even the line that says every
+    round was left out fits."""
     n = len(rounds)
     if n == 0:
         return Plan((), Trim(), 0)
@@ -293,8 +295,15 @@ def plan_rounds(
     qcap = largest_cap(fits_question, min(MIN_QUESTION, longest_q), max(longest_q, MIN_QUESTION))
     if qcap is not None:
         return done(plan(modes, low, qcap))
-    needed = _total(plan(modes, low, min(MIN_QUESTION, longest_q)), omitted_cost)
-    raise DoesNotFit(needed, limit)
+    # the newest round as a digest, then left out too: the prompt's frame (the instructions,
+    # the hypothesis) is all a call needs, and a round of emoji is 4 tokens a character by
+    # the bound: a session is never failed by one long round
+    last: list[Mode] = ["omitted"] * (n - 1)
+    for newest in ("digest", "omitted"):
+        smallest = plan([*last, newest])  # type: ignore[list-item]
+        if _total(smallest, omitted_cost) <= limit:
+            return done(smallest)
+    raise DoesNotFit(_total(plan(["omitted"] * n), omitted_cost), limit)
 
 
 def plan_all_rounds(rounds: Sequence[RoundCost[T]], limit: int) -> Plan[T]:

@@ -121,13 +121,16 @@ def _round_lines(
         label = f"A{pair.sequence}" + (f" ({number} of {len(answers)})" if pair.samples else "")
         lines.append(f"{label}: {shorten(answer, cap) or '(no answer)'}"
                      + ("".join(f" [{mark}]" for mark in marks) if number == 1 else ""))
-    if analyses:
-        lines.append(f"Analysis of A{pair.sequence}: {_analysis_line(pair)}")
+    if analyses:  # a round shortened to fit has its gaps shortened as a digest's are
+        gaps = DIGEST_GAP if cap is not None or qcap is not None else None
+        lines.append(f"Analysis of A{pair.sequence}: {_analysis_line(pair, gaps)}")
     return "\n".join(lines)
 
 
 def _analysis_line(pair: QuestionAnswerPair, gap_chars: int | None = None) -> str:
-    analysis = pair.gap_analysis
+    analysis = getattr(pair, "gap_analysis", None)  # a round being analysed has none yet
+    if analysis is None:
+        return "not analysed yet"
     gaps = "; ".join(
         f"[{g.severity}] {g.category}: {one_line(g.description, gap_chars)}" for g in analysis.gaps
     )
@@ -346,7 +349,10 @@ def witness_prompt(
             )
             for pair in pairs
         ]
-        plan = plan_rounds(rounds, limit - fixed, _omitted_cost(count))
+        try:
+            plan = plan_rounds(rounds, limit - fixed, _omitted_cost(count))
+        except DoesNotFit as exc:  # said of the whole prompt: its instructions too
+            raise DoesNotFit(exc.needed + fixed, limit) from None
         recalled: list[str] = []
         left_out: list[int] = []
         whole: list[tuple[str, str]] = []

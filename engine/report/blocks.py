@@ -28,6 +28,7 @@ from engine.models.events import (
     AuditReady,
     ClaimExamined,
     ClaimsSplit,
+    ContextFitted,
     Discarded,
     Finished,
     GapAnalysisReady,
@@ -43,12 +44,14 @@ from engine.models.events import (
 )
 from engine.models.session import AuditResult, GapAnalysis, InterrogationSession
 from engine.models.testimony import Claim, Testimony
+from engine.models.trail import ContextFit
 from engine.report.claims import claim_line, marked_testimony
 from engine.report.words import (
     ANSWER_CUT_OFF,
     comparisons_line,
     completeness,
     contradiction,
+    cut_off_line,
     in_transcript,
     invalid_audit_line,
     judgement_line,
@@ -164,6 +167,9 @@ class Narration:
         """The testimony's text, once its pair is seen."""
         self.claims: dict[int, Claim] = {}
         """The testimony's claims by number, with their states so far."""
+        self.answer_fit: ContextFit | None = None
+        """How the witness's latest call was fitted: a cut answer says when its room was
+        lowered to fit the window."""
 
     def pieces(self, event: InterrogationEvent) -> list[Piece]:
         """What `event` adds to the transcript (often nothing)."""
@@ -240,7 +246,7 @@ class Narration:
             case QuestionDelta(text=text) | AnswerDelta(text=text):
                 return [Append(text)]
             case AnswerCutOff():
-                return [Block("mark", text=ANSWER_CUT_OFF)]
+                return [Block("mark", text=cut_off_line(self.answer_fit))]
             case AnswerUnusable(problem=problem):
                 return [Block("mark", text=problem)]
             case AnswerSampled(number=number, of=of, provider=provider, text=text):
@@ -290,6 +296,8 @@ class Narration:
             case PairCompleted():
                 pass
             case _:  # any other event: its one line from engine.report.words, if it has one
+                if isinstance(event, ContextFitted) and event.fit.role == "witness":
+                    self.answer_fit = event.fit
                 line = note(event)
                 if line:
                     return [Block("note", text=line)]

@@ -42,6 +42,7 @@ __all__ = [
     "completeness",
     "context_summary",
     "contradiction",
+    "cut_off_line",
     "demonstration_note",
     "fit_line",
     "follow_up",
@@ -266,6 +267,15 @@ def note(event: InterrogationEvent | object) -> str | None:
 @note.register
 def _cut_off(event: AnswerCutOff) -> str | None:
     return ANSWER_CUT_OFF
+
+
+def cut_off_line(fit: ContextFit | None) -> str:
+    """`ANSWER_CUT_OFF`, and why the limit was what it was when the window lowered the
+    reply's room (`fit`: how the answer's call was fitted)."""
+    if fit is None or not fit.asked_reply or fit.reply >= fit.asked_reply:
+        return ANSWER_CUT_OFF
+    return (f"{ANSWER_CUT_OFF} ({fit.reply} tokens, lowered from {fit.asked_reply} to fit "
+            f"{strip_control(fit.provider)}'s context window of {fit.window:,})")
 
 
 @note.register

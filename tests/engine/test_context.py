@@ -118,10 +118,18 @@ def test_digests_give_way_oldest_first_then_answers_are_shortened() -> None:
     assert CUT.search(tight[0])
 
 
-def test_only_the_newest_round_is_indispensable() -> None:
+def test_only_the_frame_is_indispensable() -> None:
+    """Past its smallest whole form, the newest round goes as a digest, then is left out
+    (a line says so); only a limit the frame itself passes cannot be met."""
     pairs = rounds_of(3, answer_words=400)
+    frame_only = estimate(compose([], 100_000)[0]) + 12
+    smallest = estimate(compose(pairs[-1:], 100_000)[0])
+    text, digested, _, omitted = compose(pairs, frame_only + 60)
+    assert omitted and sent_rounds(text).get(3) in ("digest", None)
+    assert "are left out here, to fit the context window" in text or digested == (3,)
+    assert smallest > frame_only + 60
     with pytest.raises(DoesNotFit):
-        compose(pairs, 60)
+        compose(pairs, 5)
 
 
 def test_the_audit_sees_every_round_with_answers_shortened_evenly() -> None:

@@ -490,3 +490,26 @@ async def test_a_window_configured_too_high_ends_in_one_line_the_window_s(
     assert [event.type for event in said] == ["context_too_small"], said
     assert "context window of 1024" in said[0].reason
     assert "\n" not in caught.value.message
+
+
+def test_an_answer_cut_at_a_lowered_limit_says_why_where_it_stops() -> None:
+    """The witness's room was lowered to fit the window: the cut-off mark says so; an answer
+    cut at the limit it asked for says only that it was cut."""
+    from engine.models.events import AnswerCutOff, ContextFitted
+    from engine.models.session import ANSWER_CUT_OFF
+    from engine.models.trail import ContextFit
+    from engine.report.blocks import Block, Narration
+
+    def mark(asked: int | None, reply: int) -> str:
+        narration = Narration()
+        fit = ContextFit(role="witness", sequence=1, provider="gw:local", used=900,
+                         window=1024, window_source="server", counted="estimate",
+                         reply=reply, asked_reply=asked)
+        narration.pieces(ContextFitted(fit=fit))
+        pieces = narration.pieces(AnswerCutOff(sequence=1, provider="gw:local"))
+        assert len(pieces) == 1 and isinstance(pieces[0], Block)
+        return pieces[0].text
+
+    assert mark(256, 60) == (f"{ANSWER_CUT_OFF} (60 tokens, lowered from 256 to fit "
+                             "gw:local's context window of 1,024)")
+    assert mark(None, 256) == ANSWER_CUT_OFF

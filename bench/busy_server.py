@@ -1,0 +1,133 @@
+"""A busy server is not a dead one (issue 55): an evaluation whose calls outnumber the
+server's slots, on a busy machine, with no item failed for time.
+
+    python bench/busy_server.py [--n 8] [--concurrency 4] [--load 1] [--baseline REV]
+
+`detektiv local-server --parallel 2` runs the real 1.5B (`make bench-real`'s file) for both
+roles; `detektiv eval demo --protocol consistency --concurrency C` sends it up to C items at
+once, each asking the witness three times side by side, while `--load` processes keep the
+cores busy. Counted: items that ended failed, and of those the ones failed for time ("no
+token for…", "not finished within…"). `--baseline REV` runs the same first with the code of
+commit REV (a git worktree), so both figures come from one run of this script on the same
+machine. Hours of CPU at larger `--n`; never in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.lifeline import release_tied, spawn_tied  # noqa: E402
+
+MODEL = Path.home() / ".cache/detektiv-bench/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+TIME_WORDS = ("no token", "not finished within", "timed out")
+
+
+def _server(code: Path, home: Path, model: Path) -> tuple[subprocess.Popen[str], str]:
+    process = spawn_tied(
+        [sys.executable, "-m", "tui", "local-server", "--port", "0", "--json", "--model",
+         str(model), "--parallel", "2", "--ctx", "8192"],
+        stdout=subprocess.PIPE, text=True, cwd=code,
+        env={**os.environ, "DETEKTIV_HOME": str(home)})
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise SystemExit("local-server ended before it listened")
+    return process, json.loads(line)["url"]
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    release_tied(process.pid)
+
+
+def one(code: Path, args: argparse.Namespace) -> dict[str, object]:
+    """One evaluation with the code at `code`: its items' endings and how long it took."""
+    with tempfile.TemporaryDirectory(prefix="detektiv-busy-") as folder:
+        home = Path(folder)
+        server, url = _server(code, home / "server", args.model)
+        (home / "config.toml").write_text(
+            f'[providers.box]\nkind = "openai"\nmodel = "qwen"\nbase_url = "{url}"\n'
+            "priority = 1\n")
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "tui", "eval", "demo", "--n", str(args.n), "--seed",
+                 "7", "--protocol", "consistency", "--concurrency", str(args.concurrency),
+                 "--detective", "box", "--witness", "box", "--limit", "5", "--json"],
+                capture_output=True, text=True, cwd=code,
+                env={**os.environ, "DETEKTIV_HOME": str(home)}, timeout=6 * 3600)
+        finally:
+            _stop(server)
+        took = time.monotonic() - started
+    units = []
+    for line in done.stdout.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and "status" in value and "item" in value:
+            units.append(value)
+    failed = [u for u in units if u["status"] == "failed"]
+    for_time = [u for u in failed if any(w in str(u.get("error") or "") for w in TIME_WORDS)]
+    for unit in failed:
+        print(f"  failed: {str(unit.get('error'))[:200]}", flush=True)
+    return {"units": len(units), "failed": len(failed), "for_time": len(for_time),
+            "seconds": round(took), "exit": done.returncode,
+            "stderr": done.stderr.strip().splitlines()[-1:] if done.returncode else []}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--load", type=int, default=1, help="busy processes beside it")
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--baseline", help="a commit to measure first, the same way")
+    args = parser.parse_args()
+    if not args.model.is_file():
+        raise SystemExit(f"{args.model}: not found (make bench-real fetches it)")
+    burners = [spawn_tied([sys.executable, "-c", "while True: pass"], foreign=True)
+               for _ in range(args.load)]
+    results: list[tuple[str, dict[str, object]]] = []
+    try:
+        if args.baseline:
+            with tempfile.TemporaryDirectory(prefix="detektiv-baseline-") as folder:
+                tree = Path(folder) / "tree"
+                subprocess.run(["git", "worktree", "add", "--detach", str(tree),
+                                args.baseline], cwd=ROOT, check=True, capture_output=True)
+                try:
+                    results.append((f"baseline {args.baseline[:8]}", one(tree, args)))
+                    print(results[-1], flush=True)
+                finally:
+                    subprocess.run(["git", "worktree", "remove", "--force", str(tree)],
+                                   cwd=ROOT, capture_output=True)
+        results.append(("this tree", one(ROOT, args)))
+        print(results[-1], flush=True)
+    finally:
+        for burner in burners:
+            _stop(burner)
+    print(f"\n{args.n} claims, consistency protocol, --concurrency {args.concurrency}, a "
+          f"two-slot server, {args.load} busy process(es)")
+    print("code              units  failed  for time  seconds")
+    for name, result in results:
+        print(f"{name:<16}  {result['units']:>5}  {result['failed']:>6}  "
+              f"{result['for_time']:>8}  {result['seconds']:>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
