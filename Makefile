@@ -54,7 +54,7 @@ bench-real: $(STAMP)
 # 'litellm[proxy]', then make captures LITELLM=/tmp/litellm/bin/litellm.
 LITELLM ?= litellm
 captures: $(STAMP)
-	$(PY) -m tests.support.captures --litellm "$$(command -v $(LITELLM))"
+	$(PY) -m tests.support.captures --litellm "$$(command -v $(LITELLM))" $(ARGS)
 
 # The shell completion scripts shipped in tui/completions/, made from the argument parser
 # (shtab); a test fails when they are out of date.

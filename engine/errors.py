@@ -301,6 +301,14 @@ class WindowTooSmall(AllProvidersFailed):
     its context window, even at its smallest: no provider failed. A caller whose prompt was
     an addition of its own (a retry) ends the retry instead of the session."""
 
+    def __init__(self, role: str, failures: list[tuple[str, str]],
+                 causes: Sequence[ProviderError] = ()) -> None:
+        super().__init__(role, failures, causes)
+        detail = "; ".join(f"{name}: {why}" for name, why in failures)
+        self.message = shown(f"the {role}'s prompt fits no provider's context window, even "
+                             f"at its smallest — {detail}")
+        self.args = (self.message,)
+
 
 class InterrogationFailed(DetektivError):
     """The interrogation cannot go on: a structured reply stayed invalid after one retry."""

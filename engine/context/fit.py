@@ -300,7 +300,7 @@ def plan_rounds(
     # the bound: a session is never failed by one long round
     last: list[Mode] = ["omitted"] * (n - 1)
     for newest in ("digest", "omitted"):
-        smallest = plan([*last, newest])  # type: ignore[list-item]
+        smallest = plan([*last, newest])
         if _total(smallest, omitted_cost) <= limit:
             return done(smallest)
     raise DoesNotFit(_total(plan(["omitted"] * n), omitted_cost), limit)

@@ -172,11 +172,14 @@ class Provider(ABC):
             )
         return None
 
-    async def stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+    async def stream(self, request: StreamRequest, *, gated: bool = True
+                     ) -> AsyncGenerator[StreamEvent, None]:
         """Stream the answer to `request` as typed events, ending with `Done`.
 
         Raises a `ProviderError` subclass on any failure. Closing the iterator early (or
-        cancelling the task consuming it) closes the provider's stream immediately.
+        cancelling the task consuming it) closes the provider's stream immediately. `gated`:
+        held within the server's slots (`_slots`); a health probe is not (it measures the
+        server, not the calls waiting for it).
         """
         if self.config.is_demonstration and (request.max_tokens or 0) > DEMONSTRATION_REPLY:
             # a tiny model rambles to any limit it is given (a 2,048-token audit narrative)
@@ -189,7 +192,7 @@ class Provider(ABC):
         first_timeout = min(first_timeout, total_timeout)
         note = "" if request.timeout else self.deadline_note(request)
         await self._prepare()  # our own set-up (an SDK's import) is not the server's time
-        gate = gate_of(self)
+        gate = gate_of(self) if gated else None
         if gate is not None:  # sent when the server has a slot for it (`_slots`)
             holder = await gate.acquire(self, min(first_timeout, SLOTS_TIMEOUT))
         try:
@@ -355,7 +358,7 @@ class Provider(ABC):
     async def _probe(self) -> str:
         """`health_check = "probe"`: one request for one token, answered to its end."""
         request = StreamRequest.of("Say OK.", max_tokens=1, temperature=0)
-        async for event in self.stream(request):
+        async for event in self.stream(request, gated=False):
             if isinstance(event, Done):
                 return f"answered a 1-token request ({event.finish_reason})"
         raise BadResponseError(self.name, "the 1-token request ended without an answer")

@@ -165,7 +165,8 @@ class ReplicatedProvider(Provider):
 
     # ---- the stream ---------------------------------------------------------------------
 
-    async def stream(self, request: StreamRequest) -> AsyncGenerator[StreamEvent, None]:
+    async def stream(self, request: StreamRequest, *, gated: bool = True
+                     ) -> AsyncGenerator[StreamEvent, None]:
         tried: set[int] = set()
         last: ProviderError | None = None
         limited_since: float | None = None

@@ -17,6 +17,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -207,6 +208,47 @@ async def test_a_whole_session_on_a_1024_token_slot_never_fails(
     assert fits and all(e.fit.window == 1024 for e in fits)  # type: ignore[attr-defined]
 
 
+async def test_a_testimony_of_several_claims_on_a_1024_token_slot_never_fails(
+        slot_1024: LlamaServer, paths: Paths) -> None:
+    """A pasted paragraph is a testimony: split into claims (the split's worked examples take
+    half the window) and each examined, on the same 1,024-token slot."""
+    config = Config.model_validate({
+        "providers": {"slot": {"kind": "openai", "model": "gemma", "priority": 1,
+                               "base_url": slot_1024.base}},
+        "roles": {"detective": ["slot"], "witness": ["slot"]},
+        "interrogation": {"temperature": 0, "max_claims": 2}})
+    events, _ = await interrogate(
+        config, paths, SessionStore(paths.data_dir / "sessions"),
+        "Vitamin B3 helps the body turn food into energy. It also keeps the skin healthy, "
+        "and doctors use it to lower cholesterol.", limit=5)
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.status != "failed", finished.reason
+    assert any(type(e).__name__ == "ClaimsSplit" for e in events)
+
+
+async def test_an_oracle_consulted_on_a_1024_token_slot_answers(
+        slot_1024: LlamaServer, home: Path, tmp_path: Path) -> None:
+    """A case whose notes are ten times the window: the oracle is shown what fits and
+    answers; nothing fails for the window."""
+    from engine import OracleFailed, OracleSaved, Workspace
+    from tests.support.cases import setup_home
+
+    setup_home(home, slot_1024.base)
+    workspace = Workspace(Paths.from_env())
+    try:
+        ref = workspace.cases.new_case("Pricing").short_id
+        notes = tmp_path / "minutes.txt"
+        notes.write_text("We raise the price from 10 to 15 in May, said Alice. " * 400)
+        workspace.cases.import_notes(ref, [notes])
+        consulted = await workspace.cases.consultation(ref, ["judge"])
+        events = [e async for e in consulted.events()]
+    finally:
+        await workspace.aclose()
+    assert not [e for e in events if isinstance(e, OracleFailed)], events
+    assert len([e for e in events if isinstance(e, OracleSaved)]) == 1
+
+
 @pytest.mark.parametrize("route", ["openai", "anthropic"])
 async def test_a_whole_session_through_the_recorded_gateway_never_fails(
         route: str, paths: Paths) -> None:
@@ -338,12 +380,13 @@ async def test_a_call_cancelled_while_it_waits_for_a_slot_leaves_the_queue() -> 
 
 def _hold(base: str, seconds_of_tokens: int, started: threading.Event) -> threading.Thread:
     """Another process's request (a client of its own) that keeps one slot busy."""
-    def run() -> None:
+    root = base.removesuffix("/v1")
+
+    def run() -> None:  # llama.cpp's own endpoint: it keeps generating past an end of text
         with httpx.Client(timeout=300) as client, client.stream(
-                "POST", f"{base}/chat/completions", json={
-                    "model": "m", "stream": True, "max_tokens": seconds_of_tokens,
-                    "ignore_eos": True, "temperature": 1.0,
-                    "messages": [{"role": "user", "content": "Tell a very long story."}]}
+                "POST", f"{root}/completion", json={
+                    "prompt": "Once upon a time", "n_predict": seconds_of_tokens,
+                    "ignore_eos": True, "stream": True, "temperature": 1.0}
         ) as reply:
             for _ in reply.iter_raw():
                 started.set()
