@@ -277,7 +277,8 @@ async def test_code_search_without_a_code_dir_says_so(tmp_path) -> None:
 
 # ---- fitting a turn ---------------------------------------------------------------------
 
-def test_a_turn_gives_way_history_first_then_old_tool_results_then_the_type_segment() -> None:
+def test_a_turn_gives_way_history_first_then_old_tool_results_then_the_type_segment_then_the_run(
+) -> None:
     from engine.agent.prompt import fit_turn as _fit
 
     history = [Message("user", "old question " * 50), Message("assistant", "old answer " * 50)]
@@ -294,8 +295,20 @@ def test_a_turn_gives_way_history_first_then_old_tool_results_then_the_type_segm
     assert messages[0].content == full
     messages, trim = _fit(600, estimate, full, small, history, "q?", run)
     assert messages[0].content == small and messages[5].content == run[3].content
+    # then the run's oldest exchange, the newest kept and the question saying so
+    from engine.agent.prompt import DROPPED
+
+    dropped = sum(estimate(text) + 12 for text in (small, f"q?\n\n{DROPPED}",
+                                                   run[2].content, run[3].content))
+    messages, trim = _fit(dropped, estimate, full, small, history, "q?", run)
+    assert [m.content for m in messages[2:]] == [run[2].content, run[3].content]
+    assert "left out to fit the window" in messages[1].content
+    # then the newest results cut, head and tail kept; only the system alone is too much
+    messages, trim = _fit(250, estimate, full, small, history, "q?", run)
+    assert "chars cut" in messages[-1].content and trim.shortened
+    assert sum(estimate(m.content) + 12 for m in messages) <= 250
     with pytest.raises(DoesNotFit):
-        _fit(300, estimate, full, small, history, "q?", run)
+        _fit(100, estimate, full, small, history, "q?", run)
 
 
 def test_the_tree_imports_where_stdout_has_no_encoding() -> None:

@@ -249,6 +249,28 @@ async def test_an_oracle_consulted_on_a_1024_token_slot_answers(
     assert len([e for e in events if isinstance(e, OracleSaved)]) == 1
 
 
+def test_the_case_agent_on_a_1024_token_slot_stops_for_a_reason_of_its_own(
+        slot_1024: LlamaServer, home: Path, paths: Paths) -> None:
+    """The agent's instructions, the vault's results and the question on a 1,024-token slot,
+    the shipped reply budget: it stops for one of its own reasons, never an error."""
+    from engine.agent.events import STOP_REASONS
+    from engine.storage.sessions import SessionStore as Store
+    from tests.support.cli import detektiv
+    from tests.support.factory import case_session
+
+    (home / "config.toml").write_text(
+        f'[providers.slot]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{slot_1024.base}"'
+        '\n\n[agent]\nturn_limit = 3\nmax_tokens = 96\ntemperature = 0\n')
+    store = Store.of(paths)
+    case_session(store, "Bob was in Paris on Monday",
+                 [("Where were you on Monday?", "In Paris, at the Louvre. " * 60)])
+    done = detektiv("agent", "Which sessions mention Paris?", "--json", timeout=240)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0, events[-1]
+    assert events[-1]["type"] == "stop", events[-1]
+    assert events[-1]["reason"] in STOP_REASONS and events[-1]["reason"] != "error", events[-1]
+
+
 @pytest.mark.parametrize("route", ["openai", "anthropic"])
 async def test_a_whole_session_through_the_recorded_gateway_never_fails(
         route: str, paths: Paths) -> None:
