@@ -26,52 +26,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.lifeline import release_tied, spawn_tied  # noqa: E402
+from engine.lifeline import spawn_tied  # noqa: E402
+from tests.support.servers import local_server, stop  # noqa: E402
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 MODEL = Path.home() / ".cache/detektiv-bench/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 TIME_WORDS = ("no token", "not finished within", "timed out")
 
 
-def _server(code: Path, home: Path, model: Path) -> tuple[subprocess.Popen[str], str]:
-    process = spawn_tied(
-        [sys.executable, "-m", "tui", "local-server", "--port", "0", "--json", "--model",
-         str(model), "--parallel", "2", "--ctx", "8192"],
-        stdout=subprocess.PIPE, text=True, cwd=code,
-        env={**os.environ, "DETEKTIV_HOME": str(home)})
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line:
-        raise SystemExit("local-server ended before it listened")
-    return process, json.loads(line)["url"]
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    release_tied(process.pid)
-
-
 def one(code: Path, args: argparse.Namespace) -> dict[str, object]:
     """One evaluation with the code at `code`: its items' endings and how long it took."""
-    with tempfile.TemporaryDirectory(prefix="detektiv-busy-") as folder:
+    with tempfile.TemporaryDirectory(prefix="detektiv-busy-") as folder, \
+            local_server(_made(Path(folder) / "server"), "--model", str(args.model),
+                         "--parallel", "2", "--ctx", "8192") as server:
         home = Path(folder)
-        server, url = _server(code, home / "server", args.model)
         (home / "config.toml").write_text(
-            f'[providers.box]\nkind = "openai"\nmodel = "qwen"\nbase_url = "{url}"\n'
+            f'[providers.box]\nkind = "openai"\nmodel = "qwen"\nbase_url = "{server.url}"\n'
             "priority = 1\n")
         started = time.monotonic()
-        try:
-            done = subprocess.run(
+        done = subprocess.run(
                 [sys.executable, "-m", "tui", "eval", "demo", "--n", str(args.n), "--seed",
                  "7", "--protocol", "consistency", "--concurrency", str(args.concurrency),
                  "--detective", "box", "--witness", "box", "--limit", "5", "--json"],
                 capture_output=True, text=True, cwd=code,
                 env={**os.environ, "DETEKTIV_HOME": str(home)}, timeout=6 * 3600)
-        finally:
-            _stop(server)
         took = time.monotonic() - started
     units = []
     for line in done.stdout.splitlines():
@@ -119,7 +101,7 @@ def main() -> int:
         print(results[-1], flush=True)
     finally:
         for burner in burners:
-            _stop(burner)
+            stop(burner, timeout=30)
     print(f"\n{args.n} claims, consistency protocol, --concurrency {args.concurrency}, a "
           f"two-slot server, {args.load} busy process(es)")
     print("code              units  failed  for time  seconds")

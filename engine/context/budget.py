@@ -41,7 +41,7 @@ from engine.context.measure import (
     within_bound,
 )
 from engine.context.tokens import BOUND_PRIMER, MESSAGE_OVERHEAD, estimate, estimate_messages
-from engine.context.windows import Window, WindowSource, window_of
+from engine.context.windows import LEARNED, Window, WindowSource, window_of
 from engine.providers import Message, StreamRequest
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ async def fit(
         prompt = Prompt.whole(prompt)
     window = await window_of(provider)
     if told is not None and told < window.tokens:
-        window = replace(window, tokens=told, source="server", said_by="learned from its refusal")
+        window = replace(window, tokens=told, source="server", said_by=LEARNED)
     asked = prompt.request.max_tokens
     reply = min(asked or UNSET_REPLY, max(1, window.tokens // SMALL_REPLY_SHARE))
     try:

@@ -87,6 +87,8 @@ def default_window(kind: str, model: str, official: bool) -> Window:
 
 
 _windows: dict[tuple[str, str], Window] = {}
+LEARNED = "learned from its refusal"
+"""`Window.said_by` of a window a server's refusal named: it wins over a configured one."""
 
 
 def key_of(provider: Provider) -> tuple[str, str]:
@@ -132,7 +134,8 @@ async def window_of(provider: Provider) -> Window:
                 lambda done: _asking.pop(key) if _asking.get(key) is done else None)
         found = await asyncio.shield(asking)  # one caller cancelled: the others still wait
     configured = provider.config.context_window
-    if configured is not None:
+    if configured is not None and not (found.said_by == LEARNED and found.tokens < configured):
+        # configured wins, but for a smaller window a refusal named since: set too high
         return replace(found, tokens=configured, source="config")
     return found
 
@@ -164,7 +167,7 @@ def forget(provider: Provider, told: int | None = None) -> None:
         return
     known = _windows.get(key)
     _windows[key] = Window(told, "server", known.exact if known is not None else False,
-                           "learned from its refusal")
+                           LEARNED)
 
 
 def mark_inexact(provider: Provider) -> None:

@@ -550,8 +550,11 @@ async def test_a_window_configured_too_high_ends_in_one_line_the_window_s(
                 async for event in router.stream(StreamRequest.of(LONG, max_tokens=24)):
                     if isinstance(event, ProviderEvent):
                         said.append(event)
+            windows = await router.windows()
         finally:
             await router.aclose()
+    # what `providers` then shows: the window the refusal named, and that it was learned so
+    assert (windows["gw"].tokens, windows["gw"].describe()) == (1024, "learned from its refusal")
     assert [event.type for event in said] == ["context_too_small"], said
     assert "context window of 1024" in said[0].reason
     assert "\n" not in caught.value.message
@@ -578,3 +581,37 @@ def test_an_answer_cut_at_a_lowered_limit_says_why_where_it_stops() -> None:
     assert mark(256, 60) == (f"{ANSWER_CUT_OFF} (60 tokens, lowered from 256 to fit "
                              "gw:local's context window of 1,024)")
     assert mark(None, 256) == ANSWER_CUT_OFF
+
+
+async def test_a_deadline_on_a_working_server_moves_on_up_to_the_whole_reply_s() -> None:
+    """Past its first-token or between-tokens deadline, a stream whose server says it is
+    working (another slot's prompt taken in first) is waited for, a deadline at a time, up to
+    the reply's whole deadline; a server that says it is idle (or cannot say) times out at
+    once."""
+    from engine.providers._deadline import Deadline
+
+    async def waited(working: bool, until: float) -> tuple[float, int]:
+        asked = 0
+
+        async def says() -> bool:
+            nonlocal asked
+            asked += 1
+            return working
+
+        loop = asyncio.get_running_loop()
+        watch = Deadline(says)
+        started = loop.time()
+        watch.wait(started + 0.2, started + until)
+        try:
+            await asyncio.sleep(30)  # a token that never comes
+        except asyncio.CancelledError:
+            assert watch.expired and watch.uncancel()
+        finally:
+            watch.done()
+            watch.close()
+        return loop.time() - started, asked
+
+    took, asked = await waited(True, 2.5)
+    assert 2.45 <= took < 8 and asked >= 2  # asked at 0.2 s, then each second, to the end
+    took, asked = await waited(False, 1.0)
+    assert took < 0.9 and asked == 1

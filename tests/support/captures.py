@@ -36,7 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.lifeline import release_tied, spawn_tied
+from engine.lifeline import spawn_tied
+from tests.support.servers import stop
 from tests.support.wire import CUT, Reply, WireServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,13 +324,7 @@ def record(litellm: str, only: set[str] | None = None) -> list[Path]:
                   f"{len(data['response']['chunks'])} chunks", flush=True)
     finally:
         for process in processes:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-            release_tied(process.pid)
+            stop(process, timeout=30)
         shutil.rmtree(work, ignore_errors=True)
     return written
 
