@@ -1,7 +1,8 @@
 """Sessions through LiteLLM's proxy on 1,024-token slots: none may fail on our arithmetic
 (issue 55), and how tight the fitted size is against what the gateway counted.
 
-    python bench/gateway_runs.py --litellm /tmp/litellm/bin/litellm [--runs 10]
+    python bench/gateway_runs.py --litellm /tmp/litellm/bin/litellm [--runs 10] \
+        [--baseline REV] [--worst N]
 
 For each bundled model (SmolLM2-135M, Gemma 3 270M): `detektiv local-server --parallel 4
 --ctx 4096` (1,024 tokens a slot), LiteLLM's proxy in front of it, and `--runs` sessions of
@@ -12,7 +13,8 @@ the prompt takes) over the prompt tokens the gateway reported for it (all calls,
 256 tokens or more, where the room matters: a short prompt's fixed overheads are a few tokens
 that weigh more). `under`: calls whose fitted size was below the count (a prompt that might
 have overflowed). Prints a table; the goals are no session failed and the fitted size within
-20 % above the gateway's count.
+20 % above the gateway's count. `--baseline REV` first runs the same sessions with the code of
+commit REV (a git worktree, through its CLI), on the same servers: how many of them failed.
 """
 
 from __future__ import annotations
@@ -98,6 +100,28 @@ async def _session(config: Config, paths: Paths, calls: list[tuple[int, int, boo
     return finished
 
 
+def _baseline(tree: Path, url: str, route: str, runs: int, home: Path) -> int:
+    """The same sessions with the code of another commit (`tree`), through its CLI: how many
+    ended `failed`."""
+    base = url + "/v1" if route == "openai" else url
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        f'[providers.gw]\nkind = "{route}"\nmodel = "local"\nbase_url = "{base}"\n'
+        f'api_key_env = "GATEWAY_KEY"\npriority = 1\n')
+    failed = 0
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-m", "tui", "run", HYPOTHESIS, "--detective", "gw", "--witness",
+             "gw", "--limit", "5"], capture_output=True, text=True, cwd=tree, timeout=1800,
+            env={**os.environ, "DETEKTIV_HOME": str(home), "GATEWAY_KEY": KEY})
+        ended = [line for line in (done.stdout + done.stderr).splitlines()
+                 if line.startswith("Session ")]
+        if ended and " failed: " in ended[-1]:
+            failed += 1
+            print(f"  baseline {route}: {ended[-1][:220]}", flush=True)
+    return failed
+
+
 def _route(url: str, route: str) -> Config:
     base = url + "/v1" if route == "openai" else url
     return Config.model_validate({
@@ -112,8 +136,33 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--worst", type=int, default=0, help="print the N loosest fits")
+    parser.add_argument("--baseline", help="a commit whose sessions are run the same way first")
     args = parser.parse_args()
     rows = []
+    tree: Path | None = None
+    if args.baseline:
+        tree = Path(tempfile.mkdtemp(prefix="detektiv-baseline-")) / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline],
+                       cwd=ROOT, check=True, capture_output=True)
+    try:
+        _measure(args, rows, tree)
+    finally:
+        if tree is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
+                           capture_output=True)
+    print("\nmodel          route      runs  failed  baseline  calls  fitted/counted: median  "
+          "max   ≤1.20  (256+: ≤1.20  max)  under  seconds")
+    for (model, route, runs, failed, before, n, median, most, within, within_long, most_long,
+         under, took) in rows:
+        print(f"{model:<14} {route:<10} {runs:>4}  {failed:>6}  {before:>8}  {n:>5}  "
+              f"{median:>22.3f}  {most:.3f}  {within:>5.0%}  {within_long:>12.0%}  "
+              f"{most_long:.3f}  {under:>5}  {took:>7.0f}")
+    return 0
+
+
+def _measure(args: argparse.Namespace, rows: list[tuple[Any, ...]], tree: Path | None
+             ) -> None:
+    """Every model and route of `args`, a row each in `rows`."""
     for model in args.models.split(","):
         with tempfile.TemporaryDirectory(prefix="detektiv-gw-bench-") as folder, \
                 local_server(_made(Path(folder) / "server-home"), "--model", model,
@@ -122,6 +171,10 @@ def main() -> int:
             proxy, url = _proxy(args.litellm, work, server.url)
             try:
                 for route in ("openai", "anthropic"):
+                    before: int | str = "-"
+                    if tree is not None:
+                        before = _baseline(tree, url, route, args.runs,
+                                           work / f"baseline-{route}")
                     paths = Paths.at(work / f"home-{route}")
                     calls: list[tuple[int, int, bool]] = []
                     endings: list[str] = []
@@ -138,7 +191,7 @@ def main() -> int:
                               f"{' (schema)' if schema else ''}", flush=True)
                     # where the room matters: prompts of 256 tokens or more
                     long = [used / counted for used, counted, _ in calls[1:] if counted >= 256]
-                    rows.append((model, route, args.runs, endings.count("failed"),
+                    rows.append((model, route, args.runs, endings.count("failed"), before,
                                  len(later), statistics.median(later) if later else 0.0,
                                  max(later) if later else 0.0,
                                  sum(r <= 1.2 for r in later) / max(1, len(later)),
@@ -148,14 +201,6 @@ def main() -> int:
                     print(f"{model} {route}: {endings}", flush=True)
             finally:
                 stop(proxy, timeout=30)
-    print("\nmodel          route      runs  failed  calls  fitted/counted: median  max   "
-          "≤1.20  (256+: ≤1.20  max)  under  seconds")
-    for (model, route, runs, failed, n, median, most, within, within_long, most_long, under,
-         took) in rows:
-        print(f"{model:<14} {route:<10} {runs:>4}  {failed:>6}  {n:>5}  {median:>22.3f}  "
-              f"{most:.3f}  {within:>5.0%}  {within_long:>12.0%}  {most_long:.3f}  "
-              f"{under:>5}  {took:>7.0f}")
-    return 0
 
 
 if __name__ == "__main__":

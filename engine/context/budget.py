@@ -245,7 +245,8 @@ async def fit(
             return await _fit(provider, prompt, window, room, shrink)
         except DoesNotFit as exc:
             short = exc
-    if told is None and shrink == 1.0 and not window.exact and not calibrated(provider):
+    if told is None and shrink == 1.0 and not window.exact and not calibrated(provider) \
+            and provider.refuses_overflow:
         # nothing measured this server yet: the a-priori bound (the worst tokenizer's ratio)
         # refused a prompt the estimate fits. It is sent by the estimate: a server that then
         # refuses it names its count, and it is fitted again to that (never refused here on

@@ -375,6 +375,13 @@ class Provider(ABC):
         it becomes a grammar, which takes no room."""
         return self.kind == "anthropic" or self.official
 
+    @property
+    def refuses_overflow(self) -> bool:
+        """Whether a prompt longer than the window is refused (a 400 that names it), not
+        silently cut: only then is a prompt sent that the estimate fits and the bound does
+        not (`engine.context.budget`). Ollama cuts the prompt's start to `num_ctx` instead."""
+        return self.kind != "ollama"
+
     def slot_key(self) -> str | None:
         """The server whose slots this provider's calls share (`_slots`): its API root, or
         None for a vendor's API with no `slots` configured (no limit of ours to keep)."""

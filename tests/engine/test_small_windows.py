@@ -615,3 +615,20 @@ async def test_a_deadline_on_a_working_server_moves_on_up_to_the_whole_reply_s()
     assert 2.45 <= took < 8 and asked >= 2  # asked at 0.2 s, then each second, to the end
     took, asked = await waited(False, 1.0)
     assert took < 0.9 and asked == 1
+
+
+def test_a_reply_stopped_at_a_lowered_limit_says_so_on_its_stop_line() -> None:
+    """`ask`'s note for a reply cut at its limit: the limit's cause when the window lowered
+    the room it asked for."""
+    from engine.context.budget import FitReport
+    from engine.report.stream import CUT_AT_LIMIT, stream_note
+
+    lowered = FitReport(provider="gw:local", used=960, window=1024, window_source="server",
+                        counted="estimate", reply=32, asked_reply=256)
+    asked = FitReport(provider="gw:local", used=300, window=1024, window_source="server",
+                      counted="estimate", reply=256, asked_reply=256)
+    assert stream_note(Done("length"), lowered) == (
+        f"{CUT_AT_LIMIT}: 32 tokens, lowered from 256 to fit gw:local's context window of "
+        "1024 tokens")
+    assert stream_note(Done("length"), asked) == CUT_AT_LIMIT
+    assert stream_note(Done("length")) == CUT_AT_LIMIT
