@@ -3,8 +3,8 @@ server's slots, on a busy machine, with no item failed for time.
 
     python bench/busy_server.py [--n 8] [--concurrency 4] [--load 1] [--baseline REV]
 
-`detektiv local-server --parallel 2` runs the real 1.5B (`make bench-real`'s file) for both
-roles; `detektiv eval demo --protocol consistency --concurrency C` sends it up to C items at
+`detektiv local-server --parallel 2` (this tree's, for both) runs the real 1.5B (`make
+bench-real`'s file, with its token budgets) for both roles; `detektiv eval demo --protocol consistency --concurrency C` sends it up to C items at
 once, each asking the witness three times side by side, while `--load` processes keep the
 cores busy. Counted: items that ended failed, and of those the ones failed for time ("no
 token for…", "not finished within…"). `--baseline REV` runs the same first with the code of
@@ -46,7 +46,11 @@ def one(code: Path, args: argparse.Namespace) -> dict[str, object]:
         home = Path(folder)
         (home / "config.toml").write_text(
             f'[providers.box]\nkind = "openai"\nmodel = "qwen"\nbase_url = "{server.url}"\n'
-            "priority = 1\n")
+            "priority = 1\n\n"
+            # `make bench-real`'s budgets: the same work a call, hours fewer
+            "[interrogation]\ntemperature = 0\nquestion_max_tokens = 48\n"
+            "answer_max_tokens = 48\nanalysis_max_tokens = 96\nmax_gaps = 1\n"
+            "audit_max_tokens = 160\n")
         started = time.monotonic()
         done = subprocess.run(
                 [sys.executable, "-m", "tui", "eval", "demo", "--n", str(args.n), "--seed",

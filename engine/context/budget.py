@@ -13,7 +13,12 @@ prompts measured by an upper bound (`tokens.bound`: the estimate times the worst
 measured on real tokenizers, other scripts at their UTF-8 bytes), never by the estimate alone:
 an estimate of 1,813 tokens was 2,710 on the server. A prompt that cannot fit beside the
 reply's room lowers that room to what the window leaves (the report says so), down to
-`MIN_REPLY`; below that it does not fit, and `DoesNotFit` names the context window.
+`MIN_REPLY`; below that it does not fit, and `DoesNotFit` names the context window and what
+the prompt measured. Before that, a retry's additions give up their room (`Prompt.lighter`:
+its quoted reply, then its notes), before any round is digested. A first prompt to a server
+nothing has measured yet that only the a-priori bound refuses (the estimate fits) is sent all
+the same where the server refuses an overflow: its refusal names its count, and the router
+fits the prompt again to that.
 
 How a prompt's tokens are measured (exact counts, bounds, what replies reported) is
 `engine.context.measure`'s.

@@ -105,6 +105,9 @@ async def _discover(provider: Provider) -> tuple[int | None, bool, bool]:
     except Exception as exc:  # a server that cannot say is not a failed call
         log.info("%s: window not discovered: %s", provider.name, exc)
         told, keep = None, False
+    known = provider.counts_exactly
+    if known is not None:  # no probe needed (the embedded model: it would load it)
+        return told, known, keep
     exact = False
     for attempt in (1, 2):  # a probe that got no answer (a busy machine) is asked once more
         try:

@@ -416,6 +416,10 @@ class Provider(ABC):
         """True for the vendor's own endpoint (its model names mean what they say)."""
         return self.kind == "anthropic" or standard_key_env(self.config) is not None
 
+    counts_exactly: bool | None = None
+    """Whether `count_tokens` counts exactly, when known without asking the server (None:
+    `engine.context.windows` asks it once)."""
+
     window_said_by = ""
     """Where `context_window` read the window it returned (`/props`, `/model/info`, …)."""
 

@@ -181,6 +181,8 @@ class LocalProvider(Provider):
         return (f"fitted to the {speed.reply:.1f} tokens a second measured here for "
                 f"{request.max_tokens or 512:,} tokens")
 
+    counts_exactly = True  # its llama.cpp server's /tokenize, once the model is loaded
+
     async def context_window(self) -> int | None:
         self.window_said_by = "n_ctx / n_parallel"
         return self.config.n_ctx // self.config.n_parallel

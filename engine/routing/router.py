@@ -22,7 +22,10 @@ quarter smaller).
 A failure before the first token moves to the next provider. A failure mid-stream (cut,
 stall, malformed chunk, invalid structured output) restarts the turn on the next provider from
 the start, after a `PartialDiscarded` that carries the partial text: text from two providers is
-never spliced. When the chain runs out, `AllProvidersFailed` names every provider and why. A
+never spliced. When the chain runs out, `AllProvidersFailed` names every provider and why;
+when every provider tried was skipped for its window (or refused the prompt fitted again),
+`WindowTooSmall`, its subclass: nothing failed, and a caller whose prompt was its own addition
+(a retry) ends that instead of the session. A
 reply that turns out to have begun inside its think block (`WasReasoning`) is told the same
 way: the text so far void, an `Attempt` on the same provider, the text again as reasoning.
 
@@ -162,20 +165,24 @@ class Router:
         # a state left by an earlier configuration is replaced at the next save
         self._dirty: set[str] = self._store.stale & set(self.providers)
         self.health = HealthLoop(self.check_health)
+        self.seen_windows: dict[str, Window] = {}
+        """The windows the health checks found, by provider (`windows`)."""
 
     def chain(self, role: str) -> list[str]:
         """The enabled providers `role` tries, in order."""
         return chain_for(self.config, role, self.paths.config_file)
 
-    async def windows(self, timeout: float = 10.0) -> dict[str, Window]:
-        """Each enabled provider's context window, as a call would be fitted to it (asked of
-        its server, at most `timeout` seconds each; one that did not say is left out)."""
+    async def windows(self, timeout: float = 10.0, names: list[str] | None = None
+                      ) -> dict[str, Window]:
+        """Each enabled provider's context window (`names`: those only), as a call would be
+        fitted to it (asked of its server, at most `timeout` seconds each; one that did not
+        say is left out)."""
         async def one(provider: Provider) -> Window | None:
             try:
                 return await asyncio.wait_for(window_of(provider), timeout)
             except Exception:  # a server that cannot say has no window shown, no error
                 return None
-        names = list(self.providers)
+        names = list(self.providers) if names is None else names
         found = await asyncio.gather(*(one(self.providers[name]) for name in names))
         return {name: window for name, window in zip(names, found, strict=True)
                 if window is not None}
@@ -414,6 +421,9 @@ class Router:
                                 health.check)
             self._dirty.add(name)
         self.save()
+        # the windows of those that answered, for the Providers tab (asked once a process)
+        self.seen_windows.update(await self.windows(
+            names=[name for name, health in zip(names, results, strict=True) if health.ok]))
         return dict(zip(names, results, strict=True))
 
     def start_health_checks(self, interval: float | None = None) -> None:

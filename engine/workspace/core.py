@@ -232,7 +232,8 @@ class Workspace:
         from engine.report.providers import provider_rows
 
         router = self._router
-        return provider_rows(self.config, router.states if router is not None else None)
+        return provider_rows(self.config, router.states if router is not None else None,
+                             router.seen_windows if router is not None else None)
 
     async def check_providers(self) -> list[ProviderRow]:
         """Every provider, each enabled one health-checked now (a router of its own)."""

@@ -41,7 +41,11 @@ async def test_health_enable_and_priority(home: Path, llama_server: LlamaServer)
         assert (cell(table, 0, 6), cell(table, 0, 7)) == ("ok", "server")
         assert (cell(table, 1, 6), cell(table, 1, 7)) == ("down", "list")
         assert cell(table, 1, 5) in ("unavailable", "degraded")
-        assert "refused" in cell(table, 1, 11).lower() or "connect" in cell(table, 1, 11).lower()
+        assert "refused" in cell(table, 1, 12).lower() or "connect" in cell(table, 1, 12).lower()
+        # the window of each provider that answered, and where it came from
+        await until(pilot, lambda: cell(table, 0, 11) != "–", timeout=30)
+        assert cell(table, 0, 11).endswith("(llama.cpp's /props)")
+        assert cell(table, 1, 11) == "–"
         # move `dead` before `srv`, then disable it: both land in the config file
         table.move_cursor(row=1)
         await pilot.press("plus")

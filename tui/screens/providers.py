@@ -94,7 +94,7 @@ class ProvidersScreen(Guarded, Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("Name", "Kind", "Model", "Prio", "Enabled", "Status", "Health",
-                          "Check", "Circuit", "Checked", "Latency", "Detail")
+                          "Check", "Circuit", "Checked", "Latency", "Window", "Detail")
         self.query_one("#pull-progress", ProgressBar).display = False
         table.focus()
         self.redraw()
@@ -117,7 +117,8 @@ class ProvidersScreen(Guarded, Screen[None]):
             table.add_row(
                 Text(row.name), row.kind, Text(row.model), str(row.priority),
                 "yes" if row.enabled else "no", row.status, row.health, row.check or "–",
-                row.circuit, row.checked(), row.latency, Text(row.detail[:80]), key=row.name,
+                row.circuit, row.checked(), row.latency, Text(row.window_text or "–"),
+                Text(row.detail[:80]), key=row.name,
             )
         if 0 <= cursor < len(self.names):
             table.move_cursor(row=cursor, animate=False)
