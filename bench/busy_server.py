@@ -4,7 +4,8 @@ server's slots, on a busy machine, with no item failed for time.
     python bench/busy_server.py [--n 8] [--concurrency 4] [--load 1] [--baseline REV]
 
 `detektiv local-server --parallel 2` (this tree's, for both) runs the real 1.5B (`make
-bench-real`'s file, with its token budgets) for both roles; `detektiv eval demo --protocol consistency --concurrency C` sends it up to C items at
+bench-real`'s file, with its token budgets; `--answer-tokens` for the witness's) for both
+roles; `detektiv eval demo --protocol consistency --concurrency C` sends it up to C items at
 once, each asking the witness three times side by side, while `--load` processes keep the
 cores busy. Counted: items that ended failed, and of those the ones failed for time ("no
 token for…", "not finished within…"). `--baseline REV` runs the same first with the code of
@@ -49,7 +50,8 @@ def one(code: Path, args: argparse.Namespace) -> dict[str, object]:
             "priority = 1\n\n"
             # `make bench-real`'s budgets: the same work a call, hours fewer
             "[interrogation]\ntemperature = 0\nquestion_max_tokens = 48\n"
-            "answer_max_tokens = 48\nanalysis_max_tokens = 96\nmax_gaps = 1\n"
+            f"answer_max_tokens = {args.answer_tokens}\nanalysis_max_tokens = 96\n"
+            "max_gaps = 1\n"
             "audit_max_tokens = 160\n")
         started = time.monotonic()
         done = subprocess.run(
@@ -83,6 +85,8 @@ def main() -> int:
     parser.add_argument("--load", type=int, default=1, help="busy processes beside it")
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--baseline", help="a commit to measure first, the same way")
+    parser.add_argument("--answer-tokens", type=int, default=48,
+                        help="the witness's budget (longer answers keep the slots busier)")
     args = parser.parse_args()
     if not args.model.is_file():
         raise SystemExit(f"{args.model}: not found (make bench-real fetches it)")
