@@ -136,6 +136,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--worst", type=int, default=0, help="print the N loosest fits")
+    parser.add_argument("--routes", default="openai,anthropic")
     parser.add_argument("--baseline", help="a commit whose sessions are run the same way first")
     args = parser.parse_args()
     rows = []
@@ -170,7 +171,7 @@ def _measure(args: argparse.Namespace, rows: list[tuple[Any, ...]], tree: Path |
             work = Path(folder)
             proxy, url = _proxy(args.litellm, work, server.url)
             try:
-                for route in ("openai", "anthropic"):
+                for route in args.routes.split(","):
                     before: int | str = "-"
                     if tree is not None:
                         before = _baseline(tree, url, route, args.runs,

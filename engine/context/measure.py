@@ -13,15 +13,17 @@ whose replies report is calibrated by them and never recounted (`measured`).
 
 A server that cannot count (a gateway, a cloud API) has its prompts measured by an upper
 bound (`tokens.bound`) until its replies report what a prompt took (`measured`); from then on
-by the worst ratio reported, times `REPORTED_SLACK` (`text_measure`, `uncounted`).
+by the worst of the last `RECENT` ratios reported, times `REPORTED_SLACK` (`text_measure`,
+`uncounted`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.context.tokens import (
@@ -63,6 +65,8 @@ class _Ratio:
     worst: float = 0.0
     bounded: int = 0
     reported: int = 0  # of `counts`, the ones a reply's usage gave
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+    """The last `RECENT` ratios: what a reported bound goes by (`_reported_factor`)."""
 
 
 _ratios: dict[tuple[str, str], _Ratio] = {}
@@ -133,6 +137,7 @@ def _record(table: dict[tuple[str, str], _Ratio], provider: Provider, counted: i
     ratio = table.setdefault(key_of(provider), _Ratio())
     ratio.counts += 1
     ratio.worst = max(ratio.worst, counted / max(1, guess))
+    ratio.recent.append(counted / max(1, guess))
     return True
 
 
@@ -151,8 +156,13 @@ REPORTED_CALIBRATION = 1
 """Replies whose reported prompt tokens are taken before they bound the estimate: one (on one
 tokenizer, the texts measured here ranged from 0.93 to 1.24 times the estimate; the worst
 ratio seen, `BOUND_SLACK` and the margin hold that, a refusal that names the count the rest)."""
+RECENT = 8
+"""Reported ratios a bound goes by: the worst of the last eight. One unusual prompt (a round
+of emoji, a table of numbers) once padded every later prompt of a session by a third; it now
+ages out. A prompt the server then refuses names its count, is fitted again to it, and starts
+the measuring over."""
 REPORTED_SLACK = 1.08
-"""The bound of a provider whose replies report: the worst ratio they showed times this. A
+"""The bound of a provider whose replies report: the worst recent ratio they showed times this. A
 ratio measured on the session's own prompts (the same templates, the same model) varies
 little: 0.87–0.91 over one LiteLLM session; a server that refuses a prompt all the same has it
 fitted again to what its refusal says."""
@@ -170,7 +180,7 @@ def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: obj
     ratio of 1.85, which then padded every prompt after it by twice).
 
     Of a provider that cannot count: the measure that bounds its estimates once
-    `REPORTED_CALIBRATION` replies have said (the estimate times the worst ratio seen times
+    `REPORTED_CALIBRATION` replies have said (the estimate times the worst recent ratio times
     `BOUND_SLACK`, above `bound_messages` too when that is what was measured). Of one that
     can (`counts`: llama.cpp, whose `prompt_tokens` is the whole prompt, its cached part
     included): an exact count taken for free, which calibrates `within_bound` as a count
@@ -199,7 +209,7 @@ def refit_share(used: int, needed: int | None, told: int | None) -> float:
 
 def text_measure(provider: Provider) -> Callable[[str], int]:
     """How a text of a provider that cannot count is measured: `bound` until its replies
-    measured the estimate, then the estimate times the worst ratio seen (above the bound too,
+    measured the estimate, then the estimate times the worst recent ratio (above the bound too,
     when that is what was measured: a tokenizer unlike those measured here) and
     `BOUND_SLACK`, never above the text's bytes, which no tokenizer exceeds."""
     factor = _reported_factor(provider)
@@ -215,11 +225,12 @@ def calibrated(provider: Provider) -> bool:
 
 def _reported_factor(provider: Provider) -> float | None:
     """What the estimate of a provider that cannot count is multiplied by, once its replies
-    have measured it: the worst ratio they showed, times `REPORTED_SLACK`."""
+    have measured it: the worst of the last `RECENT` ratios they showed, times
+    `REPORTED_SLACK`."""
     ratio = _reported.get(key_of(provider))
     if ratio is None or ratio.counts < REPORTED_CALIBRATION:
         return None
-    return ratio.worst * REPORTED_SLACK
+    return max(ratio.recent) * REPORTED_SLACK
 
 
 def uncounted(provider: Provider, messages: Sequence[Message]) -> int:
