@@ -180,7 +180,9 @@ def test_a_plan_never_exceeds_its_limit_and_never_splits_a_round(
     assert plan.tokens <= limit
     modes = [mode for _, mode, _, _ in plan.rounds]
     assert [cost.number for cost, *_ in plan.rounds] == list(range(1, len(answers) + 1))
-    assert modes[-1] == "whole"
+    # the newest round is whole, unless every other round was left out first (then it is a
+    # digest, or left out too: only the prompt's frame is indispensable)
+    assert modes[-1] == "whole" or set(modes[:-1]) <= {"omitted"}
     if every_round:
         assert set(modes) == {"whole"}
         caps = {cap for _, _, cap, _ in plan.rounds}
