@@ -30,11 +30,6 @@ sys.path.insert(0, str(ROOT))
 from engine.lifeline import spawn_tied  # noqa: E402
 from tests.support.servers import local_server, stop  # noqa: E402
 
-
-def _made(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
 MODEL = Path.home() / ".cache/detektiv-bench/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 TIME_WORDS = ("no token", "not finished within", "timed out")
 
@@ -42,7 +37,7 @@ TIME_WORDS = ("no token", "not finished within", "timed out")
 def one(code: Path, args: argparse.Namespace) -> dict[str, object]:
     """One evaluation with the code at `code`: its items' endings and how long it took."""
     with tempfile.TemporaryDirectory(prefix="detektiv-busy-") as folder, \
-            local_server(_made(Path(folder) / "server"), "--model", str(args.model),
+            local_server(Path(folder) / "server", "--model", str(args.model),
                          "--parallel", "2", "--ctx", "8192") as server:
         home = Path(folder)
         (home / "config.toml").write_text(

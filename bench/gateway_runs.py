@@ -45,11 +45,6 @@ from engine.storage.sessions import SessionStore  # noqa: E402
 from tests.support.captures import _free_port, _wait_http  # noqa: E402
 from tests.support.servers import local_server, stop  # noqa: E402
 
-
-def _made(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
 HYPOTHESIS = "Water boils at 100 °C at sea level."
 KEY = "sk-bench-0000"
 MODELS = ("smollm2-135m", "gemma-3-270m")
@@ -166,7 +161,7 @@ def _measure(args: argparse.Namespace, rows: list[tuple[Any, ...]], tree: Path |
     """Every model and route of `args`, a row each in `rows`."""
     for model in args.models.split(","):
         with tempfile.TemporaryDirectory(prefix="detektiv-gw-bench-") as folder, \
-                local_server(_made(Path(folder) / "server-home"), "--model", model,
+                local_server(Path(folder) / "server-home", "--model", model,
                              "--parallel", "4", "--ctx", "4096") as server:
             work = Path(folder)
             proxy, url = _proxy(args.litellm, work, server.url)

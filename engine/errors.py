@@ -291,9 +291,14 @@ class AllProvidersFailed(DetektivError):
         """The providers' own errors, in order (a skipped provider has none)."""
         if failures:
             detail = "; ".join(f"{name}: {why}" for name, why in failures)
-            super().__init__(f"every provider for {role} failed — {detail}")
+            super().__init__(f"{self._lead(role)} — {detail}")
         else:
             super().__init__(f"no enabled provider for {role}")
+
+    @staticmethod
+    def _lead(role: str) -> str:
+        """What the message says before each provider's reason."""
+        return f"every provider for {role} failed"
 
 
 class WindowTooSmall(AllProvidersFailed):
@@ -301,13 +306,15 @@ class WindowTooSmall(AllProvidersFailed):
     its context window, even at its smallest: no provider failed. A caller whose prompt was
     an addition of its own (a retry) ends the retry instead of the session."""
 
-    def __init__(self, role: str, failures: list[tuple[str, str]],
-                 causes: Sequence[ProviderError] = ()) -> None:
-        super().__init__(role, failures, causes)
-        detail = "; ".join(f"{name}: {why}" for name, why in failures)
-        self.message = shown(f"the {role}'s prompt fits no provider's context window, even "
-                             f"at its smallest — {detail}")
-        self.args = (self.message,)
+    @staticmethod
+    def _lead(role: str) -> str:
+        return f"the {role}'s prompt fits no provider's context window, even at its smallest"
+
+    @property
+    def last_reason(self) -> str:
+        """The last provider's reason (its window, what the prompt needs), for a line of its
+        own."""
+        return self.failures[-1][1] if self.failures else self.message
 
 
 class InterrogationFailed(DetektivError):

@@ -45,10 +45,8 @@ def fit_turn(limit: int, count: Callable[[str], int], full_system: str, small_sy
                                        "window; call the tool again if you need them]")
     if total() > limit and small_system != full_system:
         system = Message("system", small_system)
-    dropped = 0
     while total() > limit and len(turns) > 2:  # the run's oldest exchanges, the newest kept
         turns = turns[2:]
-        dropped += 2
         asked = Message("user", f"{question}\n\n{DROPPED}")
     shortened: list[int] = []
     spent: set[int] = set()  # cut as short as they go

@@ -102,8 +102,7 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
                 raise
             # a retry of ours that fits no window closes the questioning, as its tries do
             raise NoQuestion(f"the retry of question {sequence} does not fit the context "
-                             f"window ({exc.failures[-1][1] if exc.failures else exc.message})"
-                             ) from None
+                             f"window ({exc.last_reason})") from None
         except AllProvidersFailed:
             if len(rejected) == tried:  # no model spoke nonsense: the providers failed
                 raise

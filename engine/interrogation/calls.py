@@ -224,7 +224,7 @@ class SessionCalls:
                 yield self._trail(AuditTrailEntry(
                     event="error", role="detective", from_provider=turn.provider,
                     reason=f"the {what}'s retry does not fit the context window; the rule "
-                    f"decides instead: {exc.failures[-1][1] if exc.failures else exc.message}"))
+                    f"decides instead: {exc.last_reason}"))
                 turn.value, turn.invalid = None, f"{detail}; its retry did not fit the " \
                     "context window"
                 return

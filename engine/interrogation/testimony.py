@@ -296,8 +296,7 @@ async def _split(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None
                 # the retry is ours: the first split stands, not the session's end
                 yield calls._trail(AuditTrailEntry(
                     event="error", role="detective", reason="the split's retry does not fit "
-                    f"the context window; the first split stands: {exc.failures[-1][1]}"
-                    if exc.failures else exc.message))
+                    f"the context window; the first split stands: {exc.last_reason}"))
                 break
             claims, refused = _claims_of(turn.text, pair.answer, session.hypothesis_text,
                                          calls.settings.max_claims)

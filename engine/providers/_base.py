@@ -382,11 +382,17 @@ class Provider(ABC):
         not (`engine.context.budget`). Ollama cuts the prompt's start to `num_ctx` instead."""
         return self.kind != "ollama"
 
+    @property
+    def server_url(self) -> str | None:
+        """The URL of the server this provider talks to; None for a vendor's API named by
+        its kind alone."""
+        return self.config.base_url
+
     def slot_key(self) -> str | None:
         """The server whose slots this provider's calls share (`_slots`): its API root, or
         None for a vendor's API with no `slots` configured (no limit of ours to keep)."""
-        if self.config.base_url:
-            return api_root(self.config.base_url).lower()
+        if self.server_url:
+            return api_root(self.server_url).lower()
         if self.config.slots is not None:
             return f"{self.kind}:{self.name}"
         return None
@@ -394,7 +400,7 @@ class Provider(ABC):
     @property
     def on_this_machine(self) -> bool:
         """Whether the server runs here (loopback): one slot is assumed until it says more."""
-        host = urlsplit(self.config.base_url).hostname if self.config.base_url else None
+        host = urlsplit(self.server_url).hostname if self.server_url else None
         return host is not None and is_loopback(host)
 
     async def server_working(self) -> bool:

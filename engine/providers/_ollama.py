@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from engine.config.providers import OLLAMA_URL, is_loopback
+from engine.config.providers import OLLAMA_URL
 from engine.errors import BadResponseError, ProviderError, ServerError
 from engine.jsondata import read_json
 from engine.providers._base import Provider
@@ -81,13 +80,9 @@ class OllamaProvider(Provider):
         """The Ollama URL this provider talks to."""
         return ollama_host(self.config.base_url, self._env)
 
-    def slot_key(self) -> str | None:
-        return self.host.lower()
-
     @property
-    def on_this_machine(self) -> bool:
-        host = urlsplit(self.host).hostname
-        return host is not None and is_loopback(host)
+    def server_url(self) -> str | None:
+        return self.host
 
     def _get_client(self) -> ollama.AsyncClient:
         if self._client is None:

@@ -322,19 +322,24 @@ class OpenAIProvider(Provider):
 
     # ---- a llama.cpp server behind the OpenAI-compatible API: its window and its tokenizer --
 
-    async def _llamacpp_api(self) -> tuple[httpx.AsyncClient, str, dict[str, str]] | None:
-        if self._official or self.config.base_url is None or self._llamacpp is False:
+    async def _server_api(self) -> tuple[httpx.AsyncClient, str, dict[str, str]] | None:
+        """(client, API root, headers) of the server behind `base_url`, to ask what it says
+        of itself; None for a vendor's API."""
+        if self._official or self.config.base_url is None:
             return None
         key = await self.resolved_key()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return self._get_client(), api_root(self.config.base_url), headers
 
+    async def _llamacpp_api(self) -> tuple[httpx.AsyncClient, str, dict[str, str]] | None:
+        """`_server_api`, unless the server is known not to be llama.cpp."""
+        return None if self._llamacpp is False else await self._server_api()
+
     async def context_window(self) -> int | None:
-        if self._official or self.config.base_url is None:
+        api = await self._server_api()
+        if api is None:
             return None
-        key = await self.resolved_key()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        client, root = self._get_client(), api_root(self.config.base_url)
+        client, root, headers = api
         try:
             window = None
             if self._llamacpp is not False:  # known not to be llama.cpp: a gateway's, asked again

@@ -101,6 +101,7 @@ def stop(process: subprocess.Popen[str], timeout: float) -> None:
 def local_server(home: Path, *args: str) -> Iterator[LlamaServer]:
     """`detektiv local-server --port 0 ARGS…` running, stopped on exit."""
     env = {**os.environ, "DETEKTIV_HOME": str(home)}
+    home.mkdir(parents=True, exist_ok=True)
     stderr_path = home / "stderr.txt"
     with stderr_path.open("w") as stderr:
         if "--model" not in args:  # the suite's server runs the bundled Gemma, whatever the
