@@ -70,6 +70,7 @@ from .evals.report import (
     eval_lines as eval_lines,
     eval_table as eval_table,
     reliability_lines as reliability_lines,
+    summary_json as summary_json,
 )
 from .evals.run import (
     EvalFinished as EvalFinished,

@@ -16,7 +16,7 @@ from engine.evals.folder import RESULTS, RunFolder
 from engine.evals.summary import SYSTEMS, EvalSummary
 
 __all__ = ["DEMONSTRATION_WARNING", "eval_lines", "eval_table", "reliability_lines",
-           "report_markdown", "write_report"]
+           "report_markdown", "summary_json", "write_report"]
 
 DEMONSTRATION_WARNING = (
     "The detective was a demonstration model (a tiny model shipped to test the plumbing): "
@@ -192,3 +192,25 @@ def write_report(summary: EvalSummary, folder: RunFolder, directory: Path) -> li
         for result in folder.latest().values():  # a unit tried again: its last result only
             out.write(result.model_dump_json() + "\n")
     return [directory / "report.md", directory / RESULTS, *(directory / p for p in plots)]
+
+
+def summary_json(summary: EvalSummary) -> dict[str, object]:
+    """A summary as JSON (NaN as null)."""
+
+    def number(value: float) -> float | None:
+        return None if value != value else round(value, 6)
+
+    return {
+        "run": summary.info.id if summary.info else None,
+        "demonstration": bool(summary.info and summary.info.demonstration),
+        "systems": {
+            key: {"n": m.n, "failed": m.failed, **{
+                name: {"value": number(f.value), "low": number(f.low), "high": number(f.high)}
+                for name, f in m.figures.items()}}
+            for key, m in summary.systems.items()
+        },
+        "f1_by_rounds": [{"rounds": r, "n": n, "f1": number(f1)}
+                         for r, n, f1 in summary.by_rounds],
+        "cost": round(summary.cost, 6),
+        "unpriced": summary.unpriced,
+    }

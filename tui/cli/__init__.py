@@ -131,6 +131,19 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--no-shared-model", dest="shared_model", action="store_false",
                      help="do not start one local-server for all tabs (each tab then loads "
                      "the embedded model itself)")
+    mcp = commands.add_parser(
+        "mcp", parents=[common],
+        help="serve detektiv's tools over the Model Context Protocol (stdio; --http)")
+    mcp.add_argument("--http", action="store_true",
+                     help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1",
+                     help="with --http: address to listen on (default 127.0.0.1; others "
+                     "need --allow-remote)")
+    mcp.add_argument("--port", type=int, metavar="N",
+                     help="with --http: port (default 8765; 0 picks a free one)")
+    mcp.add_argument("--allow-remote", action="store_true",
+                     help="with --http: listen on a non-loopback address; every request "
+                     "then needs the token printed (or DETEKTIV_MCP_TOKEN)")
     from tui.cli import agent, cache, case, evals, models, sessions
 
     sessions.add_parsers(commands, common)
@@ -214,6 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return commands.local_server(paths, args)
             case "serve":
                 return commands.serve(paths, args)
+            case "mcp":
+                from tui.mcp import run as run_mcp
+
+                return run_mcp(paths, args)
             case "completion":
                 from tui.cli.completion import script
 

@@ -25,6 +25,7 @@ from engine import (
     eval_table,
     money,
     split_chain,
+    summary_json,
 )
 
 __all__ = ["EVAL_COMMANDS", "add_parser", "dispatch"]
@@ -212,28 +213,6 @@ def _show(summary: EvalSummary, as_json: bool) -> None:
               .rstrip())
     for line in eval_lines(summary):
         print(line)
-
-
-def summary_json(summary: EvalSummary) -> dict[str, object]:
-    """A summary as JSON (NaN as null)."""
-
-    def number(value: float) -> float | None:
-        return None if value != value else round(value, 6)
-
-    return {
-        "run": summary.info.id if summary.info else None,
-        "demonstration": bool(summary.info and summary.info.demonstration),
-        "systems": {
-            key: {"n": m.n, "failed": m.failed, **{
-                name: {"value": number(f.value), "low": number(f.low), "high": number(f.high)}
-                for name, f in m.figures.items()}}
-            for key, m in summary.systems.items()
-        },
-        "f1_by_rounds": [{"rounds": r, "n": n, "f1": number(f1)}
-                         for r, n, f1 in summary.by_rounds],
-        "cost": round(summary.cost, 6),
-        "unpriced": summary.unpriced,
-    }
 
 
 def _evals(workspace: Workspace, args: argparse.Namespace) -> int:

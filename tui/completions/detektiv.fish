@@ -50,7 +50,7 @@ function _shtab_detektiv_using
   test "$_shtab_detektiv_cmdpath" = "$argv"
 end
 
-set -g _shtab_detektiv_commands providers ask conversations local-server prompts completion paths serve run sessions show watch resume export oracles new notes consult agent vault 'vault search' cache 'cache put' 'cache match' 'cache list' 'cache show' 'cache invalidate' 'cache delete' 'cache export' 'cache import' 'cache stats' models 'models pull' 'models rm' eval evals
+set -g _shtab_detektiv_commands providers ask conversations local-server prompts completion paths serve mcp run sessions show watch resume export oracles new notes consult agent vault 'vault search' cache 'cache put' 'cache match' 'cache list' 'cache show' 'cache invalidate' 'cache delete' 'cache export' 'cache import' 'cache stats' models 'models pull' 'models rm' eval evals
 set -g _shtab_detektiv_opts_with_value --answer --answer-file --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --temperature --threads --witness --witness-document -n -o -p
 
 complete -c detektiv -e
@@ -115,6 +115,14 @@ complete -c detektiv -n '_shtab_detektiv_using serve' -l host -x -d 'address to 
 complete -c detektiv -n '_shtab_detektiv_using serve' -l port -x -d '0 picks a free port'
 complete -c detektiv -n '_shtab_detektiv_using serve' -l allow-remote -d 'listen on a non-loopback address; every request then needs the token printed (or DETEKTIV_SERVE_TOKEN)'
 complete -c detektiv -n '_shtab_detektiv_using serve' -l no-shared-model -d 'do not start one local-server for all tabs (each tab then loads the embedded model itself)'
+complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a mcp -d 'serve detektiv'"'"'s tools over the Model Context Protocol (stdio; --http)'
+complete -c detektiv -n '_shtab_detektiv_using mcp' -s h -l help -d 'show this help message and exit'
+complete -c detektiv -n '_shtab_detektiv_using mcp' -l config -xka "(__fish_complete_path (commandline -ct))" -d 'configuration file (default: $DETEKTIV_HOME/config.toml or the user config dir)'
+complete -c detektiv -n '_shtab_detektiv_using mcp' -l debug -d 'log everything (DETEKTIV_LOG_LEVEL=debug), on stderr too for a command'
+complete -c detektiv -n '_shtab_detektiv_using mcp' -l http -d 'streamable HTTP at http://HOST:PORT/mcp instead of stdio'
+complete -c detektiv -n '_shtab_detektiv_using mcp' -l host -x -d 'with --http: address to listen on (default 127.0.0.1; others need --allow-remote)'
+complete -c detektiv -n '_shtab_detektiv_using mcp' -l port -x -d 'with --http: port (default 8765; 0 picks a free one)'
+complete -c detektiv -n '_shtab_detektiv_using mcp' -l allow-remote -d 'with --http: listen on a non-loopback address; every request then needs the token printed (or DETEKTIV_MCP_TOKEN)'
 complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a run -d 'run an interrogation'
 complete -c detektiv -n '_shtab_detektiv_using run' -s h -l help -d 'show this help message and exit'
 complete -c detektiv -n '_shtab_detektiv_using run' -l config -xka "(__fish_complete_path (commandline -ct))" -d 'configuration file (default: $DETEKTIV_HOME/config.toml or the user config dir)'

@@ -20,6 +20,7 @@ _shtab_detektiv_commands() {
     evals:'list evaluation runs, or show one'"'"'s figures'
     export:'export a session'
     local-server:'serve the embedded model'"'"'s OpenAI-compatible API on 127.0.0.1'
+    mcp:'serve detektiv'"'"'s tools over the Model Context Protocol (stdio; --http)'
     models:'local GGUF models: list, pull, rm'
     new:'create a session for notes (its interrogation later)'
     notes:'list a session'"'"'s notes; `notes add ID FILE…` imports'
@@ -324,6 +325,19 @@ _shtab_detektiv_local_server_options=(
 # guard to ensure default positional specs are added only once per session
 _shtab_detektiv_local_server_defaults_added=0
 
+_shtab_detektiv_mcp_options=(
+  "(- : *)"{-h,--help}"[show this help message and exit]"
+  "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
+  "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
+  "--http[streamable HTTP at http\:\/\/HOST\:PORT\/mcp instead of stdio]"
+  "--host[with --http\: address to listen on (default 127.0.0.1\; others need --allow-remote)]:host:"
+  "--port[with --http\: port (default 8765\; 0 picks a free one)]:N:"
+  "--allow-remote[with --http\: listen on a non-loopback address\; every request then needs the token printed (or DETEKTIV_MCP_TOKEN)]"
+)
+
+# guard to ensure default positional specs are added only once per session
+_shtab_detektiv_mcp_defaults_added=0
+
 _shtab_detektiv_models_options=(
   "(- : *)"{-h,--help}"[show this help message and exit]"
   "--config[configuration file (default\: \$DETEKTIV_HOME\/config.toml or the user config dir)]:FILE:_files"
@@ -554,6 +568,7 @@ _shtab_detektiv() {
         evals) _arguments -C -s $_shtab_detektiv_evals_options ;;
         export) _arguments -C -s $_shtab_detektiv_export_options ;;
         local-server) _arguments -C -s $_shtab_detektiv_local_server_options ;;
+        mcp) _arguments -C -s $_shtab_detektiv_mcp_options ;;
         models) _shtab_detektiv_models ;;
         new) _arguments -C -s $_shtab_detektiv_new_options ;;
         notes) _arguments -C -s $_shtab_detektiv_notes_options ;;
