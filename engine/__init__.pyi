@@ -65,6 +65,12 @@ from .errors import (
     exit_family as exit_family,
     session_exit_code as session_exit_code,
 )
+from .evals.board import (
+    board_json as board_json,
+    board_lines as board_lines,
+    board_table as board_table,
+)
+from .evals.compare import Leaderboard as Leaderboard
 from .evals.folder import EvalRunInfo as EvalRunInfo
 from .evals.report import (
     eval_lines as eval_lines,

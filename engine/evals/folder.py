@@ -48,8 +48,8 @@ class EvalResult(_Model):
     item: str
     kind: EvalKind = "interrogation"
     repeat: Annotated[int, Field(ge=1)] = 1
-    label: bool
-    """True: the claim is true."""
+    label: bool | None
+    """True: the claim is true; None: an open question (its claims are counted instead)."""
     claim: str
     status: str
     """How the judging ended: `completed`, `limit-reached` or `failed`."""
@@ -71,6 +71,13 @@ class EvalResult(_Model):
     """Set when a rule stayed broken after its retry: the verdict is `undetermined` for it."""
     testimony: str | None = None
     """The testimony the item's claim belongs to (split, labelled claims), else None."""
+    claims: dict[str, int] | None = None
+    """An open question's: how many of the witness's claims ended in each state (`held`,
+    `contradicted`, `unsure`, `not checkable`, …)."""
+    reference: dict[str, int] | None = None
+    """An open question in `--mode document`: how many of the witness's checkable claims the
+    reference (the detective holding the document) read as `supported`, `not supported` or
+    `unsure`."""
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -78,6 +85,9 @@ class EvalResult(_Model):
 
     @property
     def failed(self) -> bool:
+        """No verdict (a labelled claim), no claim counted (an open question)."""
+        if self.label is None:
+            return self.claims is None
         return self.verdict is None
 
 
@@ -106,6 +116,9 @@ class EvalRunInfo(_Model):
     witness_label: str = ""
     demonstration: bool = False
     """The detective was a demonstration model: its verdicts mean nothing."""
+    comparison: str | None = None
+    """The witness comparison this run is one witness of (`detektiv eval --compare`): the
+    runs with the same comparison put the same items to their witnesses, judged alike."""
     created: datetime = Field(default_factory=lambda: datetime.now(UTC))
     updated: datetime = Field(default_factory=lambda: datetime.now(UTC))
 

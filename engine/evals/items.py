@@ -24,6 +24,12 @@ A row's `document`, `context` or `knowledge` (the first present) is the item's d
 never reaches the detective. In that mode a row without one is refused by its line
 (`check_documents`) before anything starts.
 
+Open questions, unlabelled (a witness leaderboard, `detektiv eval QUESTIONS --compare A,B`):
+a text file of one question a line, or JSON lines with a `question` field and no claim or
+label (optionally `id` and a `document`). Each is an item whose label is None: the witness
+answers it, its testimony is taken apart and examined claim by claim, and the run's figures
+are the shares of its claims in each state.
+
 A `.json` file may also hold one array of such objects, and a `.parquet` file (what the Hub's
 HaluEval dataset is stored as) rows of HaluEval's columns. A line that fits neither format is a
 `DatasetError` naming the line and what is wrong; nothing is half read.
@@ -57,12 +63,13 @@ _MAX_TEXT = 20_000
 
 @dataclass(frozen=True, slots=True)
 class EvalItem:
-    """One labelled claim. `label` True: the claim is true. `group`: items sampled together
-    (the two claims of one HaluEval row)."""
+    """One labelled claim. `label` True: the claim is true; None: an open question, asked of
+    the witness (its claims are examined, unlabelled). `group`: items sampled together (the
+    two claims of one HaluEval row)."""
 
     key: str
     claim: str
-    label: bool
+    label: bool | None
     question: str | None = None
     answer: str | None = None
     source: str | None = None
@@ -174,6 +181,8 @@ def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:
                                              ("hallucinated", wrong, False))]
     if "claims" in row and "claim" not in row:
         return _split_row(row, index, where)
+    if "question" in row and "claim" not in row and "label" not in row:
+        return [_question(row.get("question"), row, index, where)]
     if "claim" not in row:
         raise DatasetError(f"{where}: neither a claim ('claim', 'label') nor a HaluEval-QA row "
                            "('question', 'right_answer', 'hallucinated_answer'), a HaluEval "
@@ -191,6 +200,34 @@ def _from_row(row: Any, index: int, where: str) -> list[EvalItem]:
                      _text(row.get("answer"), "answer", where, required=False),
                      _text(row.get("source"), "source", where, required=False), key,
                      _document(row, where), where)]
+
+
+def _question(text: Any, row: dict[str, Any], index: int, where: str) -> EvalItem:
+    """An open question (unlabelled): the witness's answer to it is what is examined."""
+    question = _text(text, "question", where)
+    assert question is not None
+    key = row.get("id")
+    key = str(key) if isinstance(key, str | int) and str(key).strip() else f"q{index}"
+    return EvalItem(key, question, None, question, None,
+                    _text(row.get("source"), "source", where, required=False), key,
+                    _document(row, where), where)
+
+
+def read_questions(path: Path) -> list[EvalItem]:
+    """The open questions of a text file, one a line (blank lines and `#` comments left out);
+    `DatasetError` naming the line of one too long."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path.name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise DatasetError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    items = [_question(line.strip(), {}, number, f"{path.name} line {number}")
+             for number, line in enumerate(text.splitlines(), start=1)
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not items:
+        raise DatasetError(f"{path.name}: no question in it")
+    return items
 
 
 _MOST_CLAIMS = 200
@@ -281,10 +318,20 @@ def read_items(path: Path) -> list[EvalItem]:
             if item.key in seen:
                 raise DatasetError(f"{where}: the id {item.key!r} is used twice")
             seen.add(item.key)
+            _same_kind(items[0] if items else item, item, where)
             items.append(item)
     if not items:
         raise _no_claims(path)
     return items
+
+
+def _same_kind(first: EvalItem, item: EvalItem, where: str) -> None:
+    """`DatasetError` for an open question among labelled claims, or the reverse: a file
+    holds one or the other."""
+    if (first.label is None) != (item.label is None):
+        kind = "an open question among labelled claims" if item.label is None else \
+            "a labelled claim among open questions"
+        raise DatasetError(f"{where}: {kind} (a file holds one or the other)")
 
 
 def _no_claims(path: Path) -> DatasetError:
@@ -326,7 +373,10 @@ def chosen_items(path: Path, n: int | None, seed: int) -> Items:
     """The claims `sample(read_items(path), n, seed)` chooses, checked the same way: from a
     JSON-lines file as an `ItemFile` (an evaluation of 100,000 claims holds none of them),
     from a JSON array or a Parquet file (read whole anyway) as a list."""
-    if path.suffix != ".parquet" and path.is_file() and _first_byte(path) != b"[":
+    first = _first_byte(path) if path.suffix != ".parquet" and path.is_file() else b"["
+    if first not in (b"[", b"{", b""):  # text: one open question a line
+        return sample(read_questions(path), n, seed)
+    if first != b"[":
         return ItemFile(path, n, seed)
     return sample(read_items(path), n, seed)
 
@@ -359,9 +409,13 @@ class ItemFile:
         self._stamp = stamp(path)
         counts = bytearray()  # claims each row gives (1, or 2 for a HaluEval-QA row)
         keys = array("Q")
-        for _, _, items in self._rows():
+        first: EvalItem | None = None
+        for _, where, items in self._rows():
             counts.append(len(items))
             keys.extend(_key_hash(item.key) for item in items)
+            for item in items:
+                first = first or item
+                _same_kind(first, item, where)
         if _repeats(keys):  # an id twice (or, once in 10^9 runs, two hashes alike):
             read_items(path)  # the reader names the line, as it always has
         del keys

@@ -31,6 +31,7 @@ import json
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -204,7 +205,7 @@ class EvalRun:
             for protocol in self.protocols:
                 for repeat in range(1, self.runs + 1):
                     yield Unit(item, PROTOCOL_KIND[protocol], repeat)
-            if self.baselines:
+            if self.baselines and item.label is not None:  # a question has no claim yet
                 yield Unit(item, "direct")
                 if testimony_source(item.claim) != "given":  # a summary states no one answer
                     yield Unit(item, "are-you-sure")          # to ask "Are you sure?" of
@@ -355,10 +356,15 @@ class EvalRun:
             run.settings = settings.model_copy(update={"claim_concurrency": 1})
         async for _ in run.events():
             pass
-        return self._from_session(unit, run.session, time.monotonic() - started)
+        result = self._from_session(unit, run.session, time.monotonic() - started)
+        if result.claims is not None and self.info.mode == "document" and unit.item.document:
+            result = await self._reference(unit, run.session, result)
+        return result
 
     def _from_session(self, unit: Unit, session: InterrogationSession,
                       seconds: float) -> EvalResult:
+        if unit.item.label is None:
+            return self._counted(unit, session, seconds)
         audit = session.audit_result
         if session.status in ("completed", "limit-reached") and audit is not None \
                 and audit.verdict is not None:
@@ -375,6 +381,53 @@ class EvalRun:
                             session=str(session.id),
                             error=session.error or f"the session ended {session.status} "
                             "without a verdict")
+
+    def _counted(self, unit: Unit, session: InterrogationSession, seconds: float
+                 ) -> EvalResult:
+        """An open question's result: its testimony's claims counted by state (None, and the
+        item failed, when the session ended without its claims examined)."""
+        testimony = session.testimony
+        spent = {"rounds": len(session.qa_pairs), "tokens": session.tokens.total,
+                 "cost": session.tokens.cost, "unpriced": session.tokens.unpriced,
+                 "seconds": seconds, "session": str(session.id), "repairs": session.repairs}
+        if session.status not in ("completed", "limit-reached") or testimony is None or \
+                not testimony.claims:
+            why = session.error or (testimony.problem if testimony else None) or \
+                f"the session ended {session.status} with no claim examined"
+            return self._result(unit, "failed", error=why, **spent)
+        counts = Counter(claim.state for claim in testimony.claims)
+        audit = session.audit_result
+        return self._result(unit, session.status, claims=dict(counts),
+                            verdict=audit.verdict if audit else None,
+                            probability_false=audit.probability_false if audit else None,
+                            **spent)
+
+    async def _reference(self, unit: Unit, session: InterrogationSession,
+                         result: EvalResult) -> EvalResult:
+        """`--mode document`: each checkable claim of the witness's testimony read against the
+        question's document by one reference for every witness — the detective holding the
+        document (`Baselines.reader`), never the witness grading itself."""
+        assert session.testimony is not None
+        tally = TokenTally()
+        judge = Baselines(self.router, self.workspace.config.interrogation, "document", tally,
+                          self.budget)
+        read: Counter[str] = Counter()
+        for claim in session.testimony.claims:
+            if claim.state in ("not checkable", "not examined"):
+                continue
+            item = EvalItem(f"{unit.item.key}:{claim.number}", claim.text, None,
+                            document=unit.item.document)
+            try:
+                verdict, _ = await judge.reader(item)
+            except DetektivError as exc:
+                return result.model_copy(update={
+                    "claims": None, "status": "failed",
+                    "error": f"the reference could not read claim {claim.number}: "
+                             f"{exc.message}"})
+            read[{"true": "supported", "false": "not supported"}.get(verdict, "unsure")] += 1
+        return result.model_copy(update={"reference": dict(read),
+                                         "tokens": result.tokens + tally.total,
+                                         "cost": result.cost + tally.cost})
 
     # ---- baselines ------------------------------------------------------------------------
 

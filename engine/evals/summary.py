@@ -149,6 +149,8 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
     grouped: dict[tuple[str, str], dict[str, tuple[bool, str | None, float | None, int,
                                                    int, float]]] = {}
     for r in results:
+        if r.label is None:  # an open question: its claims are counted (`compare`)
+            continue
         compact[r.key] = (r.label, r.verdict, r.probability_false, r.rounds, r.tokens,
                           r.seconds)
         if r.testimony is not None and r.repeat == 1:

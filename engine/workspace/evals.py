@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, cast
 from engine.config.roles import apply_roles
 from engine.costs import Budget
 from engine.errors import ConfigError, DatasetError
+from engine.evals.board import write_board
+from engine.evals.compare import Leaderboard, comparison_id, leaderboard
 from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
 from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
 from engine.evals.items import Items, check_documents, chosen_items
@@ -63,17 +65,23 @@ class Evals:
         path = dataset_path(self.workspace.paths, request.dataset, progress)
         items = chosen_items(path, request.n, request.seed)
         check_documents(items, request.mode)
+        if request.mode not in ("open", "document") and any(
+                item.label is None for item in items):
+            raise ConfigError(f"{path.name}: open questions are asked of the witness as they "
+                               "are: --mode open (or document), not " + request.mode)
         return path, file_sha256(path), items
 
     async def start(self, request: EvalRequest, *, runs: int = 1, baselines: bool = False,
                     concurrency: int | None = None, retry_failed: bool = False,
                     progress: Progress | None = None,
                     max_cost: float | None = None,
-                    protocols: Sequence[str] = ("cross-exam",)) -> EvalRun:
+                    protocols: Sequence[str] = ("cross-exam",),
+                    compared: bool = False) -> EvalRun:
         """A run ready to go (its folder created or found again). `protocols`: the
         interrogation protocols to judge each item with (each a system of its own; like
-        `baselines`, they add to a run). `ConfigError` for bad settings or unknown providers,
-        `DatasetError` for items that cannot be read."""
+        `baselines`, they add to a run). `compared`: the run is one witness of a comparison
+        (`compare`). `ConfigError` for bad settings or unknown providers, `DatasetError` for
+        items that cannot be read."""
         chosen = tuple(dict.fromkeys(protocols))
         if (problem := unknown_protocols(chosen or [""])) is not None:
             raise ConfigError(f"--protocol: {problem}")
@@ -92,6 +100,7 @@ class Evals:
             slots = concurrency or await _slots(router)
             ident = run_id(request, checksum, limit)
             folder = RunFolder(self.root / ident)
+            comparison = comparison_id(request, checksum, limit) if compared else None
             detective = router.chain("detective")
             witness = router.chain("witness")
             if not detective or not witness:
@@ -102,7 +111,8 @@ class Evals:
                 info = folder.info()
                 info = info.model_copy(update={
                     "runs": max(info.runs, runs), "baselines": info.baselines or baselines,
-                    "protocols": list(dict.fromkeys([*info.protocols, *chosen]))})
+                    "protocols": list(dict.fromkeys([*info.protocols, *chosen])),
+                    "comparison": info.comparison or comparison})
             else:
                 info = EvalRunInfo(
                     id=ident, dataset=request.dataset, dataset_file=str(path),
@@ -113,6 +123,7 @@ class Evals:
                     detective_label=first.label,
                     witness_label=router.providers[witness[0]].label,
                     demonstration=first.config.is_demonstration,
+                    comparison=comparison,
                 )
             folder.open()
             folder.save_info(info)
@@ -162,6 +173,31 @@ class Evals:
         """Write report.md, results.jsonl and the plots of a run into `directory`."""
         folder = self.folder(ref)
         return write_report(summary or summarize(folder), folder, directory)
+
+    def comparisons(self) -> dict[str, list[EvalRunInfo]]:
+        """Each witness comparison's runs (its id → its runs, the most recent first)."""
+        found: dict[str, list[EvalRunInfo]] = {}
+        for info in self.runs():
+            if info.comparison:
+                found.setdefault(info.comparison, []).append(info)
+        return found
+
+    def comparison(self, ref: str) -> Leaderboard:
+        """The leaderboard of the comparison whose id starts with `ref` (its witnesses in the
+        order they were first run)."""
+        ref = ref.strip()
+        every = self.comparisons()
+        found = [ident for ident in every if ref and ident.startswith(ref)]
+        if len(found) != 1:
+            raise DatasetError(f"no witness comparison {ref!r}" if not found else
+                               f"{ref!r} names {len(found)} comparisons; give more of the id")
+        runs = sorted(every[found[0]], key=lambda info: info.created)
+        system = "consistency" if runs[0].protocols[:1] == ["consistency"] else "interrogation"
+        return leaderboard(found[0], [RunFolder(self.root / info.id) for info in runs], system)
+
+    def board_report(self, ref: str, directory: Path) -> list[Path]:
+        """Write a comparison's report.md and leaderboard.png into `directory`."""
+        return write_board(self.comparison(ref), directory)
 
     def sessions(self, ref: str) -> list[SessionSummary]:
         """The stored sessions of a run, newest first."""

@@ -221,7 +221,8 @@ def test_claims_are_read_in_both_formats_and_bad_lines_are_named(tmp_path: Any) 
                           ('{"claim": "x", "label": "maybe"}', "must be true or false"),
                           ('{"claim": "x", "label": 2}', "must be true or false"),
                           ('{"claim": "x", "label": "NOT ENOUGH INFO"}', "neither true nor"),
-                          ('{"question": "q"}', "neither a claim"),
+                          ('{"question": "q"}', "an open question among labelled claims"),
+                          ('{"topic": "q"}', "neither a claim"),
                           ("{not json", "not valid JSON"),
                           ('{"claim": "", "label": true}', "non-empty string")):
         bad = tmp_path / "bad.jsonl"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.evals.items import EvalItem
+from engine.interrogation.claims import content_words
 from tests.support.scripted import Judged, is_judgement, judged_claim
 
 Verdict = Callable[[str], tuple[str, float]]
@@ -87,3 +88,51 @@ def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
 
 def witness(messages: list[dict[str, Any]]) -> str:
     return "I remember it clearly; it is as I said."
+
+
+# ---- witnesses compared (`detektiv eval --compare`) ---------------------------------------
+
+Chat = list[dict[str, Any]]
+
+TRUE = ["Tea contains caffeine.", "Paris is the capital of France.", "Water is wet.",
+        "The sun is a star.", "Iron is a metal.", "Bees make honey."]
+FALSE = ["The moon is made of cheese.", "Fish can climb trees.", "Snow is hot.",
+         "Rome is in Peru."]
+TESTIMONY = ("Tea contains caffeine. Tea is made from the leaves of Camellia sinensis. "
+             "Green tea is not fermented.")
+QUESTIONS = ["What is tea made of?", "Does tea contain caffeine?", "How is green tea made?"]
+
+
+def sleuth(messages: Chat) -> str:
+    """Judges each exchange by the witness's last word: "WRONG" is against the claim (alone,
+    with no exchange, it does not know); splits
+    a testimony into its sentences; otherwise asks and analyses as the evaluations' detective
+    does."""
+    system = messages[0]["content"] if messages else ""
+    if is_judgement(messages):
+        said = messages[-1]["content"]
+        if "Based only on the document" in said:  # the reference reads the document
+            document = said.split("The document:", 1)[-1].split("\nClaim:", 1)[0]
+            return Judged(0.95 if judged_claim(messages).rstrip(".") in document else 0.05)
+        if "The witness was asked" not in said:
+            return Judged(0.5)  # the detective alone does not know
+        return Judged(0.05 if "WRONG" in said else 0.95)
+    if system.startswith("You take a text apart"):
+        return "\n".join(f"{n}. {s}." for n, s in enumerate(
+            TESTIMONY.rstrip(".").split(". "), start=1))
+    if "(for you only):" in system:
+        claim = system.rsplit("(for you only):", 1)[-1].strip()
+        return f"What do you know of {', '.join(content_words(claim)[:3])}, and what else?"
+    return detective(never)(messages)
+
+
+def standing(messages: Chat) -> str:
+    if messages[-1]["content"].strip() in QUESTIONS:
+        return TESTIMONY
+    return "Yes, that is right, as I said."
+
+
+def retracting(messages: Chat) -> str:
+    if messages[-1]["content"].strip() in QUESTIONS:
+        return TESTIMONY
+    return "No, that is WRONG."

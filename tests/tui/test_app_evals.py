@@ -109,3 +109,60 @@ async def test_an_evaluation_s_sessions_are_one_row_until_asked_for(
         assert screen.query_one("#filter", Input).value == run
         assert all(not isinstance(r, EvalGroup) and r.eval_run == run for r in screen.shown)
         assert not app.internal_errors
+
+
+async def a_comparison(paths: Paths, tmp_path: Path) -> dict[str, str]:
+    """Two witnesses compared on four claims through the whole engine (scripted models):
+    each witness's run id."""
+    import json as jsonlib
+
+    from tests.support.evals import FALSE, TRUE, retracting, sleuth, standing
+
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text("".join(jsonlib.dumps({"claim": c, "label": c in TRUE}) + "\n"
+                              for c in [*TRUE[:2], *FALSE[:2]]))
+    runs: dict[str, str] = {}
+    with ScriptedModel(sleuth) as det, ScriptedModel(standing) as a, \
+            ScriptedModel(retracting) as b:
+        config = make_config({"det": det.url + "/v1", "wa": a.url + "/v1",
+                              "wb": b.url + "/v1"}, ["det"], ["wa"])
+        workspace = Workspace(paths, config)
+        try:
+            for name in ("wa", "wb"):
+                run = await workspace.evals.start(
+                    EvalRequest(str(claims), mode="open", detective=("det",),
+                                witness=(name,), limit=5), compared=True)
+                async for _ in run.events():
+                    pass
+                runs[name] = run.id
+        finally:
+            await workspace.aclose()
+    return runs
+
+
+async def test_a_comparison_is_one_row_and_enter_on_a_witness_lists_its_sessions(
+        paths: Paths, home: Path, tmp_path: Path) -> None:
+    runs = await a_comparison(paths, tmp_path)
+    app = build_app(paths)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.pause()
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, EvalsScreen)
+                    and app.screen.board is not None)
+        screen = app.screen
+        assert isinstance(screen, EvalsScreen)
+        assert screen.query_one("#eval-runs", DataTable).row_count == 1
+        figures = screen.query_one("#eval-figures", DataTable)
+        assert [str(figures.get_row_at(i)[0]) for i in range(2)] == ["wa", "wb"]
+        assert "Paired differences" in text_of(screen.query_one("#eval-lines", Static))
+        await pilot.press("o")  # a comparison: to its witnesses, said
+        await until(pilot, lambda: figures.has_focus)
+        assert any("Enter on a witness" in text for _, text in app.notices)
+        await pilot.press("down", "enter")  # the second witness
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        sessions = app.screen
+        assert isinstance(sessions, SessionsScreen)
+        assert sessions.query_one("#filter", Input).value == runs["wb"]
+        await until(pilot, lambda: len(sessions.shown) == 4)
+        assert all(row.eval_run == runs["wb"] for row in sessions.shown)
+        assert not app.internal_errors

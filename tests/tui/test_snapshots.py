@@ -270,3 +270,52 @@ def test_oracles_tab_case_agent(home: Path, snap_compare: Any) -> None:
             await quiet(pilot)
 
         assert snap_compare(app, terminal_size=(130, 36), run_before=agent)
+
+
+def fixed_comparison(home: Path) -> None:
+    """Three witnesses compared on 40 fixed claims (results written, no model)."""
+    from datetime import UTC, datetime
+
+    from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
+
+    when = datetime(2026, 11, 1, 9, 30, tzinfo=UTC)
+    right = {"qwen-1.5b": 34, "qwen-0.5b": 27, "smollm2": 21}  # items judged right of 40
+    for number, (name, correct) in enumerate(right.items()):
+        folder = RunFolder(home / "data" / "evals" / f"run{number}")
+        folder.open()
+        folder.save_info(EvalRunInfo(
+            id=f"run{number}", dataset="demo", dataset_file="demo", checksum="0", n=40,
+            mode="open", witness=[name], witness_label=f"{name}:{name}-q4",
+            detective_label="judge:qwen-1.5b", comparison="c0ffee1234", items=40,
+            created=when.replace(minute=number), updated=when.replace(minute=number)))
+        for index in range(40):
+            label = index % 2 == 0
+            ok = index < correct
+            verdict = ("true" if label else "false") if ok else ("false" if label else "true")
+            p = (0.1 if verdict == "true" else 0.9) + (index % 5) / 100
+            folder.add_result(EvalResult(item=f"i{index}", label=label, claim=f"c{index}",
+                                         status="completed", verdict=verdict,  # type: ignore
+                                         probability_false=p))
+
+
+def test_evaluations_witness_comparison(home: Path, snap_compare: Any) -> None:
+    """A comparison of three witnesses: one row among the runs; its leaderboard, best first,
+    with the paired differences (Holm-corrected) under it."""
+    from textual.widgets import DataTable
+
+    from tui.screens.evals import EvalsScreen
+
+    app = make_app(home, sessions=0)
+    fixed_comparison(home)
+
+    async def open_board(pilot: Any) -> None:
+        await pilot.pause()
+        await pilot.press("v")
+
+        def shown() -> bool:
+            screen = pilot.app.screen
+            return isinstance(screen, EvalsScreen) and screen.board is not None and \
+                screen.query_one("#eval-figures", DataTable).row_count == 3
+        await quiet(pilot, shown)
+
+    assert snap_compare(app, terminal_size=(130, 40), run_before=open_board)

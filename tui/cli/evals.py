@@ -10,10 +10,12 @@ import json
 import sys
 import time
 from contextlib import aclosing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from engine import (
+    ConfigError,
     EvalFinished,
     EvalItemDone,
     EvalRequest,
@@ -21,6 +23,9 @@ from engine import (
     EvalSummary,
     Paths,
     Workspace,
+    board_json,
+    board_lines,
+    board_table,
     eval_lines,
     eval_table,
     money,
@@ -46,11 +51,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     run.add_argument("--n", type=int, metavar="N", help="claims to sample (default: all)")
     run.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
     run.add_argument("--mode", choices=("planted", "defend", "open", "document"),
-                     default="planted",
                      help="planted: the claim is the witness's own first answer; defend: "
                      "the witness is told to defend it; open: the witness is told nothing; "
                      "document: told nothing, holding the row's document, context or "
-                     "knowledge (default: planted)")
+                     "knowledge (default: planted; open with --compare or open questions)")
     run.add_argument("--protocol", default="cross-exam", metavar="P[,P]",
                      help="interrogation protocols, each judged as a system of its own: "
                      "cross-exam (default), consistency, or both (cross-exam,consistency)")
@@ -58,6 +62,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                      help="interrogations an item (3: majority verdict)")
     run.add_argument("--detective", metavar="P", help="detective chain (a,b)")
     run.add_argument("--witness", metavar="P", help="witness chain (a,b)")
+    run.add_argument("--compare", metavar="A,B[,C…]",
+                     help="witnesses to compare on the same items (each a provider name or "
+                     "kind:model), the same detective judging: a leaderboard with paired "
+                     "intervals")
     run.add_argument("--limit", type=int, metavar="R", help="rounds an interrogation (5-20)")
     run.add_argument("--concurrency", type=_concurrency, metavar="K|auto",
                      help="items at once; auto (the default): the slots of the detective's "
@@ -75,7 +83,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                      help="write report.md, results.jsonl and PNG plots there")
     runs = commands.add_parser("evals", parents=[common],
                                help="list evaluation runs, or show one's figures")
-    runs.add_argument("run", nargs="?", metavar="RUN", help="a run id (or its start)")
+    runs.add_argument("run", nargs="?", metavar="RUN",
+                      help="a run id or a witness comparison's (or its start)")
     runs.add_argument("--json", action="store_true", help="print JSON")
     runs.add_argument("-o", "--output", type=Path, metavar="DIR",
                       help="write the run's report there")
@@ -129,18 +138,67 @@ def _concurrency(value: str) -> int | None:
 
 
 async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
+    compared = split_chain(args.compare) if args.compare is not None else []
+    if args.compare is not None:
+        if len(set(compared)) < 2:
+            raise ConfigError("--compare needs two witnesses or more (A,B)")
+        if args.witness:
+            raise ConfigError("--compare names the witnesses; leave --witness out")
     request = EvalRequest(
-        dataset=args.dataset, n=args.n, seed=args.seed, mode=args.mode,
+        dataset=args.dataset, n=args.n, seed=args.seed,
+        mode=args.mode or ("open" if compared or _questions(args.dataset) else "planted"),
         detective=tuple(split_chain(args.detective)), witness=tuple(split_chain(args.witness)),
         limit=args.limit,
     )
+    if not compared:
+        return (await _one(workspace, args, request))[0]
+    code, comparison = 0, None
+    for witness in dict.fromkeys(compared):
+        print(f"detektiv: witness {witness}", file=sys.stderr)
+        ended, comparison = await _one(workspace, args, replace(request, witness=(witness,)),
+                                       quiet=True)
+        code = max(code, ended)
+    if comparison is not None:
+        _show_board(workspace, comparison, args.json, args.output)
+    return code
+
+
+def _questions(dataset: str) -> bool:
+    """Whether `dataset` is a file of open questions (text, not JSON)."""
+    path = Path(dataset)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    except OSError:
+        return False
+    return bool(head) and head[:1] not in (b"[", b"{")
+
+
+def _show_board(workspace: Workspace, comparison: str, as_json: bool,
+                output: Path | None) -> None:
+    board = workspace.evals.comparison(comparison)
+    if as_json:
+        print(json.dumps({"type": "comparison", **board_json(board)}, ensure_ascii=False))
+    else:
+        _print_rows(board_table(board))
+        for line in board_lines(board):
+            print(line)
+    if output is not None:
+        written = workspace.evals.board_report(comparison, output)
+        print("detektiv: wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+
+
+async def _one(workspace: Workspace, args: argparse.Namespace, request: EvalRequest,
+               quiet: bool = False) -> tuple[int, str | None]:
+    """One run (a witness of a comparison: `quiet`, its figures left to the leaderboard): its
+    exit code and its comparison."""
     download = _Download(args.dataset)
     try:
         run = await workspace.evals.start(request, runs=args.runs, baselines=args.baselines,
                                           protocols=split_chain(args.protocol),
                                           concurrency=args.concurrency,
                                           retry_failed=args.retry_failed, progress=download,
-                                          max_cost=args.max_cost)
+                                          max_cost=args.max_cost, compared=quiet)
     finally:
         download.close()
     bar = _Progress()
@@ -181,11 +239,12 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
         raise KeyboardInterrupt from None
     finally:
         bar.close()
-    summary = workspace.evals.summary(run.id)
-    _show(summary, args.json)
-    if args.output is not None:
-        written = workspace.evals.report(run.id, args.output, summary)
-        print("detektiv: wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    if not quiet:
+        summary = workspace.evals.summary(run.id)
+        _show(summary, args.json)
+        if args.output is not None:
+            written = workspace.evals.report(run.id, args.output, summary)
+            print("detektiv: wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     if finished is not None:
         print(f"detektiv: evaluation {run.id}: {finished.done}/{finished.total} judged, "
               f"{finished.failed} failed, in {time.monotonic() - started:.0f} s "
@@ -194,25 +253,28 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
             print(f"detektiv: stopped at the cost limit ({money(run.budget.spent)} spent of "
                   f"{money(run.budget.limit)}); the same command with a larger --max-cost "
                   "goes on", file=sys.stderr)
-            return 130
+            return 130, run.info.comparison
     if tried and len(failures) == tried:  # not one verdict this time: a failure, said once
         print(f"detektiv: evaluation {run.id}: no item could be judged; the first failure: "
               f"{failures[0]}", file=sys.stderr)
-        return 1
-    return 0
+        return 1, run.info.comparison
+    return 0, run.info.comparison
 
 
 def _show(summary: EvalSummary, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"type": "summary", **summary_json(summary)}, ensure_ascii=False))
         return
-    rows = eval_table(summary)
+    _print_rows(eval_table(summary))
+    for line in eval_lines(summary):
+        print(line)
+
+
+def _print_rows(rows: list[list[str]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
               .rstrip())
-    for line in eval_lines(summary):
-        print(line)
 
 
 def _evals(workspace: Workspace, args: argparse.Namespace) -> int:
@@ -226,8 +288,13 @@ def _evals(workspace: Workspace, args: argparse.Namespace) -> int:
             print("No evaluation runs yet: detektiv eval demo --detective P")
             return 0
         for info in runs:
+            compared = f"  (comparison {info.comparison})" if info.comparison else ""
             print(f"{info.id}  {info.updated.astimezone():%Y-%m-%d %H:%M}  {info.dataset}  "
-                  f"{info.items} claims  {info.mode}  detective {info.detective_label}")
+                  f"{info.items} claims  {info.mode}  detective {info.detective_label}  "
+                  f"witness {info.witness_label}{compared}")
+        return 0
+    if any(ident.startswith(args.run.strip()) for ident in evals.comparisons()):
+        _show_board(workspace, args.run, args.json, args.output)
         return 0
     summary = evals.summary(args.run)
     _show(summary, args.json)

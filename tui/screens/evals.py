@@ -1,7 +1,11 @@
 """The Evaluations screen (from the Sessions tab): every `detektiv eval` run, the figures of
 the one selected (the same table `detektiv evals RUN` prints) and a reliability diagram in
 text. `o` goes back to Sessions filtered to the run's sessions, each one a stored
-interrogation that opens like any other."""
+interrogation that opens like any other.
+
+A witness comparison (`detektiv eval … --compare A,B`) is one row: selected, it shows the
+leaderboard (a witness a row, the paired differences under it); `o` moves to its witnesses,
+and Enter on a witness's row goes back to Sessions filtered to that witness's sessions."""
 
 from __future__ import annotations
 
@@ -17,6 +21,10 @@ from engine import (
     DetektivError,
     EvalRunInfo,
     EvalSummary,
+    Leaderboard,
+    board_lines,
+    board_table,
+    counted,
     eval_lines,
     eval_table,
     reliability_lines,
@@ -45,10 +53,15 @@ class EvalsScreen(Guarded, Screen[str | None]):
         Binding("r", "refresh", "Refresh", id="evals-refresh"),
     ]
 
+    COMPARISON = "compare:"
+    """The key of a comparison's row in the runs table (then its id)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.runs: list[EvalRunInfo] = []
+        """A row each: a run, or a comparison's first run standing for its witnesses."""
         self.summary: EvalSummary | None = None
+        self.board: Leaderboard | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Content("Evaluations: does interrogation catch false claims? "
@@ -76,11 +89,29 @@ class EvalsScreen(Guarded, Screen[str | None]):
         runs = self.host.workspace.evals.runs()
         self.app.call_from_thread(self._show_runs, runs)
 
-    def _show_runs(self, runs: list[EvalRunInfo]) -> None:
+    def _show_runs(self, every: list[EvalRunInfo]) -> None:
+        witnesses: dict[str, list[str]] = {}
+        runs: list[EvalRunInfo] = []
+        for info in every:  # a comparison: one row, where its newest run stands
+            if info.comparison is not None:
+                named = witnesses.setdefault(info.comparison, [])
+                named.append(info.witness[0] if info.witness else info.witness_label)
+                if len(named) > 1:
+                    continue
+            runs.append(info)
         self.runs = runs
         table = self.query_one("#eval-runs", DataTable)
         table.clear()
         for info in runs:
+            if info.comparison is not None:
+                named = witnesses[info.comparison]
+                table.add_row(info.comparison, local_minute(info.updated.isoformat()),
+                              Text(strip_control(info.dataset)[-40:]), str(info.items),
+                              info.mode, Text(strip_control(info.detective_label)),
+                              Text(strip_control(f"{len(named)} compared: "
+                                                 + ", ".join(reversed(named)))),
+                              key=self.COMPARISON + info.comparison)
+                continue
             table.add_row(info.id, local_minute(info.updated.isoformat()),
                           Text(strip_control(info.dataset)[-40:]), str(info.items), info.mode,
                           Text(strip_control(info.detective_label)),
@@ -90,27 +121,56 @@ class EvalsScreen(Guarded, Screen[str | None]):
             status.update(Content("No evaluation runs yet. Run one from a shell: "
                                   "detektiv eval demo (see detektiv eval --help)."))
             return
-        status.update(Content(f"{len(runs)} evaluation runs · o: show a run's sessions"))
-        self.load_figures(runs[0].id)
+        status.update(Content(f"{counted(len(runs), 'evaluation run')} · o: show a run's "
+                              "sessions (a comparison's: Enter on a witness)"))
+        first = runs[0]
+        self.load_figures(self.COMPARISON + first.comparison if first.comparison
+                          else first.id)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "eval-runs" and event.row_key.value:
             self.load_figures(str(event.row_key.value))
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a witness of a comparison: Sessions, filtered to its run."""
+        if event.data_table.id == "eval-figures" and self.board is not None and \
+                event.row_key.value:
+            self.dismiss(str(event.row_key.value))
+
     @in_background("eval-figures")
     def load_figures(self, ident: str) -> None:
         """Figures off the event loop (the bootstrap takes a moment on a large run)."""
+        evals = self.host.workspace.evals
         try:
-            summary = self.host.workspace.evals.summary(ident)
+            if ident.startswith(self.COMPARISON):
+                board = evals.comparison(ident.removeprefix(self.COMPARISON))
+                self.app.call_from_thread(self._show_board, board)
+                return
+            summary = evals.summary(ident)
         except DetektivError as exc:
             self.app.call_from_thread(self.notify, exc.message, severity="error")
             return
         self.app.call_from_thread(self._show_figures, summary)
 
-    def _show_figures(self, summary: EvalSummary) -> None:
-        self.summary = summary
+    def _show_board(self, board: Leaderboard) -> None:
+        self.board, self.summary = board, None
         table = self.query_one("#eval-figures", DataTable)
         table.clear(columns=True)
+        table.cursor_type = "row"
+        head, *rows = board_table(board)
+        table.add_columns(*head)
+        runs = {row.witness: row.run for row in board.rows}
+        for row in rows:
+            table.add_row(*(Text(strip_control(cell)) for cell in row), key=runs[row[0]])
+        self.query_one("#eval-lines", Static).update(Content("\n".join(board_lines(board))))
+        self.query_one("#eval-plot", Static).update(Content(
+            "Enter on a witness's row: its sessions"))
+
+    def _show_figures(self, summary: EvalSummary) -> None:
+        self.summary, self.board = summary, None
+        table = self.query_one("#eval-figures", DataTable)
+        table.clear(columns=True)
+        table.cursor_type = "none"
         if not summary.systems:
             self.query_one("#eval-lines", Static).update(Content(
                 "No item of this run has finished yet."))
@@ -140,5 +200,10 @@ class EvalsScreen(Guarded, Screen[str | None]):
         info = self.selected()
         if info is None:
             self.notify("No evaluation run is selected.", severity="warning")
+            return
+        if info.comparison is not None:  # whose sessions: a witness's, chosen in its table
+            if self.board is not None:
+                self.query_one("#eval-figures", DataTable).focus()
+            self.notify("A comparison: Enter on a witness's row shows its sessions.")
             return
         self.dismiss(info.id)
