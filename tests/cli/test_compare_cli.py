@@ -18,6 +18,7 @@ from tests.support.cli import detektiv
 from tests.support.evals import FALSE, QUESTIONS, TRUE, retracting, sleuth, standing
 from tests.support.interrogation import FAST
 from tests.support.scripted import ScriptedModel
+from tests.support.servers import LlamaServer, local_server
 
 
 @pytest.fixture
@@ -161,3 +162,35 @@ def test_with_documents_one_reference_reads_every_witnesss_claims(
     assert not supported["shown"]
     text = detektiv("evals", found["comparison"]).stdout
     assert "read by one reference for every witness" in text
+
+
+def test_the_two_bundled_models_as_witnesses_on_real_llama_cpp_servers(
+        home: Path, llama_server: LlamaServer, tmp_path: Path) -> None:
+    """Gemma 3 270M (the suite's server) and SmolLM2-135M (a second real server) answer the
+    same four demo claims, a scripted detective judging: whatever they say, the leaderboard
+    has both, the paired differences and the plot."""
+    with ScriptedModel(sleuth, pace=0.001) as det, \
+            local_server(tmp_path / "smol", "--model", "smollm2-135m", "--parallel", "2",
+                         "--ctx", "4096") as smol:
+        lines = []
+        for priority, (name, url) in enumerate(
+                {"det": det.url + "/v1", "gemma": llama_server.url, "smol": smol.url}.items(),
+                start=1):
+            lines += [f"[providers.{name}]", 'kind = "openai"', f'model = "{name}"',
+                      f'base_url = "{url}"', f"priority = {priority}",
+                      "first_token_timeout = 60", "stall_timeout = 30", ""]
+        lines += ["[roles]", 'detective = ["det"]', 'witness = ["gemma"]', "",
+                  "[interrogation]", *(f"{k} = {json.dumps(v)}" for k, v in FAST.items())]
+        (home / "config.toml").write_text("\n".join(lines) + "\n")
+        out = tmp_path / "board"
+        done = detektiv("eval", "demo", "--n", "4", "--compare", "gemma,smol", "--limit", "5",
+                        "--json", "-o", str(out), timeout=600)
+    assert done.returncode == 0, done.stderr
+    found = board(done.stdout)
+    assert [(row["witness"], row["provider"], row["items"]) for row in found["witnesses"]] \
+        == [("gemma", "gemma:gemma", 4), ("smol", "smol:smol", 4)]
+    assert [(p["a"], p["b"], p["figure"]) for p in found["pairs"]] == [
+        ("gemma", "smol", "accuracy"), ("gemma", "smol", "auroc")]
+    assert all(p["sentence"] for p in found["pairs"])
+    assert (out / "leaderboard.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| gemma |" in (out / "report.md").read_text()
