@@ -299,6 +299,10 @@ async def test_over_stdio_nothing_but_protocol_reaches_stdout(
             served = _server_process(sleuth_home)
             assert os.readlink(f"/proc/{served}/fd/1") == os.readlink(f"/proc/{served}/fd/2")
             assert os.readlink(f"/proc/{served}/fd/2") == str(errors)
+            bad = await client.call_tool("interrogate", {"hypothesis": "x", "limit": 99})
+            assert bad.is_error and "between 5 and 20 (got 99)" in bad.content[0].text  # type: ignore[union-attr]
+            cancelled = await _cancel_over_the_wire(client)
+    assert cancelled == "cancelled"
     assert tools == {"interrogate", "sessions", "session", "evaluate"}
     assert not result.is_error, result.content
     found = result.structured_content
@@ -308,6 +312,38 @@ async def test_over_stdio_nothing_but_protocol_reaches_stdout(
     assert len(lines) >= len(steps) + 3
     for line in lines:  # every line a JSON-RPC message: no model or library output
         assert json.loads(line)["jsonrpc"] == "2.0", line[:200]
+
+
+async def _cancel_over_the_wire(client: Client) -> str:
+    """Start an interrogation that would ask up to its limit, cancel the call once it has
+    begun (the client sends notifications/cancelled), and poll the session until it ends:
+    its status."""
+    from tests.support.scripted import KEEP_ASKING
+
+    begun = asyncio.Event()
+    ident: list[str] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        if message and message.startswith("session "):
+            ident.append(message.split()[1])
+            begun.set()
+
+    async with anyio.create_task_group() as group:
+        async def call() -> None:
+            await client.call_tool("interrogate", {"hypothesis": f"Tea is red {KEEP_ASKING}",
+                                                   "limit": 20}, progress_callback=progress)
+        group.start_soon(call)
+        with anyio.fail_after(120):
+            await begun.wait()
+        group.cancel_scope.cancel()
+    with anyio.fail_after(120):
+        while True:
+            shown = (await client.call_tool("session", {"session": ident[0]})
+                     ).structured_content
+            assert shown is not None
+            if not shown["running"]:
+                return str(shown["status"])
+            await anyio.sleep(0.1)
 
 
 def _server_process(home: Path) -> int:

@@ -321,7 +321,10 @@ def build(workspace: Workspace) -> MCPServer[Any]:
             background[ident] = task
             task.add_done_callback(lambda _: background.pop(ident, None))
             return interrogation_result(workspace, ident)
-        await drive(run, reporter(ctx))
+        try:
+            await drive(run, reporter(ctx))
+        except DetektivError as exc:  # the run stored why; the call says it
+            raise ToolError(exc.message) from None
         return interrogation_result(workspace, ident)
 
     @server.tool(description="List stored sessions, newest first: id, status, verdict, "
@@ -340,15 +343,16 @@ def build(workspace: Workspace) -> MCPServer[Any]:
     ) -> SessionList:
         if not 1 <= limit <= 500:
             raise ToolError(f"limit must be between 1 and 500 (got {limit})")
-        rows = workspace.store.list()
+        try:
+            rows = workspace.evals.sessions(evaluation_run) if evaluation_run else \
+                workspace.store.list()
+        except DetektivError as exc:
+            raise ToolError(exc.message) from None
         if status:
             rows = [row for row in rows if row.status == status.strip()]
         if search:
             words = search.strip().casefold()
             rows = [row for row in rows if words in row.hypothesis.casefold()]
-        if evaluation_run:
-            rows = [row for row in rows
-                    if row.eval_run and row.eval_run.startswith(evaluation_run.strip())]
         return SessionList(sessions=[_row(row) for row in rows[:limit]],
                            more=max(0, len(rows) - limit))
 
@@ -404,18 +408,21 @@ def build(workspace: Workspace) -> MCPServer[Any]:
             raise ToolError(exc.message) from None
         finished: EvalFinished | None = None
         total = judged = 0
-        async with aclosing(run.events()) as events:
-            async for event in events:
-                match event:
-                    case EvalStarted(total=total, skipped=skipped):
-                        await report(f"evaluation {run.id}: {total} to judge"
-                                     + (f", {skipped} finished earlier" if skipped else ""))
-                    case EvalItemDone(result=result):
-                        judged += 1
-                        await report(f"item {judged} of {total}: {result.status}"
-                                     + (f" ({result.verdict})" if result.verdict else ""))
-                    case EvalFinished():
-                        finished = event
+        try:
+            async with aclosing(run.events()) as events:
+                async for event in events:
+                    match event:
+                        case EvalStarted(total=total, skipped=skipped):
+                            await report(f"evaluation {run.id}: {total} to judge"
+                                         + (f", {skipped} finished earlier" if skipped else ""))
+                        case EvalItemDone(result=result):
+                            judged += 1
+                            await report(f"item {judged} of {total}: {result.status}"
+                                         + (f" ({result.verdict})" if result.verdict else ""))
+                        case EvalFinished():
+                            finished = event
+        except DetektivError as exc:
+            raise ToolError(exc.message) from None
         summary = workspace.evals.summary(run.id)
         return EvaluationResult(
             run=run.id, judged=finished.done if finished else judged,
