@@ -87,8 +87,8 @@ class ClaimResult(BaseModel):
     why: str | None = None
 
 
-class InterrogationResult(BaseModel):
-    """A session as an interrogation leaves it (or as it stands, while it runs)."""
+class SessionRow(BaseModel):
+    """One stored session, as `detektiv sessions --json` lists it."""
 
     session: str
     """Its id: `session` reports it, `detektiv watch` follows it, `detektiv resume` goes on."""
@@ -101,28 +101,19 @@ class InterrogationResult(BaseModel):
     demonstration: bool = False
     """A demonstration model played the detective: the verdict means nothing."""
     consistency_score: int | None = None
-    summary: str | None = None
     rounds: int = 0
-    claims: list[ClaimResult] = Field(default_factory=list)
-    """A testimony's claims with their states; empty for a single claim."""
     error: str | None = None
     """Why it failed or stopped, in one line."""
-
-
-class SessionRow(BaseModel):
-    """One stored session, as `detektiv sessions --json` lists it."""
-
-    session: str
-    status: str
-    hypothesis: str
-    verdict: str | None = None
-    probability_false: float | None = None
-    demonstration: bool = False
-    consistency_score: int | None = None
-    started: str
-    rounds: int
+    started: str | None = None
     evaluation_run: str | None = None
-    error: str | None = None
+
+
+class InterrogationResult(SessionRow):
+    """A session as an interrogation leaves it (or as it stands, while it runs)."""
+
+    summary: str | None = None
+    claims: list[ClaimResult] = Field(default_factory=list)
+    """A testimony's claims with their states; empty for a single claim."""
 
 
 class SessionList(BaseModel):
