@@ -6,9 +6,16 @@ read); everything else is private and may change. Names are imported on first us
 what it touches.
 """
 
+import sys
 from typing import Any
 
 import lazy_loader
+
+# httpx imports its command-line client when click is installed (uvicorn, which the MCP SDK
+# serves HTTP with, brings it): click, rich and pygments, ~50 ms of every start and a UI
+# library in a headless engine. Marked absent, httpx defines its stand-in instead.
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment]
 
 _attached, __dir__, _names = lazy_loader.attach_stub(__name__, __file__)
 

@@ -45,7 +45,7 @@ _shtab_detektiv_cache_option_strings=(-h --help --config --debug)
 _shtab_detektiv_models_pull_option_strings=(-h --help --config --debug --json)
 _shtab_detektiv_models_rm_option_strings=(-h --help --config --debug --json)
 _shtab_detektiv_models_option_strings=(-h --help --config --debug --json --catalogue)
-_shtab_detektiv_eval_option_strings=(-h --help --config --debug --n --seed --mode --protocol --runs --detective --witness --limit --concurrency --baselines --max-cost --retry-failed --json -o --output)
+_shtab_detektiv_eval_option_strings=(-h --help --config --debug --n --seed --mode --protocol --runs --detective --witness --compare --limit --concurrency --baselines --max-cost --retry-failed --json -o --output)
 _shtab_detektiv_evals_option_strings=(-h --help --config --debug --json -o --output)
 _shtab_detektiv_option_strings=(-h --help --config --debug --version)
 

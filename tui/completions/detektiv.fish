@@ -51,7 +51,7 @@ function _shtab_detektiv_using
 end
 
 set -g _shtab_detektiv_commands providers ask conversations local-server prompts completion paths serve mcp run sessions show watch resume export oracles new notes consult agent vault 'vault search' cache 'cache put' 'cache match' 'cache list' 'cache show' 'cache invalidate' 'cache delete' 'cache export' 'cache import' 'cache stats' models 'models pull' 'models rm' eval evals
-set -g _shtab_detektiv_opts_with_value --answer --answer-file --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --temperature --threads --witness --witness-document -n -o -p
+set -g _shtab_detektiv_opts_with_value --answer --answer-file --compare --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --temperature --threads --witness --witness-document -n -o -p
 
 complete -c detektiv -e
 complete -c detektiv -f
@@ -303,11 +303,12 @@ complete -c detektiv -n '_shtab_detektiv_using eval' -l config -xka "(__fish_com
 complete -c detektiv -n '_shtab_detektiv_using eval' -l debug -d 'log everything (DETEKTIV_LOG_LEVEL=debug), on stderr too for a command'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l n -x -d 'claims to sample (default: all)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l seed -x -d 'sampling seed'
-complete -c detektiv -n '_shtab_detektiv_using eval' -l mode -xka "planted defend open document" -d 'planted: the claim is the witness'"'"'s own first answer; defend: the witness is told to defend it; open: the witness is told nothing; document: told nothing, holding the row'"'"'s document, context or knowledge (default: planted)'
+complete -c detektiv -n '_shtab_detektiv_using eval' -l mode -xka "planted defend open document" -d 'planted: the claim is the witness'"'"'s own first answer; defend: the witness is told to defend it; open: the witness is told nothing; document: told nothing, holding the row'"'"'s document, context or knowledge (default: planted; open with --compare or open questions)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l protocol -x -d 'interrogation protocols, each judged as a system of its own: cross-exam (default), consistency, or both (cross-exam,consistency)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l runs -xka "1 3" -d 'interrogations an item (3: majority verdict)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l detective -xka "(detektiv complete providers 2>/dev/null)" -d 'detective chain (a,b)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l witness -xka "(detektiv complete providers 2>/dev/null)" -d 'witness chain (a,b)'
+complete -c detektiv -n '_shtab_detektiv_using eval' -l compare -x -d 'witnesses to compare on the same items (each a provider name or kind:model), the same detective judging: a leaderboard with paired intervals'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l limit -x -d 'rounds an interrogation (5-20)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l concurrency -x -d 'items at once; auto (the default): the slots of the detective'"'"'s and the witness'"'"'s servers, every replica counted, else 4'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l baselines -d 'also judge each claim with no interrogation and after one "Are you sure?"'

@@ -266,11 +266,12 @@ _shtab_detektiv_eval_options=(
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--n[claims to sample (default\: all)]:N:"
   "--seed[sampling seed]:S:"
-  "--mode[planted\: the claim is the witness\'s own first answer\; defend\: the witness is told to defend it\; open\: the witness is told nothing\; document\: told nothing, holding the row\'s document, context or knowledge (default\: planted)]:mode:(planted defend open document)"
+  "--mode[planted\: the claim is the witness\'s own first answer\; defend\: the witness is told to defend it\; open\: the witness is told nothing\; document\: told nothing, holding the row\'s document, context or knowledge (default\: planted\; open with --compare or open questions)]:mode:(planted defend open document)"
   "--protocol[interrogation protocols, each judged as a system of its own\: cross-exam (default), consistency, or both (cross-exam,consistency)]:P[,P]:"
   "--runs[interrogations an item (3\: majority verdict)]:runs:(1 3)"
   "--detective[detective chain (a,b)]:P:_detektiv_candidates providers"
   "--witness[witness chain (a,b)]:P:_detektiv_candidates providers"
+  "--compare[witnesses to compare on the same items (each a provider name or kind\:model), the same detective judging\: a leaderboard with paired intervals]:A,B[,C…]:"
   "--limit[rounds an interrogation (5-20)]:R:"
   "--concurrency[items at once\; auto (the default)\: the slots of the detective\'s and the witness\'s servers, every replica counted, else 4]:K|auto:"
   "--baselines[also judge each claim with no interrogation and after one \"Are you sure\?\"]"
@@ -290,7 +291,7 @@ _shtab_detektiv_evals_options=(
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--json[print JSON]"
   {-o,--output}"[write the run\'s report there]:DIR:_files -/"
-  ":a run id (or its start):()"
+  ":a run id or a witness comparison\'s (or its start):()"
 )
 
 # guard to ensure default positional specs are added only once per session
