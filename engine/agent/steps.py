@@ -44,7 +44,7 @@ from engine.context.budget import Prompt
 from engine.context.conversations import ConversationTurn
 from engine.context.fit import Trim
 from engine.context.reference import find_mentions, resolve_reference
-from engine.errors import DetektivError
+from engine.errors import DetektivError, WindowTooSmall
 from engine.prompts import fill, load_prompt
 from engine.providers import Done, Message, StreamRequest, TokenDelta
 from engine.report.stream import stream_note
@@ -222,7 +222,10 @@ class AgentSteps:
             run.append(Message("user", load_prompt("agent_last_turn").strip()))
         question, run = alternate(question, run)
         full_system = self._system(self.chosen)
-        small_system = self._system([s for s in self.chosen if s.always])
+        # what stays when the window is short: the segments every turn needs (a turn that may
+        # call no tool needs no tool's description: 210 tokens of a 1,024-token window)
+        small_system = self._system([s for s in self.chosen if s.always
+                                     and not (tool_free and s.id == "tools")])
         history = [Message(t.role, t.content) for t in self.history]
         request = StreamRequest(
             messages=(Message("system", full_system), *history, Message("user", question),
@@ -234,6 +237,20 @@ class AgentSteps:
                             run)
 
         return Prompt(request=request, compose=compose)
+
+    async def _stream(self, turn: int, tool_free: bool, reply: Reply) -> None:
+        stream = self.router.stream(self._prompt(tool_free), role=self.role)
+        async for event in reply.follow(stream):
+            match event:
+                case TokenDelta(text=text):
+                    self._emit(AgentDelta(turn=turn, text=text))
+                case Attempt(label=label):
+                    self._emit(AgentAttempt(turn=turn, provider=label))
+                case Done():
+                    pass
+                case _:
+                    if (line := stream_note(event)) is not None:
+                        self._emit(AgentNote(turn=turn, text=line))
 
     def model_turn(self) -> Awaitable[None]:
         self.turn += 1
@@ -247,18 +264,18 @@ class AgentSteps:
         self.turn_error = None
         try:
             async with asyncio.timeout(self.settings.timeout):
-                stream = self.router.stream(self._prompt(tool_free), role=self.role)
-                async for event in reply.follow(stream):
-                    match event:
-                        case TokenDelta(text=text):
-                            self._emit(AgentDelta(turn=turn, text=text))
-                        case Attempt(label=label):
-                            self._emit(AgentAttempt(turn=turn, provider=label))
-                        case Done():
-                            pass
-                        case _:
-                            if (line := stream_note(event)) is not None:
-                                self._emit(AgentNote(turn=turn, text=line))
+                try:
+                    await self._stream(turn, tool_free, reply)
+                except WindowTooSmall:
+                    if tool_free or reply.text:
+                        raise
+                    # its smallest prompt with the tools' instructions fits no window (a
+                    # 1,024-token one behind a gateway's slack): this turn is the last one,
+                    # answered from what was found, rather than a failure
+                    self._emit(AgentNote(turn=turn, text="the window leaves no room for the "
+                                         "tools' instructions: this turn answers from what "
+                                         "was found"))
+                    await self._stream(turn, True, reply)
         except TimeoutError:
             reply.finish_reason = "timeout"
             self._emit(AgentNote(turn=turn, text=f"the turn was stopped after "

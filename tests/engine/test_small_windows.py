@@ -291,6 +291,57 @@ async def test_a_whole_session_through_the_recorded_gateway_never_fails(
     assert finished.status != "failed", finished.reason
 
 
+def _gateway_config(route: str, base: str) -> str:
+    """A config whose one provider is the recorded gateway on a 1,024-token window."""
+    return (f'[providers.gw]\nkind = "{route}"\nmodel = "local"\nbase_url = "{base}"\n'
+            'api_key = "sk-capture-master-0000"\ncontext_window = 1024\npriority = 1\n\n'
+            '[roles]\ndetective = ["gw"]\nwitness = ["gw"]\noracle = ["gw"]\n\n')
+
+
+@pytest.mark.parametrize("route", ["openai", "anthropic"])
+async def test_a_testimony_oracle_and_agent_through_the_recorded_gateway_never_fail(
+        route: str, home: Path, tmp_path: Path) -> None:
+    """The other operations through LiteLLM's recorded replies on a 1,024-token window: a
+    pasted paragraph (its split is the recorded answer: no usable claim, named), an oracle on
+    notes ten times the window, the case agent. None ends for the window or as an error."""
+    from engine import OracleFailed, OracleSaved, Workspace
+    from engine.agent.events import STOP_REASONS
+    from tests.support.cases import TEST_ORACLE
+    from tests.support.cli import detektiv
+
+    name = "litellm-openai-stream" if route == "openai" else "litellm-anthropic-stream"
+    with capture_server(name, "litellm-model-info", "litellm-v1-models") as gateway:
+        base = gateway.url + "/v1" if route == "openai" else gateway.url
+        (home / "config.toml").write_text(_gateway_config(route, base) + (
+            "[agent]\nturn_limit = 2\nmax_tokens = 96\n"))
+        (home / "config.toml").chmod(0o600)  # it holds the (recorded) key
+        (home / "oracles").mkdir(exist_ok=True)
+        (home / "oracles" / "judge.md").write_text(TEST_ORACLE.format(name="Judge", tokens=24))
+        workspace = Workspace(Paths.from_env())
+        try:
+            run = workspace.sessions.start(
+                "Vitamin B3 helps the body turn food into energy. It also keeps the skin "
+                "healthy, and doctors use it to lower cholesterol.", 5)
+            events = [event async for event in run.events()]
+            ref = workspace.cases.new_case("Pricing").short_id
+            notes = tmp_path / "minutes.txt"
+            notes.write_text("We raise the price from 10 to 15 in May, said Alice. " * 400)
+            workspace.cases.import_notes(ref, [notes])
+            consulted = await workspace.cases.consultation(ref, ["judge"])
+            answers = [e async for e in consulted.events()]
+        finally:
+            await workspace.aclose()
+        done = detektiv("agent", "Which sessions mention vitamins?", "--json", timeout=240)
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.status != "failed", finished.reason
+    assert not [e for e in answers if isinstance(e, OracleFailed)], answers
+    assert len([e for e in answers if isinstance(e, OracleSaved)]) == 1
+    stop = [json.loads(line) for line in done.stdout.splitlines()][-1]
+    assert done.returncode == 0 and stop["type"] == "stop", stop
+    assert stop["reason"] in STOP_REASONS and stop["reason"] != "error", stop
+
+
 # ---- 4. a server's slots, held inside detektiv ----------------------------------------------
 
 class _Counting(WireServer):
@@ -632,3 +683,27 @@ def test_a_reply_stopped_at_a_lowered_limit_says_so_on_its_stop_line() -> None:
         "1024 tokens")
     assert stream_note(Done("length"), asked) == CUT_AT_LIMIT
     assert stream_note(Done("length")) == CUT_AT_LIMIT
+
+
+def test_an_agent_turn_whose_tools_fit_no_window_answers_from_what_was_found(
+        home: Path) -> None:
+    """A window too small for the agent's instructions with the tools' (900 tokens behind a
+    gateway's slack): the turn is made the last one, said in a note, and the agent answers
+    rather than failing."""
+    from engine.agent.events import STOP_REASONS
+    from tests.support.cli import detektiv
+
+    with capture_server("litellm-openai-stream", "litellm-model-info",
+                        "litellm-v1-models") as gateway:
+        (home / "config.toml").write_text(
+            _gateway_config("openai", gateway.url + "/v1").replace(
+                "context_window = 1024", "context_window = 900")
+            + "[agent]\nturn_limit = 3\nmax_tokens = 96\n")
+        (home / "config.toml").chmod(0o600)
+        done = detektiv("agent", "Which sessions mention vitamins?", "--json", timeout=240)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    notes = [e["text"] for e in events if e["type"] == "note"]
+    assert any("no room for the tools' instructions" in n for n in notes), notes
+    stop = events[-1]
+    assert done.returncode == 0 and stop["type"] == "stop", stop
+    assert stop["reason"] in STOP_REASONS and stop["reason"] != "error", stop
