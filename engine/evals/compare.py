@@ -61,7 +61,9 @@ ALPHA = 0.05
 SHARES = ("held", "contradicted", "unsure", "not checkable")
 """The states an open question's claims are counted in (`unsupported` counts as `unsure`:
 the witness could not stand by the claim)."""
-READINGS = ("supported", "not supported", "unsure")
+READINGS = ("supported", "not supported", "reference unsure")
+"""The reference's readings of an open question's claims, with a document (its own names:
+`unsure` is a claim state too)."""
 _TITLES = {"auroc": "AUROC"}
 
 
@@ -113,6 +115,8 @@ class Paired:
     level: float
     """The confidence level of the interval (0.95, or higher after Holm's correction)."""
     n: int
+    unit: str = "items"
+    """What `n` counts: items, or the questions a pair of open answers is paired by."""
 
     @property
     def shown(self) -> bool:
@@ -124,17 +128,18 @@ class Paired:
         level = f"{100 * self.level:.2f}".rstrip("0").rstrip(".")
         figure = _TITLES.get(self.figure, self.figure)
         if math.isnan(self.difference):
-            return f"{figure}: {self.a} and {self.b} cannot be compared ({self.n} items)"
+            return (f"{figure}: {self.a} and {self.b} cannot be compared "
+                    f"({self.n} {self.unit})")
         if not self.shown:
             interval = "" if math.isnan(self.low) else \
                 f", {level} % CI {self.low:+.2f} to {self.high:+.2f}"
             return (f"{figure}: no difference shown between {self.a} and {self.b} "
                     f"({self.b} − {self.a} = {self.difference:+.2f}{interval}, "
-                    f"{self.n} items)")
+                    f"{self.n} {self.unit})")
         ahead, behind = (self.b, self.a) if self.difference > 0 else (self.a, self.b)
         low, high = (self.low, self.high) if self.difference > 0 else (-self.high, -self.low)
         return (f"{figure}: {ahead} is ahead of {behind} by {abs(self.difference):.2f}, "
-                f"{level} % CI {low:.2f}–{high:.2f} ({self.n} items)")
+                f"{level} % CI {low:.2f}–{high:.2f} ({self.n} {self.unit})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,8 +227,9 @@ def _counted(results: dict[str, EvalResult], document: bool
                 counts[state if state in SHARES else "unsure"] += count
         if document:
             reading = r.reference or {}
-            for name in READINGS:
-                counts[name] = reading.get(name, 0)
+            counts["supported"] = reading.get("supported", 0)
+            counts["not supported"] = reading.get("not supported", 0)
+            counts["reference unsure"] = reading.get("unsure", 0)
         found[key] = counts
     return found
 
@@ -294,7 +300,8 @@ def _pairs(names: list[str], latest: list[dict[str, EvalResult]], labelled: bool
         for (a, b, difference, draws, n), p, level in zip(family, p_values, levels,
                                                             strict=True):
             low, high = _interval(draws, level)
-            found.append(Paired(a, b, figure, difference, low, high, p, level, n))
+            found.append(Paired(a, b, figure, difference, low, high, p, level, n,
+                                "items" if labelled else "questions"))
     return found
 
 

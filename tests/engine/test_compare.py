@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.evals.board import board_json, board_lines, board_table
-from engine.evals.compare import Paired, holm_levels, leaderboard
+from engine.evals.compare import SHARES, Paired, holm_levels, leaderboard
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 
 
@@ -128,7 +128,36 @@ def test_open_questions_count_the_shares_of_claims_and_pair_them_by_question(
     assert rows["a"].figure("held").value == 0.75 and rows["a"].claims == 40
     assert rows["b"].figure("held").value == 0.25  # `not examined` is not counted
     assert rows["b"].figure("not checkable").value == 0.25 and rows["b"].claims == 40
+    for row in rows.values():  # the four states share every claim counted
+        assert sum(row.figure(state).value for state in SHARES) == pytest.approx(1.0)
+    assert rows["b"].figure("unsure").value == 0.5 and rows["a"].figure("unsure").value == 0
     (held,) = board.pairs
     assert held.figure == "held" and held.difference == pytest.approx(-0.5) and held.shown
     assert held.sentence().startswith("held: a is ahead of b by 0.50")
     assert any("FActScore" in line for line in board_lines(board))
+
+
+def test_with_a_document_the_reference_s_readings_are_counted_apart_from_the_states(
+        tmp_path: Path) -> None:
+    """The reference may be unsure of a claim the witness held: its `unsure` is not the
+    claim state `unsure` (each share over its own family)."""
+    made = []
+    for name, claims, reference in (
+            ("a", {"held": 3, "unsure": 1}, {"supported": 2, "unsure": 2}),
+            ("b", {"held": 1, "contradicted": 3}, {"supported": 1, "not supported": 3})):
+        folder = RunFolder(tmp_path / name)
+        folder.open()
+        folder.save_info(EvalRunInfo(id=name, dataset="q", dataset_file="q", checksum="0",
+                                     mode="document", witness=[name], comparison="cmp"))
+        for index in range(6):
+            folder.add_result(EvalResult(item=f"q{index}", label=None, claim="q?",
+                                         status="completed", claims=claims,
+                                         reference=reference))
+        made.append(folder)
+    board = leaderboard("cmp", made, resamples=100)
+    a, b = board.rows
+    assert (a.figure("held").value, a.figure("unsure").value) == (0.75, 0.25)
+    assert a.figure("supported").value == 0.5 and b.figure("supported").value == 0.25
+    assert board.headline == "supported"
+    (pair,) = board.pairs
+    assert pair.figure == "supported" and pair.difference == pytest.approx(-0.25)
