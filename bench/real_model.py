@@ -151,11 +151,12 @@ def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-def serve(model: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
-    """`detektiv local-server --threads 1` on `model`, tied to this process; (process, url)."""
+def serve(model: Path, home: Path, threads: int = 1) -> tuple[subprocess.Popen[str], str]:
+    """`detektiv local-server --threads THREADS` on `model`, tied to this process; (process,
+    url)."""
     process = spawn_tied([*DETEKTIV, "local-server", "--port", "0", "--json", "--model",
-                          str(model), "--threads", "1", "--parallel", str(SLOTS), "--ctx",
-                          str(SLOTS * 4096)],
+                          str(model), "--threads", str(threads), "--parallel", str(SLOTS),
+                          "--ctx", str(SLOTS * 4096)],
                          env={**os.environ, "DETEKTIV_HOME": str(home)},
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert process.stdout is not None

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fetch_parts import fetch_model  # noqa: E402
-from bench.real_model import DEFAULT_WORK, SLOTS  # noqa: E402
+from bench.real_model import DEFAULT_WORK, serve  # noqa: E402
 from engine.gguf.parts import QWEN_05B, QWEN_15B  # noqa: E402
 from engine.lifeline import release_tied, spawn_tied  # noqa: E402
 
@@ -73,20 +72,6 @@ satisfied_at = 60
 max_claims = 6
 temperature = 0
 """
-
-
-def serve(model: Path, home: Path, threads: int) -> tuple[subprocess.Popen[str], str]:
-    """`detektiv local-server` on `model`, tied to this process; (process, url)."""
-    process = spawn_tied([*DETEKTIV, "local-server", "--port", "0", "--json", "--model",
-                          str(model), "--threads", str(threads), "--parallel", str(SLOTS),
-                          "--ctx", str(SLOTS * 4096)],
-                         env={**os.environ, "DETEKTIV_HOME": str(home)},
-                         stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line:
-        raise SystemExit(f"local-server on {model.name} ended before it listened")
-    return process, json.loads(line)["url"]
 
 
 def compare(home: Path, dataset: str, out: Path, extra: list[str]) -> dict[str, object]:
