@@ -52,6 +52,7 @@ from .errors import (
     ProviderConnectionError as ProviderConnectionError,
     ProviderError as ProviderError,
     ProviderTimeout as ProviderTimeout,
+    PullBusy as PullBusy,
     RateLimitedError as RateLimitedError,
     RequestError as RequestError,
     ServerError as ServerError,
@@ -86,7 +87,6 @@ from .evals.run import (
 )
 from .evals.summary import EvalSummary as EvalSummary
 from .gguf.capable import Cancelled as Cancelled, FetchProgress as FetchProgress
-from .gguf.pull import PullBusy as PullBusy
 from .jsondata import read_json as read_json
 from .lifeline import (
     Lifeline as Lifeline,
@@ -166,6 +166,7 @@ from .report.blocks import (
 from .report.cells import (
     EvalGroup as EvalGroup,
     grouped as grouped,
+    listed_title as listed_title,
     rounds_cell as rounds_cell,
     verdict_cell as verdict_cell,
     verdict_short as verdict_short,
@@ -173,7 +174,6 @@ from .report.cells import (
 from .report.claims import (
     MARKS as MARKS,
     claim_line as claim_line,
-    listed_title as listed_title,
     marked_parts as marked_parts,
 )
 from .report.words import (

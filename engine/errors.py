@@ -12,6 +12,7 @@
     │   └── NoteRefused               a file cannot be a note (its type, size or encoding)
     ├── OracleError                   no oracle matches, or the one named is invalid (says why)
     ├── ModelError                a local model cannot be pulled, found or removed (one line)
+    │   └── PullBusy              another pull of the same model holds its lock
     ├── AgentError                    the case agent cannot start (a prompt segment is missing
     │                                 or empty: names the file) or a tool was given bad input
     ├── StoreClosed                   a store (cache, vault, conversations) was used after it
@@ -62,6 +63,7 @@ __all__ = [
     "session_exit_code",
     "InterrogationFailed",
     "ModelError",
+    "PullBusy",
     "NoteRefused",
     "OracleError",
     "ProviderConnectionError",
@@ -104,6 +106,11 @@ class ConfigError(DetektivError):
 
 class ModelError(DetektivError):
     """A local model cannot be pulled, found or removed; the message says why and what to do."""
+
+
+class PullBusy(ModelError):
+    """Another pull of the same model holds its lock (another detektiv process, most often):
+    it will bring the model; this one does not."""
 
 
 class ProviderError(DetektivError):

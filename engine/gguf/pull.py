@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from engine.errors import DetektivError, ModelError
+from engine.errors import DetektivError, ModelError, PullBusy
 from engine.gguf.catalog import catalog_entry
 from engine.gguf.parts import Cancelled
 from engine.gguf.store import (
@@ -104,11 +104,6 @@ def explain_hub_error(exc: BaseException, repo: str, file: str, endpoint: str) -
         return "the disk is full; free some room and pull again (it resumes)"
     text = " ".join(str(exc).split()) or type(exc).__name__
     return f"cannot download {repo}/{file} from {endpoint}: {text[:200]}"
-
-
-class PullBusy(ModelError):
-    """Another pull of the same model holds its lock (another detektiv process, most often):
-    it will bring the model; this one does not."""
 
 
 class DownloadRefused(Exception):

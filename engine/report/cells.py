@@ -6,10 +6,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.text import strip_control
+
 if TYPE_CHECKING:
+    from engine.config.providers import ProviderConfig
     from engine.storage.index import SessionSummary
 
-__all__ = ["EvalGroup", "grouped", "rounds_cell", "verdict_cell", "verdict_short"]
+__all__ = ["CAPABLE_MODEL_HINT", "EvalGroup", "demonstration_note", "grouped", "listed_title",
+           "rounds_cell", "verdict_cell", "verdict_short"]
+
+CAPABLE_MODEL_HINT = (
+    "detektiv models pull qwen2.5-coder-1.5b (the app fetches it by itself), an API key "
+    "(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) or Ollama"
+)
+"""How to give the detective a capable model: said wherever a demonstration model plays it."""
+
+
+def demonstration_note(chain: list[ProviderConfig], role: str = "detective") -> str | None:
+    """The warning for a run whose `role` is first played by a demonstration model, or None
+    (here, not with the other words: the app asks it before its first frame is drawn)."""
+    if not chain or not chain[0].is_demonstration:
+        return None
+    return (f"the {role} is the embedded {chain[0].model}, a small demonstration model: its "
+            f"verdicts mean nothing. Give the {role} a capable model: {CAPABLE_MODEL_HINT}")
+
+
+def listed_title(title: str, claims: str | None) -> str:
+    """A session's title as a list shows it: a testimony's claims counted first
+    (`"[3/8 held, 2 contradicted] Summarize …"`), on one line, control characters removed."""
+    text = " ".join(strip_control(title).split())
+    return f"[{claims}] {text}" if claims else text
 
 
 def verdict_short(verdict: str | None, probability_false: float | None,

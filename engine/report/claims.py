@@ -14,8 +14,8 @@ from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim, ClaimState, Testimony
 from engine.text import one_line, strip_control
 
-__all__ = ["MARKS", "MarkedPart", "claim_line", "claim_mark", "claims_tally", "listed_title",
-           "marked_parts", "marked_testimony", "testimony_reason", "testimony_summary"]
+__all__ = ["MARKS", "MarkedPart", "claim_line", "claim_mark", "claims_tally", "marked_parts",
+           "marked_testimony", "testimony_reason", "testimony_summary"]
 
 MARKS: dict[ClaimState, str] = {
     "pending": "…", "held": "✓", "contradicted": "✗", "unsupported": "⊘", "unsure": "?",
@@ -129,10 +129,3 @@ def marked_testimony(text: str, claims: Sequence[Claim]) -> str:
         if part.claims:
             out.append(" [" + " ".join(claim_mark(c) for c in part.claims) + "]")
     return "".join(out)
-
-
-def listed_title(title: str, claims: str | None) -> str:
-    """A session's title as a list shows it: a testimony's claims counted first
-    (`"[3/8 held, 2 contradicted] Summarize …"`), on one line, control characters removed."""
-    text = " ".join(strip_control(title).split())
-    return f"[{claims}] {text}" if claims else text

@@ -26,11 +26,11 @@ from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import ANSWER_CUT_OFF, AuditResult, Contradiction, GapAnalysis
 from engine.models.trail import AuditTrailEntry, ContextFit
 from engine.providers import FILTERED
+from engine.report.cells import CAPABLE_MODEL_HINT, demonstration_note
 from engine.text import one_line, strip_control
 
 if TYPE_CHECKING:
     from engine.cache.models import CheckResult, Explanation
-    from engine.config.providers import ProviderConfig
 
 __all__ = [
     "ANSWER_CUT_OFF",
@@ -65,25 +65,10 @@ __all__ = [
     "DEMONSTRATION_VERDICT",
 ]
 
-CAPABLE_MODEL_HINT = (
-    "detektiv models pull qwen2.5-coder-1.5b (the app fetches it by itself), an API key "
-    "(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) or Ollama"
-)
-"""How to give the detective a capable model: said wherever a demonstration model plays it."""
-
-
 DEMONSTRATION_VERDICT = "a demonstration model's verdict: it means nothing"
 """Said beside every verdict a demonstration model spoke for the detective in."""
 INVALID_AUDIT_CHARS = 600
 """Characters of an invalid audit shown in a transcript or export (the session keeps all)."""
-
-
-def demonstration_note(chain: list[ProviderConfig], role: str = "detective") -> str | None:
-    """The warning for a run whose `role` is first played by a demonstration model, or None."""
-    if not chain or not chain[0].is_demonstration:
-        return None
-    return (f"the {role} is the embedded {chain[0].model}, a small demonstration model: its "
-            f"verdicts mean nothing. Give the {role} a capable model: {CAPABLE_MODEL_HINT}")
 
 
 def no_usable_question(label: str, attempts: int, problem: str, demonstration: bool) -> str:

@@ -388,7 +388,7 @@ class Workspace:
     def advice(self, role: str = "detective") -> str | None:
         """What to tell the user before a run when a demonstration model plays `role` first
         in the configured chain (None: a capable model does)."""
-        from engine.report.words import demonstration_note
+        from engine.report.cells import demonstration_note
         from engine.routing.chains import chain_for
 
         config = self.config
