@@ -18,26 +18,26 @@ _LABELLED = (("accuracy", "accuracy"), ("auroc", "AUROC"), ("f1", "F1"),
              ("undetermined", "undetermined"))
 
 
+def _columns(board: Leaderboard) -> list[tuple[str, str]]:
+    """(figure, its title) of each figure column."""
+    if board.labelled:
+        return list(_LABELLED)
+    return [(name, name) for name in (*SHARES, *(("supported",) if board.document else ()))]
+
+
 def board_table(board: Leaderboard, intervals: bool = True) -> list[list[str]]:
     """A witness a row, its figures a column (the header first), ranked by the headline
     figure (the best first)."""
     def text(figure: Figure) -> str:
         return (figure if intervals else Figure(figure.value)).text()
 
-    rows = sorted(board.rows, key=lambda row: -_rank(row.figure(board.headline).value))
-    if board.labelled:
-        table = [["witness", "provider", *(title for _, title in _LABELLED), "items"]]
-        for row in rows:
-            table.append([row.witness, row.label,
-                          *(text(row.figure(name)) for name, _ in _LABELLED),
-                          f"{row.items}" + (f" ({row.failed} failed)" if row.failed else "")])
-        return table
-    names = [*SHARES, *(("supported",) if board.document else ())]
-    table = [["witness", "provider", *names, "claims", "questions"]]
-    for row in rows:
-        table.append([row.witness, row.label, *(text(row.figure(name)) for name in names),
-                      str(row.claims),
-                      f"{row.items}" + (f" ({row.failed} failed)" if row.failed else "")])
+    columns = _columns(board)
+    table = [["witness", "provider", *(title for _, title in columns),
+              *(["items"] if board.labelled else ["claims", "questions"])]]
+    for row in sorted(board.rows, key=lambda row: -_rank(row.figure(board.headline).value)):
+        judged = f"{row.items}" + (f" ({row.failed} failed)" if row.failed else "")
+        table.append([row.witness, row.label, *(text(row.figure(name)) for name, _ in columns),
+                      *([judged] if board.labelled else [str(row.claims), judged])])
     return table
 
 
@@ -86,8 +86,7 @@ def board_json(board: Leaderboard) -> dict[str, Any]:
         return {"value": number(value.value), "low": number(value.low),
                 "high": number(value.high)}
 
-    names = [name for name, _ in _LABELLED] if board.labelled else \
-        [*SHARES, *(("supported",) if board.document else ())]
+    names = [name for name, _ in _columns(board)]
     return {
         "comparison": board.comparison, "labelled": board.labelled, "system": board.system,
         "holm": board.holm,

@@ -35,12 +35,19 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
-from engine.evals.metrics import BOOTSTRAP, Figure, Metrics, auroc
+from engine.evals.metrics import (
+    BOOTSTRAP,
+    Figure,
+    Metrics,
+    auroc,
+    percentile_interval,
+    resampled,
+)
 from engine.evals.summary import summarize_results
 
 if TYPE_CHECKING:
@@ -54,7 +61,6 @@ __all__ = [
     "comparison_id",
     "holm_levels",
     "leaderboard",
-    "paired_bootstrap",
 ]
 
 ALPHA = 0.05
@@ -163,14 +169,6 @@ class Leaderboard:
         return "supported" if self.document else "held"
 
 
-def paired_bootstrap(statistic: Callable[[np.ndarray], float], n: int,
-                     resamples: int = BOOTSTRAP, seed: int = 0) -> np.ndarray:
-    """`statistic(indexes)` of `resamples` resamples of `n` items (NaN ones left out)."""
-    rng = np.random.default_rng(seed)
-    found = [statistic(rng.integers(0, n, n)) for _ in range(resamples)] if n >= 2 else []
-    return np.asarray([v for v in found if not math.isnan(v)], dtype=np.float64)
-
-
 def _p_value(draws: np.ndarray) -> float:
     """Two-sided bootstrap p-value of "no difference"."""
     if not len(draws):
@@ -193,14 +191,6 @@ def holm_levels(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
         if stopped is None and p_values[index] > alpha / (m - rank):
             stopped = level
     return levels
-
-
-def _interval(draws: np.ndarray, level: float) -> tuple[float, float]:
-    if not len(draws):
-        return math.nan, math.nan
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(draws, [tail, 100 - tail])
-    return float(low), float(high)
 
 
 _CODE = {"false": 1, "true": 0}
@@ -256,9 +246,11 @@ def leaderboard(comparison: str, folders: Sequence[RunFolder], system: str = "in
                if kind == system and repeat == 1} for folder in folders]
     labelled = any(r.label is not None for results in latest for r in results.values())
     document = bool(infos) and infos[0].mode == "document"
+    names = [info.witness_name for info in infos]
+    coded: list[dict[str, Any]] = [  # each witness's items, as its figures read them
+        _labelled(results) if labelled else _counted(results, document) for results in latest]
     rows: list[WitnessRow] = []
-    names = [(info.witness[0] if info.witness else info.witness_label) for info in infos]
-    for info, name, results in zip(infos, names, latest, strict=True):
+    for info, name, results, items in zip(infos, names, latest, coded, strict=True):
         failed = sum(r.failed for r in results.values())
         if labelled:
             summary = summarize_results(
@@ -267,24 +259,29 @@ def leaderboard(comparison: str, folders: Sequence[RunFolder], system: str = "in
             rows.append(WitnessRow(name, info.witness_label, info.id, len(results), failed,
                                    metrics=summary.systems.get(system)))
             continue
-        counted = list(_counted(results, document).values())
+        counted = list(items.values())
         shares: dict[str, Figure] = {}
         for share_name in (*SHARES, *(("supported",) if document else ())):
             statistic = _share(counted, share_name)
             value = statistic(np.arange(len(counted))) if counted else math.nan
-            low, high = _interval(paired_bootstrap(statistic, len(counted), resamples, seed),
-                                  1 - ALPHA)
-            shares[share_name] = Figure(value, low, high)
+            shares[share_name] = Figure(value, *percentile_interval(
+                _draws(statistic, len(counted), resamples, seed)))
         rows.append(WitnessRow(name, info.witness_label, info.id, len(results), failed,
                                shares=shares,
                                claims=sum(sum(c.get(s, 0) for s in SHARES) for c in counted)))
-    pairs = _pairs(names, latest, labelled, document, resamples, seed)
+    pairs = _pairs(names, coded, labelled, document, resamples, seed)
     return Leaderboard(comparison, labelled, system, document, rows, pairs,
                        holm=len(names) >= 3, infos=infos)
 
 
-def _pairs(names: list[str], latest: list[dict[str, EvalResult]], labelled: bool,
-           document: bool, resamples: int, seed: int) -> list[Paired]:
+def _draws(statistic: Callable[[np.ndarray], float], n: int, resamples: int, seed: int
+           ) -> np.ndarray:
+    """`statistic` of the resampled indexes of `n` items (`metrics.resampled`)."""
+    return resampled([np.arange(n)], statistic, resamples, seed)
+
+
+def _pairs(names: list[str], coded: list[dict[str, Any]], labelled: bool, document: bool,
+           resamples: int, seed: int) -> list[Paired]:
     figures = ("accuracy", "auroc") if labelled else (("supported",) if document else
                                                       ("held",))
     found: list[Paired] = []
@@ -292,26 +289,25 @@ def _pairs(names: list[str], latest: list[dict[str, EvalResult]], labelled: bool
         family: list[tuple[str, str, float, np.ndarray, int]] = []
         for i in range(len(names)):
             for j in range(i + 1, len(names)):
-                difference, draws, n = _difference(latest[i], latest[j], figure, labelled,
-                                                   document, resamples, seed)
+                difference, draws, n = _difference(coded[i], coded[j], figure, labelled,
+                                                   resamples, seed)
                 family.append((names[i], names[j], difference, draws, n))
         p_values = [_p_value(draws) for *_, draws, _ in family]
         levels = holm_levels(p_values) if len(names) >= 3 else [1 - ALPHA] * len(family)
         for (a, b, difference, draws, n), p, level in zip(family, p_values, levels,
                                                             strict=True):
-            low, high = _interval(draws, level)
+            low, high = percentile_interval(draws, 1 - level)
             found.append(Paired(a, b, figure, difference, low, high, p, level, n,
                                 "items" if labelled else "questions"))
     return found
 
 
-def _difference(first: dict[str, EvalResult], second: dict[str, EvalResult], figure: str,
-                labelled: bool, document: bool, resamples: int, seed: int
-                ) -> tuple[float, np.ndarray, int]:
-    """second − first in `figure` on the items both have, and its bootstrap draws."""
+def _difference(a: dict[str, Any], b: dict[str, Any], figure: str, labelled: bool,
+                resamples: int, seed: int) -> tuple[float, np.ndarray, int]:
+    """b − a in `figure` on the items both have (`_labelled` or `_counted`), and its
+    bootstrap draws."""
+    keys = sorted(a.keys() & b.keys())
     if labelled:
-        a, b = _labelled(first), _labelled(second)
-        keys = sorted(a.keys() & b.keys())
         y = np.asarray([a[k][0] for k in keys], dtype=np.int64)
         pred_a = np.asarray([a[k][1] for k in keys], dtype=np.int64)
         pred_b = np.asarray([b[k][1] for k in keys], dtype=np.int64)
@@ -323,13 +319,11 @@ def _difference(first: dict[str, EvalResult], second: dict[str, EvalResult], fig
                 return float(np.mean(pred_b[pick] == y[pick]) - np.mean(pred_a[pick] == y[pick]))
             return auroc(y[pick], p_b[pick]) - auroc(y[pick], p_a[pick])
     else:
-        ca, cb = _counted(first, document), _counted(second, document)
-        keys = sorted(ca.keys() & cb.keys())
-        share_a = _share([ca[k] for k in keys], figure)
-        share_b = _share([cb[k] for k in keys], figure)
+        share_a = _share([a[k] for k in keys], figure)
+        share_b = _share([b[k] for k in keys], figure)
 
         def statistic(pick: np.ndarray) -> float:
             return share_b(pick) - share_a(pick)
     n = len(keys)
     value = statistic(np.arange(n)) if n else math.nan
-    return value, paired_bootstrap(statistic, n, resamples, seed), n
+    return value, _draws(statistic, n, resamples, seed), n

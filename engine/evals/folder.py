@@ -122,6 +122,12 @@ class EvalRunInfo(_Model):
     created: datetime = Field(default_factory=lambda: datetime.now(UTC))
     updated: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
+    @property
+    def witness_name(self) -> str:
+        """The witness as asked for (`--witness`, `--compare`), else the provider that
+        played it."""
+        return self.witness[0] if self.witness else self.witness_label
+
 
 def _lines(path: Path) -> Iterator[str]:
     if not path.exists():

@@ -373,12 +373,18 @@ def chosen_items(path: Path, n: int | None, seed: int) -> Items:
     """The claims `sample(read_items(path), n, seed)` chooses, checked the same way: from a
     JSON-lines file as an `ItemFile` (an evaluation of 100,000 claims holds none of them),
     from a JSON array or a Parquet file (read whole anyway) as a list."""
-    first = _first_byte(path) if path.suffix != ".parquet" and path.is_file() else b"["
-    if first not in (b"[", b"{", b""):  # text: one open question a line
+    if holds_questions(path):
         return sample(read_questions(path), n, seed)
-    if first != b"[":
+    if path.suffix != ".parquet" and path.is_file() and _first_byte(path) != b"[":
         return ItemFile(path, n, seed)
     return sample(read_items(path), n, seed)
+
+
+def holds_questions(path: Path) -> bool:
+    """Whether `path` is a text file of open questions, one a line: neither JSON (its first
+    byte past white space and a BOM is no `[` or `{`), nor Parquet, nor empty."""
+    return path.suffix != ".parquet" and path.is_file() and \
+        _first_byte(path) not in (b"[", b"{", b"")
 
 
 def _first_byte(path: Path) -> bytes:

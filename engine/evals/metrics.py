@@ -40,7 +40,9 @@ __all__ = [
     "calibration_bins",
     "ece",
     "measure",
+    "percentile_interval",
     "pr_curve",
+    "resampled",
 ]
 
 BOOTSTRAP = 1000
@@ -170,13 +172,14 @@ STATISTICS: dict[str, Statistic] = {
 }
 
 
-def bootstrap(values: list[Ints | Floats], statistic: Callable[..., float],
-              resamples: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
-    """The 95 % percentile interval of `statistic` over resamples of the items (NaN
-    resamples, such as precision with no positive verdict drawn, are left out)."""
+def resampled(values: list[Ints | Floats], statistic: Callable[..., float],
+              resamples: int = BOOTSTRAP, seed: int = 0) -> Floats:
+    """`statistic` of each of `resamples` resamples of the items (the same rows of every
+    array of `values`: paired), the NaN ones (precision with no positive verdict drawn) left
+    out; none for fewer than two items."""
     n = len(values[0])
     if n < 2:
-        return math.nan, math.nan
+        return np.empty(0, dtype=np.float64)
     rng = np.random.default_rng(seed)
     found: list[float] = []
     for _ in range(resamples):
@@ -184,10 +187,23 @@ def bootstrap(values: list[Ints | Floats], statistic: Callable[..., float],
         value = statistic(*(v[pick] for v in values))
         if not math.isnan(value):
             found.append(value)
-    if not found:
+    return np.asarray(found, dtype=np.float64)
+
+
+def percentile_interval(draws: Floats, alpha: float = 0.05) -> tuple[float, float]:
+    """The central 1 − `alpha` interval of `draws` (NaN when there are none)."""
+    if not len(draws):
         return math.nan, math.nan
-    low, high = np.percentile(found, [2.5, 97.5])
+    tail = 100 * alpha / 2
+    low, high = np.percentile(draws, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def bootstrap(values: list[Ints | Floats], statistic: Callable[..., float],
+              resamples: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
+    """The 95 % percentile interval of `statistic` over resamples of the items (NaN
+    resamples, such as precision with no positive verdict drawn, are left out)."""
+    return percentile_interval(resampled(values, statistic, resamples, seed))
 
 
 @dataclass(frozen=True, slots=True)

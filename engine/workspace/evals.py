@@ -22,11 +22,11 @@ from engine.evals.board import write_board
 from engine.evals.compare import Leaderboard, comparison_id, leaderboard
 from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
 from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
-from engine.evals.items import Items, check_documents, chosen_items
+from engine.evals.items import Items, check_documents, chosen_items, holds_questions
 from engine.evals.report import write_report
 from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
 from engine.evals.summary import EvalSummary, summarize
-from engine.models.session import Protocol, unknown_protocols
+from engine.models.session import Protocol, WitnessMode, unknown_protocols
 from engine.routing.slots import role_slots
 from engine.storage.atomic import file_sha256
 
@@ -70,6 +70,12 @@ class Evals:
             raise ConfigError(f"{path.name}: open questions are asked of the witness as they "
                                "are: --mode open (or document), not " + request.mode)
         return path, file_sha256(path), items
+
+    @staticmethod
+    def default_mode(dataset: str, compared: bool) -> WitnessMode:
+        """The witness mode when none is asked for: `open` for a comparison or a file of open
+        questions (asked as they are), else `planted`."""
+        return "open" if compared or holds_questions(Path(dataset)) else "planted"
 
     async def start(self, request: EvalRequest, *, runs: int = 1, baselines: bool = False,
                     concurrency: int | None = None, retry_failed: bool = False,
@@ -195,9 +201,11 @@ class Evals:
         system = "consistency" if runs[0].protocols[:1] == ["consistency"] else "interrogation"
         return leaderboard(found[0], [RunFolder(self.root / info.id) for info in runs], system)
 
-    def board_report(self, ref: str, directory: Path) -> list[Path]:
-        """Write a comparison's report.md and leaderboard.png into `directory`."""
-        return write_board(self.comparison(ref), directory)
+    def board_report(self, ref: str, directory: Path, board: Leaderboard | None = None
+                     ) -> list[Path]:
+        """Write a comparison's report.md and leaderboard.png into `directory` (`board`: its
+        leaderboard, when it was just read)."""
+        return write_board(board or self.comparison(ref), directory)
 
     def sessions(self, ref: str) -> list[SessionSummary]:
         """The stored sessions of a run, newest first."""

@@ -32,6 +32,7 @@ from engine import (
     split_chain,
     summary_json,
 )
+from tui.cli.table import print_table
 
 __all__ = ["EVAL_COMMANDS", "add_parser", "dispatch"]
 
@@ -146,7 +147,7 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
             raise ConfigError("--compare names the witnesses; leave --witness out")
     request = EvalRequest(
         dataset=args.dataset, n=args.n, seed=args.seed,
-        mode=args.mode or ("open" if compared or _questions(args.dataset) else "planted"),
+        mode=args.mode or workspace.evals.default_mode(args.dataset, bool(compared)),
         detective=tuple(split_chain(args.detective)), witness=tuple(split_chain(args.witness)),
         limit=args.limit,
     )
@@ -163,28 +164,17 @@ async def _eval(workspace: Workspace, args: argparse.Namespace) -> int:
     return code
 
 
-def _questions(dataset: str) -> bool:
-    """Whether `dataset` is a file of open questions (text, not JSON)."""
-    path = Path(dataset)
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
-    except OSError:
-        return False
-    return bool(head) and head[:1] not in (b"[", b"{")
-
-
 def _show_board(workspace: Workspace, comparison: str, as_json: bool,
                 output: Path | None) -> None:
     board = workspace.evals.comparison(comparison)
     if as_json:
         print(json.dumps({"type": "comparison", **board_json(board)}, ensure_ascii=False))
     else:
-        _print_rows(board_table(board))
+        print_table(board_table(board))
         for line in board_lines(board):
             print(line)
     if output is not None:
-        written = workspace.evals.board_report(comparison, output)
+        written = workspace.evals.board_report(comparison, output, board)
         print("detektiv: wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
 
 
@@ -265,16 +255,9 @@ def _show(summary: EvalSummary, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"type": "summary", **summary_json(summary)}, ensure_ascii=False))
         return
-    _print_rows(eval_table(summary))
+    print_table(eval_table(summary))
     for line in eval_lines(summary):
         print(line)
-
-
-def _print_rows(rows: list[list[str]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-              .rstrip())
 
 
 def _evals(workspace: Workspace, args: argparse.Namespace) -> int:

@@ -176,7 +176,7 @@ def step_line(event: InterrogationEvent, ident: str, examined: tuple[int, int] =
     """The progress message of session `ident`'s event worth one, else None; `examined`:
     the claims examined so far (this one included) of those to examine."""
     match event:
-        case Started(session_id=ident, resumed_after=None):
+        case Started(resumed_after=None):
             return f"session {ident[:8]} started"
         case PairCompleted(pair=pair) if pair.testimony:
             return "testimony given"

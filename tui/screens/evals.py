@@ -89,13 +89,17 @@ class EvalsScreen(Guarded, Screen[str | None]):
         runs = self.host.workspace.evals.runs()
         self.app.call_from_thread(self._show_runs, runs)
 
+    def _key(self, info: EvalRunInfo) -> str:
+        """A row's key: the run's id, or its comparison's (`COMPARISON` before it)."""
+        return self.COMPARISON + info.comparison if info.comparison else info.id
+
     def _show_runs(self, every: list[EvalRunInfo]) -> None:
         witnesses: dict[str, list[str]] = {}
         runs: list[EvalRunInfo] = []
         for info in every:  # a comparison: one row, where its newest run stands
             if info.comparison is not None:
                 named = witnesses.setdefault(info.comparison, [])
-                named.append(info.witness[0] if info.witness else info.witness_label)
+                named.append(info.witness_name)
                 if len(named) > 1:
                     continue
             runs.append(info)
@@ -103,19 +107,13 @@ class EvalsScreen(Guarded, Screen[str | None]):
         table = self.query_one("#eval-runs", DataTable)
         table.clear()
         for info in runs:
-            if info.comparison is not None:
-                named = witnesses[info.comparison]
-                table.add_row(info.comparison, local_minute(info.updated.isoformat()),
-                              Text(strip_control(info.dataset)[-40:]), str(info.items),
-                              info.mode, Text(strip_control(info.detective_label)),
-                              Text(strip_control(f"{len(named)} compared: "
-                                                 + ", ".join(reversed(named)))),
-                              key=self.COMPARISON + info.comparison)
-                continue
-            table.add_row(info.id, local_minute(info.updated.isoformat()),
+            named = witnesses.get(info.comparison or "", [])
+            witness = f"{len(named)} compared: " + ", ".join(reversed(named)) if named \
+                else info.witness_label
+            table.add_row(info.comparison or info.id, local_minute(info.updated.isoformat()),
                           Text(strip_control(info.dataset)[-40:]), str(info.items), info.mode,
                           Text(strip_control(info.detective_label)),
-                          Text(strip_control(info.witness_label)), key=info.id)
+                          Text(strip_control(witness)), key=self._key(info))
         status = self.query_one("#eval-status", Static)
         if not runs:
             status.update(Content("No evaluation runs yet. Run one from a shell: "
@@ -123,9 +121,7 @@ class EvalsScreen(Guarded, Screen[str | None]):
             return
         status.update(Content(f"{counted(len(runs), 'evaluation run')} · o: show a run's "
                               "sessions (a comparison's: Enter on a witness)"))
-        first = runs[0]
-        self.load_figures(self.COMPARISON + first.comparison if first.comparison
-                          else first.id)
+        self.load_figures(self._key(runs[0]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "eval-runs" and event.row_key.value:
