@@ -182,11 +182,10 @@ def local_server(paths: Paths, args: argparse.Namespace) -> int:
 
 def serve(paths: Paths, args: argparse.Namespace) -> int:
     """`detektiv serve`: the app in a browser (see `tui.serve.server`)."""
-    from tui.serve.server import ServeOptions, new_token, serve as run_server
+    from tui.listening import listener_token
+    from tui.serve.server import ServeOptions, serve as run_server
 
-    token = None
-    if args.allow_remote:
-        token = os.environ.get("DETEKTIV_SERVE_TOKEN") or new_token()
+    token = listener_token("DETEKTIV_SERVE_TOKEN") if args.allow_remote else None
     options = ServeOptions(args.host, args.port, token, getattr(args, "config", None),
                            shared_model=args.shared_model)
     return run_server(paths, options)

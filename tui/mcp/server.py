@@ -44,6 +44,7 @@ from engine import (
     EvalStarted,
     Finished,
     InterrogationEvent,
+    NoteRefused,
     PairCompleted,
     Run,
     SessionSummary,
@@ -298,12 +299,12 @@ def build(workspace: Workspace) -> MCPServer[Any]:
                                     "session id at once (false)")] = True,
     ) -> InterrogationResult:
         try:
-            if document is not None and not Path(document).expanduser().is_file():
-                raise ToolError(f"document: {document}: no such file")
             run = workspace.sessions.start(
                 hypothesis, limit, split_chain(detective), split_chain(witness),
                 protocol=protocol,
                 document=None if document is None else Path(document).expanduser())
+        except NoteRefused as exc:  # the engine read the document and said why not
+            raise ToolError(f"document: {exc.message}") from None
         except DetektivError as exc:
             raise ToolError(exc.message) from None
         ident = str(run.session.id)

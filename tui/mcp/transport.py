@@ -22,8 +22,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from engine import ConfigError, is_loopback
+from tui.listening import check_listener
 
-__all__ = ["Guard", "HttpOptions", "check", "serve_http"]
+__all__ = ["Guard", "HttpOptions", "serve_http"]
 
 PATH = "/mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -91,20 +92,13 @@ class Guard:
         await send({"type": "http.response.body", "body": (text + "\n").encode()})
 
 
-def check(options: HttpOptions) -> None:
-    """`ConfigError` for a non-loopback address without a token."""
-    if not is_loopback(options.host) and options.token is None:
-        raise ConfigError(f"mcp: {options.host} is not a loopback address; add "
-                          "--allow-remote (a token is then required)")
-
-
 async def serve_http(server: Any, options: HttpOptions) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until SIGINT or SIGTERM; the address
     (and the token) is said on stderr once the socket listens."""
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    check(options)
+    check_listener("mcp", options.host, options.token)
     app = server.streamable_http_app(
         streamable_http_path=PATH,
         # the Guard checks Host and Origin for every address (the SDK's lists are exact)

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import hmac
 import os
-import secrets
 import shlex
 import signal
 import subprocess
@@ -51,6 +50,7 @@ from engine import (
     release_tied,
     spawn_tied,
 )
+from tui.listening import check_listener
 from tui.serve.driver import BROWSER_KEYMAP
 
 __all__ = ["BROWSER_KEYMAP", "ServeOptions", "is_loopback", "serve", "tab_environment"]
@@ -319,9 +319,7 @@ def _shared_model(options: ServeOptions) -> tuple[subprocess.Popen[str], str]:
 
 def serve(paths: Paths, options: ServeOptions) -> int:
     """Run `detektiv serve` (see the module docstring); returns the exit code."""
-    if not is_loopback(options.host) and options.token is None:
-        raise ConfigError(f"serve: {options.host} is not a loopback address; "
-                          "add --allow-remote (a token is then required)")
+    check_listener("serve", options.host, options.token)
     extra = {"DETEKTIV_SERVED": "1"}
     model: subprocess.Popen[str] | None = None
     if options.shared_model:
@@ -341,7 +339,3 @@ def serve(paths: Paths, options: ServeOptions) -> int:
                 model.wait()
             release_tied(model.pid)
     return 0
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(24)
