@@ -231,29 +231,53 @@ async def test_an_oracle_consulted_on_a_1024_token_slot_answers(
         slot_1024: LlamaServer, home: Path, tmp_path: Path) -> None:
     """A case whose notes are ten times the window: the oracle is shown what fits and
     answers; nothing fails for the window."""
-    from engine import OracleFailed, OracleSaved, Workspace
+    from engine import Workspace
     from tests.support.cases import setup_home
 
     setup_home(home, slot_1024.base)
     workspace = Workspace(Paths.from_env())
     try:
-        ref = workspace.cases.new_case("Pricing").short_id
-        notes = tmp_path / "minutes.txt"
-        notes.write_text("We raise the price from 10 to 15 in May, said Alice. " * 400)
-        workspace.cases.import_notes(ref, [notes])
-        consulted = await workspace.cases.consultation(ref, ["judge"])
-        events = [e async for e in consulted.events()]
+        events = await _oracle_on_long_notes(workspace, tmp_path)
     finally:
         await workspace.aclose()
+    _answered(events)
+
+
+async def _oracle_on_long_notes(workspace: Any, tmp_path: Path) -> list[Any]:
+    """The judge oracle consulted on a case whose notes are ten times a 1,024-token window:
+    its events."""
+    ref = workspace.cases.new_case("Pricing").short_id
+    notes = tmp_path / "minutes.txt"
+    notes.write_text("We raise the price from 10 to 15 in May, said Alice. " * 400)
+    workspace.cases.import_notes(ref, [notes])
+    consulted = await workspace.cases.consultation(ref, ["judge"])
+    return [e async for e in consulted.events()]
+
+
+def _answered(events: list[Any]) -> None:
+    """The oracle answered once and nothing failed."""
+    from engine import OracleFailed, OracleSaved
+
     assert not [e for e in events if isinstance(e, OracleFailed)], events
     assert len([e for e in events if isinstance(e, OracleSaved)]) == 1
+
+
+def _stopped_by_its_own_rule(done: Any) -> list[dict[str, Any]]:
+    """`detektiv agent --json` ended by a stop reason of the agent's own, never `error`: its
+    events."""
+    from engine.agent.events import STOP_REASONS
+
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0, events[-1]
+    assert events[-1]["type"] == "stop", events[-1]
+    assert events[-1]["reason"] in STOP_REASONS and events[-1]["reason"] != "error", events[-1]
+    return events
 
 
 def test_the_case_agent_on_a_1024_token_slot_stops_for_a_reason_of_its_own(
         slot_1024: LlamaServer, home: Path, paths: Paths) -> None:
     """The agent's instructions, the vault's results and the question on a 1,024-token slot,
     the shipped reply budget: it stops for one of its own reasons, never an error."""
-    from engine.agent.events import STOP_REASONS
     from engine.storage.sessions import SessionStore as Store
     from tests.support.cli import detektiv
     from tests.support.factory import case_session
@@ -264,11 +288,8 @@ def test_the_case_agent_on_a_1024_token_slot_stops_for_a_reason_of_its_own(
     store = Store.of(paths)
     case_session(store, "Bob was in Paris on Monday",
                  [("Where were you on Monday?", "In Paris, at the Louvre. " * 60)])
-    done = detektiv("agent", "Which sessions mention Paris?", "--json", timeout=240)
-    events = [json.loads(line) for line in done.stdout.splitlines()]
-    assert done.returncode == 0, events[-1]
-    assert events[-1]["type"] == "stop", events[-1]
-    assert events[-1]["reason"] in STOP_REASONS and events[-1]["reason"] != "error", events[-1]
+    _stopped_by_its_own_rule(
+        detektiv("agent", "Which sessions mention Paris?", "--json", timeout=240))
 
 
 @pytest.mark.parametrize("route", ["openai", "anthropic"])
@@ -304,8 +325,7 @@ async def test_a_testimony_oracle_and_agent_through_the_recorded_gateway_never_f
     """The other operations through LiteLLM's recorded replies on a 1,024-token window: a
     pasted paragraph (its split is the recorded answer: no usable claim, named), an oracle on
     notes ten times the window, the case agent. None ends for the window or as an error."""
-    from engine import OracleFailed, OracleSaved, Workspace
-    from engine.agent.events import STOP_REASONS
+    from engine import Workspace
     from tests.support.cases import TEST_ORACLE
     from tests.support.cli import detektiv
 
@@ -323,23 +343,15 @@ async def test_a_testimony_oracle_and_agent_through_the_recorded_gateway_never_f
                 "Vitamin B3 helps the body turn food into energy. It also keeps the skin "
                 "healthy, and doctors use it to lower cholesterol.", 5)
             events = [event async for event in run.events()]
-            ref = workspace.cases.new_case("Pricing").short_id
-            notes = tmp_path / "minutes.txt"
-            notes.write_text("We raise the price from 10 to 15 in May, said Alice. " * 400)
-            workspace.cases.import_notes(ref, [notes])
-            consulted = await workspace.cases.consultation(ref, ["judge"])
-            answers = [e async for e in consulted.events()]
+            answers = await _oracle_on_long_notes(workspace, tmp_path)
         finally:
             await workspace.aclose()
         done = detektiv("agent", "Which sessions mention vitamins?", "--json", timeout=240)
     finished = events[-1]
     assert isinstance(finished, Finished)
     assert finished.status != "failed", finished.reason
-    assert not [e for e in answers if isinstance(e, OracleFailed)], answers
-    assert len([e for e in answers if isinstance(e, OracleSaved)]) == 1
-    stop = [json.loads(line) for line in done.stdout.splitlines()][-1]
-    assert done.returncode == 0 and stop["type"] == "stop", stop
-    assert stop["reason"] in STOP_REASONS and stop["reason"] != "error", stop
+    _answered(answers)
+    _stopped_by_its_own_rule(done)
 
 
 # ---- 4. a server's slots, held inside detektiv ----------------------------------------------
@@ -690,7 +702,6 @@ def test_an_agent_turn_whose_tools_fit_no_window_answers_from_what_was_found(
     """A window too small for the agent's instructions with the tools' (900 tokens behind a
     gateway's slack): the turn is made the last one, said in a note, and the agent answers
     rather than failing."""
-    from engine.agent.events import STOP_REASONS
     from tests.support.cli import detektiv
 
     with capture_server("litellm-openai-stream", "litellm-model-info",
@@ -701,9 +712,6 @@ def test_an_agent_turn_whose_tools_fit_no_window_answers_from_what_was_found(
             + "[agent]\nturn_limit = 3\nmax_tokens = 96\n")
         (home / "config.toml").chmod(0o600)
         done = detektiv("agent", "Which sessions mention vitamins?", "--json", timeout=240)
-    events = [json.loads(line) for line in done.stdout.splitlines()]
+    events = _stopped_by_its_own_rule(done)
     notes = [e["text"] for e in events if e["type"] == "note"]
     assert any("no room for the tools' instructions" in n for n in notes), notes
-    stop = events[-1]
-    assert done.returncode == 0 and stop["type"] == "stop", stop
-    assert stop["reason"] in STOP_REASONS and stop["reason"] != "error", stop
