@@ -48,7 +48,7 @@ from engine.evals.metrics import (
     percentile_interval,
     resampled,
 )
-from engine.evals.summary import summarize_results
+from engine.evals.summary import coded, summarize_results
 
 if TYPE_CHECKING:
     from engine.evals.run import EvalRequest
@@ -193,13 +193,9 @@ def holm_levels(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
     return levels
 
 
-_CODE = {"false": 1, "true": 0}
-
-
 def _labelled(results: dict[str, EvalResult]) -> dict[str, tuple[int, int, float]]:
-    """item → (y: 1 false, pred: 1 false / 0 true / -1 none, p-false; 0.5 where none)."""
-    return {key: (0 if r.label else 1, _CODE.get(r.verdict or "", -1),
-                  0.5 if r.probability_false is None else r.probability_false)
+    """item → (y, verdict, P(false)) as the figures read it (`summary.coded`)."""
+    return {key: coded(bool(r.label), r.verdict, r.probability_false)
             for key, r in results.items()}
 
 

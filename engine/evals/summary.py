@@ -31,7 +31,7 @@ from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
 from engine.interrogation.verdict import Computed, with_alone
 
-__all__ = ["SYSTEMS", "EvalSummary", "summarize", "summarize_results"]
+__all__ = ["SYSTEMS", "EvalSummary", "coded", "summarize", "summarize_results"]
 
 SYSTEMS = {
     "interrogation": "interrogation",
@@ -50,6 +50,12 @@ SYSTEMS = {
 _CODE = {"false": 1, "true": 0, "undetermined": -1}
 
 
+def coded(label: bool, verdict: str | None, p: float | None) -> tuple[int, int, float]:
+    """A judged item as the figures read it (`engine.evals.metrics`): y (1: the claim is
+    false), the verdict (1 false, 0 true, -1 none) and P(false) (0.5 where none was given)."""
+    return 0 if label else 1, _CODE.get(verdict or "", -1), 0.5 if p is None else p
+
+
 @dataclass(slots=True)
 class _Rows:
     y: list[int] = field(default_factory=list)
@@ -62,9 +68,10 @@ class _Rows:
 
     def add(self, label: bool, verdict: str | None, p: float | None, rounds: int,
             tokens: float, seconds: float) -> None:
-        self.y.append(0 if label else 1)
-        self.pred.append(_CODE.get(verdict or "", -1))
-        self.p.append(0.5 if p is None else p)
+        y, pred, p_false = coded(label, verdict, p)
+        self.y.append(y)
+        self.pred.append(pred)
+        self.p.append(p_false)
         self.rounds.append(rounds)
         self.tokens.append(tokens)
         self.seconds.append(seconds)
