@@ -94,6 +94,8 @@ priority = 2
 timeout = 360
 stall_timeout = 180
 
+"""
+BUDGETS = """\
 [interrogation]
 question_max_tokens = 48
 answer_max_tokens = 48
@@ -105,6 +107,8 @@ min_rounds = 1
 satisfied_at = 60
 temperature = 0
 """
+"""The real-model benches' budgets: the same work a call, hours fewer."""
+CONFIG += BUDGETS
 SAMPLE_SEEDS = {"test": 20261125, "dev": 7}
 
 

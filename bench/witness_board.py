@@ -29,11 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fetch_parts import fetch_model  # noqa: E402
-from bench.real_model import DEFAULT_WORK, serve  # noqa: E402
+from bench.real_model import BUDGETS, DEFAULT_WORK, DETEKTIV, serve  # noqa: E402
 from engine.gguf.parts import QWEN_05B, QWEN_15B  # noqa: E402
 from engine.lifeline import release_tied, spawn_tied  # noqa: E402
 
-DETEKTIV = [sys.executable, "-m", "tui"]
 CONFIG = """\
 [providers.judge]
 kind = "openai"
@@ -59,19 +58,7 @@ priority = 3
 timeout = 360
 stall_timeout = 180
 
-[interrogation]
-question_max_tokens = 48
-answer_max_tokens = 48
-testimony_max_tokens = 220
-analysis_max_tokens = 96
-audit_max_tokens = 160
-judgement_max_tokens = 8
-max_gaps = 1
-min_rounds = 1
-satisfied_at = 60
-max_claims = 6
-temperature = 0
-"""
+""" + BUDGETS + "testimony_max_tokens = 220\nmax_claims = 6\n"
 
 
 def compare(home: Path, dataset: str, out: Path, extra: list[str]) -> dict[str, object]:
