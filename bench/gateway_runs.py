@@ -13,7 +13,9 @@ the prompt takes) over the prompt tokens the gateway reported for it (all calls,
 256 tokens or more, where the room matters: a short prompt's fixed overheads are a few tokens
 that weigh more). `under`: calls whose fitted size was below the count (a prompt that might
 have overflowed). Prints a table; the goals are no session failed and the fitted size within
-20 % above the gateway's count. `--baseline REV` first runs the same sessions with the code of
+20 % above the gateway's count. `--dump DIR` writes each measured reply (the prompt's texts,
+their estimates, the tokens reported) to DIR/MODEL-ROUTE.jsonl: the data the bound is
+designed on. `--baseline REV` first runs the same sessions with the code of
 commit REV (a git worktree, through its CLI), on the same servers: how many of them failed.
 """
 
@@ -67,8 +69,8 @@ def _proxy(litellm: str, work: Path, backend: str) -> tuple[subprocess.Popen[Any
     return proxy, url
 
 
-async def _session(config: Config, paths: Paths, calls: list[tuple[int, int, bool]]
-                   ) -> Finished:
+async def _session(config: Config, paths: Paths, calls: list[tuple[int, int, bool]],
+                   dump: Any = None) -> Finished:
     """One session; `calls` gets (fitted, counted by the gateway, has a schema) per call."""
     router = Router(config, paths, persist=False)
     plain = router.stream
@@ -85,6 +87,8 @@ async def _session(config: Config, paths: Paths, calls: list[tuple[int, int, boo
             yield event
 
     router.stream = stream  # type: ignore[method-assign]
+    if dump is not None:
+        _dumping(dump)
     journal = SessionStore(paths.data_dir / "sessions").create(HYPOTHESIS, 5)
     try:
         events = [e async for e in Interrogation(router, journal, config.interrogation).run()]
@@ -93,6 +97,27 @@ async def _session(config: Config, paths: Paths, calls: list[tuple[int, int, boo
     finished = events[-1]
     assert isinstance(finished, Finished)
     return finished
+
+
+def _dumping(dump: Any) -> None:
+    """Write each reply's measure (`engine.context.measure.measured`: the prompt sent, the
+    text added beside it, the tokens reported) to `dump`, a line of JSON each: the data the
+    bound is designed on."""
+    import engine.routing.router as routed
+    from engine.context.measure import measured
+    from engine.context.tokens import estimate
+
+    def recorded(provider: Any, messages: Any, prompt_tokens: object, counts: bool = False,
+                 added: str = "") -> None:
+        dump.write(json.dumps({
+            "texts": [estimate(m.content) for m in messages],
+            "bytes": [len(m.content.encode("utf-8")) for m in messages],
+            "added": estimate(added) if added else 0, "counted": prompt_tokens,
+            "contents": [m.content for m in messages] + ([added] if added else [])}) + "\n")
+        dump.flush()
+        measured(provider, messages, prompt_tokens, counts, added)
+
+    routed.measured = recorded  # type: ignore[assignment]
 
 
 def _baseline(tree: Path, url: str, route: str, runs: int, home: Path) -> int:
@@ -133,6 +158,7 @@ def main() -> int:
     parser.add_argument("--worst", type=int, default=0, help="print the N loosest fits")
     parser.add_argument("--routes", default="openai,anthropic")
     parser.add_argument("--baseline", help="a commit whose sessions are run the same way first")
+    parser.add_argument("--dump", help="a folder for each route's measured replies (JSON lines)")
     args = parser.parse_args()
     rows = []
     tree: Path | None = None
@@ -175,8 +201,12 @@ def _measure(args: argparse.Namespace, rows: list[tuple[Any, ...]], tree: Path |
                     calls: list[tuple[int, int, bool]] = []
                     endings: list[str] = []
                     started = time.monotonic()
+                    dump = None
+                    if args.dump:
+                        Path(args.dump).mkdir(parents=True, exist_ok=True)
+                        dump = (Path(args.dump) / f"{model}-{route}.jsonl").open("w")
                     for _ in range(args.runs):
-                        finished = asyncio.run(_session(_route(url, route), paths, calls))
+                        finished = asyncio.run(_session(_route(url, route), paths, calls, dump))
                         endings.append(finished.status)
                         if finished.status == "failed":
                             print(f"  {model} {route}: failed: {finished.reason}", flush=True)

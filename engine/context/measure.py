@@ -14,7 +14,8 @@ whose replies report is calibrated by them and never recounted (`measured`).
 A server that cannot count (a gateway, a cloud API) has its prompts measured by an upper
 bound (`tokens.bound`) until its replies report what a prompt took (`measured`); from then on
 by the worst of the last `RECENT` ratios reported, times `REPORTED_SLACK` (`text_measure`,
-`uncounted`).
+`uncounted`); a short prompt, where the chat template's fixed part weighs most, by its texts
+and that fixed part as the replies showed it (`_template`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class _Ratio:
     reported: int = 0  # of `counts`, the ones a reply's usage gave
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
     """The last `RECENT` ratios: what a reported bound goes by (`_reported_factor`)."""
+    seen: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=SEEN))
+    """(the texts' estimate, messages, tokens reported) of the last `SEEN` reported prompts,
+    short ones too: what a template's fixed part is learned from (`_template`)."""
 
 
 _ratios: dict[tuple[str, str], _Ratio] = {}
@@ -172,6 +176,10 @@ one, a template's fixed part (Qwen's and SmolLM2's default system prompts: 20–
 weighs as much as the text."""
 
 
+SEEN = 32
+"""Reported prompts a template's fixed part is learned from."""
+
+
 def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: object,
              counts: bool = False, added: str = "") -> None:
     """A reply of `provider` reported `prompt_tokens` for the prompt `messages` and `added`,
@@ -188,6 +196,10 @@ def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: obj
     if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
         return
     guess = estimate_messages(messages) + (estimate(added) if added else 0)
+    if not counts and guess / PLAUSIBLE <= prompt_tokens <= guess * PLAUSIBLE + 16:
+        texts = sum(estimate(m.content) for m in messages) + (estimate(added) if added else 0)
+        _reported.setdefault(key_of(provider), _Ratio()).seen.append(
+            (texts, len(messages), prompt_tokens))
     if guess < MEASURED_FROM:  # shorter: a template's fixed part would pass for the ratio
         return
     if not counts:
@@ -233,12 +245,53 @@ def _reported_factor(provider: Provider) -> float | None:
     return max(ratio.recent) * REPORTED_SLACK
 
 
+def _template(seen: Sequence[tuple[int, int, int]]) -> tuple[int, float] | None:
+    """What a server's reported prompts say of its chat template: the tokens it adds a message
+    (the reply's header counted as one more) and the ratio of the texts' own tokens to their
+    estimate after it, or None until two prompts were reported.
+
+    The fixed part is the one (0 to `MESSAGE_OVERHEAD`) under which the reported prompts'
+    text ratios agree best — a wrong one makes the short prompts' ratios stray from the long
+    ones' — the larger one when several agree alike (one prompt agrees with any); the ratio
+    is the largest of the last `RECENT` under it. Measured through LiteLLM on SmolLM2: 14
+    tokens for two messages and 25 for four (ChatML's markers, about 5 a message), where
+    `estimate_messages` assumes 34 and 58."""
+    if len(seen) < 2:
+        return None
+    agreeing: tuple[float, int] | None = None
+    for fixed in range(MESSAGE_OVERHEAD, -1, -1):
+        ratios = [(tokens - fixed * (messages + 1)) / max(1, texts)
+                  for texts, messages, tokens in seen]
+        if min(ratios) <= 0:
+            continue
+        spread = max(ratios) / min(ratios)
+        if agreeing is None or spread < agreeing[0] - 1e-9:
+            agreeing = (spread, fixed)
+    if agreeing is None:
+        return None
+    fixed = agreeing[1]
+    ratio = max((tokens - fixed * (messages + 1)) / max(1, texts)
+                for texts, messages, tokens in list(seen)[-RECENT:])
+    return fixed, ratio
+
+
 def uncounted(provider: Provider, messages: Sequence[Message]) -> int:
     """What a prompt of a provider that cannot count is taken to use: `bound_messages` until
     its replies measured the estimate; then the whole prompt's estimate (a template's markers
-    in it, as when it was measured) times `_reported_factor`, never above the bound."""
+    in it, as when it was measured) times `_reported_factor`, never above the bound. A prompt
+    shorter than `MEASURED_FROM`, where the estimate's assumed template weighs most (a
+    58-token prompt was taken for 81), is measured by its texts and the template's fixed part
+    as the replies showed them (`_template`) when that is smaller."""
     factor = _reported_factor(provider)
     most = bound_messages(messages, text_measure(provider))
     if factor is None:
         return most
-    return min(most, math.ceil(estimate_messages(messages) * factor))
+    guess = estimate_messages(messages)
+    used = min(most, math.ceil(guess * factor))
+    template = _template(_reported[key_of(provider)].seen) if guess < MEASURED_FROM else None
+    if template is not None:
+        fixed, ratio = template
+        texts = sum(estimate(m.content) for m in messages)
+        used = min(used, math.ceil((texts * ratio + fixed * (len(messages) + 1)) *
+                                   REPORTED_SLACK))
+    return used

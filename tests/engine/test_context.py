@@ -888,6 +888,49 @@ async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report
     assert fitted.report.used == bound_messages(fitted.request.messages)
 
 
+async def test_a_short_prompt_is_measured_by_the_template_the_replies_showed(paths) -> None:
+    """A gateway whose template adds 5 tokens a message (and 5 for the reply's header, as
+    ChatML does), where the estimate assumes 12 and 10: once its replies reported a long
+    prompt and two short ones, a short prompt is fitted within 20 % above what the server
+    then counts, and never below it; before, the assumed template padded it by a third."""
+    import math
+
+    from engine.config.models import Config
+    from engine.routing.events import Fitted
+    from engine.routing.router import Router
+    from tests.support.scripted import sse
+
+    reported: list[int] = []
+
+    def chat(recorded) -> Reply:  # type: ignore[no-untyped-def]
+        messages = recorded.json()["messages"]
+        texts = sum(estimate(m["content"]) for m in messages)
+        reported.append(math.ceil(texts * 0.93) + 5 * (len(messages) + 1))
+        return sse("ok", usage=(reported[-1], 1))
+
+    prompts = ["a long opening question of the interrogation " * 60,
+               "Is the sky green?", "Which planet is the largest one in the solar system?",
+               "What is the boiling point of water at sea level, in degrees?",
+               "Who wrote the novel Don Quixote, and when was it first published?"]
+    with WireServer({"POST /v1/chat/completions": chat}) as server:
+        config = Config.model_validate({"providers": {"gw": {
+            "kind": "openai", "model": "m", "base_url": server.url + "/v1",
+            "context_window": 4096}}})
+        router = Router(config, paths, persist=False)
+        try:
+            fits = []
+            for text in prompts:
+                events = [e async for e in router.stream(StreamRequest.of(text, max_tokens=8))]
+                fits += [e.report.used for e in events if isinstance(e, Fitted)]
+        finally:
+            await router.aclose()
+    for used, counted, text in list(zip(fits, reported, prompts, strict=True))[3:]:
+        assert counted <= used <= 1.2 * counted, (used, counted)
+        by_estimate = estimate_messages([Message("user", text)]) * reported[0] / \
+            estimate_messages([Message("user", prompts[0])])
+        assert by_estimate > 1.25 * counted  # what the whole estimate's ratio would have said
+
+
 @pytest.mark.parametrize(("window", "told"), [(256, None), (300, None), (1024, None),
                                               (1024, 120)])
 async def test_a_small_window_lowers_the_reply_s_room_and_never_says_a_negative_number(
