@@ -199,6 +199,12 @@ class InterrogationConfig(BaseModel):
     """Token budget of the witness's testimony (its answer to a question or request). The
     1.5B answers an open question in 150–220 tokens; a capable model's few paragraphs fit
     in 512, and claims past `max_claims` would not be examined anyway."""
+    claim_answer_max_tokens: int = Field(default=128, ge=8, le=32768)
+    """Token budget of the witness's answer to a testimony claim's question (never above
+    `answer_max_tokens`): the question asks for one key fact, and the judgement reads the
+    answer's first sentences. Uncapped, the 1.5B answered some with 300–450 tokens of
+    everything it knew of the topic, 20 s each on two busy cores; the claim figures of
+    docs/benchmarks.md were measured with answers of 48 tokens."""
     split_max_tokens: int = Field(default=768, ge=32, le=32768)
     """Token budget of the detective's split of a testimony into claims (a claim a line)."""
     claim_concurrency: int = Field(default=0, ge=0, le=64)

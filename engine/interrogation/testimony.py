@@ -386,7 +386,8 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
             break
         question = bare_question(asked.text)
         answered = Turn()
-        request = _witness_request(calls, question, rounds, settings.answer_max_tokens)
+        request = _witness_request(calls, question, rounds, min(
+            settings.answer_max_tokens, settings.claim_answer_max_tokens))
         async for event in calls._call(request, "witness", answered, None):
             emit(event)
         problem = _answer_problem(answered, question)

@@ -622,3 +622,15 @@ async def test_an_answer_stating_the_claims_own_detail_supports_it(paths: Paths)
     # the same answer adds words the second claim does not have: read as judged
     other = [p for p in session.qa_pairs if p.claim == 2][0].judgement
     assert other is not None and other.p_true == 0.3 and second.state != "held"
+
+
+@pytest.mark.parametrize(("answer", "claim_answer", "expected"), [(1024, 40, 40), (24, 40, 24)])
+async def test_a_claim_s_answer_has_a_cap_of_its_own(paths: Paths, answer: int,
+                                                     claim_answer: int, expected: int) -> None:
+    """The testimony is answered within `testimony_max_tokens`, each claim's question within
+    `claim_answer_max_tokens`, never above `answer_max_tokens`."""
+    session, _, _, wit = await run(paths, answer_max_tokens=answer,
+                                   claim_answer_max_tokens=claim_answer)
+    assert session.status == "completed"
+    caps = [body.get("max_tokens", body.get("max_completion_tokens")) for body in wit.bodies]
+    assert caps[0] == 512 and len(caps) > 1 and set(caps[1:]) == {expected}
