@@ -300,7 +300,9 @@ def question_problem(
         return f"it only echoes the marker {one_line(stripped, 40)!r}"
     if _PLACEHOLDER.search(stripped):
         return "it echoes a prompt placeholder"
-    words = _words(stripped)
+    labels = [found.group(1).lower() for found in _LABELS.finditer(stripped)]
+    bare = bare_question(stripped)  # "Q5: Which …?" repeats "Which …?", and asks yes or no
+    words = _words(bare)            # as the bare question it is stored as
     if not words:
         return "it has no words"
     if repeats_itself(words):
@@ -310,23 +312,22 @@ def question_problem(
     for number, question in enumerate(earlier, start=1):
         if _same(words, _words(question)):
             return f"it repeats question {number}"
-    labels = [found.group(1).lower() for found in _LABELS.finditer(stripped)]
     if any(label in ("a", "answer") for label in labels) or len(labels) > 1:
         # one "Question 2:" before a question is a habit, not a fault; answers it wrote for
         # the witness, or several questions, are the transcript imitated
         return "it writes transcript lines (Q1:, A1:) instead of one question"
     if _echoes(words, instructions):
         return "it echoes the instructions it was given"
-    example = copied_example(stripped, hypothesis, instructions)
+    example = copied_example(bare, hypothesis, instructions)
     if example is not None:
         return (f"it copies a worked example of its instructions ({one_line(example, 48)!r}), "
                 "not the hypothesis")
-    if not any(mark in stripped for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
+    if not any(mark in bare for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
         return "it is not a question"
     leading = leading_problem(words, hypothesis, answer, asked)
     if leading is None and words[0] in _YES_NO and "or" not in words:
         return YES_NO
-    return leading or (off_the_claim(stripped, hypothesis) if claim else None)
+    return leading or (off_the_claim(bare, hypothesis) if claim else None)
 
 
 OFF_CLAIM_SHARE = 0.2

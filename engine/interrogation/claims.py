@@ -30,7 +30,7 @@ from rapidfuzz import fuzz
 from engine.interrogation.verdict import states_no_claim
 from engine.models.testimony import TestimonySource
 
-__all__ = ["Piece", "Segment", "claim_problem", "content_words",
+__all__ = ["Piece", "Segment", "adds_nothing", "claim_problem", "content_words",
            "locate", "not_checkable", "read_split", "segments", "sentences",
            "testimony_source"]
 
@@ -187,6 +187,20 @@ def _known(word: str, known: set[str]) -> bool:
     stem = word[:max(4, len(word) - 3)]
     return any(other.startswith(stem) or word.startswith(other[:max(4, len(other) - 3)])
                for other in known if not other.isdigit() and abs(len(other) - len(word)) <= 4)
+
+
+def adds_nothing(answer: str, question: str, earlier: Sequence[str]) -> bool:
+    """Whether `answer` (to `question`) says nothing that the `earlier` answers of the same
+    claim did not: each content word it adds to its question's is one of theirs. Asked
+    again, told nothing, a model says again what it said ("… is vitamin B12", five rounds
+    running, each question worded anew): a repetition, not evidence, so the claim's
+    questioning closes."""
+    if not earlier:
+        return False
+    asked = set(content_words(question))
+    said = {w for text in earlier for w in content_words(text)}
+    return all(_known(word, said) for word in content_words(answer)
+               if not _known(word, asked))
 
 
 def claim_problem(claim: str, earlier: Sequence[str], testimony: str, hypothesis: str

@@ -47,6 +47,7 @@ from engine.interrogation.asking import question as ask_question
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, bare_question
 from engine.interrogation.claims import (
+    adds_nothing,
     claim_problem,
     locate,
     not_checkable,
@@ -105,7 +106,10 @@ GIVEN = "(the testimony, as given to be checked)"
 """The question of the first pair when the hypothesis is itself the testimony."""
 SPLIT_ATTEMPTS = 2
 DEFAULT_CLAIM_CONCURRENCY = 2
-"""Claims examined at once when no server says how many calls it takes."""
+"""Claims examined at once when no server says how many calls it takes. On the embedded
+model, one (`role_slots`' `cores`): its four slots share two cores here, and the Vitamin B3
+request took 150 s one claim at a time, 165 s two at a time, idle; with two busy processes
+beside it, 235, 247 and 362 s at one, two and four (temperature 0, nine claims)."""
 MOST_CLAIM_CONCURRENCY = 16
 
 
@@ -372,6 +376,10 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
         judgements = [(p.sequence, p.judgement) for p in rounds]
         if settled(judgements, len(rounds), settings.min_rounds, facts):
             break
+        if len(rounds) >= max(2, facts) and adds_nothing(
+                rounds[-1].answer, rounds[-1].question, [p.answer for p in rounds[:-1]]):
+            why = "the witness said again what it had said: asking on adds nothing"
+            break
         number = len(rounds) + 1
         before = session.tokens.model_copy(deep=True)
         asked = Turn()
@@ -432,7 +440,7 @@ async def _examine_all(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent
         return
     yield calls._emit(Phase(phase="claims", sequence=len(session.qa_pairs)))
     width = calls.settings.claim_concurrency or await role_slots(
-        calls.router, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY)
+        calls.router, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY, cores=True)
     gate = asyncio.Semaphore(max(1, width))
     queue: asyncio.Queue[InterrogationEvent | BaseException | None] = asyncio.Queue()
 

@@ -397,6 +397,10 @@ class Provider(ABC):
             return f"{self.kind}:{self.name}"
         return None
 
+    shares_cores = False
+    """Whether its slots share this machine's CPU cores (the embedded model): calls side by
+    side then mostly wait for one another's prompts (`routing.slots.role_slots`)."""
+
     @property
     def on_this_machine(self) -> bool:
         """Whether the server runs here (loopback): one slot is assumed until it says more."""

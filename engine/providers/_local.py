@@ -193,6 +193,8 @@ class LocalProvider(Provider):
     def slot_key(self) -> str | None:
         return f"local:{self.config.model}:{self.config.n_ctx}:{self.config.n_parallel}"
 
+    shares_cores = True
+
     @property
     def on_this_machine(self) -> bool:
         return True

@@ -43,6 +43,13 @@ INSTRUCTIONS = (load_prompt("detective_question"), load_prompt("detective_turn")
     ("Does water boil at 100 degrees Celsius at any pressure?", "it is a yes/no question"),
     ("Is the boiling point on Everest lower?", "it is a yes/no question"),
     ("The shipment left on the third of May.", "it is not a question"),
+    # a label before it hides nothing: what is stored is the bare question
+    ("Q5: At what pressure does water boil at 90 degrees?", "it repeats question 1"),
+    ("**Question 4:** At what pressure does water boil at 90 degrees?",
+     "it repeats question 1"),
+    ("Q5: Is the boiling point on Everest lower?", "it is a yes/no question"),
+    ("Question 2: Water boils at 100 degrees Celsius at sea level?",
+     "it only repeats the hypothesis"),
 ])
 def test_an_unusable_question_is_named(question: str, problem: str) -> None:
     earlier = ["At what pressure does water boil at 90 degrees?"]

@@ -634,3 +634,57 @@ async def test_a_claim_s_answer_has_a_cap_of_its_own(paths: Paths, answer: int,
     assert session.status == "completed"
     caps = [body.get("max_tokens", body.get("max_completion_tokens")) for body in wit.bodies]
     assert caps[0] == 512 and len(caps) > 1 and set(caps[1:]) == {expected}
+
+
+async def test_claims_run_one_at_a_time_on_the_embedded_model_and_side_by_side_elsewhere(
+        paths: Paths) -> None:
+    """The embedded model's four slots share this machine's cores: a testimony's claims take
+    them one at a time (an evaluation still counts its slots); servers of their own are
+    counted by their slots, as before."""
+    from engine.config.models import Config
+    from engine.interrogation.testimony import DEFAULT_CLAIM_CONCURRENCY, MOST_CLAIM_CONCURRENCY
+    from engine.routing.router import Router
+    from engine.routing.slots import role_slots
+    from tests.support.servers import closed_port
+
+    def router(providers: dict[str, Any]) -> Router:
+        return Router(Config.model_validate({
+            "providers": providers,
+            "roles": {"detective": list(providers), "witness": list(providers)}}),
+            paths, persist=False)
+
+    local = router({"local": {"kind": "local", "n_parallel": 4}})
+    served = router({"det": {"kind": "openai", "model": "m", "replicas": [
+        {"base_url": f"http://127.0.0.1:{closed_port()}/v1", "slots": 3}]}})
+    try:
+        widths = [await role_slots(r, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY,
+                                   cores=cores)
+                  for r in (local, served) for cores in (True, False)]
+    finally:
+        await local.aclose()
+        await served.aclose()
+    assert widths == [1, 4, 3, 3]
+
+
+async def test_a_claim_s_questioning_closes_when_the_witness_only_says_again_what_it_said(
+        paths: Paths) -> None:
+    """A witness that answers each new question of a claim with what it said before (the
+    1.5B: "… is vitamin B12", five rounds running) gives no more evidence: the claim closes
+    after its second such round, unsure, and says why — not at the round limit."""
+    undecided = detective({text: 0.5 for text in TRUTH})
+    asked = iter(["origin", "history", "source", "chemistry", "story", "nature"] * 10)
+
+    def varied(messages: Chat) -> str:  # a new question each round, on the claim
+        reply = undecided(messages)
+        return reply.replace("what else", f"its {next(asked)}") \
+            if isinstance(reply, str) and reply.startswith("What do you know") else reply
+
+    session, _, _, _ = await run(paths, det=varied)
+    testimony = session.testimony
+    assert testimony is not None and session.status == "completed"
+    examined = [c for c in testimony.claims if c.state != "not checkable"]
+    assert examined and all(c.state == "unsure" for c in examined)
+    for claim in examined:
+        rounds = [p for p in session.qa_pairs if p.claim == claim.number]
+        assert len(rounds) == 2, (claim.text, len(rounds))
+        assert claim.why is not None and "said again what it had said" in claim.why
