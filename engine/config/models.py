@@ -191,10 +191,10 @@ class InterrogationConfig(BaseModel):
     max_claims: int = Field(default=8, ge=1, le=100)
     """Claims of a testimony examined, in the testimony's order; the rest are listed as not
     examined. 8: the 1.5B's answers to open questions split into 4–13 claims, and each
-    examined claim costs a round or more of both models — about 37 s a claim on two busy
-    cores (`bench/first_run.py --load 2`: twelve claims took 443 s), so eight keep the
-    design notes' own request within five minutes there; the first claims of an answer are
-    its main points."""
+    examined claim costs a round or more of both models — about 20–25 s a claim on two busy
+    cores, one claim at a time (`bench/first_run.py --load 2`: the design notes' own request
+    in 197–265 s; twelve claims four at a time once took 443 s); the first claims of an
+    answer are its main points."""
     testimony_max_tokens: int = Field(default=512, ge=16, le=32768)
     """Token budget of the witness's testimony (its answer to a question or request). The
     1.5B answers an open question in 150–220 tokens; a capable model's few paragraphs fit
