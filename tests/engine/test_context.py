@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from engine import ContextOverflowError, GapAnalysis, Workspace
+from engine import ContextOverflowError, GapAnalysis, Paths, Workspace
 from engine.context.budget import Prompt, fit, forget_window
 from engine.context.fit import (
     CUT_MARK,
@@ -831,6 +832,28 @@ async def test_the_upper_bound_is_never_below_the_real_count(
     assert below_estimate > 0
 
 
+async def gateway_fits(paths: Paths, chat: object, prompts: list[str]) -> list[Any]:
+    """How each of `prompts` was fitted, sent in turn to a gateway of a 4,096-token window that
+    cannot count (an `openai` kind on loopback) whose replies `chat` writes (their usage)."""
+    from engine.config.models import Config
+    from engine.routing.events import Fitted
+    from engine.routing.router import Router
+
+    with WireServer({"POST /v1/chat/completions": chat}) as server:
+        config = Config.model_validate({"providers": {"gw": {
+            "kind": "openai", "model": "m", "base_url": server.url + "/v1",
+            "context_window": 4096}}})
+        router = Router(config, paths, persist=False)
+        try:
+            fits = []
+            for text in prompts:
+                events = [e async for e in router.stream(StreamRequest.of(text, max_tokens=8))]
+                fits += [e.report for e in events if isinstance(e, Fitted)]
+        finally:
+            await router.aclose()
+    return fits
+
+
 async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report(paths) -> None:
     """A gateway counts nothing, but its replies report their prompt's tokens: the first
     prompt is measured by the upper bound, later ones by the estimate times the ratio the
@@ -840,10 +863,7 @@ async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report
     import math
 
     from engine import ProviderConfig
-    from engine.config.models import Config
     from engine.context.measure import REPORTED_SLACK
-    from engine.routing.events import Fitted
-    from engine.routing.router import Router
     from tests.support.scripted import sse
 
     def counting(factor: float, reported: list[int]) -> object:
@@ -857,19 +877,8 @@ async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report
         reported: list[int] = []
         chat = counting(factor, reported)
 
-        with WireServer({"POST /v1/chat/completions": chat}) as server:
-            config = Config.model_validate({"providers": {"gw": {
-                "kind": "openai", "model": "m", "base_url": server.url + "/v1",
-                "context_window": 4096}}})
-            router = Router(config, paths, persist=False)
-            try:
-                fits = []
-                for text in ("first question " * 150, "a longer second question " * 200):
-                    events = [e async for e in router.stream(StreamRequest.of(text,
-                                                                              max_tokens=8))]
-                    fits += [e.report for e in events if isinstance(e, Fitted)]
-            finally:
-                await router.aclose()
+        fits = await gateway_fits(paths, chat, ["first question " * 150,
+                                                "a longer second question " * 200])
         first = [Message("user", "first question " * 150)]
         second = [Message("user", "a longer second question " * 200)]
         assert fits[0].used == bound_messages(first)
@@ -895,9 +904,6 @@ async def test_a_short_prompt_is_measured_by_the_template_the_replies_showed(pat
     then counts, and never below it; before, the assumed template padded it by a third."""
     import math
 
-    from engine.config.models import Config
-    from engine.routing.events import Fitted
-    from engine.routing.router import Router
     from tests.support.scripted import sse
 
     reported: list[int] = []
@@ -912,18 +918,7 @@ async def test_a_short_prompt_is_measured_by_the_template_the_replies_showed(pat
                "Is the sky green?", "Which planet is the largest one in the solar system?",
                "What is the boiling point of water at sea level, in degrees?",
                "Who wrote the novel Don Quixote, and when was it first published?"]
-    with WireServer({"POST /v1/chat/completions": chat}) as server:
-        config = Config.model_validate({"providers": {"gw": {
-            "kind": "openai", "model": "m", "base_url": server.url + "/v1",
-            "context_window": 4096}}})
-        router = Router(config, paths, persist=False)
-        try:
-            fits = []
-            for text in prompts:
-                events = [e async for e in router.stream(StreamRequest.of(text, max_tokens=8))]
-                fits += [e.report.used for e in events if isinstance(e, Fitted)]
-        finally:
-            await router.aclose()
+    fits = [report.used for report in await gateway_fits(paths, chat, prompts)]
     for used, counted, text in list(zip(fits, reported, prompts, strict=True))[3:]:
         assert counted <= used <= 1.2 * counted, (used, counted)
         by_estimate = estimate_messages([Message("user", text)]) * reported[0] / \
