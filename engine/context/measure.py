@@ -132,11 +132,17 @@ async def count_exactly(provider: Provider, messages: Sequence[Message]) -> int 
     return None
 
 
+def _plausible(counted: int, guess: int) -> bool:
+    """Whether a count of `counted` tokens could mean a prompt estimated at `guess`
+    (`PLAUSIBLE`)."""
+    return guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16
+
+
 def _record(table: dict[tuple[str, str], _Ratio], provider: Provider, counted: int,
             guess: int) -> bool:
     """Count `counted` (a prompt estimated at `guess`) in `provider`'s ratio in `table`, unless
     nobody could mean it (more than `PLAUSIBLE` times off): whether it was counted."""
-    if not guess / PLAUSIBLE <= counted <= guess * PLAUSIBLE + 16:
+    if not _plausible(counted, guess):
         return False
     ratio = table.setdefault(key_of(provider), _Ratio())
     ratio.counts += 1
@@ -195,9 +201,10 @@ def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: obj
     asked for would, and keeps measuring its ratio, so none is asked for that alone."""
     if not isinstance(prompt_tokens, int) or isinstance(prompt_tokens, bool):
         return
-    guess = estimate_messages(messages) + (estimate(added) if added else 0)
-    if not counts and guess / PLAUSIBLE <= prompt_tokens <= guess * PLAUSIBLE + 16:
-        texts = sum(estimate(m.content) for m in messages) + (estimate(added) if added else 0)
+    beside = estimate(added) if added else 0
+    guess = estimate_messages(messages) + beside
+    if not counts and _plausible(prompt_tokens, guess):
+        texts = sum(estimate(m.content) for m in messages) + beside
         _reported.setdefault(key_of(provider), _Ratio()).seen.append(
             (texts, len(messages), prompt_tokens))
     if guess < MEASURED_FROM:  # shorter: a template's fixed part would pass for the ratio
