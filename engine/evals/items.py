@@ -373,18 +373,28 @@ def chosen_items(path: Path, n: int | None, seed: int) -> Items:
     """The claims `sample(read_items(path), n, seed)` chooses, checked the same way: from a
     JSON-lines file as an `ItemFile` (an evaluation of 100,000 claims holds none of them),
     from a JSON array or a Parquet file (read whole anyway) as a list."""
-    if holds_questions(path):
+    first = _leading(path)
+    if first not in _NOT_TEXT:
         return sample(read_questions(path), n, seed)
-    if path.suffix != ".parquet" and path.is_file() and _first_byte(path) != b"[":
+    if first != b"[":
         return ItemFile(path, n, seed)
     return sample(read_items(path), n, seed)
+
+
+_NOT_TEXT = (b"[", b"{", b"")
+"""A file's first byte (`_leading`) when it holds no open questions: JSON, or nothing."""
 
 
 def holds_questions(path: Path) -> bool:
     """Whether `path` is a text file of open questions, one a line: neither JSON (its first
     byte past white space and a BOM is no `[` or `{`), nor Parquet, nor empty."""
-    return path.suffix != ".parquet" and path.is_file() and \
-        _first_byte(path) not in (b"[", b"{", b"")
+    return _leading(path) not in _NOT_TEXT
+
+
+def _leading(path: Path) -> bytes:
+    """The first byte that tells a file's kind (`_first_byte`); `[` (read whole) for a
+    Parquet file or a path that is no file."""
+    return _first_byte(path) if path.suffix != ".parquet" and path.is_file() else b"["
 
 
 def _first_byte(path: Path) -> bytes:
