@@ -15,7 +15,17 @@ round's judgement is read: `engine.evals.baselines.Baselines.verdict`):
   "based only on the witness's answer" — what a session asks after the split;
 - `sure-short`: the same with the testimony cut to its first `answer_max_tokens` tokens
   (what `eval --baselines` measured in `open` mode: it asks the open question again with a
-  round's reply cap).
+  round's reply cap);
+- `sampled`: SelfCheckGPT's signal (Manakul et al. 2023, the prompt variant) — the open
+  question answered again `--samples` times at `consistency_temperature`, told nothing, each
+  answer read against the claim as a round's answer is (`prompts/judgement_exchange.md`,
+  "based only on the witness's answer"); P(false) the mean of the samples' (a fact the
+  witness made up varies between samples; one it knows comes back). Each sample's P(false)
+  is kept (`sampled_each`) so that fewer samples can be measured from the same run;
+- `sampled-round` (with `--run RUN`, the evaluation run of the same sample in HOME): the
+  consistency protocol's samples drawn whatever the protocol — the claim's first key-fact
+  question, from the run's session, answered again `--samples` times at
+  `consistency_temperature` with a round's reply cap, each read against the claim.
 
 The witness's testimony is the row's (`testimony`, the 1.5B's own answer at temperature 0);
 its reply to "Are you sure?" is asked once a row. Written to `--out` (one line a claim, reused
@@ -39,54 +49,115 @@ from engine import Paths, Workspace  # noqa: E402
 from engine.evals.baselines import Baselines, are_you_sure, sure_evidence  # noqa: E402
 from engine.interrogation.transcript import witness_opening  # noqa: E402
 from engine.models.usage import TokenTally  # noqa: E402
+from engine.prompts import fill, load_prompt  # noqa: E402
 from engine.providers import Message, StreamRequest  # noqa: E402
 
-READINGS = ("alone", "topic", "sure-full", "sure-short")
+READINGS = ("alone", "topic", "sure-full", "sure-short", "sampled", "sampled-round")
 
 
-async def run(home: Path, sample: Path, out: Path) -> None:
+def exchange(question: str, answer: str) -> str:
+    """A witness's answer as a round's judgement reads it."""
+    return fill(load_prompt("judgement_exchange"), QUESTION=question, ANSWER=answer)
+
+
+def first_questions(home: Path, run: str) -> dict[str, str]:
+    """Each claim's first key-fact question in evaluation run `run` (its interrogation's
+    session), by claim."""
+    folder = next(f for f in (home / "data" / "evals").iterdir() if f.name.startswith(run))
+    sessions = {p.name[-8:]: p for p in (home / "data" / "sessions").iterdir()}
+    found: dict[str, str] = {}
+    for line in (folder / "results.jsonl").read_text("utf-8").splitlines():
+        row = json.loads(line)
+        if row["kind"] != "interrogation" or not row.get("session"):
+            continue
+        session = sessions.get(str(row["session"])[:8])
+        if session is None:
+            continue
+        pairs = json.loads((session / "metadata.json").read_text("utf-8"))["qa_pairs"]
+        asked = [p for p in pairs if not p.get("testimony")]
+        if asked:
+            found[row["claim"]] = asked[0]["question"]
+    return found
+
+
+async def run(home: Path, sample: Path, out: Path, samples: int, run_id: str | None) -> None:
     os.environ["DETEKTIV_HOME"] = str(home)
     workspace = Workspace(Paths.from_env())
-    done = {(r["id"], r["claim"]) for r in map(json.loads, out.read_text("utf-8").splitlines())
-            } if out.is_file() else set()
+    kept = {(r["id"], r["claim"]): r for r in map(json.loads, out.read_text(
+        "utf-8").splitlines())} if out.is_file() else {}
+    questions = first_questions(home, run_id) if run_id else {}
     try:
         router = await workspace.router()
         settings = workspace.config.interrogation
         judge = Baselines(router, settings, "open", TokenTally())
-        for row in map(json.loads, sample.read_text("utf-8").splitlines()):
-            claims = [c for c in row["claims"] if c["label"] is not None
-                      and (row["id"], c["claim"]) not in done]
-            if not claims:
-                continue
-            system, _ = witness_opening(None)
-            testimony = row["testimony"]
-            asked = [Message("system", system), Message("user", row["question"]),
-                     Message("assistant", testimony), Message("user", are_you_sure())]
+        system, _ = witness_opening(None)
+        hot = settings.consistency_temperature
+
+        async def answer(question: str, cap: int, temperature: float) -> str:
             reply = await judge._complete(StreamRequest(
-                messages=tuple(asked), max_tokens=settings.answer_max_tokens,
-                temperature=settings.temperature), "witness")
-            words = testimony.split()
-            short = " ".join(words[:int(settings.answer_max_tokens * 0.75)])
-            evidence = {
-                "alone": ("", "judgement_direct"),
-                "topic": (f"The question was: {row['question']}", "judgement_direct"),
-                "sure-full": (sure_evidence(row["question"], testimony, reply.text.strip()),
-                              "judgement_word"),
-                "sure-short": (sure_evidence(row["question"], short, reply.text.strip()),
-                               "judgement_word"),
-            }
-            for claim in claims:
-                found: dict[str, float | None] = {}
-                for name, (text, ask) in evidence.items():
-                    _, p_false = await judge.verdict(claim["claim"], text, ask)  # type: ignore[arg-type]
-                    found[name] = p_false
-                with out.open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps({"id": row["id"], "claim": claim["claim"],
-                                             "label": claim["label"], **found,
-                                             "reply": reply.text.strip()}) + "\n")
+                messages=(Message("system", system), Message("user", question)),
+                max_tokens=cap, temperature=temperature), "witness")
+            return reply.text.strip()
+
+        async def each(claim: str, question: str, answers: list[str]) -> list[float | None]:
+            return [(await judge.verdict(claim, exchange(question, a), "judgement_word"))[1]
+                    for a in answers]
+
+        for row in map(json.loads, sample.read_text("utf-8").splitlines()):
+            claims = [c for c in row["claims"] if c["label"] is not None]
+            rows = {c["claim"]: kept.get((row["id"], c["claim"]), {
+                "id": row["id"], "claim": c["claim"], "label": c["label"]}) for c in claims}
+            testimony = row["testimony"]
+            if any("alone" not in r for r in rows.values()):
+                asked = [Message("system", system), Message("user", row["question"]),
+                         Message("assistant", testimony), Message("user", are_you_sure())]
+                reply = (await judge._complete(StreamRequest(
+                    messages=tuple(asked), max_tokens=settings.answer_max_tokens,
+                    temperature=settings.temperature), "witness")).text.strip()
+                words = testimony.split()
+                short = " ".join(words[:int(settings.answer_max_tokens * 0.75)])
+                evidence = {
+                    "alone": ("", "judgement_direct"),
+                    "topic": (f"The question was: {row['question']}", "judgement_direct"),
+                    "sure-full": (sure_evidence(row["question"], testimony, reply),
+                                  "judgement_word"),
+                    "sure-short": (sure_evidence(row["question"], short, reply),
+                                   "judgement_word"),
+                }
+                for found in rows.values():
+                    if "alone" in found:
+                        continue
+                    for name, (text, ask) in evidence.items():
+                        found[name] = (await judge.verdict(found["claim"], text, ask))[1]
+                    found["reply"] = reply
+            if any("sampled" not in r for r in rows.values()):
+                drawn = [await answer(row["question"], settings.testimony_max_tokens, hot)
+                         for _ in range(samples)]
+                for found in rows.values():
+                    each_p = await each(found["claim"], row["question"], drawn)
+                    found["sampled_each"] = each_p
+                    found["sampled"] = mean_of(each_p)
+                rows[next(iter(rows))]["samples"] = drawn
+            for found in rows.values():
+                question = questions.get(found["claim"])
+                if question is None or "sampled-round" in found:
+                    continue
+                drawn = [await answer(question, settings.claim_answer_max_tokens, hot)
+                         for _ in range(samples)]
+                each_p = await each(found["claim"], question, drawn)
+                found.update({"round_question": question, "round_samples": drawn,
+                              "sampled_round_each": each_p, "sampled-round": mean_of(each_p)})
+            kept.update({(row["id"], c): r for c, r in rows.items()})
+            out.write_text("".join(json.dumps(r) + "\n" for r in kept.values()), "utf-8")
             print(f"{row['id']}: {len(claims)} claims", flush=True)
     finally:
         await workspace.aclose()
+
+
+def mean_of(values: list[float | None]) -> float | None:
+    """The mean of the readings there are (None when none)."""
+    there = [v for v in values if v is not None]
+    return sum(there) / len(there) if there else None
 
 
 def main() -> int:
@@ -94,12 +165,16 @@ def main() -> int:
     parser.add_argument("home", type=Path)
     parser.add_argument("sample", type=Path)
     parser.add_argument("--out", type=Path, default=Path("readings.jsonl"))
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--run", help="the evaluation run of SAMPLE in HOME (sampled-round)")
     args = parser.parse_args()
-    asyncio.run(run(args.home, args.sample, args.out))
+    asyncio.run(run(args.home, args.sample, args.out, args.samples, args.run))
     rows = [json.loads(line) for line in args.out.read_text("utf-8").splitlines()]
     y = [0 if r["label"] else 1 for r in rows]
     print(f"{len(rows)} claims, {sum(y)} false")
     for name in READINGS:
+        if not all(name in r for r in rows):
+            continue
         found = auroc(y, [0.5 if r[name] is None else r[name] for r in rows])
         if found is not None:
             print(f"  {name:10} AUROC {found[0]:.3f} [{found[1]:.3f}–{found[2]:.3f}]")

@@ -41,6 +41,7 @@ from engine.context.measure import (
     count_exactly,
     forget_window,
     measured,
+    schema_measure,
     text_measure,
     uncounted,
     within_bound,
@@ -288,7 +289,7 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
         as text: estimated."""
         margin = EXACT_MARGIN if exact else max(
             MIN_ESTIMATE_MARGIN, int(window.tokens * ESTIMATE_MARGIN))  # the bound's slack
-        schema_cost = text_measure(provider)(provider.schema_prompt(schema)) \
+        schema_cost = schema_measure(provider)(provider.schema_prompt(schema)) \
             if schema is not None and not window.exact else 0
         limit = int((window.tokens - reply - thinking - margin - schema_cost) * shrink)
         if limit <= 0:  # the reply's room (and the margin) take the whole window

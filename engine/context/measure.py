@@ -12,16 +12,18 @@ reports its prompt's tokens (llama.cpp's `usage`) is such a count, taken for fre
 whose replies report is calibrated by them and never recounted (`measured`).
 
 A server that cannot count (a gateway, a cloud API) has its prompts measured by an upper
-bound (`tokens.bound`) until its replies report what a prompt took (`measured`); from then on
-by the worst of the last `RECENT` ratios reported, times `REPORTED_SLACK` (`text_measure`,
-`uncounted`); a short prompt, where the chat template's fixed part weighs most, by its texts
-and that fixed part as the replies showed it (`_template`).
+bound (`tokens.bound`) until its replies report what a prompt took (`measured`); after one
+reply by the worst of the last `RECENT` ratios reported, times `REPORTED_SLACK`; from the
+second on by its texts and the chat template's fixed part as the replies showed them
+(`_template`, `uncounted`): the texts at the worst recent ratio of the prompts' own text,
+a schema sent as text beside them at the worst its own text showed (`schema_measure`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import statistics
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,8 +43,8 @@ if TYPE_CHECKING:
     from engine.providers import Provider
 
 __all__ = ["BOUND_SLACK", "CALIBRATION", "RECOUNT", "byte_bound", "calibrated", "count_exactly",
-           "forget_window", "measured", "refit_share", "text_measure", "uncounted",
-           "within_bound"]
+           "forget_window", "measured", "refit_share", "schema_measure", "text_measure",
+           "uncounted", "within_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +70,10 @@ class _Ratio:
     reported: int = 0  # of `counts`, the ones a reply's usage gave
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
     """The last `RECENT` ratios: what a reported bound goes by (`_reported_factor`)."""
-    seen: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=SEEN))
-    """(the texts' estimate, messages, tokens reported) of the last `SEEN` reported prompts,
-    short ones too: what a template's fixed part is learned from (`_template`)."""
+    seen: deque[tuple[int, int, int, int]] = field(default_factory=lambda: deque(maxlen=SEEN))
+    """(the texts' estimate, the estimate of the text added beside them, messages, tokens
+    reported) of the last `SEEN` reported prompts, short ones too: what a template's fixed
+    part and the ratios are learned from (`_template`)."""
 
 
 _ratios: dict[tuple[str, str], _Ratio] = {}
@@ -174,8 +177,9 @@ the measuring over."""
 REPORTED_SLACK = 1.08
 """The bound of a provider whose replies report: the worst recent ratio they showed times this. A
 ratio measured on the session's own prompts (the same templates, the same model) varies
-little: 0.87–0.91 over one LiteLLM session; a server that refuses a prompt all the same has it
-fitted again to what its refusal says."""
+little once the template's fixed part is taken out and the estimate reads whitespace and
+spaced digits as tokenizers do: 0.89–0.96 over SmolLM2's LiteLLM sessions; a server that
+refuses a prompt all the same has it fitted again to what its refusal says."""
 MEASURED_FROM = 256
 """Estimated tokens a prompt needs for its reported count to measure the ratio: in a shorter
 one, a template's fixed part (Qwen's and SmolLM2's default system prompts: 20–30 tokens)
@@ -184,6 +188,14 @@ weighs as much as the text."""
 
 SEEN = 32
 """Reported prompts a template's fixed part is learned from."""
+ONE_PROMPT_FIXED = 6
+"""The fixed part a template is taken to add a message while one prompt alone was reported
+(one count cannot tell the fixed part from the ratio): between the 5 of ChatML's special
+tokens (SmolLM2, Qwen) and the 11 of a template whose markers its vocabulary lacks (Gemma 3
+behind LiteLLM). Replayed on the gateway benchmark's replies, each session measured afresh:
+6 kept SmolLM2's second prompts within 20 % of their count where 8 did not (94 % of calls);
+a short second prompt on Gemma may then be a few tokens under (128 for 134), which the
+estimate's margin holds."""
 
 
 def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: object,
@@ -204,9 +216,9 @@ def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: obj
     beside = estimate(added) if added else 0
     guess = estimate_messages(messages) + beside
     if not counts and _plausible(prompt_tokens, guess):
-        texts = sum(estimate(m.content) for m in messages) + beside
+        texts = sum(estimate(m.content) for m in messages)
         _reported.setdefault(key_of(provider), _Ratio()).seen.append(
-            (texts, len(messages), prompt_tokens))
+            (texts, beside, len(messages), prompt_tokens))
     if guess < MEASURED_FROM:  # shorter: a template's fixed part would pass for the ratio
         return
     if not counts:
@@ -228,13 +240,37 @@ def refit_share(used: int, needed: int | None, told: int | None) -> float:
 
 def text_measure(provider: Provider) -> Callable[[str], int]:
     """How a text of a provider that cannot count is measured: `bound` until its replies
-    measured the estimate, then the estimate times the worst recent ratio (above the bound too,
-    when that is what was measured: a tokenizer unlike those measured here) and
-    `BOUND_SLACK`, never above the text's bytes, which no tokenizer exceeds."""
-    factor = _reported_factor(provider)
+    measured the estimate, then the estimate times the worst recent ratio of the prompts' own
+    text (`_template`; after one reply, of the whole prompt) and `REPORTED_SLACK`, never above
+    the text's bytes, which no tokenizer exceeds."""
+    return _times(_text_factor(provider, added=False))
+
+
+def schema_measure(provider: Provider) -> Callable[[str], int]:
+    """How a schema sent as text beside a prompt (`Provider.schema_prompt`) is measured: as
+    `text_measure`, at the worst ratio such text showed once a reply measured it (JSON
+    Schema's braces and quotes: 0.88 of the estimate on SmolLM2, where the prompts' prose
+    showed up to 1.09; one ratio for both took a schema prompt for a quarter more)."""
+    return _times(_text_factor(provider, added=True))
+
+
+def _times(factor: float | None) -> Callable[[str], int]:
+    """`bound`, or the estimate times `factor`, never above the text's bytes."""
     if factor is None:
         return bound
     return lambda text: min(len(text.encode("utf-8")), math.ceil(estimate(text) * factor))
+
+
+def _text_factor(provider: Provider, added: bool) -> float | None:
+    """What a text's estimate is multiplied by (`REPORTED_SLACK` in it), once a prompt long
+    enough to measure it was reported (`_reported_factor`): the template's ratio for the
+    prompts' texts or for the text added beside them; None before (measured by `bound`)."""
+    factor = _reported_factor(provider)
+    template = _template(_reported[key_of(provider)].seen) if factor is not None else None
+    if template is None:  # nothing measured yet (short prompts alone measure nothing)
+        return factor
+    return (template.added if added and template.added is not None else template.ratio) \
+        * REPORTED_SLACK
 
 
 def calibrated(provider: Provider) -> bool:
@@ -252,23 +288,41 @@ def _reported_factor(provider: Provider) -> float | None:
     return max(ratio.recent) * REPORTED_SLACK
 
 
-def _template(seen: Sequence[tuple[int, int, int]]) -> tuple[int, float] | None:
-    """What a server's reported prompts say of its chat template: the tokens it adds a message
-    (the reply's header counted as one more) and the ratio of the texts' own tokens to their
-    estimate after it, or None until two prompts were reported.
+@dataclass(frozen=True, slots=True)
+class Template:
+    """What a server's reported prompts say of its chat template (`_template`)."""
+
+    fixed: int
+    """Tokens the template adds a message (the reply's header counted as one more)."""
+    ratio: float
+    """The prompts' texts: tokens to estimate, after the fixed part."""
+    added: float | None
+    """A text sent beside the messages (a schema as text), the same; None until one was."""
+
+
+def _template(seen: Sequence[tuple[int, int, int, int]]) -> Template | None:
+    """What a server's reported prompts say of its chat template and its tokenizer, or None
+    until two prompts were reported.
 
     The fixed part is the one (0 to `MESSAGE_OVERHEAD`) under which the reported prompts'
     text ratios agree best — a wrong one makes the short prompts' ratios stray from the long
-    ones' — the larger one when several agree alike (one prompt agrees with any); the ratio
-    is the largest of the last `RECENT` under it. Measured through LiteLLM on SmolLM2: 14
-    tokens for two messages and 25 for four (ChatML's markers, about 5 a message), where
-    `estimate_messages` assumes 34 and 58."""
-    if len(seen) < 2:
+    ones' — the larger one when several agree alike (one prompt agrees with any). Under it,
+    the texts' ratio is the largest of the last `RECENT` prompts with nothing beside them
+    (of all prompts, until one had nothing beside it), and the added text's the largest of
+    the last `RECENT` with something beside them, after their texts at the median of those
+    ratios. Measured through LiteLLM on SmolLM2: 14 tokens for two messages and 25 for four
+    (ChatML's markers, about 5 a message), where `estimate_messages` assumes 34 and 58; the
+    prompts' text at 0.93–1.09 of the estimate, JSON Schema at 0.88–0.90."""
+    if not seen:
         return None
-    agreeing: tuple[float, int] | None = None
-    for fixed in range(MESSAGE_OVERHEAD, -1, -1):
+    plain = [(texts, messages, tokens) for texts, beside, messages, tokens in seen
+             if not beside]
+    whole = [(texts + beside, messages, tokens) for texts, beside, messages, tokens in seen]
+    shown = plain if len(plain) >= 2 else whole
+    agreeing: tuple[float, int] | None = (1.0, ONE_PROMPT_FIXED) if len(seen) == 1 else None
+    for fixed in range(MESSAGE_OVERHEAD, -1, -1) if agreeing is None else ():
         ratios = [(tokens - fixed * (messages + 1)) / max(1, texts)
-                  for texts, messages, tokens in seen]
+                  for texts, messages, tokens in shown]
         if min(ratios) <= 0:
             continue
         spread = max(ratios) / min(ratios)
@@ -277,28 +331,27 @@ def _template(seen: Sequence[tuple[int, int, int]]) -> tuple[int, float] | None:
     if agreeing is None:
         return None
     fixed = agreeing[1]
-    ratio = max((tokens - fixed * (messages + 1)) / max(1, texts)
-                for texts, messages, tokens in list(seen)[-RECENT:])
-    return fixed, ratio
+    ratios = [(tokens - fixed * (messages + 1)) / max(1, texts)
+              for texts, messages, tokens in (plain or whole)[-RECENT:]]
+    usual = statistics.median(ratios)
+    beside = [(tokens - fixed * (messages + 1) - usual * texts) / added
+              for texts, added, messages, tokens in seen if added][-RECENT:]
+    return Template(fixed, max(ratios), max(beside) if beside and max(beside) > 0 else None)
 
 
 def uncounted(provider: Provider, messages: Sequence[Message]) -> int:
     """What a prompt of a provider that cannot count is taken to use: `bound_messages` until
-    its replies measured the estimate; then the whole prompt's estimate (a template's markers
-    in it, as when it was measured) times `_reported_factor`, never above the bound. A prompt
-    shorter than `MEASURED_FROM`, where the estimate's assumed template weighs most (a
-    58-token prompt was taken for 81), is measured by its texts and the template's fixed part
-    as the replies showed them (`_template`) when that is smaller."""
+    its replies measured the estimate; after one reply, the whole prompt's estimate (a
+    template's markers in it, as when it was measured) times `_reported_factor`; from the
+    second, its texts and the template's fixed part as the replies showed them (`_template`:
+    the estimate's assumed template took a 58-token prompt for 81), never above the bound."""
     factor = _reported_factor(provider)
     most = bound_messages(messages, text_measure(provider))
     if factor is None:
         return most
-    guess = estimate_messages(messages)
-    used = min(most, math.ceil(guess * factor))
-    template = _template(_reported[key_of(provider)].seen) if guess < MEASURED_FROM else None
-    if template is not None:
-        fixed, ratio = template
-        texts = sum(estimate(m.content) for m in messages)
-        used = min(used, math.ceil((texts * ratio + fixed * (len(messages) + 1)) *
-                                   REPORTED_SLACK))
-    return used
+    template = _template(_reported[key_of(provider)].seen)
+    if template is None:
+        return min(most, math.ceil(estimate_messages(messages) * factor))
+    texts = sum(estimate(m.content) for m in messages)
+    return min(most, math.ceil((texts * template.ratio + template.fixed * (len(messages) + 1))
+                               * REPORTED_SLACK))

@@ -293,7 +293,7 @@ def test_a_turn_gives_way_history_first_then_old_tool_results_then_the_type_segm
     messages, trim = _fit(900, estimate, full, small, history, "q?", run)
     assert "left out to fit" in messages[3].content and messages[5].content == run[3].content
     assert messages[0].content == full
-    messages, trim = _fit(600, estimate, full, small, history, "q?", run)
+    messages, trim = _fit(610, estimate, full, small, history, "q?", run)
     assert messages[0].content == small and messages[5].content == run[3].content
     # then the run's oldest exchange, the newest kept and the question saying so
     from engine.agent.prompt import DROPPED

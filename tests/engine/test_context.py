@@ -807,6 +807,14 @@ def _varied_texts() -> list[tuple[str, str]]:
               ("cyrillic", "Москва является столицей России. Река Волга длинная. " * 15),
               ("numbers", " ".join(str(i * 7919) for i in range(300))),
               ("emoji", "🙂 the cat 🐈 sat 🪑 " * 40),
+              # a small model's broken output: whitespace of every kind, one letter repeated,
+              # digits spaced apart (a space before a digit is a token on every tokenizer)
+              ("mixed whitespace", "{" + " \t" * 300 + "}"),
+              ("blank lines", "end" + "\n \n" * 200 + "\t\t  \n" * 50),
+              ("newlines", "end" + "\n" * 600),
+              ("one letter", "A" + "h" * 900),
+              ("spaced digits", " ".join("7" * 500)),
+              ("decimals", " 37.5 (1952)" * 100),
               ("short", "Is it true?")]
     return texts
 
@@ -856,14 +864,15 @@ async def gateway_fits(paths: Paths, chat: object, prompts: list[str]) -> list[A
 
 async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report(paths) -> None:
     """A gateway counts nothing, but its replies report their prompt's tokens: the first
-    prompt is measured by the upper bound, later ones by the estimate times the ratio the
-    reports measured (and `REPORTED_SLACK`), above the bound too when the server's tokenizer
-    makes more of it than any measured here. A short prompt (its template's fixed part would
-    pass for the ratio) measures nothing."""
+    prompt is measured by the upper bound, later ones by their text's estimate times the
+    ratio the reports measured (and `REPORTED_SLACK`) and the template's fixed part, above
+    the bound too when the server's tokenizer makes more of it than any measured here. A
+    short prompt (its template's fixed part would pass for the ratio) measures nothing until
+    a longer one has."""
     import math
 
     from engine import ProviderConfig
-    from engine.context.measure import REPORTED_SLACK
+    from engine.context.measure import ONE_PROMPT_FIXED, REPORTED_SLACK
     from tests.support.scripted import sse
 
     def counting(factor: float, reported: list[int]) -> object:
@@ -882,9 +891,12 @@ async def test_a_server_that_cannot_count_is_measured_by_what_its_replies_report
         first = [Message("user", "first question " * 150)]
         second = [Message("user", "a longer second question " * 200)]
         assert fits[0].used == bound_messages(first)
-        factor = reported[0] / estimate_messages(first) * REPORTED_SLACK
-        by_text = math.ceil(estimate(second[0].content) * factor) + 12 + 32
-        assert fits[1].used == min(by_text, math.ceil(estimate_messages(second) * factor))
+        # one prompt reported: its template's fixed part taken as ONE_PROMPT_FIXED a message
+        # (and one more for the reply's header), the rest its text's ratio
+        fixed = ONE_PROMPT_FIXED * 2
+        ratio = (reported[0] - fixed) / estimate(first[0].content)
+        assert fits[1].used == math.ceil((estimate(second[0].content) * ratio + fixed)
+                                         * REPORTED_SLACK)
         assert fits[1].used >= reported[1]  # an upper bound of what the server then counted
         assert (fits[1].used < bound_messages(second)) == (factor < 1.35)
 
@@ -924,6 +936,38 @@ async def test_a_short_prompt_is_measured_by_the_template_the_replies_showed(pat
         by_estimate = estimate_messages([Message("user", text)]) * reported[0] / \
             estimate_messages([Message("user", prompts[0])])
         assert by_estimate > 1.25 * counted  # what the whole estimate's ratio would have said
+
+
+def test_a_schema_sent_as_text_is_measured_at_the_ratio_its_own_text_showed(paths) -> None:
+    """A gateway whose tokenizer makes 1.05 tokens of the prompts' prose for each estimated and
+    0.85 of a JSON schema's (braces and quotes merge), its template 5 tokens a message: once
+    its replies reported prompts of both kinds, the schema is measured within 20 % above its
+    own tokens and the prose within 20 % above its own, never below; one ratio for both took
+    the schema for more than a fifth above."""
+    import math
+
+    from engine import ProviderConfig
+    from engine.context.measure import measured, schema_measure, text_measure, uncounted
+    provider = create_provider("schema", ProviderConfig(kind="anthropic", model="m",
+                               base_url="http://127.0.0.1:9"), paths)
+    schema = provider.schema_prompt(GapAnalysis.model_json_schema())
+
+    def tokens(messages: list[Message], beside: str = "") -> int:
+        return math.ceil(sum(estimate(m.content) for m in messages) * 1.05) + \
+            5 * (len(messages) + 1) + math.ceil(estimate(beside) * 0.85)
+
+    prose = ["The witness was asked which river flows through Vienna, and answered the "
+             "Danube, adding that it reaches the Black Sea. " * n for n in (6, 3, 9, 5)]
+    for n, text in enumerate(prose):
+        messages = [Message("system", "You are a detective auditing an interrogation."),
+                    Message("user", text)]
+        measured(provider, messages, tokens(messages, schema if n % 2 else ""), added=schema
+                 if n % 2 else "")
+    own = math.ceil(estimate(schema) * 0.85)
+    assert own <= schema_measure(provider)(schema) <= 1.2 * own
+    assert text_measure(provider)(schema) > 1.2 * own  # the prose's ratio would say
+    asked = [Message("user", "Which sea does the Danube reach, and through which cities? " * 4)]
+    assert tokens(asked) <= uncounted(provider, asked) <= 1.2 * tokens(asked)
 
 
 @pytest.mark.parametrize(("window", "told"), [(256, None), (300, None), (1024, None),
