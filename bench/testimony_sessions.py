@@ -91,7 +91,8 @@ def main() -> int:
         print(f"{row['id']}: {time.monotonic() - began:.0f} s", flush=True)
     sessions = sessions_by_question(args.home)
     y: list[int] = []
-    signals: dict[str, list[float]] = {k: [] for k in ("pooled (rule 8)", "rounds", "alone")}
+    signals: dict[str, list[float]] = {k: [] for k in ("pooled (rule 8)", "rounds", "alone",
+                                                       "samples")}
     right = abstained = unmatched = examined = 0
     seconds: list[float] = []
     tokens: list[int] = []
@@ -122,6 +123,8 @@ def main() -> int:
             signals["rounds"].append(compute(rounds).probability_false)
             signals["alone"].append(0.5 if claim.direct_p_true is None
                                     else 1 - claim.direct_p_true)
+            signals["samples"].append(0.5 if claim.sampled_p_true is None
+                                      else 1 - claim.sampled_p_true)
             if claim.state == "unsure":
                 abstained += 1
             elif (claim.state == "contradicted") == bool(false):

@@ -34,8 +34,8 @@ from engine.providers import Message, StreamRequest, TokenChoices
 from engine.routing.router import Router
 
 __all__ = ["TOP_LOGPROBS", "Plan", "Reading", "does_not_know", "exchange", "gives_logprobs",
-           "judge", "judge_alone", "judgement_messages", "one_word", "read_stated", "read_word",
-           "says_one_word", "topic_evidence"]
+           "judge", "judge_alone", "judge_sample", "judgement_messages", "one_word",
+           "read_stated", "read_word", "says_one_word", "topic_evidence"]
 
 TOP_LOGPROBS = 10
 """Alternatives asked for at each token of a one-word judgement."""
@@ -340,6 +340,17 @@ async def judge_alone(calls: SessionCalls, claim: str, found: list[Reading | str
     to `found`."""
     async for event in _ask(calls, None, claim, topic_evidence(question), found,
                             "judgement_direct"):
+        yield event
+
+
+async def judge_sample(calls: SessionCalls, claim: str, question: str, sample: str,
+                       found: list[Reading | str]) -> AsyncGenerator[InterrogationEvent, None]:
+    """`claim` read against one of the witness's sampled answers to `question` (the
+    testimony's question asked again: `Testimony.samples`), as a round's answer is read
+    ("based only on the witness's answer"): appends the `Reading`, or why there is none, to
+    `found`."""
+    async for event in _ask(calls, None, claim, exchange(question, sample), found,
+                            "judgement_word"):
         yield event
 
 

@@ -7,7 +7,9 @@
    more (holding its document, when the session gives it one): its answer, streamed like an
    answer and capped at `[interrogation] testimony_max_tokens`, is the testimony. A
    hypothesis of several sentences is the testimony itself. Either way it is stored as the
-   session's first pair (`testimony`), a checkpoint.
+   session's first pair (`testimony`), a checkpoint. A testimony the witness gave (no
+   document) is then drawn again `testimony_samples` times at `consistency_temperature`,
+   told nothing: the samples each claim is read against (rule 8), kept with the claims.
 2. **The split.** The detective takes it apart into claims from worked examples; each line
    is held to `engine.interrogation.claims` (refused lines are named and the split is asked
    for again once), placed on its sentence, and marked not checkable where it is; claims past
@@ -55,7 +57,13 @@ from engine.interrogation.claims import (
     segments,
     testimony_source,
 )
-from engine.interrogation.judgement import Reading, does_not_know, judge, judge_alone
+from engine.interrogation.judgement import (
+    Reading,
+    does_not_know,
+    judge,
+    judge_alone,
+    judge_sample,
+)
 from engine.interrogation.questions import NoQuestion
 from engine.interrogation.transcript import (
     cut_to_fit,
@@ -67,6 +75,7 @@ from engine.interrogation.verdict import (
     claim_facts,
     claim_state,
     compute,
+    sampled_p_true,
     settled,
     testimony_score,
     testimony_verdict,
@@ -127,6 +136,10 @@ async def examine_testimony(calls: SessionCalls) -> AsyncGenerator[Interrogation
     session = calls.session
     if not session.qa_pairs:
         async with aclosing(_give(calls)) as events:
+            async for event in events:
+                yield event
+    if _to_sample(calls):
+        async with aclosing(_sample(calls)) as events:
             async for event in events:
                 yield event
     if session.testimony is None or not session.testimony.split:
@@ -201,6 +214,35 @@ def _answer_problem(answered: Turn, question: str) -> str | None:
     """Why the witness's reply to `question` is no testimony (`checks.answer_problem`)."""
     return answer_problem(answered.text, question, answered.finish_reason, answered.reasoning,
                           [witness_instructions(None)])
+
+
+def _to_sample(calls: SessionCalls) -> bool:
+    """Whether the witness's answer is to be sampled again: it gave the testimony (`open`
+    mode, no document), it was one, and no samples were drawn yet."""
+    testimony = calls.session.testimony
+    return (testimony is not None and testimony.source == "witness"
+            and testimony.problem is None and testimony.samples is None
+            and calls.session.witness_document is None and calls.settings.testimony_samples > 0)
+
+
+async def _sample(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
+    """The witness asked the testimony's question again `testimony_samples` times at
+    `consistency_temperature`, told nothing (SelfCheckGPT's samples: rule 8 of
+    `engine.interrogation.verdict`); kept with the testimony, the split's checkpoint."""
+    session, settings = calls.session, calls.settings
+    testimony = session.testimony
+    assert testimony is not None
+    yield calls._emit(Phase(phase="samples", sequence=1))
+    hotter = max(settings.consistency_temperature, settings.temperature or 0.0)
+    prompt = _witness_request(calls, session.hypothesis_text, [], settings.testimony_max_tokens)
+    again = replace(prompt, request=replace(prompt.request, temperature=hotter))
+    drawn: list[str] = []
+    for _ in range(settings.testimony_samples):
+        sampled = Turn()
+        async for event in calls._call(again, "witness", sampled, None, fit_for=1):
+            yield event
+        drawn.append(sampled.text)
+    testimony.samples = drawn
 
 
 # ---- 2. the split --------------------------------------------------------------------------
@@ -371,6 +413,18 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
             emit(event)
         if isinstance(found[0], Reading):
             claim.direct_p_true = round(found[0].p_true, 4)
+    samples = session.testimony.samples if session.testimony is not None else None
+    if document is None and samples and claim.sampled_p_true is None:
+        readings: list[float] = []
+        for sample in samples:
+            read: list[Reading | str] = []
+            async for event in judge_sample(calls, claim.text, session.hypothesis_text,
+                                            sample, read):
+                emit(event)
+            if isinstance(read[0], Reading):
+                readings.append(sampled_p_true(read[0].p_true))
+        if readings:
+            claim.sampled_p_true = round(sum(readings) / len(readings), 4)
     why: str | None = None
     while len(rounds) < limit:
         judgements = [(p.sequence, p.judgement) for p in rounds]
@@ -418,7 +472,7 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
         emit(calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
                                        repairs=session.repairs)))
     computed = with_alone(compute([(p.sequence, p.judgement) for p in rounds]),
-                          claim.direct_p_true)
+                          claim.direct_p_true, claim.sampled_p_true)
     state, p_false = claim_state(computed, document is not None)
     claim.state, claim.probability_false = state, p_false
     claim.deciding = computed.deciding[0] if computed.deciding else (

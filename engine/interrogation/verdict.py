@@ -43,21 +43,30 @@ claims, each claim examined by the rule above in rounds of its own, then:
    claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or
    unsupported; 0 when none was examined. Reproducible from the stored claims.
 
-8. **The detective alone** (`with_alone`, a testimony's claims without a document): the
-   claim's P(true) from its rounds is pooled with the detective's own reading of the claim
-   with no testimony (`Claim.direct_p_true`) — told only the question the testimony answers,
-   when the witness gave it — as the mean of their log-odds, each weighing the same, before
-   rule 5: so a claim the witness repeats but the detective doubts is not `held` on the
-   witness's word alone. A claim no round bore on stays `unsure` (the witness said nothing
-   when asked; the pooled P(false) still ranks it), and a conflict stays a conflict. Chosen
-   on the development claims (bench/data/testimony-dev.jsonl, 53, 13 false, the 1.5B;
-   `bench/claim_readings.py`; docs/benchmarks.md), AUROC of P(false): the rounds 0.70; the
-   detective alone 0.77, told the question 0.82; pooled with the rounds 0.77 and 0.80 (accuracy
-   0.72 and 0.74). The witness's reply to "Are you sure?" after its whole testimony was
-   measured too and left out: the 1.5B answers "Yes, I am sure" to everything, and the
-   detective reading the testimony beside it calls nearly every claim true (0.73). A witness
-   asked again at temperature 0 mostly repeats what it made up, which the rounds cannot see
-   and the detective's own reading sometimes can.
+8. **The detective alone, and the witness sampled** (`with_alone`, a testimony's claims
+   without a document): the claim's P(true) from its rounds is pooled with the detective's
+   own reading of the claim with no testimony (`Claim.direct_p_true`) — told only the
+   question the testimony answers, when the witness gave it — and, when the witness gave the
+   testimony, with the claim read against each of the witness's answers to the same question
+   drawn again at `consistency_temperature` (`Claim.sampled_p_true`, the mean of
+   `testimony_samples` readings, each made a verdict by rule 1 as a round's is: an answer that
+   leaves the claim out is silent, 0.5) — as the mean of their log-odds, each weighing the
+   same, before rule 5: so a claim the witness repeats but that does not come back when it
+   answers again, or that the detective doubts, is not `held` on the witness's word alone. A
+   claim no round bore on stays `unsure` (the witness said nothing when asked; the pooled
+   P(false) still ranks it), and a conflict stays a conflict. Chosen on the development
+   claims (bench/data/testimony-dev.jsonl, 53, 13 false, the 1.5B; `bench/claim_readings.py`;
+   docs/benchmarks.md), AUROC of P(false): the rounds 0.70; the detective alone 0.77, told
+   the question 0.82; the sampled answers alone 0.86 (SelfCheckGPT's finding: a fact the
+   witness made up varies between samples), 0.88 with three; the rounds with the detective
+   told the question 0.80, all three pooled 0.86 (accuracy 0.76) — then, once, on the test
+   claims: 0.80 against 0.72 without the samples. Where the witness answers the claim's own
+   key-fact question again at that temperature (the consistency protocol's samples) it
+   scored 0.68 on 23 of the claims: the question's samples repeat the invention, the whole
+   answer's do not. The witness's reply to "Are you sure?" after its whole testimony was
+   measured too and left out: the 1.5B answers "Yes, I am sure" to everything (0.73). A
+   witness asked again at temperature 0 mostly repeats what it made up, which the rounds
+   cannot see.
 """
 
 from __future__ import annotations
@@ -82,6 +91,7 @@ __all__ = [
     "claim_state",
     "compute",
     "pooled",
+    "sampled_p_true",
     "settled",
     "states_no_claim",
     "testimony_score",
@@ -213,12 +223,23 @@ def claim_facts(hypothesis: str) -> int:
 ALONE_DECIDED = "decided with the detective's own reading of the claim: no round bore its way"
 
 
-def with_alone(computed: Computed, alone_p_true: float | None) -> Computed:
+def sampled_p_true(p_true: float) -> float:
+    """One sampled answer's reading of a claim made a P(true) by rule 1, as a round's is:
+    an answer that leaves the claim out (silent) counts 0.5 (rule 8)."""
+    return round(1 - compute([(1, Judgement(bearing=bearing_of(p_true), p_true=p_true))])
+                 .probability_false, 4)
+
+
+def with_alone(computed: Computed, alone_p_true: float | None,
+               sampled_p_true: float | None = None) -> Computed:
     """`computed` (a claim's rounds) pooled with the detective's own reading of the claim
-    (rule 8); as it is without a reading, or when its rounds conflict."""
-    if alone_p_true is None or computed.conflict:
+    and with its reading against the witness's sampled answers (rule 8); as it is without
+    either, or when its rounds conflict."""
+    readings = [p for p in (alone_p_true, sampled_p_true) if p is not None]
+    if not readings or computed.conflict:
         return computed
-    log_odds = (_logit(1 - computed.probability_false) + _logit(alone_p_true)) / 2
+    log_odds = (_logit(1 - computed.probability_false) + sum(map(_logit, readings))) / (
+        1 + len(readings))
     p_false = round(1 - _sigmoid(log_odds), 4)
     if not computed.bore:
         return Computed("undetermined", p_false, reason=computed.reason, bore=False)

@@ -59,9 +59,10 @@ Role = Literal["detective", "witness", "oracle", "agent"]
 """Who produced a piece of text: the two roles of an interrogation, and the oracles and the
 case agent that come next."""
 PhaseName = Literal["question", "answer", "judgement", "analysis", "audit", "testimony",
-                    "split", "claims"]
-"""`testimony`: the witness gives its testimony; `split`: the detective takes it apart into
-claims; `claims`: the claims are examined (their rounds run side by side)."""
+                    "samples", "split", "claims"]
+"""`testimony`: the witness gives its testimony; `samples`: it answers the same question
+again, told nothing (what each claim is read against); `split`: the detective takes it apart
+into claims; `claims`: the claims are examined (their rounds run side by side)."""
 
 
 class _Event(Event):

@@ -58,6 +58,10 @@ class Claim(_Model):
     """The detective's own reading of the claim, with no testimony — told only the question
     the testimony answers, when the witness gave it (`open` only): a signal that does not
     rest on the witness repeating itself, shown beside the claim."""
+    sampled_p_true: Annotated[float, Field(ge=0, le=1)] | None = None
+    """The claim read against each of the witness's sampled answers to the testimony's
+    question (`Testimony.samples`), their mean P(true): SelfCheckGPT's signal, a fact the
+    witness made up does not come back when it answers again (`open` only)."""
 
     @property
     def examined(self) -> bool:
@@ -76,6 +80,9 @@ class Testimony(_Model):
     """Lines of the split refused by rule, each with why ("… — it repeats claim 2")."""
     problem: str | None = None
     """Why there is nothing to examine (no testimony, no claim), when so."""
+    samples: list[str] | None = None
+    """The witness's answers to the testimony's question drawn again above temperature 0,
+    told nothing (`[interrogation] testimony_samples`); None until drawn."""
 
     def put(self, claim: Claim) -> None:
         """Store `claim` in the place of the claim of its number (its examination ended)."""

@@ -190,6 +190,9 @@ class Narration:
                     return [Block("heading", "Audit")]
                 if phase == "testimony":
                     return [Block("heading", "Testimony")]
+                if phase == "samples":
+                    return [Block("heading", "Samples", "the witness answers the question "
+                                  "again, told nothing…")]
                 if phase == "split":
                     return [Block("heading", "Claims", "the detective takes the testimony "
                                   "apart…")]

@@ -33,8 +33,8 @@ def claim_mark(claim: Claim) -> str:
 
 
 def claim_line(claim: Claim) -> str:
-    """`"✓ 3 held · p(false) 0.08 · round 5 · alone p(true) 0.91 · Vitamin B3 …"`: one claim,
-    with the detective's own reading pooled into its verdict (rule 8)."""
+    """`"✓ 3 held · p(false) 0.08 · round 5 · alone p(true) 0.91 · samples p(true) 0.88 ·
+    Vitamin B3 …"`: one claim, with the readings pooled into its verdict (rule 8)."""
     parts = [f"{MARKS[claim.state]} {claim.number} {claim.state}"]
     if claim.probability_false is not None:
         parts.append(f"p(false) {claim.probability_false:.2f}")
@@ -42,6 +42,8 @@ def claim_line(claim: Claim) -> str:
         parts.append(f"round {claim.deciding}")
     if claim.direct_p_true is not None:
         parts.append(f"alone p(true) {claim.direct_p_true:.2f}")
+    if claim.sampled_p_true is not None:
+        parts.append(f"samples p(true) {claim.sampled_p_true:.2f}")
     if claim.why:
         parts.append(strip_control(claim.why))
     return " · ".join(parts) + f" · {one_line(strip_control(claim.text), 300)}"

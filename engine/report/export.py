@@ -85,9 +85,10 @@ def _cell(text: str) -> str:
 
 def claims_table(claims: Sequence[Claim]) -> list[str]:
     """A testimony's claims as a markdown table: number, state (its symbol too), P(false),
-    the deciding round, the detective alone's P(true), the claim."""
-    lines = ["| # | state | p(false) | round | alone p(true) | claim |",
-             "|---|---|---|---|---|---|"]
+    the deciding round, the detective alone's P(true), the sampled answers' P(true), the
+    claim."""
+    lines = ["| # | state | p(false) | round | alone p(true) | samples p(true) | claim |",
+             "|---|---|---|---|---|---|---|"]
 
     def cell(p: float | None) -> str:
         return "" if p is None else f"{p:.2f}"
@@ -95,7 +96,8 @@ def claims_table(claims: Sequence[Claim]) -> list[str]:
     for claim in claims:
         lines.append(f"| {claim.number} | {MARKS[claim.state]} {claim.state} | "
                      f"{cell(claim.probability_false)} | {claim.deciding or ''} | "
-                     f"{cell(claim.direct_p_true)} | {_cell(claim.text)} |")
+                     f"{cell(claim.direct_p_true)} | {cell(claim.sampled_p_true)} | "
+                     f"{_cell(claim.text)} |")
     return lines
 
 

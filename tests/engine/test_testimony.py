@@ -34,7 +34,7 @@ from engine.interrogation.verdict import (
 from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim
-from engine.report.claims import claims_tally, marked_testimony
+from engine.report.claims import claim_line, claims_tally, marked_testimony
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
 
@@ -196,9 +196,34 @@ def test_a_claim_no_round_bore_on_is_unsupported_only_with_a_document() -> None:
 
 # ---- a run on scripted models --------------------------------------------------------------
 
+SAMPLE = "Vitamin B3 helps convert food into energy. It is found in meat and fish."
+"""The witness's answer to the request, asked again at the consistency temperature: the first
+claim comes back, the others do not."""
+
+
+def sampling_witness() -> Callable[[Chat], str]:
+    """`witness`, whose answers to the request after its first are `SAMPLE`."""
+    asked: list[int] = []
+
+    def reply(messages: Chat) -> str:
+        if messages[-1]["content"].startswith(REQUEST):
+            asked.append(1)
+            return TESTIMONY if len(asked) == 1 else SAMPLE
+        return witness(messages)
+    return reply
+
+
+def sample_reader(messages: Chat) -> str:
+    """`detective()`, reading a claim against a sampled answer as a reader would: supported
+    when the sample says it, silent otherwise."""
+    if is_judgement(messages) and SAMPLE in messages[-1]["content"]:
+        return Judged(0.95 if judged_claim(messages) in SAMPLE else 0.5)
+    return detective()(messages)
+
+
 async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
         paths: Paths) -> None:
-    session, events, det, wit = await run(paths)
+    session, events, det, wit = await run(paths, det=sample_reader, wit=sampling_witness())
     assert session.status == "completed"
     first = session.qa_pairs[0]
     assert first.testimony and first.question == REQUEST and first.answer == TESTIMONY
@@ -223,10 +248,19 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert len(alone) == 3
     assert all(f"The question was: {REQUEST}" in text and TESTIMONY not in text
                for text in alone)
+    # the request asked again three times at the consistency temperature, told nothing; each
+    # claim read against each answer: the one that comes back supported, the others silent
+    asked = [b for b in wit.bodies if b["messages"][-1]["content"].startswith(REQUEST)]
+    assert [b["temperature"] for b in asked] == [0.0, 1.0, 1.0, 1.0]
+    assert all(len(b["messages"]) == 2 for b in asked)
+    assert testimony.samples == [SAMPLE] * 3
+    assert [c.sampled_p_true for c in testimony.claims[:3]] == [0.95, 0.5, 0.5]
+    assert "samples p(true) 0.95" in claim_line(testimony.claims[0])
     audit = session.audit_result
     assert audit is not None and audit.computed
-    # its rounds (P(true) 0.05) pooled with the detective alone (0.8): rule 8
-    pooled = 1 - 1 / (1 + math.exp(-(math.log(0.05 / 0.95) + math.log(0.8 / 0.2)) / 2))
+    # its rounds (P(true) 0.05) pooled with the detective alone (0.8) and the samples (0.5,
+    # silent): rule 8
+    pooled = 1 - 1 / (1 + math.exp(-(math.log(0.05 / 0.95) + math.log(0.8 / 0.2) + 0) / 3))
     assert audit.verdict == "false" and audit.probability_false == pytest.approx(pooled, abs=1e-4)
     wrong = testimony.claims[2]
     assert wrong.deciding is not None
@@ -429,8 +463,8 @@ def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
     assert "**The testimony, marked**" in report
     assert "> Niacin is also called pantothenic acid. [✗3]" in report
     assert "## Claims" in report and "- Testimony: 4 claims, 3 examined, in 3 rounds" in report
-    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | Niacin is also called pantothenic acid. |" \
-        in report
+    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 |  | Niacin is also called pantothenic " \
+        "acid. |" in report
     assert "- ~ 4 not checkable · advice, not a fact · You should eat more fish." in report
     exported = workspace.sessions.export(str(session.id), "json")
     again = InterrogationSession.model_validate_json(exported)
@@ -563,6 +597,20 @@ def test_the_detective_alone_is_pooled_with_a_claims_rounds() -> None:
     assert silent.verdict == "undetermined" and silent.probability_false < 0.4
     conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
     assert with_alone(conflict, 0.99) is conflict
+    # the sampled answers' reading weighs as the detective's does: a claim the witness
+    # repeats and the detective believes, but that its samples leave out, is no longer held
+    sampled = with_alone(Computed("true", 0.1, [2]), 0.7, 0.1)
+    assert sampled.verdict == "undetermined" and sampled.probability_false > 0.4
+    assert with_alone(held, None, 0.9).probability_false == agreed.probability_false
+
+
+def test_a_sampled_answer_that_leaves_the_claim_out_reads_half() -> None:
+    """Each sampled answer's reading is made a P(true) by rule 1, as a round's: supporting
+    and contradicting keep their reading, silent (neither way) is 0.5."""
+    from engine.interrogation.verdict import sampled_p_true
+
+    assert sampled_p_true(0.95) == 0.95 and sampled_p_true(0.1) == 0.1
+    assert sampled_p_true(0.55) == 0.5 == sampled_p_true(0.45)
 
 
 async def test_a_demonstration_detective_s_testimony_says_so_and_shows_it_once(
@@ -633,7 +681,8 @@ async def test_a_claim_s_answer_has_a_cap_of_its_own(paths: Paths, answer: int,
                                    claim_answer_max_tokens=claim_answer)
     assert session.status == "completed"
     caps = [body.get("max_tokens", body.get("max_completion_tokens")) for body in wit.bodies]
-    assert caps[0] == 512 and len(caps) > 1 and set(caps[1:]) == {expected}
+    # the testimony and its three samples, then each claim's answers
+    assert caps[:4] == [512] * 4 and len(caps) > 4 and set(caps[4:]) == {expected}
 
 
 async def test_claims_run_one_at_a_time_on_the_embedded_model_and_side_by_side_elsewhere(

@@ -377,7 +377,8 @@ class LiveScreen(Guarded, Screen[None]):
                 view.end_stream()  # what streamed is whole: later notes go below it
                 label = {"question": "asking", "answer": "answering", "judgement": "judging",
                          "analysis": "analysing", "audit": "auditing",
-                         "testimony": "the witness testifies", "split": "taking the "
+                         "testimony": "the witness testifies",
+                         "samples": "the witness answers again", "split": "taking the "
                          "testimony apart", "claims": "examining the claims"}.get(phase, phase)
                 self.set_status(f"round {sequence}: {label}…" if phase in (
                     "question", "answer", "judgement", "analysis") else f"{label}…")
