@@ -57,10 +57,11 @@ claims, each claim examined by the rule above in rounds of its own, then:
    P(false) still ranks it), and a conflict stays a conflict. Chosen on the development
    claims (bench/data/testimony-dev.jsonl, 53, 13 false, the 1.5B; `bench/claim_readings.py`;
    docs/benchmarks.md), AUROC of P(false): the rounds 0.70; the detective alone 0.77, told
-   the question 0.82; the sampled answers alone 0.86 (SelfCheckGPT's finding: a fact the
-   witness made up varies between samples), 0.88 with three; the rounds with the detective
-   told the question 0.80, all three pooled 0.86 (accuracy 0.76) — then, once, on the test
-   claims: 0.80 against 0.72 without the samples. Where the witness answers the claim's own
+   the question 0.82; the sampled answers alone 0.86 with four samples, 0.88 with two
+   (SelfCheckGPT's finding: a fact the witness made up varies between samples); the rounds
+   with the detective told the question 0.80, all three pooled 0.88 with two samples
+   (accuracy 0.75), 0.86 with three or four — then, once, on the test claims: 0.83 against
+   0.72 without the samples. Where the witness answers the claim's own
    key-fact question again at that temperature (the consistency protocol's samples) it
    scored 0.68 on 23 of the claims: the question's samples repeat the invention, the whole
    answer's do not. The witness's reply to "Are you sure?" after its whole testimony was

@@ -31,7 +31,10 @@ def models(home: Path) -> Iterator[Path]:
             lines += [f"[providers.{name}]", 'kind = "openai"', f'model = "{name}-model"',
                       f'base_url = "{url}/v1"', f"priority = {priority}", ""]
         lines += ["[roles]", 'detective = ["det"]', 'witness = ["wa"]', "",
-                  "[interrogation]", *(f"{k} = {json.dumps(v)}" for k, v in FAST.items())]
+                  "[interrogation]", *(f"{k} = {json.dumps(v)}" for k, v in FAST.items()),
+                  # a testimony's samples would repeat it for both witnesses: the rounds alone
+                  # tell the one that stands by it from the one that takes it back
+                  "testimony_samples = 0"]
         (home / "config.toml").write_text("\n".join(lines) + "\n")
         yield home
 
@@ -180,7 +183,10 @@ def test_the_two_bundled_models_as_witnesses_on_real_llama_cpp_servers(
                       f'base_url = "{url}"', f"priority = {priority}",
                       "first_token_timeout = 60", "stall_timeout = 30", ""]
         lines += ["[roles]", 'detective = ["det"]', 'witness = ["gemma"]', "",
-                  "[interrogation]", *(f"{k} = {json.dumps(v)}" for k, v in FAST.items())]
+                  "[interrogation]", *(f"{k} = {json.dumps(v)}" for k, v in FAST.items()),
+                  # a testimony's samples would repeat it for both witnesses: the rounds alone
+                  # tell the one that stands by it from the one that takes it back
+                  "testimony_samples = 0"]
         (home / "config.toml").write_text("\n".join(lines) + "\n")
         out = tmp_path / "board"
         done = detektiv("eval", "demo", "--n", "4", "--compare", "gemma,smol", "--limit", "5",
