@@ -43,31 +43,30 @@ claims, each claim examined by the rule above in rounds of its own, then:
    claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or
    unsupported; 0 when none was examined. Reproducible from the stored claims.
 
-8. **The detective alone, and the witness sampled** (`with_alone`, a testimony's claims
-   without a document): the claim's P(true) from its rounds is pooled with the detective's
-   own reading of the claim with no testimony (`Claim.direct_p_true`) — told only the
-   question the testimony answers, when the witness gave it — and, when the witness gave the
-   testimony, with the claim read against each of the witness's answers to the same question
-   drawn again at `consistency_temperature` (`Claim.sampled_p_true`, the mean of
-   `testimony_samples` readings, each made a verdict by rule 1 as a round's is: an answer that
-   leaves the claim out is silent, 0.5) — as the mean of their log-odds, each weighing the
-   same, before rule 5: so a claim the witness repeats but that does not come back when it
-   answers again, or that the detective doubts, is not `held` on the witness's word alone. A
-   claim no round bore on stays `unsure` (the witness said nothing when asked; the pooled
-   P(false) still ranks it), and a conflict stays a conflict. Chosen on the development
-   claims (bench/data/testimony-dev.jsonl, 53, 13 false, the 1.5B; `bench/claim_readings.py`;
-   docs/benchmarks.md), AUROC of P(false): the rounds 0.70; the detective alone 0.77, told
-   the question 0.82; the sampled answers alone 0.86 with four samples, 0.88 with two
-   (SelfCheckGPT's finding: a fact the witness made up varies between samples); the rounds
-   with the detective told the question 0.80, all three pooled 0.88 with two samples
-   (accuracy 0.75), 0.86 with three or four — then, once, on the test claims: 0.83 against
-   0.72 without the samples. Where the witness answers the claim's own
-   key-fact question again at that temperature (the consistency protocol's samples) it
-   scored 0.68 on 23 of the claims: the question's samples repeat the invention, the whole
-   answer's do not. The witness's reply to "Are you sure?" after its whole testimony was
-   measured too and left out: the 1.5B answers "Yes, I am sure" to everything (0.73). A
-   witness asked again at temperature 0 mostly repeats what it made up, which the rounds
-   cannot see.
+8. **The detective alone, and the witness sampled** (`with_alone`, a testimony's claims without
+   a document): the claim's P(true) from its rounds is pooled with the detective's own reading
+   of the claim with no testimony (`Claim.direct_p_true`) — told only the question the testimony
+   answers, when the witness gave it — and, when the witness gave the testimony, with the claim
+   read against each of the witness's answers to the same question drawn again at
+   `consistency_temperature` (`Claim.sampled_p_true`, the mean of `testimony_samples` readings,
+   each made a verdict by rule 1 as a round's is: an answer that leaves the claim out is silent,
+   0.5) — as the mean of their log-odds, each weighing the same, before rule 5: so a claim the
+   witness repeats but that does not come back when it answers again, or that the detective
+   doubts, is not `held` on the witness's word alone. A claim no round bore on stays `unsure`
+   (the witness said nothing when asked; the pooled P(false) still ranks it), and a conflict
+   stays a conflict. Chosen on the development claims (bench/data/testimony-dev.jsonl, 53, 13
+   false, the 1.5B; `bench/claim_readings.py`; docs/benchmarks.md), AUROC of P(false): the
+   rounds 0.70; the detective alone 0.77, told the question 0.82; the sampled answers alone 0.86
+   with four samples, 0.88 with one or two (SelfCheckGPT's finding: a fact the witness made up
+   varies between samples); the rounds with the detective told the question 0.80, all three
+   pooled 0.875 with one sample (the default: the cheaper of a tie), 0.877 with two, 0.86 with
+   three or four (accuracy 0.75) — then, once, on the test claims: 0.83 against 0.72 without the
+   samples. Where the witness answers the claim's own key-fact question again at that
+   temperature (the consistency protocol's samples) it scored 0.68 on 23 of the claims: the
+   question's samples repeat the invention, the whole answer's do not. The witness's reply to
+   "Are you sure?" after its whole testimony was measured too and left out: the 1.5B answers
+   "Yes, I am sure" to everything (0.73). A witness asked again at temperature 0 mostly repeats
+   what it made up, which the rounds cannot see.
 """
 
 from __future__ import annotations

@@ -223,7 +223,8 @@ def sample_reader(messages: Chat) -> str:
 
 async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
         paths: Paths) -> None:
-    session, events, det, wit = await run(paths, det=sample_reader, wit=sampling_witness())
+    session, events, det, wit = await run(paths, det=sample_reader, wit=sampling_witness(),
+                                          testimony_samples=2)
     assert session.status == "completed"
     first = session.qa_pairs[0]
     assert first.testimony and first.question == REQUEST and first.answer == TESTIMONY
@@ -681,8 +682,8 @@ async def test_a_claim_s_answer_has_a_cap_of_its_own(paths: Paths, answer: int,
                                    claim_answer_max_tokens=claim_answer)
     assert session.status == "completed"
     caps = [body.get("max_tokens", body.get("max_completion_tokens")) for body in wit.bodies]
-    # the testimony and its two samples, then each claim's answers
-    assert caps[:3] == [512] * 3 and len(caps) > 3 and set(caps[3:]) == {expected}
+    # the testimony and its sample, then each claim's answers
+    assert caps[:2] == [512] * 2 and len(caps) > 2 and set(caps[2:]) == {expected}
 
 
 async def test_claims_run_one_at_a_time_on_the_embedded_model_and_side_by_side_elsewhere(
