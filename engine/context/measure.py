@@ -266,11 +266,20 @@ def _text_factor(provider: Provider, added: bool) -> float | None:
     enough to measure it was reported (`_reported_factor`): the template's ratio for the
     prompts' texts or for the text added beside them; None before (measured by `bound`)."""
     factor = _reported_factor(provider)
-    template = _template(_reported[key_of(provider)].seen) if factor is not None else None
+    return _factor_of(factor, _template_of(provider) if factor is not None else None, added)
+
+
+def _factor_of(factor: float | None, template: Template | None, added: bool) -> float | None:
+    """`_text_factor` from the whole prompt's `factor` and the `template` measured."""
     if template is None:  # nothing measured yet (short prompts alone measure nothing)
         return factor
     return (template.added if added and template.added is not None else template.ratio) \
         * REPORTED_SLACK
+
+
+def _template_of(provider: Provider) -> Template | None:
+    """`_template` of what `provider`'s replies reported."""
+    return _template(_reported[key_of(provider)].seen)
 
 
 def calibrated(provider: Provider) -> bool:
@@ -346,10 +355,10 @@ def uncounted(provider: Provider, messages: Sequence[Message]) -> int:
     second, its texts and the template's fixed part as the replies showed them (`_template`:
     the estimate's assumed template took a 58-token prompt for 81), never above the bound."""
     factor = _reported_factor(provider)
-    most = bound_messages(messages, text_measure(provider))
     if factor is None:
-        return most
-    template = _template(_reported[key_of(provider)].seen)
+        return bound_messages(messages)
+    template = _template_of(provider)  # taken once: the bound's measure comes from it too
+    most = bound_messages(messages, _times(_factor_of(factor, template, added=False)))
     if template is None:
         return min(most, math.ceil(estimate_messages(messages) * factor))
     texts = sum(estimate(m.content) for m in messages)

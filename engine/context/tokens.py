@@ -56,15 +56,9 @@ def _space_tokens(run: str) -> int:
     (the first change, a newline into an indentation, merges), and a long stretch of one
     character a token for each `_SPACE_SPAN` of it. Measured on Qwen2.5, Gemma 3 and SmolLM2:
     " \t" 50 times is 49 to 100 tokens; "\n" and four spaces is one."""
-    groups = [len(list(same)) for _, same in groupby(run)]
-    spans = sum((size - 1) // _SPACE_SPAN.get(char, 8)
-                for size, char in zip(groups, _heads(run), strict=True))
+    groups = [(char, len(list(same))) for char, same in groupby(run)]
+    spans = sum((size - 1) // _SPACE_SPAN.get(char, 8) for char, size in groups)
     return max(1, len(groups) - 1) + spans
-
-
-def _heads(run: str) -> list[str]:
-    """The character of each stretch of one character in `run`."""
-    return [char for char, _ in groupby(run)]
 
 
 @lru_cache(maxsize=4096)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.config.models import Config, InterrogationConfig
@@ -199,6 +199,13 @@ class SessionCalls:
             temperature=self.settings.temperature,
             demonstration_grammar=grammar,
         )
+
+    def _sampled(self, prompt: Prompt) -> Prompt:
+        """`prompt` asked anew to sample the witness: at `consistency_temperature`, or the
+        configured temperature when that is higher (the consistency protocol's answers, a
+        testimony's samples)."""
+        hotter = max(self.settings.consistency_temperature, self.settings.temperature or 0.0)
+        return replace(prompt, request=replace(prompt.request, temperature=hotter))
 
     async def _structured(
         self, request: Prompt, turn: Turn, what: str, validate: Callable[[Any], Any],

@@ -38,7 +38,6 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import replace
 
 from engine.config.models import InterrogationConfig
 from engine.costs import Budget, CostLimitReached
@@ -276,9 +275,7 @@ class Interrogation(SessionCalls):
             yield self._emit(AnswerCutOff(sequence=sequence, provider=answered.provider))
         samples: list[str] = []
         if session.protocol == "consistency":  # the same question, asked anew
-            hotter = max(self.settings.consistency_temperature,
-                         self.settings.temperature or 0.0)
-            again = replace(request, request=replace(request.request, temperature=hotter))
+            again = self._sampled(request)
             for number in range(2, session.consistency_samples + 1):
                 sampled = Turn()
                 async for event in self._call(again, "witness", sampled, None,

@@ -233,9 +233,8 @@ async def _sample(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, Non
     testimony = session.testimony
     assert testimony is not None
     yield calls._emit(Phase(phase="samples", sequence=1))
-    hotter = max(settings.consistency_temperature, settings.temperature or 0.0)
-    prompt = _witness_request(calls, session.hypothesis_text, [], settings.testimony_max_tokens)
-    again = replace(prompt, request=replace(prompt.request, temperature=hotter))
+    again = calls._sampled(_witness_request(calls, session.hypothesis_text, [],
+                                            settings.testimony_max_tokens))
     drawn: list[str] = []
     for _ in range(settings.testimony_samples):
         sampled = Turn()
