@@ -47,17 +47,12 @@ sys.path.insert(0, str(ROOT))
 from bench.testimony_sessions import auroc  # noqa: E402
 from engine import Paths, Workspace  # noqa: E402
 from engine.evals.baselines import Baselines, are_you_sure, sure_evidence  # noqa: E402
+from engine.interrogation.judgement import exchange  # noqa: E402
 from engine.interrogation.transcript import witness_opening  # noqa: E402
 from engine.models.usage import TokenTally  # noqa: E402
-from engine.prompts import fill, load_prompt  # noqa: E402
 from engine.providers import Message, StreamRequest  # noqa: E402
 
 READINGS = ("alone", "topic", "sure-full", "sure-short", "sampled", "sampled-round")
-
-
-def exchange(question: str, answer: str) -> str:
-    """A witness's answer as a round's judgement reads it."""
-    return fill(load_prompt("judgement_exchange"), QUESTION=question, ANSWER=answer)
 
 
 def first_questions(home: Path, run: str) -> dict[str, str]:
