@@ -15,10 +15,8 @@ A server that cannot count (a gateway, a cloud API) has its prompts measured by 
 bound (`tokens.bound`) until its replies report what a prompt took (`measured`); after one
 reply by the worst of the last `RECENT` ratios reported, times `REPORTED_SLACK`; from the
 second on by its texts and the chat template's fixed part as the replies showed them
-(`_template`, `uncounted`): the texts at the worst recent ratio of the prompts' own text —
-of prompts of the same kind (the same instructions) once one was reported, so that one
-prompt of another language does not pad every other kind —, a schema sent as text beside
-them at the worst its own text showed (`schema_measure`).
+(`_template`, `uncounted`): the texts at the worst recent ratio of the prompts' own text,
+a schema sent as text beside them at the worst its own text showed (`schema_measure`).
 """
 
 from __future__ import annotations
@@ -62,27 +60,6 @@ BOUND_SHARE = 0.5
 (code, another script) may be off the measured ratio by twice and still fit."""
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """One prompt a reply reported the tokens of."""
-
-    texts: int
-    """The estimate of its messages' texts."""
-    beside: int
-    """The estimate of the text the provider put in beside them (a schema sent as text)."""
-    messages: int
-    tokens: int
-    """The tokens the reply reported."""
-    kind: int
-    """Its first message (`kind_of`): prompts of one kind share their instructions."""
-
-
-def kind_of(messages: Sequence[Message]) -> int:
-    """What tells a prompt's kind (a round's question, a judgement, the witness's answer):
-    its first message, the instructions every prompt of the kind opens with."""
-    return hash(messages[0].content) if messages else 0
-
-
 @dataclass(slots=True)
 class _Ratio:
     """What one server's exact counts say of the estimate."""
@@ -93,9 +70,10 @@ class _Ratio:
     reported: int = 0  # of `counts`, the ones a reply's usage gave
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
     """The last `RECENT` ratios: what a reported bound goes by (`_reported_factor`)."""
-    seen: deque[Seen] = field(default_factory=lambda: deque(maxlen=SEEN))
-    """The last `SEEN` reported prompts, short ones too: what a template's fixed part and the
-    ratios are learned from (`_template`)."""
+    seen: deque[tuple[int, int, int, int]] = field(default_factory=lambda: deque(maxlen=SEEN))
+    """(the texts' estimate, the estimate of the text added beside them, messages, tokens
+    reported) of the last `SEEN` reported prompts, short ones too: what a template's fixed
+    part and the ratios are learned from (`_template`)."""
 
 
 _ratios: dict[tuple[str, str], _Ratio] = {}
@@ -240,7 +218,7 @@ def measured(provider: Provider, messages: Sequence[Message], prompt_tokens: obj
     if not counts and _plausible(prompt_tokens, guess):
         texts = sum(estimate(m.content) for m in messages)
         _reported.setdefault(key_of(provider), _Ratio()).seen.append(
-            Seen(texts, beside, len(messages), prompt_tokens, kind_of(messages)))
+            (texts, beside, len(messages), prompt_tokens))
     if guess < MEASURED_FROM:  # shorter: a template's fixed part would pass for the ratio
         return
     if not counts:
@@ -299,9 +277,9 @@ def _factor_of(factor: float | None, template: Template | None, added: bool) -> 
         * REPORTED_SLACK
 
 
-def _template_of(provider: Provider, kind: int | None = None) -> Template | None:
-    """`_template` of what `provider`'s replies reported (for prompts of `kind`)."""
-    return _template(_reported[key_of(provider)].seen, kind)
+def _template_of(provider: Provider) -> Template | None:
+    """`_template` of what `provider`'s replies reported."""
+    return _template(_reported[key_of(provider)].seen)
 
 
 def calibrated(provider: Provider) -> bool:
@@ -331,7 +309,7 @@ class Template:
     """A text sent beside the messages (a schema as text), the same; None until one was."""
 
 
-def _template(seen: Sequence[Seen], kind: int | None = None) -> Template | None:
+def _template(seen: Sequence[tuple[int, int, int, int]]) -> Template | None:
     """What a server's reported prompts say of its chat template and its tokenizer, or None
     until two prompts were reported.
 
@@ -341,20 +319,15 @@ def _template(seen: Sequence[Seen], kind: int | None = None) -> Template | None:
     the texts' ratio is the largest of the last `RECENT` prompts with nothing beside them
     (of all prompts, until one had nothing beside it), and the added text's the largest of
     the last `RECENT` with something beside them, after their texts at the median of those
-    ratios. For a prompt of `kind` (`kind_of`) the texts' ratio is the largest of the last
-    `RECENT` of that kind, when one was reported and none of them had a text beside them:
-    through LiteLLM on SmolLM2 a witness's answer in broken Spanish read at 1.16 where the
-    question prompts read at 0.93, and the worst of all padded the next eight question
-    prompts by 29 %; by kind, replayed on the benchmark's replies, 94 % of the anthropic
-    route's calls were fitted within 20 % above their count (93 % before), the question
-    prompts at 1.07–1.09. Measured through LiteLLM on SmolLM2: 14 tokens for two messages and
-    25 for four (ChatML's markers, about 5 a message), where `estimate_messages` assumes 34
-    and 58; the prompts' text at 0.93–1.09 of the estimate, JSON Schema at 0.88–0.90."""
+    ratios. Measured through LiteLLM on SmolLM2: 14 tokens for two messages and 25 for four
+    (ChatML's markers, about 5 a message), where `estimate_messages` assumes 34 and 58; the
+    prompts' text at 0.93–1.09 of the estimate, JSON Schema at 0.88–0.90."""
     if not seen:
         return None
-    plain = [s for s in seen if not s.beside]
-    shown = [(s.texts, s.messages, s.tokens) for s in plain] if len(plain) >= 2 else \
-        [(s.texts + s.beside, s.messages, s.tokens) for s in seen]
+    plain = [(texts, messages, tokens) for texts, beside, messages, tokens in seen
+             if not beside]
+    whole = [(texts + beside, messages, tokens) for texts, beside, messages, tokens in seen]
+    shown = plain if len(plain) >= 2 else whole
     agreeing: tuple[float, int] | None = (1.0, ONE_PROMPT_FIXED) if len(seen) == 1 else None
     for fixed in range(MESSAGE_OVERHEAD, -1, -1) if agreeing is None else ():
         ratios = [(tokens - fixed * (messages + 1)) / max(1, texts)
@@ -367,16 +340,11 @@ def _template(seen: Sequence[Seen], kind: int | None = None) -> Template | None:
     if agreeing is None:
         return None
     fixed = agreeing[1]
-    pool = [(s.texts, s.messages, s.tokens) for s in plain] or \
-        [(s.texts + s.beside, s.messages, s.tokens) for s in seen]
     ratios = [(tokens - fixed * (messages + 1)) / max(1, texts)
-              for texts, messages, tokens in pool[-RECENT:]]
+              for texts, messages, tokens in (plain or whole)[-RECENT:]]
     usual = statistics.median(ratios)
-    alike = [s for s in seen if s.kind == kind][-RECENT:] if kind is not None else []
-    if alike and not any(s.beside for s in alike):
-        ratios = [(s.tokens - fixed * (s.messages + 1)) / max(1, s.texts) for s in alike]
-    beside = [(s.tokens - fixed * (s.messages + 1) - usual * s.texts) / s.beside
-              for s in seen if s.beside][-RECENT:]
+    beside = [(tokens - fixed * (messages + 1) - usual * texts) / added
+              for texts, added, messages, tokens in seen if added][-RECENT:]
     return Template(fixed, max(ratios), max(beside) if beside and max(beside) > 0 else None)
 
 
@@ -389,7 +357,7 @@ def uncounted(provider: Provider, messages: Sequence[Message]) -> int:
     factor = _reported_factor(provider)
     if factor is None:
         return bound_messages(messages)
-    template = _template_of(provider, kind_of(messages))  # once: the bound's measure too
+    template = _template_of(provider)  # taken once: the bound's measure comes from it too
     most = bound_messages(messages, _times(_factor_of(factor, template, added=False)))
     if template is None:
         return min(most, math.ceil(estimate_messages(messages) * factor))

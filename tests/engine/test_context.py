@@ -970,42 +970,6 @@ def test_a_schema_sent_as_text_is_measured_at_the_ratio_its_own_text_showed(path
     assert tokens(asked) <= uncounted(provider, asked) <= 1.2 * tokens(asked)
 
 
-def test_a_prompt_is_measured_by_the_ratio_its_own_kind_showed(paths) -> None:
-    """A gateway whose tokenizer makes 0.92 tokens of a question prompt's text for each
-    estimated and 1.25 of a judgement prompt's (a witness answering in another language): once
-    its replies reported both kinds, a question prompt is fitted within 20 % above its count
-    (the worst ratio of both would pad it by more), a judgement prompt is never fitted below
-    its count, and a prompt of a kind never reported goes by the worst ratio of all."""
-    import math
-
-    from engine import ProviderConfig
-    from engine.context.measure import measured, uncounted
-    provider = create_provider("kinds", ProviderConfig(kind="anthropic", model="m",
-                               base_url="http://127.0.0.1:9"), paths)
-    factors = {"You are a detective questioning a witness.": 0.92,
-               "You are a detective judging a claim.": 1.25,
-               "You are a new kind of prompt.": 1.25}
-
-    def prompt(kind: str, n: int) -> list[Message]:
-        return [Message("system", kind), Message(
-            "user", "The witness said the Danube flows through Vienna and reaches the sea. " * n)]
-
-    def tokens(messages: list[Message]) -> int:
-        ratio = factors[messages[0].content]
-        return math.ceil(sum(estimate(m.content) for m in messages) * ratio) + \
-            5 * (len(messages) + 1)
-
-    question, judging, new = factors
-    for kind, n in [(question, 24), (judging, 18), (question, 20), (judging, 22),
-                    (question, 26)]:
-        measured(provider, prompt(kind, n), tokens(prompt(kind, n)))
-    asked = prompt(question, 21)
-    assert tokens(asked) <= uncounted(provider, asked) <= 1.2 * tokens(asked)
-    for kind in (judging, new):
-        assert uncounted(provider, prompt(kind, 19)) >= tokens(prompt(kind, 19))
-    assert uncounted(provider, prompt(new, 21)) > 1.2 * tokens(asked)
-
-
 @pytest.mark.parametrize(("window", "told"), [(256, None), (300, None), (1024, None),
                                               (1024, 120)])
 async def test_a_small_window_lowers_the_reply_s_room_and_never_says_a_negative_number(
