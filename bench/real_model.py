@@ -183,9 +183,6 @@ def run_eval(home: Path, sample: Path, mode: str, report: Path, extra: list[str]
         release_tied(process.pid)
 
 
-SPLIT_SAMPLE = ROOT / "bench" / "data" / "factscore" / "sample.jsonl"
-
-
 def labelled_claims(split: str, work: Path) -> Path:
     """The testimony claims of `split`, labelled by hand (`bench/testimony_data.py` made them;
     claims not checkable and rows not labelled yet are left out here)."""
@@ -265,7 +262,9 @@ def main() -> int:
         "summaries": (write_jsonl(work / "samples" / f"summaries-{split}-{args.summaries}.jsonl",
                                   paired_rows(summaries, args.summaries, split,
                                               SUMMARY_FIELDS)), "document"),
-        "split": (SPLIT_SAMPLE, "split"),
+        "split": (ROOT / "bench" / "data" / "factscore" / f"{split}.jsonl"
+                  if split == "dev" else ROOT / "bench" / "data" / "factscore" / "sample.jsonl",
+                  "split"),
         "testimony-sessions": (ROOT / "bench" / "data" / f"testimony-{split}.jsonl",
                                "sessions"),
     }
@@ -310,6 +309,7 @@ def main() -> int:
                 if chosen == protocols[:1]:
                     subprocess.run([sys.executable, str(ROOT / "bench" / "split_coverage.py"),
                                     "--url", detective_url, "--model", QWEN_15B.name,
+                                    "--sample", split,
                                     "--cache", str(work / "split-cache.json")], check=False)
                 continue
             if mode == "sessions":  # each question a testimony session, as a user runs it

@@ -31,7 +31,7 @@ from engine.interrogation.verdict import states_no_claim
 from engine.models.testimony import TestimonySource
 
 __all__ = ["Piece", "Segment", "adds_nothing", "claim_problem", "content_words",
-           "locate", "not_checkable", "read_split", "segments", "sentences",
+           "left_out", "locate", "not_checkable", "read_split", "segments", "sentences",
            "testimony_source"]
 
 _ABBREVIATIONS = frozenset("""mr mrs ms dr prof st sr jr vs etc e.g i.e approx no fig
@@ -111,8 +111,21 @@ def _add(found: list[Segment], text: str, start: int, end: int) -> None:
 def sentences(text: str) -> int:
     """How many sentences `text` has that state something (a heading of three words or fewer
     — "Benefits:" — is not one)."""
-    return sum(1 for s in segments(text) if len(_WORD.findall(s.text)) > 3
-               or s.text.rstrip()[-1:] in ".!?")
+    return sum(1 for s in segments(text) if _states(s))
+
+
+def _states(part: Segment) -> bool:
+    """Whether a sentence or list item states something (`sentences`)."""
+    return len(_WORD.findall(part.text)) > 3 or part.text.rstrip()[-1:] in ".!?"
+
+
+def left_out(spans: Sequence[tuple[int, int]], text: str) -> list[Segment]:
+    """The sentences of `text` that state something (`sentences`; a line that leads in to
+    a list, "Its benefits include:", does not) and hold none of the claims placed at `spans`
+    (`locate`'s offsets): what a split left out."""
+    taken = {start for start, end in spans if end}
+    return [part for part in segments(text) if part.start not in taken and _states(part)
+            and not part.text.rstrip().endswith(":")]
 
 
 def testimony_source(hypothesis: str) -> TestimonySource | None:

@@ -18,6 +18,7 @@ from engine import Paths, Workspace
 from engine.interrogation.claims import (
     claim_problem,
     content_words,
+    left_out,
     locate,
     not_checkable,
     read_split,
@@ -25,6 +26,7 @@ from engine.interrogation.claims import (
     sentences,
     testimony_source as source_of,
 )
+from engine.interrogation.testimony import left_out_text
 from engine.interrogation.verdict import (
     Computed,
     claim_state,
@@ -158,6 +160,91 @@ def test_a_claim_is_placed_on_its_sentence() -> None:
     start, end = locate("Vitamin B3 lowers cholesterol.", TESTIMONY)
     assert TESTIMONY[start:end] == "It also lowers cholesterol."
     assert locate("Saturn has rings.", TESTIMONY) == (0, 0)
+
+
+def test_the_sentences_a_split_left_out_are_found_and_given_again_with_their_subject() -> None:
+    text = ("**Benefits**\nVitamin B3 helps convert food into energy. It also lowers cholesterol."
+            "\nVitamin B3 is also called niacin. You should eat more fish.")
+    placed = [locate("Vitamin B3 helps convert food into energy.", text),
+              locate("Vitamin B3 is also called niacin.", text)]
+    left = left_out(placed, text)
+    # the heading states nothing; the two sentences no claim stands on are left out
+    assert [s.text for s in left] == ["It also lowers cholesterol.",
+                                      "You should eat more fish."]
+    # given again after the first sentence (it names what "it" is), which is no claim's
+    assert left_out_text(text, left) == ("**Benefits** It also lowers cholesterol. "
+                                         "You should eat more fish.")
+    assert left_out_text(TESTIMONY, segments(TESTIMONY)[:2]) == \
+        "Vitamin B3 helps convert food into energy. It also lowers cholesterol."
+    assert left_out([(0, 0)], "One two three four five. Six seven eight nine ten.") == \
+        segments("One two three four five. Six seven eight nine ten.")
+
+
+def leaving_out(second: str) -> Callable[[Chat], str]:
+    """A detective whose split of the testimony leaves its second and fourth sentences out,
+    and whose split of anything else is `second`."""
+    base = detective()
+
+    def reply(messages: Chat) -> str:
+        if messages[0]["content"].startswith("You take a text apart"):
+            if messages[-1]["content"] == TESTIMONY:
+                return "Vitamin B3 helps convert food into energy.\n" \
+                    "Vitamin B3 is also called pantothenic acid."
+            return second
+        return base(messages)
+    return reply
+
+
+async def test_the_sentences_a_split_left_out_are_split_again_and_take_their_places(
+        paths: Paths) -> None:
+    second = "Vitamin B3 helps convert food into energy.\nVitamin B3 lowers cholesterol.\n" \
+        "[not checkable] You should eat more fish."
+    session, _, det, _ = await run(paths, det=leaving_out(second))
+    asked = [body["messages"][-1]["content"] for body in det.bodies
+             if body["messages"][0]["content"].startswith("You take a text apart")]
+    # a new conversation: the sentences left out, after the first one that names the subject
+    assert asked == [TESTIMONY, "Vitamin B3 helps convert food into energy. "
+                     "It also lowers cholesterol. You should eat more fish."]
+    testimony = session.testimony
+    assert testimony is not None
+    assert [(c.number, c.text) for c in testimony.claims] == [
+        (1, "Vitamin B3 helps convert food into energy."),
+        (2, "Vitamin B3 lowers cholesterol."),
+        (3, "Vitamin B3 is also called pantothenic acid."),
+        (4, "You should eat more fish.")]
+    assert [c.state for c in testimony.claims] == ["held", "held", "contradicted",
+                                                   "not checkable"]
+    assert testimony.refused == ["Vitamin B3 helps convert food into energy. — it repeats "
+                                 "claim 1"]
+    assert session.audit_result is not None and session.audit_result.verdict == "false"
+
+
+async def test_sentences_no_split_took_apart_are_listed_as_they_are_never_dropped(
+        paths: Paths) -> None:
+    # the second split gives nothing usable: the first split stands, and the two sentences
+    # no claim stands on are listed in their places, not examined, never dropped silently
+    session, _, det, _ = await run(paths, det=leaving_out("Mars rocks are red."))
+    testimony = session.testimony
+    assert testimony is not None and testimony.problem is None
+    assert [(c.number, c.text, c.state) for c in testimony.claims] == [
+        (1, "Vitamin B3 helps convert food into energy.", "held"),
+        (2, "It also lowers cholesterol.", "not examined"),
+        (3, "Vitamin B3 is also called pantothenic acid.", "contradicted"),
+        (4, "You should eat more fish.", "not examined")]
+    assert testimony.claims[1].why == "the split left this sentence out"
+    assert TESTIMONY[testimony.claims[1].start:testimony.claims[1].end] == \
+        "It also lowers cholesterol."
+    assert sum(body["messages"][0]["content"].startswith("You take a text apart")
+               for body in det.bodies) == 2
+    # past max_claims the split is not asked again: their claims would not be examined
+    session, _, det, _ = await run(paths, det=leaving_out("Mars rocks are red."),
+                                   max_claims=2)
+    assert sum(body["messages"][0]["content"].startswith("You take a text apart")
+               for body in det.bodies) == 1
+    testimony = session.testimony
+    assert testimony is not None
+    assert [c.state for c in testimony.claims] == ["held", "not examined", "contradicted",
+                                                   "not examined"]
 
 
 def claim(number: int, state: str, p: float | None, deciding: int | None = None) -> Claim:
