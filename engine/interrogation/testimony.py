@@ -16,7 +16,8 @@
    sentences no claim stands on are split once more as a text of their own
    (`_split_left_out`, while fewer than `max_claims` claims are to be examined), their
    claims merged in the order of the text, and a sentence still left out is listed as it
-   stands, not examined (`listed_left_out`); claims past `max_claims` are not examined. The claims are a checkpoint (`ClaimsSplit`).
+   stands, not examined (`listed_left_out`); claims past `max_claims` are not examined.
+   The claims are a checkpoint (`ClaimsSplit`).
 3. **Each claim examined** as a single hypothesis (`examine_claim`): a key-fact question,
    the witness answering told nothing (it never sees its testimony again, so it cannot just
    repeat it), the judgement read from log-probabilities, round after round until the
