@@ -1,8 +1,10 @@
 """The baselines an evaluation compares interrogation with, on the same items and router:
 the detective judging the claim alone, and the witness asked once "Are you sure?" with the
 detective judging that exchange, read as a round's judgement is and made a verdict by the
-same rule (`engine.interrogation.verdict`); and, in `--mode document`, the detective reading
-the witness's document itself (`reader`, a reference row)."""
+same rule (`engine.interrogation.verdict`); in `--mode open`, for a testimony's claim, the
+claim read against the witness's answers to the testimony's question drawn again (`sampled`,
+SelfCheckGPT's signal, as a session reads it); and, in `--mode document`, the detective
+reading the witness's document itself (`reader`, a reference row)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,17 @@ from typing import TYPE_CHECKING
 
 from engine.config.models import InterrogationConfig
 from engine.evals.items import EvalItem, brief_for, document_for
-from engine.interrogation.calls import check_budget, count_tokens
-from engine.interrogation.judgement import Ask, Plan, gives_logprobs, topic_evidence
+from engine.interrogation.calls import check_budget, count_tokens, sampling_temperature
+from engine.interrogation.judgement import (
+    Ask,
+    Plan,
+    Reading,
+    exchange,
+    gives_logprobs,
+    topic_evidence,
+)
 from engine.interrogation.transcript import witness_opening
-from engine.interrogation.verdict import bearing_of, compute
+from engine.interrogation.verdict import bearing_of, compute, sampled_p_true
 from engine.models.judgement import Judgement
 from engine.models.session import WitnessMode
 from engine.models.usage import TokenTally
@@ -100,16 +109,44 @@ class Baselines:
         probability from log-probabilities where the wire gives them, else stated) and made a
         verdict by the same rule (`engine.interrogation.verdict`). A reply that says neither
         is `undetermined` with no probability."""
+        reading = await self.reading(claim, evidence, ask)
+        if reading is None:
+            return "undetermined", None
+        return _verdict_of(reading.p_true)
+
+    async def reading(self, claim: str, evidence: str = "", ask: Ask = "judgement_direct"
+                      ) -> Reading | None:
+        """The detective's reading of `claim` given `evidence` (`verdict`), or None when its
+        reply said neither true nor false."""
         plan = Plan(claim, evidence, ask, self.settings, gives_logprobs(self.router))
         while (request := plan.request) is not None:
             reply = await self._complete(request, "detective")
             plan.took(reply.text, reply.choices, reply.finish_reason or "", reply.reasoning)
-        if isinstance(plan.reading, str):
+        return None if isinstance(plan.reading, str) else plan.reading
+
+    async def draw(self, question: str) -> list[str]:
+        """The witness's answers to `question`, drawn `testimony_samples` times as a session
+        draws a testimony's samples: told nothing, at the sampling temperature, with the
+        testimony's reply cap (`engine.interrogation.testimony`)."""
+        system, _ = witness_opening(None)
+        request = StreamRequest(messages=(Message("system", system), Message("user", question)),
+                                max_tokens=self.settings.testimony_max_tokens,
+                                temperature=sampling_temperature(self.settings))
+        return [(await self._complete(request, "witness")).text
+                for _ in range(self.settings.testimony_samples)]
+
+    async def sampled(self, item: EvalItem, samples: list[str]) -> tuple[str, float | None]:
+        """The claim read against the witness's `samples` (`draw`) of the question its
+        testimony answers, as a session reads a testimony's claim (`judgement.judge_sample`,
+        `verdict.sampled_p_true`: the mean of the samples' P(true)); no probability when no
+        sample gave a reading."""
+        question = item.question or ""
+        found = [await self.reading(item.claim, exchange(question, sample), "judgement_word")
+                 for sample in samples]
+        values = [sampled_p_true(r.p_true) for r in found if r is not None]
+        if not values:
             return "undetermined", None
-        judged = Judgement(bearing=bearing_of(plan.reading.p_true), p_true=plan.reading.p_true,
-                           source=plan.reading.source)
-        computed = compute([(1, judged)])
-        return computed.verdict, computed.probability_false
+        return _verdict_of(sum(values) / len(values))
 
     async def alone(self, item: EvalItem) -> tuple[str, float | None]:
         """The detective alone: the claim with nothing else — or, for a claim of a testimony
@@ -123,3 +160,10 @@ class Baselines:
         document itself (what a user interrogating a system cannot do)."""
         evidence = fill(load_prompt("judgement_document"), DOCUMENT=item.document or "")
         return await self.verdict(item.claim, evidence, "judgement_reader")
+
+
+def _verdict_of(p_true: float) -> tuple[str, float]:
+    """One reading's verdict and P(false), by the rule a round's judgement follows
+    (`engine.interrogation.verdict`)."""
+    computed = compute([(1, Judgement(bearing=bearing_of(p_true), p_true=p_true))])
+    return computed.verdict, computed.probability_false

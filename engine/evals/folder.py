@@ -30,7 +30,8 @@ from engine.storage.atomic import atomic_write_text
 
 __all__ = ["EvalKind", "EvalResult", "EvalRunInfo", "RunFolder", "list_runs"]
 
-EvalKind = Literal["interrogation", "consistency", "direct", "are-you-sure", "reader"]
+EvalKind = Literal["interrogation", "consistency", "direct", "are-you-sure", "reader",
+                   "sampled"]
 """How an item was judged: a whole interrogation (`interrogation`: the cross-examination;
 `consistency`: the consistency protocol), or a baseline (the detective on the claim alone;
 the witness asked once "Are you sure?")."""

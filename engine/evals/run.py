@@ -190,6 +190,9 @@ class EvalRun:
         """`--max-cost`, shared by every unit: once the next call would pass it, that unit
         stops `cancelled` ("cost limit") and no further unit starts (the run is then
         `cancelled`; the same command with a larger budget goes on)."""
+        self._drawn: dict[str, asyncio.Future[list[str]]] = {}
+        """Each testimony's samples (`Baselines.draw`), drawn once for all its claims' units
+        by the first that needs them (on this event loop, the run's one owner)."""
 
     @property
     def id(self) -> str:
@@ -211,6 +214,9 @@ class EvalRun:
                     yield Unit(item, "are-you-sure")          # to ask "Are you sure?" of
                 if self.info.mode == "document":
                     yield Unit(item, "reader")
+                elif item.testimony is not None and item.question and \
+                        self.workspace.config.interrogation.testimony_samples > 0:
+                    yield Unit(item, "sampled")  # a session reads its claim against these
 
     async def events(self) -> AsyncGenerator[EvalEvent, None]:
         """Run every unit not finished yet, `concurrency` at once; see the module docstring.
@@ -439,6 +445,9 @@ class EvalRun:
         try:
             if unit.kind == "reader":
                 verdict, probability = await judge.reader(unit.item)
+            elif unit.kind == "sampled":
+                samples = await self._samples(unit.item, judge)
+                verdict, probability = await judge.sampled(unit.item, samples)
             elif unit.kind == "are-you-sure":
                 evidence = await judge.are_you_sure(unit.item)
                 verdict, probability = await judge.verdict(unit.item.claim, evidence,
@@ -455,6 +464,27 @@ class EvalRun:
                                 "the detective's judgement said neither true nor false"
                                 if probability is None else None),
                             seconds=time.monotonic() - started)
+
+
+    async def _samples(self, item: EvalItem, judge: Baselines) -> list[str]:
+        """The samples of `item`'s testimony: drawn by `judge` for the first of its claims
+        that asks (its tokens counted there), awaited by the others; a draw that failed is
+        drawn again by the next claim that asks."""
+        key = item.testimony or item.key
+        drawn = self._drawn.get(key)
+        if drawn is None or (drawn.done() and (drawn.cancelled() or drawn.exception())):
+            drawn = asyncio.get_running_loop().create_future()
+            self._drawn[key] = drawn
+            try:
+                drawn.set_result(await judge.draw(item.question or ""))
+            except asyncio.CancelledError:  # the run is stopping: its other units with it
+                drawn.cancel()
+                raise
+            except Exception as exc:
+                drawn.set_exception(exc)
+                drawn.exception()  # retrieved: the claims that await it raise it themselves
+                raise
+        return await asyncio.shield(drawn)
 
 
 def _duration(session: InterrogationSession) -> float:

@@ -7,9 +7,12 @@ bytes an item, never with the size of what the models said. Systems compared sid
 - `majority of 3`: items with three interrogations, the verdict most of them gave (a
   three-way split is undetermined), the mean probability-false;
 - `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
-- `pooled`: the interrogation's P(false) pooled with the detective alone's, by the rule a
-  testimony's claim follows without a document (`engine.interrogation.verdict.with_alone`),
-  for items with both, in `open` runs;
+- `sampled`: a testimony's claim read against the witness's answers to its question drawn
+  again (`engine.evals.baselines.Baselines.sampled`, SelfCheckGPT's signal);
+- `pooled`: the interrogation's P(false) pooled with the detective alone's — and, for a
+  testimony's claim, with its `sampled` reading — by the rule a testimony's claim follows
+  without a document (`engine.interrogation.verdict.with_alone`, rule 8), for items with
+  the detective alone, in `open` runs;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
   testimony at a time (the testimony is false when any of its claims is; its P(false) the
   largest of its claims', its verdict `false` when any claim's is, `true` when every claim's
@@ -40,7 +43,8 @@ SYSTEMS = {
     "direct": "baseline: detective alone",
     "are-you-sure": "baseline: \"Are you sure?\"",
     "reader": "reference: detective reads the document",
-    "pooled": "interrogation with the detective alone (rule 8)",
+    "sampled": "baseline: the witness sampled (SelfCheckGPT)",
+    "pooled": "interrogation with the detective alone and the samples (rule 8)",
     "testimony": "per testimony: interrogation",
     "testimony-direct": "per testimony: detective alone",
     "testimony-are-you-sure": "per testimony: \"Are you sure?\"",
@@ -113,19 +117,24 @@ def _majority(verdicts: list[str | None]) -> str | None:
 
 
 def _pooled(rounds: tuple[bool, str | None, float | None, int, int, float],
-            alone: tuple[bool, str | None, float | None, int, int, float]
+            alone: tuple[bool, str | None, float | None, int, int, float],
+            sampled: tuple[bool, str | None, float | None, int, int, float] | None = None
             ) -> tuple[bool, str | None, float | None, int, int, float]:
-    """An interrogation's row pooled with the detective alone's (rule 8 of
-    `engine.interrogation.verdict`; an undetermined verdict at 0.5 is read as no round bearing
-    on the claim). As it is when either has no probability."""
+    """An interrogation's row pooled with the detective alone's and the `sampled` reading's
+    where there is one (rule 8 of `engine.interrogation.verdict`; an undetermined verdict at
+    0.5 is read as no round bearing on the claim). As it is when the rounds or the detective
+    alone have no probability."""
     label, verdict, p_false, rounds_asked, tokens, seconds = rounds
     if verdict is None or p_false is None or alone[2] is None:
         return rounds
+    read = sampled if sampled is not None and sampled[2] is not None else None
     computed = with_alone(Computed(verdict, p_false,  # type: ignore[arg-type]
                                    bore=not (verdict == "undetermined" and p_false == 0.5)),
-                          1 - alone[2])
+                          1 - alone[2], 1 - read[2] if read is not None and read[2] is not None
+                          else None)
+    extra = [alone, *([read] if read is not None else [])]
     return (label, computed.verdict, computed.probability_false, rounds_asked,
-            tokens + alone[4], seconds + alone[5])
+            tokens + sum(r[4] for r in extra), seconds + sum(r[5] for r in extra))
 
 
 def _testimony(claims: list[tuple[bool, str | None, float | None, int, int, float]]
@@ -193,7 +202,7 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
     for (item, kind, repeat), value in compact.items():
         alone = compact.get((item, "direct", 1))
         if pooled and kind == "interrogation" and repeat == 1 and alone is not None:
-            rows["pooled"].add(*_pooled(value, alone))
+            rows["pooled"].add(*_pooled(value, alone, compact.get((item, "sampled", 1))))
     for (_, kind), claims in grouped.items():
         key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
         if key in rows:

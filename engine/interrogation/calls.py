@@ -44,7 +44,7 @@ from engine.routing.router import Router
 from engine.routing.structured import collect_json
 from engine.storage.journal import SessionJournal
 
-__all__ = ["RETRY_ECHO", "SessionCalls", "Turn", "count_tokens"]
+__all__ = ["RETRY_ECHO", "SessionCalls", "Turn", "count_tokens", "sampling_temperature"]
 
 
 @dataclass(slots=True)
@@ -146,6 +146,13 @@ def check_budget(budget: Budget, router: Router, role: str, request: StreamReque
                  [price_for(router.config, name) for name in router.chain(role)])
 
 
+def sampling_temperature(settings: InterrogationConfig) -> float:
+    """The temperature the witness is sampled at (the consistency protocol's answers, a
+    testimony's samples, `eval`'s): `consistency_temperature`, or the configured temperature
+    when that is higher."""
+    return max(settings.consistency_temperature, settings.temperature or 0.0)
+
+
 class SessionCalls:
     """The calls of one run of a session over `router`, recorded in `journal`."""
 
@@ -204,8 +211,8 @@ class SessionCalls:
         """`prompt` asked anew to sample the witness: at `consistency_temperature`, or the
         configured temperature when that is higher (the consistency protocol's answers, a
         testimony's samples)."""
-        hotter = max(self.settings.consistency_temperature, self.settings.temperature or 0.0)
-        return replace(prompt, request=replace(prompt.request, temperature=hotter))
+        return replace(prompt, request=replace(prompt.request,
+                                               temperature=sampling_temperature(self.settings)))
 
     async def _structured(
         self, request: Prompt, turn: Turn, what: str, validate: Callable[[Any], Any],

@@ -528,6 +528,59 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
 
 
+async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn_once(
+        paths: Paths, tmp_path: Path) -> None:
+    """`eval --baselines` of a testimony's labelled claims in `open` mode measures what a
+    session computes: the testimony's question drawn again once for all its claims (at the
+    sampling temperature, the testimony's cap), each claim read against the samples, pooled
+    with its rounds and the detective alone (rule 8)."""
+    from engine import EvalRequest
+    from engine.evals.summary import summarize
+
+    path = tmp_path / "claims.jsonl"
+    path.write_text(json.dumps({
+        "id": "b3", "topic": "Vitamin B3", "question": "What is vitamin B3?",
+        "claims": [{"claim": "Niacin is vitamin B3.", "label": True},
+                   {"claim": "Niacin is pantothenic acid.", "label": False}]}) + "\n")
+
+    def det(messages: Chat) -> str:
+        if is_judgement(messages):
+            evidence = messages[-1]["content"]
+            if "Vitamin B3 is niacin, also called nicotinic acid." in evidence:  # a sample
+                return Judged(0.95 if "vitamin B3" in judged_claim(messages) else 0.05)
+            return Judged(0.6 if "The witness was asked" in evidence else 0.7)
+        claim = messages[0]["content"].rsplit("(for you only):", 1)[-1].strip()
+        return f"What do you know of {', '.join(content_words(claim)[:3])}, and what else?"
+
+    def wit(messages: Chat) -> str:
+        if messages[-1]["content"] == "What is vitamin B3?":
+            return "Vitamin B3 is niacin, also called nicotinic acid."
+        return "I recall the substance as I described it."
+
+    with ScriptedModel(det) as d, ScriptedModel(wit) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
+                             testimony_samples=2, consistency_temperature=0.9)
+        workspace = Workspace(paths, config)
+        try:
+            run = await workspace.evals.start(EvalRequest(dataset=str(path), mode="open"),
+                                              baselines=True, concurrency=2)
+            [event async for event in run.events()]
+            results = {(r.item, r.kind): r for r in run.folder.latest().values()}
+            summary = summarize(run.folder)
+        finally:
+            await workspace.aclose()
+    hot = [body for body in w.bodies if body.get("temperature") == 0.9]
+    # two samples for the testimony, not two a claim: its question, told nothing, the cap
+    assert [([m["role"] for m in b["messages"]], b["messages"][-1]["content"], b["max_tokens"])
+            for b in hot] == [(["system", "user"], "What is vitamin B3?", 512)] * 2
+    true, false = results[("b3:1", "sampled")], results[("b3:2", "sampled")]
+    assert true.verdict == "true" and false.verdict == "false"
+    assert true.probability_false is not None and true.probability_false < 0.1
+    assert false.probability_false is not None and false.probability_false > 0.9
+    assert "sampled" in summary.systems and "pooled" in summary.systems
+    assert summary.systems["pooled"].figures["auroc"].value == 1.0  # the samples told them apart
+
+
 def test_oracles_and_the_case_agent_see_each_claim_and_its_state(tmp_path: Path) -> None:
     from engine.agent.vault import documents
     from engine.oracles.context import CaseContext
