@@ -465,7 +465,6 @@ class EvalRun:
                                 if probability is None else None),
                             seconds=time.monotonic() - started)
 
-
     async def _samples(self, item: EvalItem, judge: Baselines) -> list[str]:
         """The samples of `item`'s testimony: drawn by `judge` for the first of its claims
         that asks (its tokens counted there), awaited by the others; a draw that failed is

@@ -127,12 +127,11 @@ def _pooled(rounds: tuple[bool, str | None, float | None, int, int, float],
     label, verdict, p_false, rounds_asked, tokens, seconds = rounds
     if verdict is None or p_false is None or alone[2] is None:
         return rounds
-    read = sampled if sampled is not None and sampled[2] is not None else None
+    sampled_false = sampled[2] if sampled is not None else None
     computed = with_alone(Computed(verdict, p_false,  # type: ignore[arg-type]
                                    bore=not (verdict == "undetermined" and p_false == 0.5)),
-                          1 - alone[2], 1 - read[2] if read is not None and read[2] is not None
-                          else None)
-    extra = [alone, *([read] if read is not None else [])]
+                          1 - alone[2], None if sampled_false is None else 1 - sampled_false)
+    extra = [alone] if sampled is None or sampled_false is None else [alone, sampled]
     return (label, computed.verdict, computed.probability_false, rounds_asked,
             tokens + sum(r[4] for r in extra), seconds + sum(r[5] for r in extra))
 

@@ -208,9 +208,7 @@ class SessionCalls:
         )
 
     def _sampled(self, prompt: Prompt) -> Prompt:
-        """`prompt` asked anew to sample the witness: at `consistency_temperature`, or the
-        configured temperature when that is higher (the consistency protocol's answers, a
-        testimony's samples)."""
+        """`prompt` asked anew to sample the witness, at `sampling_temperature`."""
         return replace(prompt, request=replace(prompt.request,
                                                temperature=sampling_temperature(self.settings)))
 
