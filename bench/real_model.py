@@ -38,6 +38,9 @@ document; `--summaries` of them, test and dev from the two ends of one shuffle),
 `testimony-sessions` (`bench/testimony_sessions.py`: each open question of the labelled
 testimony sample run as a `detektiv run` session, as a user runs it, its claims matched to
 the labelled ones: the pooled verdict and each signal, time and tokens a testimony).
+`shapes`: comparisons and their reverses, negations true and false
+(`bench/data/shapes-{dev,test}.jsonl`, labelled against the textbook fact each row names),
+`--mode open`: the claim shapes `../shared/notes/judgements.md` found weak.
 
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
 machine (see `CONFIG`; a stream may pause 180 s: llama.cpp reads a new prompt — a summary's
@@ -259,6 +262,7 @@ def main() -> int:
         "halueval": (halueval_sample, "open"),
         "halueval-document": (halueval_sample, "document"),
         "testimony-claims": (labelled_claims(split, work), "open"),
+        "shapes": (ROOT / "bench" / "data" / f"shapes-{split}.jsonl", "open"),
         "summaries": (write_jsonl(work / "samples" / f"summaries-{split}-{args.summaries}.jsonl",
                                   paired_rows(summaries, args.summaries, split,
                                               SUMMARY_FIELDS)), "document"),

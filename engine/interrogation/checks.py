@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 from rapidfuzz import fuzz
 
 from engine.interrogation.claims import content_words
+from engine.interrogation.shapes import comparison
 from engine.providers import FILTERED
 from engine.text import one_line
 
@@ -324,6 +325,10 @@ def question_problem(
                 "not the hypothesis")
     if not any(mark in bare for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
         return "it is not a question"
+    compared = comparison(hypothesis)
+    if compared is not None and not compared.asks_which(bare):
+        return (f"it asks about one side of a comparison: name both sides and ask which "
+                f"({compared.question!r})")
     leading = leading_problem(words, hypothesis, answer, asked)
     if leading is None and words[0] in _YES_NO and "or" not in words:
         return YES_NO

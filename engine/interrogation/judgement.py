@@ -26,6 +26,7 @@ from engine.context.budget import Prompt
 from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
+from engine.interrogation.shapes import comparison, positive
 from engine.interrogation.verdict import DECISIVE, bearing_of, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
@@ -48,6 +49,13 @@ STATED_DETAIL = 0.8
 read partial answers of this kind as contradictions: "Dave Clark", asked the boyfriend's name,
 against a claim naming him and a place)."""
 STATED_REASON = "the answer states the claim's own detail"
+CHOSEN = 0.9
+"""The P(true) at least (1 − it: at most) of an answer that names the side a comparison's
+winner (`shapes.Comparison.winner`): the witness's own choice, read by rule — the one-word
+judgement read "aluminium 2.70 g/cm³, lead 11.34 g/cm³" as supporting "Aluminium is denser
+than lead" (0.87), and the claim and its reverse alike as supported."""
+CHOSEN_REASON = "the answer names the side the comparison's claim says wins (read by rule)"
+OTHER_REASON = "the answer names the other side of the comparison (read by rule)"
 ANSWER_CHARS = 4000
 """Most characters of an answer a judgement reads (its start: where the fact is)."""
 
@@ -218,11 +226,18 @@ class Plan:
             reply = <call request>
             plan.took(reply.text, reply.choices, reply.finish_reason, reply.reasoning)
         plan.reading      # a Reading, or why there is none (str)
+
+    A negated claim is judged in its positive form and the reading turned over
+    (`shapes.positive`: a small judge reads "The Earth does not orbit the Moon" against its
+    own negation).
     """
 
     def __init__(self, claim: str, evidence: str, ask: Ask, settings: InterrogationConfig,
                  logprobs: bool) -> None:
-        self._claim, self._evidence, self._ask, self._settings = claim, evidence, ask, settings
+        turned = positive(claim)
+        self._turned = turned is not None
+        self._claim = turned if turned is not None else claim
+        self._evidence, self._ask, self._settings = evidence, ask, settings
         self._stage = "word" if logprobs else "stated"
         self.reading: Reading | str = "no judgement was asked for"
         self.request: StreamRequest | None = self._build()
@@ -236,7 +251,7 @@ class Plan:
              reasoning: str) -> None:
         """Account for the reply to `request`; sets the next `request`, or None when done."""
         if self._stage == "stated":
-            found = read_stated(text)
+            found = self._turn(read_stated(text))
             self.reading = found if found is not None else (
                 f"the detective's judgement is no probability ({text.strip()[:40]!r})")
             self.request = None
@@ -245,7 +260,7 @@ class Plan:
             self._stage = "word again"  # a reasoning model: its budget went on thinking
             self.request = self._build(THINKING_BUDGET)
         elif choices:
-            found = read_word(choices, text) if says_one_word(text) else None
+            found = self._turn(read_word(choices, text) if says_one_word(text) else None)
             self.reading = found if found is not None else (
                 f"the detective said neither true nor false in one word "
                 f"({text.strip()[:40]!r})")
@@ -253,6 +268,14 @@ class Plan:
         else:  # the provider that answered sends no log-probabilities
             self._stage = "stated"
             self.request = self._build()
+
+
+    def _turn(self, reading: Reading | None) -> Reading | None:
+        """The reading of a negated claim's positive form, turned over."""
+        if reading is None or not self._turned:
+            return reading
+        return replace(reading, p_true=1 - reading.p_true,
+                       word=f"{reading.word} (of the positive form, turned over)")
 
 
 def gives_logprobs(router: Router) -> bool:
@@ -290,12 +313,14 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
     unless it was cut off at the token limit (`cut_off`, the first answer): half a sentence
     states nothing. (A session's own hypothesis is read as measured before: an evaluated
     claim such as HaluEval's names both alternatives of its question, so an answer naming the
-    other one would add only the claim's words.)"""
+    other one would add only the claim's words.) A comparison's answer that names its winner
+    is read by rule, before any of that (`CHOSEN`)."""
     claim = hypothesis is not None
     hypothesis = hypothesis if hypothesis is not None else calls.session.hypothesis_text
+    compared = comparison(hypothesis)
     readings: list[Reading] = []
     why: str | None = None
-    stated = False
+    stated, ruled = False, None
     for number, answer in enumerate(answers):
         problem = (named if number == 0 else None) or answer_problem(answer, question)
         if problem is None and does_not_know(answer):
@@ -308,7 +333,13 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
             yield event
         if isinstance(found[0], Reading):
             reading = found[0]
-            if claim and reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) \
+            wins = None if compared is None or (number == 0 and cut_off) \
+                else compared.winner(answer)
+            if wins is not None:  # the side it names decides, not the word's reading
+                reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if wins
+                                  else min(reading.p_true, 1 - CHOSEN))
+                ruled = ruled or (CHOSEN_REASON if wins else OTHER_REASON)
+            elif claim and reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) \
                     and states_claim_detail(question, answer, hypothesis):
                 reading = replace(reading, p_true=STATED_DETAIL)  # its words are the claim's
                 stated = True
@@ -322,7 +353,7 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
     p_true = pooled(values) if len(values) > 1 else values[0]
     bearing = bearing_of(p_true)
     reason = "unsure: the judgement leans neither way" if bearing == "silent" else \
-        STATED_REASON if stated else None
+        ruled or (STATED_REASON if stated else None)
     if max(values) >= DECISIVE and min(values) <= 1 - DECISIVE:  # SelfCheckGPT's signal
         bearing, reason = "silent", (f"the sampled answers disagree (spread "
                                      f"{max(values) - min(values):.2f}): the witness is unsure")

@@ -1,0 +1,231 @@
+"""Two claim shapes a small judge reads wrong, taken apart by rule: a comparison ("Lead is
+denser than aluminium") and a negation ("The Earth does not orbit the Moon").
+
+Measured on `bench/data/shapes-dev.jsonl` (the 1.5B in both roles): the detective asked
+for one side of a comparison only ("What is the height of Mont Blanc?") and the judgement
+read the answer as support, for a claim and for its reverse alike; given both densities
+("aluminium 2.70 g/cm³, lead 11.34 g/cm³") it read "Aluminium is denser than lead" as
+supported at 0.87. And a negated claim was read against its own negation: "The body that
+orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (0.25). So:
+
+- a comparison's question names both sides and asks which (`Comparison.question`, what
+  `checks.question_problem` holds the detective to), and an answer that names the side
+  that wins is read by rule (`Comparison.winner`): the claim's own side supports it, the
+  other contradicts it — whatever the one-word judgement said;
+- a negated claim is judged in its positive form (`positive`: "The Earth does orbit the
+  Moon"), and the reading turned over: P(true) of the claim = 1 − P(true) of the positive.
+
+Pure functions of the claim's and the answer's words; nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.interrogation.claims import content_words
+
+__all__ = ["Comparison", "comparison", "positive"]
+
+_AUX = frozenset("is are was were has have had can could does do did will would".split())
+_COMPARATIVE_WORDS = frozenset("more less fewer better worse further farther".split())
+_NOT_VERBS = frozenset("this his its was has is us as bus gas plus".split())
+_INVERTING = frozenset("less fewer not no neither nor never both same equal equally "
+                       "similar".split())
+_WORD = re.compile(r"[\w'’-]+")
+_ARTICLE = re.compile(r"^(The|A|An)\b")
+_QUANTIFIERS = frozenset("nothing nobody everything everyone everybody no none few many most "
+                         "some all each every any".split())
+_ORDER = {"before": True, "earlier": True, "after": False, "later": False}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _is_comparative(word: str) -> bool:
+    low = word.lower()
+    return low in _COMPARATIVE_WORDS or (len(low) > 4 and low.endswith("er")
+                                          and low not in ("other", "either", "neither",
+                                                          "water", "under", "over", "number",
+                                                          "member", "river", "after"))
+
+
+def _verb_at(words: list[str]) -> int | None:
+    """Where a sentence's first verb stands (an auxiliary, or a third-person verb such as
+    "travels"): the end of its subject. None when none is found past the first word."""
+    for index, word in enumerate(words[1:], start=1):
+        low = word.lower()
+        if low in _AUX:
+            return index
+        if (word.islower() and len(low) > 3 and low.endswith("s") and low not in _NOT_VERBS
+                and not low.endswith(("ss", "us", "is", "ous"))):
+            return index
+    return None
+
+
+def _side(text: str) -> str:
+    """A side as it reads inside a question: a leading article in lower case, the sentence's
+    end taken off."""
+    text = text.strip().rstrip(".!;:").strip()
+    return _ARTICLE.sub(lambda found: found.group(1).lower(), text)
+
+
+def _stem(word: str) -> str:
+    return word[:5] if len(word) > 5 else word
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A claim that `subject` wins over `other` on `predicate` ("is denser", "has a larger
+    area", "began first")."""
+
+    subject: str
+    other: str
+    predicate: str
+    marker: str
+    """The word that must come with a side in an answer for the rule to read it: the
+    claim's comparative ("denser", "larger") or "first"."""
+    subject_wins: bool = True
+    """False for "after": the claim's subject is the one that came later."""
+
+    @property
+    def question(self) -> str:
+        """The open form of the comparison: "Which is denser, lead or aluminium?"."""
+        return f"Which {self.predicate}, {_side(self.subject)} or {_side(self.other)}?"
+
+    def _own(self) -> tuple[set[str], set[str]]:
+        """The stems of each side's content words that the other side lacks."""
+        mine = {_stem(w) for w in content_words(self.subject)}
+        theirs = {_stem(w) for w in content_words(self.other)}
+        return mine - theirs, theirs - mine
+
+    def asks_which(self, question: str) -> bool:
+        """Whether `question` names both sides (a word of each that the other lacks, when they
+        have one) and asks which ("Which is higher, X or Y?"): not one side's value, nor both
+        values to compare ("What is the density of lead compared to aluminium?" — the judge
+        then compares the numbers, and the 1.5B does that wrong)."""
+        mine, theirs = self._own()
+        asked = {_stem(w) for w in content_words(question)}
+        named = (not mine or bool(mine & asked)) and (not theirs or bool(theirs & asked))
+        return named and bool(_WHICH.search(question))
+
+    def winner(self, answer: str) -> bool | None:
+        """Whether `answer` says the claim's subject wins (True), the other side does
+        (False), or neither by rule (None: the judgement reads it). Read: "X is denser than
+        Y" (the claim's marker before "than", a side before it, nothing that turns it over:
+        less, not, both, the same…), or one side named alone beside the marker ("Lead is the
+        denser one"), or a short answer that is only one side's name ("Lead.")."""
+        mine, theirs = self._own()
+        if not mine or not theirs:
+            return None  # the sides share every word ("World War I", "World War II")
+        words = [w.lower() for w in _words(answer)]
+        if any(w in _INVERTING or w.endswith(("n't", "n’t")) for w in words):
+            return None
+        marker = _stem(self.marker.lower())
+        sides = [(i, _stem(w) in mine) for i, w in enumerate(words)
+                 if _stem(w) in mine or _stem(w) in theirs]
+        if not sides:
+            return None
+        has_marker = any(_stem(w) == marker for w in words)
+        if "than" in words:
+            than = words.index("than")
+            if not any(_stem(w) == marker for w in words[max(0, than - 3):than]):
+                return None
+            before = [is_mine for i, is_mine in sides if i < than]
+            after = [is_mine for i, is_mine in sides if i > than]
+            if not before or not after or before[-1] == after[0]:
+                return None
+            chosen = before[-1]
+        else:
+            named = {is_mine for _, is_mine in sides}
+            if len(named) != 1:
+                return None
+            if not has_marker and len(content_words(answer)) > 4:
+                return None  # a side named in passing is no choice
+            chosen = named.pop()
+        return chosen == self.subject_wins
+
+
+_WHICH = re.compile(r"\b(?:which|who|whose)\b", re.I)
+_THAN = re.compile(r"\s+than\s+", re.I)
+_ORDERED = re.compile(r"^(?P<left>.+?)\s+(?P<verb>\w+)\s+(?P<word>before|after)\s+"
+                      r"(?P<right>.+)$", re.I)
+
+
+def comparison(claim: str) -> Comparison | None:
+    """The comparison `claim` makes, or None: "X <verb> <comparative …> than Y" (one
+    "than"), or "X <past verb> before/after Y" ("World War I began before World War II")."""
+    text = claim.strip().rstrip(".!").strip()
+    if re.search(r"[.!?;]\s", text):
+        return None  # one sentence only
+    parts = _THAN.split(text)
+    if len(parts) == 2:
+        left, right = parts
+        spans = list(_WORD.finditer(left))
+        words = [span.group(0) for span in spans]
+        at = _verb_at(words)
+        if at is None or not right.strip():
+            return None
+        predicate_words = words[at:]
+        markers = [w for w in predicate_words if _is_comparative(w)]
+        if not markers:
+            return None
+        marker = markers[-1]
+        if marker.lower() in _COMPARATIVE_WORDS:  # "more inhabitants": the noun tells it
+            after = predicate_words[predicate_words.index(marker) + 1:]
+            marker = after[0] if after else marker
+        subject, predicate = left[:spans[at].start()].strip(), left[spans[at].start():].strip()
+        if not content_words(subject) or words[0].lower() in _QUANTIFIERS:
+            return None  # "Nothing is better than rest" names no side
+        return Comparison(subject, right, predicate, marker)
+    found = _ORDERED.match(text)
+    if found is None or len(parts) > 1:
+        return None
+    verb = found.group("verb")
+    if not verb.islower() or verb.lower() in _AUX or not (
+            verb.endswith("ed") or verb in _PAST):
+        return None
+    return Comparison(found.group("left"), found.group("right"), f"{verb} first", "first",
+                      _ORDER[found.group("word").lower()])
+
+
+_PAST = frozenset("began came became fell rose won lost wrote built ran went grew took "
+                  "made was were".split())
+
+_NEGATION = re.compile(
+    r"\b(?:(?P<aux>does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|"
+    r"must|may|might)\s+not|(?P<short>does|do|did|is|are|was|were|has|have|had|could|would|"
+    r"should|must)n[’']t|(?P<cannot>cannot|can[’']t)|(?P<wont>won[’']t)|(?P<no>has|have|had)"
+    r"\s+no|(?P<never>never))\b", re.I)
+_UNFLIPPABLE = re.compile(r"\b(?:not only|no longer|no one|nothing|nobody|none|nowhere|"
+                          r"neither|nor|without)\b", re.I)
+
+
+def positive(claim: str) -> str | None:
+    """`claim` with its one negation taken out ("does not orbit" → "does orbit", "cannot fly"
+    → "can fly", "has no moons" → "has moons"), or None: no negation, more than one, or one
+    that does not turn over by taking it out ("not only", "no longer", "nobody")."""
+    if _UNFLIPPABLE.search(claim):
+        return None
+    found = list(_NEGATION.finditer(claim))
+    if len(found) != 1:
+        return None
+    match = found[0]
+    if match.group("aux"):
+        replacement = match.group("aux")
+    elif match.group("short"):
+        replacement = match.group("short")
+    elif match.group("cannot"):
+        replacement = "can" if match.group(0)[0].islower() else "Can"
+    elif match.group("wont"):
+        replacement = "will" if match.group(0)[0].islower() else "Will"
+    elif match.group("no"):
+        replacement = match.group("no")
+    else:  # "never": "X never won" → "X won"
+        replacement = ""
+    rest = claim[match.end():]
+    if match.group("aux") or match.group("short"):  # "does not have any moons" → "does have moons"
+        rest = re.sub(r"^(\s+(?:have|has|had))?\s+any\b", r"\1", rest)
+    text = claim[:match.start()] + replacement + rest
+    return re.sub(r"\s{2,}", " ", text).strip()

@@ -1,0 +1,192 @@
+"""Comparisons and negations (`engine.interrogation.shapes`): the rules that take them apart,
+and what a session does with them — a comparison's question names both sides, the side the
+witness names decides the round, a negated claim is judged in its positive form."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from engine import Paths, Workspace
+from engine.interrogation.judgement import CHOSEN_REASON, OTHER_REASON
+from engine.interrogation.shapes import comparison, positive
+from tests.support.interrogation import make_config
+from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
+
+Chat = list[dict[str, Any]]
+
+
+@pytest.mark.parametrize(("claim", "question"), [
+    ("Lead is denser than aluminium.", "Which is denser, Lead or aluminium?"),
+    ("The Nile is longer than the Thames.", "Which is longer, the Nile or the Thames?"),
+    ("Canada has a larger area than France.", "Which has a larger area, Canada or France?"),
+    ("Light travels faster than sound.", "Which travels faster, Light or sound?"),
+    ("Water boils at a higher temperature than ethanol.",
+     "Which boils at a higher temperature, Water or ethanol?"),
+    ("Tokyo has more inhabitants than Paris.", "Which has more inhabitants, Tokyo or Paris?"),
+    ("World War I began before World War II.",
+     "Which began first, World War I or World War II?"),
+])
+def test_a_comparison_is_asked_in_its_open_form(claim: str, question: str) -> None:
+    found = comparison(claim)
+    assert found is not None and found.question == question
+
+
+@pytest.mark.parametrize("claim", [
+    "Ottawa is the capital of Canada.",
+    "The river is wider here. It is older than the town.",  # two sentences
+    "Nothing is better than rest.",  # no side named
+    "The water is cold.",
+])
+def test_what_is_no_comparison_is_left_alone(claim: str) -> None:
+    assert comparison(claim) is None
+
+
+@pytest.mark.parametrize(("answer", "wins"), [
+    ("Lead is denser than aluminium.", False),
+    ("Aluminium is denser than lead.", True),
+    ("Lead.", False),
+    ("Lead is the denser of the two.", False),
+    ("The density of aluminum is about 2.70 g/cm³, while lead's is about 11.34 g/cm³.", None),
+    ("Aluminium is less dense than lead.", None),  # turned over: the judgement reads it
+    ("Both are equally dense.", None),
+    ("Lead is heavier than aluminium.", None),  # not the claim's comparative
+    ("Lead is used in batteries and pipes, and in old paint as well.", None),  # in passing
+])
+def test_the_side_an_answer_names_is_read_by_rule(answer: str, wins: bool | None) -> None:
+    found = comparison("Aluminium is denser than lead.")
+    assert found is not None and found.winner(answer) is wins
+
+
+def test_after_means_the_other_side_came_first() -> None:
+    found = comparison("The Berlin Wall fell after the Soviet Union dissolved.")
+    assert found is None or found.winner("The Berlin Wall fell first.") is False
+    ordered = comparison("Rome was founded after Athens.")
+    assert ordered is not None and ordered.winner("Athens was founded first.") is True
+
+
+def test_sides_that_share_every_word_are_left_to_the_judgement() -> None:
+    found = comparison("World War I began before World War II.")
+    assert found is not None and found.winner("World War I began first.") is None
+
+
+@pytest.mark.parametrize(("claim", "turned"), [
+    ("The Earth does not orbit the Moon.", "The Earth does orbit the Moon."),
+    ("Penguins cannot fly.", "Penguins can fly."),
+    ("A whale is not a fish.", "A whale is a fish."),
+    ("Mars does not have any moons.", "Mars does have moons."),
+    ("Venus has no moons.", "Venus has moons."),
+    ("Gold doesn't rust.", "Gold does rust."),
+    ("He never won the race.", "He won the race."),
+])
+def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
+    assert positive(claim) == turned
+
+
+@pytest.mark.parametrize("claim", [
+    "The Earth orbits the Sun.",
+    "It is not only red but not blue either.",  # two negations
+    "She no longer lives in Paris.",
+    "Nobody lives on the island.",
+])
+def test_a_claim_that_does_not_turn_over_keeps_its_form(claim: str) -> None:
+    assert positive(claim) is None
+
+
+def detective(first: str, then: str, judged: float) -> Any:
+    """A detective whose first question is `first` and any asked again `then`; its
+    judgements say `judged`."""
+
+    def reply(messages: Chat) -> str:
+        system = messages[0]["content"]
+        if is_judgement(messages):
+            return Judged(judged)
+        if system.startswith("You are a detective analysing"):
+            return json.dumps({"gaps": [], "completeness_score": 95,
+                               "requires_follow_up": False})
+        if system.startswith("You are a detective auditing"):
+            return json.dumps({"contradictions": [], "verdict": "undetermined",
+                               "summary": "The witness answered plainly."})
+        asked_again = re.search(r"could not be used as question", messages[-1]["content"])
+        return then if asked_again else first
+
+    return reply
+
+
+async def run_session(paths: Paths, hypothesis: str, det_reply: Any, answer: str
+                      ) -> tuple[Any, ScriptedModel, ScriptedModel]:
+    with ScriptedModel(det_reply) as det, ScriptedModel(lambda _: answer) as wit:
+        config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
+                             ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            run = workspace.sessions.start(hypothesis, 5)
+            [event async for event in run.events()]
+            session = workspace.store.load(str(run.session.id))
+        finally:
+            await workspace.aclose()
+    return session, det, wit
+
+
+async def test_a_comparison_asked_one_side_is_asked_again_and_the_named_side_decides(
+        paths: Paths) -> None:
+    session, det, wit = await run_session(
+        paths, "Aluminium is denser than lead.",
+        detective("What is the density of aluminium?", "Which is denser, aluminium or lead?",
+                  0.87),  # the one-word judgement reads the reverse as support
+        "Lead is denser than aluminium.")
+    pair = session.qa_pairs[0]
+    assert pair.question == "Which is denser, aluminium or lead?"
+    retries = [b for b in det.bodies if "could not be used as question" in
+               b["messages"][-1]["content"]]
+    assert retries and "one side of a comparison" in retries[0]["messages"][-1]["content"]
+    assert "Which is denser, Aluminium or lead?" in retries[0]["messages"][-1]["content"]
+    judgement = pair.judgement
+    assert judgement is not None and judgement.bearing == "contradicts"
+    assert judgement.p_true is not None and judgement.p_true <= 0.1
+    assert judgement.why == OTHER_REASON
+    assert session.audit_result is not None and session.audit_result.verdict == "false"
+
+
+async def test_the_claims_own_side_named_supports_it(paths: Paths) -> None:
+    session, _, _ = await run_session(
+        paths, "Lead is denser than aluminium.",
+        detective("Which is denser, lead or aluminium?", "unused", 0.55),
+        "Lead is denser than aluminium.")
+    judgement = session.qa_pairs[0].judgement
+    assert judgement is not None and judgement.bearing == "supports"
+    assert judgement.p_true is not None and judgement.p_true >= 0.9
+    assert judgement.why == CHOSEN_REASON
+    assert session.audit_result is not None and session.audit_result.verdict == "true"
+
+
+async def test_a_negated_claim_is_judged_in_its_positive_form_and_turned_over(
+        paths: Paths) -> None:
+    session, det, _ = await run_session(
+        paths, "The Earth does not orbit the Moon.",
+        detective("Which body orbits the other, the Earth or the Moon?", "unused", 0.1),
+        "The Moon orbits the Earth.")
+    asked = [b for b in det.bodies if is_judgement(b["messages"])]
+    assert asked and all(judged_claim(b["messages"]) == "The Earth does orbit the Moon."
+                         for b in asked)
+    judgement = session.qa_pairs[0].judgement
+    assert judgement is not None and judgement.bearing == "supports"
+    assert judgement.p_true == pytest.approx(0.9)
+    assert "turned over" in (judgement.word or "")
+    assert session.audit_result is not None and session.audit_result.verdict == "true"
+
+
+@pytest.mark.parametrize(("question", "fair"), [
+    ("Which is denser, aluminium or lead?", True),
+    ("Which metal is denser: lead or aluminium?", True),
+    ("What is the density of aluminium?", False),  # one side
+    ("What is the density of lead compared to that of aluminium?", False),  # both values
+    ("Which is denser, aluminium or iron?", False),  # the other side is not named
+])
+def test_a_comparisons_question_names_both_sides_and_asks_which(question: str,
+                                                                 fair: bool) -> None:
+    found = comparison("Aluminium is denser than lead.")
+    assert found is not None and found.asks_which(question) is fair
