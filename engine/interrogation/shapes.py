@@ -36,7 +36,13 @@ _WORD = re.compile(r"[\w'’-]+")
 _ARTICLE = re.compile(r"^(The|A|An)\b")
 _QUANTIFIERS = frozenset("nothing nobody everything everyone everybody no none few many most "
                          "some all each every any".split())
-_ORDER = {"before": True, "earlier": True, "after": False, "later": False}
+_NUMBER = re.compile(r"^\W*(?:\d|(?:one|two|three|four|five|six|seven|eight|nine|ten|"
+                     r"hundred|thousand|million|billion|half|twice|a few|several)\b)", re.I)
+"""A side that is a quantity ("more than 2 million", "more than half"): no comparison of two
+things."""
+_NOT_COMPARATIVE = frozenset("other either neither whether together however rather never ever "
+                             "over under after water number member river paper power "
+                             "summer winter letter matter order center centre".split())
 
 
 def _words(text: str) -> list[str]:
@@ -46,9 +52,7 @@ def _words(text: str) -> list[str]:
 def _is_comparative(word: str) -> bool:
     low = word.lower()
     return low in _COMPARATIVE_WORDS or (len(low) > 4 and low.endswith("er")
-                                          and low not in ("other", "either", "neither",
-                                                          "water", "under", "over", "number",
-                                                          "member", "river", "after"))
+                                          and low not in _NOT_COMPARATIVE)
 
 
 def _verb_at(words: list[str]) -> int | None:
@@ -78,16 +82,14 @@ def _stem(word: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """A claim that `subject` wins over `other` on `predicate` ("is denser", "has a larger
-    area", "began first")."""
+    area")."""
 
     subject: str
     other: str
     predicate: str
     marker: str
     """The word that must come with a side in an answer for the rule to read it: the
-    claim's comparative ("denser", "larger") or "first"."""
-    subject_wins: bool = True
-    """False for "after": the claim's subject is the one that came later."""
+    claim's comparative ("denser", "larger"; "inhabitants" for "more inhabitants")."""
 
     @property
     def question(self) -> str:
@@ -120,7 +122,8 @@ class Comparison:
         if not mine or not theirs:
             return None  # the sides share every word ("World War I", "World War II")
         words = [w.lower() for w in _words(answer)]
-        if any(w in _INVERTING or w.endswith(("n't", "n’t")) for w in words):
+        inverting = _INVERTING - {w.lower() for w in _words(self.predicate)}
+        if any(w in inverting or w.endswith(("n't", "n’t")) for w in words):
             return None
         marker = _stem(self.marker.lower())
         sides = [(i, _stem(w) in mine) for i, w in enumerate(words)
@@ -144,18 +147,20 @@ class Comparison:
             if not has_marker and len(content_words(answer)) > 4:
                 return None  # a side named in passing is no choice
             chosen = named.pop()
-        return chosen == self.subject_wins
+        return chosen
 
 
+SUBJECT_WORDS = 8
+"""The most words a comparison's subject has: a longer one is a clause, not a side."""
 _WHICH = re.compile(r"\b(?:which|who|whose)\b", re.I)
 _THAN = re.compile(r"\s+than\s+", re.I)
-_ORDERED = re.compile(r"^(?P<left>.+?)\s+(?P<verb>\w+)\s+(?P<word>before|after)\s+"
-                      r"(?P<right>.+)$", re.I)
 
 
 def comparison(claim: str) -> Comparison | None:
-    """The comparison `claim` makes, or None: "X <verb> <comparative …> than Y" (one
-    "than"), or "X <past verb> before/after Y" ("World War I began before World War II")."""
+    """The comparison `claim` makes, or None: one sentence "X <verb> <comparative …> than Y"
+    (one "than"), X a thing of at most `SUBJECT_WORDS` words and Y no quantity ("more than 2
+    million" compares no two things). Order in time ("X began before Y") is left out: "He
+    moved to Paris after the war" reads the same way and compares nothing."""
     text = claim.strip().rstrip(".!").strip()
     if re.search(r"[.!?;]\s", text):
         return None  # one sentence only
@@ -165,33 +170,24 @@ def comparison(claim: str) -> Comparison | None:
         spans = list(_WORD.finditer(left))
         words = [span.group(0) for span in spans]
         at = _verb_at(words)
-        if at is None or not right.strip():
+        if at is None or at > SUBJECT_WORDS or not right.strip() or _NUMBER.match(right):
             return None
         predicate_words = words[at:]
         markers = [w for w in predicate_words if _is_comparative(w)]
         if not markers:
             return None
         marker = markers[-1]
-        if marker.lower() in _COMPARATIVE_WORDS:  # "more inhabitants": the noun tells it
+        if marker.lower() in ("more", "less", "fewer"):  # "more inhabitants": the noun
             after = predicate_words[predicate_words.index(marker) + 1:]
-            marker = after[0] if after else marker
+            if not after:
+                return None  # "Paris is more than a city"
+            marker = after[0]
         subject, predicate = left[:spans[at].start()].strip(), left[spans[at].start():].strip()
         if not content_words(subject) or words[0].lower() in _QUANTIFIERS:
             return None  # "Nothing is better than rest" names no side
         return Comparison(subject, right, predicate, marker)
-    found = _ORDERED.match(text)
-    if found is None or len(parts) > 1:
-        return None
-    verb = found.group("verb")
-    if not verb.islower() or verb.lower() in _AUX or not (
-            verb.endswith("ed") or verb in _PAST):
-        return None
-    return Comparison(found.group("left"), found.group("right"), f"{verb} first", "first",
-                      _ORDER[found.group("word").lower()])
+    return None
 
-
-_PAST = frozenset("began came became fell rose won lost wrote built ran went grew took "
-                  "made was were".split())
 
 _NEGATION = re.compile(
     r"\b(?:(?P<aux>does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|"

@@ -27,8 +27,7 @@ Chat = list[dict[str, Any]]
     ("Water boils at a higher temperature than ethanol.",
      "Which boils at a higher temperature, Water or ethanol?"),
     ("Tokyo has more inhabitants than Paris.", "Which has more inhabitants, Tokyo or Paris?"),
-    ("World War I began before World War II.",
-     "Which began first, World War I or World War II?"),
+    ("Tokyo has fewer parks than Paris.", "Which has fewer parks, Tokyo or Paris?"),
 ])
 def test_a_comparison_is_asked_in_its_open_form(claim: str, question: str) -> None:
     found = comparison(claim)
@@ -40,6 +39,10 @@ def test_a_comparison_is_asked_in_its_open_form(claim: str, question: str) -> No
     "The river is wider here. It is older than the town.",  # two sentences
     "Nothing is better than rest.",  # no side named
     "The water is cold.",
+    "The city has more than 2 million inhabitants.",  # a quantity, not a side
+    "Paris is more than a city.",
+    "He moved to Paris after the war.",  # order in time is left alone
+    "Einstein moved to the United States before the war began.",
 ])
 def test_what_is_no_comparison_is_left_alone(claim: str) -> None:
     assert comparison(claim) is None
@@ -61,16 +64,16 @@ def test_the_side_an_answer_names_is_read_by_rule(answer: str, wins: bool | None
     assert found is not None and found.winner(answer) is wins
 
 
-def test_after_means_the_other_side_came_first() -> None:
-    found = comparison("The Berlin Wall fell after the Soviet Union dissolved.")
-    assert found is None or found.winner("The Berlin Wall fell first.") is False
-    ordered = comparison("Rome was founded after Athens.")
-    assert ordered is not None and ordered.winner("Athens was founded first.") is True
-
-
 def test_sides_that_share_every_word_are_left_to_the_judgement() -> None:
-    found = comparison("World War I began before World War II.")
-    assert found is not None and found.winner("World War I began first.") is None
+    found = comparison("World War II was longer than World War I.")
+    assert found is not None and found.winner("World War II was longer.") is None
+
+
+def test_a_claim_of_fewer_reads_its_own_word_as_no_turn() -> None:
+    found = comparison("Tokyo has fewer parks than Paris.")
+    assert found is not None
+    assert found.winner("Paris has fewer parks than Tokyo.") is False
+    assert found.winner("Tokyo has fewer parks than Paris.") is True
 
 
 @pytest.mark.parametrize(("claim", "turned"), [

@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.evals.items import EvalItem
 from engine.interrogation.claims import content_words
+from engine.interrogation.shapes import positive
 from tests.support.scripted import Judged, is_judgement, judged_claim
 
 Verdict = Callable[[str], tuple[str, float]]
@@ -24,13 +25,16 @@ _CLAIM = re.compile(r"(?:The hypothesis[^\n]*:|The claim:)\s*\n\s*\n(.*?)(?:\n\n
 
 
 def knows(items: Iterable[EvalItem], wrong: Iterable[str] = ()) -> Verdict:
-    """Verdicts from the labels, except on the claims whose keys are in `wrong`."""
-    by_claim = {item.claim: item for item in items}
+    """Verdicts from the labels, except on the claims whose keys are in `wrong`. A negated
+    claim is judged in its positive form (`shapes.positive`), whose truth is the other."""
+    by_claim = {item.claim: (item, False) for item in items}
+    by_claim |= {turned: (item, True) for item in items
+                 if (turned := positive(item.claim)) is not None}
     flipped = set(wrong)
 
     def verdict(claim: str) -> tuple[str, float]:
-        item = by_claim[claim]
-        true = item.label != (item.key in flipped)
+        item, turned = by_claim[claim]
+        true = (item.label != (item.key in flipped)) != turned
         return ("true", 0.05) if true else ("false", 0.95)
 
     return verdict
@@ -79,6 +83,9 @@ def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
         if system.startswith("You are a detective auditing"):  # its reading is not used
             return json.dumps({"contradictions": [], "verdict": "undetermined",
                                "summary": "The witness held to its account."})
+        told = re.search(r"\((['\"])(Which .+?\?)\1\)", messages[-1]["content"])
+        if told:  # a comparison's question was refused: it asks the open form it was told
+            return told.group(2)
         found = re.search(r"Write question (\d+)", messages[-1]["content"])
         number = found.group(1) if found else "1"
         return f"Question {number}: what exactly do you remember about it?"
