@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from engine.context.budget import Prompt
 from engine.errors import AllProvidersFailed, UnusableReplyError, WindowTooSmall
-from engine.interrogation.calls import SessionCalls, Turn
+from engine.interrogation.calls import BY_RULE, SessionCalls, Turn
 from engine.interrogation.checks import (
     analysis_conflict,
     budget_spent,
@@ -26,15 +26,17 @@ from engine.interrogation.questions import (
     RETRY_TEMPERATURE,
     NoQuestion,
 )
+from engine.interrogation.shapes import first_question
 from engine.interrogation.transcript import gap_schema, protocol_note, transcript, transcript_prompt
-from engine.models.events import Discarded, GapAnalysisReady, InterrogationEvent
+from engine.models.events import Discarded, GapAnalysisReady, InterrogationEvent, QuestionDelta
 from engine.models.session import GapAnalysis, QuestionAnswerPair
 from engine.models.trail import AuditTrailEntry
 from engine.prompts import fill, load_prompt
 from engine.providers import Message
 from engine.report.words import no_usable_question
 
-__all__ = ["analyse", "question"]
+__all__ = ["BY_RULE", "analyse", "question"]
+
 
 
 async def question(calls: SessionCalls, sequence: int, asked: Turn,
@@ -46,7 +48,10 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
     (a rule of ours: the loop closes the questioning, it does not fail the session).
     `subject` and `rounds`: a testimony's claim and its own rounds, instead of the
     session's hypothesis and rounds (then nothing streams: the claims run side by
-    side)."""
+    side). A comparison is first asked in its open form and a negation as the yes/no
+    question of its positive form, by rule, without a call (`shapes.first_question`, asked
+    by `BY_RULE`); a comparison's questions after it are held to asking which as well
+    (`checks.question_problem`)."""
     session, settings = calls.session, calls.settings
     claim = subject is not None
     hypothesis = subject if subject is not None else session.hypothesis_text
@@ -58,6 +63,14 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
     focus = load_prompt("detective_focus_next" if pairs
                         else "detective_focus_first").strip()
     earlier = [pair.question for pair in pairs]
+    made = None if earlier else first_question(hypothesis)
+    if made is not None:
+        # a comparison or a negation is first asked by rule: the 1.5B asked for one side of a
+        # comparison (or both values), and asked negations as questions that presuppose them
+        asked.text, asked.provider = made, BY_RULE
+        if not claim:
+            yield calls._emit(QuestionDelta(sequence=sequence, text=made))
+        return
     rejected: list[tuple[str, str]] = []
 
     def frame(text: str) -> list[Message]:

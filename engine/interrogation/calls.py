@@ -44,7 +44,7 @@ from engine.routing.router import Router
 from engine.routing.structured import collect_json
 from engine.storage.journal import SessionJournal
 
-__all__ = ["RETRY_ECHO", "SessionCalls", "Turn", "count_tokens", "sampling_temperature"]
+__all__ = ["BY_RULE", "RETRY_ECHO", "SessionCalls", "Turn", "count_tokens", "sampling_temperature"]
 
 
 @dataclass(slots=True)
@@ -63,6 +63,10 @@ class Turn:
     choices: list[TokenChoices] = field(default_factory=list)
     """The reply's tokens with their log-probabilities, when asked for and sent."""
 
+
+BY_RULE = "detektiv:rule"
+"""Who asked a question made by rule (`shapes.first_question`), where a provider's label
+stands."""
 
 RETRY_ECHO = 400
 """Characters of an invalid structured reply shown back to the model with the error."""
@@ -182,7 +186,9 @@ class SessionCalls:
         """Who played `role` last (`"{provider}:{model}"`), else the chain's first."""
         if self.session.qa_pairs:
             used = self.session.qa_pairs[-1].provider_used
-            return used.detective if role == "detective" else used.witness
+            label = used.detective if role == "detective" else used.witness
+            if label != BY_RULE:  # a question made by rule: the chain's model judged it
+                return label
         chain = self.router.chain(role)
         return self._labels.get(chain[0], chain[0]) if chain else role
 

@@ -12,8 +12,11 @@ orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (
   `checks.question_problem` holds the detective to), and an answer that names the side
   that wins is read by rule (`Comparison.winner`): the claim's own side supports it, the
   other contradicts it — whatever the one-word judgement said;
-- a negated claim is judged in its positive form (`positive`: "The Earth does orbit the
-  Moon"), and the reading turned over: P(true) of the claim = 1 − P(true) of the positive.
+- a negated claim is first asked as the yes/no question of its positive form (`yes_no`: "Does
+  the Earth orbit the Moon?"; a question that presupposes neither answer, where the 1.5B
+  wrote ones that presuppose the negation), judged in its positive form (`positive`: "The
+  Earth does orbit the Moon"), and the reading turned over: P(true) of the claim = 1 −
+  P(true) of the positive.
 
 Pure functions of the claim's and the answer's words; nothing here calls a model.
 """
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 
 from engine.interrogation.claims import content_words
 
-__all__ = ["Comparison", "comparison", "positive"]
+__all__ = ["Comparison", "comparison", "first_question", "positive", "yes_no"]
 
 _AUX = frozenset("is are was were has have had can could does do did will would".split())
 _COMPARATIVE_WORDS = frozenset("more less fewer better worse further farther".split())
@@ -225,3 +228,49 @@ def positive(claim: str) -> str | None:
         rest = re.sub(r"^(\s+(?:have|has|had))?\s+any\b", r"\1", rest)
     text = claim[:match.start()] + replacement + rest
     return re.sub(r"\s{2,}", " ", text).strip()
+
+
+_DO = {"has": "Does", "have": "Do", "had": "Did"}
+
+
+def yes_no(claim: str) -> str | None:
+    """The question a negated claim answers, asked of its positive form: "Penguins cannot
+    fly." → "Can Penguins fly?", "Mercury has no moons." → "Does Mercury have moons?"; None
+    when the claim is no negation `positive` turns over, or its subject is no plain noun
+    phrase (more than `SUBJECT_WORDS` words, a comma, a verb of its own: "Mars has a thin
+    atmosphere, which means it is not suitable…"). Measured on the development shapes: the
+    1.5B asked negations as questions that presuppose them ("What makes it impossible for
+    eagles to fly?"); the yes/no question of "Are you sure?" got 9 of 12 right where those
+    questions got 5."""
+    if positive(claim) is None:
+        return None
+    match = _NEGATION.search(claim)
+    assert match is not None
+    subject = claim[:match.start()].strip()
+    words = _words(subject)
+    if (not words or len(words) > SUBJECT_WORDS or re.search(r"[,;:()]", subject)
+            or _verb_at(words) is not None or words[0].lower() in _QUANTIFIERS):
+        return None
+    rest = claim[match.end():].strip().rstrip(".!").strip()
+    if not rest:
+        return None
+    subject = _side(subject)
+    if match.group("aux") or match.group("short"):
+        aux = (match.group("aux") or match.group("short")).capitalize()
+    elif match.group("cannot"):
+        aux = "Can"
+    elif match.group("wont"):
+        aux = "Will"
+    elif match.group("no"):
+        aux, rest = _DO[match.group("no").lower()], f"have {rest}"
+    else:
+        return None  # "never": no auxiliary to ask with
+    return f"{aux} {subject} {rest}?"
+
+
+def first_question(claim: str) -> str | None:
+    """The question a claim of a shape taken apart here is first asked by rule: a
+    comparison's open form, a negation's yes/no question; None for any other claim (the
+    detective writes it)."""
+    found = comparison(claim)
+    return found.question if found is not None else yes_no(claim)

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from engine import Paths, Workspace
+from engine.interrogation.asking import BY_RULE
+from engine.interrogation.checks import question_problem
 from engine.interrogation.judgement import CHOSEN_REASON, OTHER_REASON
-from engine.interrogation.shapes import comparison, positive
+from engine.interrogation.shapes import comparison, first_question, positive
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
 
@@ -89,6 +91,23 @@ def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
     assert positive(claim) == turned
 
 
+@pytest.mark.parametrize(("claim", "question"), [
+    ("The Earth does not orbit the Moon.", "Does the Earth orbit the Moon?"),
+    ("Penguins cannot fly.", "Can Penguins fly?"),
+    ("A whale is not a fish.", "Is a whale a fish?"),
+    ("Mercury has no moons.", "Does Mercury have moons?"),
+    ("Mars does not have any moons.", "Does Mars have any moons?"),
+    ("Gold doesn't rust.", "Does Gold rust?"),
+    ("He never won the race.", None),  # no auxiliary to ask with
+    ("Mars has a thin atmosphere, which means it is not suitable for life.", None),
+    ("The city the river crosses is not the capital.", None),  # the subject has a verb
+    ("Ottawa is the capital of Canada.", None),
+    ("Lead is denser than aluminium.", "Which is denser, Lead or aluminium?"),
+])
+def test_a_shape_is_first_asked_by_rule(claim: str, question: str | None) -> None:
+    assert first_question(claim) == question
+
+
 @pytest.mark.parametrize("claim", [
     "The Earth orbits the Sun.",
     "It is not only red but not blue either.",  # two negations
@@ -134,19 +153,19 @@ async def run_session(paths: Paths, hypothesis: str, det_reply: Any, answer: str
     return session, det, wit
 
 
-async def test_a_comparison_asked_one_side_is_asked_again_and_the_named_side_decides(
+async def test_a_comparison_is_asked_its_open_form_by_rule_and_the_named_side_decides(
         paths: Paths) -> None:
     session, det, wit = await run_session(
         paths, "Aluminium is denser than lead.",
-        detective("What is the density of aluminium?", "Which is denser, aluminium or lead?",
+        detective("What is the density of aluminium?", "What is the density of lead?",
                   0.87),  # the one-word judgement reads the reverse as support
         "Lead is denser than aluminium.")
     pair = session.qa_pairs[0]
-    assert pair.question == "Which is denser, aluminium or lead?"
-    retries = [b for b in det.bodies if "could not be used as question" in
-               b["messages"][-1]["content"]]
-    assert retries and "one side of a comparison" in retries[0]["messages"][-1]["content"]
-    assert "Which is denser, Aluminium or lead?" in retries[0]["messages"][-1]["content"]
+    assert pair.question == "Which is denser, Aluminium or lead?"
+    assert pair.provider_used.detective == BY_RULE
+    asked = [b for b in det.bodies if "Write question" in b["messages"][-1]["content"]]
+    assert asked == []  # no call wrote it
+    assert "Which is denser, Aluminium or lead?" in wit.bodies[0]["messages"][-1]["content"]
     judgement = pair.judgement
     assert judgement is not None and judgement.bearing == "contradicts"
     assert judgement.p_true is not None and judgement.p_true <= 0.1
@@ -154,10 +173,18 @@ async def test_a_comparison_asked_one_side_is_asked_again_and_the_named_side_dec
     assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
+def test_a_later_question_of_a_comparison_must_ask_which_too() -> None:
+    claim = "Aluminium is denser than lead."
+    problem = question_problem("What is the density of aluminium?", claim, [])
+    assert problem is not None and "one side of a comparison" in problem
+    assert "Which is denser, Aluminium or lead?" in problem
+    assert question_problem("Which metal is denser, lead or aluminium?", claim, []) is None
+
+
 async def test_the_claims_own_side_named_supports_it(paths: Paths) -> None:
     session, _, _ = await run_session(
         paths, "Lead is denser than aluminium.",
-        detective("Which is denser, lead or aluminium?", "unused", 0.55),
+        detective("unused", "unused", 0.55),
         "Lead is denser than aluminium.")
     judgement = session.qa_pairs[0].judgement
     assert judgement is not None and judgement.bearing == "supports"
@@ -166,12 +193,15 @@ async def test_the_claims_own_side_named_supports_it(paths: Paths) -> None:
     assert session.audit_result is not None and session.audit_result.verdict == "true"
 
 
-async def test_a_negated_claim_is_judged_in_its_positive_form_and_turned_over(
+async def test_a_negated_claim_is_asked_and_judged_in_its_positive_form_and_turned_over(
         paths: Paths) -> None:
-    session, det, _ = await run_session(
+    session, det, wit = await run_session(
         paths, "The Earth does not orbit the Moon.",
-        detective("Which body orbits the other, the Earth or the Moon?", "unused", 0.1),
-        "The Moon orbits the Earth.")
+        detective("What makes the Earth not orbit the Moon?", "unused", 0.1),
+        "No. The Moon orbits the Earth.")
+    assert session.qa_pairs[0].question == "Does the Earth orbit the Moon?"
+    assert session.qa_pairs[0].provider_used.detective == BY_RULE
+    assert "Does the Earth orbit the Moon?" in wit.bodies[0]["messages"][-1]["content"]
     asked = [b for b in det.bodies if is_judgement(b["messages"])]
     assert asked and all(judged_claim(b["messages"]) == "The Earth does orbit the Moon."
                          for b in asked)

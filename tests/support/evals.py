@@ -83,9 +83,6 @@ def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
         if system.startswith("You are a detective auditing"):  # its reading is not used
             return json.dumps({"contradictions": [], "verdict": "undetermined",
                                "summary": "The witness held to its account."})
-        told = re.search(r"\((['\"])(Which .+?\?)\1\)", messages[-1]["content"])
-        if told:  # a comparison's question was refused: it asks the open form it was told
-            return told.group(2)
         found = re.search(r"Write question (\d+)", messages[-1]["content"])
         number = found.group(1) if found else "1"
         return f"Question {number}: what exactly do you remember about it?"
