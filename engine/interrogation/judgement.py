@@ -26,7 +26,7 @@ from engine.context.budget import Prompt
 from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
-from engine.interrogation.shapes import comparison, positive
+from engine.interrogation.shapes import comparison, positive, restates
 from engine.interrogation.verdict import DECISIVE, bearing_of, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
@@ -50,12 +50,14 @@ read partial answers of this kind as contradictions: "Dave Clark", asked the boy
 against a claim naming him and a place)."""
 STATED_REASON = "the answer states the claim's own detail"
 CHOSEN = 0.9
-"""The P(true) at least (1 − it: at most) of an answer that names the side a comparison's
-winner (`shapes.Comparison.winner`): the witness's own choice, read by rule — the one-word
-judgement read "aluminium 2.70 g/cm³, lead 11.34 g/cm³" as supporting "Aluminium is denser
+"""The P(true) at least (1 − it: at most) of an answer that names a comparison's winner
+(`shapes.Comparison.winner`), or restates a negated claim (its positive form:
+`shapes.restates`): the witness's own choice, read by rule — the one-word judgement read "aluminium 2.70 g/cm³, lead 11.34 g/cm³" as supporting "Aluminium is denser
 than lead" (0.87), and the claim and its reverse alike as supported."""
 CHOSEN_REASON = "the answer names the side the comparison's claim says wins (read by rule)"
 OTHER_REASON = "the answer names the other side of the comparison (read by rule)"
+NEGATION_REASON = "the answer restates the negation (read by rule)"
+POSITIVE_REASON = "the answer states what the negation denies (read by rule)"
 ANSWER_CHARS = 4000
 """Most characters of an answer a judgement reads (its start: where the fact is)."""
 
@@ -314,7 +316,8 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
     states nothing. (A session's own hypothesis is read as measured before: an evaluated
     claim such as HaluEval's names both alternatives of its question, so an answer naming the
     other one would add only the claim's words.) A comparison's answer that names its winner
-    is read by rule, before any of that (`CHOSEN`)."""
+    is read by rule, before any of that (`CHOSEN`), and so is an answer that restates a
+    negated claim or its positive form (`shapes.restates`)."""
     claim = hypothesis is not None
     hypothesis = hypothesis if hypothesis is not None else calls.session.hypothesis_text
     compared = comparison(hypothesis)
@@ -333,12 +336,17 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
             yield event
         if isinstance(found[0], Reading):
             reading = found[0]
-            wins = None if compared is None or (number == 0 and cut_off) \
-                else compared.winner(answer)
+            whole = not (number == 0 and cut_off)
+            wins = compared.winner(answer) if compared is not None and whole else None
+            says = restates(answer, hypothesis) if compared is None and whole else None
             if wins is not None:  # the side it names decides, not the word's reading
                 reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if wins
                                   else min(reading.p_true, 1 - CHOSEN))
                 ruled = ruled or (CHOSEN_REASON if wins else OTHER_REASON)
+            elif says is not None:  # it restates the negation, or its positive form
+                reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if says
+                                  else min(reading.p_true, 1 - CHOSEN))
+                ruled = ruled or (NEGATION_REASON if says else POSITIVE_REASON)
             elif claim and reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) \
                     and states_claim_detail(question, answer, hypothesis):
                 reading = replace(reading, p_true=STATED_DETAIL)  # its words are the claim's

@@ -12,11 +12,11 @@ orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (
   `checks.question_problem` holds the detective to), and an answer that names the side
   that wins is read by rule (`Comparison.winner`): the claim's own side supports it, the
   other contradicts it — whatever the one-word judgement said;
-- a negated claim is first asked as the yes/no question of its positive form (`yes_no`: "Does
-  the Earth orbit the Moon?"; a question that presupposes neither answer, where the 1.5B
-  wrote ones that presuppose the negation), judged in its positive form (`positive`: "The
-  Earth does orbit the Moon"), and the reading turned over: P(true) of the claim = 1 −
-  P(true) of the positive.
+- a negated claim is first asked "Is it true that the Earth does not orbit the Moon?"
+  (`negation_question`; the 1.5B wrote questions that presuppose the negation), an answer
+  that restates the claim or its positive form is read by rule (`restates`), and every
+  judgement reads its positive form (`positive`: "The Earth does orbit the Moon") and is
+  turned over: P(true) of the claim = 1 − P(true) of the positive.
 
 Pure functions of the claim's and the answer's words; nothing here calls a model.
 """
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from engine.interrogation.claims import content_words
 
-__all__ = ["Comparison", "comparison", "first_question", "positive", "yes_no"]
+__all__ = ["Comparison", "comparison", "first_question", "negation_question", "positive",
+           "restates"]
 
 _AUX = frozenset("is are was were has have had can could does do did will would".split())
 _COMPARATIVE_WORDS = frozenset("more less fewer better worse further farther".split())
@@ -80,6 +81,15 @@ def _side(text: str) -> str:
 
 def _stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
+
+
+def _root(word: str) -> str:
+    """A word without a plural's or a verb's ending, cut to five letters ("rusts", "rust")."""
+    for ending in ("ing", "ed", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            word = word[:-len(ending)]
+            break
+    return word[:5]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,47 +240,54 @@ def positive(claim: str) -> str | None:
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
-_DO = {"has": "Does", "have": "Do", "had": "Did"}
-
-
-def yes_no(claim: str) -> str | None:
-    """The question a negated claim answers, asked of its positive form: "Penguins cannot
-    fly." → "Can Penguins fly?", "Mercury has no moons." → "Does Mercury have moons?"; None
-    when the claim is no negation `positive` turns over, or its subject is no plain noun
-    phrase (more than `SUBJECT_WORDS` words, a comma, a verb of its own: "Mars has a thin
-    atmosphere, which means it is not suitable…"). Measured on the development shapes: the
-    1.5B asked negations as questions that presuppose them ("What makes it impossible for
-    eagles to fly?"); the yes/no question of "Are you sure?" got 9 of 12 right where those
-    questions got 5."""
+def negation_question(claim: str) -> str | None:
+    """The question a negated claim is first asked: "Is it true that penguins cannot fly?";
+    None when the claim is no negation `positive` turns over. Measured on the twelve
+    development negations (the 1.5B as witness, each answer read by `restates` or the
+    judgement): the detective's own questions presupposed the negation ("What is the key
+    fact that makes it impossible for eagles to fly?") and got 5 right; the yes/no question
+    of the positive form ("Can penguins fly?") got 8 — the witness said yes to 10 of 12 —
+    and this one 10 (it said yes to 6, no to 6; AUROC 0.92 against 0.82)."""
     if positive(claim) is None:
         return None
-    match = _NEGATION.search(claim)
-    assert match is not None
-    subject = claim[:match.start()].strip()
-    words = _words(subject)
-    if (not words or len(words) > SUBJECT_WORDS or re.search(r"[,;:()]", subject)
-            or _verb_at(words) is not None or words[0].lower() in _QUANTIFIERS):
+    text = claim.strip().rstrip(".!").strip()
+    return f"Is it true that {_side(text)}?" if text else None
+
+
+_YES_NO = re.compile(r"^\W*(?:yes|no|correct|true|false|indeed)\b\W*", re.I)
+_SENTENCE_END = re.compile(r"[.!?;](?:\s|$)")
+_NEGATING = re.compile(r"\b(?:not|no|never|cannot|none|neither|nor|without)\b|n[’']t\b", re.I)
+
+
+def restates(answer: str, claim: str) -> bool | None:
+    """Whether `answer` restates a negated `claim` (True: "Yes, penguins cannot fly."), its
+    positive form (False: "No, eagles can fly.", "Iron rusts."), or neither (None: the
+    judgement reads it). Read from the answer's first sentence, a leading yes or no left
+    aside (the sentence says which it means): its content words are all the claim's, endings
+    aside, at least two of them, in the claim's order, and it negates (the claim) or does not
+    (the positive form).
+    The 1.5B judged "Yes, gold does not rust." at 0.48 and "Yes, a spider is not an insect." at
+    0.55 against "Gold does not rust", "A spider is not an insect"."""
+    if positive(claim) is None:
         return None
-    rest = claim[match.end():].strip().rstrip(".!").strip()
-    if not rest:
+    first = _SENTENCE_END.split(_YES_NO.sub("", answer.strip()), maxsplit=1)[0]
+    said = [_root(w) for w in content_words(_NEGATING.sub(" ", first))]
+    claimed = [_root(w) for w in content_words(_NEGATING.sub(" ", claim))]
+    if len(set(said)) < 2 or not set(said) <= set(claimed):
         return None
-    subject = _side(subject)
-    if match.group("aux") or match.group("short"):
-        aux = (match.group("aux") or match.group("short")).capitalize()
-    elif match.group("cannot"):
-        aux = "Can"
-    elif match.group("wont"):
-        aux = "Will"
-    elif match.group("no"):
-        aux, rest = _DO[match.group("no").lower()], f"have {rest}"
-    else:
-        return None  # "never": no auxiliary to ask with
-    return f"{aux} {subject} {rest}?"
+    if _in_order(said) != [w for w in _in_order(claimed) if w in said]:
+        return None  # "The Moon orbits the Earth" is no form of "The Earth does not orbit …"
+    return bool(_NEGATING.search(first))
+
+
+def _in_order(words: list[str]) -> list[str]:
+    """`words` in order, each once (where it first stands)."""
+    return list(dict.fromkeys(words))
 
 
 def first_question(claim: str) -> str | None:
     """The question a claim of a shape taken apart here is first asked by rule: a
-    comparison's open form, a negation's yes/no question; None for any other claim (the
-    detective writes it)."""
+    comparison's open form, a negation's "Is it true that …?"; None for any other claim
+    (the detective writes it)."""
     found = comparison(claim)
-    return found.question if found is not None else yes_no(claim)
+    return found.question if found is not None else negation_question(claim)

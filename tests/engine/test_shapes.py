@@ -13,8 +13,8 @@ import pytest
 from engine import Paths, Workspace
 from engine.interrogation.asking import BY_RULE
 from engine.interrogation.checks import question_problem
-from engine.interrogation.judgement import CHOSEN_REASON, OTHER_REASON
-from engine.interrogation.shapes import comparison, first_question, positive
+from engine.interrogation.judgement import CHOSEN_REASON, NEGATION_REASON, OTHER_REASON
+from engine.interrogation.shapes import comparison, first_question, positive, restates
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
 
@@ -92,15 +92,10 @@ def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
 
 
 @pytest.mark.parametrize(("claim", "question"), [
-    ("The Earth does not orbit the Moon.", "Does the Earth orbit the Moon?"),
-    ("Penguins cannot fly.", "Can Penguins fly?"),
-    ("A whale is not a fish.", "Is a whale a fish?"),
-    ("Mercury has no moons.", "Does Mercury have moons?"),
-    ("Mars does not have any moons.", "Does Mars have any moons?"),
-    ("Gold doesn't rust.", "Does Gold rust?"),
-    ("He never won the race.", None),  # no auxiliary to ask with
-    ("Mars has a thin atmosphere, which means it is not suitable for life.", None),
-    ("The city the river crosses is not the capital.", None),  # the subject has a verb
+    ("The Earth does not orbit the Moon.", "Is it true that the Earth does not orbit the Moon?"),
+    ("Penguins cannot fly.", "Is it true that Penguins cannot fly?"),
+    ("Mercury has no moons.", "Is it true that Mercury has no moons?"),
+    ("It is not only red but not blue either.", None),  # does not turn over
     ("Ottawa is the capital of Canada.", None),
     ("Lead is denser than aluminium.", "Which is denser, Lead or aluminium?"),
 ])
@@ -198,10 +193,11 @@ async def test_a_negated_claim_is_asked_and_judged_in_its_positive_form_and_turn
     session, det, wit = await run_session(
         paths, "The Earth does not orbit the Moon.",
         detective("What makes the Earth not orbit the Moon?", "unused", 0.1),
-        "No. The Moon orbits the Earth.")
-    assert session.qa_pairs[0].question == "Does the Earth orbit the Moon?"
+        "The Moon orbits the Earth.")
+    question = "Is it true that the Earth does not orbit the Moon?"
+    assert session.qa_pairs[0].question == question
     assert session.qa_pairs[0].provider_used.detective == BY_RULE
-    assert "Does the Earth orbit the Moon?" in wit.bodies[0]["messages"][-1]["content"]
+    assert question in wit.bodies[0]["messages"][-1]["content"]
     asked = [b for b in det.bodies if is_judgement(b["messages"])]
     assert asked and all(judged_claim(b["messages"]) == "The Earth does orbit the Moon."
                          for b in asked)
@@ -223,3 +219,33 @@ def test_a_comparisons_question_names_both_sides_and_asks_which(question: str,
                                                                  fair: bool) -> None:
     found = comparison("Aluminium is denser than lead.")
     assert found is not None and found.asks_which(question) is fair
+
+
+@pytest.mark.parametrize(("answer", "says"), [
+    ("Yes, gold does not rust.", True),
+    ("Gold doesn't rust at all.", True),
+    ("No, gold does rust.", False),
+    ("Gold rusts.", False),
+    ("Gold is a noble metal that resists corrosion.", None),  # words of its own
+    ("Yes.", None),  # too little to restate anything
+])
+def test_an_answer_that_restates_a_negation_or_its_positive_form_is_read_by_rule(
+        answer: str, says: bool | None) -> None:
+    assert restates(answer, "Gold does not rust.") is says
+
+
+async def test_a_restated_negation_decides_the_round_whatever_the_word(paths: Paths) -> None:
+    session, _, _ = await run_session(
+        paths, "Gold does not rust.",
+        detective("unused", "unused", 0.45),  # the positive form read as 0.45: 0.55 turned
+        "Yes, gold does not rust.")
+    judgement = session.qa_pairs[0].judgement
+    assert judgement is not None and judgement.bearing == "supports"
+    assert judgement.p_true is not None and judgement.p_true >= 0.9
+    assert judgement.why == NEGATION_REASON
+
+
+def test_the_claims_words_in_another_order_are_no_form_of_it() -> None:
+    claim = "The Earth does not orbit the Moon."
+    assert restates("The Moon orbits the Earth.", claim) is None
+    assert restates("No, the Earth does orbit the Moon.", claim) is False
