@@ -52,8 +52,10 @@ STATED_REASON = "the answer states the claim's own detail"
 CHOSEN = 0.9
 """The P(true) at least (1 − it: at most) of an answer that names a comparison's winner
 (`shapes.Comparison.winner`), or restates a negated claim (its positive form:
-`shapes.restates`): the witness's own choice, read by rule — the one-word judgement read "aluminium 2.70 g/cm³, lead 11.34 g/cm³" as supporting "Aluminium is denser
-than lead" (0.87), and the claim and its reverse alike as supported."""
+`shapes.restates`): the witness's own choice, read by rule — the one-word judgement read
+"aluminium 2.70 g/cm³, lead 11.34 g/cm³" as supporting "Aluminium is denser than lead"
+(0.87), a claim and its reverse alike as supported, and "Yes, gold does not rust." at 0.48
+against "Gold does not rust"."""
 CHOSEN_REASON = "the answer names the side the comparison's claim says wins (read by rule)"
 OTHER_REASON = "the answer names the other side of the comparison (read by rule)"
 NEGATION_REASON = "the answer restates the negation (read by rule)"

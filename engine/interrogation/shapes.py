@@ -255,6 +255,7 @@ def negation_question(claim: str) -> str | None:
 
 
 _YES_NO = re.compile(r"^\W*(?:yes|no|correct|true|false|indeed)\b\W*", re.I)
+_FRAMED = re.compile(r"^\W*it(?:\s+is|[’']s)\s+(not\s+)?(?:true|correct)\s+that\s+", re.I)
 _SENTENCE_END = re.compile(r"[.!?;](?:\s|$)")
 _NEGATING = re.compile(r"\b(?:not|no|never|cannot|none|neither|nor|without)\b|n[’']t\b", re.I)
 
@@ -263,14 +264,19 @@ def restates(answer: str, claim: str) -> bool | None:
     """Whether `answer` restates a negated `claim` (True: "Yes, penguins cannot fly."), its
     positive form (False: "No, eagles can fly.", "Iron rusts."), or neither (None: the
     judgement reads it). Read from the answer's first sentence, a leading yes or no left
-    aside (the sentence says which it means): its content words are all the claim's, endings
-    aside, at least two of them, in the claim's order, and it negates (the claim) or does not
-    (the positive form).
+    aside (the sentence says which it means), and "it is true that" (or "it is not true that",
+    which turns it over): its content words are all the claim's, endings aside, at least two
+    of them, in the claim's order, and it negates (the claim) or does not (the positive
+    form).
     The 1.5B judged "Yes, gold does not rust." at 0.48 and "Yes, a spider is not an insect." at
     0.55 against "Gold does not rust", "A spider is not an insect"."""
     if positive(claim) is None:
         return None
     first = _SENTENCE_END.split(_YES_NO.sub("", answer.strip()), maxsplit=1)[0]
+    framed = _FRAMED.match(first)  # "it is (not) true that …": the question's own words
+    if framed is not None:
+        inner = restates(first[framed.end():], claim)
+        return None if inner is None else inner != bool(framed.group(1))
     said = [_root(w) for w in content_words(_NEGATING.sub(" ", first))]
     claimed = [_root(w) for w in content_words(_NEGATING.sub(" ", claim))]
     if len(set(said)) < 2 or not set(said) <= set(claimed):

@@ -228,6 +228,9 @@ def test_a_comparisons_question_names_both_sides_and_asks_which(question: str,
     ("Gold rusts.", False),
     ("Gold is a noble metal that resists corrosion.", None),  # words of its own
     ("Yes.", None),  # too little to restate anything
+    ("Yes, it is true that gold does not rust. Rust needs iron.", True),
+    ("No, it is not true that gold does not rust.", False),  # turned over twice
+    ("It's not true that gold rusts.", True),
 ])
 def test_an_answer_that_restates_a_negation_or_its_positive_form_is_read_by_rule(
         answer: str, says: bool | None) -> None:
