@@ -26,7 +26,7 @@ from engine.context.budget import Prompt
 from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
-from engine.interrogation.shapes import comparison, positive, restates
+from engine.interrogation.shapes import comparison, finished, positive, restates
 from engine.interrogation.verdict import DECISIVE, bearing_of, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
@@ -338,9 +338,10 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
             yield event
         if isinstance(found[0], Reading):
             reading = found[0]
-            whole = not (number == 0 and cut_off)
-            wins = compared.winner(answer) if compared is not None and whole else None
-            says = restates(answer, hypothesis) if compared is None and whole else None
+            # a cut-off answer is read by these rules up to its last finished sentence
+            read = finished(answer) if number == 0 and cut_off else answer
+            wins = compared.winner(read) if compared is not None and read else None
+            says = restates(read, hypothesis) if compared is None and read else None
             if wins is not None:  # the side it names decides, not the word's reading
                 reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if wins
                                   else min(reading.p_true, 1 - CHOSEN))

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from engine.interrogation.claims import content_words
 
-__all__ = ["Comparison", "comparison", "first_question", "negation_question", "positive",
-           "restates"]
+__all__ = ["Comparison", "comparison", "finished", "first_question", "negation_question",
+           "positive", "restates"]
 
 _AUX = frozenset("is are was were has have had can could does do did will would".split())
 _COMPARATIVE_WORDS = frozenset("more less fewer better worse further farther".split())
@@ -284,6 +284,13 @@ def restates(answer: str, claim: str) -> bool | None:
     if _in_order(said) != [w for w in _in_order(claimed) if w in said]:
         return None  # "The Moon orbits the Earth" is no form of "The Earth does not orbit …"
     return bool(_NEGATING.search(first))
+
+
+def finished(text: str) -> str:
+    """`text` up to the end of its last finished sentence ("" when none ended): what a reply
+    cut off at its token limit says for certain."""
+    ends = list(_SENTENCE_END.finditer(text))
+    return text[:ends[-1].start() + 1] if ends else ""
 
 
 def _in_order(words: list[str]) -> list[str]:

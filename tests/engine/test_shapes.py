@@ -14,7 +14,13 @@ from engine import Paths, Workspace
 from engine.interrogation.asking import BY_RULE
 from engine.interrogation.checks import question_problem
 from engine.interrogation.judgement import CHOSEN_REASON, NEGATION_REASON, OTHER_REASON
-from engine.interrogation.shapes import comparison, first_question, positive, restates
+from engine.interrogation.shapes import (
+    comparison,
+    finished,
+    first_question,
+    positive,
+    restates,
+)
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
 
@@ -252,3 +258,9 @@ def test_the_claims_words_in_another_order_are_no_form_of_it() -> None:
     claim = "The Earth does not orbit the Moon."
     assert restates("The Moon orbits the Earth.", claim) is None
     assert restates("No, the Earth does orbit the Moon.", claim) is False
+
+
+def test_a_cut_off_reply_says_what_its_finished_sentences_say() -> None:
+    assert finished("Yes, gold does not rust. Rust is a reaction that occurs wh") == \
+        "Yes, gold does not rust."
+    assert finished("Gold does not rus") == ""
