@@ -26,7 +26,7 @@ from engine.context.budget import Prompt
 from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
-from engine.interrogation.shapes import comparison, finished, positive, restates
+from engine.interrogation.shapes import Comparison, comparison, finished, positive, restates
 from engine.interrogation.verdict import DECISIVE, bearing_of, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
@@ -303,6 +303,21 @@ async def _ask(calls: SessionCalls, sequence: int | None, hypothesis: str, evide
     found.append(plan.reading)
 
 
+def _shape_rule(answer: str, claim: str, compared: Comparison | None
+                ) -> tuple[bool, str] | None:
+    """Whether `answer` holds `claim` by a shape's rule, and why: the side a comparison's
+    answer names (`Comparison.winner`), or a negation restated or denied
+    (`shapes.restates`); None when no rule reads it (a cut-off reply is read up to its last
+    finished sentence: `answer` may be empty)."""
+    if not answer:
+        return None
+    if compared is not None:
+        wins = compared.winner(answer)
+        return None if wins is None else (wins, CHOSEN_REASON if wins else OTHER_REASON)
+    says = restates(answer, claim)
+    return None if says is None else (says, NEGATION_REASON if says else POSITIVE_REASON)
+
+
 async def judge(calls: SessionCalls, sequence: int | None, question: str,
                 answers: Sequence[str],
                 result: list[Judgement], named: str | None = None,
@@ -339,17 +354,13 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
         if isinstance(found[0], Reading):
             reading = found[0]
             # a cut-off answer is read by these rules up to its last finished sentence
-            read = finished(answer) if number == 0 and cut_off else answer
-            wins = compared.winner(read) if compared is not None and read else None
-            says = restates(read, hypothesis) if compared is None and read else None
-            if wins is not None:  # the side it names decides, not the word's reading
-                reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if wins
+            shaped = _shape_rule(answer if not (number == 0 and cut_off)
+                                 else finished(answer), hypothesis, compared)
+            if shaped is not None:  # what the answer says decides, not the word's reading
+                holds, because = shaped
+                reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if holds
                                   else min(reading.p_true, 1 - CHOSEN))
-                ruled = ruled or (CHOSEN_REASON if wins else OTHER_REASON)
-            elif says is not None:  # it restates the negation, or its positive form
-                reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if says
-                                  else min(reading.p_true, 1 - CHOSEN))
-                ruled = ruled or (NEGATION_REASON if says else POSITIVE_REASON)
+                ruled = ruled or because
             elif claim and reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) \
                     and states_claim_detail(question, answer, hypothesis):
                 reading = replace(reading, p_true=STATED_DETAIL)  # its words are the claim's
