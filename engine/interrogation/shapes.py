@@ -8,8 +8,10 @@ read the answer as support, for a claim and for its reverse alike; given both de
 supported at 0.87. And a negated claim was read against its own negation: "The body that
 orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (0.25). So:
 
-- a comparison's question names both sides and asks which (`Comparison.question`, what
-  `checks.question_problem` holds the detective to), and an answer that names the side
+- a comparison is first asked its open form, made here (`Comparison.question`, "Which is
+  denser, Lead or aluminium?"; `first_question`), a later question must name both sides and
+  ask which (`Comparison.asks_which`, what `checks.question_problem` holds the detective
+  to), and an answer that names the side
   that wins is read by rule (`Comparison.winner`): the claim's own side supports it, the
   other contradicts it — whatever the one-word judgement said;
 - a negated claim is first asked "Is it true that the Earth does not orbit the Moon?"

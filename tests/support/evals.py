@@ -104,6 +104,9 @@ FALSE = ["The moon is made of cheese.", "Fish can climb trees.", "Snow is hot.",
          "Rome is in Peru."]
 TESTIMONY = ("Tea contains caffeine. Tea is made from the leaves of Camellia sinensis. "
              "Green tea is not fermented.")
+_NEGATED = {turned: f"{sentence}." for sentence in TESTIMONY.rstrip(".").split(". ")
+            if (turned := positive(f"{sentence}.")) is not None}
+"""The positive form a negated testimony claim is judged in, to the claim."""
 QUESTIONS = ["What is tea made of?", "Does tea contain caffeine?", "How is green tea made?"]
 
 
@@ -114,13 +117,17 @@ def sleuth(messages: Chat) -> str:
     does."""
     system = messages[0]["content"] if messages else ""
     if is_judgement(messages):
-        said = messages[-1]["content"]
+        said, claim = messages[-1]["content"], judged_claim(messages)
+        negated = _NEGATED.get(claim)  # a negated claim is judged in its positive form
+        claim = negated or claim
         if "Based only on the document" in said:  # the reference reads the document
             document = said.split("The document:", 1)[-1].split("\nClaim:", 1)[0]
-            return Judged(0.95 if judged_claim(messages).rstrip(".") in document else 0.05)
-        if "The witness was asked" not in said:
+            p_true = 0.95 if claim.rstrip(".") in document else 0.05
+        elif "The witness was asked" not in said:
             return Judged(0.5)  # the detective alone does not know
-        return Judged(0.05 if "WRONG" in said else 0.95)
+        else:
+            p_true = 0.05 if "WRONG" in said else 0.95
+        return Judged(1 - p_true if negated else p_true)
     if system.startswith("You take a text apart"):
         return "\n".join(f"{n}. {s}." for n, s in enumerate(
             TESTIMONY.rstrip(".").split(". "), start=1))
