@@ -38,7 +38,6 @@ from engine.report.words import no_usable_question
 __all__ = ["BY_RULE", "analyse", "question"]
 
 
-
 async def question(calls: SessionCalls, sequence: int, asked: Turn,
                    subject: str | None = None, rounds: list[QuestionAnswerPair] | None = None
                    ) -> AsyncGenerator[InterrogationEvent, None]:
@@ -48,9 +47,9 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
     (a rule of ours: the loop closes the questioning, it does not fail the session).
     `subject` and `rounds`: a testimony's claim and its own rounds, instead of the
     session's hypothesis and rounds (then nothing streams: the claims run side by
-    side). A comparison is first asked in its open form and a negation as the yes/no
-    question of its positive form, by rule, without a call (`shapes.first_question`, asked
-    by `BY_RULE`); a comparison's questions after it are held to asking which as well
+    side). A comparison is first asked in its open form and a negation as "Is it true
+    that …?", by rule, without a call (`shapes.first_question`, asked by `BY_RULE`); a
+    comparison's questions after it are held to asking which as well
     (`checks.question_problem`)."""
     session, settings = calls.session, calls.settings
     claim = subject is not None

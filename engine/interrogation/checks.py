@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
-from engine.interrogation.claims import content_words
+from engine.interrogation.claims import content_words, stem
 from engine.interrogation.shapes import comparison
 from engine.providers import FILTERED
 from engine.text import one_line
@@ -339,20 +339,16 @@ OFF_CLAIM_SHARE = 0.2
 """Below this share of a hypothesis's content words, a question is about something else."""
 
 
-def _stem(word: str) -> str:
-    return word[:5] if len(word) > 5 else word
-
-
 class _Words:
     """A text's content words, to ask whether a word is among them, give or take an ending
     ("campaigned", "campaign") or a typo."""
 
     def __init__(self, text: str) -> None:
         self.words = set(content_words(text))
-        self._stems = {_stem(w) for w in self.words}
+        self._stems = {stem(w) for w in self.words}
 
     def __contains__(self, word: object) -> bool:
-        return isinstance(word, str) and (_stem(word) in self._stems
+        return isinstance(word, str) and (stem(word) in self._stems
                                           or _near(word, self.words))
 
 

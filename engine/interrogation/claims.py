@@ -32,7 +32,7 @@ from engine.models.testimony import TestimonySource
 
 __all__ = ["Piece", "Segment", "adds_nothing", "claim_problem", "content_words",
            "left_out", "locate", "not_checkable", "read_split", "segments", "sentences",
-           "testimony_source"]
+           "stem", "testimony_source"]
 
 _ABBREVIATIONS = frozenset("""mr mrs ms dr prof st sr jr vs etc e.g i.e approx no fig
 inc ltd co corp dept est jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m
@@ -149,6 +149,12 @@ which who whom whose what when where why how one ones both either neither
 """.split())
 _BULLET = re.compile(r"^\s*(?:[-*•·–]+|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+", re.IGNORECASE)
 _MARK = re.compile(r"^\s*\[\s*not\s+checkable\s*\]\s*:?\s*", re.IGNORECASE)
+
+
+def stem(word: str) -> str:
+    """A word cut to its first five letters: "campaigned" and "campaign" alike (the rules
+    that compare a question's, a claim's and an answer's words, give or take an ending)."""
+    return word[:5] if len(word) > 5 else word
 
 
 def content_words(text: str) -> list[str]:

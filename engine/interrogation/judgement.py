@@ -273,7 +273,6 @@ class Plan:
             self._stage = "stated"
             self.request = self._build()
 
-
     def _turn(self, reading: Reading | None) -> Reading | None:
         """The reading of a negated claim's positive form, turned over."""
         if reading is None or not self._turned:
@@ -353,15 +352,15 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
             yield event
         if isinstance(found[0], Reading):
             reading = found[0]
+            cut = number == 0 and cut_off
             # a cut-off answer is read by these rules up to its last finished sentence
-            shaped = _shape_rule(answer if not (number == 0 and cut_off)
-                                 else finished(answer), hypothesis, compared)
+            shaped = _shape_rule(finished(answer) if cut else answer, hypothesis, compared)
             if shaped is not None:  # what the answer says decides, not the word's reading
                 holds, because = shaped
                 reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if holds
                                   else min(reading.p_true, 1 - CHOSEN))
                 ruled = ruled or because
-            elif claim and reading.p_true < STATED_DETAIL and not (number == 0 and cut_off) \
+            elif claim and reading.p_true < STATED_DETAIL and not cut \
                     and states_claim_detail(question, answer, hypothesis):
                 reading = replace(reading, p_true=STATED_DETAIL)  # its words are the claim's
                 stated = True

@@ -11,9 +11,9 @@ orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (
 - a comparison is first asked its open form, made here (`Comparison.question`, "Which is
   denser, Lead or aluminium?"; `first_question`), a later question must name both sides and
   ask which (`Comparison.asks_which`, what `checks.question_problem` holds the detective
-  to), and an answer that names the side
-  that wins is read by rule (`Comparison.winner`): the claim's own side supports it, the
-  other contradicts it — whatever the one-word judgement said;
+  to), and an answer that names the side that wins is read by rule (`Comparison.winner`):
+  the claim's own side supports it, the other contradicts it — whatever the one-word
+  judgement said;
 - a negated claim is first asked "Is it true that the Earth does not orbit the Moon?"
   (`negation_question`; the 1.5B wrote questions that presuppose the negation), an answer
   that restates the claim or its positive form is read by rule (`restates`), and every
@@ -28,14 +28,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.interrogation.claims import content_words
+from engine.interrogation.claims import content_words, stem
 
 __all__ = ["Comparison", "comparison", "finished", "first_question", "negation_question",
            "positive", "restates"]
 
 _AUX = frozenset("is are was were has have had can could does do did will would".split())
 _COMPARATIVE_WORDS = frozenset("more less fewer better worse further farther".split())
-_NOT_VERBS = frozenset("this his its was has is us as bus gas plus".split())
+_NOT_VERBS = frozenset("this his its us as bus gas plus".split())
 _INVERTING = frozenset("less fewer not no neither nor never both same equal equally "
                        "similar".split())
 _WORD = re.compile(r"[\w'’-]+")
@@ -81,10 +81,6 @@ def _side(text: str) -> str:
     return _ARTICLE.sub(lambda found: found.group(1).lower(), text)
 
 
-def _stem(word: str) -> str:
-    return word[:5] if len(word) > 5 else word
-
-
 def _root(word: str) -> str:
     """A word without a plural's or a verb's ending, cut to five letters ("rusts", "rust")."""
     for ending in ("ing", "ed", "es", "s"):
@@ -113,8 +109,8 @@ class Comparison:
 
     def _own(self) -> tuple[set[str], set[str]]:
         """The stems of each side's content words that the other side lacks."""
-        mine = {_stem(w) for w in content_words(self.subject)}
-        theirs = {_stem(w) for w in content_words(self.other)}
+        mine = {stem(w) for w in content_words(self.subject)}
+        theirs = {stem(w) for w in content_words(self.other)}
         return mine - theirs, theirs - mine
 
     def asks_which(self, question: str) -> bool:
@@ -123,7 +119,7 @@ class Comparison:
         values to compare ("What is the density of lead compared to aluminium?" — the judge
         then compares the numbers, and the 1.5B does that wrong)."""
         mine, theirs = self._own()
-        asked = {_stem(w) for w in content_words(question)}
+        asked = {stem(w) for w in content_words(question)}
         named = (not mine or bool(mine & asked)) and (not theirs or bool(theirs & asked))
         return named and bool(_WHICH.search(question))
 
@@ -140,15 +136,15 @@ class Comparison:
         inverting = _INVERTING - {w.lower() for w in _words(self.predicate)}
         if any(w in inverting or w.endswith(("n't", "n’t")) for w in words):
             return None
-        marker = _stem(self.marker.lower())
-        sides = [(i, _stem(w) in mine) for i, w in enumerate(words)
-                 if _stem(w) in mine or _stem(w) in theirs]
+        marker = stem(self.marker.lower())
+        sides = [(i, stem(w) in mine) for i, w in enumerate(words)
+                 if stem(w) in mine or stem(w) in theirs]
         if not sides:
             return None
-        has_marker = any(_stem(w) == marker for w in words)
+        has_marker = any(stem(w) == marker for w in words)
         if "than" in words:
             than = words.index("than")
-            if not any(_stem(w) == marker for w in words[max(0, than - 3):than]):
+            if not any(stem(w) == marker for w in words[max(0, than - 3):than]):
                 return None
             before = [is_mine for i, is_mine in sides if i < than]
             after = [is_mine for i, is_mine in sides if i > than]
