@@ -203,8 +203,8 @@ def _known(word: str, known: set[str]) -> bool:
         return True
     if word.isdigit():
         return False
-    stem = word[:max(4, len(word) - 3)]
-    return any(other.startswith(stem) or word.startswith(other[:max(4, len(other) - 3)])
+    start = word[:max(4, len(word) - 3)]
+    return any(other.startswith(start) or word.startswith(other[:max(4, len(other) - 3)])
                for other in known if not other.isdigit() and abs(len(other) - len(word)) <= 4)
 
 
