@@ -81,6 +81,11 @@ def _side(text: str) -> str:
     return _ARTICLE.sub(lambda found: found.group(1).lower(), text)
 
 
+def _order(side: str) -> str:
+    """A side's place in a question: its words in lower case, a leading article aside."""
+    return re.sub(r"^(?:the|an?)\s+", "", side.casefold())
+
+
 def _root(word: str) -> str:
     """A word without a plural's or a verb's ending, cut to five letters ("rusts", "rust")."""
     for ending in ("ing", "ed", "es", "s"):
@@ -104,8 +109,13 @@ class Comparison:
 
     @property
     def question(self) -> str:
-        """The open form of the comparison: "Which is denser, lead or aluminium?"."""
-        return f"Which {self.predicate}, {_side(self.subject)} or {_side(self.other)}?"
+        """The open form of the comparison: "Which is denser, aluminium or Lead?". The sides
+        are named in an order of their own (alphabetical, articles aside), not the claim's, so
+        a claim and its reverse are asked the same question: a small witness tends to answer
+        with the side named first (the 1.5B, "Which travels faster in air, Sound or light?":
+        "Sound"), and in the claim's order that bias would always lean towards the claim."""
+        first, second = sorted((_side(self.subject), _side(self.other)), key=_order)
+        return f"Which {self.predicate}, {first} or {second}?"
 
     def _own(self) -> tuple[set[str], set[str]]:
         """The stems of each side's content words that the other side lacks."""

@@ -28,14 +28,17 @@ Chat = list[dict[str, Any]]
 
 
 @pytest.mark.parametrize(("claim", "question"), [
-    ("Lead is denser than aluminium.", "Which is denser, Lead or aluminium?"),
+    ("Lead is denser than aluminium.", "Which is denser, aluminium or Lead?"),
+    ("Aluminium is less dense than lead.", "Which is less dense, Aluminium or lead?"),
     ("The Nile is longer than the Thames.", "Which is longer, the Nile or the Thames?"),
     ("Canada has a larger area than France.", "Which has a larger area, Canada or France?"),
     ("Light travels faster than sound.", "Which travels faster, Light or sound?"),
     ("Water boils at a higher temperature than ethanol.",
-     "Which boils at a higher temperature, Water or ethanol?"),
-    ("Tokyo has more inhabitants than Paris.", "Which has more inhabitants, Tokyo or Paris?"),
-    ("Tokyo has fewer parks than Paris.", "Which has fewer parks, Tokyo or Paris?"),
+     "Which boils at a higher temperature, ethanol or Water?"),
+    ("The Thames is longer than the Nile.", "Which is longer, the Nile or the Thames?"),
+    ("Tokyo has more inhabitants than Paris.", "Which has more inhabitants, Paris or Tokyo?"),
+    ("Paris has more inhabitants than Tokyo.", "Which has more inhabitants, Paris or Tokyo?"),
+    ("Tokyo has fewer parks than Paris.", "Which has fewer parks, Paris or Tokyo?"),
 ])
 def test_a_comparison_is_asked_in_its_open_form(claim: str, question: str) -> None:
     found = comparison(claim)
@@ -103,7 +106,7 @@ def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
     ("Mercury has no moons.", "Is it true that Mercury has no moons?"),
     ("It is not only red but not blue either.", None),  # does not turn over
     ("Ottawa is the capital of Canada.", None),
-    ("Lead is denser than aluminium.", "Which is denser, Lead or aluminium?"),
+    ("Lead is denser than aluminium.", "Which is denser, aluminium or Lead?"),
 ])
 def test_a_shape_is_first_asked_by_rule(claim: str, question: str | None) -> None:
     assert first_question(claim) == question
