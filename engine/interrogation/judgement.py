@@ -58,6 +58,7 @@ CHOSEN = 0.9
 against "Gold does not rust"."""
 CHOSEN_REASON = "the answer names the side the comparison's claim says wins (read by rule)"
 OTHER_REASON = "the answer names the other side of the comparison (read by rule)"
+DENIED_REASON = "the answer names the side the claim denies wins (read by rule)"
 NEGATION_REASON = "the answer restates the negation (read by rule)"
 POSITIVE_REASON = "the answer states what the negation denies (read by rule)"
 ANSWER_CHARS = 4000
@@ -311,8 +312,12 @@ def _shape_rule(answer: str, claim: str, compared: Comparison | None
     if not answer:
         return None
     if compared is not None:
-        wins = compared.winner(answer)
-        return None if wins is None else (wins, CHOSEN_REASON if wins else OTHER_REASON)
+        holds = compared.winner(answer)
+        if holds is None:
+            return None
+        if compared.negated:  # the claim's own side winning is what it denies
+            return holds, OTHER_REASON if holds else DENIED_REASON
+        return holds, CHOSEN_REASON if holds else OTHER_REASON
     says = restates(answer, claim)
     return None if says is None else (says, NEGATION_REASON if says else POSITIVE_REASON)
 

@@ -9,11 +9,12 @@ supported at 0.87. And a negated claim was read against its own negation: "The b
 orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (0.25). So:
 
 - a comparison is first asked its open form, made here (`Comparison.question`, "Which is
-  denser, Lead or aluminium?"; `first_question`), a later question must name both sides and
-  ask which (`Comparison.asks_which`, what `checks.question_problem` holds the detective
-  to), and an answer that names the side that wins is read by rule (`Comparison.winner`):
-  the claim's own side supports it, the other contradicts it — whatever the one-word
-  judgement said;
+  denser, aluminium or Lead?", the sides in an order of their own; `first_question`), a
+  later question must name both sides and ask which (`Comparison.asks_which`, what
+  `checks.question_problem` holds the detective to), and an answer that names the side that
+  wins is read by rule (`Comparison.winner`): the claim's own side supports it, the other
+  contradicts it — whatever the one-word judgement said. A denied comparison ("Lead is not
+  denser than aluminium") is asked its positive form and read the other way round;
 - a negated claim is first asked "Is it true that the Earth does not orbit the Moon?"
   (`negation_question`; the 1.5B wrote questions that presuppose the negation), an answer
   that restates the claim or its positive form is read by rule (`restates`), and every
@@ -63,15 +64,25 @@ def _is_comparative(word: str) -> bool:
 
 def _verb_at(words: list[str]) -> int | None:
     """Where a sentence's first verb stands (an auxiliary, or a third-person verb such as
-    "travels"): the end of its subject. None when none is found past the first word."""
+    "travels"): the end of its subject. None when none is found past the first word. An
+    auxiliary goes first ("A kilogram of feathers is heavier": "feathers" is no verb), and a
+    word after "of", an article or a possessive is a noun ("the hearts of hummingbirds")."""
     for index, word in enumerate(words[1:], start=1):
-        low = word.lower()
-        if low in _AUX:
+        low = word.lower().replace("’", "'")
+        if low in _AUX or low in ("cannot", "can't", "won't") or (
+                low.endswith("n't") and low[:-3] in _AUX):  # "isn't", "doesn't"
             return index
+    for index, word in enumerate(words[1:], start=1):
+        low, before = word.lower(), words[index - 1].lower()
         if (word.islower() and len(low) > 3 and low.endswith("s") and low not in _NOT_VERBS
-                and not low.endswith(("ss", "us", "is", "ous"))):
+                and not low.endswith(("ss", "us", "is", "ous")) and before not in _NOUN_BEFORE
+                and not before.endswith(("'s", "’s", "s'", "s’"))):
             return index
     return None
+
+
+_NOUN_BEFORE = frozenset("of the a an its their his her my our your this that these those "
+                         "some many most all".split())
 
 
 def _side(text: str) -> str:
@@ -106,6 +117,9 @@ class Comparison:
     marker: str
     """The word that must come with a side in an answer for the rule to read it: the
     claim's comparative ("denser", "larger"; "inhabitants" for "more inhabitants")."""
+    negated: bool = False
+    """The claim denies the comparison ("Lead is not denser than aluminium"): `predicate` is
+    its positive form, asked as it is, and the side that wins it contradicts the claim."""
 
     @property
     def question(self) -> str:
@@ -168,7 +182,7 @@ class Comparison:
             if not has_marker and len(content_words(answer)) > 4:
                 return None  # a side named in passing is no choice
             chosen = named.pop()
-        return chosen
+        return chosen != self.negated
 
 
 SUBJECT_WORDS = 8
@@ -181,7 +195,11 @@ def comparison(claim: str) -> Comparison | None:
     """The comparison `claim` makes, or None: one sentence "X <verb> <comparative …> than Y"
     (one "than"), X a thing of at most `SUBJECT_WORDS` words and Y no quantity ("more than 2
     million" compares no two things). Order in time ("X began before Y") is left out: "He
-    moved to Paris after the war" reads the same way and compares nothing."""
+    moved to Paris after the war" reads the same way and compares nothing. A comparison
+    denied in its verb ("X is not denser than Y", "X doesn't weigh more than Y") is taken in
+    its positive form and marked `negated`; a negation anywhere else makes it no comparison
+    read here (the negation's own rules read it). A trailing auxiliary of the other side
+    ("than Earth is") is no part of it."""
     text = claim.strip().rstrip(".!").strip()
     if re.search(r"[.!?;]\s", text):
         return None  # one sentence only
@@ -191,6 +209,8 @@ def comparison(claim: str) -> Comparison | None:
         spans = list(_WORD.finditer(left))
         words = [span.group(0) for span in spans]
         at = _verb_at(words)
+        if at is not None and at > 1 and words[at - 1].lower() == "never":
+            at -= 1  # "Gold never weighs more": the predicate's negation
         if at is None or at > SUBJECT_WORDS or not right.strip() or _NUMBER.match(right):
             return None
         predicate_words = words[at:]
@@ -199,15 +219,37 @@ def comparison(claim: str) -> Comparison | None:
             return None
         marker = markers[-1]
         if marker.lower() in ("more", "less", "fewer"):  # "more inhabitants": the noun
-            after = predicate_words[predicate_words.index(marker) + 1:]
-            if not after:
+            place = predicate_words.index(marker)
+            after = predicate_words[place + 1:]
+            if after:
+                marker = after[0]
+            elif place == 0 or predicate_words[place - 1].lower() in _AUX:
                 return None  # "Paris is more than a city"
-            marker = after[0]
+            # else "Gold weighs more than silver": the comparative itself is the marker
         subject, predicate = left[:spans[at].start()].strip(), left[spans[at].start():].strip()
         if not content_words(subject) or words[0].lower() in _QUANTIFIERS:
             return None  # "Nothing is better than rest" names no side
+        if "," in subject or _CLAUSE.search(subject):
+            return None  # "Lead, which does not rust, is …": the verb may be the clause's
+        right = _TRAILING_AUX.sub("", right.strip())
+        denied = positive(predicate)
+        if _UNFLIPPABLE.search(predicate) or denied is None and (
+                _NEGATION.search(predicate) or _NEGATING.search(predicate)):
+            return None  # a negation that does not turn over ("neither … nor")
+        if _words(right)[0].lower() in _PRONOUNS:
+            return None  # "… faster in water than it does in air": one thing in two places
+        if _NEGATING.search(subject) or _NEGATING.search(right):
+            return None  # "Lead that is not pure is …": a clause's negation, not the verb's
+        if denied is not None:
+            return Comparison(subject, right, denied, marker, negated=True)
         return Comparison(subject, right, predicate, marker)
     return None
+
+
+_CLAUSE = re.compile(r"\b(?:which|who|whom|whose)\b", re.I)
+_PRONOUNS = frozenset("it they he she we you i one".split())
+_TRAILING_AUX = re.compile(r"\s+(?:is|are|was|were|does|do|did|has|have|had|can|could)\s*$",
+                           re.I)
 
 
 _NEGATION = re.compile(

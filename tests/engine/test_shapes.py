@@ -13,7 +13,12 @@ import pytest
 from engine import Paths, Workspace
 from engine.interrogation.asking import BY_RULE
 from engine.interrogation.checks import question_problem
-from engine.interrogation.judgement import CHOSEN_REASON, NEGATION_REASON, OTHER_REASON
+from engine.interrogation.judgement import (
+    CHOSEN_REASON,
+    DENIED_REASON,
+    NEGATION_REASON,
+    OTHER_REASON,
+)
 from engine.interrogation.shapes import (
     comparison,
     finished,
@@ -57,6 +62,59 @@ def test_a_comparison_is_asked_in_its_open_form(claim: str, question: str) -> No
 ])
 def test_what_is_no_comparison_is_left_alone(claim: str) -> None:
     assert comparison(claim) is None
+
+
+@pytest.mark.parametrize(("claim", "sides", "predicate"), [
+    # an auxiliary is the verb before a noun's plural ending
+    ("A kilogram of feathers is heavier than a kilogram of iron.",
+     ("A kilogram of feathers", "a kilogram of iron"), "is heavier"),
+    ("Venus is closer to the Sun than Earth is.", ("Venus", "Earth"),
+     "is closer to the Sun"),  # the other side's trailing auxiliary is none of it
+    ("Light travels faster than sound does.", ("Light", "sound"), "travels faster"),
+    ("A cat weighs more than a mouse.", ("A cat", "a mouse"), "weighs more"),
+])
+def test_a_comparisons_sides_are_where_its_verb_says(claim: str, sides: tuple[str, str],
+                                                     predicate: str) -> None:
+    found = comparison(claim)
+    assert found is not None
+    assert (found.subject, found.other, found.predicate) == (*sides, predicate)
+    assert not found.negated
+
+
+@pytest.mark.parametrize("claim", [
+    "Sound travels faster in water than it does in air.",  # one thing in two places
+    "Lead, which does not rust, is denser than aluminium.",  # a clause's verb
+    "Paris is nothing more than a city.",
+    "Lead is no denser than gold.",
+    "Neither lead nor gold is denser than osmium.",
+])
+def test_a_comparison_the_rules_would_misread_is_left_to_the_detective(claim: str) -> None:
+    assert comparison(claim) is None
+
+
+@pytest.mark.parametrize(("claim", "question"), [
+    ("Lead is not denser than aluminium.", "Which is denser, aluminium or Lead?"),
+    ("Lead isn't denser than aluminium.", "Which is denser, aluminium or Lead?"),
+    ("Gold never weighs more than lead.", "Which weighs more, Gold or lead?"),
+    ("Penguins can't run faster than ostriches.", "Which can run faster, ostriches or Penguins?"),
+])
+def test_a_denied_comparison_is_asked_its_positive_open_form(claim: str, question: str) -> None:
+    found = comparison(claim)
+    assert found is not None and found.negated
+    assert first_question(claim) == question
+
+
+@pytest.mark.parametrize(("answer", "holds"), [
+    ("Lead is denser than aluminium.", False),  # the comparison the claim denies
+    ("Lead.", False),
+    ("Aluminium is denser than lead.", True),
+    ("Aluminium.", True),
+    ("Lead is not denser than aluminium.", None),  # turned over: the judgement reads it
+])
+def test_the_side_that_wins_a_denied_comparison_contradicts_it(answer: str,
+                                                               holds: bool | None) -> None:
+    found = comparison("Lead is not denser than aluminium.")
+    assert found is not None and found.winner(answer) is holds
 
 
 @pytest.mark.parametrize(("answer", "wins"), [
@@ -195,6 +253,25 @@ async def test_the_claims_own_side_named_supports_it(paths: Paths) -> None:
     assert judgement.p_true is not None and judgement.p_true >= 0.9
     assert judgement.why == CHOSEN_REASON
     assert session.audit_result is not None and session.audit_result.verdict == "true"
+
+
+async def test_a_denied_comparison_is_asked_in_its_positive_form_and_the_winner_denies_it(
+        paths: Paths) -> None:
+    session, det, _ = await run_session(
+        paths, "Lead is not denser than aluminium.",
+        detective("unused", "unused", 0.9),  # the judge reads the positive form as held
+        "Lead is denser than aluminium.")
+    pair = session.qa_pairs[0]
+    assert pair.question == "Which is denser, aluminium or Lead?"
+    assert pair.provider_used.detective == BY_RULE
+    asked = [b for b in det.bodies if is_judgement(b["messages"])]
+    assert asked and all(judged_claim(b["messages"]) == "Lead is denser than aluminium."
+                         for b in asked)
+    judgement = pair.judgement
+    assert judgement is not None and judgement.bearing == "contradicts"
+    assert judgement.p_true is not None and judgement.p_true <= 0.1
+    assert judgement.why == DENIED_REASON  # the claim's own subject won the comparison
+    assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
 async def test_a_negated_claim_is_asked_and_judged_in_its_positive_form_and_turned_over(
