@@ -32,6 +32,9 @@ text, so the loop, the tests and the documentation share one definition:
   city of London?" for "Princess Beatrice spent last night partying in London's hip
   Shoreditch"): its answer bears on something else, and was read against the claim.
   Unusable like the others.
+- **A question asks about "the hypothesis" or "the claim"** (`UNSEEN`: "What is the key fact
+  of the hypothesis?") unless the hypothesis itself speaks of one: the witness never sees
+  the hypothesis, and answered about one of its own making. Unusable like the others.
 - **An answer states the claim's own detail** (`states_claim_detail`) when the words it adds
   to the question are all the claim's (at least one; endings aside) and it negates nothing
   ("Cooler overnight temperatures." asked "What was the temperature like overnight?" for
@@ -270,6 +273,14 @@ def _contains(words: Sequence[str], part: Sequence[str]) -> bool:
     return n > 0 and any(list(words[i:i + n]) == list(part) for i in range(len(words) - n + 1))
 
 
+_UNSEEN = re.compile(r"\b(?:the|this|that)\s+(?:hypothesis|claim)\b", re.I)
+UNSEEN = ("it asks about the hypothesis, which the witness never sees: ask about its subject "
+          "by name")
+"""A question about "the hypothesis" or "the claim" ("What is the key fact of the
+hypothesis?", the 1.5B on "4 is an even prime number"): the witness answered about a
+hypothesis of its own making ("… the temperature is 20 degrees Celsius")."""
+
+
 def leading_problem(words: Sequence[str], hypothesis: str, answer: str | None = None,
                     asked: str | None = None) -> str | None:
     """How a question's `words` carry the hypothesis or the claim's `answer` (to the question
@@ -325,6 +336,8 @@ def question_problem(
                 "not the hypothesis")
     if not any(mark in bare for mark in _QUESTION_MARKS) and words[0] not in _OPENERS:
         return "it is not a question"
+    if _UNSEEN.search(bare) and not _UNSEEN.search(hypothesis):
+        return UNSEEN
     compared = comparison(hypothesis)
     if compared is not None and not compared.asks_which(bare):
         return (f"it asks about one side of a comparison: name both sides and ask which "

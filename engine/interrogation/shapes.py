@@ -232,6 +232,13 @@ def comparison(claim: str) -> Comparison | None:
         if "," in subject or _CLAUSE.search(subject):
             return None  # "Lead, which does not rust, is …": the verb may be the clause's
         right = _TRAILING_AUX.sub("", right.strip())
+        if _SETTING.match(" " + right):
+            return None  # "… more common in Europe than in Asia": one thing in two settings
+        setting = _SETTING.search(right)
+        if setting is not None and content_words(right[:setting.start()]):
+            # "faster than light in air": the setting is the comparison's, not the side's
+            predicate = f"{predicate} {right[setting.start():].strip()}"
+            right = right[:setting.start()].strip()
         denied = positive(predicate)
         if _UNFLIPPABLE.search(predicate) or denied is None and (
                 _NEGATION.search(predicate) or _NEGATING.search(predicate)):
@@ -247,6 +254,8 @@ def comparison(claim: str) -> Comparison | None:
 
 
 _CLAUSE = re.compile(r"\b(?:which|who|whom|whose)\b", re.I)
+_SETTING = re.compile(r"\s+(?:in|at|on|under|during|within|when|while|near)\s+", re.I)
+"""Where a comparison holds ("in air", "at sea level"), after the other side."""
 _PRONOUNS = frozenset("it they he she we you i one".split())
 _TRAILING_AUX = re.compile(r"\s+(?:is|are|was|were|does|do|did|has|have|had|can|could)\s*$",
                            re.I)

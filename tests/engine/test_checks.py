@@ -7,6 +7,7 @@ import pytest
 
 from engine.interrogation.checks import (
     NO_ANSWER,
+    UNSEEN,
     analysis_conflict,
     answer_problem,
     bare_question,
@@ -359,3 +360,18 @@ def test_an_audit_may_not_set_identical_answers_against_each_other_nor_list_one_
         audit((1, 3, "The answer to the question"), (2, 3, "The answer to the question"))
     one = audit((1, 3, "Q1 says nothing of collagen; Q3 says it makes it."))
     assert len(one.contradictions) == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("question", "hypothesis", "refused"), [
+    ("What is the key fact of the hypothesis?", "4 is an even prime number.", True),
+    ("Which number does the claim name?", "4 is an even prime number.", True),
+    ("What do you know about this hypothesis?", "Bats are birds.", True),
+    ("Which even numbers are prime?", "4 is an even prime number.", False),
+    # a hypothesis that speaks of a claim may be asked about it
+    ("Who made the claim that the Earth is flat?", "The claim that the Earth is flat was made "
+     "by Ptolemy.", False),
+])
+def test_a_question_about_the_unseen_hypothesis_is_refused(question: str, hypothesis: str,
+                                                            refused: bool) -> None:
+    found = question_problem(question, hypothesis, [], INSTRUCTIONS)
+    assert (found == UNSEEN) is refused, found

@@ -72,6 +72,10 @@ def test_what_is_no_comparison_is_left_alone(claim: str) -> None:
      "is closer to the Sun"),  # the other side's trailing auxiliary is none of it
     ("Light travels faster than sound does.", ("Light", "sound"), "travels faster"),
     ("A cat weighs more than a mouse.", ("A cat", "a mouse"), "weighs more"),
+    # where it holds is the comparison's, not the other side's
+    ("Sound travels faster than light in air.", ("Sound", "light"), "travels faster in air"),
+    ("Water boils at a higher temperature than ethanol at sea level.", ("Water", "ethanol"),
+     "boils at a higher temperature at sea level"),
 ])
 def test_a_comparisons_sides_are_where_its_verb_says(claim: str, sides: tuple[str, str],
                                                      predicate: str) -> None:
@@ -83,6 +87,7 @@ def test_a_comparisons_sides_are_where_its_verb_says(claim: str, sides: tuple[st
 
 @pytest.mark.parametrize("claim", [
     "Sound travels faster in water than it does in air.",  # one thing in two places
+    "Malaria is more common in Africa than in Europe.",
     "Lead, which does not rust, is denser than aluminium.",  # a clause's verb
     "Paris is nothing more than a city.",
     "Lead is no denser than gold.",
