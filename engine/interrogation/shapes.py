@@ -92,9 +92,22 @@ def _side(text: str) -> str:
     return _ARTICLE.sub(lambda found: found.group(1).lower(), text)
 
 
+def _uncapitalised(subject: str, other: str) -> str:
+    """The claim's subject without the capital that only opens its sentence: when the other
+    side is a common noun ("Gold is denser than silver" → "gold"), so that a claim and its
+    reverse are asked the very same question. A name ("Russia", "NASA") keeps its capital."""
+    bare = _BARE_ARTICLE.sub("", other)
+    if subject[:1].isupper() and subject[1:2].islower() and bare[:1].islower():
+        return subject[:1].lower() + subject[1:]
+    return subject
+
+
+_BARE_ARTICLE = re.compile(r"^(?:the|an?)\s+", re.I)
+
+
 def _order(side: str) -> str:
     """A side's place in a question: its words in lower case, a leading article aside."""
-    return re.sub(r"^(?:the|an?)\s+", "", side.casefold())
+    return _BARE_ARTICLE.sub("", side.casefold())
 
 
 def _root(word: str) -> str:
@@ -123,12 +136,14 @@ class Comparison:
 
     @property
     def question(self) -> str:
-        """The open form of the comparison: "Which is denser, aluminium or Lead?". The sides
+        """The open form of the comparison: "Which is denser, aluminium or lead?". The sides
         are named in an order of their own (alphabetical, articles aside), not the claim's, so
         a claim and its reverse are asked the same question: a small witness tends to answer
         with the side named first (the 1.5B, "Which travels faster in air, Sound or light?":
         "Sound"), and in the claim's order that bias would always lean towards the claim."""
-        first, second = sorted((_side(self.subject), _side(self.other)), key=_order)
+        theirs = _side(self.other)
+        first, second = sorted((_uncapitalised(_side(self.subject), theirs), theirs),
+                               key=_order)
         return f"Which {self.predicate}, {first} or {second}?"
 
     def _own(self) -> tuple[set[str], set[str]]:

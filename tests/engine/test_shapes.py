@@ -33,13 +33,13 @@ Chat = list[dict[str, Any]]
 
 
 @pytest.mark.parametrize(("claim", "question"), [
-    ("Lead is denser than aluminium.", "Which is denser, aluminium or Lead?"),
-    ("Aluminium is less dense than lead.", "Which is less dense, Aluminium or lead?"),
+    ("Lead is denser than aluminium.", "Which is denser, aluminium or lead?"),
+    ("Aluminium is less dense than lead.", "Which is less dense, aluminium or lead?"),
     ("The Nile is longer than the Thames.", "Which is longer, the Nile or the Thames?"),
     ("Canada has a larger area than France.", "Which has a larger area, Canada or France?"),
-    ("Light travels faster than sound.", "Which travels faster, Light or sound?"),
+    ("Light travels faster than sound.", "Which travels faster, light or sound?"),
     ("Water boils at a higher temperature than ethanol.",
-     "Which boils at a higher temperature, ethanol or Water?"),
+     "Which boils at a higher temperature, ethanol or water?"),
     ("The Thames is longer than the Nile.", "Which is longer, the Nile or the Thames?"),
     ("Tokyo has more inhabitants than Paris.", "Which has more inhabitants, Paris or Tokyo?"),
     ("Paris has more inhabitants than Tokyo.", "Which has more inhabitants, Paris or Tokyo?"),
@@ -98,10 +98,10 @@ def test_a_comparison_the_rules_would_misread_is_left_to_the_detective(claim: st
 
 
 @pytest.mark.parametrize(("claim", "question"), [
-    ("Lead is not denser than aluminium.", "Which is denser, aluminium or Lead?"),
-    ("Lead isn't denser than aluminium.", "Which is denser, aluminium or Lead?"),
-    ("Gold never weighs more than lead.", "Which weighs more, Gold or lead?"),
-    ("Penguins can't run faster than ostriches.", "Which can run faster, ostriches or Penguins?"),
+    ("Lead is not denser than aluminium.", "Which is denser, aluminium or lead?"),
+    ("Lead isn't denser than aluminium.", "Which is denser, aluminium or lead?"),
+    ("Gold never weighs more than lead.", "Which weighs more, gold or lead?"),
+    ("Penguins can't run faster than ostriches.", "Which can run faster, ostriches or penguins?"),
 ])
 def test_a_denied_comparison_is_asked_its_positive_open_form(claim: str, question: str) -> None:
     found = comparison(claim)
@@ -169,7 +169,7 @@ def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
     ("Mercury has no moons.", "Is it true that Mercury has no moons?"),
     ("It is not only red but not blue either.", None),  # does not turn over
     ("Ottawa is the capital of Canada.", None),
-    ("Lead is denser than aluminium.", "Which is denser, aluminium or Lead?"),
+    ("Lead is denser than aluminium.", "Which is denser, aluminium or lead?"),
 ])
 def test_a_shape_is_first_asked_by_rule(claim: str, question: str | None) -> None:
     assert first_question(claim) == question
@@ -228,11 +228,11 @@ async def test_a_comparison_is_asked_its_open_form_by_rule_and_the_named_side_de
                   0.87),  # the one-word judgement reads the reverse as support
         "Lead is denser than aluminium.")
     pair = session.qa_pairs[0]
-    assert pair.question == "Which is denser, Aluminium or lead?"
+    assert pair.question == "Which is denser, aluminium or lead?"
     assert pair.provider_used.detective == BY_RULE
     asked = [b for b in det.bodies if "Write question" in b["messages"][-1]["content"]]
     assert asked == []  # no call wrote it
-    assert "Which is denser, Aluminium or lead?" in wit.bodies[0]["messages"][-1]["content"]
+    assert "Which is denser, aluminium or lead?" in wit.bodies[0]["messages"][-1]["content"]
     judgement = pair.judgement
     assert judgement is not None and judgement.bearing == "contradicts"
     assert judgement.p_true is not None and judgement.p_true <= 0.1
@@ -244,7 +244,7 @@ def test_a_later_question_of_a_comparison_must_ask_which_too() -> None:
     claim = "Aluminium is denser than lead."
     problem = question_problem("What is the density of aluminium?", claim, [])
     assert problem is not None and "one side of a comparison" in problem
-    assert "Which is denser, Aluminium or lead?" in problem
+    assert "Which is denser, aluminium or lead?" in problem
     assert question_problem("Which metal is denser, lead or aluminium?", claim, []) is None
 
 
@@ -267,7 +267,7 @@ async def test_a_denied_comparison_is_asked_in_its_positive_form_and_the_winner_
         detective("unused", "unused", 0.9),  # the judge reads the positive form as held
         "Lead is denser than aluminium.")
     pair = session.qa_pairs[0]
-    assert pair.question == "Which is denser, aluminium or Lead?"
+    assert pair.question == "Which is denser, aluminium or lead?"
     assert pair.provider_used.detective == BY_RULE
     asked = [b for b in det.bodies if is_judgement(b["messages"])]
     assert asked and all(judged_claim(b["messages"]) == "Lead is denser than aluminium."
