@@ -138,9 +138,9 @@ class Comparison:
     def question(self) -> str:
         """The open form of the comparison: "Which is denser, aluminium or lead?". The sides
         are named in an order of their own (alphabetical, articles aside), not the claim's, so
-        a claim and its reverse are asked the same question: a small witness tends to answer
-        with the side named first (the 1.5B, "Which travels faster in air, Sound or light?":
-        "Sound"), and in the claim's order that bias would always lean towards the claim."""
+        a claim and its reverse are asked the same question and the answer cannot follow the
+        claim's wording: in the claim's order, a witness that leans to the side named first
+        (a small model's habit) would lean towards whatever is claimed."""
         theirs = _side(self.other)
         first, second = sorted((_uncapitalised(_side(self.subject), theirs), theirs),
                                key=_order)
