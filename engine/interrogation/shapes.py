@@ -280,14 +280,15 @@ _NEGATION = re.compile(
     r"\b(?:(?P<aux>does|do|did|is|are|was|were|has|have|had|can|could|will|would|should|"
     r"must|may|might)\s+not|(?P<short>does|do|did|is|are|was|were|has|have|had|could|would|"
     r"should|must)n[’']t|(?P<cannot>cannot|can[’']t)|(?P<wont>won[’']t)|(?P<no>has|have|had)"
-    r"\s+no|(?P<never>never))\b", re.I)
+    r"\s+no|(?P<there>there\s+(?:is|are|was|were))\s+no|(?P<never>never))\b", re.I)
 _UNFLIPPABLE = re.compile(r"\b(?:not only|no longer|no one|nothing|nobody|none|nowhere|"
                           r"neither|nor|without)\b", re.I)
 
 
 def positive(claim: str) -> str | None:
     """`claim` with its one negation taken out ("does not orbit" → "does orbit", "cannot fly"
-    → "can fly", "has no moons" → "has moons"), or None: no negation, more than one, or one
+    → "can fly", "has no moons" → "has moons", "there are no snakes" → "there are snakes"),
+    or None: no negation, more than one, or one
     that does not turn over by taking it out ("not only", "no longer", "nobody")."""
     if _UNFLIPPABLE.search(claim):
         return None
@@ -305,6 +306,8 @@ def positive(claim: str) -> str | None:
         replacement = "will" if match.group(0)[0].islower() else "Will"
     elif match.group("no"):
         replacement = match.group("no")
+    elif match.group("there"):  # "There are no snakes in Ireland" → "There are snakes …"
+        replacement = match.group("there")
     else:  # "never": "X never won" → "X won"
         replacement = ""
     rest = claim[match.end():]
@@ -325,7 +328,14 @@ def negation_question(claim: str) -> str | None:
     if positive(claim) is None:
         return None
     text = claim.strip().rstrip(".!").strip()
+    if text.split(" ", 1)[0].lower() in _FUNCTION_WORDS:  # "There are …", "In Ireland …"
+        text = text[:1].lower() + text[1:]
     return f"Is it true that {_side(text)}?" if text else None
+
+
+_FUNCTION_WORDS = frozenset("there in on at it this that these those some most all many "
+                            "during after before".split())
+"""A sentence's first word that is never a name: no capital inside the question."""
 
 
 _YES_NO = re.compile(r"^\W*(?:yes|no|correct|true|false|indeed)\b\W*", re.I)

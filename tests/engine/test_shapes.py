@@ -158,6 +158,8 @@ def test_a_claim_of_fewer_reads_its_own_word_as_no_turn() -> None:
     ("Venus has no moons.", "Venus has moons."),
     ("Gold doesn't rust.", "Gold does rust."),
     ("He never won the race.", "He won the race."),
+    ("There are no snakes in Ireland.", "There are snakes in Ireland."),
+    ("There is no gravity in space.", "There is gravity in space."),
 ])
 def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
     assert positive(claim) == turned
@@ -167,6 +169,7 @@ def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
     ("The Earth does not orbit the Moon.", "Is it true that the Earth does not orbit the Moon?"),
     ("Penguins cannot fly.", "Is it true that Penguins cannot fly?"),
     ("Mercury has no moons.", "Is it true that Mercury has no moons?"),
+    ("There are no snakes in Ireland.", "Is it true that there are no snakes in Ireland?"),
     ("It is not only red but not blue either.", None),  # does not turn over
     ("Ottawa is the capital of Canada.", None),
     ("Lead is denser than aluminium.", "Which is denser, aluminium or lead?"),
