@@ -24,8 +24,8 @@ text, so the loop, the tests and the documentation share one definition:
   again, up to the limit (`limit-reached`). A wish to ask more is always followed.
 - **An audit summary** is unusable when it is empty, echoes a placeholder or the instructions,
   or has fewer than `MIN_SUMMARY_WORDS` (5) words (a lone `Markdown:`).
-- **A question leads** when it carries what it should ask about: the whole hypothesis inside
-  it, or the claim's answer (an evaluated claim's `answer`, when its words are not already in
+- **A question leads** when it carries what it should ask about: the whole hypothesis (of
+  three words or more) inside it, or the claim's answer (an evaluated claim's `answer`, when its words are not already in
   the question it answers). A leading question is unusable like the others.
 - **A question is off the claim** (a testimony's claim, asked for its key fact) when it shares
   less than a fifth of the content words of a claim of four or more ("What is the capital
@@ -284,10 +284,12 @@ hypothesis of its own making ("… the temperature is 20 degrees Celsius")."""
 def leading_problem(words: Sequence[str], hypothesis: str, answer: str | None = None,
                     asked: str | None = None) -> str | None:
     """How a question's `words` carry the hypothesis or the claim's `answer` (to the question
-    `asked`), or None. A hypothesis of fewer than four words, or an answer whose words are all
-    in the question it answers ("Which is older, X or Y?" — "X"), is never counted."""
+    `asked`), or None. A hypothesis of fewer than three words ("Dogs bark": "What makes dogs
+    bark?" asks fairly), or an answer whose words are all in the question it answers ("Which
+    is older, X or Y?" — "X"), is never counted; three are ("What is the key fact that bats
+    are birds?" drew "… is that they are mammals", read as support)."""
     claim = _words(hypothesis)
-    if len(claim) >= 4 and _contains(words, claim):
+    if len(claim) >= 3 and _contains(words, claim):
         return "it states the whole hypothesis inside the question: a leading question"
     if answer:
         given = _words(answer)

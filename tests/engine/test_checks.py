@@ -201,6 +201,8 @@ CLAIM = 'The answer to the question "Which country does most of the Amazon lie i
      "it states the claim's answer ('1905')"),
     ("Wo liegt der größte Teil des Amazonas, in Brasilien?", "Der Amazonas liegt in "
      "Brasilien.", "Brasilien", None, "it states the claim's answer ('Brasilien')"),
+    ("What is the key fact that bats are birds?", "Bats are birds.", None, None,
+     "it states the whole hypothesis inside the question"),  # three words are enough
 ])
 def test_a_leading_question_is_named(question: str, hypothesis: str, answer: str | None,
                                      asked: str | None, problem: str) -> None:
@@ -375,3 +377,7 @@ def test_a_question_about_the_unseen_hypothesis_is_refused(question: str, hypoth
                                                             refused: bool) -> None:
     found = question_problem(question, hypothesis, [], INSTRUCTIONS)
     assert (found == UNSEEN) is refused, found
+
+
+def test_a_two_word_hypothesis_inside_a_question_is_no_lead() -> None:
+    assert question_problem("What makes dogs bark?", "Dogs bark.", [], INSTRUCTIONS) is None
