@@ -25,8 +25,9 @@ text, so the loop, the tests and the documentation share one definition:
 - **An audit summary** is unusable when it is empty, echoes a placeholder or the instructions,
   or has fewer than `MIN_SUMMARY_WORDS` (5) words (a lone `Markdown:`).
 - **A question leads** when it carries what it should ask about: the whole hypothesis (of
-  three words or more) inside it, or the claim's answer (an evaluated claim's `answer`, when its words are not already in
-  the question it answers). A leading question is unusable like the others.
+  three words or more) inside it, or the claim's answer (an evaluated claim's `answer`, when
+  its words are not already in the question it answers). A leading question is unusable like
+  the others.
 - **A question is off the claim** (a testimony's claim, asked for its key fact) when it shares
   less than a fifth of the content words of a claim of four or more ("What is the capital
   city of London?" for "Princess Beatrice spent last night partying in London's hip
