@@ -52,7 +52,8 @@ def main() -> int:
     if found is not None:
         print(f"AUROC {found[0]:.3f} [{found[1]:.3f}–{found[2]:.3f}]")
     for at in range(1, 6):
-        right = sum((score >= at) == bool(label) for score, label in zip(scores, labels, strict=True))
+        right = sum((score >= at) == bool(label)
+                    for score, label in zip(scores, labels, strict=True))
         mark = "  <- --at" if at == args.at else ""
         print(f"false at {at}+ words: accuracy {right / len(labels):.3f}{mark}")
     return 0
