@@ -269,7 +269,7 @@ def comparison(claim: str) -> Comparison | None:
 
 
 _CLAUSE = re.compile(r"\b(?:which|who|whom|whose)\b", re.I)
-_SETTING = re.compile(r"\s+(?:in|at|on|under|during|within|when|while|near)\s+", re.I)
+_SETTING = re.compile(r"\s+(?:in|at|on|by|under|during|within|when|while|near)\s+", re.I)
 """Where a comparison holds ("in air", "at sea level"), after the other side."""
 _PRONOUNS = frozenset("it they he she we you i one".split())
 _TRAILING_AUX = re.compile(r"\s+(?:is|are|was|were|does|do|did|has|have|had|can|could)\s*$",

@@ -76,6 +76,7 @@ def test_what_is_no_comparison_is_left_alone(claim: str) -> None:
     ("Sound travels faster than light in air.", ("Sound", "light"), "travels faster in air"),
     ("Water boils at a higher temperature than ethanol at sea level.", ("Water", "ethanol"),
      "boils at a higher temperature at sea level"),
+    ("Russia is larger than Canada by area.", ("Russia", "Canada"), "is larger by area"),
 ])
 def test_a_comparisons_sides_are_where_its_verb_says(claim: str, sides: tuple[str, str],
                                                      predicate: str) -> None:
