@@ -183,7 +183,10 @@ class Comparison:
         has_marker = any(stem(w) == marker for w in words)
         if "than" in words:
             than = words.index("than")
-            if not any(stem(w) == marker for w in words[max(0, than - 3):than]):
+            # the marker stands before "than", as far back as the claim's own words after it
+            # reach ("closer to the Sun than": four words)
+            reach = 3 + len(_words(self.predicate))
+            if not any(stem(w) == marker for w in words[max(0, than - reach):than]):
                 return None
             before = [is_mine for i, is_mine in sides if i < than]
             after = [is_mine for i, is_mine in sides if i > than]

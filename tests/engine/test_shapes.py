@@ -139,6 +139,13 @@ def test_the_side_an_answer_names_is_read_by_rule(answer: str, wins: bool | None
     assert found is not None and found.winner(answer) is wins
 
 
+def test_the_claims_words_between_its_marker_and_than_are_read_through() -> None:
+    found = comparison("Mars is closer to the Sun than Venus.")
+    assert found is not None
+    assert found.winner("Venus is closer to the Sun than Mars.") is False
+    assert found.winner("Mars is closer to the Sun than Venus.") is True
+
+
 def test_sides_that_share_every_word_are_left_to_the_judgement() -> None:
     found = comparison("World War II was longer than World War I.")
     assert found is not None and found.winner("World War II was longer.") is None
