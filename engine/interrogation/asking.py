@@ -26,7 +26,7 @@ from engine.interrogation.questions import (
     RETRY_TEMPERATURE,
     NoQuestion,
 )
-from engine.interrogation.shapes import first_question
+from engine.interrogation.shapes import rule_question
 from engine.interrogation.transcript import gap_schema, protocol_note, transcript, transcript_prompt
 from engine.models.events import Discarded, GapAnalysisReady, InterrogationEvent, QuestionDelta
 from engine.models.session import GapAnalysis, QuestionAnswerPair
@@ -47,9 +47,9 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
     (a rule of ours: the loop closes the questioning, it does not fail the session).
     `subject` and `rounds`: a testimony's claim and its own rounds, instead of the
     session's hypothesis and rounds (then nothing streams: the claims run side by
-    side). A comparison is first asked in its open form and a negation as "Is it true
-    that …?", by rule, without a call (`shapes.first_question`, asked by `BY_RULE`); a
-    comparison's questions after it are held to asking which as well
+    side). A comparison is first asked in its open form, both ways, and a negation as "Is it
+    true that …?", by rule, without a call (`shapes.rule_question`, asked by `BY_RULE`); a
+    comparison's questions after them are held to asking which as well
     (`checks.question_problem`)."""
     session, settings = calls.session, calls.settings
     claim = subject is not None
@@ -62,10 +62,11 @@ async def question(calls: SessionCalls, sequence: int, asked: Turn,
     focus = load_prompt("detective_focus_next" if pairs
                         else "detective_focus_first").strip()
     earlier = [pair.question for pair in pairs]
-    made = None if earlier else first_question(hypothesis)
+    made = rule_question(hypothesis, earlier)
     if made is not None:
-        # a comparison or a negation is first asked by rule: the 1.5B asked for one side of a
-        # comparison (or both values), and asked negations as questions that presuppose them
+        # a comparison (both ways) or a negation is first asked by rule: the 1.5B asked for
+        # one side of a comparison (or both values), and negations as questions that
+        # presuppose them
         asked.text, asked.provider = made, BY_RULE
         if not claim:
             yield calls._emit(QuestionDelta(sequence=sequence, text=made))

@@ -65,7 +65,7 @@ class Turn:
 
 
 BY_RULE = "detektiv:rule"
-"""Who asked a question made by rule (`shapes.first_question`), where a provider's label
+"""Who asked a question made by rule (`shapes.rule_question`), where a provider's label
 stands."""
 
 RETRY_ECHO = 400

@@ -48,6 +48,7 @@ from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, bare_question, close_reason, may_close
 from engine.interrogation.judgement import judge
 from engine.interrogation.questions import NoQuestion
+from engine.interrogation.shapes import by_position, least_rounds
 from engine.interrogation.testimony import examine_testimony, is_testimony
 from engine.interrogation.transcript import (
     witness_instructions,
@@ -55,7 +56,7 @@ from engine.interrogation.transcript import (
     witness_opening,
     witness_prompt,
 )
-from engine.interrogation.verdict import claim_facts, compute, settled, states_no_claim
+from engine.interrogation.verdict import compute, settled, states_no_claim
 from engine.models.events import (
     Advice,
     AnswerCutOff,
@@ -109,7 +110,7 @@ class Interrogation(SessionCalls):
         """Why the questioning closed early: the detective gave no usable question."""
         self._no_claim = states_no_claim(self.session.hypothesis_text)
         """The hypothesis states no claim: its rounds are not judged."""
-        self._facts = claim_facts(self.session.hypothesis_text)
+        self._facts = least_rounds(self.session.hypothesis_text)
 
     def _finish(self, status: SessionStatus, reason: str | None,
                 family: FailureFamily = "failed") -> InterrogationEvent:
@@ -135,7 +136,8 @@ class Interrogation(SessionCalls):
         if self._no_claim:
             return may_close(pairs, self.session.iteration_limit, settings.satisfied_at,
                              settings.min_rounds)
-        return settled(self._judgements(), len(pairs), settings.min_rounds, self._facts)
+        return settled(self._judgements(), len(pairs), settings.min_rounds, self._facts) \
+            or by_position(self.session.hypothesis_text, [(p.question, p.answer) for p in pairs])
 
     async def run(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run to the end; see the module docstring. Never raises for a model's failure: the

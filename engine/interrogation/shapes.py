@@ -27,12 +27,14 @@ Pure functions of the claim's and the answer's words; nothing here calls a model
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.interrogation.claims import content_words, stem
+from engine.interrogation.verdict import claim_facts
 
-__all__ = ["Comparison", "comparison", "finished", "first_question", "negation_question",
-           "positive", "restates"]
+__all__ = ["Comparison", "by_position", "comparison", "finished", "first_question",
+           "least_rounds", "negation_question", "positive", "restates", "rule_question"]
 
 _AUX = frozenset("is are was were has have had can could does do did will would".split())
 _COMPARATIVE_WORDS = frozenset("more less fewer better worse further farther".split())
@@ -141,10 +143,20 @@ class Comparison:
         a claim and its reverse are asked the same question and the answer cannot follow the
         claim's wording: in the claim's order, a witness that leans to the side named first
         (a small model's habit) would lean towards whatever is claimed."""
+        return self.questions[0]
+
+    @property
+    def questions(self) -> tuple[str, str]:
+        """The open form asked both ways: `question`, then its sides swapped ("Which is
+        denser, lead or aluminium?"). The 1.5B names the side asked first: on the development
+        and test comparisons it named the same side both ways for 10 of 15 pairs (9 right)
+        and the side asked first both times for the other 5 — which, asked one way only,
+        decided a claim and its reverse by the order of the question."""
         theirs = _side(self.other)
         first, second = sorted((_uncapitalised(_side(self.subject), theirs), theirs),
                                key=_order)
-        return f"Which {self.predicate}, {first} or {second}?"
+        return (f"Which {self.predicate}, {first} or {second}?",
+                f"Which {self.predicate}, {second} or {first}?")
 
     def _own(self) -> tuple[set[str], set[str]]:
         """The stems of each side's content words that the other side lacks."""
@@ -389,5 +401,39 @@ def first_question(claim: str) -> str | None:
     """The question a claim of a shape taken apart here is first asked by rule: a
     comparison's open form, a negation's "Is it true that …?"; None for any other claim
     (the detective writes it)."""
+    return rule_question(claim, [])
+
+
+def rule_question(claim: str, earlier: Sequence[str]) -> str | None:
+    """The next question of `claim` made by rule after the questions `earlier`, or None (the
+    detective writes it): a comparison's open form both ways (`Comparison.questions`), one
+    after the other; a negation's "Is it true that …?" first."""
     found = comparison(claim)
-    return found.question if found is not None else negation_question(claim)
+    if found is not None:
+        asked = found.questions
+        return asked[len(earlier)] if tuple(earlier) == asked[:len(earlier)] \
+            and len(earlier) < len(asked) else None
+    return None if earlier else negation_question(claim)
+
+
+def least_rounds(claim: str) -> int:
+    """The rounds `claim` is asked before its questioning may close: one a fact
+    (`verdict.claim_facts`), and a comparison both ways (`Comparison.questions`)."""
+    facts = claim_facts(claim)
+    return max(facts, 2) if comparison(claim) is not None else facts
+
+
+def by_position(claim: str, exchanges: Sequence[tuple[str, str]]) -> bool:
+    """Whether a comparison's two rule questions (`Comparison.questions`, the first two of
+    `exchanges`: question and answer) drew opposite sides — the witness named the side asked
+    first, or changed its mind: either way its answers say nothing about the claim, and
+    asking more in other words draws the same habit. The rounds conflict (rule 2 of
+    `verdict`): the questioning closes, `undetermined`."""
+    found = comparison(claim)
+    if found is None or len(exchanges) < 2:
+        return False
+    (first, said), (second, then) = exchanges[:2]
+    if (first, second) != found.questions:
+        return False
+    one, other = found.winner(said), found.winner(then)
+    return one is not None and other is not None and one != other

@@ -71,6 +71,7 @@ from engine.interrogation.judgement import (
     judge_sample,
 )
 from engine.interrogation.questions import NoQuestion
+from engine.interrogation.shapes import by_position, least_rounds
 from engine.interrogation.transcript import (
     cut_to_fit,
     witness_instructions,
@@ -78,7 +79,6 @@ from engine.interrogation.transcript import (
     witness_prompt,
 )
 from engine.interrogation.verdict import (
-    claim_facts,
     claim_state,
     compute,
     sampled_p_true,
@@ -480,7 +480,7 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
     limit = session.iteration_limit
     document = session.witness_document
     rounds = [p for p in session.qa_pairs if p.claim == claim.number]  # a resume's
-    facts = claim_facts(claim.text)
+    facts = least_rounds(claim.text)
     claim = claim.model_copy()
     if document is None and claim.direct_p_true is None:
         found: list[Reading | str] = []
@@ -506,7 +506,8 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
     why: str | None = None
     while len(rounds) < limit:
         judgements = [(p.sequence, p.judgement) for p in rounds]
-        if settled(judgements, len(rounds), settings.min_rounds, facts):
+        if settled(judgements, len(rounds), settings.min_rounds, facts) or by_position(
+                claim.text, [(p.question, p.answer) for p in rounds]):
             break
         if len(rounds) >= max(2, facts) and adds_nothing(
                 rounds[-1].answer, rounds[-1].question, [p.answer for p in rounds[:-1]]):

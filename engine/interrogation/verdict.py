@@ -215,7 +215,8 @@ _AND = re.compile(r",?\s+(?:and|but|while)\s+([^\W\d_]+)", re.IGNORECASE)
 def claim_facts(hypothesis: str) -> int:
     """How many facts `hypothesis` states, as its clauses joined by "and" with a verb of
     their own ("P is the capital of Q and lies on R": 2; "salt and pepper are spices": 1);
-    each gets a round of its own before the questioning may close."""
+    each gets a round of its own before the questioning may close (a comparison is asked
+    both ways first: `shapes.least_rounds`)."""
     return 1 + sum(1 for found in _AND.finditer(hypothesis)
                    if found.group(1).lower() in _VERBS)
 

@@ -20,11 +20,13 @@ from engine.interrogation.judgement import (
     OTHER_REASON,
 )
 from engine.interrogation.shapes import (
+    by_position,
     comparison,
     finished,
     first_question,
     positive,
     restates,
+    rule_question,
 )
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
@@ -216,9 +218,14 @@ def detective(first: str, then: str, judged: float) -> Any:
     return reply
 
 
-async def run_session(paths: Paths, hypothesis: str, det_reply: Any, answer: str
+async def run_session(paths: Paths, hypothesis: str, det_reply: Any, answer: Any
                       ) -> tuple[Any, ScriptedModel, ScriptedModel]:
-    with ScriptedModel(det_reply) as det, ScriptedModel(lambda _: answer) as wit:
+    """A session of `hypothesis`; `answer`: the witness's one reply, or a function of the
+    question it is asked."""
+    def witness(messages: Chat) -> str:
+        return answer(messages[-1]["content"]) if callable(answer) else answer
+
+    with ScriptedModel(det_reply) as det, ScriptedModel(witness) as wit:
         config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
                              ["wit"])
         workspace = Workspace(paths, config)
@@ -360,3 +367,59 @@ def test_a_cut_off_reply_says_what_its_finished_sentences_say() -> None:
     assert finished("Yes, gold does not rust. Rust is a reaction that occurs wh") == \
         "Yes, gold does not rust."
     assert finished("Gold does not rus") == ""
+
+
+def test_a_comparison_is_asked_both_ways_by_rule_then_by_the_detective() -> None:
+    claim = "Lead is denser than aluminium."
+    one, two = "Which is denser, aluminium or lead?", "Which is denser, lead or aluminium?"
+    assert rule_question(claim, []) == one
+    assert rule_question(claim, [one]) == two
+    assert rule_question(claim, [one, two]) is None
+    assert rule_question(claim, ["Which metal is denser, lead or aluminium?"]) is None
+    negation = "Penguins cannot fly."
+    assert rule_question(negation, []) == "Is it true that Penguins cannot fly?"
+    assert rule_question(negation, ["Is it true that Penguins cannot fly?"]) is None
+
+
+@pytest.mark.parametrize(("first", "second", "biased"), [
+    ("Aluminium is denser than lead.", "Lead is denser than aluminium.", True),
+    ("Lead is denser than aluminium.", "Lead.", False),  # the same side both ways
+    ("Aluminium.", "I am not sure.", False),  # one answer names no side
+])
+def test_opposite_sides_asked_both_ways_are_the_witness_answering_by_position(
+        first: str, second: str, biased: bool) -> None:
+    claim = "Lead is denser than aluminium."
+    found = comparison(claim)
+    assert found is not None
+    one, two = found.questions
+    assert by_position(claim, [(one, first), (two, second)]) is biased
+    assert not by_position(claim, [(one, first)])
+
+
+async def test_a_witness_naming_the_side_asked_first_leaves_the_comparison_undetermined(
+        paths: Paths) -> None:
+    def first_named(question: str) -> str:
+        found = re.search(r"Which is denser, (\w+) or (\w+)\?", question)
+        assert found is not None, question
+        return f"{found.group(1).capitalize()} is denser than {found.group(2)}."
+
+    session, det, _ = await run_session(
+        paths, "Aluminium is denser than lead.", detective("unused", "unused", 0.5),
+        first_named)
+    asked = [(p.question, p.provider_used.detective) for p in session.qa_pairs]
+    assert asked == [("Which is denser, aluminium or lead?", BY_RULE),
+                     ("Which is denser, lead or aluminium?", BY_RULE)]  # and no third
+    assert [b for b in det.bodies if "Write question" in b["messages"][-1]["content"]] == []
+    assert session.audit_result is not None
+    assert session.audit_result.verdict == "undetermined"
+
+
+async def test_the_same_side_named_both_ways_decides_the_comparison(paths: Paths) -> None:
+    session, _, _ = await run_session(
+        paths, "Aluminium is denser than lead.", detective("unused", "unused", 0.5),
+        "Lead is denser than aluminium.")
+    assert len(session.qa_pairs) == 2
+    assert all(p.judgement is not None and p.judgement.bearing == "contradicts"
+               for p in session.qa_pairs)
+    assert session.audit_result is not None and session.audit_result.verdict == "false"
+
