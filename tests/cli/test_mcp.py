@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from engine import Paths, Workspace
-from engine.interrogation.claims import content_words
+from tests.support.evals import claim_question
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
 from tests.support.servers import ROOT, cli, closed_port
@@ -54,8 +54,7 @@ def detective(messages: Chat) -> str:
         return Judged(TRUTH.get(judged_claim(messages), 0.95))
     if system.startswith("You take a text apart"):
         return SPLIT
-    claim = system.rsplit("(for you only):", 1)[-1].strip()
-    return f"What do you know of {', '.join(content_words(claim)[:3])}, and what else?"
+    return claim_question(system)
 
 
 def witness(messages: Chat) -> str:

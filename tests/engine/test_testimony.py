@@ -17,7 +17,6 @@ import pytest
 from engine import Paths, Workspace
 from engine.interrogation.claims import (
     claim_problem,
-    content_words,
     left_out,
     locate,
     not_checkable,
@@ -37,6 +36,7 @@ from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim
 from engine.report.claims import claim_line, claims_tally, marked_testimony
+from tests.support.evals import claim_question
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
 
@@ -68,8 +68,7 @@ def detective(truth: dict[str, float] = TRUTH, split: str = SPLIT) -> Callable[[
             return Judged(truth.get(judged_claim(messages), 0.5))
         if system.startswith("You take a text apart"):
             return split
-        claim = system.rsplit("(for you only):", 1)[-1].strip()
-        return f"What do you know of {', '.join(content_words(claim)[:3])}, and what else?"
+        return claim_question(system)
     return reply
 
 
@@ -549,8 +548,7 @@ async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn
             if "Vitamin B3 is niacin, also called nicotinic acid." in evidence:  # a sample
                 return Judged(0.95 if "vitamin B3" in judged_claim(messages) else 0.05)
             return Judged(0.6 if "The witness was asked" in evidence else 0.7)
-        claim = messages[0]["content"].rsplit("(for you only):", 1)[-1].strip()
-        return f"What do you know of {', '.join(content_words(claim)[:3])}, and what else?"
+        return claim_question(messages[0]["content"])
 
     def wit(messages: Chat) -> str:
         if messages[-1]["content"] == "What is vitamin B3?":

@@ -132,9 +132,16 @@ def sleuth(messages: Chat) -> str:
         return "\n".join(f"{n}. {s}." for n, s in enumerate(
             TESTIMONY.rstrip(".").split(". "), start=1))
     if "(for you only):" in system:
-        claim = system.rsplit("(for you only):", 1)[-1].strip()
-        return f"What do you know of {', '.join(content_words(claim)[:3])}, and what else?"
+        return claim_question(system)
     return detective(never)(messages)
+
+
+def claim_question(system: str) -> str:
+    """A scripted detective's question for the testimony claim its `system` prompt names
+    ("(for you only): …"): two of the claim's content words, never all of a three-word
+    claim (that would state it: a leading question)."""
+    claim = system.rsplit("(for you only):", 1)[-1].strip()
+    return f"What do you know of {', '.join(content_words(claim)[:2])}, and what else?"
 
 
 def standing(messages: Chat) -> str:

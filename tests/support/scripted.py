@@ -197,11 +197,12 @@ def detective(messages: list[dict[str, Any]]) -> str:
         return Judged(0.5 if KEEP_ASKING in judged_claim(messages) else 0.95)
     found = re.search(r"Write question (\d+)", messages[-1]["content"])
     number = found.group(1) if found else "1"
-    # about the hypothesis (a testimony's claim refuses a question off it), never all of it
+    # about the hypothesis (a testimony's claim refuses a question off it), never all of it:
+    # two of its words (all of a three-word claim would state it, a leading question)
     from engine.interrogation.claims import content_words
 
     stated = re.search(r"for you only\):\s*(.+)\Z", system, re.S)
-    topic = ", ".join(content_words(stated.group(1))[:3]) if stated else "it"
+    topic = ", ".join(content_words(stated.group(1))[:2]) if stated else "it"
     return f"Detail {number} on {topic}: {LONG_PROMPT} What happened next?"
 
 
