@@ -273,6 +273,8 @@ def comparison(claim: str) -> Comparison | None:
         if _UNFLIPPABLE.search(predicate) or denied is None and (
                 _NEGATION.search(predicate) or _NEGATING.search(predicate)):
             return None  # a negation that does not turn over ("neither … nor")
+        if not content_words(right):
+            return None  # "… denser than ???": no other side named
         if _words(right)[0].lower() in _PRONOUNS:
             return None  # "… faster in water than it does in air": one thing in two places
         if _NEGATING.search(subject) or _NEGATING.search(right):

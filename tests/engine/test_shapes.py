@@ -91,6 +91,8 @@ def test_a_comparisons_sides_are_where_its_verb_says(claim: str, sides: tuple[st
 @pytest.mark.parametrize("claim", [
     "Sound travels faster in water than it does in air.",  # one thing in two places
     "Malaria is more common in Africa than in Europe.",
+    "Lead is denser than ???.",  # no other side: it raised IndexError
+    "Lead is denser than — .",
     "Lead, which does not rust, is denser than aluminium.",  # a clause's verb
     "Paris is nothing more than a city.",
     "Lead is no denser than gold.",
