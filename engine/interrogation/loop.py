@@ -48,7 +48,7 @@ from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, bare_question, close_reason, may_close
 from engine.interrogation.judgement import judge
 from engine.interrogation.questions import NoQuestion
-from engine.interrogation.shapes import by_position, least_rounds
+from engine.interrogation.shapes import claim_closes, least_rounds
 from engine.interrogation.testimony import examine_testimony, is_testimony
 from engine.interrogation.transcript import (
     witness_instructions,
@@ -56,7 +56,7 @@ from engine.interrogation.transcript import (
     witness_opening,
     witness_prompt,
 )
-from engine.interrogation.verdict import compute, settled, states_no_claim
+from engine.interrogation.verdict import compute, states_no_claim
 from engine.models.events import (
     Advice,
     AnswerCutOff,
@@ -136,8 +136,8 @@ class Interrogation(SessionCalls):
         if self._no_claim:
             return may_close(pairs, self.session.iteration_limit, settings.satisfied_at,
                              settings.min_rounds)
-        return settled(self._judgements(), len(pairs), settings.min_rounds, self._facts) \
-            or by_position(self.session.hypothesis_text, [(p.question, p.answer) for p in pairs])
+        return claim_closes(self.session.hypothesis_text, pairs, settings.min_rounds,
+                            self._facts)
 
     async def run(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run to the end; see the module docstring. Never raises for a model's failure: the

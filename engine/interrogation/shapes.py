@@ -31,10 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.interrogation.claims import content_words, stem
-from engine.interrogation.verdict import claim_facts
+from engine.interrogation.verdict import claim_facts, settled
+from engine.models.session import QuestionAnswerPair
 
 __all__ = ["Comparison", "by_position", "comparison", "finished", "first_question",
-           "least_rounds", "negation_question", "positive", "restates", "rule_question"]
+           "claim_closes", "least_rounds", "negation_question", "positive", "restates",
+           "rule_question"]
 
 _AUX = frozenset("is are was were has have had can could does do did will would".split())
 _COMPARATIVE_WORDS = frozenset("more less fewer better worse further farther".split())
@@ -416,6 +418,15 @@ def rule_question(claim: str, earlier: Sequence[str]) -> str | None:
         return asked[len(earlier)] if tuple(earlier) == asked[:len(earlier)] \
             and len(earlier) < len(asked) else None
     return None if earlier else negation_question(claim)
+
+
+def claim_closes(claim: str, rounds: Sequence[QuestionAnswerPair], min_rounds: int,
+                 least: int) -> bool:
+    """Whether the questioning of `claim` may close after `rounds` (its own): its verdict is
+    settled (`verdict.settled`, after `least` rounds: `least_rounds`), or a comparison's
+    two rule questions drew opposite sides (`by_position`)."""
+    return settled([(p.sequence, p.judgement) for p in rounds], len(rounds), min_rounds,
+                   least) or by_position(claim, [(p.question, p.answer) for p in rounds])
 
 
 def least_rounds(claim: str) -> int:

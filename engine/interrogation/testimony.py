@@ -71,7 +71,7 @@ from engine.interrogation.judgement import (
     judge_sample,
 )
 from engine.interrogation.questions import NoQuestion
-from engine.interrogation.shapes import by_position, least_rounds
+from engine.interrogation.shapes import claim_closes, least_rounds
 from engine.interrogation.transcript import (
     cut_to_fit,
     witness_instructions,
@@ -82,7 +82,6 @@ from engine.interrogation.verdict import (
     claim_state,
     compute,
     sampled_p_true,
-    settled,
     testimony_score,
     testimony_verdict,
     with_alone,
@@ -505,9 +504,7 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
             claim.sampled_p_true = round(sum(readings) / len(readings), 4)
     why: str | None = None
     while len(rounds) < limit:
-        judgements = [(p.sequence, p.judgement) for p in rounds]
-        if settled(judgements, len(rounds), settings.min_rounds, facts) or by_position(
-                claim.text, [(p.question, p.answer) for p in rounds]):
+        if claim_closes(claim.text, rounds, settings.min_rounds, facts):
             break
         if len(rounds) >= max(2, facts) and adds_nothing(
                 rounds[-1].answer, rounds[-1].question, [p.answer for p in rounds[:-1]]):
