@@ -8,9 +8,10 @@ read the answer as support, for a claim and for its reverse alike; given both de
 supported at 0.87. And a negated claim was read against its own negation: "The body that
 orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (0.25). So:
 
-- a comparison is first asked its open form, made here (`Comparison.question`, "Which is
-  denser, aluminium or Lead?", the sides in an order of their own; `first_question`), a
-  later question must name both sides and ask which (`Comparison.asks_which`, what
+- a comparison is first asked its open form, made here, both ways (`Comparison.questions`,
+  "Which is denser, aluminium or lead?" then "lead or aluminium?", the sides in an order of
+  their own; `rule_question`), and two answers naming opposite sides leave it undetermined
+  (`by_position`, `claim_closes`); a later question must name both sides and ask which (`Comparison.asks_which`, what
   `checks.question_problem` holds the detective to), and an answer that names the side that
   wins is read by rule (`Comparison.winner`): the claim's own side supports it, the other
   contradicts it — whatever the one-word judgement said. A denied comparison ("Lead is not
@@ -34,7 +35,7 @@ from engine.interrogation.claims import content_words, stem
 from engine.interrogation.verdict import claim_facts, settled
 from engine.models.session import QuestionAnswerPair
 
-__all__ = ["Comparison", "by_position", "comparison", "finished", "first_question",
+__all__ = ["Comparison", "by_position", "comparison", "finished",
            "claim_closes", "least_rounds", "negation_question", "positive", "restates",
            "rule_question"]
 
@@ -399,13 +400,6 @@ def finished(text: str) -> str:
 def _in_order(words: list[str]) -> list[str]:
     """`words` in order, each once (where it first stands)."""
     return list(dict.fromkeys(words))
-
-
-def first_question(claim: str) -> str | None:
-    """The question a claim of a shape taken apart here is first asked by rule: a
-    comparison's open form, a negation's "Is it true that …?"; None for any other claim
-    (the detective writes it)."""
-    return rule_question(claim, [])
 
 
 def rule_question(claim: str, earlier: Sequence[str]) -> str | None:

@@ -23,7 +23,6 @@ from engine.interrogation.shapes import (
     by_position,
     comparison,
     finished,
-    first_question,
     positive,
     restates,
     rule_question,
@@ -111,7 +110,7 @@ def test_a_comparison_the_rules_would_misread_is_left_to_the_detective(claim: st
 def test_a_denied_comparison_is_asked_its_positive_open_form(claim: str, question: str) -> None:
     found = comparison(claim)
     assert found is not None and found.negated
-    assert first_question(claim) == question
+    assert rule_question(claim, []) == question
 
 
 @pytest.mark.parametrize(("answer", "holds"), [
@@ -187,7 +186,7 @@ def test_a_negated_claim_has_a_positive_form(claim: str, turned: str) -> None:
     ("Lead is denser than aluminium.", "Which is denser, aluminium or lead?"),
 ])
 def test_a_shape_is_first_asked_by_rule(claim: str, question: str | None) -> None:
-    assert first_question(claim) == question
+    assert rule_question(claim, []) == question
 
 
 @pytest.mark.parametrize("claim", [
