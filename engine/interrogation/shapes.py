@@ -11,11 +11,12 @@ orbits the other is the Moon" contradicted "The Earth does not orbit the Moon" (
 - a comparison is first asked its open form, made here, both ways (`Comparison.questions`,
   "Which is denser, aluminium or lead?" then "lead or aluminium?", the sides in an order of
   their own; `rule_question`), and two answers naming opposite sides leave it undetermined
-  (`by_position`, `claim_closes`); a later question must name both sides and ask which (`Comparison.asks_which`, what
-  `checks.question_problem` holds the detective to), and an answer that names the side that
-  wins is read by rule (`Comparison.winner`): the claim's own side supports it, the other
-  contradicts it — whatever the one-word judgement said. A denied comparison ("Lead is not
-  denser than aluminium") is asked its positive form and read the other way round;
+  (`by_position`, `claim_closes`); a later question must name both sides and ask which
+  (`Comparison.asks_which`, what `checks.question_problem` holds the detective to), and an
+  answer that names the side that wins is read by rule (`Comparison.winner`): the claim's
+  own side supports it, the other contradicts it — whatever the one-word judgement said. A
+  denied comparison ("Lead is not denser than aluminium") is asked its positive form and
+  read the other way round;
 - a negated claim is first asked "Is it true that the Earth does not orbit the Moon?"
   (`negation_question`; the 1.5B wrote questions that presuppose the negation), an answer
   that restates the claim or its positive form is read by rule (`restates`), and every
