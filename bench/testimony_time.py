@@ -1,0 +1,144 @@
+"""A testimony's time against one claim's, the same server, one run (issue 53's goal: a
+testimony of 8 claims in at most 3× the time of one simple claim, ≤ 1,500 tokens a claim).
+
+    python bench/testimony_time.py [--repeat 2] [--threads 2] [--parallel 4] [--baseline REV]
+
+One `detektiv local-server` (the real 1.5B, `make bench-real`'s file) serves both roles; on
+it, one after the other and repeated in turn: a simple claim ("The Berlin Wall fell in
+1989."), the issue's request ("Summarize the health benefits of Vitamin B3": the witness
+gives the testimony, the detective splits it, each claim is examined) and a pasted testimony
+of eight facts (the split and the claims only). Each is a `detektiv run` with the product's
+defaults (temperature 0 so runs compare). Printed per kind: the median seconds, tokens, claims
+examined, tokens a claim, the time until the testimony was given, and the ratio of its
+seconds to the simple claim's of the same round. `--baseline REV` runs the same first with
+the code of commit REV (a git worktree) on the same server. Minutes of CPU; never in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.models.session import InterrogationSession  # noqa: E402
+from tests.support.servers import local_server  # noqa: E402
+
+MODEL = Path.home() / ".cache/detektiv-bench/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+CLAIM = "The Berlin Wall fell in 1989."
+REQUEST = "Summarize the health benefits of Vitamin B3"
+PASTED = ("Vitamin B3 is also called niacin. Niacin helps the body turn food into energy. "
+          "Pellagra is caused by a lack of niacin. Niacin can raise HDL cholesterol. "
+          "Tryptophan can be converted into niacin in the liver. Large doses of niacin can "
+          "cause skin flushing. Meat and fish are good sources of niacin. Niacin is a "
+          "water-soluble vitamin.")
+KINDS = {"claim": CLAIM, "request": REQUEST, "pasted": PASTED}
+
+
+def config(url: str) -> str:
+    return (f'[providers.box]\nkind = "openai"\nmodel = "qwen"\nbase_url = "{url}"\n'
+            "priority = 1\ntimeout = 600\nstall_timeout = 180\n\n"
+            "[interrogation]\ntemperature = 0\n")
+
+
+def run_one(code: Path, home: Path, hypothesis: str) -> InterrogationSession:
+    """`detektiv run HYPOTHESIS` with the code at `code`; its stored session."""
+    before = set((home / "data" / "sessions").glob("*/metadata.json"))
+    subprocess.run([sys.executable, "-m", "tui", "run", hypothesis, "--detective", "box",
+                    "--witness", "box"], cwd=code, env={**os.environ, "DETEKTIV_HOME": str(home)},
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                   timeout=3600)
+    after = set((home / "data" / "sessions").glob("*/metadata.json")) - before
+    if len(after) != 1:
+        raise SystemExit(f"{hypothesis!r}: {len(after)} new sessions")
+    return InterrogationSession.model_validate_json(after.pop().read_text("utf-8"))
+
+
+def figures(session: InterrogationSession) -> dict[str, float]:
+    end = session.end_time or session.start_time
+    seconds = (end - session.start_time).total_seconds()
+    claims = 1
+    given = 0.0
+    if session.testimony is not None:
+        claims = max(1, sum(1 for c in session.testimony.claims if c.examined))
+        if session.qa_pairs:
+            given = (session.qa_pairs[0].timestamp - session.start_time).total_seconds()
+    return {"seconds": seconds, "tokens": session.tokens.total, "claims": claims,
+            "per_claim": session.tokens.total / claims, "given": given,
+            "status_ok": float(session.status == "completed")}
+
+
+def measure(code: Path, url: str, repeat: int) -> dict[str, list[dict[str, float]]]:
+    found: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
+    with tempfile.TemporaryDirectory(prefix="detektiv-ttime-") as folder:
+        home = Path(folder)
+        (home / "config.toml").write_text(config(url), encoding="utf-8")
+        for turn in range(repeat):
+            for kind, hypothesis in KINDS.items():
+                began = time.monotonic()
+                result = figures(run_one(code, home, hypothesis))
+                result["wall"] = time.monotonic() - began
+                found[kind].append(result)
+                print(f"  {code.name} round {turn + 1} {kind}: {result['seconds']:.1f} s, "
+                      f"{result['tokens']:.0f} tokens, {result['claims']:.0f} claims",
+                      flush=True)
+    return found
+
+
+def report(name: str, found: dict[str, list[dict[str, float]]]) -> None:
+    print(f"\n{name}")
+    print("kind      seconds  × claim  tokens  claims  tokens/claim  testimony given at  "
+          "completed")
+    base = [r["seconds"] for r in found["claim"]]
+    for kind, rows in found.items():
+        ratios = [r["seconds"] / b for r, b in zip(rows, base, strict=True) if b > 0]
+        med = statistics.median
+        print(f"{kind:<8} {med(r['seconds'] for r in rows):>8.1f}  {med(ratios):>6.2f}×  "
+              f"{med(r['tokens'] for r in rows):>6.0f}  {med(r['claims'] for r in rows):>6.0f}  "
+              f"{med(r['per_claim'] for r in rows):>12.0f}  "
+              f"{med(r['given'] for r in rows):>16.1f} s  "
+              f"{sum(r['status_ok'] for r in rows):.0f}/{len(rows)}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--baseline", help="a commit to measure first, the same way")
+    args = parser.parse_args()
+    if not args.model.is_file():
+        raise SystemExit(f"{args.model}: not found (make bench-real fetches it)")
+    results: list[tuple[str, dict[str, list[dict[str, float]]]]] = []
+    with tempfile.TemporaryDirectory(prefix="detektiv-ttime-server-") as folder, \
+            local_server(Path(folder), "--model", str(args.model), "--parallel",
+                         str(args.parallel), "--threads", str(args.threads), "--ctx",
+                         str(4096 * args.parallel)) as server:
+        url = server.url
+        if args.baseline:
+            tree = Path(folder) / "baseline"
+            subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline],
+                           cwd=ROOT, check=True, capture_output=True)
+            try:
+                results.append((f"baseline {args.baseline[:8]}", measure(tree, url, args.repeat)))
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
+                               capture_output=True)
+        results.append(("this tree", measure(ROOT, url, args.repeat)))
+    print(f"\nthe 1.5B on one local-server, {args.parallel} slots, {args.threads} threads, "
+          f"both roles; medians of {args.repeat}")
+    for name, found in results:
+        report(name, found)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
