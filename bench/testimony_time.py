@@ -44,20 +44,20 @@ KINDS = {"claim": CLAIM, "request": REQUEST, "pasted": PASTED}
 
 def config(url: str) -> str:
     return (f'[providers.box]\nkind = "openai"\nmodel = "qwen"\nbase_url = "{url}"\n'
-            "priority = 1\ntimeout = 600\nstall_timeout = 180\n\n"
+            "priority = 1\ntimeout = 360\nstall_timeout = 180\n\n"
             "[interrogation]\ntemperature = 0\n")
 
 
 def run_one(code: Path, home: Path, hypothesis: str) -> InterrogationSession:
     """`detektiv run HYPOTHESIS` with the code at `code`; its stored session."""
     before = set((home / "data" / "sessions").glob("*/metadata.json"))
-    subprocess.run([sys.executable, "-m", "tui", "run", hypothesis, "--detective", "box",
+    done = subprocess.run([sys.executable, "-m", "tui", "run", hypothesis, "--detective", "box",
                     "--witness", "box"], cwd=code, env={**os.environ, "DETEKTIV_HOME": str(home)},
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, text=True,
                    timeout=3600)
     after = set((home / "data" / "sessions").glob("*/metadata.json")) - before
     if len(after) != 1:
-        raise SystemExit(f"{hypothesis!r}: {len(after)} new sessions")
+        raise SystemExit(f"{hypothesis!r}: {len(after)} new sessions; {done.stderr[-2000:]}")
     return InterrogationSession.model_validate_json(after.pop().read_text("utf-8"))
 
 

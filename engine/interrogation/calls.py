@@ -4,8 +4,9 @@ entries, each event journaled before it is yielded. `Interrogation` is the loop 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import aclosing, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,7 +45,8 @@ from engine.routing.router import Router
 from engine.routing.structured import collect_json
 from engine.storage.journal import SessionJournal
 
-__all__ = ["BY_RULE", "RETRY_ECHO", "SessionCalls", "Turn", "count_tokens", "sampling_temperature"]
+__all__ = ["BY_RULE", "RETRY_ECHO", "SessionCalls", "Turn", "count_tokens", "own_tokens",
+           "sampling_temperature"]
 
 
 @dataclass(slots=True)
@@ -62,6 +64,8 @@ class Turn:
     None and `text` is the second invalid reply)."""
     choices: list[TokenChoices] = field(default_factory=list)
     """The reply's tokens with their log-probabilities, when asked for and sent."""
+    used: TokenTally = field(default_factory=TokenTally)
+    """What the calls that gave this turn used (`count_tokens`), whatever ran beside them."""
 
 
 BY_RULE = "detektiv:rule"
@@ -75,6 +79,23 @@ RETRY_ECHO = 400
 MOST_TOKENS = 100_000_000
 """More tokens than one call can have (the largest windows hold 10 million): a count past it
 is no count."""
+
+
+_OWN: ContextVar[TokenTally | None] = ContextVar("detektiv_own_tokens", default=None)
+
+
+@contextmanager
+def own_tokens() -> Iterator[TokenTally]:
+    """A tally of the calls the running task makes within the block, besides the session's:
+    a round's own tokens while other claims' rounds run beside it (the session's tally counts
+    them all; a difference of it taken before and after would count theirs too). Entered in
+    a coroutine that runs as a task of its own, never across an async generator's yields."""
+    tally = TokenTally()
+    token = _OWN.set(tally)
+    try:
+        yield tally
+    finally:
+        _OWN.reset(token)
 
 
 def _count(value: object) -> int | None:
@@ -297,6 +318,9 @@ class SessionCalls:
                     yield event
         finally:  # what streamed before a failure is counted as well
             count_tokens(self.session.tokens, reply, self.router.config, self.budget)
+            for own in (turn.used, _OWN.get()):  # spent from the budget once, above
+                if own is not None:
+                    count_tokens(own, reply, self.router.config)
         turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
         turn.reasoning, turn.choices = reply.reasoning, reply.choices
 

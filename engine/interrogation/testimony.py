@@ -50,7 +50,7 @@ from engine.context.fit import Trim
 from engine.context.tokens import MESSAGE_OVERHEAD
 from engine.errors import WindowTooSmall
 from engine.interrogation.asking import question as ask_question
-from engine.interrogation.calls import SessionCalls, Turn
+from engine.interrogation.calls import SessionCalls, Turn, own_tokens
 from engine.interrogation.checks import answer_problem, bare_question
 from engine.interrogation.claims import (
     Segment,
@@ -168,7 +168,6 @@ async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
     hypothesis = session.hypothesis_text
     source = testimony_source(hypothesis) or "given"
     session.testimony = Testimony(source=source)
-    before = session.tokens.model_copy(deep=True)
     yield calls._emit(Phase(phase="testimony", sequence=1))
     if source == "given":
         pair = QuestionAnswerPair(
@@ -194,7 +193,7 @@ async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
             sequence=1, question=hypothesis, answer=answered.text, gap_analysis=NO_ANALYSIS,
             provider_used=ProvidersUsed(detective="", witness=answered.provider),
             answer_cut_off=cut_off, answer_problem=problem, testimony=True,
-            usage=session.tokens.since(before))
+            usage=answered.used)
         if problem is not None:
             session.testimony.problem = f"no testimony: {problem}"
     session.qa_pairs.append(pair)
@@ -511,36 +510,36 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
             why = "the witness said again what it had said: asking on adds nothing"
             break
         number = len(rounds) + 1
-        before = session.tokens.model_copy(deep=True)
         asked = Turn()
-        try:
-            async for event in ask_question(calls, number, asked, claim.text, rounds):
+        with own_tokens() as used:  # the round's calls, not those of the claims beside it
+            try:
+                async for event in ask_question(calls, number, asked, claim.text, rounds):
+                    emit(event)
+            except NoQuestion as exc:
+                why = f"no usable question: {one_line(exc.message, 160)}"
+                emit(calls._trail(AuditTrailEntry(
+                    event="degenerate_output", role="detective",
+                    reason=f"claim {claim.number}: questioning closed: {exc.message}")))
+                break
+            question = bare_question(asked.text)
+            answered = Turn()
+            request = _witness_request(calls, question, rounds, min(
+                settings.answer_max_tokens, settings.claim_answer_max_tokens))
+            async for event in calls._call(request, "witness", answered, None):
                 emit(event)
-        except NoQuestion as exc:
-            why = f"no usable question: {one_line(exc.message, 160)}"
-            emit(calls._trail(AuditTrailEntry(
-                event="degenerate_output", role="detective",
-                reason=f"claim {claim.number}: questioning closed: {exc.message}")))
-            break
-        question = bare_question(asked.text)
-        answered = Turn()
-        request = _witness_request(calls, question, rounds, min(
-            settings.answer_max_tokens, settings.claim_answer_max_tokens))
-        async for event in calls._call(request, "witness", answered, None):
-            emit(event)
-        problem = _answer_problem(answered, question)
-        judged: list[Judgement] = []
-        async for event in judge(calls, None, question, [answered.text], judged,
-                                 named=problem, hypothesis=claim.text,
-                                 cut_off=answered.finish_reason == "length"):
-            emit(event)
+            problem = _answer_problem(answered, question)
+            judged: list[Judgement] = []
+            async for event in judge(calls, None, question, [answered.text], judged,
+                                     named=problem, hypothesis=claim.text,
+                                     cut_off=answered.finish_reason == "length"):
+                emit(event)
         judgement = judged[0]
         pair = QuestionAnswerPair(
             sequence=len(session.qa_pairs) + 1, question=question, answer=answered.text,
             gap_analysis=analysis_of(judgement, claim.text),
             provider_used=ProvidersUsed(detective=asked.provider, witness=answered.provider),
             answer_cut_off=answered.finish_reason == "length", answer_problem=problem,
-            usage=session.tokens.since(before), judgement=judgement, claim=claim.number)
+            usage=used, judgement=judgement, claim=claim.number)
         # numbered as it is stored: the claims' rounds interleave, each a checkpoint
         session.qa_pairs.append(pair)
         session.current_iteration = len(session.qa_pairs)

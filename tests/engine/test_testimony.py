@@ -81,11 +81,13 @@ def witness(messages: Chat) -> str:
 async def run(paths: Paths, hypothesis: str = REQUEST,
               det: Callable[[Chat], str] | None = None,
               stop_after: int | None = None, wit: Callable[[Chat], str] = witness,
-              window: int = 32768, **settings: Any
+              window: int = 32768, usage: tuple[int, int] | None = None, **settings: Any
               ) -> tuple[InterrogationSession, list[Any], ScriptedModel, ScriptedModel]:
-    """A run on scripted models (`det` the detective, `wit` the witness), stopped after
-    `stop_after` claims when given; the session as stored, its events, both models."""
-    with ScriptedModel(det or detective(), window=window) as d, ScriptedModel(wit) as w:
+    """A run on scripted models (`det` the detective, `wit` the witness; each call reporting
+    `usage` when given), stopped after `stop_after` claims when given; the session as stored,
+    its events, both models."""
+    with ScriptedModel(det or detective(), window=window, usage=usage) as d, \
+            ScriptedModel(wit, usage=usage) as w:
         config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
                              **{"claim_concurrency": 2, **settings})
         workspace = Workspace(paths, config)
@@ -361,6 +363,20 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert sum(isinstance(e, ClaimExamined) for e in events) == 3
     split = [e for e in events if isinstance(e, ClaimsSplit)]
     assert len(split) == 1 and split[0].testimony.claims[0].state == "pending"
+
+
+async def test_each_round_counts_its_own_calls_whatever_runs_beside_it(paths: Paths) -> None:
+    # every call reports 100 + 10 tokens; three claims side by side, the request drawn again
+    session, _, det, wit = await run(paths, det=sample_reader, wit=sampling_witness(),
+                                     usage=(100, 10), claim_concurrency=3, testimony_samples=1)
+    assert session.status == "completed"
+    first, rounds = session.qa_pairs[0], session.qa_pairs[1:]
+    assert first.usage is not None and first.usage.total == 110  # its answer, not the sample
+    assert {p.claim for p in rounds} == {1, 2, 3}
+    # a round: its question, its answer, its judgement, none of another claim's
+    assert [p.usage.total if p.usage else None for p in rounds] == [330] * len(rounds)
+    calls = len(det.bodies) + len(wit.bodies)
+    assert session.tokens.total == 110 * calls  # every call counted once in the session
 
 
 async def test_a_pasted_paragraph_is_itself_the_testimony(paths: Paths) -> None:

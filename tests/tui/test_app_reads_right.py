@@ -16,15 +16,19 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer, Input, TextArea
 from textual.widgets._footer import FooterKey
 
+from engine.costs import cost_badge
 from engine.models.events import (
     AnswerDelta,
+    PairCompleted,
     Phase,
     ProviderChosen,
     QuestionDelta,
     Started,
     TrailAdded,
 )
+from engine.models.session import GapAnalysis, ProvidersUsed, QuestionAnswerPair
 from engine.models.trail import AuditTrailEntry
+from engine.models.usage import TokenTally
 from tests.support.app import app_for, config_text, finished, fixed_session, screen_text, until
 from tests.support.servers import LlamaServer, closed_port
 from tui.app import DetektivApp
@@ -194,6 +198,30 @@ async def test_a_note_after_an_answer_stands_below_it(home: Path) -> None:
         answer = next(i for i, b in enumerate(view.blocks) if b.kind == "answer")
         note = next(i for i, b in enumerate(view.blocks) if "contradicts itself" in b.text)
         assert answer < note
+
+
+async def test_the_cost_badge_shows_the_sessions_tally_while_claims_run_side_by_side(
+        home: Path) -> None:
+    app = app_for(home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("2")
+        live = app.live
+        live.show(Started(session_id="0" * 32, hypothesis="Describe owls.", iteration_limit=5))
+        badge = live.query_one("#cost-badge")
+        # two claims' rounds, each its own 300 tokens; the session had also spent 500 on the
+        # testimony, the split and the claims' readings, which are in no round
+        for n, total in ((2, 800), (3, 1100)):
+            pair = QuestionAnswerPair(
+                sequence=n, question="When do owls hunt?", answer="At night.",
+                gap_analysis=GapAnalysis(gaps=[], completeness_score=100,
+                                         requires_follow_up=False),
+                provider_used=ProvidersUsed(detective="d:m", witness="w:m"), claim=n - 1,
+                usage=TokenTally(prompt=290, completion=10))
+            live.show(PairCompleted(pair=pair, tokens=TokenTally(prompt=total - 20,
+                                                                 completion=20)))
+            await pilot.pause()
+            assert str(badge.render()) == cost_badge(TokenTally(prompt=total - 20,
+                                                                completion=20))
 
 
 async def test_counts_agree_and_exports_go_to_the_exports_folder(

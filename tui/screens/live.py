@@ -407,15 +407,21 @@ class LiveScreen(Guarded, Screen[None]):
             case ClaimsSplit(testimony=testimony):
                 self.query_one(MarkedTestimony).show_claims(testimony.claims)
                 self.refresh_bindings()
-            case ClaimExamined(claim=claim):
+            case ClaimExamined(claim=claim, tokens=tokens):
                 self.query_one(MarkedTestimony).update_claim(claim)
-            case PairCompleted(pair=pair):
+                if tokens is not None:  # the session's, claims beside it and readings counted
+                    self.usage = tokens.model_copy(deep=True)
+                    self.show_usage(tokens)
+            case PairCompleted(pair=pair, tokens=tokens):
                 if pair.testimony:
                     self.query_one(MarkedTestimony).show_text(pair.answer)
                     self.refresh_bindings()
                 if replayed and not pair.testimony and pair.claim is None:
                     self.query_one(SidePanel).show_analysis(pair.gap_analysis, pair.sequence)
-                if pair.usage is not None:
+                if tokens is not None:
+                    self.usage = tokens.model_copy(deep=True)
+                    self.show_usage(tokens)
+                elif pair.usage is not None:  # a log written before the session's tally
                     self.usage.add(pair.usage)
                     self.show_usage(self.usage)
             case AuditReady(audit=audit):
