@@ -42,10 +42,11 @@ PASTED = ("Vitamin B3 is also called niacin. Niacin helps the body turn food int
 KINDS = {"claim": CLAIM, "request": REQUEST, "pasted": PASTED}
 
 
-def config(url: str) -> str:
+def config(url: str, claim_concurrency: int | None) -> str:
+    chosen = "" if claim_concurrency is None else f"claim_concurrency = {claim_concurrency}\n"
     return (f'[providers.box]\nkind = "openai"\nmodel = "qwen"\nbase_url = "{url}"\n'
             "priority = 1\ntimeout = 360\nstall_timeout = 180\n\n"
-            "[interrogation]\ntemperature = 0\n")
+            f"[interrogation]\ntemperature = 0\n{chosen}")
 
 
 def run_one(code: Path, home: Path, hypothesis: str) -> InterrogationSession:
@@ -75,11 +76,12 @@ def figures(session: InterrogationSession) -> dict[str, float]:
             "status_ok": float(session.status == "completed")}
 
 
-def measure(code: Path, url: str, repeat: int) -> dict[str, list[dict[str, float]]]:
+def measure(code: Path, url: str, repeat: int, claim_concurrency: int | None
+            ) -> dict[str, list[dict[str, float]]]:
     found: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
     with tempfile.TemporaryDirectory(prefix="detektiv-ttime-") as folder:
         home = Path(folder)
-        (home / "config.toml").write_text(config(url), encoding="utf-8")
+        (home / "config.toml").write_text(config(url, claim_concurrency), encoding="utf-8")
         for turn in range(repeat):
             for kind, hypothesis in KINDS.items():
                 began = time.monotonic()
@@ -114,6 +116,8 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--baseline", help="a commit to measure first, the same way")
+    parser.add_argument("--claim-concurrency", type=int,
+                        help="[interrogation] claim_concurrency (unset: detektiv's choice)")
     args = parser.parse_args()
     if not args.model.is_file():
         raise SystemExit(f"{args.model}: not found (make bench-real fetches it)")
@@ -128,13 +132,16 @@ def main() -> int:
             subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline],
                            cwd=ROOT, check=True, capture_output=True)
             try:
-                results.append((f"baseline {args.baseline[:8]}", measure(tree, url, args.repeat)))
+                results.append((f"baseline {args.baseline[:8]}", measure(tree, url, args.repeat,
+                                                                     args.claim_concurrency)))
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
                                capture_output=True)
-        results.append(("this tree", measure(ROOT, url, args.repeat)))
+        results.append(("this tree", measure(ROOT, url, args.repeat, args.claim_concurrency)))
+    chosen = "" if args.claim_concurrency is None else \
+        f", claim_concurrency {args.claim_concurrency}"
     print(f"\nthe 1.5B on one local-server, {args.parallel} slots, {args.threads} threads, "
-          f"both roles; medians of {args.repeat}")
+          f"both roles{chosen}; medians of {args.repeat}")
     for name, found in results:
         report(name, found)
     return 0
