@@ -48,7 +48,7 @@ from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, bare_question, close_reason, may_close
 from engine.interrogation.judgement import judge
 from engine.interrogation.questions import NoQuestion
-from engine.interrogation.shapes import claim_closes, least_rounds
+from engine.interrogation.shapes import asked_alone, claim_closes, least_rounds
 from engine.interrogation.testimony import examine_testimony, is_testimony
 from engine.interrogation.transcript import (
     witness_instructions,
@@ -259,11 +259,12 @@ class Interrogation(SessionCalls):
         witness, opening = witness_opening(session.witness_brief)
         document = session.witness_document
         cut: list[bool] = []
+        told = [] if asked_alone(session.hypothesis_text, question) else session.qa_pairs
         request = witness_prompt(
             self._request([Message("system", witness),
-                           *witness_messages(session.qa_pairs, question, opening)],
+                           *witness_messages(told, question, opening)],
                           self.settings.answer_max_tokens),
-            witness, session.qa_pairs, question, opening,
+            witness, told, question, opening,
             document.text if document is not None else None, cut,
         )
         async for event in self._call(request, "witness", answered, sequence):

@@ -36,7 +36,7 @@ from engine.interrogation.claims import content_words, stem
 from engine.interrogation.verdict import claim_facts, settled
 from engine.models.session import QuestionAnswerPair
 
-__all__ = ["Comparison", "by_position", "comparison", "finished",
+__all__ = ["Comparison", "asked_alone", "by_position", "comparison", "finished",
            "claim_closes", "least_rounds", "negation_question", "positive", "restates",
            "rule_question"]
 
@@ -413,6 +413,16 @@ def rule_question(claim: str, earlier: Sequence[str]) -> str | None:
         return asked[len(earlier)] if tuple(earlier) == asked[:len(earlier)] \
             and len(earlier) < len(asked) else None
     return None if earlier else negation_question(claim)
+
+
+def asked_alone(claim: str, question: str) -> bool:
+    """Whether `question` is put to the witness in a conversation of its own, with no earlier
+    round before it: a comparison's questions by rule (`Comparison.questions`). Asked the other
+    way with its first answer in the conversation, the 1.5B said that answer again — "Which is
+    larger, the Pacific Ocean or the Atlantic Ocean?" drew "The Atlantic Ocean is larger than
+    the Pacific Ocean." in both orders (the shapes test sample) — so the swap tested nothing."""
+    found = comparison(claim)
+    return found is not None and question.strip() in found.questions
 
 
 def claim_closes(claim: str, rounds: Sequence[QuestionAnswerPair], min_rounds: int,

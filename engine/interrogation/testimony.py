@@ -9,7 +9,8 @@
    hypothesis of several sentences is the testimony itself. Either way it is stored as the
    session's first pair (`testimony`), a checkpoint. A testimony the witness gave (no
    document) is then drawn again `testimony_samples` times at `consistency_temperature`,
-   told nothing: the samples each claim is read against (rule 8), kept with the claims.
+   told nothing, while the detective splits it (`_split_beside_sample`): the samples each
+   claim is read against (rule 8), kept with the claims.
 2. **The split.** The detective takes it apart into claims from worked examples; each line
    is held to `engine.interrogation.claims` (refused lines are named and the split is asked
    for again once), placed on its sentence, and marked not checkable where it is; the
@@ -71,7 +72,7 @@ from engine.interrogation.judgement import (
     judge_sample,
 )
 from engine.interrogation.questions import NoQuestion
-from engine.interrogation.shapes import claim_closes, least_rounds
+from engine.interrogation.shapes import asked_alone, claim_closes, least_rounds
 from engine.interrogation.transcript import (
     cut_to_fit,
     witness_instructions,
@@ -143,14 +144,20 @@ async def examine_testimony(calls: SessionCalls) -> AsyncGenerator[Interrogation
         async with aclosing(_give(calls)) as events:
             async for event in events:
                 yield event
-    if _to_sample(calls):
-        async with aclosing(_sample(calls)) as events:
+    splitting = session.testimony is None or not session.testimony.split
+    if _to_sample(calls) and splitting:
+        async with aclosing(_split_beside_sample(calls)) as events:
             async for event in events:
                 yield event
-    if session.testimony is None or not session.testimony.split:
-        async with aclosing(_split(calls)) as events:
-            async for event in events:
-                yield event
+    else:
+        if _to_sample(calls):  # a resume whose split was done
+            async with aclosing(_sample(calls)) as events:
+                async for event in events:
+                    yield event
+        if splitting:
+            async with aclosing(_split(calls)) as events:
+                async for event in events:
+                    yield event
     async with aclosing(_examine_all(calls)) as events:
         async for event in events:
             yield event
@@ -246,6 +253,47 @@ async def _sample(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, Non
             yield event
         drawn.append(sampled.text)
     testimony.samples = drawn
+
+
+async def _split_beside_sample(calls: SessionCalls
+                               ) -> AsyncGenerator[InterrogationEvent, None]:
+    """The split while the witness answers the question again (`_sample`): the claims need
+    both, the split only the testimony, and a server decodes the two side by side in less
+    time than one after the other. A split that gives no claim stops the sample (nothing
+    will be read against it). The events of both, as they come."""
+    queue: asyncio.Queue[InterrogationEvent | BaseException | None] = asyncio.Queue()
+
+    async def pump(steps: AsyncGenerator[InterrogationEvent, None]) -> None:
+        try:
+            async with aclosing(steps) as events:
+                async for event in events:
+                    queue.put_nowait(event)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the run's own handler names it
+            queue.put_nowait(exc)
+        finally:
+            queue.put_nowait(None)
+
+    sampling = asyncio.create_task(pump(_sample(calls)))
+    splitting = asyncio.create_task(pump(_split(calls)))
+    try:
+        running = 2
+        while running:
+            item = await queue.get()
+            if item is None:
+                running -= 1
+                testimony = calls.session.testimony
+                if splitting.done() and testimony is not None and testimony.problem:
+                    sampling.cancel()
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        for task in (sampling, splitting):
+            task.cancel()
+        await asyncio.gather(sampling, splitting, return_exceptions=True)
 
 
 # ---- 2. the split --------------------------------------------------------------------------
@@ -523,7 +571,8 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
                 break
             question = bare_question(asked.text)
             answered = Turn()
-            request = _witness_request(calls, question, rounds, min(
+            told = [] if asked_alone(claim.text, question) else rounds
+            request = _witness_request(calls, question, told, min(
                 settings.answer_max_tokens, settings.claim_answer_max_tokens))
             async for event in calls._call(request, "witness", answered, None):
                 emit(event)

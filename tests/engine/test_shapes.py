@@ -20,6 +20,7 @@ from engine.interrogation.judgement import (
     OTHER_REASON,
 )
 from engine.interrogation.shapes import (
+    asked_alone,
     by_position,
     comparison,
     finished,
@@ -382,6 +383,14 @@ def test_a_comparison_is_asked_both_ways_by_rule_then_by_the_detective() -> None
     assert rule_question(negation, ["Is it true that Penguins cannot fly?"]) is None
 
 
+def test_only_a_comparisons_own_questions_are_asked_alone() -> None:
+    claim = "Lead is denser than aluminium."
+    assert asked_alone(claim, "Which is denser, aluminium or lead?")
+    assert asked_alone(claim, "Which is denser, lead or aluminium?")
+    assert not asked_alone(claim, "What is the density of lead?")
+    assert not asked_alone("Penguins cannot fly.", "Is it true that Penguins cannot fly?")
+
+
 @pytest.mark.parametrize(("first", "second", "biased"), [
     ("Aluminium is denser than lead.", "Lead is denser than aluminium.", True),
     ("Lead is denser than aluminium.", "Lead.", False),  # the same side both ways
@@ -416,10 +425,14 @@ async def test_a_witness_naming_the_side_asked_first_leaves_the_comparison_undet
 
 
 async def test_the_same_side_named_both_ways_decides_the_comparison(paths: Paths) -> None:
-    session, _, _ = await run_session(
+    session, _, wit = await run_session(
         paths, "Aluminium is denser than lead.", detective("unused", "unused", 0.5),
         "Lead is denser than aluminium.")
     assert len(session.qa_pairs) == 2
+    # each way in a conversation of its own: with its first answer before it, a witness
+    # says that answer again, whichever side the question names first
+    assert [[m["role"] for m in chat] for chat in wit.chats] == [["system", "user"]] * 2
+    assert wit.chats[1][-1]["content"] == "Which is denser, lead or aluminium?"
     assert all(p.judgement is not None and p.judgement.bearing == "contradicts"
                for p in session.qa_pairs)
     assert session.audit_result is not None and session.audit_result.verdict == "false"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
@@ -32,7 +33,7 @@ from engine.interrogation.verdict import (
     testimony_score as score_of,
     testimony_verdict as verdict_of,
 )
-from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted
+from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted, Phase
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim
 from engine.report.claims import claim_line, claims_tally, marked_testimony
@@ -377,6 +378,72 @@ async def test_each_round_counts_its_own_calls_whatever_runs_beside_it(paths: Pa
     assert [p.usage.total if p.usage else None for p in rounds] == [330] * len(rounds)
     calls = len(det.bodies) + len(wit.bodies)
     assert session.tokens.total == 110 * calls  # every call counted once in the session
+
+
+async def test_the_witness_answers_again_while_the_detective_takes_the_testimony_apart(
+        paths: Paths) -> None:
+    splitting = threading.Event()
+    waited: list[bool] = []
+    asked = sampling_witness()
+    requests: list[int] = []
+
+    def det(messages: Chat) -> str:
+        if messages[0]["content"].startswith("You take a text apart"):
+            splitting.set()
+        return sample_reader(messages)
+
+    def wit(messages: Chat) -> str:
+        if messages[-1]["content"].startswith(REQUEST):
+            requests.append(1)
+            if len(requests) == 2:  # the sample: answered once the split was asked for
+                waited.append(splitting.wait(timeout=60))
+        return asked(messages)
+
+    session, events, _, _ = await run(paths, det=det, wit=wit, testimony_samples=1)
+    assert waited == [True]
+    assert session.status == "completed"
+    testimony = session.testimony
+    assert testimony is not None and testimony.samples == [SAMPLE]
+    assert testimony.claims[0].sampled_p_true == 0.95  # read against it, as before
+    phases = [e.phase for e in events if isinstance(e, Phase)]
+    assert phases[:4] == ["testimony", "samples", "split", "claims"]
+
+
+async def test_a_split_with_no_claim_stops_the_sample_drawn_beside_it(paths: Paths) -> None:
+    stopped = threading.Event()
+    asked = sampling_witness()
+    requests: list[int] = []
+
+    def wit(messages: Chat) -> str:
+        if messages[-1]["content"].startswith(REQUEST):
+            requests.append(1)
+            if len(requests) == 2:  # the sample, held until the run has ended
+                stopped.wait(timeout=60)
+        return asked(messages)
+
+    try:
+        session, _, _, _ = await run(paths, det=detective(split="Energy:\nMars rocks are red."),
+                                     wit=wit, testimony_samples=1)
+    finally:
+        stopped.set()
+    testimony = session.testimony
+    assert testimony is not None and testimony.problem is not None
+    assert testimony.problem.startswith("the split gave no usable claim")
+    assert testimony.samples is None  # not waited for
+
+
+async def test_a_comparison_claim_is_asked_each_way_in_a_conversation_of_its_own(
+        paths: Paths) -> None:
+    pasted = "Lead is denser than aluminium. Lead is a metal."
+    split = "1. Lead is denser than aluminium.\n2. Lead is a metal."
+    session, _, _, wit = await run(paths, hypothesis=pasted, det=detective(split=split),
+                                   wit=lambda _: "Lead is denser than aluminium.")
+    asked = [chat for chat in wit.chats if chat[-1]["content"].startswith("Which is denser")]
+    assert [chat[-1]["content"] for chat in asked] == ["Which is denser, aluminium or lead?",
+                                                       "Which is denser, lead or aluminium?"]
+    assert [len(chat) for chat in asked] == [2, 2]  # no earlier round before the swap
+    testimony = session.testimony
+    assert testimony is not None and testimony.claims[0].state == "held"
 
 
 async def test_a_pasted_paragraph_is_itself_the_testimony(paths: Paths) -> None:
