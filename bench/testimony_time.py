@@ -76,14 +76,15 @@ def figures(session: InterrogationSession) -> dict[str, float]:
             "status_ok": float(session.status == "completed")}
 
 
-def measure(code: Path, url: str, repeat: int, claim_concurrency: int | None
-            ) -> dict[str, list[dict[str, float]]]:
-    found: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
+def measure(code: Path, url: str, repeat: int, claim_concurrency: int | None,
+            kinds: list[str]) -> dict[str, list[dict[str, float]]]:
+    found: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="detektiv-ttime-") as folder:
         home = Path(folder)
         (home / "config.toml").write_text(config(url, claim_concurrency), encoding="utf-8")
         for turn in range(repeat):
-            for kind, hypothesis in KINDS.items():
+            for kind in kinds:
+                hypothesis = KINDS[kind]
                 began = time.monotonic()
                 result = figures(run_one(code, home, hypothesis))
                 result["wall"] = time.monotonic() - began
@@ -116,11 +117,14 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--baseline", help="a commit to measure first, the same way")
+    parser.add_argument("--kinds", default="claim,request,pasted",
+                        help="of claim, request, pasted (claim always runs: the ratios' base)")
     parser.add_argument("--claim-concurrency", type=int,
                         help="[interrogation] claim_concurrency (unset: detektiv's choice)")
     args = parser.parse_args()
     if not args.model.is_file():
         raise SystemExit(f"{args.model}: not found (make bench-real fetches it)")
+    kinds = ["claim", *(k for k in args.kinds.split(",") if k in KINDS and k != "claim")]
     results: list[tuple[str, dict[str, list[dict[str, float]]]]] = []
     with tempfile.TemporaryDirectory(prefix="detektiv-ttime-server-") as folder, \
             local_server(Path(folder), "--model", str(args.model), "--parallel",
@@ -133,11 +137,13 @@ def main() -> int:
                            cwd=ROOT, check=True, capture_output=True)
             try:
                 results.append((f"baseline {args.baseline[:8]}", measure(tree, url, args.repeat,
-                                                                     args.claim_concurrency)))
+                                                                     args.claim_concurrency,
+                                                                     kinds)))
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
                                capture_output=True)
-        results.append(("this tree", measure(ROOT, url, args.repeat, args.claim_concurrency)))
+        results.append(("this tree", measure(ROOT, url, args.repeat, args.claim_concurrency,
+                                               kinds)))
     chosen = "" if args.claim_concurrency is None else \
         f", claim_concurrency {args.claim_concurrency}"
     print(f"\nthe 1.5B on one local-server, {args.parallel} slots, {args.threads} threads, "
