@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
+from engine.config.shipped import CAPABLE_MODEL
 from engine.context.fit import span
 from engine.interrogation.checks import NO_ANSWER
 from engine.models.events import (
@@ -71,12 +72,21 @@ INVALID_AUDIT_CHARS = 600
 """Characters of an invalid audit shown in a transcript or export (the session keeps all)."""
 
 
+LARGER_MODEL_HINT = ("an API key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) or a "
+                     "larger model through Ollama")
+"""What to give the detective when it already is the capable local model."""
+
+
 def no_usable_question(label: str, attempts: int, problem: str, demonstration: bool) -> str:
-    """Why a session failed when the detective asked nothing usable."""
+    """Why a session failed when the detective asked nothing usable, and what to give it
+    instead: the capable local model, or something larger when it already is that."""
+    advice = (f"give the detective a larger model: {LARGER_MODEL_HINT}"
+              if CAPABLE_MODEL in label.lower() else
+              f"give the detective a capable model: {CAPABLE_MODEL_HINT}")
     return (f"the detective model {strip_control(label)} gave no usable question {attempts} "
             f"times (last: {problem})"
             + (" — it is a small demonstration model" if demonstration else "")
-            + f"; give the detective a capable model: {CAPABLE_MODEL_HINT}")
+            + f"; {advice}")
 
 
 def no_testimony(rounds: int, label: str, demonstration: bool) -> str:

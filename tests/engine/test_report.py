@@ -83,3 +83,14 @@ def test_the_export_renders_the_session_blocks(tmp_path: Path) -> None:
         if kind in ("analysis", "audit"):
             for line in text.splitlines():
                 assert line.split(" ", 1)[-1] in report
+
+
+def test_no_usable_question_advises_a_model_the_detective_is_not_already() -> None:
+    from engine.report.words import no_usable_question
+
+    small = no_usable_question("via:gemma", 3, "it is not a question", False)
+    assert "give the detective a capable model: detektiv models pull qwen2.5-coder-1.5b" in small
+    capable = no_usable_question("local:qwen2.5-coder-1.5b", 3, "it is not a question", False)
+    assert "models pull" not in capable
+    assert capable.endswith("give the detective a larger model: an API key (OPENAI_API_KEY, "
+                            "ANTHROPIC_API_KEY, GEMINI_API_KEY) or a larger model through Ollama")
