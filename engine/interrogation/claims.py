@@ -30,7 +30,7 @@ from rapidfuzz import fuzz
 from engine.interrogation.verdict import states_no_claim
 from engine.models.testimony import TestimonySource
 
-__all__ = ["Piece", "Segment", "adds_nothing", "claim_problem", "content_words",
+__all__ = ["Piece", "Segment", "adds_nothing", "as_listed", "claim_problem", "content_words",
            "left_out", "locate", "not_checkable", "read_split", "segments", "sentences",
            "stem", "testimony_source"]
 
@@ -175,6 +175,16 @@ class Piece:
 
 _HEADING = re.compile(r"^(?:\*\*)?((?:[A-Z0-9][\w'-]*\s*){1,5})(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?=\S)")
 """A list item's heading before its sentence ("**Energy Production**: Niacin helps …")."""
+
+
+_EMPHASIS = re.compile(r"\*\*|__|`")
+
+
+def as_listed(sentence: str) -> str:
+    """A sentence of a testimony as a claims list shows it: without its list marker and its
+    markdown emphasis ("2. **Skin Health**: Niacin …" → "Skin Health: Niacin …"); its span
+    still marks it where it stands."""
+    return _EMPHASIS.sub("", _BULLET.sub("", sentence)).strip() or sentence.strip()
 
 
 def read_split(reply: str) -> list[Piece]:

@@ -56,6 +56,7 @@ from engine.interrogation.checks import answer_problem, bare_question
 from engine.interrogation.claims import (
     Segment,
     adds_nothing,
+    as_listed,
     claim_problem,
     left_out,
     locate,
@@ -463,7 +464,8 @@ def listed_left_out(claims: list[Claim], text: str) -> list[Claim]:
     be examined: past that, their claims would not be examined either.)"""
     left = left_out([(c.start, c.end) for c in claims], text)
     return _in_text_order([*claims, *(Claim(
-        number=1, text=part.text, start=part.start, end=part.end, state="not examined",
+        number=1, text=as_listed(part.text), start=part.start, end=part.end,
+        state="not examined",
         why="the split left this sentence out") for part in left)]) if left else claims
 
 

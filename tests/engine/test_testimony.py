@@ -26,7 +26,7 @@ from engine.interrogation.claims import (
     sentences,
     testimony_source as source_of,
 )
-from engine.interrogation.testimony import left_out_text
+from engine.interrogation.testimony import left_out_text, listed_left_out
 from engine.interrogation.verdict import (
     Computed,
     claim_state,
@@ -247,6 +247,19 @@ async def test_sentences_no_split_took_apart_are_listed_as_they_are_never_droppe
     assert testimony is not None
     assert [c.state for c in testimony.claims] == ["held", "not examined", "contradicted",
                                                    "not examined"]
+
+
+def test_a_listed_sentence_shows_without_its_list_marker_and_emphasis() -> None:
+    text = ("Vitamin B3 has benefits.\n\n2. **Skin Health**: Niacin keeps skin healthy.\n"
+            "- `Niacin` is found in fish.")
+    kept = Claim(number=1, text="Vitamin B3 has benefits.", start=0, end=24)
+    listed = listed_left_out([kept], text)
+    assert [c.text for c in listed] == ["Vitamin B3 has benefits.",
+                                        "Skin Health: Niacin keeps skin healthy.",
+                                        "Niacin is found in fish."]
+    skin = listed[1]
+    assert text[skin.start:skin.end].endswith("Niacin keeps skin healthy.")  # marked in place
+    assert skin.state == "not examined"
 
 
 def claim(number: int, state: str, p: float | None, deciding: int | None = None) -> Claim:
