@@ -10,8 +10,9 @@ gives the testimony, the detective splits it, each claim is examined) and a past
 of eight facts (the split and the claims only). Each is a `detektiv run` with the product's
 defaults (temperature 0 so runs compare). Printed per kind: the median seconds, tokens, claims
 examined, tokens a claim, the time until the testimony was given, and the ratio of its
-seconds to the simple claim's of the same round. `--baseline REV` runs the same first with
-the code of commit REV (a git worktree) on the same server. Minutes of CPU; never in CI.
+seconds to the simple claim's of the same round. `--baseline REV` runs the same with the code
+of commit REV (a git worktree) on the same server, the two taking turns round by round.
+Minutes of CPU; never in CI.
 """
 
 from __future__ import annotations
@@ -76,22 +77,30 @@ def figures(session: InterrogationSession) -> dict[str, float]:
             "status_ok": float(session.status == "completed")}
 
 
-def measure(code: Path, url: str, repeat: int, claim_concurrency: int | None,
-            kinds: list[str]) -> dict[str, list[dict[str, float]]]:
-    found: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
+def measure(trees: list[tuple[str, Path]], url: str, repeat: int,
+            claim_concurrency: int | None, kinds: list[str]
+            ) -> list[tuple[str, dict[str, list[dict[str, float]]]]]:
+    """Each kind run with each tree's code, the trees taking turns within each round (so a
+    change in the machine's load falls on both alike); a home of its own for each tree."""
+    found: list[tuple[str, dict[str, list[dict[str, float]]]]] = [
+        (name, {kind: [] for kind in kinds}) for name, _ in trees]
     with tempfile.TemporaryDirectory(prefix="detektiv-ttime-") as folder:
-        home = Path(folder)
-        (home / "config.toml").write_text(config(url, claim_concurrency), encoding="utf-8")
+        homes = []
+        for n, _ in enumerate(trees):
+            home = Path(folder) / str(n)
+            home.mkdir()
+            (home / "config.toml").write_text(config(url, claim_concurrency), encoding="utf-8")
+            homes.append(home)
         for turn in range(repeat):
-            for kind in kinds:
-                hypothesis = KINDS[kind]
-                began = time.monotonic()
-                result = figures(run_one(code, home, hypothesis))
-                result["wall"] = time.monotonic() - began
-                found[kind].append(result)
-                print(f"  {code.name} round {turn + 1} {kind}: {result['seconds']:.1f} s, "
-                      f"{result['tokens']:.0f} tokens, {result['claims']:.0f} claims",
-                      flush=True)
+            for (name, code), home, (_, results) in zip(trees, homes, found, strict=True):
+                for kind in kinds:
+                    began = time.monotonic()
+                    result = figures(run_one(code, home, KINDS[kind]))
+                    result["wall"] = time.monotonic() - began
+                    results[kind].append(result)
+                    print(f"  {name} round {turn + 1} {kind}: {result['seconds']:.1f} s, "
+                          f"{result['tokens']:.0f} tokens, {result['claims']:.0f} claims",
+                          flush=True)
     return found
 
 
@@ -116,7 +125,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--model", type=Path, default=MODEL)
-    parser.add_argument("--baseline", help="a commit to measure first, the same way")
+    parser.add_argument("--baseline", help="a commit to measure too, in turns")
     parser.add_argument("--kinds", default="claim,request,pasted",
                         help="of claim, request, pasted (claim always runs: the ratios' base)")
     parser.add_argument("--claim-concurrency", type=int,
@@ -125,25 +134,22 @@ def main() -> int:
     if not args.model.is_file():
         raise SystemExit(f"{args.model}: not found (make bench-real fetches it)")
     kinds = ["claim", *(k for k in args.kinds.split(",") if k in KINDS and k != "claim")]
-    results: list[tuple[str, dict[str, list[dict[str, float]]]]] = []
     with tempfile.TemporaryDirectory(prefix="detektiv-ttime-server-") as folder, \
             local_server(Path(folder), "--model", str(args.model), "--parallel",
                          str(args.parallel), "--threads", str(args.threads), "--ctx",
                          str(4096 * args.parallel)) as server:
-        url = server.url
+        trees = [("this tree", ROOT)]
         if args.baseline:
             tree = Path(folder) / "baseline"
             subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline],
                            cwd=ROOT, check=True, capture_output=True)
-            try:
-                results.append((f"baseline {args.baseline[:8]}", measure(tree, url, args.repeat,
-                                                                     args.claim_concurrency,
-                                                                     kinds)))
-            finally:
-                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
-                               capture_output=True)
-        results.append(("this tree", measure(ROOT, url, args.repeat, args.claim_concurrency,
-                                               kinds)))
+            trees.insert(0, (f"baseline {args.baseline[:8]}", tree))
+        try:
+            results = measure(trees, server.url, args.repeat, args.claim_concurrency, kinds)
+        finally:
+            if args.baseline:
+                subprocess.run(["git", "worktree", "remove", "--force", str(trees[0][1])],
+                               cwd=ROOT, capture_output=True)
     chosen = "" if args.claim_concurrency is None else \
         f", claim_concurrency {args.claim_concurrency}"
     print(f"\nthe 1.5B on one local-server, {args.parallel} slots, {args.threads} threads, "
