@@ -27,7 +27,7 @@ from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
 from engine.interrogation.shapes import Comparison, comparison, finished, positive, restates
-from engine.interrogation.verdict import DECISIVE, bearing_of, pooled
+from engine.interrogation.verdict import bearing_of, decisive, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
 from engine.prompts import fill, load_prompt
@@ -380,7 +380,7 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
     bearing = bearing_of(p_true)
     reason = "unsure: the judgement leans neither way" if bearing == "silent" else \
         ruled or (STATED_REASON if stated else None)
-    if max(values) >= DECISIVE and min(values) <= 1 - DECISIVE:  # SelfCheckGPT's signal
+    if decisive(max(values), True) and decisive(min(values), False):  # SelfCheckGPT's signal
         bearing, reason = "silent", (f"the sampled answers disagree (spread "
                                      f"{max(values) - min(values):.2f}): the witness is unsure")
     result.append(Judgement(

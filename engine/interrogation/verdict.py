@@ -82,6 +82,7 @@ from engine.models.testimony import Claim, ClaimState
 
 __all__ = [
     "DECISIVE",
+    "decisive",
     "LEANS",
     "NO_CLAIM",
     "Computed",
@@ -106,6 +107,19 @@ which the verdict is `false` (1 − it: `true`)."""
 DECISIVE = 0.9
 """P(true) from which a round is decisive (1 − it: decisive against): two decisive rounds on
 opposite sides are a conflict."""
+_EPSILON = 1e-9
+"""Room for a stored P's rounding: a reading made 0.1 by rule is stored 0.1, and 1 − 0.9 is
+0.0999…98 in floating point, which 0.1 is not at or below."""
+
+
+def decisive(p_true: float, supports: bool) -> bool:
+    """Whether `p_true` is decisive for (`supports`) or against the hypothesis: at or past
+    `DECISIVE` (1 − it against), a stored value's rounding aside."""
+    if supports:
+        return p_true >= DECISIVE - _EPSILON
+    return p_true <= 1 - DECISIVE + _EPSILON
+
+
 _CLIP = 0.01
 NO_CLAIM = "the hypothesis states no claim to judge"
 
@@ -155,8 +169,9 @@ def compute(judgements: Sequence[tuple[int, Judgement | None]]) -> Computed:
     if not bearing:
         return Computed("undetermined", 0.5, reason="no round bore on the hypothesis: every "
                         "answer was silent on it", bore=False)
-    sure_for = [n for n, j in bearing if j.p_true is not None and j.p_true >= DECISIVE]
-    sure_against = [n for n, j in bearing if j.p_true is not None and j.p_true <= 1 - DECISIVE]
+    sure_for = [n for n, j in bearing if j.p_true is not None and decisive(j.p_true, True)]
+    sure_against = [n for n, j in bearing
+                    if j.p_true is not None and decisive(j.p_true, False)]
     if sure_for and sure_against:
         return Computed("undetermined", 0.5, reason=(
             f"the rounds conflict: round {sure_for[0]} supports the hypothesis and round "

@@ -69,6 +69,15 @@ def test_decisive_rounds_on_both_sides_are_a_conflict() -> None:
     assert "round 1" in result.reason and "round 2" in result.reason
 
 
+def test_rounds_at_the_decisive_bounds_as_stored_are_a_conflict() -> None:
+    # a comparison asked both ways, the witness naming the side asked first each time: the
+    # rule reads one answer 0.9 for and the other 0.1 (stored rounded), which 1 − 0.9 in
+    # floating point (0.0999…98) had left out: the verdict was `true` at 0.37
+    result = compute([(1, judged(0.1)), (2, judged(0.96))])
+    assert result.verdict == "undetermined" and result.conflict
+    assert compute([(1, judged(0.9)), (2, judged(0.04))]).conflict
+
+
 def test_weak_rounds_that_cancel_out_are_undetermined() -> None:
     result = compute([(1, judged(0.7)), (2, judged(0.3))])
     assert result.verdict == "undetermined" and not result.conflict
