@@ -9,7 +9,7 @@
    hypothesis of several sentences is the testimony itself. Either way it is stored as the
    session's first pair (`testimony`), a checkpoint. A testimony the witness gave (no
    document) is then drawn again `testimony_samples` times at `consistency_temperature`,
-   told nothing, while the detective splits it (`_split_beside_sample`): the samples each
+   told nothing, while the detective splits it (`_side_by_side`): the samples each
    claim is read against (rule 8), kept with the claims.
 2. **The split.** The detective takes it apart into claims from worked examples; each line
    is held to `engine.interrogation.claims` (refused lines are named and the split is asked
@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
+from functools import partial
 
 from engine.context.budget import Prompt
 from engine.context.fit import Trim
@@ -145,20 +146,17 @@ async def examine_testimony(calls: SessionCalls) -> AsyncGenerator[Interrogation
         async with aclosing(_give(calls)) as events:
             async for event in events:
                 yield event
-    splitting = session.testimony is None or not session.testimony.split
-    if _to_sample(calls) and splitting:
-        async with aclosing(_split_beside_sample(calls)) as events:
-            async for event in events:
-                yield event
-    else:
-        if _to_sample(calls):  # a resume whose split was done
-            async with aclosing(_sample(calls)) as events:
-                async for event in events:
-                    yield event
-        if splitting:
-            async with aclosing(_split(calls)) as events:
-                async for event in events:
-                    yield event
+    # the sample while the detective splits (the split needs only the testimony, and a
+    # server decodes the two side by side in less time than one after the other); a split
+    # that gives no claim stops the sample: nothing will be read against it
+    steps = [*([_sample] if _to_sample(calls) else []),
+             *([_split] if session.testimony is None or not session.testimony.split else [])]
+    async with aclosing(_side_by_side(
+            [partial(_drained, step(calls)) for step in steps],
+            stop=lambda: session.testimony is not None and bool(session.testimony.problem))
+            ) as events:
+        async for event in events:
+            yield event
     async with aclosing(_examine_all(calls)) as events:
         async for event in events:
             yield event
@@ -256,45 +254,53 @@ async def _sample(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, Non
     testimony.samples = drawn
 
 
-async def _split_beside_sample(calls: SessionCalls
-                               ) -> AsyncGenerator[InterrogationEvent, None]:
-    """The split while the witness answers the question again (`_sample`): the claims need
-    both, the split only the testimony, and a server decodes the two side by side in less
-    time than one after the other. A split that gives no claim stops the sample (nothing
-    will be read against it). The events of both, as they come."""
+Emit = Callable[[InterrogationEvent], None]
+
+
+async def _drained(steps: AsyncGenerator[InterrogationEvent, None], emit: Emit) -> None:
+    """Each event of `steps` handed to `emit`: a step of the testimony run as a task."""
+    async with aclosing(steps) as events:
+        async for event in events:
+            emit(event)
+
+
+async def _side_by_side(works: Sequence[Callable[[Emit], Awaitable[None]]],
+                        stop: Callable[[], bool] | None = None
+                        ) -> AsyncGenerator[InterrogationEvent, None]:
+    """`works` run as tasks side by side, each handing its events to the `emit` it is given;
+    their events yielded as they come. The first exception one raises is raised here (the
+    run's own handler names it) and the others are cancelled; once one has ended and `stop`
+    says so, so are the rest."""
     queue: asyncio.Queue[InterrogationEvent | BaseException | None] = asyncio.Queue()
 
-    async def pump(steps: AsyncGenerator[InterrogationEvent, None]) -> None:
+    async def run(work: Callable[[Emit], Awaitable[None]]) -> None:
         try:
-            async with aclosing(steps) as events:
-                async for event in events:
-                    queue.put_nowait(event)
+            await work(queue.put_nowait)
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # the run's own handler names it
+        except BaseException as exc:
             queue.put_nowait(exc)
         finally:
             queue.put_nowait(None)
 
-    sampling = asyncio.create_task(pump(_sample(calls)))
-    splitting = asyncio.create_task(pump(_split(calls)))
+    tasks = [asyncio.create_task(run(work)) for work in works]
     try:
-        running = 2
+        running = len(tasks)
         while running:
             item = await queue.get()
             if item is None:
                 running -= 1
-                testimony = calls.session.testimony
-                if splitting.done() and testimony is not None and testimony.problem:
-                    sampling.cancel()
+                if stop is not None and stop():
+                    for task in tasks:
+                        task.cancel()
             elif isinstance(item, BaseException):
                 raise item
             else:
                 yield item
     finally:
-        for task in (sampling, splitting):
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(sampling, splitting, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 # ---- 2. the split --------------------------------------------------------------------------
@@ -622,38 +628,18 @@ async def _examine_all(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent
     width = calls.settings.claim_concurrency or await role_slots(
         calls.router, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY, cores=True)
     gate = asyncio.Semaphore(max(1, width))
-    queue: asyncio.Queue[InterrogationEvent | BaseException | None] = asyncio.Queue()
 
-    async def one(claim: Claim) -> None:
-        try:
-            async with gate:
-                done = await examine_claim(calls, claim, queue.put_nowait)
-            testimony.put(done)
-            queue.put_nowait(calls._emit(ClaimExamined(
-                claim=done.model_copy(), tokens=session.tokens.model_copy(deep=True),
-                repairs=session.repairs)))
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # the run's own handler names it (failed, cost limit)
-            queue.put_nowait(exc)
-        finally:
-            queue.put_nowait(None)
+    async def one(claim: Claim, emit: Emit) -> None:
+        async with gate:
+            done = await examine_claim(calls, claim, emit)
+        testimony.put(done)
+        emit(calls._emit(ClaimExamined(
+            claim=done.model_copy(), tokens=session.tokens.model_copy(deep=True),
+            repairs=session.repairs)))
 
-    tasks = [asyncio.create_task(one(claim)) for claim in pending]
-    try:
-        running = len(tasks)
-        while running:
-            item = await queue.get()
-            if item is None:
-                running -= 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield item
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    async with aclosing(_side_by_side([partial(one, claim) for claim in pending])) as events:
+        async for event in events:
+            yield event
 
 
 # ---- 4. the result -------------------------------------------------------------------------
