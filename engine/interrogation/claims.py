@@ -17,6 +17,9 @@ documentation share one definition.
   kept and listed, never examined, never dropped silently.
 - **Spans** (`locate`): each claim is placed on the sentence (or list item) of the testimony
   that shares most of its content words, so it can be marked where it stands.
+- **Words the document lacks** (`unfound`): with a document, the claim's words of five
+  letters or more (and its numbers) that no word of the document matches, endings aside —
+  the grounding reading of `verdict`'s rule 9.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from engine.models.testimony import TestimonySource
 
 __all__ = ["Piece", "Segment", "adds_nothing", "as_listed", "claim_problem", "content_words",
            "left_out", "locate", "not_checkable", "read_split", "segments", "sentences",
-           "stem", "testimony_source"]
+           "stem", "testimony_source", "unfound"]
 
 _ABBREVIATIONS = frozenset("""mr mrs ms dr prof st sr jr vs etc e.g i.e approx no fig
 inc ltd co corp dept est jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m
@@ -204,6 +207,23 @@ def read_split(reply: str) -> list[Piece]:
             line = line[heading.end():].strip()
         pieces.append(Piece(line.replace("**", ""), marked))
     return pieces
+
+
+UNFOUND_LETTERS = 5
+"""How long a word must be to count as one the document lacks (`unfound`): shorter ones are
+mostly a paraphrase's ("says", "led", "hits"), the longer ones carry what a summary adds."""
+
+
+def unfound(claim: str, document: str) -> list[str]:
+    """The words of `claim` of `UNFOUND_LETTERS` letters or more, and its numbers, that no word
+    of `document` matches, endings aside (`_known`), in the claim's order, each once."""
+    known = set(content_words(document))
+    found: list[str] = []
+    for word in content_words(claim):
+        if (word.isdigit() or len(word) >= UNFOUND_LETTERS) and word not in found \
+                and not _known(word, known):
+            found.append(word)
+    return found
 
 
 def _known(word: str, known: set[str]) -> bool:

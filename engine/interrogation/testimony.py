@@ -24,7 +24,9 @@
    repeat it), the judgement read from log-probabilities, round after round until the
    claim's verdict is decided or `--limit` rounds are spent; in `open` mode the detective's
    own reading of the claim (told the question the testimony answers, when there is one) is
-   recorded beside it and pooled with the rounds (rule 8 of `engine.interrogation.verdict`).
+   recorded beside it and pooled with the rounds (rule 8 of `engine.interrogation.verdict`);
+   with a document, the claim's words the document lacks are recorded beside it, and three
+   or more make it `unsupported` without rounds (rule 9).
    Each round's gap analysis is computed from its judgement (no model call: `analysis_of`).
    Claims run side by side within the providers' slots; each ends with `ClaimExamined`, a
    checkpoint, so a resume examines only the claims without a state.
@@ -65,6 +67,7 @@ from engine.interrogation.claims import (
     read_split,
     segments,
     testimony_source,
+    unfound,
 )
 from engine.interrogation.judgement import (
     Reading,
@@ -87,6 +90,7 @@ from engine.interrogation.verdict import (
     sampled_p_true,
     testimony_score,
     testimony_verdict,
+    unfound_p_false,
     with_alone,
 )
 from engine.models.events import (
@@ -111,7 +115,7 @@ from engine.models.testimony import Claim, Testimony
 from engine.models.trail import AuditTrailEntry
 from engine.prompts import fill, load_prompt
 from engine.providers import Message
-from engine.report.claims import testimony_summary
+from engine.report.claims import testimony_summary, unfound_words
 from engine.report.words import document_cut
 from engine.routing.slots import role_slots
 from engine.text import one_line
@@ -536,6 +540,13 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
     rounds = [p for p in session.qa_pairs if p.claim == claim.number]  # a resume's
     facts = least_rounds(claim.text)
     claim = claim.model_copy()
+    if document is not None and document.text is not None:
+        claim.unfound = unfound(claim.text, document.text)
+        p_false = unfound_p_false(len(claim.unfound))
+        if p_false is not None and not rounds:  # rule 9: the document does not say it
+            claim.state, claim.probability_false, claim.deciding = "unsupported", p_false, None
+            claim.why = unfound_words(claim.unfound)
+            return claim
     if document is None and claim.direct_p_true is None:
         found: list[Reading | str] = []
         testimony = session.testimony

@@ -67,6 +67,21 @@ claims, each claim examined by the rule above in rounds of its own, then:
    "Are you sure?" after its whole testimony was measured too and left out: the 1.5B answers
    "Yes, I am sure" to everything (0.73). A witness asked again at temperature 0 mostly repeats
    what it made up, which the rounds cannot see.
+9. **The document's words** (`unfound_p_false`, a testimony's claims with a document): the
+   claim's words of five letters or more, and its numbers, that no word of the document
+   matches, endings aside (`claims.unfound`, `Claim.unfound`, shown beside the claim). A claim
+   with `UNFOUND_AT` (3) or more of them is `unsupported` without rounds — the document does
+   not say it, whatever a witness holding it answers — its P(false) the share of such
+   sentences that stood in hallucinated summaries (0.78 with three, 0.87 with four or more).
+   Fewer are only shown. Chosen on HaluEval summarization's development rows (the 1,500 at
+   the development end of `make bench-real`'s shuffle, 3,000 summaries, no model called;
+   `bench/summary_grounding.py`): a summary's largest count in one sentence ranks the
+   hallucinated summaries at AUROC 0.80, and "three or more" scores 0.73. On the 40
+   development summaries examined (`make bench-real --dev`), seven claims had three or more:
+   six in hallucinated summaries, three of them `held` by the 1.5B holding the document
+   ("Firefighters were aided by a sudden downpour of rain"), and one in a right summary,
+   already contradicted. Shorter words are left out: a right summary's paraphrase is mostly
+   in them ("says", "hits", "led").
 """
 
 from __future__ import annotations
@@ -97,6 +112,8 @@ __all__ = [
     "states_no_claim",
     "testimony_score",
     "testimony_verdict",
+    "UNFOUND_AT",
+    "unfound_p_false",
     "verdict_at",
     "with_alone",
 ]
@@ -277,6 +294,20 @@ def claim_state(computed: Computed, document: bool) -> tuple[ClaimState, float]:
     if document and not computed.conflict:
         return "unsupported", round(max(LEANS, computed.probability_false), 4)
     return "unsure", computed.probability_false
+
+
+UNFOUND_AT = 3
+"""Words the document lacks from which a claim is `unsupported` without rounds (rule 9)."""
+_UNFOUND_P_FALSE = (0.78, 0.87)
+"""P(false) of a claim with `UNFOUND_AT` such words, and with more (rule 9)."""
+
+
+def unfound_p_false(words: int) -> float | None:
+    """P(false) of a claim with `words` words its document lacks, when that makes it
+    `unsupported` (rule 9); None below `UNFOUND_AT`."""
+    if words < UNFOUND_AT:
+        return None
+    return _UNFOUND_P_FALSE[0] if words == UNFOUND_AT else _UNFOUND_P_FALSE[1]
 
 
 def testimony_verdict(claims: Sequence[Claim]) -> Computed:

@@ -62,6 +62,10 @@ class Claim(_Model):
     """The claim read against each of the witness's sampled answers to the testimony's
     question (`Testimony.samples`), their mean P(true): SelfCheckGPT's signal, a fact the
     witness made up does not come back when it answers again (`open` only)."""
+    unfound: list[str] | None = None
+    """Its words of five letters or more, and its numbers, that the witness's document nowhere
+    has (`document` only; None without one): three or more make it `unsupported` without
+    rounds (`verdict`'s rule 9), fewer are shown beside it."""
 
     @property
     def examined(self) -> bool:

@@ -15,7 +15,7 @@ from engine.models.testimony import Claim, ClaimState, Testimony
 from engine.text import one_line, strip_control
 
 __all__ = ["MARKS", "MarkedPart", "claim_line", "claim_mark", "claims_tally", "marked_parts",
-           "marked_testimony", "testimony_reason", "testimony_summary"]
+           "marked_testimony", "testimony_reason", "testimony_summary", "unfound_words"]
 
 MARKS: dict[ClaimState, str] = {
     "pending": "…", "held": "✓", "contradicted": "✗", "unsupported": "⊘", "unsure": "?",
@@ -34,7 +34,8 @@ def claim_mark(claim: Claim) -> str:
 
 def claim_line(claim: Claim) -> str:
     """`"✓ 3 held · p(false) 0.08 · round 5 · alone p(true) 0.91 · samples p(true) 0.88 ·
-    Vitamin B3 …"`: one claim, with the readings pooled into its verdict (rule 8)."""
+    Vitamin B3 …"`: one claim, with the readings pooled into its verdict (rule 8) and the
+    words its document lacks (rule 9)."""
     parts = [f"{MARKS[claim.state]} {claim.number} {claim.state}"]
     if claim.probability_false is not None:
         parts.append(f"p(false) {claim.probability_false:.2f}")
@@ -44,9 +45,17 @@ def claim_line(claim: Claim) -> str:
         parts.append(f"alone p(true) {claim.direct_p_true:.2f}")
     if claim.sampled_p_true is not None:
         parts.append(f"samples p(true) {claim.sampled_p_true:.2f}")
+    if claim.unfound and claim.why != unfound_words(claim.unfound):
+        parts.append(unfound_words(claim.unfound))
     if claim.why:
         parts.append(strip_control(claim.why))
     return " · ".join(parts) + f" · {one_line(strip_control(claim.text), 300)}"
+
+
+def unfound_words(words: Sequence[str]) -> str:
+    """`"the document has none of: prequel, trilogy"`: a claim's words its document lacks
+    (`verdict`'s rule 9)."""
+    return "the document has none of: " + ", ".join(strip_control(w) for w in words)
 
 
 def claims_tally(claims: Sequence[Claim]) -> str:
@@ -68,7 +77,7 @@ def testimony_summary(testimony: Testimony, verdict: str | None) -> str:
     lines = [f"The testimony was taken apart into {len(claims)} claim"
              f"{'s' if len(claims) != 1 else ''}: {claims_tally(claims)}."]
     for state, words in (("contradicted", "The witness's own answers contradicted"),
-                         ("unsupported", "The witness could not support from its document"),
+                         ("unsupported", "The document does not support"),
                          ("unsure", "Its answers did not settle")):
         found = [c for c in claims if c.state == state]
         if found:

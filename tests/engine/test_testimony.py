@@ -25,6 +25,7 @@ from engine.interrogation.claims import (
     segments,
     sentences,
     testimony_source as source_of,
+    unfound,
 )
 from engine.interrogation.testimony import left_out_text, listed_left_out
 from engine.interrogation.verdict import (
@@ -32,11 +33,13 @@ from engine.interrogation.verdict import (
     claim_state,
     testimony_score as score_of,
     testimony_verdict as verdict_of,
+    unfound_p_false,
 )
 from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted, Phase
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim
 from engine.report.claims import claim_line, claims_tally, marked_testimony
+from engine.report.export import claims_table
 from tests.support.evals import claim_question
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
@@ -294,6 +297,18 @@ def test_a_claim_no_round_bore_on_is_unsupported_only_with_a_document() -> None:
     assert claim_state(silent, document=False) == ("unsure", 0.5)
     conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
     assert claim_state(conflict, document=True)[0] == "unsure"
+
+
+def test_the_words_a_claim_has_that_its_document_lacks() -> None:
+    """Rule 9's reading: words of five letters or more and numbers, endings aside; a short
+    word (a paraphrase's "hits") is never counted, nor a word the document has in another
+    form ("burning" for "burned"), each word once."""
+    document = "The old mill burned down in 1901. Firemen from Leeds fought the fire."
+    assert unfound("The mill was burning in 1901.", document) == []
+    assert unfound("A gust hits the mill in 1902.", document) == ["1902"]
+    assert unfound("The mayor of Leeds jailed the mayor's firemen.", document) == [
+        "mayor", "jailed"]
+    assert [unfound_p_false(n) for n in (0, 2, 3, 4, 9)] == [None, None, 0.78, 0.87, 0.87]
 
 
 # ---- a run on scripted models --------------------------------------------------------------
@@ -621,6 +636,65 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     assert wrong is not None
     assert [c.state for c in wrong.claims] == ["held", "unsupported"]
     assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
+    # two words the document lacks: shown beside the claim, its rounds still decide (rule 9)
+    assert [c.unfound for c in wrong.claims] == [[], ["mayor", "jailed"]]
+    assert wrong.claims[1].deciding is not None
+
+
+async def test_a_claim_with_three_words_its_document_lacks_is_unsupported_without_rounds(
+        paths: Paths, tmp_path: Path) -> None:
+    """Rule 9: "The mayor was jailed for fraud." has four words of five letters or more that
+    the document nowhere has — unsupported at P(false) 0.87 before any question, the words
+    named, so the summary is false; the witness is never asked about it, and the claim
+    whose words the document holds is examined as before."""
+    from engine import EvalRequest
+
+    document = "The mill burned down in 1901. Nobody was hurt in the fire."
+    path = tmp_path / "summaries.jsonl"
+    path.write_text(json.dumps({
+        "document": document,
+        "right_summary": "The mill burned down in 1901. Nobody was hurt in the fire.",
+        "hallucinated_summary": "The mill burned down in 1901. The mayor was jailed for "
+                                "fraud yesterday."}) + "\n")
+    asked: list[str] = []
+
+    def detective(messages: Chat) -> str:
+        if is_judgement(messages):
+            return Judged(0.7 if "The witness was asked" not in messages[-1]["content"]
+                          else 0.95)
+        if messages[0]["content"].startswith("You take a text apart"):
+            return messages[-1]["content"].replace(". ", ".\n")
+        claim = messages[-1]["content"]
+        return ("Who was jailed?" if "mayor" in claim
+                else "What happened to the mill, according to your document?")
+
+    def witness(messages: Chat) -> str:
+        asked.append(messages[-1]["content"])
+        return "The document says the mill burned in 1901."
+
+    with ScriptedModel(detective) as d, ScriptedModel(witness) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            run = await workspace.evals.start(EvalRequest(dataset=str(path), mode="document"))
+            [event async for event in run.events()]
+            results = {r.item: r for r in run.folder.latest().values()}
+            wrong = workspace.store.load(results["row1:hallucinated"].session).testimony
+        finally:
+            await workspace.aclose()
+    assert results["row1:hallucinated"].verdict == "false"
+    assert results["row1:right"].verdict == "true"
+    assert wrong is not None
+    mill, mayor = wrong.claims
+    assert (mayor.state, mayor.probability_false, mayor.deciding) == ("unsupported", 0.87, None)
+    assert mayor.unfound == ["mayor", "jailed", "fraud", "yesterday"]
+    assert mayor.why == "the document has none of: mayor, jailed, fraud, yesterday"
+    assert "none of: mayor" in claim_line(mayor)
+    table = "\n".join(claims_table(wrong.claims))
+    assert "| not in the document | claim |" in table
+    assert "| mayor, jailed, fraud, yesterday | The mayor was jailed" in table
+    assert mill.state == "held" and mill.unfound == []
+    assert asked and not any("jailed" in question for question in asked)
 
 
 async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn_once(
