@@ -214,12 +214,28 @@ UNFOUND_LETTERS = 5
 mostly a paraphrase's ("says", "led", "hits"), the longer ones carry what a summary adds."""
 
 
+_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve "
+                 "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
+_THOUSANDS = re.compile(r"(?<=\d)[,.\u202f\u00a0'](?=\d{3}(?!\d))")
+"""A thousands separator between digits ("1,000", "1.000", "1 000"): read as "1000"."""
+
+
+def _numbers_read(text: str) -> list[str]:
+    """`text`'s content words, a number with thousands separators as one, and a number
+    from zero to twenty also as its word ("5" and "five" match either way)."""
+    words = content_words(_THOUSANDS.sub("", text))
+    spelled = {w: str(n) for n, w in enumerate(_NUMBER_WORDS)}
+    return words + [spelled[w] for w in words if w in spelled] + [
+        _NUMBER_WORDS[int(w)] for w in words if w.isdigit() and int(w) < len(_NUMBER_WORDS)]
+
+
 def unfound(claim: str, document: str) -> list[str]:
     """The words of `claim` of `UNFOUND_LETTERS` letters or more, and its numbers, that no word
-    of `document` matches, endings aside (`_known`), in the claim's order, each once."""
-    known = set(content_words(document))
+    of `document` matches, endings aside (`_known`; "1,000" is "1000", "5" is "five"), in the
+    claim's order, each once."""
+    known = set(_numbers_read(document))
     found: list[str] = []
-    for word in content_words(claim):
+    for word in content_words(_THOUSANDS.sub("", claim)):
         if (word.isdigit() or len(word) >= UNFOUND_LETTERS) and word not in found \
                 and not _known(word, known):
             found.append(word)
