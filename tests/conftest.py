@@ -62,6 +62,19 @@ def _in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
+@pytest.fixture(autouse=True)
+def _servers_learned_anew() -> None:
+    """What a process learned of a server (its window, its token ratio) is kept under the
+    provider's name and configuration, its address included; the suite's servers reuse the
+    operating system's ports, so a test's "det" on a port another test used must not inherit
+    that server's window (a 2,048-token server read as the earlier one's 32,768)."""
+    from engine.context import measure, windows
+
+    windows._windows.clear()
+    measure._ratios.clear()
+    measure._reported.clear()
+
+
 _STRAY = pytest.StashKey[set[str]]()
 
 
