@@ -216,6 +216,7 @@ mostly a paraphrase's ("says", "led", "hits"), the longer ones carry what a summ
 
 _NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve "
                  "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
+_SPELLED = {word: str(number) for number, word in enumerate(_NUMBER_WORDS)}
 _THOUSANDS = re.compile(r"(?<=\d)[,.\u202f\u00a0'](?=\d{3}(?!\d))")
 """A thousands separator between digits ("1,000", "1.000", "1 000"): read as "1000"."""
 
@@ -224,8 +225,7 @@ def _numbers_read(text: str) -> list[str]:
     """`text`'s content words, a number with thousands separators as one, and a number
     from zero to twenty also as its word ("5" and "five" match either way)."""
     words = content_words(_THOUSANDS.sub("", text))
-    spelled = {w: str(n) for n, w in enumerate(_NUMBER_WORDS)}
-    return words + [spelled[w] for w in words if w in spelled] + [
+    return words + [_SPELLED[w] for w in words if w in _SPELLED] + [
         _NUMBER_WORDS[int(w)] for w in words if w.isdigit() and int(w) < len(_NUMBER_WORDS)]
 
 

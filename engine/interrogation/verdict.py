@@ -80,8 +80,8 @@ claims, each claim examined by the rule above in rounds of its own, then:
    development summaries examined (`make bench-real --dev`), 16 claims had three or more: 13
    in hallucinated summaries, 7 of them `held` by the 1.5B holding the document
    ("Firefighters were aided by a sudden downpour of rain") and 2 `unsure`, and 3 in right
-   summaries, each already contradicted by its rounds. Shorter words are left out: a right summary's paraphrase is mostly
-   in them ("says", "hits", "led").
+   summaries, each already contradicted by its rounds. Shorter words are left out: a right
+   summary's paraphrase is mostly in them ("says", "hits", "led").
 """
 
 from __future__ import annotations
