@@ -17,6 +17,8 @@ have overflowed). Prints a table; the goals are no session failed and the fitted
 their estimates, the tokens reported) to DIR/MODEL-ROUTE.jsonl: the data the bound is
 designed on. `--baseline REV` first runs the same sessions with the code of
 commit REV (a git worktree, through its CLI), on the same servers: how many of them failed.
+`count ms`: the median time of one exact count by the gateway's llama.cpp backend
+(`/apply-template` and `/tokenize`), and `count %` all counts' share of the route's time.
 """
 
 from __future__ import annotations
@@ -99,6 +101,27 @@ async def _session(config: Config, paths: Paths, calls: list[tuple[int, int, boo
     return finished
 
 
+_COUNTS: list[float] = []
+"""Seconds each exact count by a gateway's backend took (`_timing_counts`)."""
+
+
+def _timing_counts() -> None:
+    """Time every count the providers ask of a gateway's backend (`backend_count`)."""
+    import engine.providers._anthropic as anthropic
+    import engine.providers._openai as openai
+
+    counted = openai.backend_count
+
+    async def timed(*args: Any) -> int:
+        started = time.perf_counter()
+        try:
+            return await counted(*args)
+        finally:
+            _COUNTS.append(time.perf_counter() - started)
+
+    openai.backend_count = anthropic.backend_count = timed  # type: ignore[assignment]
+
+
 def _dumping(dump: Any) -> None:
     """Write each reply's measure (`engine.context.measure.measured`: the prompt sent, the
     text added beside it, the tokens reported) to `dump`, a line of JSON each: the data the
@@ -162,6 +185,7 @@ def main() -> int:
     args = parser.parse_args()
     rows = []
     tree: Path | None = None
+    _timing_counts()
     if args.baseline:
         tree = Path(tempfile.mkdtemp(prefix="detektiv-baseline-")) / "tree"
         subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline],
@@ -173,12 +197,14 @@ def main() -> int:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
                            capture_output=True)
     print("\nmodel          route      runs  failed  baseline  calls  fitted/counted: median  "
-          "max   ≤1.20  (256+: ≤1.20  max)  under  seconds")
+          "max   ≤1.20  (256+: ≤1.20  max)  under  seconds  count ms  count %")
     for (model, route, runs, failed, before, n, median, most, within, within_long, most_long,
-         under, took) in rows:
+         under, took, counts) in rows:
         print(f"{model:<14} {route:<10} {runs:>4}  {failed:>6}  {before:>8}  {n:>5}  "
               f"{median:>22.3f}  {most:.3f}  {within:>5.0%}  {within_long:>12.0%}  "
-              f"{most_long:.3f}  {under:>5}  {took:>7.0f}")
+              f"{most_long:.3f}  {under:>5}  {took:>7.0f}  "
+              f"{statistics.median(counts) * 1000 if counts else 0:>8.1f}  "
+              f"{sum(counts) / took:>7.2%}")
     return 0
 
 
@@ -201,6 +227,7 @@ def _measure(args: argparse.Namespace, rows: list[tuple[Any, ...]], tree: Path |
                     calls: list[tuple[int, int, bool]] = []
                     endings: list[str] = []
                     started = time.monotonic()
+                    _COUNTS.clear()
                     dump = None
                     if args.dump:
                         Path(args.dump).mkdir(parents=True, exist_ok=True)
@@ -223,7 +250,8 @@ def _measure(args: argparse.Namespace, rows: list[tuple[Any, ...]], tree: Path |
                                  sum(r <= 1.2 for r in later) / max(1, len(later)),
                                  sum(r <= 1.2 for r in long) / max(1, len(long)),
                                  max(long) if long else 0.0,
-                                 sum(r < 1.0 for r in later), time.monotonic() - started))
+                                 sum(r < 1.0 for r in later), time.monotonic() - started,
+                                 list(_COUNTS)))
                     print(f"{model} {route}: {endings}", flush=True)
             finally:
                 stop(proxy, timeout=30)

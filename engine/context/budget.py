@@ -7,8 +7,9 @@
 The window is `engine.context.windows`'s: configured, said by the server, or a default.
 
 The reply's `max_tokens` is reserved (lowered to a third of a small window, and said so), plus
-a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`), a twentieth
-of the window when it cannot. A provider that cannot count (a gateway, a cloud API) has its
+a margin: a few tokens when the provider counts exactly (llama.cpp's `/tokenize`, also behind a
+gateway: `read_messages`, the prompt with a schema sent as text), a twentieth of the window
+when it cannot. A provider that cannot count (another gateway, a cloud API) has its
 prompts measured by an upper bound (`tokens.bound`: the estimate times the worst ratio
 measured on real tokenizers, other scripts at their UTF-8 bytes), never by the estimate alone:
 an estimate of 1,813 tokens was 2,710 on the server. A prompt that cannot fit beside the
@@ -312,12 +313,12 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
             raise DoesNotFit(max(exc.needed + header, most), limit) from None
         used: int | None = None
         within = within_bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
-            if counted != "estimate" else None
+            if counted != "estimate" and not provider.counts_every_prompt else None
         if within is not None:
             used, counted = within, "bounded"
         elif counted != "estimate":
             counted = "exact"
-            used = await count_exactly(provider, messages)
+            used = await count_exactly(provider, provider.read_messages(messages, schema))
             if used is None:  # the server could not count after all: estimate, with margin
                 counted = "estimate"
                 limit, schema_cost = budget(False)

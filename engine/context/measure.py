@@ -11,8 +11,9 @@ being measured, and a server that refuses a prompt as too long is measured anew.
 reports its prompt's tokens (llama.cpp's `usage`) is such a count, taken for free: a server
 whose replies report is calibrated by them and never recounted (`measured`).
 
-A server that cannot count (a gateway, a cloud API) has its prompts measured by an upper
-bound (`tokens.bound`) until its replies report what a prompt took (`measured`); after one
+A gateway whose model's backends are all llama.cpp servers beside it has them count every
+prompt (`Provider.counts_every_prompt`: no bound by earlier counts). A server that cannot
+count (another gateway, a cloud API) has its prompts measured by an upper bound (`tokens.bound`) until its replies report what a prompt took (`measured`); after one
 reply by the worst of the last `RECENT` ratios reported, times `REPORTED_SLACK`; from the
 second on by its texts and the chat template's fixed part as the replies showed them
 (`_template`, `uncounted`): the texts at the worst recent ratio of the prompts' own text,

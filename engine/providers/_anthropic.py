@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 import httpx
@@ -31,6 +31,7 @@ from engine.providers._base import (
 from engine.providers._events import (
     Done,
     HealthCheck,
+    Message,
     ReasoningDelta,
     StreamEvent,
     StreamRequest,
@@ -38,7 +39,7 @@ from engine.providers._events import (
     Usage,
     finish_reason_of,
 )
-from engine.providers._gateway import gateway_window, listed_or_checked
+from engine.providers._gateway import backend_count, gateway_window, listed_or_checked
 from engine.providers._http import (
     connection_error,
     error_for_status,
@@ -329,8 +330,24 @@ class AnthropicProvider(Provider):
         said = await gateway_window(self._get_client(), f"{self._root}/v1", self._root,
                                     self.config.model, await self._headers())
         self._litellm = said.litellm
-        self.window_said_by = said.by
+        self.window_said_by, self._counters = said.by, said.counters
         return said.tokens
+
+    _counters: tuple[str, ...] = ()
+    """The llama.cpp servers behind the gateway that count its prompts (`backend_count`)."""
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int | None:
+        """Counted by the llama.cpp servers behind a gateway (LiteLLM passes the Messages
+        route on to them as chat messages, the system prompt first); None elsewhere."""
+        if self._litellm is None:
+            await self.context_window()
+        if not self._counters:
+            return None
+        return await backend_count(self._get_client(), self._counters, messages)
+
+    @property
+    def counts_every_prompt(self) -> bool:
+        return bool(self._counters)
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -421,6 +421,18 @@ class Provider(ABC):
             return ""
         return json.dumps(schema, separators=(",", ":"))
 
+    def read_messages(self, messages: Sequence[Message],
+                      schema: dict[str, Any] | None) -> list[Message]:
+        """`messages` as the model reads them, for an exact count: a schema sent as text
+        (`schema_prompt`) joined to the system prompt, as the anthropic kind sends it; as they
+        are where the schema is a grammar."""
+        text = self.schema_prompt(schema) if schema is not None else ""
+        if not text:
+            return list(messages)
+        system = [m.content for m in messages if m.role == "system"] + [text]
+        return [Message("system", "\n\n".join(system)),
+                *(m for m in messages if m.role != "system")]
+
     @property
     def official(self) -> bool:
         """True for the vendor's own endpoint (its model names mean what they say)."""
@@ -447,6 +459,15 @@ class Provider(ABC):
         """The exact prompt tokens of `messages` as the server would see them, template
         included; None when this kind cannot count."""
         return None
+
+    @property
+    def counts_every_prompt(self) -> bool:
+        """Whether every prompt is counted exactly, none bounded by earlier counts
+        (`engine.context.measure.within_bound`): a gateway whose llama.cpp backend counts.
+        Its replies report what the gateway counted, which a bound by earlier counts is up to
+        half again above, and the anthropic kind's schema is text there, which such a bound
+        leaves out; a count is two round trips to a server on the gateway's host."""
+        return False
 
     replica_count = 1
     """Endpoints this provider spreads its calls over (`ReplicatedProvider`: its replicas)."""

@@ -5,6 +5,9 @@ gateways (LiteLLM's proxy), OpenRouter, vLLM, Ollama's OpenAI-compatible route.
   `/model/info` (or `/v1/model/info`: `model_info.max_input_tokens` of the entry whose
   `model_name` is the model; where LiteLLM does not know it, the `/props` of a llama.cpp
   backend it names on its own host or on loopback), Ollama's `POST /api/show`;
+- the prompt's exact count: where every backend of the model is such a llama.cpp server, its
+  `/apply-template` and `/tokenize` (`backend_count`), as for a llama.cpp server asked
+  directly — the gateway passes the messages on as they are;
 - whether the model answers: LiteLLM's `GET /health?model=NAME` makes a real call to each of
   the model's backends and says which answered (`/health/readiness` only says that the proxy
   is up).
@@ -15,7 +18,7 @@ falls back to what it knew (a default window, a listing).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -24,15 +27,15 @@ import httpx
 
 from engine.config.providers import is_loopback
 from engine.errors import ProviderError, RequestError, ServerError
-from engine.providers._events import HealthCheck
-from engine.providers._llamacpp import api_root, slot_window, window_value
+from engine.providers._events import HealthCheck, Message
+from engine.providers._llamacpp import api_root, count_chat_tokens, slot_window, window_value
 from engine.providers._reading import said_json
 
 if TYPE_CHECKING:
     from engine.providers._base import Provider
 
-__all__ = ["GatewayWindow", "gateway_window", "listed_or_checked", "litellm_health",
-           "listed_window"]
+__all__ = ["GatewayWindow", "backend_count", "gateway_window", "listed_or_checked",
+           "litellm_health", "listed_window"]
 
 _SHOWN = 200
 """Characters of a backend's error shown from LiteLLM's health report (its first line)."""
@@ -67,6 +70,9 @@ class GatewayWindow:
     by: str = ""
     """Where the window was read: `/models`, `/model/info`, a backend's `/props`,
     `/api/show`."""
+    counters: tuple[str, ...] = ()
+    """The API roots of the llama.cpp servers behind the model, when every backend of it is
+    one (a call may go to any): what counts its prompts exactly (`backend_count`)."""
 
 
 async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
@@ -80,23 +86,31 @@ async def _litellm_info(client: httpx.AsyncClient, root: str, model: str,
                 and entry.get("model_name") == model and isinstance(entry.get("model_info"), dict)]
         known = [w for entry in ours
                  if (w := window_value(entry["model_info"].get("max_input_tokens"))) is not None]
+        backends = await _backends(client, root, ours)
+        counters = tuple(base for base, _ in backends) if len(backends) == len(ours) else ()
         by = path
         if not known:  # LiteLLM does not know it: a llama.cpp backend beside the proxy may say
-            known = await _backend_windows(client, root, ours)
+            known = [window for _, window in backends]
             by = "its backend's /props"
         # a model group of several backends: a call may go to any of them
-        return GatewayWindow(min(known) if known else None, True, by if known else "")
+        return GatewayWindow(min(known) if known else None, True, by if known else "",
+                             counters)
     return None
 
 
-async def _backend_windows(client: httpx.AsyncClient, root: str,
-                           entries: list[dict[str, Any]]) -> list[int]:
-    """The slot windows of the llama.cpp servers behind `entries` (their `api_base`), asked
-    only where the backend is on the gateway's own host or on loopback (a gateway in front of
-    `detektiv local-server`), without the gateway's key; one that does not say is left out."""
+_BACKENDS = 4
+"""The most backends of one model asked about themselves."""
+
+
+async def _backends(client: httpx.AsyncClient, root: str,
+                    entries: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(API root, slot window) of the llama.cpp servers behind `entries` (their `api_base`),
+    asked only where the backend is on the gateway's own host or on loopback (a gateway in
+    front of `detektiv local-server`), without the gateway's key; one that does not say is
+    left out, and so are all past the first `_BACKENDS`."""
     gateway_host = urlsplit(root).hostname
     found = []
-    for entry in entries[:4]:
+    for entry in entries[:_BACKENDS]:
         params = entry.get("litellm_params")
         base = params.get("api_base") if isinstance(params, dict) else None
         host = urlsplit(base).hostname if isinstance(base, str) else None
@@ -107,8 +121,15 @@ async def _backend_windows(client: httpx.AsyncClient, root: str,
         except httpx.HTTPError:
             continue
         if window is not None:
-            found.append(window)
+            found.append((api_root(str(base)), window))
     return found
+
+
+async def backend_count(client: httpx.AsyncClient, counters: tuple[str, ...],
+                        messages: Sequence[Message]) -> int:
+    """The exact prompt tokens of `messages` on the llama.cpp servers behind a gateway
+    (`GatewayWindow.counters`): the most any of them counts, as a call may go to any."""
+    return max([await count_chat_tokens(client, base, {}, messages) for base in counters])
 
 
 async def _ollama_window(client: httpx.AsyncClient, root: str, model: str,
@@ -126,7 +147,8 @@ async def gateway_window(client: httpx.AsyncClient, base_url: str, root: str, mo
     listed = await listed_window(client, base_url, model, headers)
     litellm = await _litellm_info(client, root, model, headers)
     if listed is not None:
-        return GatewayWindow(listed, litellm is not None, "/models")
+        return GatewayWindow(listed, litellm is not None, "/models",
+                             litellm.counters if litellm is not None else ())
     if litellm is not None:
         return litellm
     shown = await _ollama_window(client, root, model, headers)

@@ -33,7 +33,7 @@ from engine.providers._events import (
     TokenDelta,
     finish_reason_of,
 )
-from engine.providers._gateway import gateway_window, listed_or_checked
+from engine.providers._gateway import backend_count, gateway_window, listed_or_checked
 from engine.providers._http import (
     connection_error,
     content_parts,
@@ -108,6 +108,8 @@ class OpenAIProvider(Provider):
     """None: not asked yet; False: not a llama.cpp server (or it does not say)."""
     _litellm = False
     """LiteLLM's proxy answered its `/model/info` when the window was asked."""
+    _counters: tuple[str, ...] = ()
+    """The llama.cpp servers behind the gateway that count its prompts (`backend_count`)."""
 
     @property
     def _base(self) -> str:
@@ -350,7 +352,7 @@ class OpenAIProvider(Provider):
                 said = await gateway_window(client, self.config.base_url, root,
                                             self.config.model, headers)
                 window, self._litellm = said.tokens, said.litellm
-                self.window_said_by = said.by
+                self.window_said_by, self._counters = said.by, said.counters
         except httpx.TransportError:  # no answer: ask again next time
             raise
         except httpx.HTTPError:
@@ -376,10 +378,16 @@ class OpenAIProvider(Provider):
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
         if self._llamacpp is None:
             await self.context_window()
+        if self._counters:  # a gateway in front of llama.cpp: its backend counts
+            return await backend_count(self._get_client(), self._counters, messages)
         api = await self._llamacpp_api()
         if api is None:
             return None
         return await count_chat_tokens(*api, messages)
+
+    @property
+    def counts_every_prompt(self) -> bool:
+        return bool(self._counters)
 
     async def _health(self) -> str | tuple[str, HealthCheck]:
         client = self._get_client()

@@ -117,7 +117,7 @@ class ProviderRow:
             "demonstration": self.demonstration, "base_url": self.base_url,
             "window": None if self.window is None else {
                 "tokens": self.window.tokens, "source": self.window.source,
-                "said_by": self.window.describe()},
+                "said_by": self.window.describe(), "counted_exactly": self.window.exact},
             "status": state.status.value if state else None,
             "circuit": state.circuit.value if state else None,
             "consecutive_failures": state.consecutive_failures if state else None,

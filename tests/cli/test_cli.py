@@ -82,7 +82,9 @@ def test_providers_json_lists_health(configured: Path) -> None:
     assert rows["localsrv"]["window"]["tokens"] > 0
     assert rows["local"]["window"]["said_by"] == "n_ctx / n_parallel"
     assert rows["dead"]["window"] == {"tokens": 8192, "source": "default",
-                                      "said_by": "the kind's default"}
+                                      "said_by": "the kind's default", "counted_exactly": False}
+    # llama.cpp counts a prompt exactly (its /tokenize); a server that did not answer cannot
+    assert rows["localsrv"]["window"]["counted_exactly"] is True
 
 
 def test_providers_table(configured: Path) -> None:

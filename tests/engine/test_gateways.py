@@ -21,7 +21,7 @@ from engine.costs import call_cost
 from engine.errors import ContextOverflowError, RequestError, is_context_overflow, overflow_window
 from engine.interrogation.calls import count_tokens
 from engine.models.usage import TokenTally
-from engine.providers import Done, StreamRequest, TokenDelta, Usage, create_provider
+from engine.providers import Done, Message, StreamRequest, TokenDelta, Usage, create_provider
 from engine.providers._http import error_for_status
 from engine.routing.collect import Reply as Collected
 from engine.routing.events import Attempt, PartialDiscarded
@@ -461,3 +461,67 @@ async def test_the_opt_in_probe_is_one_request_for_one_token(paths: Paths) -> No
     finally:
         await dead.aclose()
     assert (down.ok, down.check, down.word) == (False, "probe", "down")
+
+
+# 6. a gateway in front of llama.cpp: its backend counts the prompts ------------------------
+
+def _litellm_in_front_of(*backends: str) -> WireServer:
+    """LiteLLM's `/model/info` as the proxy answers it for a model group `local` whose
+    backends are `backends` (their `api_base`), the window not told to LiteLLM."""
+    entries = [{"model_name": "local", "litellm_params": {"model": "openai/gemma",
+                                                          "api_base": base},
+                "model_info": {"max_input_tokens": None}} for base in backends]
+    return WireServer({"GET /model/info": lambda _: json_reply({"data": entries})})
+
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}},
+          "required": ["answer"]}
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_gateway_in_front_of_llamacpp_has_its_prompts_counted_by_the_backend(
+        kind: str, llama_server: Any, paths: Paths) -> None:
+    """Through LiteLLM to a llama.cpp server, every prompt is counted exactly by the backend,
+    as the server itself counts it (none bounded by earlier counts): on the anthropic route
+    the schema it sends as text is counted in the system prompt, where the server reads it."""
+    from engine.context.budget import fit
+
+    direct = create_provider("direct", llama_server.provider_config(), paths)
+    with _litellm_in_front_of(llama_server.url) as gateway:
+        base = gateway.url + "/v1" if kind == "openai" else gateway.url
+        provider = create_provider("gw", ProviderConfig.model_validate(
+            {"kind": kind, "model": "local", "base_url": base, "api_key": "sk-gw-0000"}), paths)
+        request = StreamRequest(messages=(Message("system", "Answer in JSON."),
+                                          Message("user", "Is water wet?")),
+                                schema=SCHEMA, max_tokens=32)
+        try:
+            window = await window_of(provider)
+            fits = [await fit(provider, request) for _ in range(3)]
+            read = provider.read_messages(request.messages, SCHEMA)
+            expected = await direct.count_tokens(read)
+        finally:
+            await provider.aclose()
+            await direct.aclose()
+    assert window.exact and window.tokens == 2048
+    assert [f.report.counted for f in fits] == ["exact"] * 3
+    assert expected is not None and all(f.report.used == expected for f in fits)
+    schema_read = any(SCHEMA_TEXT in m.content for m in read)
+    assert schema_read == (kind == "anthropic")
+
+
+SCHEMA_TEXT = '"answer"'
+
+
+async def test_a_model_group_with_a_backend_that_cannot_count_is_not_counted(
+        llama_server: Any, paths: Paths) -> None:
+    """A call may go to any backend of a model group: when one of them does not say what it
+    is (here a server with no llama.cpp endpoints), no count is taken for the group."""
+    with WireServer({}) as other, _litellm_in_front_of(llama_server.url, other.url) as gateway:
+        provider = create_provider("gw", ProviderConfig.model_validate(
+            {"kind": "openai", "model": "local", "base_url": gateway.url + "/v1",
+             "api_key": "sk-gw-0000"}), paths)
+        try:
+            counted = await provider.count_tokens([Message("user", "ok")])
+        finally:
+            await provider.aclose()
+    assert counted is None and not provider.counts_every_prompt

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -153,8 +154,15 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def _replay(response: dict[str, Any]) -> Reply:
-    body: list[Any] = [chunk.encode("utf-8") for chunk in response["chunks"]]
+_RECORDED_BACKEND = re.compile(r"http://127\.0\.0\.1:\d+")
+"""A loopback server named in a recording (LiteLLM's `api_base`): it is gone at replay."""
+
+
+def _replay(response: dict[str, Any], here: str) -> Reply:
+    """`response` again, the loopback servers it names replaced by `here` (the replaying
+    server: asked about itself, it answers 404, where the recorded port may now be anyone's)."""
+    body: list[Any] = [_RECORDED_BACKEND.sub(here, chunk).encode("utf-8")
+                       for chunk in response["chunks"]]
     if response.get("cut"):
         body.append(CUT)
     return Reply(response["status"], dict(response["headers"]), body)
@@ -183,10 +191,11 @@ def capture_server(*names: str) -> WireServer:
         def reply(_: object) -> Reply:
             response = responses[min(served[0], len(responses) - 1)]
             served[0] += 1
-            return _replay(response)
+            return _replay(response, server.url)
         return reply
 
-    return WireServer({route: answers(responses) for route, responses in by_route.items()})
+    server = WireServer({route: answers(responses) for route, responses in by_route.items()})
+    return server
 
 
 def health_server(model: str) -> WireServer:
