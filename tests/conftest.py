@@ -73,6 +73,7 @@ def _servers_learned_anew() -> None:
     windows._windows.clear()
     measure._ratios.clear()
     measure._reported.clear()
+    measure._unanswered.clear()
 
 
 _STRAY = pytest.StashKey[set[str]]()

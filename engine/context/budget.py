@@ -313,7 +313,7 @@ async def _fit(provider: Provider, prompt: Prompt, window: Window, reply: int,
             raise DoesNotFit(max(exc.needed + header, most), limit) from None
         used: int | None = None
         within = within_bound(provider, estimate_messages(messages), limit, byte_bound(messages)) \
-            if counted != "estimate" and not provider.counts_every_prompt else None
+            if counted != "estimate" and not window.every else None
         if within is not None:
             used, counted = within, "bounded"
         elif counted != "estimate":

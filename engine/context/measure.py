@@ -13,7 +13,8 @@ whose replies report is calibrated by them and never recounted (`measured`).
 
 A gateway whose model's backends are all llama.cpp servers beside it has them count every
 prompt (`Provider.counts_every_prompt`: no bound by earlier counts). A server that cannot
-count (another gateway, a cloud API) has its prompts measured by an upper bound (`tokens.bound`) until its replies report what a prompt took (`measured`); after one
+count (another gateway, a cloud API) has its prompts measured by an upper bound
+(`tokens.bound`) until its replies report what a prompt took (`measured`); after one
 reply by the worst of the last `RECENT` ratios reported, times `REPORTED_SLACK`; from the
 second on by its texts and the chat template's fixed part as the replies showed them
 (`_template`, `uncounted`): the texts at the worst recent ratio of the prompts' own text,
@@ -43,9 +44,9 @@ from engine.providers import Message
 if TYPE_CHECKING:
     from engine.providers import Provider
 
-__all__ = ["BOUND_SLACK", "CALIBRATION", "RECOUNT", "byte_bound", "calibrated", "count_exactly",
-           "forget_window", "measured", "refit_share", "schema_measure", "text_measure",
-           "uncounted", "within_bound"]
+__all__ = ["BOUND_SLACK", "CALIBRATION", "RECOUNT", "UNANSWERED", "byte_bound", "calibrated",
+           "count_exactly", "forget_window", "measured", "refit_share", "schema_measure",
+           "text_measure", "uncounted", "within_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -115,17 +116,30 @@ PLAUSIBLE = 5
 answers /tokenize with an empty list would otherwise let any prompt through)."""
 
 
+UNANSWERED = 3
+"""Counts in a row a server left unanswered (no reply within the count's few seconds) before
+its prompts are estimated from then on: one whose `/tokenize` hangs would otherwise hold
+every call for its deadline."""
+_unanswered: dict[tuple[str, str], int] = {}
+
+
 async def count_exactly(provider: Provider, messages: Sequence[Message]) -> int | None:
     """The provider's exact count, or None: this call is estimated. A server that cannot
     count (an error status, a reply of the wrong shape, a count nobody could mean) is
-    estimated from then on; one that did not answer this time is asked again next time."""
+    estimated from then on; one that did not answer this time is asked again next time,
+    up to `UNANSWERED` times in a row."""
+    key = key_of(provider)
     try:
         counted = await provider.count_tokens(messages)
     except Exception as exc:  # fall back to the estimate, and say so in the report
         log.info("%s: cannot count tokens: %s", provider.name, exc)
         if transient(exc):
-            return None
+            _unanswered[key] = _unanswered.get(key, 0) + 1
+            if _unanswered[key] < UNANSWERED:
+                return None
         counted = -1
+    else:
+        _unanswered.pop(key, None)
     guess = estimate_messages(messages)
     if counted is not None and _record(_ratios, provider, counted, guess):
         return counted
@@ -160,6 +174,7 @@ def forget_window(provider: Provider, told: int | None = None) -> None:
     prompt as too long) and what its counts measured: a bound may have been wrong."""
     _ratios.pop(key_of(provider), None)
     _reported.pop(key_of(provider), None)
+    _unanswered.pop(key_of(provider), None)
     forget(provider, told)
 
 

@@ -62,6 +62,10 @@ class Window:
     said_by: str = ""
     """Where a server's window was read (`/props`, `/model/info`, a refusal), for
     `describe`."""
+    every: bool = False
+    """Every prompt is counted, none bounded by earlier counts
+    (`Provider.counts_every_prompt`, as the discovery found it: a provider made later for
+    the same configuration has not asked yet)."""
 
     def describe(self) -> str:
         """Where the window came from, in a few words: `configured`, what the server said it
@@ -149,11 +153,12 @@ _asking: dict[Any, asyncio.Task[Window]] = {}
 
 async def _discovered(provider: Provider, key: Any) -> Window:
     told, exact, keep = await _discover(provider)
+    every = exact and provider.counts_every_prompt
     if told is not None and told > 0:
-        found = Window(told, "server", exact, provider.window_said_by)
+        found = Window(told, "server", exact, provider.window_said_by, every)
     else:
         found = replace(default_window(provider.kind, provider.model, provider.official),
-                        exact=exact)
+                        exact=exact, every=every)
     if keep:
         _windows[key] = found
     return found

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -55,9 +56,14 @@ from engine.storage.layout import stamp
 __all__ = ["EvalItem", "ItemFile", "Items", "brief_for", "check_documents", "chosen_items",
            "claim_for", "document_for", "read_items", "sample"]
 
-_TRUE = {"true", "1", "yes", "correct", "supports", "supported", "t", "y"}
-_FALSE = {"false", "0", "no", "incorrect", "hallucinated", "refutes", "refuted", "f", "n"}
-_NEITHER = {"not enough info", "nei", "not_enough_info", "unknown", "unverifiable"}
+_TRUE = {"true", "1", "yes", "correct", "supports", "supported", "t", "y", "s", "right",
+         "accurate", "factual"}
+_FALSE = {"false", "0", "no", "incorrect", "hallucinated", "hallucination", "refutes",
+          "refuted", "f", "n", "ns", "not supported", "unsupported", "contradicted", "wrong",
+          "inaccurate", "non factual", "nonfactual"}
+_NEITHER = {"not enough info", "nei", "unknown", "unverifiable", "ir", "irrelevant"}
+"""Labels as sets write them, case, `_` and `-` aside: FEVER's SUPPORTS / REFUTES / NOT
+ENOUGH INFO, FActScore's S / NS / IR, HaluEval's yes / no."""
 _MAX_TEXT = 20_000
 
 
@@ -145,11 +151,13 @@ def _label(value: Any, where: str) -> bool:
         return value
     if isinstance(value, int | float) and value in (0, 1):  # 1 / 0 (1.0 / 0.0 from a
         return value == 1                                  # table's export), as sets write it
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
+    said = " ".join(re.split(r"[\s_-]+", value.strip().lower())) \
+        if isinstance(value, str) else None
+    if said in _TRUE | _FALSE:
+        return said in _TRUE
     if isinstance(value, str) and value.strip() in ("1.0", "0.0"):
         return value.strip() == "1.0"
-    if isinstance(value, str) and value.strip().lower() in _NEITHER:
+    if said in _NEITHER:
         raise DatasetError(f"{where}: the label {value!r} is neither true nor false: leave "
                            "such claims out of the file")
     raise DatasetError(f"{where}: 'label' must be true or false (got {value!r:.80})")
@@ -252,7 +260,8 @@ def _split_row(row: dict[str, Any], index: int, where: str) -> list[EvalItem]:
         place = f"{where}, claim {number}"
         if not isinstance(entry, dict):
             raise DatasetError(f"{place}: expected {{\"claim\": …, \"label\": …}}")
-        claim = _text(entry.get("claim"), "claim", place)
+        # FActScore's atomic facts name it `text`
+        claim = _text(entry.get("claim", entry.get("text")), "claim", place)
         assert claim is not None
         if "label" not in entry:
             raise DatasetError(f"{place}: 'label' is missing")

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
-from engine.interrogation.claims import content_words, stem
+from engine.interrogation.claims import content_words, stem, words_read
 from engine.interrogation.shapes import comparison
 from engine.providers import FILTERED
 from engine.text import one_line
@@ -360,7 +360,7 @@ class _Words:
     ("campaigned", "campaign") or a typo."""
 
     def __init__(self, text: str) -> None:
-        self.words = set(content_words(text))
+        self.words = set(words_read(text))  # a number either way: "18" is "eighteen"
         self._stems = {stem(w) for w in self.words}
 
     def __contains__(self, word: object) -> bool:
@@ -393,7 +393,7 @@ def states_claim_detail(question: str, answer: str, claim: str) -> bool:
     if any(word in _NEGATING or word.endswith("n't") for word in said):
         return False
     asked, claimed = _Words(question), _Words(claim)
-    added = [word for word in content_words(answer) if word not in asked]
+    added = [word for word in words_read(answer) if word not in asked]
     return bool(added) and all(word in claimed for word in added)
 
 

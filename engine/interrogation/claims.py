@@ -35,7 +35,7 @@ from engine.models.testimony import TestimonySource
 
 __all__ = ["Piece", "Segment", "adds_nothing", "as_listed", "claim_problem", "content_words",
            "left_out", "locate", "not_checkable", "read_split", "segments", "sentences",
-           "stem", "testimony_source", "unfound"]
+           "stem", "testimony_source", "unfound", "words_read"]
 
 _ABBREVIATIONS = frozenset("""mr mrs ms dr prof st sr jr vs etc e.g i.e approx no fig
 inc ltd co corp dept est jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m
@@ -221,7 +221,7 @@ _THOUSANDS = re.compile(r"(?<=\d)[,.\u202f\u00a0'](?=\d{3}(?!\d))")
 """A thousands separator between digits ("1,000", "1.000", "1 000"): read as "1000"."""
 
 
-def _numbers_read(text: str) -> list[str]:
+def words_read(text: str) -> list[str]:
     """`text`'s content words, a number with thousands separators as one, and a number
     from zero to twenty also as its word ("5" and "five" match either way)."""
     words = content_words(_THOUSANDS.sub("", text))
@@ -233,7 +233,7 @@ def unfound(claim: str, document: str) -> list[str]:
     """The words of `claim` of `UNFOUND_LETTERS` letters or more, and its numbers, that no word
     of `document` matches, endings aside (`_known`; "1,000" is "1000", "5" is "five"), in the
     claim's order, each once."""
-    known = set(_numbers_read(document))
+    known = set(words_read(document))
     found: list[str] = []
     for word in content_words(_THOUSANDS.sub("", claim)):
         if (word.isdigit() or len(word) >= UNFOUND_LETTERS) and word not in found \
@@ -276,10 +276,11 @@ def claim_problem(claim: str, earlier: Sequence[str], testimony: str, hypothesis
         return "it is no statement"
     if len(segments(claim)) > 1:
         return "it is more than one sentence: one fact a claim"
-    mine = content_words(claim)
+    mine = content_words(_THOUSANDS.sub("", claim))
     if not mine:
         return "it is no statement"
-    known = set(content_words(testimony)) | set(content_words(hypothesis))
+    # a number the testimony writes otherwise ("eighteen" for 18, "1,000") is its own
+    known = set(words_read(testimony)) | set(words_read(hypothesis))
     added = [w for w in dict.fromkeys(mine) if not _known(w, known)]
     if added:
         return (f"it adds words the testimony does not have ({', '.join(added[:4])}): "

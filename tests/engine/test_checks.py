@@ -271,6 +271,15 @@ def test_an_answer_that_states_the_claims_own_detail() -> None:
                                    "The capital of Australia is not Sydney.",
                                    "The capital of Australia is Sydney.")
     assert not states_claim_detail("Who is she?", "She isn't Dave Clark's friend.", beatrice)
+    # a number the answer writes otherwise is the claim's own: "Eighteen" for 18, "1,000"
+    horse = "It took 18 firefighters to free the horse following its six-hour ordeal."
+    assert states_claim_detail("How many firefighters were involved in freeing the horse?",
+                               "Eighteen firefighters were involved in freeing the horse.",
+                               horse)
+    assert states_claim_detail("How many homes were evacuated?", "1,000 homes.",
+                               "About 1000 homes were evacuated.")
+    assert not states_claim_detail("How many firefighters freed the horse?",
+                                   "Seventeen firefighters freed the horse.", horse)
 
 
 @pytest.mark.parametrize(("question", "hypothesis", "copied"), [

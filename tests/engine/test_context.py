@@ -1004,3 +1004,36 @@ async def test_a_small_window_lowers_the_reply_s_room_and_never_says_a_negative_
             assert note is not None and f"the reply may take at most {report.reply}" in note
     finally:
         await provider.aclose()
+
+
+async def test_a_server_whose_count_stops_answering_is_estimated_after_a_few_tries(
+        paths: Paths) -> None:
+    """A llama.cpp server that counted the discovery's probe, then drops every count: each
+    call is estimated (never failed), and after `UNANSWERED` unanswered counts in a row it
+    is not asked to count again — a hanging `/tokenize` would hold every call."""
+    from engine import ProviderConfig
+    from engine.context.measure import UNANSWERED
+    from tests.support.wire import DROP
+
+    templates: list[int] = []
+
+    def template(_: object) -> Any:
+        templates.append(1)
+        return json_reply({"prompt": "user: ok"}) if len(templates) == 1 else DROP
+
+    with WireServer({
+        "GET /props": lambda _: json_reply({"default_generation_settings": {"n_ctx": 1024}}),
+        "POST /apply-template": template,
+        "POST /tokenize": lambda _: json_reply({"tokens": [1, 2, 3, 4]}),
+    }) as server:
+        provider = create_provider("det", ProviderConfig.model_validate(
+            {"kind": "openai", "model": "m", "base_url": server.url + "/v1"}), paths)
+        long = StreamRequest.of("Where were you on Monday night? " * 60, max_tokens=64)
+        try:
+            window = await window_of(provider)
+            fits = [await fit(provider, long) for _ in range(UNANSWERED + 2)]
+        finally:
+            await provider.aclose()
+    assert window.exact and window.tokens == 1024
+    assert [f.report.counted for f in fits] == ["estimate"] * len(fits)
+    assert len(templates) == 1 + UNANSWERED  # the probe, then the counts left unanswered

@@ -241,7 +241,18 @@ def test_labels_as_labelled_sets_write_them(tmp_path: Any) -> None:
                     '{"claim": "e", "label": 1.0}\n{"claim": "f", "label": 0.0}\n'
                     '{"claim": "g", "label": "1.0"}\n{"claim": "h", "label": " 0.0"}\n')
     assert [i.label for i in read_items(sets)] == [True, False, True, False] * 2
-    for odd in ("2", "0.5", '"0.50"', "NaN"):
+    # FActScore's S / NS, and the words sets spell several ways
+    sets.write_text('{"claim": "a", "label": "S"}\n{"claim": "b", "label": "NS"}\n'
+                    '{"claim": "c", "label": "Supported"}\n'
+                    '{"claim": "d", "label": "NOT_SUPPORTED"}\n'
+                    '{"claim": "e", "label": "accurate"}\n'
+                    '{"claim": "f", "label": "not-supported"}\n')
+    assert [i.label for i in read_items(sets)] == [True, False] * 3
+    for neither in ('"IR"', '"NOT ENOUGH INFO"', '"not_enough_info"'):
+        sets.write_text(f'{{"claim": "x", "label": {neither}}}\n')
+        with pytest.raises(DatasetError, match="neither true nor false"):
+            read_items(sets)
+    for odd in ("2", "0.5", '"0.50"', "NaN", '"maybe"'):
         sets.write_text(f'{{"claim": "x", "label": {odd}}}\n')
         with pytest.raises(DatasetError, match="'label' must be true or false"):
             read_items(sets)

@@ -144,6 +144,11 @@ def test_the_split_is_read_and_held_to_its_rules() -> None:
     assert claim_problem("Energy:", [], TESTIMONY, REQUEST) == "it is no statement"
     # naming what "it" stands for with the testimony's own words is fine
     assert claim_problem("Vitamin B3 lowers cholesterol.", [], TESTIMONY, REQUEST) is None
+    # a number the testimony writes otherwise is the testimony's own, not an added word
+    said = "Eighteen firefighters freed the horse. It cost 1,000 pounds."
+    assert claim_problem("18 firefighters freed the horse.", [], said, "") is None
+    assert claim_problem("The rescue cost 1000 pounds.", [], said, "") is not None  # rescue
+    assert claim_problem("It cost 1000 pounds.", [], said, "") is None
     # another number is another claim, not a repeat
     assert claim_problem("Tea has 30 mg of caffeine.", ["Tea has 40 mg of caffeine."],
                          "Tea has 30 mg of caffeine. Tea has 40 mg of caffeine.", "") is None
@@ -585,6 +590,12 @@ def test_split_and_labelled_claims_are_an_item_each_grouped_by_their_testimony(
         ("b3:1", True, "b3"), ("b3:2", False, "b3"), ("line2:1", True, "line2")]
     assert items[0].source == "an encyclopaedia entry"
     assert [i.key for i in chosen_items(path, None, 0)] == [i.key for i in items]
+    # FActScore's own shape: its atomic facts' `text`, labelled S / NS
+    path.write_text(json.dumps({"topic": "Tea", "claims": [
+        {"text": "Tea contains caffeine.", "label": "S"},
+        {"text": "Tea is red.", "label": "NS"}]}) + "\n")
+    assert [(i.claim, i.label) for i in read_items(path)] == [
+        ("Tea contains caffeine.", True), ("Tea is red.", False)]
     path.write_text(json.dumps({"topic": "Tea", "claims": [{"claim": "Tea is red."}]}) + "\n")
     with pytest.raises(DatasetError, match="claim 1: 'label' is missing"):
         read_items(path)
