@@ -173,11 +173,12 @@ def serve(model: Path, home: Path, threads: int = 1) -> tuple[subprocess.Popen[s
     return process, json.loads(line)["url"]
 
 
-def run_eval(home: Path, sample: Path, mode: str, report: Path, extra: list[str]) -> int:
+def run_eval(home: Path, sample: Path, mode: str, report: Path, extra: list[str],
+             baselines: bool = True) -> int:
     """One `detektiv eval` over `sample`; its table and progress go to the terminal."""
     command = [*DETEKTIV, "eval", str(sample), "--mode", mode, "--limit", str(LIMIT),
                "--concurrency", "1", "--detective", "detective", "--witness", "witness",
-               "--baselines", "-o", str(report), *extra]
+               *(["--baselines"] if baselines else []), "-o", str(report), *extra]
     print("$ detektiv " + " ".join(command[3:]), flush=True)
     process = spawn_tied(command, env={**os.environ, "DETEKTIV_HOME": str(home)}, cwd=ROOT)
     try:
@@ -234,6 +235,9 @@ def main() -> int:
                         help="the witness model (the detective is always the 1.5B)")
     parser.add_argument("--protocols", default="cross-exam,consistency",
                         help="the protocols to run, in order")
+    parser.add_argument("--no-baselines", action="store_true",
+                        help="the interrogation alone: its baselines were measured on the "
+                        "same sample before (a change to the questioning measured again)")
     parser.add_argument("--retry-failed", action="store_true",
                         help="judge again the units that failed (eval --retry-failed)")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
@@ -322,7 +326,8 @@ def main() -> int:
                                     str(ROOT / "bench" / "testimony_sessions.py"),
                                     str(home), str(path)], check=False)
                 continue
-            code = run_eval(home, path, mode, work / "reports" / f"{name}-{split}", extra)
+            code = run_eval(home, path, mode, work / "reports" / f"{name}-{split}", extra,
+                            not args.no_baselines)
             if code not in (0, 1):
                 print(f"detektiv eval exited {code}: stopping (run again to resume)")
                 return code
