@@ -33,13 +33,6 @@ text, so the loop, the tests and the documentation share one definition:
   city of London?" for "Princess Beatrice spent last night partying in London's hip
   Shoreditch"): its answer bears on something else, and was read against the claim.
   Unusable like the others.
-- **A question asks only what a thing of the claim is** (`asks_what_it_is`, a testimony's
-  claim): "What is the exhibit window?" for "Gorilla hits the exhibit window", "Who is
-  Stuart Pearce?" for "Stuart Pearce feels Pellegrini deserves more time" — every word of the
-  thing is the claim's, and the claim does not say what the thing is (no "is", "are", "was",
-  "were" after it: "What is the capital of Australia?" for "The capital of Australia is
-  Sydney" asks its key fact). The answer describes the thing, and the 1.5B read a
-  description that leaves the claim's fact out as contradicting it. Unusable like the others.
 - **A question asks about "the hypothesis" or "the claim"** (`UNSEEN`: "What is the key fact
   of the hypothesis?") unless the hypothesis itself speaks of one: the witness never sees
   the hypothesis, and answered about one of its own making. Unusable like the others.
@@ -91,7 +84,6 @@ __all__ = [
     "close_reason",
     "may_close",
     "leading_problem",
-    "asks_what_it_is",
     "off_the_claim",
     "question_problem",
     "states_claim_detail",
@@ -356,9 +348,7 @@ def question_problem(
     leading = leading_problem(words, hypothesis, answer, asked)
     if leading is None and words[0] in _YES_NO and "or" not in words:
         return YES_NO
-    if leading is not None or not claim:
-        return leading
-    return off_the_claim(bare, hypothesis) or asks_what_it_is(bare, hypothesis)
+    return leading or (off_the_claim(bare, hypothesis) if claim else None)
 
 
 OFF_CLAIM_SHARE = 0.2
@@ -389,38 +379,6 @@ def off_the_claim(question: str, hypothesis: str) -> str | None:
         return (f"it asks about something beside the hypothesis (it shares {shared} of its "
                 f"{len(claim)} content words): ask for its key fact")
     return None
-
-
-_WHAT_IT_IS = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was|were)\s+(?P<thing>[^?]+?)\s*\?\s*$",
-                         re.IGNORECASE)
-_AUXILIARIES = frozenset("is are was were be been being will".split())
-_ARTICLES = frozenset("the a an also still now already currently".split())
-"""Read past between an auxiliary and what follows it ("is also in the running")."""
-_RELATIVES = frozenset("that who which whom whose where when".split())
-
-
-def asks_what_it_is(question: str, claim: str) -> str | None:
-    """Why `question` asks only what a thing of `claim` is (module docstring), or None."""
-    found = _WHAT_IT_IS.match(question)
-    if found is None:
-        return None
-    thing = [word for word in _words(found.group("thing"))]
-    named = content_words(found.group("thing"))
-    claimed = _Words(claim)
-    if not named or "like" in thing or _RELATIVES & set(thing) \
-            or not all(word in claimed for word in named):
-        return None  # "What is the dress that she wore?", "What was it like?", or another thing
-    said = _words(claim)
-    first = next((word for word in thing if word not in _ARTICLES), "")
-    last = stem(thing[-1])
-    for at, word in enumerate(said):
-        before = [w for w in said[:at] if w not in _ARTICLES][-1:]
-        if word == first and before and before[0] in _AUXILIARIES:
-            return None  # "Who was arrested?" for "Durst was arrested": its subject asked
-        if stem(word) == last and at + 1 < len(said) and said[at + 1] in _AUXILIARIES:
-            return None  # "The capital of Australia is Sydney": the claim says what it is
-    return (f"it asks only what {one_line(found.group('thing'), 60)!r} is, not what the claim "
-            "says of it: ask for the claim's key fact")
 
 
 _NEGATING = frozenset("""not no never none nobody nothing neither nor cannot without nicht
