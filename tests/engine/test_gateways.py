@@ -531,3 +531,6 @@ async def test_a_model_group_with_a_backend_that_cannot_count_is_not_counted(
         finally:
             await provider.aclose()
     assert counted is None and not provider.counts_every_prompt
+    # a backend is asked without the gateway's key
+    assert other.requests and not any(
+        {"authorization", "x-api-key"} & set(r.headers) for r in other.requests)
