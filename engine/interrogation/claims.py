@@ -286,7 +286,7 @@ def claim_problem(claim: str, earlier: Sequence[str], testimony: str, hypothesis
         return (f"it adds words the testimony does not have ({', '.join(added[:4])}): "
                 "a claim says only what the testimony says")
     for number, other in enumerate(earlier, start=1):
-        if _repeats(mine, content_words(other)):
+        if _repeats(mine, content_words(_THOUSANDS.sub("", other))):
             return f"it repeats claim {number}"
     return None
 

@@ -149,6 +149,8 @@ def test_the_split_is_read_and_held_to_its_rules() -> None:
     assert claim_problem("18 firefighters freed the horse.", [], said, "") is None
     assert claim_problem("The rescue cost 1000 pounds.", [], said, "") is not None  # rescue
     assert claim_problem("It cost 1000 pounds.", [], said, "") is None
+    assert claim_problem("It cost 1,000 pounds.", ["It cost 1,000 pounds."], said,
+                         "") == "it repeats claim 1"
     # another number is another claim, not a repeat
     assert claim_problem("Tea has 30 mg of caffeine.", ["Tea has 40 mg of caffeine."],
                          "Tea has 30 mg of caffeine. Tea has 40 mg of caffeine.", "") is None
