@@ -221,10 +221,15 @@ _THOUSANDS = re.compile(r"(?<=\d)[,.\u202f\u00a0'](?=\d{3}(?!\d))")
 """A thousands separator between digits ("1,000", "1.000", "1 000"): read as "1000"."""
 
 
+def _joined(text: str) -> list[str]:
+    """`text`'s content words, a number with thousands separators as one ("1,000": "1000")."""
+    return content_words(_THOUSANDS.sub("", text))
+
+
 def words_read(text: str) -> list[str]:
     """`text`'s content words, a number with thousands separators as one, and a number
     from zero to twenty also as its word ("5" and "five" match either way)."""
-    words = content_words(_THOUSANDS.sub("", text))
+    words = _joined(text)
     return words + [_SPELLED[w] for w in words if w in _SPELLED] + [
         _NUMBER_WORDS[int(w)] for w in words if w.isdigit() and int(w) < len(_NUMBER_WORDS)]
 
@@ -235,7 +240,7 @@ def unfound(claim: str, document: str) -> list[str]:
     claim's order, each once."""
     known = set(words_read(document))
     found: list[str] = []
-    for word in content_words(_THOUSANDS.sub("", claim)):
+    for word in _joined(claim):
         if (word.isdigit() or len(word) >= UNFOUND_LETTERS) and word not in found \
                 and not _known(word, known):
             found.append(word)
@@ -276,7 +281,7 @@ def claim_problem(claim: str, earlier: Sequence[str], testimony: str, hypothesis
         return "it is no statement"
     if len(segments(claim)) > 1:
         return "it is more than one sentence: one fact a claim"
-    mine = content_words(_THOUSANDS.sub("", claim))
+    mine = _joined(claim)
     if not mine:
         return "it is no statement"
     # a number the testimony writes otherwise ("eighteen" for 18, "1,000") is its own
@@ -286,7 +291,7 @@ def claim_problem(claim: str, earlier: Sequence[str], testimony: str, hypothesis
         return (f"it adds words the testimony does not have ({', '.join(added[:4])}): "
                 "a claim says only what the testimony says")
     for number, other in enumerate(earlier, start=1):
-        if _repeats(mine, content_words(_THOUSANDS.sub("", other))):
+        if _repeats(mine, _joined(other)):
             return f"it repeats claim {number}"
     return None
 

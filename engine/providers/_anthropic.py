@@ -132,25 +132,31 @@ class AnthropicProvider(Provider):
         """The schema in the system prompt, with how to answer it."""
         return fill(load_prompt("structured_output"), SCHEMA=json.dumps(schema, indent=2))
 
+    def read_messages(self, messages: Sequence[Message],
+                      schema: dict[str, Any] | None) -> list[Message]:
+        """As `_body` sends them: one system prompt first — the system messages and the
+        schema's text (`schema_prompt`) joined — then the others (LiteLLM passes it on to a
+        backend as one system message)."""
+        system = [m.content for m in messages if m.role == "system"]
+        if schema is not None:
+            system.append(self.schema_prompt(schema))
+        rest = [m for m in messages if m.role != "system"]
+        return [Message("system", "\n\n".join(system)), *rest] if system else rest
+
     def _body(self, request: StreamRequest) -> dict[str, Any]:
-        system = [m.content for m in request.messages if m.role == "system"]
-        if request.schema is not None:
-            system.append(self.schema_prompt(request.schema))
+        read = self.read_messages(request.messages, request.schema)
         budget = self.config.reasoning_budget
         thinking = budget is not None and budget > 0
         body: dict[str, Any] = {
             "model": self.config.model,
             # thinking spends from max_tokens: the reply keeps its own allowance on top
             "max_tokens": (request.max_tokens or DEFAULT_MAX_TOKENS) + (budget or 0),
-            "messages": [
-                {"role": m.role, "content": m.content}
-                for m in request.messages
-                if m.role != "system"
-            ],
+            "messages": [{"role": m.role, "content": m.content}
+                         for m in read if m.role != "system"],
             "stream": True,
         }
-        if system:
-            body["system"] = "\n\n".join(system)
+        if read and read[0].role == "system":
+            body["system"] = read[0].content
         if thinking:  # the API refuses a temperature beside extended thinking
             body["thinking"] = {"type": "enabled", "budget_tokens": max(budget or 0, 1024)}
         elif request.temperature is not None:
@@ -333,9 +339,6 @@ class AnthropicProvider(Provider):
         self.window_said_by, self._counters = said.by, said.counters
         return said.tokens
 
-    _counters: tuple[str, ...] = ()
-    """The llama.cpp servers behind the gateway that count its prompts (`backend_count`)."""
-
     async def count_tokens(self, messages: Sequence[Message]) -> int | None:
         """Counted by the llama.cpp servers behind a gateway (LiteLLM passes the Messages
         route on to them as chat messages, the system prompt first); None elsewhere."""
@@ -344,10 +347,6 @@ class AnthropicProvider(Provider):
         if not self._counters:
             return None
         return await backend_count(self._get_client(), self._counters, messages)
-
-    @property
-    def counts_every_prompt(self) -> bool:
-        return bool(self._counters)
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -423,15 +423,10 @@ class Provider(ABC):
 
     def read_messages(self, messages: Sequence[Message],
                       schema: dict[str, Any] | None) -> list[Message]:
-        """`messages` as the model reads them, for an exact count: a schema sent as text
-        (`schema_prompt`) joined to the system prompt, as the anthropic kind sends it; as they
-        are where the schema is a grammar."""
-        text = self.schema_prompt(schema) if schema is not None else ""
-        if not text:
-            return list(messages)
-        system = [m.content for m in messages if m.role == "system"] + [text]
-        return [Message("system", "\n\n".join(system)),
-                *(m for m in messages if m.role != "system")]
+        """`messages` as the model reads them, for an exact count: as they are sent, the
+        schema a grammar (the anthropic kind joins its system prompt, the schema's text in
+        it)."""
+        return list(messages)
 
     @property
     def official(self) -> bool:
@@ -460,6 +455,10 @@ class Provider(ABC):
         included; None when this kind cannot count."""
         return None
 
+    _counters: tuple[str, ...] = ()
+    """The llama.cpp servers behind a gateway that count its prompts (`_gateway.backend_count`),
+    as the gateway's `/model/info` named them when the window was asked."""
+
     @property
     def counts_every_prompt(self) -> bool:
         """Whether every prompt is counted exactly, none bounded by earlier counts
@@ -467,7 +466,7 @@ class Provider(ABC):
         Its replies report what the gateway counted, which a bound by earlier counts is up to
         half again above, and the anthropic kind's schema is text there, which such a bound
         leaves out; a count is two round trips to a server on the gateway's host."""
-        return False
+        return bool(self._counters)
 
     replica_count = 1
     """Endpoints this provider spreads its calls over (`ReplicatedProvider`: its replicas)."""

@@ -108,8 +108,6 @@ class OpenAIProvider(Provider):
     """None: not asked yet; False: not a llama.cpp server (or it does not say)."""
     _litellm = False
     """LiteLLM's proxy answered its `/model/info` when the window was asked."""
-    _counters: tuple[str, ...] = ()
-    """The llama.cpp servers behind the gateway that count its prompts (`backend_count`)."""
 
     @property
     def _base(self) -> str:
@@ -384,10 +382,6 @@ class OpenAIProvider(Provider):
         if api is None:
             return None
         return await count_chat_tokens(*api, messages)
-
-    @property
-    def counts_every_prompt(self) -> bool:
-        return bool(self._counters)
 
     async def _health(self) -> str | tuple[str, HealthCheck]:
         client = self._get_client()
