@@ -92,6 +92,7 @@ from engine.interrogation.verdict import (
     testimony_verdict,
     unfound_p_false,
     with_alone,
+    with_words,
 )
 from engine.models.events import (
     AnswerCutOff,
@@ -614,8 +615,12 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
         rounds.append(pair)
         emit(calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
                                        repairs=session.repairs)))
-    computed = with_alone(compute([(p.sequence, p.judgement) for p in rounds]),
-                          claim.direct_p_true, claim.sampled_p_true)
+    own = compute([(p.sequence, p.judgement) for p in rounds])
+    claim.rounds_p_false = own.probability_false if own.bore and not own.conflict else None
+    if claim.unfound is not None:  # rule 10: the rounds and the document's words
+        computed = with_words(own, len(claim.unfound))
+    else:
+        computed = with_alone(own, claim.direct_p_true, claim.sampled_p_true)
     state, p_false = claim_state(computed, document is not None)
     claim.state, claim.probability_false = state, p_false
     claim.deciding = computed.deciding[0] if computed.deciding else (
@@ -623,7 +628,7 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
     claim.why = why or computed.reason or None
     if state in ("held", "contradicted") and claim.deciding is not None:
         claim.why = None  # its round says why
-    if not rounds and why is not None:
+    if not rounds and why is not None and claim.unfound is None:
         claim.state, claim.probability_false = "unsure", 0.5
     return claim
 

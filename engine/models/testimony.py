@@ -62,6 +62,9 @@ class Claim(_Model):
     """The claim read against each of the witness's sampled answers to the testimony's
     question (`Testimony.samples`), their mean P(true): SelfCheckGPT's signal, a fact the
     witness made up does not come back when it answers again (`open` only)."""
+    rounds_p_false: Annotated[float, Field(ge=0, le=1)] | None = None
+    """P(false) from its rounds alone, before the other readings were pooled in (`verdict`'s
+    rules 8 and 10; None when no round bore on it), shown beside the claim."""
     unfound: list[str] | None = None
     """Its words of five letters or more, and its numbers, that the witness's document nowhere
     has (`document` only; None without one): three or more make it `unsupported` without

@@ -29,11 +29,16 @@ from engine.interrogation.claims import (
 )
 from engine.interrogation.testimony import left_out_text, listed_left_out
 from engine.interrogation.verdict import (
+    FAITHLESS_AT,
+    WORDS_DECIDED,
     Computed,
     claim_state,
+    pooled,
     testimony_score as score_of,
     testimony_verdict as verdict_of,
     unfound_p_false,
+    with_words,
+    words_p_false,
 )
 from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted, Phase
 from engine.models.session import InterrogationSession
@@ -304,6 +309,41 @@ def test_a_claim_no_round_bore_on_is_unsupported_only_with_a_document() -> None:
     assert claim_state(silent, document=False) == ("unsure", 0.5)
     conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
     assert claim_state(conflict, document=True)[0] == "unsure"
+
+
+def test_with_a_document_the_rounds_are_pooled_with_the_documents_words() -> None:
+    """Rule 10: the rounds' P(false) and the words' reading, the mean of their log-odds; a
+    claim is not held from `FAITHLESS_AT` (0.7) on — `contradicted` when a round is against
+    it, `unsupported` when none is — else `held`; the words alone when no round bore on it."""
+    assert [words_p_false(n) for n in (0, 1, 2, 3, 4, 9)] == [0.24, 0.46, 0.66, 0.78, 0.87,
+                                                               0.87]
+    against = Computed("false", 0.8, [4])
+    # all its words in the document: a round against it at 0.8 is not enough …
+    held = with_words(against, 0)
+    assert held.verdict == "true" and held.probability_false == round(
+        1 - pooled([0.2, 0.76]), 4) < FAITHLESS_AT
+    assert held.deciding == [] and "leaned against it (p(false) 0.80)" in held.reason
+    assert claim_state(held, document=True) == ("held", held.probability_false)
+    # … with two words the document lacks, it is: the round decides, a contradiction
+    two = with_words(against, 2)
+    assert two.verdict == "false" and two.deciding == [4] and two.probability_false >= 0.7
+    assert claim_state(two, document=True) == ("contradicted", two.probability_false)
+    # only a decisive round moves a claim whose words the document all has
+    assert with_words(Computed("false", 0.95, [2]), 0).verdict == "false"
+    assert with_words(Computed("false", 0.93, [2]), 0).verdict == "true"
+    # rounds that support it, two words lacking: held, its rounds deciding
+    for_it = with_words(Computed("true", 0.1, [1, 3]), 2)
+    assert for_it.verdict == "true" and for_it.deciding == [1, 3]
+    # no round bore on it: the words alone — two lacking hold, three would not
+    silent = Computed("undetermined", 0.5, reason="silent", bore=False)
+    assert with_words(silent, 2).probability_false == 0.66
+    assert claim_state(with_words(silent, 2), document=True)[0] == "held"
+    three = with_words(silent, 3)
+    assert three.reason == WORDS_DECIDED and three.deciding == []
+    assert claim_state(three, document=True) == ("unsupported", 0.78)
+    # a conflict stays a conflict
+    conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
+    assert claim_state(with_words(conflict, 4), document=True) == ("unsure", 0.5)
 
 
 def test_the_words_a_claim_has_that_its_document_lacks() -> None:
@@ -608,9 +648,10 @@ def test_split_and_labelled_claims_are_an_item_each_grouped_by_their_testimony(
 
 async def test_an_evaluation_of_summaries_examines_each_claim_against_the_document(
         paths: Paths, tmp_path: Path) -> None:
-    """Document mode: the hallucinated summary's added claim is one the witness cannot
-    support from its document — `unsupported`, so the summary is false; the right one
-    holds. No "Are you sure?" for a summary; the reader reads the document."""
+    """Document mode: the hallucinated summary's added claim is one the witness holding the
+    document answers against — with two words the document lacks, `contradicted` (rule 10),
+    so the summary is false; the right one holds. No "Are you sure?" for a summary; the
+    reader reads the document."""
     from engine import EvalRequest
 
     document = "The mill burned down in 1901. Nobody was hurt in the fire."
@@ -625,7 +666,7 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
             if "The witness was asked" not in messages[-1]["content"]:
                 return Judged(0.7)  # the detective alone, the reader
             claim = judged_claim(messages)
-            return Judged(0.5 if "mayor" in claim else 0.95)
+            return Judged(0.05 if "mayor" in claim else 0.95)
         if messages[0]["content"].startswith("You take a text apart"):
             return messages[-1]["content"].replace(". ", ".\n")
         return "What happened to the mill, according to your document?"
@@ -652,11 +693,14 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     assert {kind for _, kind in results} == {"interrogation", "direct", "reader"}
     wrong = sessions["row1:hallucinated"].testimony
     assert wrong is not None
-    assert [c.state for c in wrong.claims] == ["held", "unsupported"]
+    assert [c.state for c in wrong.claims] == ["held", "contradicted"]
     assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
-    # two words the document lacks: shown beside the claim, its rounds still decide (rule 9)
+    # two words the document lacks: shown beside the claim, pooled with its rounds (rule 10)
     assert [c.unfound for c in wrong.claims] == [[], ["mayor", "jailed"]]
     assert wrong.claims[1].deciding is not None
+    assert wrong.claims[1].rounds_p_false == 0.95
+    assert wrong.claims[1].probability_false == round(
+        1 - pooled([0.05, 1 - words_p_false(2)]), 4)
 
 
 async def test_a_claim_with_three_words_its_document_lacks_is_unsupported_without_rounds(
