@@ -29,15 +29,17 @@ states several things is a **testimony** (`engine.interrogation.claims`): taken 
 claims, each claim examined by the rule above in rounds of its own, then:
 
 5. **A claim's state** (`claim_state`): `held` when its verdict is `true`, `contradicted`
-   when `false`; otherwise `unsure` — except with a document (the witness holds one), where a
-   claim no round bore on is `unsupported` (the document does not say it: what a
-   hallucination in a summary is), its P(false) raised to at least `LEANS`. A conflict stays
-   `unsure` either way.
+   when `false`; otherwise `unsure`. With a document (the witness holds one) the verdict is
+   rule 10's, and a claim `false` with no round against it is `unsupported` (the document
+   does not say it: what a hallucination in a summary is); where the document's words were
+   not read, a claim its rounds leave undecided is `unsupported`, its P(false) raised to at
+   least `LEANS`. A conflict stays `unsure` either way.
 6. **The testimony's verdict** (`testimony_verdict`): `false` as soon as one claim is
    contradicted (or unsupported); `true` when every checkable claim held; else
    `undetermined`, naming the claims that are unsure or were not examined. Its P(false) is the
    largest of its examined claims' — a testimony is as doubtful as its most doubtful claim,
-   which keeps P(false) on the verdict's side of `LEANS` whatever the number of claims. The
+   which keeps P(false) on the verdict's side of the claims' cut whatever the number of
+   claims (`LEANS`; with a document, rule 10's `FAITHLESS_AT`). The
    deciding rounds are those that decided the false claims (for `false`) or every held claim.
 7. **The consistency score** of a testimony (`testimony_score`): the share of examined
    claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or

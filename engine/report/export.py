@@ -85,12 +85,13 @@ def _cell(text: str) -> str:
 
 def claims_table(claims: Sequence[Claim]) -> list[str]:
     """A testimony's claims as a markdown table: number, state (its symbol too), P(false),
-    the deciding round, the detective alone's P(true), the sampled answers' P(true), the
-    words its document lacks (with a document), the claim."""
+    the deciding round, its rounds' own P(false), the detective alone's P(true), the sampled
+    answers' P(true), the words its document lacks (with a document), the claim."""
     document = any(c.unfound is not None for c in claims)
     extra = " not in the document |" if document else ""
-    lines = [f"| # | state | p(false) | round | alone p(true) | samples p(true) |{extra} claim |",
-             "|---|---|---|---|---|---|" + ("---|" if document else "") + "---|"]
+    lines = [f"| # | state | p(false) | round | rounds p(false) | alone p(true) | "
+             f"samples p(true) |{extra} claim |",
+             "|---|---|---|---|---|---|---|" + ("---|" if document else "") + "---|"]
 
     def cell(p: float | None) -> str:
         return "" if p is None else f"{p:.2f}"
@@ -99,7 +100,8 @@ def claims_table(claims: Sequence[Claim]) -> list[str]:
         words = f" {_cell(', '.join(claim.unfound or ()))} |" if document else ""
         lines.append(f"| {claim.number} | {MARKS[claim.state]} {claim.state} | "
                      f"{cell(claim.probability_false)} | {claim.deciding or ''} | "
-                     f"{cell(claim.direct_p_true)} | {cell(claim.sampled_p_true)} |{words} "
+                     f"{cell(claim.rounds_p_false)} | {cell(claim.direct_p_true)} | "
+                     f"{cell(claim.sampled_p_true)} |{words} "
                      f"{_cell(claim.text)} |")
     return lines
 

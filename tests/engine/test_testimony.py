@@ -701,6 +701,10 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     assert wrong.claims[1].rounds_p_false == 0.95
     assert wrong.claims[1].probability_false == round(
         1 - pooled([0.05, 1 - words_p_false(2)]), 4)
+    line = claim_line(wrong.claims[1])  # each reading beside the claim
+    assert "rounds p(false) 0.95 · words p(false) 0.66" in line
+    assert "| rounds p(false) |" in claims_table(wrong.claims)[0]
+    assert "| 0.95 |" in claims_table(wrong.claims)[3]
 
 
 async def test_a_claim_with_three_words_its_document_lacks_is_unsupported_without_rounds(
@@ -834,7 +838,7 @@ def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
     assert "**The testimony, marked**" in report
     assert "> Niacin is also called pantothenic acid. [✗3]" in report
     assert "## Claims" in report and "- Testimony: 4 claims, 3 examined, in 3 rounds" in report
-    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 |  | Niacin is also called pantothenic " \
+    assert "| 3 | ✗ contradicted | 0.96 | 3 |  | 0.80 |  | Niacin is also called pantothenic " \
         "acid. |" in report
     assert "- ~ 4 not checkable · advice, not a fact · You should eat more fish." in report
     exported = workspace.sessions.export(str(session.id), "json")
