@@ -160,17 +160,15 @@ def stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
-_IRREGULAR_NOT = re.compile(r"\b(wo|ca|sha)n['\u2019]t\b", re.IGNORECASE)
-_NOT = re.compile(r"n['\u2019]t\b", re.IGNORECASE)
-"""A negation written short ("weren't", "doesn’t", "won't"): read as "not", so that "weren"
-is no word of its own (the document may say "were not")."""
+_NOT = re.compile(r"(?:\b(?:wo|ca|sha))?n['\u2019]t\b", re.IGNORECASE)
+"""A negation written short ("weren't", "doesn’t"; "won't", "can't", "shan't" whole): read
+as "not", so that "weren" is no word of its own (the document may say "were not")."""
 
 
 def content_words(text: str) -> list[str]:
     """The words of `text` that carry content (lower case, stop words and single letters
     left out; digits kept; "weren't" read as "were not")."""
-    text = _NOT.sub(" not", _IRREGULAR_NOT.sub(" not", text))
-    return [w for w in (m.lower() for m in _WORD.findall(text))
+    return [w for w in (m.lower() for m in _WORD.findall(_NOT.sub(" not", text)))
             if w not in _STOP and (len(w) > 1 or w.isdigit())]
 
 
