@@ -19,6 +19,7 @@ from engine.interrogation.judgement import (
     Reading,
     exchange,
     gives_logprobs,
+    sample_problem,
     topic_evidence,
 )
 from engine.interrogation.transcript import witness_opening
@@ -139,10 +140,11 @@ class Baselines:
         """The claim read against the witness's `samples` (`draw`) of the question its
         testimony answers, as a session reads a testimony's claim (`judgement.judge_sample`,
         `verdict.sampled_p_true`: the mean of the samples' P(true)); no probability when no
-        sample gave a reading."""
+        sample gave a reading (an empty, echoed or refused sample is not read:
+        `judgement.sample_problem`)."""
         question = item.question or ""
         found = [await self.reading(item.claim, exchange(question, sample), "judgement_word")
-                 for sample in samples]
+                 for sample in samples if sample_problem(sample, question) is None]
         values = [sampled_p_true(r.p_true) for r in found if r is not None]
         if not values:
             return "undetermined", None

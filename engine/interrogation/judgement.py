@@ -27,6 +27,7 @@ from engine.context.fit import shorten
 from engine.interrogation.calls import SessionCalls, Turn
 from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
 from engine.interrogation.shapes import Comparison, comparison, finished, positive, restates
+from engine.interrogation.transcript import witness_instructions
 from engine.interrogation.verdict import bearing_of, decisive, pooled
 from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
@@ -36,7 +37,8 @@ from engine.routing.router import Router
 
 __all__ = ["TOP_LOGPROBS", "Plan", "Reading", "does_not_know", "exchange", "gives_logprobs",
            "judge", "judge_alone", "judge_sample", "judgement_messages", "one_word",
-           "read_stated", "read_word", "says_one_word", "topic_evidence"]
+           "read_stated", "read_word", "sample_problem", "says_nothing", "says_one_word",
+           "topic_evidence"]
 
 TOP_LOGPROBS = 10
 """Alternatives asked for at each token of a one-word judgement."""
@@ -183,10 +185,43 @@ _SHORT = 30
 """Words an answer that says it does not know may have and still say nothing else."""
 
 
+_DECLINING = re.compile(
+    r"\bi(?: (?:cannot|can't|can’t|won't|won’t|will not|must not|am unable to|am not able to|"
+    r"am not allowed to|am not permitted to)|(?:'m|’m) (?:unable|not able|not allowed|"
+    r"not permitted) to) (?:discuss|help|assist|provide|comment|answer|talk|share|engage|"
+    r"respond|fulfil|fulfill|comply|support|give|offer|go into)|"
+    r"\bi (?:must|have to|need to) (?:decline|refrain)|\bi(?: am|'m|’m) not going to "
+    r"(?:discuss|answer|comment|talk)", re.IGNORECASE)
+UNKNOWING_REASON = "the witness says it does not know"
+DECLINING_REASON = "the witness declines to answer"
+
+
 def does_not_know(answer: str) -> bool:
     """Whether `answer` only says the witness does not know (a short answer that says so):
     silent, never evidence either way."""
     return len(answer.split()) <= _SHORT and _UNKNOWING.search(answer) is not None
+
+
+def says_nothing(answer: str) -> str | None:
+    """Why `answer`, a short one, is no evidence either way — it only says the witness does
+    not know, or declines to answer ("I'm sorry, but I can't discuss that."; a small judge
+    read such a refusal as the claim's contradiction) — or None. The one rule for a round's
+    answer, a testimony and a sampled answer."""
+    if len(answer.split()) > _SHORT:
+        return None
+    if _DECLINING.search(answer) is not None:
+        return DECLINING_REASON
+    return UNKNOWING_REASON if does_not_know(answer) else None
+
+
+
+def sample_problem(sample: str, question: str) -> str | None:
+    """Why a sampled answer to `question` is nothing to read a claim against: no answer, an
+    echo (`checks.answer_problem`), or only "I don't know" or a refusal (`says_nothing`) — a
+    small judge reads a claim against an empty or refused answer as its contradiction. The
+    one rule for a session's samples and an evaluation's."""
+    return answer_problem(sample, question, instructions=[witness_instructions(None)]) \
+        or says_nothing(sample)
 
 
 Ask = str
@@ -347,8 +382,7 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
     stated, ruled = False, None
     for number, answer in enumerate(answers):
         problem = (named if number == 0 else None) or answer_problem(answer, question)
-        if problem is None and does_not_know(answer):
-            problem = "the witness says it does not know"
+        problem = problem or says_nothing(answer)
         if problem is not None:
             why = why or problem
             continue

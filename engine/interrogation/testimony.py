@@ -70,11 +70,13 @@ from engine.interrogation.claims import (
     unfound,
 )
 from engine.interrogation.judgement import (
+    DECLINING_REASON,
     Reading,
-    does_not_know,
     judge,
     judge_alone,
     judge_sample,
+    sample_problem,
+    says_nothing,
 )
 from engine.interrogation.questions import NoQuestion
 from engine.interrogation.shapes import asked_alone, claim_closes, least_rounds
@@ -198,8 +200,7 @@ async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
         if cut_off:
             yield calls._emit(AnswerCutOff(sequence=1, provider=answered.provider))
         problem = _answer_problem(answered, hypothesis)
-        if problem is None and does_not_know(answered.text):
-            problem = "the witness says it does not know"
+        problem = problem or says_nothing(answered.text)
         pair = QuestionAnswerPair(
             sequence=1, question=hypothesis, answer=answered.text, gap_analysis=NO_ANALYSIS,
             provider_used=ProvidersUsed(detective="", witness=answered.provider),
@@ -561,6 +562,8 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
     if document is None and samples and claim.sampled_p_true is None:
         readings: list[float] = []
         for sample in samples:
+            if sample_problem(sample, session.hypothesis_text) is not None:
+                continue  # an empty, echoed or refused answer is no sample to read against
             read: list[Reading | str] = []
             async for event in judge_sample(calls, claim.text, session.hypothesis_text,
                                             sample, read):
@@ -572,6 +575,10 @@ async def examine_claim(calls: SessionCalls, claim: Claim,
     why: str | None = None
     while len(rounds) < limit:
         if claim_closes(claim.text, rounds, settings.min_rounds, facts):
+            break
+        if len(rounds) >= 2 and all(p.judgement is not None and p.judgement.why ==
+                                    DECLINING_REASON for p in rounds[-2:]):
+            why = f"{DECLINING_REASON}, twice: the claim is left open"
             break
         if len(rounds) >= max(2, facts) and adds_nothing(
                 rounds[-1].answer, rounds[-1].question, [p.answer for p in rounds[:-1]]):

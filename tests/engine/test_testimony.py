@@ -573,6 +573,82 @@ async def test_an_empty_testimony_ends_named(paths: Paths) -> None:
     assert not any(is_judgement(b["messages"]) for b in d.bodies)
 
 
+REFUSAL = "I'm sorry, but I can't discuss that topic."
+
+
+def asking_anew(reply: Callable[[Chat], str]) -> Callable[[Chat], str]:
+    """`reply`, writing a question of its own each round (never a repeat)."""
+    asked = iter(["origin", "history", "source", "chemistry", "story", "nature"] * 10)
+
+    def varied(messages: Chat) -> str:
+        said = reply(messages)
+        return said.replace("what else", f"its {next(asked)}") \
+            if isinstance(said, str) and said.startswith("What do you know") else said
+    return varied
+
+
+async def test_a_claim_the_witness_refuses_to_discuss_stays_open_never_contradicted(
+        paths: Paths) -> None:
+    """A witness that declines each claim's question: a small judge reads "I'm sorry, but I
+    can't discuss that" as the claim's contradiction (here every judgement says false at
+    0.05), so a refusal is read by rule, never judged — silent, its reason named — and the
+    claim closes after two refusals, `unsure`; a refused sample is not read either."""
+    answered: list[str] = []
+
+    def refusing(messages: Chat) -> str:  # its testimony, then only refusals (the sample too)
+        answered.append(TESTIMONY if not answered else REFUSAL)
+        return answered[-1]
+
+    wrong = detective({text: 0.05 for text in TRUTH})
+    session, _, det, _ = await run(paths, det=asking_anew(wrong), wit=refusing,
+                                   testimony_samples=1)
+    assert session.status == "completed"
+    testimony = session.testimony
+    assert testimony is not None and testimony.samples == [REFUSAL]
+    examined = [c for c in testimony.claims if c.state != "not checkable"]
+    assert examined and all(c.state == "unsure" for c in examined)
+    assert all(c.sampled_p_true is None for c in examined)  # the refusal read against none
+    for claim in examined:
+        rounds = [p for p in session.qa_pairs if p.claim == claim.number]
+        assert len(rounds) == 2
+        assert all(p.judgement is not None and p.judgement.bearing == "silent" and
+                   p.judgement.why == "the witness declines to answer" for p in rounds)
+        assert claim.why is not None and "declines to answer, twice" in claim.why
+    read = [b["messages"][-1]["content"] for b in det.bodies if is_judgement(b["messages"])]
+    assert read and all(REFUSAL not in text for text in read)  # only the detective alone
+    audit = session.audit_result
+    assert audit is not None and audit.verdict == "undetermined" and not audit.contradictions
+
+
+async def test_a_refused_request_is_no_testimony(paths: Paths) -> None:
+    session, _, det, wit = await run(
+        paths, wit=lambda messages: "I'm sorry, but I can't help with that request.")
+    assert session.status == "completed"
+    testimony = session.testimony
+    assert testimony is not None and not testimony.claims
+    assert testimony.problem == "no testimony: the witness declines to answer"
+    assert len(wit.bodies) == 1 and not det.bodies  # nothing more is asked
+    audit = session.audit_result
+    assert audit is not None and audit.verdict == "undetermined"
+
+
+def test_a_refusal_is_told_from_an_answer_that_apologises() -> None:
+    from engine.interrogation.judgement import says_nothing
+
+    for refused in ("I'm sorry, but I can't discuss that topic.",
+                    "I cannot provide information on that.",
+                    "As an AI, I am not able to comment on medical claims.",
+                    "I must decline to answer this question.",
+                    "Sorry, I won't go into that."):
+        assert says_nothing(refused) == "the witness declines to answer", refused
+    assert says_nothing("I don't know.") == "the witness says it does not know"
+    for answered in ("I'm sorry, but that is not right: Vitamin B3 is niacin.",
+                     "Vitamin B3 cannot provide energy by itself; it helps enzymes do so.",
+                     "No. " + "Pantothenic acid is vitamin B5, not B3, and " * 4 +
+                     "I cannot discuss more."):
+        assert says_nothing(answered) is None, answered
+
+
 async def test_a_stopped_testimony_resumes_with_the_claims_it_had_not_finished(
         paths: Paths) -> None:
     session, _, _, _ = await run(paths, stop_after=1, claim_concurrency=1)
@@ -766,12 +842,15 @@ async def test_a_claim_with_three_words_its_document_lacks_is_unsupported_withou
     assert asked and not any("jailed" in question for question in asked)
 
 
+@pytest.mark.parametrize("second", ["Vitamin B3 is niacin, also called nicotinic acid.",
+                                    REFUSAL, ""])
 async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn_once(
-        paths: Paths, tmp_path: Path) -> None:
+        paths: Paths, tmp_path: Path, second: str) -> None:
     """`eval --baselines` of a testimony's labelled claims in `open` mode measures what a
     session computes: the testimony's question drawn again once for all its claims (at the
     sampling temperature, the testimony's cap), each claim read against the samples, pooled
-    with its rounds and the detective alone (rule 8)."""
+    with its rounds and the detective alone (rule 8). A refused or empty sample is not read
+    (the detective here reads any claim against it as false), as in a session."""
     from engine import EvalRequest
     from engine.evals.summary import summarize
 
@@ -786,12 +865,21 @@ async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn
             evidence = messages[-1]["content"]
             if "Vitamin B3 is niacin, also called nicotinic acid." in evidence:  # a sample
                 return Judged(0.95 if "vitamin B3" in judged_claim(messages) else 0.05)
+            if "The witness answered: \n" in evidence or REFUSAL in evidence:
+                return Judged(0.05)
             return Judged(0.6 if "The witness was asked" in evidence else 0.7)
         return claim_question(messages[0]["content"])
 
+    drawn: list[str] = []
+
     def wit(messages: Chat) -> str:
         if messages[-1]["content"] == "What is vitamin B3?":
-            return "Vitamin B3 is niacin, also called nicotinic acid."
+            body = next(b for b in w.bodies if b["messages"] is messages)
+            if body.get("temperature") != 0.9:  # "Are you sure?"'s first answer
+                return "Vitamin B3 is niacin, also called nicotinic acid."
+            drawn.append("Vitamin B3 is niacin, also called nicotinic acid." if not drawn
+                         else second)  # the samples, one after the other
+            return drawn[-1]
         return "I recall the substance as I described it."
 
     with ScriptedModel(det) as d, ScriptedModel(wit) as w:
@@ -816,6 +904,11 @@ async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn
     assert false.probability_false is not None and false.probability_false > 0.9
     assert "sampled" in summary.systems and "pooled" in summary.systems
     assert summary.systems["pooled"].figures["auroc"].value == 1.0  # the samples told them apart
+    read = [b["messages"][-1]["content"] for b in d.bodies if is_judgement(b["messages"])
+            and "The witness was asked: What is vitamin B3?\n" in b["messages"][-1]["content"]]
+    answered = second == drawn[0]  # else only the first sample is read, for each claim
+    assert len(read) == 2 * (2 if answered else 1)
+    assert all("The witness answered: Vitamin B3 is niacin" in text for text in read)
 
 
 def test_oracles_and_the_case_agent_see_each_claim_and_its_state(tmp_path: Path) -> None:
@@ -1098,15 +1191,7 @@ async def test_a_claim_s_questioning_closes_when_the_witness_only_says_again_wha
     """A witness that answers each new question of a claim with what it said before (the
     1.5B: "… is vitamin B12", five rounds running) gives no more evidence: the claim closes
     after its second such round, unsure, and says why — not at the round limit."""
-    undecided = detective({text: 0.5 for text in TRUTH})
-    asked = iter(["origin", "history", "source", "chemistry", "story", "nature"] * 10)
-
-    def varied(messages: Chat) -> str:  # a new question each round, on the claim
-        reply = undecided(messages)
-        return reply.replace("what else", f"its {next(asked)}") \
-            if isinstance(reply, str) and reply.startswith("What do you know") else reply
-
-    session, _, _, _ = await run(paths, det=varied)
+    session, _, _, _ = await run(paths, det=asking_anew(detective({text: 0.5 for text in TRUTH})))
     testimony = session.testimony
     assert testimony is not None and session.status == "completed"
     examined = [c for c in testimony.claims if c.state != "not checkable"]
