@@ -141,6 +141,7 @@ __all__ = [
     "with_alone",
     "FAITHLESS_AT",
     "with_words",
+    "WORDS_ALONE",
     "WORDS_DECIDED",
     "words_p_false",
 ]
@@ -337,6 +338,7 @@ hallucinated summaries (rules 9 and 10)."""
 FAITHLESS_AT = 0.7
 """With a document, the pooled P(false) from which a claim is not held (rule 10)."""
 WORDS_DECIDED = "decided by the document's words with its rounds (rule 10): no round is on its side"
+WORDS_ALONE = "decided by the document's words alone (rule 10): no round bore on it"
 
 
 def words_p_false(words: int) -> float:
@@ -363,7 +365,8 @@ def with_words(computed: Computed, words: int) -> Computed:
     if verdict == computed.verdict:  # the same side: the same deciding rounds
         return Computed(verdict, p_false, list(computed.deciding), computed.reason)
     if verdict == "false":
-        return Computed(verdict, p_false, reason=WORDS_DECIDED, bore=computed.bore)
+        return Computed(verdict, p_false, reason=WORDS_DECIDED if computed.bore else
+                        WORDS_ALONE, bore=computed.bore)
     if computed.verdict == "false":
         reason = (f"its rounds leaned against it (p(false) {computed.probability_false:.2f}), "
                   "not enough with the document's words (rule 10)")

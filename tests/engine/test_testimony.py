@@ -30,6 +30,7 @@ from engine.interrogation.claims import (
 from engine.interrogation.testimony import left_out_text, listed_left_out
 from engine.interrogation.verdict import (
     FAITHLESS_AT,
+    WORDS_ALONE,
     WORDS_DECIDED,
     Computed,
     claim_state,
@@ -339,8 +340,11 @@ def test_with_a_document_the_rounds_are_pooled_with_the_documents_words() -> Non
     assert with_words(silent, 2).probability_false == 0.66
     assert claim_state(with_words(silent, 2), document=True)[0] == "held"
     three = with_words(silent, 3)
-    assert three.reason == WORDS_DECIDED and three.deciding == []
+    assert three.reason == WORDS_ALONE and three.deciding == []
     assert claim_state(three, document=True) == ("unsupported", 0.78)
+    # rounds that bore on it, none against it, four words lacking: its words and its rounds
+    leaning = with_words(Computed("undetermined", 0.55, reason="silent", bore=True), 4)
+    assert leaning.verdict == "false" and leaning.reason == WORDS_DECIDED
     # a conflict stays a conflict
     conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
     assert claim_state(with_words(conflict, 4), document=True) == ("unsure", 0.5)
