@@ -192,6 +192,9 @@ _DECLINING = re.compile(
     r"respond|fulfil|fulfill|comply|support|give|offer|go into)|"
     r"\bi (?:must|have to|need to) (?:decline|refrain)|\bi(?: am|'m|’m) not going to "
     r"(?:discuss|answer|comment|talk)", re.IGNORECASE)
+_GOES_ON = re.compile(r"\b(?:but|however|though|although|that said)\b", re.IGNORECASE)
+"""After a refusal: the witness answers all the same ("I can't give medical advice, but niacin
+helps …")."""
 UNKNOWING_REASON = "the witness says it does not know"
 DECLINING_REASON = "the witness declines to answer"
 
@@ -209,7 +212,8 @@ def says_nothing(answer: str) -> str | None:
     answer, a testimony and a sampled answer."""
     if len(answer.split()) > _SHORT:
         return None
-    if _DECLINING.search(answer) is not None:
+    declined = _DECLINING.search(answer)
+    if declined is not None and not _GOES_ON.search(answer, declined.end()):
         return DECLINING_REASON
     return UNKNOWING_REASON if does_not_know(answer) else None
 

@@ -648,6 +648,7 @@ def test_a_refusal_is_told_from_an_answer_that_apologises() -> None:
     assert says_nothing("I don't know.") == "the witness says it does not know"
     for answered in ("I'm sorry, but that is not right: Vitamin B3 is niacin.",
                      "Vitamin B3 cannot provide energy by itself; it helps enzymes do so.",
+                     "I can't give medical advice, but niacin helps convert food to energy.",
                      "No. " + "Pantothenic acid is vitamin B5, not B3, and " * 4 +
                      "I cannot discuss more."):
         assert says_nothing(answered) is None, answered
