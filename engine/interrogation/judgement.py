@@ -218,7 +218,6 @@ def says_nothing(answer: str) -> str | None:
     return UNKNOWING_REASON if does_not_know(answer) else None
 
 
-
 def sample_problem(sample: str, question: str) -> str | None:
     """Why a sampled answer to `question` is nothing to read a claim against: no answer, an
     echo (`checks.answer_problem`), or only "I don't know" or a refusal (`says_nothing`) — a
