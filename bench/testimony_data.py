@@ -39,6 +39,17 @@ QUESTIONS = {
         ("Describe the city of Kyoto.", "Wikipedia: Kyoto"),
         ("Tell me about the Amazon River.", "Wikipedia: Amazon River"),
         ("Who was Ada Lovelace?", "Wikipedia: Ada Lovelace"),
+        # issue 72: more development claims (the pooling is fitted on at least 100)
+        ("Who was Marie Curie?", "Wikipedia: Marie Curie"),
+        ("Tell me about the Sahara Desert.", "Wikipedia: Sahara"),
+        ("Describe the history of the Panama Canal.", "Wikipedia: Panama Canal"),
+        ("Summarize the health benefits of vitamin D.", "Wikipedia: Vitamin D"),
+        ("Who was Charles Darwin?", "Wikipedia: Charles Darwin"),
+        ("Describe the city of Prague.", "Wikipedia: Prague"),
+        ("Tell me about the planet Saturn.", "Wikipedia: Saturn"),
+        ("Who was Frida Kahlo?", "Wikipedia: Frida Kahlo"),
+        ("Tell me about Lake Baikal.", "Wikipedia: Lake Baikal"),
+        ("Who was Louis Pasteur?", "Wikipedia: Louis Pasteur"),
     ],
     "test": [
         ("Tell me about the planet Jupiter.", "Wikipedia: Jupiter"),
@@ -51,6 +62,21 @@ QUESTIONS = {
         ("Tell me about Mount Everest.", "Wikipedia: Mount Everest"),
         ("Who was Isaac Newton?", "Wikipedia: Isaac Newton"),
         ("Describe the history of the Roman Colosseum.", "Wikipedia: Colosseum"),
+        # issue 72: a test sample large enough to tell systems apart (100+ claims)
+        ("Who was Alan Turing?", "Wikipedia: Alan Turing"),
+        ("Tell me about the planet Venus.", "Wikipedia: Venus"),
+        ("Describe the history of the Suez Canal.", "Wikipedia: Suez Canal"),
+        ("Summarize the health benefits of magnesium.", "Wikipedia: Magnesium in biology"),
+        ("Who was Galileo Galilei?", "Wikipedia: Galileo Galilei"),
+        ("Describe the city of Edinburgh.", "Wikipedia: Edinburgh"),
+        ("Tell me about the Danube River.", "Wikipedia: Danube"),
+        ("Who was Srinivasa Ramanujan?", "Wikipedia: Srinivasa Ramanujan"),
+        ("Tell me about the Galapagos Islands.", "Wikipedia: Galápagos Islands"),
+        ("Who was Leonardo da Vinci?", "Wikipedia: Leonardo da Vinci"),
+        ("Describe the history of the Statue of Liberty.", "Wikipedia: Statue of Liberty"),
+        ("Tell me about Mount Kilimanjaro.", "Wikipedia: Mount Kilimanjaro"),
+        ("Who was Florence Nightingale?", "Wikipedia: Florence Nightingale"),
+        ("Who was Hedy Lamarr?", "Wikipedia: Hedy Lamarr"),
     ],
 }
 
@@ -89,7 +115,7 @@ def main() -> int:
             turns += [{"role": "user", "content": text}, {"role": "assistant", "content": claims}]
         reply = chat(args.url, args.model, [*turns, {"role": "user", "content": answer}],
                      settings.split_max_tokens, SPLIT_PENALTY)
-        claims, refused = _claims_of(reply, answer, question, 100)
+        claims, refused = _claims_of([reply], answer, question, 100)
         rows.append({"id": f"{args.split}{number}", "topic": question.rstrip("."),
                      "question": question, "source": source, "testimony": answer,
                      "claims": [{"claim": c.text, "label": None,

@@ -31,7 +31,8 @@ __all__ = ["INTERROGATION_PROMPTS", "PromptFile", "fill", "fill_tokens", "load_p
 INTERROGATION_PROMPTS = ("detective_question", "detective_turn", "question_retry",
                          "gap_analysis", "audit", "witness", "witness_defend",
                          "witness_planted_question", "validation_retry", "structured_output",
-                         "consistency_note", "split_claims", "split_retry")
+                         "consistency_note", "split_claims", "split_retry", "revise_claim",
+                         "revise_claim_turn")
 """The prompts an interrogation may send: checked before it starts, recorded in its session."""
 
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z0-9_]+)\}\}")

@@ -51,8 +51,11 @@ class CacheLayer:
         self._broken = False
 
     def applies(self, role: str, request: StreamRequest) -> bool:
-        """Whether requests of `role` like this one go through the cache."""
-        if not self.settings.enabled or self._broken or request.schema is not None:
+        """Whether requests of `role` like this one go through the cache: never a structured
+        reply, nor a sampled draw (a seed asks for a draw of its own, which a served answer
+        is not)."""
+        if not self.settings.enabled or self._broken or request.schema is not None \
+                or request.seed is not None:
             return False
         return bool(getattr(self.settings, cache_role(role), False))
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import OSA
 
-__all__ = ["bound", "is_typo", "known", "slip"]
+__all__ = ["bound", "frequency", "is_typo", "known", "slip"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,13 @@ def _dictionary(language: str) -> dict[str, int] | None:
         if language not in _words:
             _words[language] = _load(language)
         return _words[language]
+
+
+def frequency(word: str, language: str = "en") -> int | None:
+    """How often `word` (folded) occurs in `language`'s dictionary (0: not in it), or None
+    without a dictionary: how common a word is (what names a claim's subject best)."""
+    words = _dictionary(language)
+    return None if words is None else words.get(word.lower(), 0)
 
 
 def _load(language: str) -> dict[str, int] | None:

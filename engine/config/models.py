@@ -153,6 +153,10 @@ class RouterConfig(BaseModel):
     """Seconds between background health checks of each enabled provider."""
 
 
+SignalName = Literal["words", "alone", "samples", "rounds"]
+SIGNAL_CHOICES: tuple[SignalName, ...] = ("words", "alone", "samples", "rounds")
+
+
 class InterrogationConfig(BaseModel):
     """The `[interrogation]` table (SPEC §1)."""
 
@@ -188,13 +192,33 @@ class InterrogationConfig(BaseModel):
     consistency_temperature: float = Field(default=1.0, ge=0, le=2)
     """The temperature the further answers are sampled at (the first keeps `temperature`): at
     0 they could only repeat the first."""
-    max_claims: int = Field(default=8, ge=1, le=100)
-    """Claims of a testimony examined, in the testimony's order; the rest are listed as not
-    examined. 8: the 1.5B's answers to open questions split into 4–13 claims, and each
-    examined claim costs a round or more of both models — about 20–25 s a claim on two busy
-    cores, one claim at a time (`bench/first_run.py --load 2`: the design notes' own request
-    in 197–265 s; twelve claims four at a time once took 443 s); the first claims of an
-    answer are its main points."""
+    max_claims: int = Field(default=100, ge=1, le=100)
+    """No longer read: every checkable claim of a testimony is examined, within
+    `claim_tokens` (issue 72). Kept so that a configuration that sets it still loads."""
+    signals: list[SignalName] = Field(default_factory=lambda: list(SIGNAL_CHOICES),
+                                      min_length=1)
+    """The signals a claim is examined by (`engine.interrogation.signals`): `words` (with a
+    document, the claim's words it lacks), `alone` (the detective's own reading), `samples`
+    (the witness's answer drawn again), `rounds` (the sampled questioning). Each reads only
+    where it applies; the pool weighs those that read (`pooling`)."""
+    pooling: str | None = None
+    """A pooling file fitted on your own labelled claims (`detektiv eval ITEMS --fit` writes
+    one); unset: the shipped one, fitted on the development samples. A file that cannot be
+    used is named and the shipped one used."""
+    rounds_samples: int = Field(default=3, ge=1, le=10)
+    """Answers the witness gives to each of the detective's questions about a claim, each in
+    a fresh conversation at `rounds_temperature`: their spread is the rounds' reading (a
+    fact the witness made up varies between draws)."""
+    rounds_temperature: float | None = Field(default=1.0, ge=0, le=2)
+    """The temperature those answers are drawn at (unset: `sampling_temperature`)."""
+    claim_rounds: int = Field(default=2, ge=1, le=20)
+    """Rounds a testimony's claim is asked at most (a session's own hypothesis: its
+    `--limit`)."""
+    claim_tokens: int = Field(default=2500, ge=200, le=1_000_000)
+    """Tokens a testimony may spend a checkable claim, all told (its answer, split and
+    samples shared out): the cheap readings for every claim first, then rounds for those
+    they leave in doubt, riskiest first, until the testimony's budget (this × its claims) is
+    spent; a claim's own rounds stop once they pass it."""
     testimony_max_tokens: int = Field(default=512, ge=16, le=32768)
     """Token budget of the witness's testimony (its answer to a question or request). The
     1.5B answers an open question in 150–220 tokens; a capable model's few paragraphs fit

@@ -32,7 +32,6 @@ import numpy as np
 
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
-from engine.interrogation.verdict import Computed, with_alone
 
 __all__ = ["SYSTEMS", "EvalSummary", "coded", "summarize", "summarize_results"]
 
@@ -116,26 +115,6 @@ def _majority(verdicts: list[str | None]) -> str | None:
     return verdict if count * 2 > len(verdicts) else "undetermined"
 
 
-def _pooled(rounds: tuple[bool, str | None, float | None, int, int, float],
-            alone: tuple[bool, str | None, float | None, int, int, float],
-            sampled: tuple[bool, str | None, float | None, int, int, float] | None = None
-            ) -> tuple[bool, str | None, float | None, int, int, float]:
-    """An interrogation's row pooled with the detective alone's and the `sampled` reading's
-    where there is one (rule 8 of `engine.interrogation.verdict`; an undetermined verdict at
-    0.5 is read as no round bearing on the claim). As it is when the rounds or the detective
-    alone have no probability."""
-    label, verdict, p_false, rounds_asked, tokens, seconds = rounds
-    if verdict is None or p_false is None or alone[2] is None:
-        return rounds
-    sampled_false = sampled[2] if sampled is not None else None
-    computed = with_alone(Computed(verdict, p_false,  # type: ignore[arg-type]
-                                   bore=not (verdict == "undetermined" and p_false == 0.5)),
-                          1 - alone[2], None if sampled_false is None else 1 - sampled_false)
-    extra = [alone] if sampled is None or sampled_false is None else [alone, sampled]
-    return (label, computed.verdict, computed.probability_false, rounds_asked,
-            tokens + sum(r[4] for r in extra), seconds + sum(r[5] for r in extra))
-
-
 def _testimony(claims: list[tuple[bool, str | None, float | None, int, int, float]]
                ) -> tuple[bool, str | None, float | None, int, int, float]:
     """A testimony's row from its claims' (see the module docstring); no verdict when every
@@ -197,11 +176,6 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         rows["majority"].add(values[0][0], None if failed else verdict,
                              float(np.mean(probabilities)), values[0][3],
                              sum(v[4] for v in values), sum(v[5] for v in values))
-    pooled = info is None or info.mode == "open"  # where a testimony's claims pool it
-    for (item, kind, repeat), value in compact.items():
-        alone = compact.get((item, "direct", 1))
-        if pooled and kind == "interrogation" and repeat == 1 and alone is not None:
-            rows["pooled"].add(*_pooled(value, alone, compact.get((item, "sampled", 1))))
     for (_, kind), claims in grouped.items():
         key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
         if key in rows:

@@ -11,11 +11,10 @@ not exist, a boilerplate summary, JSON off its schema) is replaced by a stand-in
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator
 from typing import Any
 
-from engine.interrogation.calls import SessionCalls, Turn
-from engine.interrogation.checks import same_words, summary_problem
+from engine.interrogation.calls import Caller
+from engine.interrogation.checks import narrative_stance, same_words, summary_problem
 from engine.interrogation.transcript import (
     audit_schema,
     protocol_note,
@@ -23,7 +22,6 @@ from engine.interrogation.transcript import (
     transcript_prompt,
 )
 from engine.interrogation.verdict import NO_CLAIM, Computed, compute, states_no_claim
-from engine.models.events import AuditReady, InterrogationEvent
 from engine.models.session import (
     AuditResult,
     Contradiction,
@@ -35,7 +33,7 @@ from engine.prompts import fill, load_prompt
 from engine.providers import Message
 from engine.report.words import no_testimony
 
-__all__ = ["audit", "nothing_to_audit", "undetermined_audit", "validated", "verdict_for",
+__all__ = ["against_verdict", "audit", "nothing_to_audit", "undetermined_audit", "validated", "verdict_for",
            "with_verdict"]
 
 
@@ -58,6 +56,18 @@ def with_verdict(result: AuditResult, computed: Computed) -> AuditResult:
     result.verdict, result.probability_false = computed.verdict, computed.probability_false
     result.deciding_rounds, result.computed = list(computed.deciding), True
     result.undetermined_because = computed.reason or None
+    return result
+
+
+def against_verdict(result: AuditResult) -> AuditResult:
+    """`result` with `narrative_against` set where its summary states the opposite of its
+    computed verdict (`checks.narrative_stance`): a model writes the narrative and cannot
+    overturn the verdict, so such a sentence is shown marked, never taken. An undetermined
+    verdict has no opposite."""
+    found = narrative_stance(result.summary)
+    opposite = {"true": "false", "false": "true"}.get(result.verdict or "")
+    if found is not None and found[0] == opposite:
+        result.narrative_against = found[1]
     return result
 
 
@@ -117,13 +127,12 @@ def undetermined_audit(pairs: list[QuestionAnswerPair], why: str, invalid: str,
     )
 
 
-async def audit(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
-    """Ask the detective for the narrative of every round of `calls.session` (held to
-    `validated`, asked again once with the rule it broke), give it the computed verdict,
-    store it and yield `AuditReady`."""
-    session = calls.session
+async def audit(caller: Caller, computed: Computed) -> AuditResult:
+    """The detective's narrative of every round of the session (held to `validated`, asked
+    again once with the rule it broke), with the `computed` verdict in its verdict fields:
+    the session's audit (the caller stores and emits it)."""
+    session = caller.session
     pairs = session.qa_pairs
-    audited = Turn()
     prompt = load_prompt("audit")
     sampled = any(pair.samples for pair in pairs)
     note = protocol_note(session.protocol, session.consistency_samples)
@@ -133,41 +142,39 @@ async def audit(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]
                                        TRANSCRIPT=note + text)),
                 Message("user", "Write the audit.")]
 
-    budget = calls.settings.audit_max_tokens
+    budget = caller.settings.audit_max_tokens
     request = transcript_prompt(
-        calls._request(frame(transcript(pairs, analyses=False)), budget,
+        caller.request(frame(transcript(pairs, analyses=False)), budget,
                        audit_schema(len(pairs), budget, sampled), "audit"),
         pairs, frame, analyses=False, every_round=True,
         reshape=lambda reply: audit_schema(len(pairs), reply, sampled),
     )
-    async for event in calls._structured(request, audited, "audit",
-                                         lambda value: validated(value, pairs, prompt)):
-        yield event
-    demonstration = any(calls._is_demonstration(label) for label in
-                        {audited.provider, *(p.provider_used.detective for p in pairs)})
-    if audited.invalid is not None:
-        result = undetermined_audit(pairs, f"the audit broke a rule twice: {audited.invalid}",
-                                    audited.text, demonstration)
+    made = await caller.structured(request, "audit",
+                                   lambda value: validated(value, pairs, prompt))
+    demonstration = any(caller.is_demonstration(label) for label in
+                        {made.said.provider, *(p.provider_used.detective for p in pairs)})
+    if made.invalid is not None:
+        result = undetermined_audit(pairs, f"the audit broke a rule twice: {made.invalid}",
+                                    made.said.text, demonstration)
     else:
-        result = audited.value
+        result = made.value
         result.demonstration = demonstration
-    session.audit_result = with_verdict(result, verdict_for(session))
-    yield calls._emit(AuditReady(audit=result))
+    return against_verdict(with_verdict(result, computed))
 
 
-def nothing_to_audit(calls: SessionCalls, no_question: str | None) -> AuditResult | None:
+def nothing_to_audit(caller: Caller, no_question: str | None) -> AuditResult | None:
     """The stand-in audit when the models gave nothing to audit (no usable question at all:
     `no_question` says why; or no real answer in any round): verdict `undetermined`, the rule
     of ours that closed the questioning as its reason. A model lost to our rules ends
     `completed` with its cause named; `failed` is for what really failed (providers,
     budget). None when there is testimony to audit."""
-    pairs = calls.session.qa_pairs
+    pairs = caller.session.qa_pairs
     if no_question is not None and not pairs:
         why = no_question  # nothing was asked at all
-        demonstration = calls._is_demonstration(calls._role_label("detective"))
+        demonstration = caller.is_demonstration(caller.role_label("detective"))
     elif not any(pair.answered for pair in pairs):
-        witness = calls._role_label("witness")
-        demonstration = calls._is_demonstration(witness)
+        witness = caller.role_label("witness")
+        demonstration = caller.is_demonstration(witness)
         why = no_testimony(len(pairs), witness, demonstration)
     else:
         return None

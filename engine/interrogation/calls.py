@@ -1,6 +1,14 @@
-"""A session's model calls, recorded: each streamed through the router and collected once
-(`routing.collect.Reply`), its router events turned into the session's events and audit-trail
-entries, each event journaled before it is yielded. `Interrogation` is the loop over them."""
+"""A session's model calls, recorded: `Caller`, the one object every step of an interrogation
+is a function of.
+
+    caller = Caller(router, journal, settings, sink=queue.put_nowait)
+    said = await caller.call(prompt, "witness", streamed=3)     # a value: `Said`
+    made = await caller.structured(prompt, "gap analysis", validate)
+
+Each call is streamed through the router and collected once (`routing.collect.Reply`); its
+router events become the session's events and audit-trail entries, each journaled before it
+is handed to the run's `sink` (`emit`). Steps take the caller and return values: nothing is
+filled in place. `Interrogation` (`interrogation.loop`) holds one and drains its sink."""
 
 from __future__ import annotations
 
@@ -45,27 +53,43 @@ from engine.routing.router import Router
 from engine.routing.structured import collect_json
 from engine.storage.journal import SessionJournal
 
-__all__ = ["BY_RULE", "RETRY_ECHO", "SessionCalls", "Turn", "count_tokens", "own_tokens",
-           "sampling_temperature"]
+__all__ = ["BY_RULE", "RETRY_ECHO", "Caller", "Said", "Sink", "Structured", "count_tokens",
+           "own_tokens", "sampling_temperature"]
 
 
-@dataclass(slots=True)
-class Turn:
-    """The outcome of one streamed call: the text, who gave it, why it ended."""
+@dataclass(frozen=True, slots=True)
+class Said:
+    """What one streamed call gave: the text, who gave it, why it ended."""
 
     text: str = ""
     provider: str = ""
+    """Who answered (`"{provider}:{model}"`), "" when no provider did."""
     finish_reason: str = ""
     reasoning: str = ""
     """What a reasoning model thought before its reply (never part of `text`)."""
-    value: Any = None
-    invalid: str | None = None
-    """Set by `_structured` when the reply broke its rule twice: the rule (then `value` is
-    None and `text` is the second invalid reply)."""
-    choices: list[TokenChoices] = field(default_factory=list)
+    choices: tuple[TokenChoices, ...] = ()
     """The reply's tokens with their log-probabilities, when asked for and sent."""
     used: TokenTally = field(default_factory=TokenTally)
-    """What the calls that gave this turn used (`count_tokens`), whatever ran beside them."""
+    """What this call used (`count_tokens`), whatever ran beside it."""
+
+    @property
+    def cut_off(self) -> bool:
+        """Whether the reply ended at its token limit."""
+        return self.finish_reason == "length"
+
+
+@dataclass(frozen=True, slots=True)
+class Structured:
+    """A structured call's outcome: the validated `value`, or `invalid` (the rule its reply
+    broke twice; then `value` is None and `said` is the second invalid reply)."""
+
+    value: Any
+    said: Said
+    invalid: str | None = None
+
+
+Sink = Callable[[InterrogationEvent], None]
+"""Where a run's events go once journaled (the queue its consumer drains)."""
 
 
 BY_RULE = "detektiv:rule"
@@ -178,53 +202,72 @@ def sampling_temperature(settings: InterrogationConfig) -> float:
     return max(settings.consistency_temperature, settings.temperature or 0.0)
 
 
-class SessionCalls:
-    """The calls of one run of a session over `router`, recorded in `journal`."""
+class Caller:
+    """The calls of one run of a session over `router`, recorded in `journal`; events go to
+    `sink` (set by whoever drains them) once journaled."""
 
     def __init__(self, router: Router, journal: SessionJournal,
-                 settings: InterrogationConfig, budget: Budget | None = None) -> None:
+                 settings: InterrogationConfig, budget: Budget | None = None,
+                 sink: Sink | None = None) -> None:
         self.router = router
         self.journal = journal
         self.session = journal.session
         self.settings = settings
         self.budget = budget
         """`--max-cost`: checked before every call (shared by an evaluation's sessions)."""
+        self.sink = sink
         self._labels = {name: p.label for name, p in router.providers.items()}
 
-    def _emit(self, event: InterrogationEvent) -> InterrogationEvent:
+    # ---- events ---------------------------------------------------------------------------
+
+    def emit(self, event: InterrogationEvent) -> InterrogationEvent:
+        """Journal `event`, then hand it to the sink: the journal's rule (nothing is shown
+        before it is on the disk)."""
         self.journal.record(event)
+        if self.sink is not None:
+            self.sink(event)
         return event
 
-    def _trail(self, entry: AuditTrailEntry) -> InterrogationEvent:
+    def trail(self, entry: AuditTrailEntry) -> InterrogationEvent:
+        """Add `entry` to the session's audit trail, as an event."""
         self.session.audit_trail.append(entry)
-        return self._emit(TrailAdded(entry=entry))
+        return self.emit(TrailAdded(entry=entry))
 
-    def _chain_configs(self, role: str) -> list[ProviderConfig]:
+    # ---- who plays what -------------------------------------------------------------------
+
+    def chain(self, role: str) -> list[ProviderConfig]:
         """The configurations of the providers that play `role`, in order."""
         return [self.router.providers[name].config for name in self.router.chain(role)]
 
-    def _role_label(self, role: Role) -> str:
+    def label(self, name: str | None) -> str | None:
+        """A provider's label (`"{provider}:{model}"`) by its name."""
+        return None if name is None else self._labels.get(name, name)
+
+    def role_label(self, role: Role) -> str:
         """Who played `role` last (`"{provider}:{model}"`), else the chain's first."""
         if self.session.qa_pairs:
             used = self.session.qa_pairs[-1].provider_used
             label = used.detective if role == "detective" else used.witness
-            if label != BY_RULE:  # a question made by rule: the chain's model judged it
+            if label and label not in (BY_RULE, "given"):  # by rule: the chain's model judged
                 return label
         chain = self.router.chain(role)
         return self._labels.get(chain[0], chain[0]) if chain else role
 
-    def _is_demonstration(self, label: str) -> bool:
+    def is_demonstration(self, label: str) -> bool:
         """Whether the provider labelled `label` runs a model shipped for demonstration."""
         return any(p.label == label and p.config.is_demonstration
                    for p in self.router.providers.values())
 
-    def _request(
+    # ---- requests -------------------------------------------------------------------------
+
+    def request(
         self, messages: list[Message], max_tokens: int,
         schema: dict[str, Any] | None = None, name: str = "answer",
         grammar: str | None = None,
     ) -> StreamRequest:
-        """The unfitted request: every round whole (what a window large enough is sent);
-        `grammar` holds a demonstration model to the reply's form."""
+        """The unfitted request at the configured temperature: every round whole (what a
+        window large enough is sent); `grammar` holds a demonstration model to the reply's
+        form."""
         return StreamRequest(
             messages=tuple(messages),
             schema=schema,
@@ -234,134 +277,139 @@ class SessionCalls:
             demonstration_grammar=grammar,
         )
 
-    def _sampled(self, prompt: Prompt) -> Prompt:
-        """`prompt` asked anew to sample the witness, at `sampling_temperature`."""
-        return replace(prompt, request=replace(prompt.request,
-                                               temperature=sampling_temperature(self.settings)))
+    def sampled(self, prompt: Prompt, seed: int | None = None,
+                temperature: float | None = None) -> Prompt:
+        """`prompt` asked anew to sample the witness, at `temperature` (default:
+        `sampling_temperature`) and with `seed` where the server honours one."""
+        heat = sampling_temperature(self.settings) if temperature is None else temperature
+        return replace(prompt, request=replace(prompt.request, temperature=heat, seed=seed))
 
-    async def _structured(
-        self, request: Prompt, turn: Turn, what: str, validate: Callable[[Any], Any],
+    # ---- calls ----------------------------------------------------------------------------
+
+    async def call(
+        self,
+        prompt: Prompt,
+        role: Role,
+        *,
+        streamed: int | None = None,
+        accept: Callable[[str, str, str], str | None] | None = None,
+        fit_for: int | None = None,
+        phase: PhaseName | None = None,
+    ) -> Said:
+        """Stream one call over the role's chain: its text as deltas of round `streamed` when
+        given (else the round it belongs to is `fit_for`), its reasoning as the `phase` call
+        when the rest does not tell; what it said. Raises what the router raises
+        (`AllProvidersFailed`, `WindowTooSmall`) and `CostLimitReached` before the call."""
+        if self.budget is not None:
+            extra = sum(len(m.content) for m in prompt.extra) + len(prompt.note)
+            check_budget(self.budget, self.router, role, prompt.request, extra)
+        reply = Reply()
+        provider = ""
+        used = TokenTally()
+        try:
+            async with aclosing(self._routed(reply, prompt, role, streamed, accept, fit_for,
+                                             phase)) as labels:
+                async for label in labels:
+                    provider = label
+        finally:  # what streamed before a failure is counted as well
+            count_tokens(self.session.tokens, reply, self.router.config, self.budget)
+            for own in (used, _OWN.get()):  # spent from the budget once, above
+                if own is not None:
+                    count_tokens(own, reply, self.router.config)
+        return Said(text=reply.text, provider=provider, finish_reason=reply.finish_reason or "",
+                    reasoning=reply.reasoning, choices=tuple(reply.choices), used=used)
+
+    async def structured(
+        self, prompt: Prompt, what: str, validate: Callable[[Any], Any],
         sequence: int | None = None, allowed: str = "",
-    ) -> AsyncGenerator[InterrogationEvent, None]:
+    ) -> Structured:
         """A detective call whose reply must be valid JSON and keep its rules (`validate`
         raises `ValueError` naming the rule); asked again once with the rule it broke and
-        `allowed` (what it may name). A second miss is the model's, not the session's: `turn`
-        gets `invalid` (the rule) and no value, and the caller decides what stands in."""
-        schema = request.request.schema
+        `allowed` (what it may name). A second miss is the model's, not the session's: the
+        outcome is `invalid` (the rule) with no value, and the caller decides what stands
+        in."""
+        schema = prompt.request.schema
         assert schema is not None
-        turn.invalid = None
         detail = ""
+        said = Said()
         for attempt in (1, 2):
             try:
-                async for event in self._call(request, "detective", turn, None,
-                                              fit_for=sequence):
-                    yield event
+                said = await self.call(prompt, "detective", fit_for=sequence)
             except WindowTooSmall as exc:
                 if attempt == 1:  # the call itself fits no window: the caller's to say
                     raise
                 # the retry is ours: it ends, not the session (the rule decides instead)
-                yield self._trail(AuditTrailEntry(
-                    event="error", role="detective", from_provider=turn.provider,
+                self.trail(AuditTrailEntry(
+                    event="error", role="detective", from_provider=said.provider,
                     reason=f"the {what}'s retry does not fit the context window; the rule "
                     f"decides instead: {exc.last_reason}"))
-                turn.value, turn.invalid = None, f"{detail}; its retry did not fit the " \
-                    "context window"
-                return
+                return Structured(None, said, f"{detail}; its retry did not fit the "
+                                  "context window")
             try:
-                turn.value = validate(collect_json(turn.provider, turn.text,
-                                                   turn.finish_reason, schema))
-                return
+                value = validate(collect_json(said.provider, said.text, said.finish_reason,
+                                              schema))
+                return Structured(value, said)
             except (BadResponseError, ValueError) as exc:
                 detail = exc.detail if isinstance(exc, BadResponseError) else str(exc)
                 detail = detail.splitlines()[0] if detail else type(exc).__name__
-            yield self._trail(AuditTrailEntry(
-                event="error", role="detective", from_provider=turn.provider,
+            self.trail(AuditTrailEntry(
+                event="error", role="detective", from_provider=said.provider,
                 reason=f"invalid {what}" + (", asking again" if attempt == 1 else
                                             " again; the rule decides instead")
                 + f": {detail}",
             ))
             if attempt == 2:
-                turn.value, turn.invalid = None, detail
-                return
+                break
             self.session.repairs += 1
             retry = fill(load_prompt("validation_retry"),
                          ERROR=f"{detail}. {allowed}" if allowed else detail)
-            if turn.text.strip():
+            if said.text.strip():
                 # the invalid reply is shown again only in part: it is there to point at the
                 # error, and all of it would take the window from the transcript
-                request = request.then(Message("assistant", shorten(turn.text, RETRY_ECHO)),
-                                       Message("user", retry))
+                prompt = prompt.then(Message("assistant", shorten(said.text, RETRY_ECHO)),
+                                     Message("user", retry))
             else:  # nothing to show back: no words are put in the model's mouth
-                request = request.noted(retry)
-
-    async def _call(
-        self,
-        request: Prompt,
-        role: Role,
-        turn: Turn,
-        sequence: int | None,
-        accept: Callable[[str, str, str], str | None] | None = None,
-        fit_for: int | None = None,
-        phase: PhaseName | None = None,
-    ) -> AsyncGenerator[InterrogationEvent, None]:
-        """Stream one call over the role's chain; deltas only when `sequence` is given (the
-        round the call belongs to is `fit_for` when no delta is wanted); `phase` names the
-        call its reasoning belongs to, when the rest does not tell."""
-        if self.budget is not None:
-            extra = sum(len(m.content) for m in request.extra) + len(request.note)
-            check_budget(self.budget, self.router, role, request.request, extra)
-        reply = Reply()
-        try:
-            async with aclosing(self._routed(reply, request, role, turn, sequence, accept,
-                                             fit_for, phase)) as events:
-                async for event in events:
-                    yield event
-        finally:  # what streamed before a failure is counted as well
-            count_tokens(self.session.tokens, reply, self.router.config, self.budget)
-            for own in (turn.used, _OWN.get()):  # spent from the budget once, above
-                if own is not None:
-                    count_tokens(own, reply, self.router.config)
-        turn.text, turn.finish_reason = reply.text, reply.finish_reason or ""
-        turn.reasoning, turn.choices = reply.reasoning, reply.choices
+                prompt = prompt.noted(retry)
+        return Structured(None, said, detail)
 
     async def _routed(
-        self, reply: Reply, request: Prompt, role: Role, turn: Turn, sequence: int | None,
+        self, reply: Reply, prompt: Prompt, role: Role, streamed: int | None,
         accept: Callable[[str, str, str], str | None] | None, fit_for: int | None,
         named: PhaseName | None = None,
-    ) -> AsyncGenerator[InterrogationEvent, None]:
-        """The router's events of one call, taken by `reply`, as the session's events."""
+    ) -> AsyncGenerator[str, None]:
+        """The router's events of one call, taken by `reply`, emitted as the session's
+        events; yields the label of each provider that answers."""
         delta = QuestionDelta if role == "detective" else AnswerDelta
-        label = self._label
+        label = self.label
         phase: PhaseName = named or ("answer" if role == "witness" else "question"
-                                     if sequence is not None else "analysis"
+                                     if streamed is not None else "analysis"
                                      if fit_for is not None else "audit")
-        async for event in reply.follow(self.router.stream(request, role, accept)):
+        async for event in reply.follow(self.router.stream(prompt, role, accept)):
             match event:
-                case TokenDelta(text) if sequence is not None and text:
-                    yield self._emit(delta(sequence=sequence, text=text))
+                case TokenDelta(text) if streamed is not None and text:
+                    self.emit(delta(sequence=streamed, text=text))
                 case ReasoningDelta(text) if text:
-                    yield self._emit(Reasoning(role=role, phase=phase,
-                                               sequence=sequence or fit_for, text=text))
+                    self.emit(Reasoning(role=role, phase=phase,
+                                        sequence=streamed or fit_for, text=text))
                 case Attempt(_, provider_label, trial):
-                    turn.provider = provider_label
-                    yield self._emit(ProviderChosen(role=role, provider=provider_label,
-                                                    trial=trial))
+                    self.emit(ProviderChosen(role=role, provider=provider_label, trial=trial))
+                    yield provider_label
                 case PartialDiscarded(provider, text, reason):
-                    yield self._emit(Discarded(role=role, provider=label(provider) or provider,
-                                               text=text, reason=reason))
-                    yield self._trail(AuditTrailEntry(
+                    self.emit(Discarded(role=role, provider=label(provider) or provider,
+                                        text=text, reason=reason))
+                    self.trail(AuditTrailEntry(
                         event="partial_discarded", role=role, from_provider=label(provider),
                         reason=f"{len(text)} characters discarded: {reason}",
                     ))
                 case ProviderEvent(kind, from_provider, to_provider, reason):
-                    yield self._trail(AuditTrailEntry(
+                    self.trail(AuditTrailEntry(
                         event=kind, role=role, from_provider=label(from_provider),
                         to_provider=label(to_provider), reason=reason,
                     ))
                 case Fitted(_, report):
-                    yield self._fitted(role, sequence or fit_for, report)
+                    self._fitted(role, streamed or fit_for, report)
 
-    def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> InterrogationEvent:
+    def _fitted(self, role: Role, sequence: int | None, report: FitReport) -> None:
         trim = report.trim
         fit = ContextFit(
             role=role, sequence=sequence, provider=report.provider, used=report.used,
@@ -372,7 +420,4 @@ class SessionCalls:
             omitted=list(trim.omitted),
         )
         self.session.context_fits.append(fit)
-        return self._emit(ContextFitted(fit=fit))
-
-    def _label(self, name: str | None) -> str | None:
-        return None if name is None else self._labels.get(name, name)
+        self.emit(ContextFitted(fit=fit))

@@ -51,14 +51,15 @@ again with the rule that was broken, and a second miss is named and stood in for
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
-from engine.interrogation.claims import content_words, stem, words_read
-from engine.interrogation.shapes import comparison
+from engine.interrogation.claims import content_words, segments, stem, words_read
+from engine.interrogation.shapes import comparison, positive
 from engine.providers import FILTERED
 from engine.text import one_line
 
@@ -395,6 +396,81 @@ def states_claim_detail(question: str, answer: str, claim: str) -> bool:
     asked, claimed = _Words(question), _Words(claim)
     added = [word for word in words_read(answer) if word not in asked]
     return bool(added) and all(word in claimed for word in added)
+
+
+DENIAL_SHARE = 0.5
+"""The share of a claim's content words (two at least) a sentence of an answer shares to be
+about the claim's own predicate, in `denial`."""
+_DENYING = frozenset("not no never none nothing neither nor cannot".split())
+_NOT_A_DENIAL = re.compile(r"\bnot\s+only\b|\bno\s+(?:doubt|wonder)\b", re.I)
+_CLAUSES = re.compile(r"[;:]\s+|,?\s+\b(?:but|whereas|while|although|though|yet)\b\s+", re.I)
+"""Where a sentence's clauses part: "Paris is not the largest city, but it is the capital"
+negates one thing and affirms another."""
+MIXED_REASON = "the answer both denies and affirms the claim: never support"
+DENIES_REASON = "the answer denies the claim: never support"
+
+
+def _denies(sentence: str) -> bool:
+    """Whether `sentence` negates what it says ("does not directly affect", "cannot"), "not
+    only" and "no doubt" aside."""
+    text = _NOT_A_DENIAL.sub(" ", sentence)
+    return any(word in _DENYING or word.endswith("n't") for word in _words(text))
+
+
+def denial(answer: str, claim: str) -> str | None:
+    """How `answer` negates the claim's own predicate: `"denies"` when a sentence about the
+    claim (one that shares `DENIAL_SHARE` of its content words) negates it and none affirms
+    it, `"mixed"` when one negates and another affirms it ("However, niacin does not directly
+    affect the symptoms of Pernicious Anemia. … niacin can help alleviate some of the
+    symptoms"), else None. Never support, either: a small judge read the affirming sentence
+    alone (issue 72). A negated claim is read by its own rule (`shapes.restates`)."""
+    if positive(claim) is not None:
+        return None
+    claimed = set(content_words(claim))
+    if len(claimed) < 2:
+        return None
+    need = max(2, math.ceil(DENIAL_SHARE * len(claimed)))
+    denied = affirmed = False
+    for clause in (c for part in segments(answer) for c in _CLAUSES.split(part.text)):
+        said = _Words(clause)
+        if sum(1 for word in claimed if word in said) < need:
+            continue
+        if _denies(clause):
+            denied = True
+        else:
+            affirmed = True
+    if denied:
+        return "mixed" if affirmed else "denies"
+    return None
+
+
+_HEDGE = r"(?:(?:likely|probably|indeed|entirely|largely|mostly|generally|clearly|therefore|" \
+    r"thus|in fact)\s+)?"
+_SAYS_TRUE = re.compile(
+    r"\b(?:is|was|are|were|be|appears?\s+to\s+be|seems?\s+to\s+be|remains?)\s+" + _HEDGE +
+    r"(?:true|correct|accurate|valid|confirmed|supported|established|verified)\b"
+    r"|\b(?:holds|held)\s+(?:true|up)\b|\bestablished\s+that\b|\bconfirm(?:s|ed)\s+that\b",
+    re.I)
+_SAYS_FALSE = re.compile(
+    r"\b(?:is|was|are|were|be|appears?\s+to\s+be|seems?\s+to\s+be)\s+" + _HEDGE +
+    r"(?:false|incorrect|inaccurate|invalid|refuted|wrong|untrue|unsupported|disproven|"
+    r"not\s+(?:true|correct|accurate|valid|supported|confirmed|established))\b"
+    r"|\b(?:does|did)\s+not\s+hold\b|\bcontradict(?:s|ed)\s+the\s+(?:hypothesis|claim)\b"
+    r"|\brefut(?:es|ed)\b", re.I)
+
+
+def narrative_stance(summary: str) -> tuple[str, str] | None:
+    """What a narrative says of the hypothesis's truth, and the sentence that says it: the
+    first sentence that calls it true (`"true"`: "The hypothesis is true", "the witness
+    established that …") or false (`"false"`: "… is incorrect", "… does not hold"), a
+    sentence that says both aside; None when none does."""
+    for part in segments(summary):
+        text = _NOT_A_DENIAL.sub(" ", part.text)
+        says_true = _SAYS_TRUE.search(text) is not None
+        says_false = _SAYS_FALSE.search(text) is not None
+        if says_true != says_false:
+            return ("true" if says_true else "false"), part.text.strip()
+    return None
 
 
 _LEADING_LABEL = re.compile(r"^\s*(?:\*\*)?(?:Q|Question)\s*\d+\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",

@@ -18,25 +18,31 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.config.models import InterrogationConfig
 from engine.context.budget import Prompt
 from engine.context.fit import shorten
-from engine.interrogation.calls import SessionCalls, Turn
-from engine.interrogation.checks import answer_problem, budget_spent, states_claim_detail
+from engine.interrogation.calls import Caller
+from engine.interrogation.checks import (
+    DENIES_REASON,
+    MIXED_REASON,
+    answer_problem,
+    budget_spent,
+    denial,
+    states_claim_detail,
+)
 from engine.interrogation.shapes import Comparison, comparison, finished, positive, restates
 from engine.interrogation.transcript import witness_instructions
 from engine.interrogation.verdict import bearing_of, decisive, pooled
-from engine.models.events import InterrogationEvent
 from engine.models.judgement import Judgement, ProbabilitySource
 from engine.prompts import fill, load_prompt
 from engine.providers import Message, StreamRequest, TokenChoices
 from engine.routing.router import Router
 
 __all__ = ["TOP_LOGPROBS", "Plan", "Reading", "does_not_know", "exchange", "gives_logprobs",
-           "judge", "judge_alone", "judge_sample", "judgement_messages", "one_word",
+           "judge", "judge_alone", "judge_sample", "judgement_messages", "one_word", "read",
            "read_stated", "read_word", "sample_problem", "says_nothing", "says_one_word",
            "topic_evidence"]
 
@@ -326,19 +332,16 @@ def gives_logprobs(router: Router) -> bool:
     return bool(chain) and router.providers[chain[0]].gives_logprobs
 
 
-async def _ask(calls: SessionCalls, sequence: int | None, hypothesis: str, evidence: str,
-               found: list[Reading | str], ask: Ask = "judgement_word"
-               ) -> AsyncGenerator[InterrogationEvent, None]:
-    """One judgement of `evidence`, recorded (`Plan`); appends the `Reading`, or why there is
-    none, to `found`."""
-    plan = Plan(hypothesis, evidence, ask, calls.settings, gives_logprobs(calls.router))
+async def read(caller: Caller, hypothesis: str, evidence: str, ask: Ask = "judgement_word",
+               fit_for: int | None = None) -> Reading | str:
+    """One judgement of `evidence`, recorded (`Plan`): the `Reading`, or why there is
+    none."""
+    plan = Plan(hypothesis, evidence, ask, caller.settings, gives_logprobs(caller.router))
     while (request := plan.request) is not None:
-        turn = Turn()
-        async for event in calls._call(Prompt.whole(request), "detective", turn, None,
-                                       fit_for=sequence, phase="judgement"):
-            yield event
-        plan.took(turn.text, turn.choices, turn.finish_reason, turn.reasoning)
-    found.append(plan.reading)
+        said = await caller.call(Prompt.whole(request), "detective", fit_for=fit_for,
+                                 phase="judgement")
+        plan.took(said.text, said.choices, said.finish_reason, said.reasoning)
+    return plan.reading
 
 
 def _shape_rule(answer: str, claim: str, compared: Comparison | None
@@ -360,25 +363,24 @@ def _shape_rule(answer: str, claim: str, compared: Comparison | None
     return None if says is None else (says, NEGATION_REASON if says else POSITIVE_REASON)
 
 
-async def judge(calls: SessionCalls, sequence: int | None, question: str,
-                answers: Sequence[str],
-                result: list[Judgement], named: str | None = None,
-                hypothesis: str | None = None, cut_off: bool = False
-                ) -> AsyncGenerator[InterrogationEvent, None]:
-    """Judge round `sequence`: each of `answers` (one; more under the consistency protocol)
-    given `question`, pooled; appends the `Judgement` to `result`. An answer that is no
-    testimony (`named`: what the loop already found wrong with the first), or only says the
-    witness does not know, is silent without a call, the problem its reason. `hypothesis`: a
-    testimony's claim, instead of the session's hypothesis; an answer that states that claim's
-    own detail (`checks.states_claim_detail`) then supports it at least at `STATED_DETAIL`,
-    unless it was cut off at the token limit (`cut_off`, the first answer): half a sentence
-    states nothing. (A session's own hypothesis is read as measured before: an evaluated
-    claim such as HaluEval's names both alternatives of its question, so an answer naming the
-    other one would add only the claim's words.) A comparison's answer that names its winner
-    is read by rule, before any of that (`CHOSEN`), and so is an answer that restates a
-    negated claim or its positive form (`shapes.restates`)."""
+async def judge(caller: Caller, sequence: int | None, question: str,
+                answers: Sequence[str], named: str | None = None,
+                hypothesis: str | None = None, cut_off: bool = False) -> Judgement:
+    """The judgement of round `sequence`: each of `answers` (one; more when the witness was
+    sampled) given `question`, pooled. An answer that is no testimony (`named`: what the
+    round already found wrong with the first), or only says the witness does not know, is
+    silent without a call, the problem its reason. `hypothesis`: a testimony's claim,
+    instead of the session's hypothesis; an answer that states that claim's own detail
+    (`checks.states_claim_detail`) then supports it at least at `STATED_DETAIL`, unless it
+    was cut off at the token limit (`cut_off`, the first answer): half a sentence states
+    nothing. (A session's own hypothesis is read as measured before: an evaluated claim such
+    as HaluEval's names both alternatives of its question, so an answer naming the other one
+    would add only the claim's words.) A comparison's answer that names its winner is read
+    by rule, before any of that (`CHOSEN`), and so is an answer that restates a negated
+    claim or its positive form (`shapes.restates`). An answer that negates the claim's own
+    predicate (`checks.denial`) is never support: its P(true) is at most 0.5."""
     claim = hypothesis is not None
-    hypothesis = hypothesis if hypothesis is not None else calls.session.hypothesis_text
+    hypothesis = hypothesis if hypothesis is not None else caller.session.hypothesis_text
     compared = comparison(hypothesis)
     readings: list[Reading] = []
     why: str | None = None
@@ -389,63 +391,61 @@ async def judge(calls: SessionCalls, sequence: int | None, question: str,
         if problem is not None:
             why = why or problem
             continue
-        found: list[Reading | str] = []
-        async for event in _ask(calls, sequence, hypothesis, exchange(question, answer), found):
-            yield event
-        if isinstance(found[0], Reading):
-            reading = found[0]
-            cut = number == 0 and cut_off
-            # a cut-off answer is read by these rules up to its last finished sentence
-            shaped = _shape_rule(finished(answer) if cut else answer, hypothesis, compared)
-            if shaped is not None:  # what the answer says decides, not the word's reading
-                holds, because = shaped
-                reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if holds
-                                  else min(reading.p_true, 1 - CHOSEN))
-                ruled = ruled or because
-            elif claim and reading.p_true < STATED_DETAIL and not cut \
+        found = await read(caller, hypothesis, exchange(question, answer), fit_for=sequence)
+        if isinstance(found, str):
+            why = why or found
+            continue
+        reading = found
+        cut = number == 0 and cut_off
+        # a cut-off answer is read by these rules up to its last finished sentence
+        said = finished(answer) if cut else answer
+        shaped = _shape_rule(said, hypothesis, compared)
+        if shaped is not None:  # what the answer says decides, not the word's reading
+            holds, because = shaped
+            reading = replace(reading, p_true=max(reading.p_true, CHOSEN) if holds
+                              else min(reading.p_true, 1 - CHOSEN))
+            ruled = ruled or because
+        else:
+            denied = denial(said, hypothesis) if said else None
+            if denied is not None and reading.p_true > 0.5:
+                reading = replace(reading, p_true=0.5)  # never support: at most silent
+                ruled = ruled or (MIXED_REASON if denied == "mixed" else DENIES_REASON)
+            elif claim and reading.p_true < STATED_DETAIL and not cut and denied is None \
                     and states_claim_detail(question, answer, hypothesis):
                 reading = replace(reading, p_true=STATED_DETAIL)  # its words are the claim's
                 stated = True
-            readings.append(reading)
-        else:
-            why = why or found[0]
+        readings.append(reading)
     if not readings:
-        result.append(Judgement(bearing="silent", why=why or "no answer"))
-        return
+        return Judgement(bearing="silent", why=why or "no answer")
     values = [r.p_true for r in readings]
     p_true = pooled(values) if len(values) > 1 else values[0]
     bearing = bearing_of(p_true)
-    reason = "unsure: the judgement leans neither way" if bearing == "silent" else \
-        ruled or (STATED_REASON if stated else None)
+    reason = ruled if ruled in (MIXED_REASON, DENIES_REASON) else (
+        "unsure: the judgement leans neither way" if bearing == "silent" else
+        ruled or (STATED_REASON if stated else None))
     if decisive(max(values), True) and decisive(min(values), False):  # SelfCheckGPT's signal
         bearing, reason = "silent", (f"the sampled answers disagree (spread "
                                      f"{max(values) - min(values):.2f}): the witness is unsure")
-    result.append(Judgement(
+    return Judgement(
         bearing=bearing, p_true=round(p_true, 4), source=readings[0].source,
         word=readings[0].word, why=reason,
-        samples=[round(v, 4) for v in values] if len(answers) > 1 else []))
+        samples=[round(v, 4) for v in values] if len(answers) > 1 else [])
 
 
-async def judge_alone(calls: SessionCalls, claim: str, found: list[Reading | str],
-                      question: str | None = None) -> AsyncGenerator[InterrogationEvent, None]:
+async def judge_alone(caller: Caller, claim: str, question: str | None = None
+                      ) -> Reading | str:
     """The detective's own reading of `claim`, given nothing — or only the `question` the
     claim's testimony answers (`prompts/judgement_topic.md`) — (the "detective alone"
-    baseline's call, recorded in the session): appends the `Reading`, or why there is none,
-    to `found`."""
-    async for event in _ask(calls, None, claim, topic_evidence(question), found,
-                            "judgement_direct"):
-        yield event
+    baseline's call, recorded in the session): the `Reading`, or why there is none."""
+    return await read(caller, claim, topic_evidence(question), "judgement_direct")
 
 
-async def judge_sample(calls: SessionCalls, claim: str, question: str, sample: str,
-                       found: list[Reading | str]) -> AsyncGenerator[InterrogationEvent, None]:
+async def judge_sample(caller: Caller, claim: str, question: str, sample: str
+                       ) -> Reading | str:
     """`claim` read against one of the witness's sampled answers to `question` (the
     testimony's question asked again: `Testimony.samples`), as a round's answer is read
-    ("based only on the witness's answer"): appends the `Reading`, or why there is none, to
-    `found`."""
-    async for event in _ask(calls, None, claim, exchange(question, sample), found,
-                            "judgement_word"):
-        yield event
+    ("based only on the witness's answer"): the `Reading`, or why there is none."""
+    return await read(caller, claim, exchange(question, sample), "judgement_word")
 
 
 def topic_evidence(question: str | None) -> str:

@@ -1,4 +1,4 @@
-"""The detective/witness loop of SPEC §1, as an async generator of typed events.
+"""An interrogation run (SPEC §1), as an async generator of typed events.
 
     journal = SessionStore(root).create(hypothesis, limit)
     async for event in Interrogation(router, journal, config.interrogation).run():
@@ -8,91 +8,104 @@
             case PairCompleted(pair=pair): ...       # stored before it is yielded
             case Finished(status=status): ...
 
-Each round is made of calls a small model can make (issue 44): the detective asks one open
-question for the hypothesis's key fact (`interrogation.asking`, from worked examples), the
-witness answers (streamed, seeing only the questions and its own earlier answers, and its
-document when it holds one), the detective judges that exchange alone — is the hypothesis
-true given this answer? — one word, its probability read from log-probabilities
-(`interrogation.judgement`), and writes its gap analysis. The **verdict is computed** from the
-judgements (`interrogation.verdict`), never written by a model; the questioning closes once a
-round's judgement settles it (at least `min_rounds`, one round a fact), else goes on up to the
-limit. A hypothesis that states no claim is questioned for its gaps until the analysis is
-satisfied, and ends `undetermined`. The audit then writes the narrative
-(`interrogation.audit`), which cannot change the verdict.
+Every step is a function of the session's caller (`interrogation.calls.Caller`) returning a
+value; the caller journals each event and hands it to this generator's queue, which yields
+it (`run`). What the run does:
+
+- **A testimony** (the hypothesis asks, or states several sentences):
+  `interrogation.testimony` — the witness's answer taken apart into claims, every claim
+  examined by the signals, the result computed from the claims.
+- **A single claim** (one sentence): examined as a testimony's claim is, by the same list of
+  signals (`interrogation.signals`, `interrogation.examine`) — the detective's own reading,
+  the sampled rounds (streamed here, each with the detective's gap analysis), the document's
+  words where the witness holds one — pooled into its state and P(false), the verdict
+  (`true` when held, `false` when contradicted or unsupported, else `undetermined`). The
+  detective then writes the narrative (`interrogation.audit`), which cannot change it, and
+  a sentence of it that states the opposite is shown marked (`audit.against_verdict`).
+- **A hypothesis that states no claim**, from a session stored before testimonies (it has
+  rounds): questioned for its gaps until the analysis is satisfied, `undetermined`.
 
 A model's nonsense is named, never a result, and a rule of ours never fails a session: an
 unusable question is asked for again (`interrogation.asking`; after `QUESTION_ATTEMPTS` the
-questioning closes and the audit follows; the session fails only when not one round was
-asked); an empty answer is kept as testimony (`no answer`) and judged silent; a
-self-contradicting analysis is recorded and overruled; an invalid narrative is asked again
-once, then stands in as "no audit" (the verdict stands). Each retry counts in the session's
-`repairs`. A session with no real answer in any round ends `undetermined` before its audit.
-Every event is recorded in the session's journal before it is yielded.
-Cancelling the consumer (or closing the generator) stops both models and stores the session as
-`cancelled`.
+questioning closes and the audit follows); an empty answer is kept as testimony (`no
+answer`) and judged silent; a self-contradicting analysis is recorded and overruled; an
+invalid narrative is asked again once, then stands in as "no audit" (the verdict stands).
+Each retry counts in the session's `repairs`. A session with no real answer in any round
+ends `undetermined` before its audit. Every event is recorded in the session's journal
+before it is yielded. Cancelling the consumer (or closing the generator) stops both models
+and stores the session as `cancelled`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Sequence
+from pathlib import Path
 
 from engine.config.models import InterrogationConfig
 from engine.costs import Budget, CostLimitReached
 from engine.errors import AllProvidersFailed, DetektivError, FailureFamily, failure_family
 from engine.interrogation.asking import analyse, question as ask_question
-from engine.interrogation.audit import audit as run_audit, nothing_to_audit
-from engine.interrogation.calls import SessionCalls, Turn
-from engine.interrogation.checks import answer_problem, bare_question, close_reason, may_close
-from engine.interrogation.judgement import judge
+from engine.interrogation.audit import audit as narrative, nothing_to_audit
+from engine.interrogation.calls import Caller
+from engine.interrogation.checks import answer_problem, close_reason, may_close
+from engine.interrogation.examine import claim_pairs, examine
+from engine.interrogation.pooling import Mode, Pooling, load_pooling
 from engine.interrogation.questions import NoQuestion
-from engine.interrogation.shapes import asked_alone, claim_closes, least_rounds
+from engine.interrogation.rounds import no_question, witness_request
+from engine.interrogation.signals import Case, chosen
 from engine.interrogation.testimony import examine_testimony, is_testimony
-from engine.interrogation.transcript import (
-    witness_instructions,
-    witness_messages,
-    witness_opening,
-    witness_prompt,
-)
-from engine.interrogation.verdict import compute, states_no_claim
+from engine.interrogation.transcript import witness_instructions
+from engine.interrogation.verdict import NO_CLAIM, Computed, states_no_claim
 from engine.models.events import (
     Advice,
-    AnswerCutOff,
-    AnswerSampled,
-    AnswerUnusable,
     AuditReady,
+    ClaimExamined,
     Finished,
-    GapAnalysisReady,
     InterrogationEvent,
-    JudgementReady,
     PairCompleted,
     Phase,
     Started,
 )
-from engine.models.judgement import Judgement
 from engine.models.session import (
-    GapAnalysis,
+    AuditResult,
     ProvidersUsed,
     QuestionAnswerPair,
     SessionStatus,
+    VerdictValue,
     check_resumable,
     now,
 )
+from engine.models.testimony import Claim
 from engine.models.trail import AuditTrailEntry
-from engine.providers import Message
 from engine.report.claims import testimony_reason
-from engine.report.words import demonstration_note, document_cut, settled_reason
+from engine.report.words import demonstration_note, settled_reason
 from engine.routing.router import Router
 from engine.storage.journal import SessionJournal
 
-__all__ = ["Interrogation"]
+__all__ = ["Interrogation", "claim_verdict"]
 
 log = logging.getLogger(__name__)
 
+_VERDICTS: dict[str, VerdictValue] = {"held": "true", "contradicted": "false",
+                                      "unsupported": "false"}
 
-class Interrogation(SessionCalls):
+
+def claim_verdict(claim: Claim, rounds: Sequence[QuestionAnswerPair]) -> Computed:
+    """A single hypothesis's verdict from its examined claim: `true` when held, `false` when
+    contradicted or unsupported, else `undetermined` (with why); the deciding rounds are
+    those of its `rounds` that bore on it the verdict's way."""
+    verdict = _VERDICTS.get(claim.state, "undetermined")
+    p_false = claim.probability_false if claim.probability_false is not None else 0.5
+    side = {"true": "supports", "false": "contradicts"}.get(verdict)
+    deciding = [p.sequence for p in rounds if side is not None and p.judgement is not None
+                and p.judgement.bearing == side]
+    reason = "" if verdict != "undetermined" else (claim.why or "its readings leave it unsure")
+    return Computed(verdict, p_false, deciding, reason)
+
+
+class Interrogation:
     """One run of a session, new or resumed, over `router`, recorded in `journal`."""
 
     def __init__(
@@ -103,237 +116,232 @@ class Interrogation(SessionCalls):
         *,
         resumed: bool = False,
         budget: Budget | None = None,
+        pool: Pooling | None = None,
     ) -> None:
-        super().__init__(router, journal, settings, budget)
+        self.caller = Caller(router, journal, settings, budget)
         self.resumed = resumed
-        self._no_question: str | None = None
-        """Why the questioning closed early: the detective gave no usable question."""
-        self._no_claim = states_no_claim(self.session.hypothesis_text)
-        """The hypothesis states no claim: its rounds are not judged."""
-        self._facts = least_rounds(self.session.hypothesis_text)
+        self._pool = pool
 
-    def _finish(self, status: SessionStatus, reason: str | None,
-                family: FailureFamily = "failed") -> InterrogationEvent:
-        session = self.session
-        session.status, session.end_time = status, now()
-        session.error = reason if status == "failed" else None
-        self.journal.save()
-        return self._emit(Finished(status=status, reason=reason,
-                                   family=family if status == "failed" else None,
-                                   usage=session.tokens.model_copy(deep=True)))
-
-    def _judgements(self) -> list[tuple[int, Judgement | None]]:
-        return [(pair.sequence, pair.judgement) for pair in self.session.qa_pairs]
-
-    def _demonstration_judged(self) -> bool:
-        """Whether a demonstration model speaks for the detective in this session."""
-        return self.session.demonstration or self._is_demonstration(
-            self._role_label("detective"))
-
-    def _closes(self) -> bool:
-        """Whether the questioning may close now (the loop's rule, not the model's flag)."""
-        pairs, settings = self.session.qa_pairs, self.settings
-        if self._no_claim:
-            return may_close(pairs, self.session.iteration_limit, settings.satisfied_at,
-                             settings.min_rounds)
-        return claim_closes(self.session.hypothesis_text, pairs, settings.min_rounds,
-                            self._facts)
+    @property
+    def session(self):  # type: ignore[no-untyped-def]  # the caller's
+        return self.caller.session
 
     async def run(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run to the end; see the module docstring. Never raises for a model's failure: the
         session ends `failed` with the reason in `Finished` and the audit trail."""
-        session = self.session
-        if self.resumed:
-            check_resumable(session)
-            previous = session.status
-            session.status, session.end_time, session.error = "running", None, None
-            session.audit_result = None
-            yield self._trail(AuditTrailEntry(
-                event="resumed",
-                reason=f"resumed after round {len(session.qa_pairs)} "
-                + ("(the process running it had died)" if previous == "running"
-                   else f"(was {previous})"),
-            ))
-            self.journal.save()
-        yield self._emit(Started(
-            session_id=str(session.id),
-            hypothesis=session.hypothesis_text,
-            iteration_limit=session.iteration_limit,
-            resumed_after=len(session.qa_pairs) if self.resumed else None,
-        ))
-        demo = demonstration_note(self._chain_configs("detective"))
-        if demo and not session.demonstration:
-            session.demonstration = True  # on the disk before any verdict is shown
-            self.journal.save()
-        if demo and not self.resumed:
-            yield self._emit(Advice(text=demo))
+        queue: asyncio.Queue[InterrogationEvent | None] = asyncio.Queue()
+        self.caller.sink = queue.put_nowait
+        task = asyncio.ensure_future(self._run(queue))
         try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            self.caller.journal.close()
+
+    def _finish(self, status: SessionStatus, reason: str | None,
+                family: FailureFamily = "failed") -> None:
+        session = self.caller.session
+        session.status, session.end_time = status, now()
+        session.error = reason if status == "failed" else None
+        self.caller.journal.save()
+        self.caller.emit(Finished(status=status, reason=reason,
+                                  family=family if status == "failed" else None,
+                                  usage=session.tokens.model_copy(deep=True)))
+
+    def _pooling(self) -> Pooling:
+        """The pool this run weighs readings by: the run's, the configured file, or the
+        shipped one (a configured file that cannot be used is named once, in the trail)."""
+        if self._pool is not None:
+            return self._pool
+        configured = self.caller.settings.pooling
+        pool, refused = load_pooling(Path(configured).expanduser() if configured else None)
+        if refused is not None:
+            self.caller.emit(Advice(text=refused.message))
+        self._pool = pool
+        return pool
+
+    async def _run(self, queue: asyncio.Queue[InterrogationEvent | None]) -> None:
+        caller = self.caller
+        session = caller.session
+        try:
+            if self.resumed:
+                check_resumable(session)
+                previous = session.status
+                session.status, session.end_time, session.error = "running", None, None
+                session.audit_result = None
+                caller.trail(AuditTrailEntry(
+                    event="resumed",
+                    reason=f"resumed after round {len(session.qa_pairs)} "
+                    + ("(the process running it had died)" if previous == "running"
+                       else f"(was {previous})"),
+                ))
+                caller.journal.save()
+            caller.emit(Started(
+                session_id=str(session.id),
+                hypothesis=session.hypothesis_text,
+                iteration_limit=session.iteration_limit,
+                resumed_after=len(session.qa_pairs) if self.resumed else None,
+            ))
+            demo = demonstration_note(caller.chain("detective"))
+            if demo and not session.demonstration:
+                session.demonstration = True  # on the disk before any verdict is shown
+                caller.journal.save()
+            if demo and not self.resumed:
+                caller.emit(Advice(text=demo))
             if is_testimony(session):
-                async with aclosing(examine_testimony(self)) as events:
-                    async for event in events:
-                        yield event
-                audit = session.audit_result
-                assert audit is not None
-                chain = self._chain_configs("detective")  # the split's, at least
-                audit.demonstration = bool(chain and chain[0].is_demonstration) or any(
-                    self._is_demonstration(label) for pair in session.qa_pairs
-                    for label in (pair.provider_used.detective, pair.provider_used.witness))
-                yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
-                yield self._emit(AuditReady(audit=audit))
-                yield self._finish("completed", testimony_reason(session))
-                return
-            limit = session.iteration_limit
-            while True:
-                completed = self._closes()
-                if completed or len(session.qa_pairs) >= limit:
-                    break
-                async with aclosing(self._round(len(session.qa_pairs) + 1)) as events:
-                    async for event in events:
-                        yield event
-                if self._no_question is not None:  # questioning closed by a rule of ours
-                    completed = True
-                    break
-            unaudited = nothing_to_audit(self, self._no_question)
-            yield self._emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
-            if unaudited is not None:  # a rule of ours closed it: named, never `failed`
-                session.audit_result = unaudited
-                yield self._emit(AuditReady(audit=unaudited))
+                await self._testimony()
+            elif states_no_claim(session.hypothesis_text):
+                await self._no_claim()
             else:
-                async with aclosing(run_audit(self)) as events:
-                    async for event in events:
-                        yield event
-            yield self._finish("completed" if completed else "limit-reached",
-                               self._reason(completed, unaudited is not None))
+                await self._single()
         except AllProvidersFailed as exc:
-            yield self._trail(AuditTrailEntry(event="error", role=exc.role, reason=exc.message))
-            yield self._finish("failed", exc.message, failure_family(exc))
+            caller.trail(AuditTrailEntry(event="error", role=exc.role, reason=exc.message))
+            self._finish("failed", exc.message, failure_family(exc))
         except CostLimitReached as exc:  # before a call, nothing half done: a clean stop
-            yield self._trail(AuditTrailEntry(event="cost_limit", reason=exc.message))
-            yield self._finish("cancelled", exc.message)
-        except (asyncio.CancelledError, GeneratorExit):
+            caller.trail(AuditTrailEntry(event="cost_limit", reason=exc.message))
+            self._finish("cancelled", exc.message)
+        except asyncio.CancelledError:
             self._finish("cancelled", "stopped by the user")
             raise
         except Exception as exc:  # a bug must not lose the session: store it as failed
             log.exception("interrogation %s failed", session.id)
             reason = exc.message if isinstance(exc, DetektivError) else \
                 f"internal error: {type(exc).__name__} (details in the log)"
-            yield self._finish("failed", reason)
+            self._finish("failed", reason)
         finally:
-            self.journal.close()
+            queue.put_nowait(None)
 
-    def _reason(self, completed: bool, unaudited: bool) -> str:
-        """Why the run ended as it did, in one line."""
-        session = self.session
-        audit, pairs, limit = session.audit_result, session.qa_pairs, session.iteration_limit
-        if unaudited and audit is not None:
-            return f"nothing to audit, the verdict is undetermined: {audit.rule_broken}"
-        if self._no_question:
-            reason = f"questioning closed after round {len(pairs)}: {self._no_question}"
-        elif self._no_claim or not completed:
-            reason = close_reason(pairs, limit, completed)
+    # ---- a testimony ------------------------------------------------------------------------
+
+    async def _testimony(self) -> None:
+        caller = self.caller
+        session = caller.session
+        audit = await examine_testimony(caller, self._pooling())
+        chain = caller.chain("detective")  # the split's, at least
+        audit.demonstration = bool(chain and chain[0].is_demonstration) or any(
+            caller.is_demonstration(label) for pair in session.qa_pairs
+            for label in (pair.provider_used.detective, pair.provider_used.witness))
+        session.audit_result = audit
+        caller.emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
+        caller.emit(AuditReady(audit=audit))
+        self._finish("completed", testimony_reason(session))
+
+    # ---- a single claim ---------------------------------------------------------------------
+
+    def _mode(self) -> Mode:
+        return "document" if self.caller.session.witness_document is not None else "open"
+
+    async def _single(self) -> None:
+        caller, settings = self.caller, self.caller.settings
+        session = caller.session
+        claim = session.claim or Claim(number=1, text=session.hypothesis_text)
+        pairs = claim_pairs(session.qa_pairs, claim, single=True)
+        document = session.witness_document
+        limit = session.iteration_limit
+        case = Case(claim=claim, topic=session.topic, samples=tuple(session.samples or ()),
+                    document=document.text if document is not None else None, single=True,
+                    rounds_left=max(0, limit - len(pairs)), pairs=pairs)
+        examined = await examine(caller, case, chosen(settings.signals), self._pooling(),
+                                 self._mode())
+        session.claim = examined
+        caller.emit(ClaimExamined(claim=examined.model_copy(),
+                                  tokens=session.tokens.model_copy(deep=True),
+                                  repairs=session.repairs, single=True))
+        computed = claim_verdict(examined, claim_pairs(session.qa_pairs, examined, True))
+        rounds = examined.readings.get("rounds")
+        asked_none = no_question(rounds.why if rounds is not None else None)
+        caller.emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
+        unaudited = nothing_to_audit(caller, asked_none) if not session.qa_pairs or \
+            not any(p.answered for p in session.qa_pairs) else None
+        if unaudited is not None:  # a rule of ours closed it: named, never `failed`
+            result = unaudited
+            if session.qa_pairs or examined.readings:
+                result = _verdict_of(result, computed)
         else:
+            result = await narrative(caller, computed)
+        session.audit_result = result
+        caller.emit(AuditReady(audit=result))
+        settled = computed.verdict != "undetermined"
+        self._finish("completed" if settled or len(session.qa_pairs) < limit
+                     else "limit-reached", self._reason(asked_none, result,
+                                                        unaudited is not None))
+
+    def _reason(self, asked_none: str | None, audit: AuditResult, unaudited: bool) -> str:
+        """Why the run ended as it did, in one line (`asked_none`: why no usable question
+        came, when none did; `unaudited`: the models gave nothing to audit)."""
+        pairs = self.caller.session.qa_pairs
+        if unaudited:
+            return f"nothing to audit, the verdict is {audit.verdict}: {audit.rule_broken}"
+        if asked_none is not None:
+            reason = f"questioning closed after round {len(pairs)}: {asked_none}"
+        elif audit.verdict in ("true", "false"):
             reason = settled_reason(len(pairs))
-        if audit is not None and audit.rule_broken:
+        else:
+            reason = close_reason(pairs, self.caller.session.iteration_limit, False)
+        if audit.rule_broken:
             reason += f"; {audit.rule_broken}"
-        if audit is not None and audit.undetermined_because:
+        if audit.undetermined_because and audit.undetermined_because not in reason:
             reason += f"; the verdict is undetermined: {audit.undetermined_because}"
         return reason
 
-    async def _round(self, sequence: int) -> AsyncGenerator[InterrogationEvent, None]:
-        session = self.session
-        before = session.tokens.model_copy(deep=True)
-        asked = Turn()
-        yield self._emit(Phase(phase="question", sequence=sequence))
-        try:
-            async for event in ask_question(self, sequence, asked):
-                yield event
-        except NoQuestion as exc:
-            self._no_question = exc.message
-            yield self._trail(AuditTrailEntry(event="degenerate_output", role="detective",
-                                              reason=f"questioning closed: {exc.message}"))
-            return
-        question = bare_question(asked.text)
+    # ---- a hypothesis that states no claim (stored before testimonies) ----------------------
 
-        yield self._emit(Phase(phase="answer", sequence=sequence))
-        answered = Turn()
-        witness, opening = witness_opening(session.witness_brief)
-        document = session.witness_document
-        cut: list[bool] = []
-        told = [] if asked_alone(session.hypothesis_text, question) else session.qa_pairs
-        request = witness_prompt(
-            self._request([Message("system", witness),
-                           *witness_messages(told, question, opening)],
-                          self.settings.answer_max_tokens),
-            witness, told, question, opening,
-            document.text if document is not None else None, cut,
-        )
-        async for event in self._call(request, "witness", answered, sequence):
-            yield event
-        if cut and not any(e.event == "document_cut" for e in session.audit_trail):
-            assert document is not None
-            yield self._trail(AuditTrailEntry(event="document_cut", role="witness",
-                                              reason=document_cut(document.name)))
-        cut_off = answered.finish_reason == "length"
-        if cut_off:
-            yield self._emit(AnswerCutOff(sequence=sequence, provider=answered.provider))
-        samples: list[str] = []
-        if session.protocol == "consistency":  # the same question, asked anew
-            again = self._sampled(request)
-            for number in range(2, session.consistency_samples + 1):
-                sampled = Turn()
-                async for event in self._call(again, "witness", sampled, None,
-                                              fit_for=sequence):
-                    yield event
-                samples.append(sampled.text)
-                yield self._emit(AnswerSampled(
-                    sequence=sequence, number=number, of=session.consistency_samples,
-                    provider=sampled.provider, text=sampled.text))
-        problem = answer_problem(answered.text, question, answered.finish_reason,
-                                 answered.reasoning, [witness_instructions(session.witness_brief)])
-        if problem is not None:  # testimony all the same: kept, named, pressed on
-            yield self._emit(AnswerUnusable(sequence=sequence, provider=answered.provider,
-                                            problem=problem))
+    async def _no_claim(self) -> None:
+        caller, settings = self.caller, self.caller.settings
+        session = caller.session
+        limit = session.iteration_limit
+        why: str | None = None
+        while not may_close(session.qa_pairs, limit, settings.satisfied_at,
+                            settings.min_rounds) and len(session.qa_pairs) < limit:
+            sequence = len(session.qa_pairs) + 1
+            caller.emit(Phase(phase="question", sequence=sequence))
+            try:
+                asked = await ask_question(caller, sequence, session.hypothesis_text,
+                                           session.qa_pairs, streamed=True)
+            except NoQuestion as exc:
+                why = exc.message
+                caller.trail(AuditTrailEntry(event="degenerate_output", role="detective",
+                                             reason=f"questioning closed: {exc.message}"))
+                break
+            caller.emit(Phase(phase="answer", sequence=sequence))
+            prompt, _ = witness_request(caller, asked.text, settings.answer_max_tokens,
+                                        session.qa_pairs, brief=True)
+            said = await caller.call(prompt, "witness", streamed=sequence)
+            problem = answer_problem(said.text, asked.text, said.finish_reason, said.reasoning,
+                                     [witness_instructions(session.witness_brief)])
+            caller.emit(Phase(phase="analysis", sequence=sequence))
+            pending = QuestionAnswerPair.model_construct(
+                sequence=sequence, question=asked.text, answer=said.text,
+                answer_cut_off=said.cut_off, answer_problem=problem, samples=[])
+            analysis = await analyse(caller, pending, sequence, list(session.qa_pairs))
+            pair = QuestionAnswerPair(
+                sequence=sequence, question=asked.text, answer=said.text,
+                gap_analysis=analysis, answer_cut_off=said.cut_off, answer_problem=problem,
+                provider_used=ProvidersUsed(detective=asked.provider, witness=said.provider))
+            session.qa_pairs.append(pair)
+            session.current_iteration = len(session.qa_pairs)
+            caller.emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
+                                      repairs=session.repairs))
+        computed = Computed("undetermined", 0.5, reason=NO_CLAIM)
+        caller.emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
+        unaudited = nothing_to_audit(caller, why)
+        result = unaudited if unaudited is not None else await narrative(caller, computed)
+        session.audit_result = result
+        caller.emit(AuditReady(audit=result))
+        completed = why is not None or may_close(session.qa_pairs, limit,
+                                                 settings.satisfied_at, settings.min_rounds)
+        reason = f"questioning closed after round {len(session.qa_pairs)}: {why}" if why \
+            else close_reason(session.qa_pairs, limit, completed)
+        self._finish("completed" if completed else "limit-reached", reason)
 
-        judgement: Judgement | None = None
-        if not self._no_claim:
-            yield self._emit(Phase(phase="judgement", sequence=sequence))
-            judged: list[Judgement] = []
-            async for event in judge(self, sequence, question, [answered.text, *samples],
-                                     judged, named=problem,
-                                     cut_off=answered.finish_reason == "length"):
-                yield event
-            judgement = judged[0]
-            so_far = compute([*self._judgements(), (sequence, judgement)])
-            yield self._emit(JudgementReady(sequence=sequence, judgement=judgement,
-                                            verdict=so_far.verdict,
-                                            probability_false=so_far.probability_false,
-                                            demonstration=self._demonstration_judged()))
 
-        yield self._emit(Phase(phase="analysis", sequence=sequence))
-        pending = QuestionAnswerPair.model_construct(
-            sequence=sequence, question=question, answer=answered.text, answer_cut_off=cut_off,
-            answer_problem=problem, samples=samples,
-        )
-        analysis: GapAnalysis | None = None
-        async for event in analyse(self, pending, sequence):
-            if isinstance(event, GapAnalysisReady):
-                analysis = event.analysis
-            yield event
-        assert analysis is not None
-        pair = QuestionAnswerPair(
-            sequence=sequence,
-            question=question,
-            answer=answered.text,
-            gap_analysis=analysis,
-            provider_used=ProvidersUsed(detective=asked.provider, witness=answered.provider),
-            answer_cut_off=cut_off,
-            answer_problem=problem,
-            usage=session.tokens.since(before),
-            samples=samples,
-            judgement=judgement,
-        )
-        session.qa_pairs.append(pair)
-        session.current_iteration = len(session.qa_pairs)
-        # the round's checkpoint: on the disk before anyone is told (the journal's rule 2)
-        yield self._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
-                                       repairs=session.repairs))
+def _verdict_of(result: AuditResult, computed: Computed) -> AuditResult:
+    """A stand-in audit with the verdict its claim's readings computed (they may decide it
+    where no round could be asked)."""
+    result.verdict, result.probability_false = computed.verdict, computed.probability_false
+    result.deciding_rounds, result.computed = list(computed.deciding), True
+    result.undetermined_because = computed.reason or result.undetermined_because
+    return result

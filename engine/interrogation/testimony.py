@@ -1,7 +1,6 @@
-"""A testimony interrogated claim by claim (SPEC §1, "Testimony"; issue 53).
+"""A testimony examined claim by claim (SPEC §1, "Testimony"; issues 53 and 72).
 
-    async for event in examine_testimony(interrogation):   # the loop's body for a testimony
-        ...
+    audit = await examine_testimony(caller, pool)     # the loop's body for a testimony
 
 1. **The testimony.** A hypothesis that asks is put to the witness as it is, told nothing
    more (holding its document, when the session gives it one): its answer, streamed like an
@@ -9,27 +8,28 @@
    hypothesis of several sentences is the testimony itself. Either way it is stored as the
    session's first pair (`testimony`), a checkpoint. A testimony the witness gave (no
    document) is then drawn again `testimony_samples` times at `consistency_temperature`,
-   told nothing, while the detective splits it (`_side_by_side`): the samples each
-   claim is read against (rule 8), kept with the claims.
+   told nothing, while the detective splits it (`_together`): the samples each claim is
+   read against (the `samples` signal), kept with the claims.
 2. **The split.** The detective takes it apart into claims from worked examples; each line
    is held to `engine.interrogation.claims` (refused lines are named and the split is asked
    for again once), placed on its sentence, and marked not checkable where it is; the
    sentences no claim stands on are split once more as a text of their own
-   (`_split_left_out`, while fewer than `max_claims` claims are to be examined), their
-   claims merged in the order of the text, and a sentence still left out is listed as it
-   stands, not examined (`listed_left_out`); claims past `max_claims` are not examined.
-   The claims are a checkpoint (`ClaimsSplit`).
-3. **Each claim examined** as a single hypothesis (`examine_claim`): a key-fact question,
-   the witness answering told nothing (it never sees its testimony again, so it cannot just
-   repeat it), the judgement read from log-probabilities, round after round until the
-   claim's verdict is decided or `--limit` rounds are spent; in `open` mode the detective's
-   own reading of the claim (told the question the testimony answers, when there is one) is
-   recorded beside it and pooled with the rounds (rule 8 of `engine.interrogation.verdict`);
-   with a document, the claim's words the document lacks are recorded beside it, and three
-   or more make it `unsupported` without rounds (rule 9).
-   Each round's gap analysis is computed from its judgement (no model call: `analysis_of`).
-   Claims run side by side within the providers' slots; each ends with `ClaimExamined`, a
-   checkpoint, so a resume examines only the claims without a state.
+   (`_split_left_out`), their claims merged in the order of the text. A sentence still left
+   out, and a claim that leans on another sentence ("It …", "this deficiency", "the
+   study"), is made to stand on its own by the detective, its referent named from the text
+   (`_revised`: the self-contained revision of SAFE and VeriScore); nothing the testimony
+   says is dropped. The claims are a checkpoint (`ClaimsSplit`).
+3. **Every claim examined** (`_examine_all`), by the signals of
+   `engine.interrogation.signals` through `engine.interrogation.examine`: first the cheap
+   readings (the document's words, the detective alone, the samples) for every checkable
+   claim; then the sampled rounds for the claims those leave in doubt or that they read both
+   ways, riskiest first (the highest P(false) first), side by side within the servers'
+   slots, while the testimony's tokens are within its budget (`claim_tokens` × its claims:
+   `budget`); each claim's rounds stop once they pass `claim_tokens` of their own. A claim
+   the budget leaves unquestioned keeps the state its cheap readings give, and says so.
+   Only a claim reached after the whole budget went on the testimony, its split and the
+   claims before it is `not examined`. Each reading is a checkpoint (`ClaimRead`), each
+   claim's end too (`ClaimExamined`): a resume reads only what is missing.
 4. **The result** is computed from the claims (`testimony_audit`): the verdict, the
    consistency score, the contradictions (pair 0, the testimony, against the round whose
    answer contradicted a claim), the unsure and not-checkable claims as the remaining gaps,
@@ -37,15 +37,14 @@
 
 A model's nonsense ends the testimony with its reason named, never `failed`: no testimony
 (empty, an echo, "I don't know"), a split with no usable claim, a claim no question could be
-written for (its state `unsure`, the reason given).
+written for (its state from its other readings, the reason given).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -53,12 +52,10 @@ from engine.context.budget import Prompt
 from engine.context.fit import Trim
 from engine.context.tokens import MESSAGE_OVERHEAD
 from engine.errors import WindowTooSmall
-from engine.interrogation.asking import question as ask_question
-from engine.interrogation.calls import SessionCalls, Turn, own_tokens
-from engine.interrogation.checks import answer_problem, bare_question
+from engine.interrogation.calls import Caller, Said
+from engine.interrogation.checks import answer_problem
 from engine.interrogation.claims import (
     Segment,
-    adds_nothing,
     as_listed,
     claim_problem,
     left_out,
@@ -67,44 +64,22 @@ from engine.interrogation.claims import (
     read_split,
     segments,
     testimony_source,
-    unfound,
 )
-from engine.interrogation.judgement import (
-    DECLINING_REASON,
-    Reading,
-    judge,
-    judge_alone,
-    judge_sample,
-    sample_problem,
-    says_nothing,
-)
-from engine.interrogation.questions import NoQuestion
-from engine.interrogation.shapes import asked_alone, claim_closes, least_rounds
-from engine.interrogation.transcript import (
-    cut_to_fit,
-    witness_instructions,
-    witness_opening,
-    witness_prompt,
-)
-from engine.interrogation.verdict import (
-    claim_state,
-    compute,
-    sampled_p_true,
-    testimony_score,
-    testimony_verdict,
-    unfound_p_false,
-    with_alone,
-    with_words,
-)
+from engine.interrogation.examine import examine
+from engine.interrogation.judgement import says_nothing
+from engine.interrogation.pooling import Mode, Pooling
+from engine.interrogation.rounds import witness_request
+from engine.interrogation.signals import Case, chosen
+from engine.interrogation.subject import aliases
+from engine.interrogation.transcript import cut_to_fit, witness_instructions
+from engine.interrogation.verdict import testimony_score, testimony_verdict
 from engine.models.events import (
     AnswerCutOff,
     ClaimExamined,
     ClaimsSplit,
-    InterrogationEvent,
     PairCompleted,
     Phase,
 )
-from engine.models.judgement import Judgement
 from engine.models.session import (
     AuditResult,
     Contradiction,
@@ -118,13 +93,14 @@ from engine.models.testimony import Claim, Testimony
 from engine.models.trail import AuditTrailEntry
 from engine.prompts import fill, load_prompt
 from engine.providers import Message
-from engine.report.claims import testimony_summary, unfound_words
+from engine.report.claims import testimony_summary
 from engine.report.words import document_cut
 from engine.routing.slots import role_slots
 from engine.text import one_line
 
-__all__ = ["GIVEN", "analysis_of", "examine_claim", "examine_testimony", "is_testimony",
-           "testimony_audit"]
+__all__ = ["DEFAULT_CLAIM_CONCURRENCY", "GIVEN", "MOST_CLAIM_CONCURRENCY", "SPLIT_PENALTY",
+           "budget", "examine_testimony", "is_testimony", "leans", "left_out_text",
+           "listed_left_out", "split_turns", "testimony_audit"]
 
 GIVEN = "(the testimony, as given to be checked)"
 """The question of the first pair when the hypothesis is itself the testimony."""
@@ -135,6 +111,10 @@ model, one (`role_slots`' `cores`): its four slots share two cores here, and the
 request took 150 s one claim at a time, 165 s two at a time, idle; with two busy processes
 beside it, 235, 247 and 362 s at one, two and four (temperature 0, nine claims)."""
 MOST_CLAIM_CONCURRENCY = 16
+DOUBT = 0.4
+"""A claim whose cheap readings pool within this of 0.5 (P(false) 0.1–0.9) is in doubt: it
+is questioned (rounds), budget allowing. Only a claim its cheap readings settle decisively
+is held or refused without asking the witness."""
 
 
 def is_testimony(session: InterrogationSession) -> bool:
@@ -145,29 +125,54 @@ def is_testimony(session: InterrogationSession) -> bool:
     return not session.qa_pairs and testimony_source(session.hypothesis_text) is not None
 
 
-async def examine_testimony(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
+def budget(settings_tokens: int, claims: Sequence[Claim]) -> int:
+    """The tokens a testimony may spend, all told: `claim_tokens` for each claim that is
+    not listed as not checkable (one at least)."""
+    return settings_tokens * max(1, sum(c.state != "not checkable" for c in claims))
+
+
+async def examine_testimony(caller: Caller, pool: Pooling) -> AuditResult:
     """The testimony's steps (the module docstring), each skipped when a checkpoint shows it
-    done; ends with the computed audit stored in the session (the caller emits it)."""
-    session = calls.session
+    done; the computed audit (the caller stores and emits it)."""
+    session = caller.session
     if not session.qa_pairs:
-        async with aclosing(_give(calls)) as events:
-            async for event in events:
-                yield event
+        await _give(caller)
     # the sample while the detective splits (the split needs only the testimony, and a
     # server decodes the two side by side in less time than one after the other); a split
     # that gives no claim stops the sample: nothing will be read against it
-    steps = [*([_sample] if _to_sample(calls) else []),
-             *([_split] if session.testimony is None or not session.testimony.split else [])]
-    async with aclosing(_side_by_side(
-            [partial(_drained, step(calls)) for step in steps],
-            stop=lambda: session.testimony is not None and bool(session.testimony.problem))
-            ) as events:
-        async for event in events:
-            yield event
-    async with aclosing(_examine_all(calls)) as events:
-        async for event in events:
-            yield event
-    session.audit_result = testimony_audit(session)
+    steps: list[Callable[[], Awaitable[None]]] = []
+    if _to_sample(caller):
+        steps.append(lambda: _sample(caller))
+    if session.testimony is None or not session.testimony.split:
+        steps.append(lambda: _split(caller))
+    await _together(steps, stop=lambda: session.testimony is not None
+                    and bool(session.testimony.problem))
+    await _examine_all(caller, pool)
+    return testimony_audit(session)
+
+
+async def _together(works: Sequence[Callable[[], Awaitable[None]]],
+                    stop: Callable[[], bool] | None = None) -> None:
+    """`works` run as tasks side by side (their events go to the caller's sink as they
+    come). The first exception one raises is raised here and the others are cancelled;
+    once one has ended and `stop` says so, so are the rest."""
+    tasks = [asyncio.ensure_future(work()) for work in works]
+    try:
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+            if stop is not None and stop():
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                return
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 # ---- 1. the testimony ----------------------------------------------------------------------
@@ -176,137 +181,74 @@ NO_ANALYSIS = GapAnalysis(gaps=[], completeness_score=0, requires_follow_up=True
 """The first pair's analysis: a testimony is taken apart, not analysed whole."""
 
 
-async def _give(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
-    session, settings = calls.session, calls.settings
+async def _give(caller: Caller) -> None:
+    session, settings = caller.session, caller.settings
     hypothesis = session.hypothesis_text
     source = testimony_source(hypothesis) or "given"
     session.testimony = Testimony(source=source)
-    yield calls._emit(Phase(phase="testimony", sequence=1))
+    caller.emit(Phase(phase="testimony", sequence=1))
     if source == "given":
         pair = QuestionAnswerPair(
             sequence=1, question=GIVEN, answer=hypothesis, gap_analysis=NO_ANALYSIS,
             provider_used=ProvidersUsed(detective="", witness="given"), testimony=True)
     else:
-        answered = Turn()
         document = session.witness_document
-        cut: list[bool] = []
-        request = _witness_request(calls, hypothesis, [], settings.testimony_max_tokens, cut)
-        async for event in calls._call(request, "witness", answered, 1):
-            yield event
+        prompt, cut = witness_request(caller, hypothesis, settings.testimony_max_tokens)
+        said = await caller.call(prompt, "witness", streamed=1)
         if cut and document is not None:
-            yield calls._trail(AuditTrailEntry(event="document_cut", role="witness",
-                                               reason=document_cut(document.name)))
-        cut_off = answered.finish_reason == "length"
-        if cut_off:
-            yield calls._emit(AnswerCutOff(sequence=1, provider=answered.provider))
-        problem = _answer_problem(answered, hypothesis)
-        problem = problem or says_nothing(answered.text)
+            caller.trail(AuditTrailEntry(event="document_cut", role="witness",
+                                         reason=document_cut(document.name)))
+        if said.cut_off:
+            caller.emit(AnswerCutOff(sequence=1, provider=said.provider))
+        problem = _answer_problem(said, hypothesis) or says_nothing(said.text)
         pair = QuestionAnswerPair(
-            sequence=1, question=hypothesis, answer=answered.text, gap_analysis=NO_ANALYSIS,
-            provider_used=ProvidersUsed(detective="", witness=answered.provider),
-            answer_cut_off=cut_off, answer_problem=problem, testimony=True,
-            usage=answered.used)
+            sequence=1, question=hypothesis, answer=said.text, gap_analysis=NO_ANALYSIS,
+            provider_used=ProvidersUsed(detective="", witness=said.provider),
+            answer_cut_off=said.cut_off, answer_problem=problem, testimony=True,
+            usage=said.used)
         if problem is not None:
             session.testimony.problem = f"no testimony: {problem}"
     session.qa_pairs.append(pair)
     session.current_iteration = len(session.qa_pairs)
-    yield calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
-                                    repairs=session.repairs))
+    caller.emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
+                              repairs=session.repairs))
 
 
-def _witness_request(calls: SessionCalls, question: str, rounds: list[QuestionAnswerPair],
-                     max_tokens: int, cut: list[bool] | None = None) -> Prompt:
-    """The witness asked `question`, told nothing more: the neutral prompt, its document when
-    the session gives it one (`cut` gets True when the document was cut to fit), and only
-    `rounds` before it (a claim's own; none for the testimony)."""
-    witness, _ = witness_opening(None)
-    document = calls.session.witness_document
-    return witness_prompt(
-        calls._request([Message("system", witness), Message("user", question)], max_tokens),
-        witness, rounds, question, (), document.text if document is not None else None, cut)
-
-
-def _answer_problem(answered: Turn, question: str) -> str | None:
+def _answer_problem(said: Said, question: str) -> str | None:
     """Why the witness's reply to `question` is no testimony (`checks.answer_problem`)."""
-    return answer_problem(answered.text, question, answered.finish_reason, answered.reasoning,
+    return answer_problem(said.text, question, said.finish_reason, said.reasoning,
                           [witness_instructions(None)])
 
 
-def _to_sample(calls: SessionCalls) -> bool:
+def _to_sample(caller: Caller) -> bool:
     """Whether the witness's answer is to be sampled again: it gave the testimony (`open`
     mode, no document), it was one, and no samples were drawn yet."""
-    testimony = calls.session.testimony
+    testimony = caller.session.testimony
     return (testimony is not None and testimony.source == "witness"
             and testimony.problem is None and testimony.samples is None
-            and calls.session.witness_document is None and calls.settings.testimony_samples > 0)
+            and caller.session.witness_document is None
+            and caller.settings.testimony_samples > 0)
 
 
-async def _sample(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
+async def _sample(caller: Caller) -> None:
     """The witness asked the testimony's question again `testimony_samples` times at
-    `consistency_temperature`, told nothing (SelfCheckGPT's samples: rule 8 of
-    `engine.interrogation.verdict`); kept with the testimony, the split's checkpoint."""
-    session, settings = calls.session, calls.settings
+    `consistency_temperature`, told nothing (SelfCheckGPT's samples: the `samples` signal);
+    kept with the testimony, the split's checkpoint."""
+    session, settings = caller.session, caller.settings
     testimony = session.testimony
     assert testimony is not None
-    yield calls._emit(Phase(phase="samples", sequence=1))
-    again = calls._sampled(_witness_request(calls, session.hypothesis_text, [],
-                                            settings.testimony_max_tokens))
+    caller.emit(Phase(phase="samples", sequence=1))
+    prompt, _ = witness_request(caller, session.hypothesis_text, settings.testimony_max_tokens)
     drawn: list[str] = []
-    for _ in range(settings.testimony_samples):
-        sampled = Turn()
-        async for event in calls._call(again, "witness", sampled, None, fit_for=1):
-            yield event
-        drawn.append(sampled.text)
+    for number in range(1, settings.testimony_samples + 1):
+        said = await caller.call(caller.sampled(prompt, _sample_seed(session, number)),
+                                 "witness", fit_for=1)
+        drawn.append(said.text)
     testimony.samples = drawn
 
 
-Emit = Callable[[InterrogationEvent], None]
-
-
-async def _drained(steps: AsyncGenerator[InterrogationEvent, None], emit: Emit) -> None:
-    """Each event of `steps` handed to `emit`: a step of the testimony run as a task."""
-    async with aclosing(steps) as events:
-        async for event in events:
-            emit(event)
-
-
-async def _side_by_side(works: Sequence[Callable[[Emit], Awaitable[None]]],
-                        stop: Callable[[], bool] | None = None
-                        ) -> AsyncGenerator[InterrogationEvent, None]:
-    """`works` run as tasks side by side, each handing its events to the `emit` it is given;
-    their events yielded as they come. The first exception one raises is raised here (the
-    run's own handler names it) and the others are cancelled; once one has ended and `stop`
-    says so, so are the rest."""
-    queue: asyncio.Queue[InterrogationEvent | BaseException | None] = asyncio.Queue()
-
-    async def run(work: Callable[[Emit], Awaitable[None]]) -> None:
-        try:
-            await work(queue.put_nowait)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            queue.put_nowait(exc)
-        finally:
-            queue.put_nowait(None)
-
-    tasks = [asyncio.create_task(run(work)) for work in works]
-    try:
-        running = len(tasks)
-        while running:
-            item = await queue.get()
-            if item is None:
-                running -= 1
-                if stop is not None and stop():
-                    for task in tasks:
-                        task.cancel()
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield item
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+def _sample_seed(session: InterrogationSession, number: int) -> int:
+    return (session.id.int + number) & 0x7FFFFFFF
 
 
 # ---- 2. the split --------------------------------------------------------------------------
@@ -321,10 +263,11 @@ Vitamin B3 answer in 102 tokens (measured on the development example, the issue'
 
 
 def split_turns(template: str) -> tuple[str, list[tuple[str, str]]]:
-    """`prompts/split_claims.md` read: its rules (the system message) and its worked examples
-    as (text, claims) pairs, each under a `### text` and a `### claims` line. A small model
-    follows worked examples given as turns of the conversation far better than examples
-    inside its instructions (measured: the 1.5B copied the text line by line otherwise)."""
+    """A prompt of worked examples read: its rules (the system message) and its worked
+    examples as (text, answer) pairs, each under a `### text` and a `### claims` line. A
+    small model follows worked examples given as turns of the conversation far better than
+    examples inside its instructions (measured: the 1.5B copied the text line by line
+    otherwise)."""
     parts = re.split(r"^### (text|claims)\s*$", template, flags=re.MULTILINE)
     rules = parts[0].strip()
     examples: list[tuple[str, str]] = []
@@ -338,15 +281,15 @@ def split_turns(template: str) -> tuple[str, list[tuple[str, str]]]:
     return rules, examples
 
 
-def _split_prompt(calls: SessionCalls, text: str, cut: list[bool]) -> Prompt:
+def _split_prompt(caller: Caller, text: str, cut: list[bool]) -> Prompt:
     """The split's request (the rules, the worked examples as earlier turns, then the
     testimony), the testimony cut to the window when it does not fit whole."""
     rules, examples = split_turns(load_prompt("split_claims"))
     opening = [Message("system", rules)]
     for example, claims in examples:
         opening += [Message("user", example), Message("assistant", claims)]
-    request = replace(calls._request([*opening, Message("user", text)],
-                                     calls.settings.split_max_tokens),
+    request = replace(caller.request([*opening, Message("user", text)],
+                                     caller.settings.split_max_tokens),
                       frequency_penalty=SPLIT_PENALTY)
 
     def compose(limit: int, count: Callable[[str], int]) -> tuple[list[Message], Trim]:
@@ -359,7 +302,7 @@ def _split_prompt(calls: SessionCalls, text: str, cut: list[bool]) -> Prompt:
     return Prompt(request=request, compose=compose)
 
 
-def _claims_of(replies: Sequence[str], text: str, hypothesis: str, most: int
+def _claims_of(replies: Sequence[str], text: str, hypothesis: str
                ) -> tuple[list[Claim], list[str]]:
     """The claims split replies give (the split's, then what it was asked for of the
     sentences it left out), held to the rules, in the order of the sentences they stand on;
@@ -378,82 +321,67 @@ def _claims_of(replies: Sequence[str], text: str, hypothesis: str, most: int
                             state="not checkable" if why else "pending", why=why))
     if len(replies) > 1:  # the later replies' claims take their places in the text
         claims = _in_text_order(claims)
-    examined = 0
-    for claim in claims:
-        if claim.state == "pending":
-            examined += 1
-            if examined > most:
-                claim.state = "not examined"
-                claim.why = f"past the first {most} claims ([interrogation] max_claims)"
     return claims, refused
 
 
-async def _split(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
-    session = calls.session
+async def _split(caller: Caller) -> None:
+    session = caller.session
     testimony = session.testimony or Testimony(source="given")
     session.testimony = testimony
     pair = session.qa_pairs[0]
     if testimony.problem is None:
-        yield calls._emit(Phase(phase="split", sequence=1))
+        caller.emit(Phase(phase="split", sequence=1))
         cut: list[bool] = []
-        prompt = _split_prompt(calls, pair.answer, cut)
+        prompt = _split_prompt(caller, pair.answer, cut)
         best: tuple[list[Claim], list[str]] = ([], [])
-        chosen: str | None = None  # the reply `best` is of
+        chosen_reply: str | None = None  # the reply `best` is of
         for attempt in range(1, SPLIT_ATTEMPTS + 1):
-            turn = Turn()
             try:
-                async for event in calls._call(prompt, "detective", turn, None, fit_for=1,
-                                               phase="analysis"):
-                    yield event
+                said = await caller.call(prompt, "detective", fit_for=1, phase="analysis")
             except WindowTooSmall as exc:
                 if attempt == 1:
                     raise
                 # the retry is ours: the first split stands, not the session's end
-                yield calls._trail(AuditTrailEntry(
+                caller.trail(AuditTrailEntry(
                     event="error", role="detective", reason="the split's retry does not fit "
                     f"the context window; the first split stands: {exc.last_reason}"))
                 break
-            claims, refused = _claims_of([turn.text], pair.answer, session.hypothesis_text,
-                                         calls.settings.max_claims)
+            claims, refused = _claims_of([said.text], pair.answer, session.hypothesis_text)
             if attempt == 1 or len(claims) > len(best[0]):
-                best, chosen = (claims, refused), turn.text
+                best, chosen_reply = (claims, refused), said.text
             if not refused or attempt == SPLIT_ATTEMPTS:
                 break
-            yield calls._trail(AuditTrailEntry(
-                event="degenerate_output", role="detective", from_provider=turn.provider,
+            caller.trail(AuditTrailEntry(
+                event="degenerate_output", role="detective", from_provider=said.provider,
                 reason=f"the split gave {len(refused)} unusable line"
                 f"{'s' if len(refused) != 1 else ''}, asking again: "
                 + "; ".join(refused[:3])))
             session.repairs += 1
             problems = "\n".join(f"- {line}" for line in refused[:8])
-            prompt = prompt.then(Message("assistant", turn.text[:2000]),
+            prompt = prompt.then(Message("assistant", said.text[:2000]),
                                  Message("user", fill(load_prompt("split_retry"),
                                                       PROBLEMS=problems)))
         left = left_out([(c.start, c.end) for c in best[0]], pair.answer) \
-            if chosen is not None and best[0] and not cut else []
-        if left and chosen is not None and sum(
-                c.state == "pending" for c in best[0]) < calls.settings.max_claims:
-            again = Turn()
-            async with aclosing(_split_left_out(calls, left, again)) as events:
-                async for event in events:
-                    yield event
-            merged = _claims_of([chosen, again.text], pair.answer, session.hypothesis_text,
-                                calls.settings.max_claims)
-            if len(merged[0]) > len(best[0]):  # else the first split stands
-                best = merged
-        if left:
-            best = (listed_left_out(best[0], pair.answer), best[1])
+            if chosen_reply is not None and best[0] and not cut else []
+        if left and chosen_reply is not None:
+            again = await _split_left_out(caller, left)
+            if again is not None:
+                merged = _claims_of([chosen_reply, again], pair.answer,
+                                    session.hypothesis_text)
+                if len(merged[0]) > len(best[0]):  # else the first split stands
+                    best = merged
+        claims = await _revised(caller, best[0], pair.answer, session.hypothesis_text)
         if cut:
-            yield calls._trail(AuditTrailEntry(
+            caller.trail(AuditTrailEntry(
                 event="document_cut", role="detective",
                 reason="the testimony did not fit the detective's window whole: only its "
                 "start was taken apart"))
-        testimony.claims, testimony.refused = best
+        testimony.claims, testimony.refused = claims, best[1]
         if not testimony.claims:
             testimony.problem = "the split gave no usable claim" + (
                 f" ({one_line(testimony.refused[0], 100)})" if testimony.refused else "")
     testimony.split = True
-    yield calls._emit(ClaimsSplit(testimony=testimony.model_copy(deep=True)))
+    caller.emit(ClaimsSplit(testimony=testimony.model_copy(deep=True)))
 
 
 LEFT_OUT_MOST = 12
@@ -471,14 +399,12 @@ def left_out_text(text: str, left: Sequence[Segment]) -> str:
 
 def listed_left_out(claims: list[Claim], text: str) -> list[Claim]:
     """`claims` with each sentence of `text` that none of them stands on (`left_out`) listed
-    in its place as it is, not examined: nothing the testimony says is dropped silently. (The
-    split is asked again for such sentences only while fewer than `max_claims` claims are to
-    be examined: past that, their claims would not be examined either.)"""
+    in its place as it is, to be examined: nothing the testimony says is dropped silently."""
     left = left_out([(c.start, c.end) for c in claims], text)
     return _in_text_order([*claims, *(Claim(
         number=1, text=as_listed(part.text), start=part.start, end=part.end,
-        state="not examined",
-        why="the split left this sentence out") for part in left)]) if left else claims
+        state="not checkable" if not_checkable(as_listed(part.text)) else "pending",
+        why=not_checkable(as_listed(part.text))) for part in left)]) if left else claims
 
 
 def _in_text_order(claims: list[Claim]) -> list[Claim]:
@@ -492,177 +418,203 @@ def _in_text_order(claims: list[Claim]) -> list[Claim]:
     return [c.model_copy(update={"number": k}) for k, (_, _, c) in enumerate(placed, start=1)]
 
 
-async def _split_left_out(calls: SessionCalls, left: list[Segment], turn: Turn
-                          ) -> AsyncGenerator[InterrogationEvent, None]:
+async def _split_left_out(caller: Caller, left: list[Segment]) -> str | None:
     """The split made again, as a new conversation, of the sentences the first split `left`
-    out (`left_out_text`); its reply goes to `turn` (none when it does not fit: the first
-    split stands). Measured on FActScore's development biographies: the 1.5B skipped whole
-    sentences and paragraphs (a list of films, an award, the middle of a career) — fact
-    coverage 0.611 with one split, 0.705 with the second; asked in the same conversation
-    instead ("you left these sentences out"), it mostly wrote its first list again (0.658)."""
-    text = calls.session.qa_pairs[0].answer
+    out (`left_out_text`): its reply, or None when it does not fit (the first split stands).
+    Measured on FActScore's development biographies: the 1.5B skipped whole sentences and
+    paragraphs (a list of films, an award, the middle of a career) — fact coverage 0.611
+    with one split, 0.705 with the second; asked in the same conversation instead ("you left
+    these sentences out"), it mostly wrote its first list again (0.658)."""
+    text = caller.session.qa_pairs[0].answer
     try:
-        async for event in calls._call(_split_prompt(calls, left_out_text(text, left), []),
-                                       "detective", turn, None, fit_for=1, phase="analysis"):
-            yield event
+        said = await caller.call(_split_prompt(caller, left_out_text(text, left), []),
+                                 "detective", fit_for=1, phase="analysis")
     except WindowTooSmall as exc:
-        yield calls._trail(AuditTrailEntry(
+        caller.trail(AuditTrailEntry(
             event="error", role="detective", reason="the split of the sentences it left out "
             f"does not fit the context window; the first split stands: {exc.last_reason}"))
+        return None
+    return said.text
 
 
-# ---- 3. each claim examined ----------------------------------------------------------------
-
-def analysis_of(judgement: Judgement | None, claim: str) -> GapAnalysis:
-    """A claim round's gap analysis, computed from its judgement: supports → none; silent →
-    missing information (or ambiguity, when the judgement leaned neither way); contradicts →
-    inconsistency. No model call (the model-written analysis cost 2.2× the answer)."""
-    text = one_line(claim, 200)
-    if judgement is None or judgement.bearing == "silent":
-        unsure = judgement is not None and judgement.p_true is not None
-        gap = Gap(category="ambiguity" if unsure else "missing_information",
-                  description=f"the answer does not settle: {text}", severity="medium")
-        return GapAnalysis(gaps=[gap], completeness_score=30, requires_follow_up=True)
-    if judgement.bearing == "contradicts":
-        gap = Gap(category="inconsistency",
-                  description=f"the answer contradicts the testimony's claim: {text}",
-                  severity="high")
-        return GapAnalysis(gaps=[gap], completeness_score=100, requires_follow_up=False)
-    return GapAnalysis(gaps=[], completeness_score=100, requires_follow_up=False)
+_LEANS = re.compile(
+    r"^\s*(?:it|its|they|their|them|he|his|she|her|this|that|these|those|such)\b"
+    r"|\b(?:this|these|that|those|such|the\s+same)\s+(?:[a-z]+\s+)?(?:deficiency|condition|"
+    r"study|research|process|disease|vitamin|mineral|nutrient|effect|city|country|planet|"
+    r"river|building|method|work|theory|discovery|invention|event|period|war|book|film|"
+    r"compound|substance|element)\b|\bthe\s+(?:study|former|latter)\b",
+    re.IGNORECASE)
+"""A claim or sentence that leans on another: led by a pronoun ("It also lowers …"), or
+naming its thing only by pointing back ("this deficiency", "the study")."""
+REVISE_MOST = 12
+"""Claims made to stand on their own, at most (the first ones in the text)."""
+REVISE_CONTEXT = 1200
+"""Characters of the text before a sentence the revision is shown (where its referent is)."""
 
 
-async def examine_claim(calls: SessionCalls, claim: Claim,
-                        emit: Callable[[InterrogationEvent], None]) -> Claim:
-    """Examine `claim` (module docstring, step 3); every event goes to `emit`, each completed
-    round is stored as a pair of the session (a checkpoint). Returns the claim with its state;
-    the caller stores it."""
-    session, settings = calls.session, calls.settings
-    limit = session.iteration_limit
+def leans(claim: str) -> bool:
+    """Whether `claim` leans on another sentence for what it is about (`_LEANS`)."""
+    return _LEANS.search(claim) is not None
+
+
+async def _revised(caller: Caller, claims: list[Claim], text: str, hypothesis: str
+                   ) -> list[Claim]:
+    """`claims` with every sentence of `text` none of them stands on listed in its place
+    (`listed_left_out`), and each checkable claim that leans on another sentence made to
+    stand on its own by the detective (`prompts/revise_claim.md`, worked examples as turns),
+    its referent named from the text — held to the split's rules, else kept as it was."""
+    claims = listed_left_out(claims, text)
+    revised: list[Claim] = []
+    budget_left = REVISE_MOST
+    for claim in claims:
+        if claim.state != "pending" or not leans(claim.text) or budget_left <= 0:
+            revised.append(claim)
+            continue
+        budget_left -= 1
+        before = text[max(0, claim.start - REVISE_CONTEXT):claim.start].strip() if claim.end \
+            else text[:REVISE_CONTEXT]
+        made = await _revise(caller, before, claim.text)
+        if made is None:
+            revised.append(claim)
+            continue
+        problem = claim_problem(made, [c.text for c in revised], text, hypothesis)
+        if problem is not None or leans(made):
+            caller.trail(AuditTrailEntry(
+                event="degenerate_output", role="detective",
+                reason=f"claim {claim.number}'s revision is unusable, kept as it was: "
+                f"{one_line(made, 100)} — {problem or 'it still leans on another sentence'}"))
+            revised.append(claim)
+            continue
+        revised.append(claim.model_copy(update={"text": made}))
+    return revised
+
+
+async def _revise(caller: Caller, context: str, sentence: str) -> str | None:
+    """The detective's self-contained form of `sentence`, given the `context` before it;
+    None when the call does not fit."""
+    rules, examples = split_turns(load_prompt("revise_claim"))
+    messages = [Message("system", rules)]
+    for example, answer in examples:
+        messages += [Message("user", example), Message("assistant", answer)]
+    asked = fill(load_prompt("revise_claim_turn").strip(), CONTEXT=context or "(none)",
+                 SENTENCE=sentence)
+    request = caller.request([*messages, Message("user", asked)], 96)
+    try:
+        said = await caller.call(Prompt.whole(request), "detective", fit_for=1,
+                                 phase="analysis")
+    except WindowTooSmall:
+        return None
+    lines = [line.strip() for line in said.text.strip().splitlines() if line.strip()]
+    return as_listed(lines[0]) if lines else None
+
+
+# ---- 3. every claim examined ---------------------------------------------------------------
+
+def _mode(caller: Caller) -> Mode:
+    return "document" if caller.session.witness_document is not None else "open"
+
+
+def _case(caller: Caller, claim: Claim, spend: int | None) -> Case:
+    session = caller.session
+    testimony = session.testimony
+    assert testimony is not None
     document = session.witness_document
-    rounds = [p for p in session.qa_pairs if p.claim == claim.number]  # a resume's
-    facts = least_rounds(claim.text)
-    claim = claim.model_copy()
-    if document is not None and document.text is not None:
-        claim.unfound = unfound(claim.text, document.text)
-        p_false = unfound_p_false(len(claim.unfound))
-        if p_false is not None and not rounds:  # rule 9: the document does not say it
-            claim.state, claim.probability_false, claim.deciding = "unsupported", p_false, None
-            claim.why = unfound_words(claim.unfound)
-            return claim
-    if document is None and claim.direct_p_true is None:
-        found: list[Reading | str] = []
-        testimony = session.testimony
-        topic = session.hypothesis_text if testimony is not None and \
-            testimony.source == "witness" else None
-        async for event in judge_alone(calls, claim.text, found, topic):
-            emit(event)
-        if isinstance(found[0], Reading):
-            claim.direct_p_true = round(found[0].p_true, 4)
-    samples = session.testimony.samples if session.testimony is not None else None
-    if document is None and samples and claim.sampled_p_true is None:
-        readings: list[float] = []
-        for sample in samples:
-            if sample_problem(sample, session.hypothesis_text) is not None:
-                continue  # an empty, echoed or refused answer is no sample to read against
-            read: list[Reading | str] = []
-            async for event in judge_sample(calls, claim.text, session.hypothesis_text,
-                                            sample, read):
-                emit(event)
-            if isinstance(read[0], Reading):
-                readings.append(sampled_p_true(read[0].p_true))
-        if readings:
-            claim.sampled_p_true = round(sum(readings) / len(readings), 4)
-    why: str | None = None
-    while len(rounds) < limit:
-        if claim_closes(claim.text, rounds, settings.min_rounds, facts):
-            break
-        if len(rounds) >= 2 and all(p.judgement is not None and p.judgement.why ==
-                                    DECLINING_REASON for p in rounds[-2:]):
-            why = f"{DECLINING_REASON}, twice: the claim is left open"
-            break
-        if len(rounds) >= max(2, facts) and adds_nothing(
-                rounds[-1].answer, rounds[-1].question, [p.answer for p in rounds[:-1]]):
-            why = "the witness said again what it had said: asking on adds nothing"
-            break
-        number = len(rounds) + 1
-        asked = Turn()
-        with own_tokens() as used:  # the round's calls, not those of the claims beside it
-            try:
-                async for event in ask_question(calls, number, asked, claim.text, rounds):
-                    emit(event)
-            except NoQuestion as exc:
-                why = f"no usable question: {one_line(exc.message, 160)}"
-                emit(calls._trail(AuditTrailEntry(
-                    event="degenerate_output", role="detective",
-                    reason=f"claim {claim.number}: questioning closed: {exc.message}")))
-                break
-            question = bare_question(asked.text)
-            answered = Turn()
-            told = [] if asked_alone(claim.text, question) else rounds
-            request = _witness_request(calls, question, told, min(
-                settings.answer_max_tokens, settings.claim_answer_max_tokens))
-            async for event in calls._call(request, "witness", answered, None):
-                emit(event)
-            problem = _answer_problem(answered, question)
-            judged: list[Judgement] = []
-            async for event in judge(calls, None, question, [answered.text], judged,
-                                     named=problem, hypothesis=claim.text,
-                                     cut_off=answered.finish_reason == "length"):
-                emit(event)
-        judgement = judged[0]
-        pair = QuestionAnswerPair(
-            sequence=len(session.qa_pairs) + 1, question=question, answer=answered.text,
-            gap_analysis=analysis_of(judgement, claim.text),
-            provider_used=ProvidersUsed(detective=asked.provider, witness=answered.provider),
-            answer_cut_off=answered.finish_reason == "length", answer_problem=problem,
-            usage=used, judgement=judgement, claim=claim.number)
-        # numbered as it is stored: the claims' rounds interleave, each a checkpoint
-        session.qa_pairs.append(pair)
-        session.current_iteration = len(session.qa_pairs)
-        rounds.append(pair)
-        emit(calls._emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
-                                       repairs=session.repairs)))
-    own = compute([(p.sequence, p.judgement) for p in rounds])
-    claim.rounds_p_false = own.probability_false if own.bore and not own.conflict else None
-    if claim.unfound is not None:  # rule 10: the rounds and the document's words
-        computed = with_words(own, len(claim.unfound))
-    else:
-        computed = with_alone(own, claim.direct_p_true, claim.sampled_p_true)
-    state, p_false = claim_state(computed, document is not None)
-    claim.state, claim.probability_false = state, p_false
-    claim.deciding = computed.deciding[0] if computed.deciding else (
-        rounds[-1].sequence if rounds and state == "unsupported" else None)
-    claim.why = why or computed.reason or None
-    if state in ("held", "contradicted") and claim.deciding is not None:
-        claim.why = None  # its round says why
-    if not rounds and why is not None and claim.unfound is None:
-        claim.state, claim.probability_false = "unsure", 0.5
-    return claim
+    witness = testimony.source == "witness"
+    return Case(
+        claim=claim,
+        topic=session.hypothesis_text if witness and document is None else None,
+        samples=tuple(testimony.samples or ()),
+        document=document.text if document is not None else None,
+        names=tuple(aliases(session.qa_pairs[0].answer)),
+        rounds_left=caller.settings.claim_rounds,
+        spend=spend,
+        pairs=[p for p in session.qa_pairs if p.claim == claim.number])
 
 
-async def _examine_all(calls: SessionCalls) -> AsyncGenerator[InterrogationEvent, None]:
-    session = calls.session
+def _in_doubt(claim: Claim) -> bool:
+    """Whether a claim's cheap readings leave it in doubt: pooled within `DOUBT` of 0.5, or
+    read strongly both ways."""
+    p = claim.probability_false
+    if p is None or abs(p - 0.5) < DOUBT:
+        return True
+    values = [r.p_true for r in claim.readings.values() if r.p_true is not None]
+    return bool(values) and max(values) >= 0.75 and min(values) <= 0.25
+
+
+async def _examine_all(caller: Caller, pool: Pooling) -> None:
+    session, settings = caller.session, caller.settings
     testimony = session.testimony
     assert testimony is not None
     pending = [c for c in testimony.claims if c.state == "pending"]
     if not pending:
         return
-    yield calls._emit(Phase(phase="claims", sequence=len(session.qa_pairs)))
-    width = calls.settings.claim_concurrency or await role_slots(
-        calls.router, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY, cores=True)
+    caller.emit(Phase(phase="claims", sequence=len(session.qa_pairs)))
+    width = settings.claim_concurrency or await role_slots(
+        caller.router, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY, cores=True)
     gate = asyncio.Semaphore(max(1, width))
+    signals = chosen(settings.signals)
+    mode = _mode(caller)
+    allowed = budget(settings.claim_tokens, testimony.claims)
+    cheap_only = [s for s in signals if s.cheap]
 
-    async def one(claim: Claim, emit: Emit) -> None:
+    def spent() -> int:
+        return session.tokens.total
+
+    def finish(claim: Claim, why: str | None = None) -> None:
+        if why is not None:
+            claim = claim.model_copy(update={"why": why})
+        testimony.put(claim)
+        caller.emit(ClaimExamined(claim=claim.model_copy(), tokens=session.tokens.model_copy(
+            deep=True), repairs=session.repairs))
+
+    async def cheap(claim: Claim) -> Claim | None:
         async with gate:
-            done = await examine_claim(calls, claim, emit)
-        testimony.put(done)
-        emit(calls._emit(ClaimExamined(
-            claim=done.model_copy(), tokens=session.tokens.model_copy(deep=True),
-            repairs=session.repairs)))
+            if spent() >= allowed and not claim.readings:
+                finish(claim.model_copy(update={
+                    "state": "not examined", "why": _past_budget(allowed)}))
+                return None
+            read = await examine(caller, _case(caller, claim, None), cheap_only, pool, mode,
+                                 dear=False)
+            testimony.put(read.model_copy(update={"state": "pending"}))
+            return read
 
-    async with aclosing(_side_by_side([partial(one, claim) for claim in pending])) as events:
-        async for event in events:
-            yield event
+    read = [c for c in await asyncio.gather(*(cheap(c) for c in pending)) if c is not None]
+    dear = [s for s in signals if not s.cheap]
+    if not dear:
+        for claim in read:
+            finish(claim)
+        return
+    doubtful = sorted((c for c in read if _in_doubt(c) and not all(
+        s.name in c.readings or not s.applies(_case(caller, c, None)) for s in dear)),
+        key=lambda c: -(c.probability_false or 0.5))
+    for claim in read:
+        if claim not in doubtful:
+            finish(claim)
+    questioned = 0
+
+    async def question(claim: Claim) -> None:
+        nonlocal questioned
+        async with gate:
+            if spent() >= allowed:
+                finish(claim, _unquestioned(claim, questioned, len(doubtful)))
+                return
+            questioned += 1
+            spend = min(settings.claim_tokens, max(0, allowed - spent()))
+            done = await examine(caller, _case(caller, claim, spend), signals, pool, mode)
+            finish(done)
+
+    await _together([partial(question, claim) for claim in doubtful])
+
+
+def _past_budget(allowed: int) -> str:
+    return (f"past the testimony's token budget ({allowed:,} tokens: [interrogation] "
+            "claim_tokens for each claim) before its first reading")
+
+
+def _unquestioned(claim: Claim, questioned: int, doubtful: int) -> str:
+    base = claim.why or "its cheap readings leave it in doubt"
+    return (f"{base}; not questioned: the testimony's token budget was spent after "
+            f"{questioned} of the {doubtful} claims in doubt were")
 
 
 # ---- 4. the result -------------------------------------------------------------------------
@@ -702,3 +654,4 @@ def testimony_audit(session: InterrogationSession) -> AuditResult:
         computed=True,
         undetermined_because=why if computed.verdict == "undetermined" else None,
     )
+

@@ -28,83 +28,26 @@ A hypothesis that asks ("Summarize the health benefits of Vitamin B3", a questio
 states several things is a **testimony** (`engine.interrogation.claims`): taken apart into
 claims, each claim examined by the rule above in rounds of its own, then:
 
-5. **A claim's state** (`claim_state`): `held` when its verdict is `true`, `contradicted`
-   when `false`; otherwise `unsure`. With a document (the witness holds one) the verdict is
-   rule 10's, and a claim `false` with no round against it is `unsupported` (the document
-   does not say it: what a hallucination in a summary is); where the document's words were
-   not read, a claim its rounds leave undecided is `unsupported`, its P(false) raised to at
-   least `LEANS`. A conflict stays `unsure` either way.
+5. **A claim's state** is no longer this module's: a testimony's claim, and a single
+   hypothesis alike, is examined by a list of signals (`engine.interrogation.signals`) whose
+   readings are pooled by a fitted logistic model (`engine.interrogation.pooling`); its
+   state follows from the pooled P(false) (`engine.interrogation.examine`). The rounds'
+   own reading is rule 3's P(false) of its rounds, each round's P(true) the spread of the
+   sampled answers' judgements (`engine.interrogation.rounds`).
 6. **The testimony's verdict** (`testimony_verdict`): `false` as soon as one claim is
    contradicted (or unsupported); `true` when every checkable claim held; else
    `undetermined`, naming the claims that are unsure or were not examined. Its P(false) is the
    largest of its examined claims' — a testimony is as doubtful as its most doubtful claim,
-   which keeps P(false) on the verdict's side of the claims' cut whatever the number of
-   claims (`LEANS`; with a document, rule 10's `FAITHLESS_AT`). The
-   deciding rounds are those that decided the false claims (for `false`) or every held claim.
+   which keeps P(false) on the verdict's side of the claims' band whatever the number of
+   claims. The deciding rounds are those that decided the false claims (for `false`) or every
+   held claim.
 7. **The consistency score** of a testimony (`testimony_score`): the share of examined
    claims that held, as 0–100, less `CONTRADICTION_PENALTY` for each claim contradicted or
    unsupported; 0 when none was examined. Reproducible from the stored claims.
 
-8. **The detective alone, and the witness sampled** (`with_alone`, a testimony's claims without
-   a document): the claim's P(true) from its rounds is pooled with the detective's own reading
-   of the claim with no testimony (`Claim.direct_p_true`) — told only the question the testimony
-   answers, when the witness gave it — and, when the witness gave the testimony, with the claim
-   read against each of the witness's answers to the same question drawn again at
-   `consistency_temperature` (`Claim.sampled_p_true`, the mean of `testimony_samples` readings,
-   each made a verdict by rule 1 as a round's is: an answer that leaves the claim out is silent,
-   0.5) — as the mean of their log-odds, each weighing the same, before rule 5: so a claim the
-   witness repeats but that does not come back when it answers again, or that the detective
-   doubts, is not `held` on the witness's word alone. A claim no round bore on stays `unsure`
-   (the witness said nothing when asked; the pooled P(false) still ranks it), and a conflict
-   stays a conflict. Chosen on the development claims (bench/data/testimony-dev.jsonl, 53, 13
-   false, the 1.5B; `bench/claim_readings.py`; docs/benchmarks.md), AUROC of P(false): the
-   rounds 0.70; the detective alone 0.77, told the question 0.82; the sampled answers alone 0.86
-   with four samples, 0.88 with one or two (SelfCheckGPT's finding: a fact the witness made up
-   varies between samples); the rounds with the detective told the question 0.80, all three
-   pooled 0.875 with one sample (the default: the cheaper of a tie), 0.877 with two, 0.86 with
-   three or four (accuracy 0.75) — then, once, on the test claims: 0.83 against 0.72 without the
-   samples. Where the witness answers the claim's own key-fact question again at that
-   temperature (the consistency protocol's samples) it scored 0.68 on 23 of the claims: the
-   question's samples repeat the invention, the whole answer's do not. The witness's reply to
-   "Are you sure?" after its whole testimony was measured too and left out: the 1.5B answers
-   "Yes, I am sure" to everything (0.73). A witness asked again at temperature 0 mostly repeats
-   what it made up, which the rounds cannot see.
-9. **The document's words** (`unfound_p_false`, a testimony's claims with a document): the
-   claim's words of five letters or more, and its numbers, that no word of the document
-   matches, endings aside (`claims.unfound`, `Claim.unfound`, shown beside the claim). A claim
-   with `UNFOUND_AT` (3) or more of them is `unsupported` without rounds — the document does
-   not say it, whatever a witness holding it answers — its P(false) the share of such
-   sentences that stood in hallucinated summaries (0.78 with three, 0.87 with four or more).
-   Fewer are only shown. Chosen on HaluEval summarization's development rows (the 1,500 at
-   the development end of `make bench-real`'s shuffle, 3,000 summaries, no model called;
-   `bench/summary_grounding.py`): a summary's largest count in one sentence ranks the
-   hallucinated summaries at AUROC 0.80, and "three or more" scores 0.74. On the 40
-   development summaries examined (`make bench-real --dev`), 16 claims had three or more: 13
-   in hallucinated summaries, 7 of them `held` by the 1.5B holding the document
-   ("Firefighters were aided by a sudden downpour of rain") and 2 `unsure`, and 3 in right
-   summaries, each already contradicted by its rounds. Shorter words are left out: a right
-   summary's paraphrase is mostly in them ("says", "hits", "led").
-10. **The rounds pooled with the document's words** (`with_words`, a testimony's claims with
-   a document's text, fewer than `UNFOUND_AT` such words): the words' count is a reading of
-   its own — P(false) 0.24 with none, 0.46 with one, 0.66 with two (`words_p_false`: the
-   share of HaluEval's development sentences with that count that stood in hallucinated
-   summaries, rule 9's table) — pooled with the rounds' P(false) as the mean of their
-   log-odds, each weighing the same (as rule 8 pools); a claim no round bore on takes the
-   words' reading alone. The claim is `contradicted` (a round contradicted it) or
-   `unsupported` (none did) at a pooled P(false) of `FAITHLESS_AT` (0.7) or more, else
-   `held`: with a document the question is whether the document says it, and both readings
-   answer that. A conflict stays `unsure`. Why: on the development summaries examined, the
-   1.5B's rounds contradicted as many claims of right summaries as of hallucinated ones among
-   the claims whose words the document all has (7 and 9), and left more claims of right
-   summaries `unsupported` by rule 5 (7 against 4) — noise that, over ~5 claims a summary,
-   called 11 of 15 right test summaries false; the words' count is what told them apart (a
-   right summary's claims: two in three with no such word; a hallucinated one's: one in
-   three). The cut 0.7 lies between two words (0.66) and three (0.78), so the words alone
-   keep rule 9's cut, chosen on 3,000 development summaries; a round moves a claim across it
-   only decisively — against it at P(false) ≥ 0.945 with no such word, ≥ 0.865 with one,
-   ≥ 0.74 with two. Replayed on the 40 development summaries' sessions (no model call: the
-   rule reads the stored rounds and words): accuracy 0.575 → 0.675, AUROC 0.56 → 0.74 (cut
-   0.75 the same, 0.6 0.650, 0.8 0.625).
+(Rules 8–10 — the rounds pooled with the detective alone, the samples and the document's
+words by equal weights, and the document's words' cut — were measured and replaced by the
+fitted pool of issue 72: docs/benchmarks.md has their figures.)
 """
 
 from __future__ import annotations
@@ -116,7 +59,7 @@ from dataclasses import dataclass, field
 
 from engine.models.judgement import Bearing, Judgement
 from engine.models.session import CONTRADICTION_PENALTY, VerdictValue
-from engine.models.testimony import Claim, ClaimState
+from engine.models.testimony import Claim
 
 __all__ = [
     "DECISIVE",
@@ -126,8 +69,6 @@ __all__ = [
     "Computed",
     "bearing_of",
     "claim_facts",
-    "ALONE_DECIDED",
-    "claim_state",
     "compute",
     "pooled",
     "sampled_p_true",
@@ -135,15 +76,7 @@ __all__ = [
     "states_no_claim",
     "testimony_score",
     "testimony_verdict",
-    "UNFOUND_AT",
-    "unfound_p_false",
     "verdict_at",
-    "with_alone",
-    "FAITHLESS_AT",
-    "with_words",
-    "WORDS_ALONE",
-    "WORDS_DECIDED",
-    "words_p_false",
 ]
 
 LEANS = 0.6
@@ -281,100 +214,11 @@ def claim_facts(hypothesis: str) -> int:
                    if found.group(1).lower() in _VERBS)
 
 
-ALONE_DECIDED = "decided with the detective's own reading of the claim: no round bore its way"
-
-
 def sampled_p_true(p_true: float) -> float:
     """One sampled answer's reading of a claim made a P(true) by rule 1, as a round's is:
-    an answer that leaves the claim out (silent) counts 0.5 (rule 8)."""
+    an answer that leaves the claim out (silent) counts 0.5."""
     return round(1 - compute([(1, Judgement(bearing=bearing_of(p_true), p_true=p_true))])
                  .probability_false, 4)
-
-
-def with_alone(computed: Computed, alone_p_true: float | None,
-               sampled_p_true: float | None = None) -> Computed:
-    """`computed` (a claim's rounds) pooled with the detective's own reading of the claim
-    and with its reading against the witness's sampled answers (rule 8); as it is without
-    either, or when its rounds conflict."""
-    readings = [p for p in (alone_p_true, sampled_p_true) if p is not None]
-    if not readings or computed.conflict:
-        return computed
-    log_odds = (_logit(1 - computed.probability_false) + sum(map(_logit, readings))) / (
-        1 + len(readings))
-    p_false = round(1 - _sigmoid(log_odds), 4)
-    if not computed.bore:
-        return Computed("undetermined", p_false, reason=computed.reason, bore=False)
-    verdict = verdict_at(p_false)
-    if verdict == computed.verdict:  # the same side: the same deciding rounds
-        return Computed(verdict, p_false, list(computed.deciding), computed.reason)
-    if verdict == "undetermined":
-        return Computed(verdict, p_false, reason="its rounds and the detective's own reading "
-                        "of it disagree")
-    return Computed(verdict, p_false, reason=ALONE_DECIDED)  # no round is on its side
-
-
-def claim_state(computed: Computed, document: bool) -> tuple[ClaimState, float]:
-    """A claim's state and P(false) from its computed verdict (rules 5 and 10): with a
-    document, a claim `false` with no round against it is `unsupported` (the document does
-    not say it), and one its rounds leave undecided is too (when the words were not read:
-    rule 10 decides the others)."""
-    if computed.verdict == "true":
-        return "held", computed.probability_false
-    if computed.verdict == "false":
-        if document and not computed.deciding:
-            return "unsupported", computed.probability_false
-        return "contradicted", computed.probability_false
-    if document and not computed.conflict:
-        return "unsupported", round(max(LEANS, computed.probability_false), 4)
-    return "unsure", computed.probability_false
-
-
-UNFOUND_AT = 3
-"""Words the document lacks from which a claim is `unsupported` without rounds (rule 9)."""
-_WORDS_P_FALSE = (0.24, 0.46, 0.66, 0.78, 0.87)
-"""P(false) of a claim with none, one, two, three, four or more words its document lacks:
-the share of HaluEval summarization's development sentences with that count that stood in
-hallucinated summaries (rules 9 and 10)."""
-FAITHLESS_AT = 0.7
-"""With a document, the pooled P(false) from which a claim is not held (rule 10)."""
-WORDS_DECIDED = "decided by the document's words with its rounds (rule 10): no round is on its side"
-WORDS_ALONE = "decided by the document's words alone (rule 10): no round bore on it"
-
-
-def words_p_false(words: int) -> float:
-    """The reading of a claim with `words` words its document lacks, as a P(false)."""
-    return _WORDS_P_FALSE[min(max(words, 0), len(_WORDS_P_FALSE) - 1)]
-
-
-def unfound_p_false(words: int) -> float | None:
-    """P(false) of a claim with `words` words its document lacks, when that makes it
-    `unsupported` (rule 9); None below `UNFOUND_AT`."""
-    return words_p_false(words) if words >= UNFOUND_AT else None
-
-
-def with_words(computed: Computed, words: int) -> Computed:
-    """`computed` (a claim's rounds) pooled with the reading of its `words` words that the
-    document lacks (rule 10): `false` at a pooled P(false) ≥ `FAITHLESS_AT`, else `true`; as it
-    is when its rounds conflict."""
-    if computed.conflict:
-        return computed
-    p_words = words_p_false(words)
-    p_false = round(1 - pooled([1 - computed.probability_false, 1 - p_words])
-                    if computed.bore else p_words, 4)
-    verdict: VerdictValue = "false" if p_false >= FAITHLESS_AT - _EPSILON else "true"
-    if verdict == computed.verdict:  # the same side: the same deciding rounds
-        return Computed(verdict, p_false, list(computed.deciding), computed.reason)
-    if verdict == "false":
-        return Computed(verdict, p_false, reason=WORDS_DECIDED if computed.bore else
-                        WORDS_ALONE, bore=computed.bore)
-    if computed.verdict == "false":
-        reason = (f"its rounds leaned against it (p(false) {computed.probability_false:.2f}), "
-                  "not enough with the document's words (rule 10)")
-    elif computed.bore:
-        reason = "its rounds did not decide it; the document has its words (rule 10)"
-    else:
-        reason = "no round bore on it; the document has its words (rule 10)"
-    return Computed(verdict, p_false, reason=reason, bore=computed.bore)
 
 
 def testimony_verdict(claims: Sequence[Claim]) -> Computed:

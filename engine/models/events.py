@@ -35,6 +35,7 @@ __all__ = [
     "AuditReady",
     "Checkpoint",
     "ClaimExamined",
+    "ClaimRead",
     "ClaimsSplit",
     "ContextFitted",
     "Delta",
@@ -251,6 +252,18 @@ class ClaimExamined(_Event):
     tokens: TokenTally | None = None
     """The session's tokens and cost once the claim was stored."""
     repairs: int | None = None
+    single: bool = False
+    """The claim is the session's own hypothesis (`InterrogationSession.claim`)."""
+
+
+class ClaimRead(_Event):
+    """A signal read a claim (`engine.interrogation.signals`): the claim with its readings so
+    far, its state still open (a checkpoint: a resume reads only the signals still missing).
+    `single`: the claim is the session's own hypothesis (`InterrogationSession.claim`)."""
+
+    type: Literal["claim_read"] = "claim_read"
+    claim: Claim
+    single: bool = False
 
 
 class AuditReady(_Event):
@@ -292,11 +305,12 @@ InterrogationEvent = (
     | PairCompleted
     | ClaimsSplit
     | ClaimExamined
+    | ClaimRead
     | AuditReady
     | Finished
 )
 
-Checkpoint = (PairCompleted, ClaimsSplit, ClaimExamined)
+Checkpoint = (PairCompleted, ClaimsSplit, ClaimExamined, ClaimRead)
 """The events that are checkpoints: synced to the disk before they are shown, and folded into
 a running session's metadata when it is read (`engine.storage.layout.fold`)."""
 

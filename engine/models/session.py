@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from engine.errors import SessionError
 from engine.models.judgement import Judgement
 from engine.models.notes import LlmEntry, NoteEntry, UIPreferences
-from engine.models.testimony import Testimony
+from engine.models.testimony import Claim, Testimony
 from engine.models.trail import AuditTrailEntry, ContextFit, now
 from engine.models.usage import TokenTally
 from engine.text import strip_control
@@ -221,6 +221,10 @@ class AuditResult(_Model):
     narrative_verdict: VerdictValue | None = None
     """The auditor's own one-word reading, beside its summary: shown next to the computed
     verdict where it differs, never used."""
+    narrative_against: str | None = None
+    """A sentence of the summary that states the opposite of the computed verdict ("The
+    hypothesis is true." beside `false`), set when there is one: the summary is shown marked
+    as contradicted by the verdict (`interrogation.audit.against_verdict`)."""
 
 
 def consistency_score(contradictions: int, remaining_gaps: list[Gap]) -> int:
@@ -337,6 +341,17 @@ class InterrogationSession(_Model):
     testimony: Testimony | None = None
     """The testimony taken apart into claims, when the hypothesis asks or states several
     things (`engine.models.testimony`), else None."""
+    claim: Claim | None = None
+    """A single-sentence hypothesis examined as a claim (its signals' readings, its state and
+    pooled P(false): `engine.interrogation.examine`), else None (a testimony's claims are in
+    `testimony`; sessions from before issue 72 have only their rounds)."""
+    topic: str | None = None
+    """The question the hypothesis answers, when it is a claim of a testimony examined on its
+    own (an evaluation's labelled claim): what the detective alone is told, and what the
+    witness's `samples` answer."""
+    samples: list[str] | None = None
+    """The witness's answers to `topic` drawn again, given with an evaluation's claim (one
+    draw a testimony, shared by its claims)."""
     eval_tag: EvalTag | None = None
     """The evaluation run this session belongs to, else None."""
     tokens: TokenTally = Field(default_factory=TokenTally)

@@ -69,6 +69,9 @@ class StreamRequest:
     """Lower a token's odds by how often it has appeared already (OpenAI's
     `frequency_penalty`, which llama.cpp, vLLM and Ollama take too): what keeps a small model
     out of a repetition loop in a long list. A wire without it (Anthropic) just answers."""
+    seed: int | None = None
+    """The sampler's seed, so a sampled call can be drawn again the same (OpenAI's `seed`,
+    which llama.cpp, vLLM and Ollama honour); a wire without it (Anthropic) just answers."""
 
     @classmethod
     def of(cls, prompt: str, **kwargs: Any) -> StreamRequest:

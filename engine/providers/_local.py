@@ -91,6 +91,8 @@ class LocalProvider(Provider):
             body["temperature"] = request.temperature
         if request.frequency_penalty is not None:
             body["frequency_penalty"] = request.frequency_penalty
+        if request.seed is not None:
+            body["seed"] = request.seed
         if request.schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

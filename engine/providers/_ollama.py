@@ -143,6 +143,8 @@ class OllamaProvider(Provider):
             options["temperature"] = request.temperature
         if request.frequency_penalty is not None:
             options["frequency_penalty"] = request.frequency_penalty
+        if request.seed is not None:
+            options["seed"] = request.seed
         arguments: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],

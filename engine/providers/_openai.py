@@ -152,6 +152,8 @@ class OpenAIProvider(Provider):
             body["temperature"] = request.temperature
         if request.frequency_penalty is not None:
             body["frequency_penalty"] = request.frequency_penalty
+        if request.seed is not None:
+            body["seed"] = request.seed
         if self.config.reasoning_effort is not None:
             body["reasoning_effort"] = self.config.reasoning_effort
         if self.config.reasoning_budget is not None:  # Gemini's OpenAI-compatible endpoint

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.interrogation.verdict import words_p_false
+from engine.interrogation.pooling import SIGNAL_NAMES
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim, ClaimState, Testimony
 from engine.text import one_line, strip_control
@@ -34,25 +34,21 @@ def claim_mark(claim: Claim) -> str:
 
 
 def claim_line(claim: Claim) -> str:
-    """`"✓ 3 held · p(false) 0.08 · round 5 · rounds p(false) 0.20 · alone p(true) 0.91 ·
-    samples p(true) 0.88 · Vitamin B3 …"`: one claim, with the readings pooled into its
-    verdict (its rounds', the detective alone's and the samples': rule 8; with a document,
-    its rounds' and its words': rule 10) and the words its document lacks (rule 9)."""
+    """`"✓ 3 held · p(false) 0.08 · round 5 · alone 0.91 · samples 0.88 · rounds 0.80 ·
+    Vitamin B3 …"`: one claim, with each signal's reading (P(true)) pooled into its P(false)
+    (`engine.interrogation.signals`), the reading that decided it against its rounds, and the
+    words its document lacks."""
     parts = [f"{MARKS[claim.state]} {claim.number} {claim.state}"]
     if claim.probability_false is not None:
         parts.append(f"p(false) {claim.probability_false:.2f}")
     if claim.deciding is not None:
         parts.append(f"round {claim.deciding}")
-    pooled = claim.direct_p_true is not None or claim.sampled_p_true is not None or \
-        claim.unfound is not None
-    if claim.rounds_p_false is not None and pooled:
-        parts.append(f"rounds p(false) {claim.rounds_p_false:.2f}")
-    if claim.unfound is not None and claim.examined:
-        parts.append(f"words p(false) {words_p_false(len(claim.unfound)):.2f}")
-    if claim.direct_p_true is not None:
-        parts.append(f"alone p(true) {claim.direct_p_true:.2f}")
-    if claim.sampled_p_true is not None:
-        parts.append(f"samples p(true) {claim.sampled_p_true:.2f}")
+    read = [f"{name} {claim.readings[name].p_true:.2f}" for name in SIGNAL_NAMES
+            if name in claim.readings and claim.readings[name].p_true is not None]
+    if read:
+        parts.append("p(true) " + ", ".join(read))
+    if claim.decided_by is not None:
+        parts.append(f"decided by {claim.decided_by}")
     if claim.unfound and claim.why != unfound_words(claim.unfound):
         parts.append(unfound_words(claim.unfound))
     if claim.why:

@@ -9,6 +9,7 @@ from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim
 from engine.report.blocks import Block, Calls, session_blocks
+from engine.interrogation.pooling import SIGNAL_NAMES
 from engine.report.claims import MARKS
 from engine.report.words import (
     DEMONSTRATION_VERDICT,
@@ -85,23 +86,24 @@ def _cell(text: str) -> str:
 
 def claims_table(claims: Sequence[Claim]) -> list[str]:
     """A testimony's claims as a markdown table: number, state (its symbol too), P(false),
-    the deciding round, its rounds' own P(false), the detective alone's P(true), the sampled
-    answers' P(true), the words its document lacks (with a document), the claim."""
+    the deciding round, each signal's P(true) (the signals any claim was read by, in reading
+    order), the words its document lacks (with a document), the claim."""
+    signals = [name for name in SIGNAL_NAMES if any(name in c.readings for c in claims)]
     document = any(c.unfound is not None for c in claims)
     extra = " not in the document |" if document else ""
-    lines = [f"| # | state | p(false) | round | rounds p(false) | alone p(true) | "
-             f"samples p(true) |{extra} claim |",
-             "|---|---|---|---|---|---|---|" + ("---|" if document else "") + "---|"]
+    heads = "".join(f" {name} p(true) |" for name in signals)
+    lines = [f"| # | state | p(false) | round |{heads}{extra} claim |",
+             "|---|---|---|---|" + "---|" * len(signals) + ("---|" if document else "")
+             + "---|"]
 
     def cell(p: float | None) -> str:
         return "" if p is None else f"{p:.2f}"
 
     for claim in claims:
         words = f" {_cell(', '.join(claim.unfound or ()))} |" if document else ""
+        read = "".join(f" {cell(claim.reading(name))} |" for name in signals)
         lines.append(f"| {claim.number} | {MARKS[claim.state]} {claim.state} | "
-                     f"{cell(claim.probability_false)} | {claim.deciding or ''} | "
-                     f"{cell(claim.rounds_p_false)} | {cell(claim.direct_p_true)} | "
-                     f"{cell(claim.sampled_p_true)} |{words} "
+                     f"{cell(claim.probability_false)} | {claim.deciding or ''} |{read}{words} "
                      f"{_cell(claim.text)} |")
     return lines
 

@@ -19,6 +19,7 @@ from engine.errors import SessionCorrupt
 from engine.models.events import (
     Checkpoint,
     ClaimExamined,
+    ClaimRead,
     ClaimsSplit,
     ContextFitted,
     PairCompleted,
@@ -120,6 +121,13 @@ def fold(session: InterrogationSession, records: list[Record]) -> InterrogationS
                 session.repairs = event.repairs
         elif isinstance(event, ClaimsSplit):
             session.testimony = event.testimony.model_copy(deep=True)
+        elif isinstance(event, ClaimRead):
+            if event.single:
+                session.claim = event.claim.model_copy(deep=True)
+            elif session.testimony is not None:
+                session.testimony.put(event.claim.model_copy(deep=True))
+        elif isinstance(event, ClaimExamined) and event.single:
+            session.claim = event.claim.model_copy(deep=True)
         elif isinstance(event, ClaimExamined) and session.testimony is not None:
             session.testimony.put(event.claim.model_copy(deep=True))
             if event.tokens is not None:

@@ -578,13 +578,14 @@ async def test_ten_rounds_in_a_1024_token_window_complete_without_overflow(
     proxy.schema_scripts["audit"] = "audit"
     proxy.judgement = Judged(0.5)  # every round silent: the run goes the whole way
     for n in range(1, 11):
-        proxy.scripts[f"q{n}"] = (f"What happened there in {1880 + n}?", "stop")
+        proxy.scripts[f"q{n}"] = (f"What happened at the Eiffel Tower in {1880 + n}?", "stop")
         proxy.scripts[f"a{n}"] = (f"In {1880 + n} the engineers of the company came to check "
                                   "the rivets, the paint and the lifts; " * 2, "stop")
         proxy.plan += [f"script:q{n}", f"script:a{n}"]
     paths.config_file.write_text(
         f'[providers.small]\nkind = "openai"\nmodel = "gemma"\nbase_url = "{proxy.url}"\n'
-        "priority = 1\n[interrogation]\ntemperature = 0\n")
+        "priority = 1\n[interrogation]\ntemperature = 0\nrounds_samples = 1\n"
+        'signals = ["rounds"]\n')
     workspace = Workspace(paths)
     try:
         run = workspace.sessions.start("The Eiffel Tower is in Paris.", 10, ["small"], ["small"])

@@ -41,10 +41,10 @@ def audit(verdict: str = "false",
 
 SCRIPTS = {
     "q1": ("At what temperature does water boil on Everest?", "stop"),
-    "q2": ("Which pressure did you assume there?", "stop"),
-    "q3": ("How was that measured?", "stop"),
-    "q4": ("Who else measured it?", "stop"),
-    "q5": ("When was that?", "stop"),
+    "q2": ("At which pressure does water boil at 70 degrees Celsius?", "stop"),
+    "q3": ("How is the boiling point of water measured?", "stop"),
+    "q4": ("Who measured the boiling point of water on Everest?", "stop"),
+    "q5": ("When was the boiling point of water first measured?", "stop"),
     "a1": ("About 70 degrees Celsius.", "stop"),
     "a2": ("Roughly a third of an atmosphere.", "stop"),
     "a3": ("With a thermometer in an open pot.", "stop"),
@@ -57,7 +57,9 @@ SCRIPTS = {
 async def interrogate(proxy: FaultProxy, paths: Paths, store: SessionStore, limit: int = 5,
                       hypothesis: str = "Water boils at 100 degrees Celsius everywhere.",
                       **settings: Any) -> tuple[list[Any], str]:
-    config = make_config({"via": proxy.url}, ["via"], ["via"], **settings)
+    # the rounds' own endings, read alone (each test scripts its calls in order)
+    config = make_config({"via": proxy.url}, ["via"], ["via"],
+                         **{"signals": ["rounds"], **settings})
     events, directory = await run_interrogation(config, paths, store, hypothesis, limit)
     return list(events), directory.name
 
@@ -139,12 +141,11 @@ async def test_an_empty_answer_is_testimony_shown_once_and_pressed_on(
     # the detective was told, and pressed on: question 2's prompt says so
     question2 = json.loads(proxy.requests[3])["messages"]
     assert "A1: (no answer)" in question2[-1]["content"]
-    # the witness is not shown an answer it never gave: no assistant turn, the question it
-    # left unanswered carried into its next one
+    # the witness answers each question in a fresh conversation: never shown an answer it
+    # never gave, nor the earlier questions
     witness2 = json.loads(proxy.requests[4])["messages"]
     assert [m["role"] for m in witness2] == ["system", "user"]
-    assert witness2[1]["content"] == (f"(An earlier question you gave no answer to: "
-                                      f"{SCRIPTS['q1'][0]})\n\n{SCRIPTS['q2'][0]}")
+    assert witness2[1]["content"] == SCRIPTS["q2"][0]
     printer = TranscriptPrinter()
     for event in events:
         printer.show(event)

@@ -155,7 +155,7 @@ async def test_a_fault_mid_interrogation_lands_in_the_audit_trail_and_the_run_fi
     await steady.start()
     config = make_config(
         {"flaky": proxy.url, "steady": steady.url}, ["flaky", "steady"], ["steady"],
-        min_rounds=1,
+        min_rounds=1, signals=["rounds"],
     )
     proxy.scripts["partial"] = ("What exactly happens to the water when", "cut")
     script_round(proxy)
@@ -188,7 +188,8 @@ async def test_a_fault_mid_interrogation_lands_in_the_audit_trail_and_the_run_fi
 async def test_an_invalid_structured_reply_is_retried_once_with_the_error(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
-    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1,
+                         signals=["rounds"])
     # question, answer, then a gap analysis that is not JSON, then a valid one
     script_round(proxy)
     proxy.plan = ["script:q", "script:a", "invalid_json", "script:gap", "script:audit"]
@@ -212,7 +213,8 @@ async def test_an_analysis_still_invalid_after_the_retry_stands_in_and_the_loop_
     """A rule of ours broken twice is the model's nonsense, not the session's failure: the
     round is kept with a stand-in analysis that names the rule, and the loop asks again
     (`min_rounds` 2: the judgements decide when it closes, never an error)."""
-    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=2)
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=2,
+                         signals=["rounds"])
     script_round(proxy)
     proxy.scripts["q2"] = ("At what pressure does water boil at 100 degrees?", "stop")
     proxy.plan = ["script:q", "script:a", "invalid_json", "invalid_json",
@@ -250,7 +252,8 @@ async def test_cancelling_stops_both_models_within_a_second(
     script_round(proxy)
     proxy.scripts["long"] = (LONG_PROMPT, "stop")
     proxy.plan = ["script:q", "prompt:long"] if phase == "answer" else ["prompt:long"]
-    config = make_config({"llama": proxy.url}, ["llama"], ["llama"], **long)
+    config = make_config({"llama": proxy.url}, ["llama"], ["llama"], signals=["rounds"],
+                         **long)
     router = Router(config, paths, persist=False)
     store = SessionStore(tmp_path / "s")
     journal = store.create("Cancel me", 5)
@@ -290,7 +293,8 @@ async def test_a_long_invalid_reply_is_shown_back_only_in_part(
     llama_server: LlamaServer, proxy: FaultProxy, paths: Paths, tmp_path: Path
 ) -> None:
     """All of it would take the window from the transcript the retry must still carry."""
-    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1)
+    config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1,
+                         signals=["rounds"])
     rambling = "I think the analysis is as follows, " * 120 + "and that is all."
     script_round(proxy)  # the whole run scripted: what the retry carries is the test
     proxy.scripts["ramble"] = (rambling, "stop")

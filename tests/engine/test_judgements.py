@@ -61,8 +61,10 @@ async def interrogate(paths: Paths, judgements: Sequence[float], *, logprobs: bo
                       ) -> tuple[InterrogationSession, list[Any], ScriptedModel, ScriptedModel]:
     with ScriptedModel(sleuth(judgements, narrative), logprobs=logprobs) as det, \
             ScriptedModel(witness, window=window) as wit:
+        # the rounds' own rule (verdict.py's rules 1–4), read alone: the other signals are
+        # pooled with it elsewhere (test_signals.py)
         config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
-                             ["wit"], min_rounds=min_rounds)
+                             ["wit"], min_rounds=min_rounds, signals=["rounds"])
         workspace = Workspace(paths, config)
         try:
             run = workspace.sessions.start(hypothesis, 5, document=document)

@@ -39,7 +39,10 @@ AUDIT = json.dumps({"contradictions": [], "summary": "The witness said little of
                     "verdict": "undetermined"})
 SILENT_THEN_DECISIVE = [Judged(0.5), Judged(0.95)]
 """Round 1 judged silent (the loop asks again), round 2 decisive (it closes)."""
-QUESTIONS = {"q1": ("When was it built?", "stop"), "q2": ("Who built it?", "stop")}
+QUESTIONS = {"q1": ("When was the tower built?", "stop"),
+             "q2": ("Who built the tower?", "stop")}
+"""Questions that name the subject of "The tower is old" (a question that does not is
+refused: the witness answers each one in a fresh conversation)."""
 
 
 def test_fill_is_one_pass() -> None:
@@ -53,8 +56,9 @@ def test_fill_is_one_pass() -> None:
 
 async def run(proxy: FaultProxy, paths: Paths, store: SessionStore, hypothesis: str,
               limit: int = 5, temperature: float | None = None) -> tuple[list[Any], str]:
+    # the rounds read alone: each test scripts the calls of its rounds in order
     config = make_config({"via": proxy.url}, ["via"], ["via"], min_rounds=1,
-                         temperature=temperature)
+                         temperature=temperature, signals=["rounds"])
     events, directory = await interrogate(config, paths, store, hypothesis, limit)
     return list(events), directory.name
 
@@ -92,8 +96,9 @@ async def test_placeholders_in_model_and_user_text_reach_the_model_as_typed(
     assert "Write question 2 of at most 5" in question2
     analysis1 = sent(proxy, 3)
     assert analysis1.count(hypothesis) == 1 and answer in analysis1
-    witness2 = json.loads(proxy.requests[5])["messages"]
-    assert {"role": "assistant", "content": answer} in witness2
+    witness2 = json.loads(proxy.requests[5])["messages"]  # a fresh conversation
+    assert [m["role"] for m in witness2] == ["system", "user"]
+    assert witness2[1]["content"] == QUESTIONS["q2"][0]
     assert hypothesis in sent(proxy, 8) and answer in sent(proxy, 8)
 
 
@@ -109,7 +114,7 @@ async def test_structured_replies_wrapped_in_prose_or_fences_are_accepted(
     proxy.judgement = Judged(0.95)
     proxy.plan = ["script:q1", "script:a1", "script:gap", "script:audit"]
     store = SessionStore(tmp_path / "s")
-    events, directory = await run(proxy, paths, store, "Ice floats on water")
+    events, directory = await run(proxy, paths, store, "The tower was built in 1889")
     assert isinstance(events[-1], Finished) and events[-1].status == "completed"
     session = store.load(directory)
     assert not [t for t in session.audit_trail if t.event == "error"]
@@ -177,7 +182,7 @@ async def test_a_sessions_own_hypothesis_is_read_as_judged_even_when_the_answer_
 ) -> None:
     """"States the claim's own detail" is a testimony claim's rule only: for a session's own
     hypothesis (an evaluated claim names both alternatives) the judgement stands as read."""
-    proxy.scripts |= {"q1": ("Where does it stand?", "stop"),
+    proxy.scripts |= {"q1": ("Where does the tower stand?", "stop"),
                       "a1": ("The tower stands in Paris.", "stop"),
                       "gap": (gap(False), "stop"), "audit": (AUDIT, "stop")}
     proxy.judgement = Judged(0.3)
@@ -189,5 +194,5 @@ async def test_a_sessions_own_hypothesis_is_read_as_judged_even_when_the_answer_
     assert judgement is not None and judgement.p_true == 0.3
     from engine.interrogation.checks import states_claim_detail  # the rule would have held
 
-    assert states_claim_detail("Where does it stand?", "The tower stands in Paris.",
+    assert states_claim_detail("Where does the tower stand?", "The tower stands in Paris.",
                                "The tower stands in Paris")

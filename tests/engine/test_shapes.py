@@ -228,8 +228,10 @@ async def run_session(paths: Paths, hypothesis: str, det_reply: Any, answer: Any
         return answer(messages[-1]["content"]) if callable(answer) else answer
 
     with ScriptedModel(det_reply) as det, ScriptedModel(witness) as wit:
+        # the shapes' rules read the rounds: read alone here (the scripted detective's one
+        # reading would stand for its own reading of the claim too)
         config = make_config({"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"],
-                             ["wit"])
+                             ["wit"], signals=["rounds"])
         workspace = Workspace(paths, config)
         try:
             run = workspace.sessions.start(hypothesis, 5)

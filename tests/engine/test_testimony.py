@@ -27,27 +27,20 @@ from engine.interrogation.claims import (
     testimony_source as source_of,
     unfound,
 )
+from engine.interrogation.examine import settle
+from engine.interrogation.pooling import parse_pooling
 from engine.interrogation.testimony import left_out_text, listed_left_out
 from engine.interrogation.verdict import (
-    FAITHLESS_AT,
-    WORDS_ALONE,
-    WORDS_DECIDED,
-    Computed,
-    claim_state,
-    pooled,
     testimony_score as score_of,
     testimony_verdict as verdict_of,
-    unfound_p_false,
-    with_words,
-    words_p_false,
 )
 from engine.models.events import ClaimExamined, ClaimsSplit, PairCompleted, Phase
 from engine.models.session import InterrogationSession
-from engine.models.testimony import Claim
+from engine.models.testimony import Claim, SignalReading, words_p_false
 from engine.report.claims import claim_line, claims_tally, marked_testimony
 from engine.report.export import claims_table
 from tests.support.evals import claim_question
-from tests.support.interrogation import make_config
+from tests.support.interrogation import EQUAL_POOLING, make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
 
 Chat = list[dict[str, Any]]
@@ -209,6 +202,9 @@ def leaving_out(second: str) -> Callable[[Chat], str]:
                 return "Vitamin B3 helps convert food into energy.\n" \
                     "Vitamin B3 is also called pantothenic acid."
             return second
+        if messages[0]["content"].startswith("You make one sentence"):  # the revision
+            sentence = messages[-1]["content"].rsplit("Sentence:", 1)[-1].strip()
+            return sentence.replace("It ", "Vitamin B3 ", 1)
         return base(messages)
     return reply
 
@@ -237,32 +233,42 @@ async def test_the_sentences_a_split_left_out_are_split_again_and_take_their_pla
     assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
-async def test_sentences_no_split_took_apart_are_listed_as_they_are_never_dropped(
+async def test_sentences_no_split_took_apart_are_made_to_stand_on_their_own_and_examined(
         paths: Paths) -> None:
     # the second split gives nothing usable: the first split stands, and the two sentences
-    # no claim stands on are listed in their places, not examined, never dropped silently
+    # no claim stands on are listed in their places, never dropped; the one that leans on
+    # the sentence before it ("It …") is made to stand on its own by the detective (the
+    # text before it shown), then examined like any claim
     session, _, det, _ = await run(paths, det=leaving_out("Mars rocks are red."))
     testimony = session.testimony
     assert testimony is not None and testimony.problem is None
     assert [(c.number, c.text, c.state) for c in testimony.claims] == [
         (1, "Vitamin B3 helps convert food into energy.", "held"),
-        (2, "It also lowers cholesterol.", "not examined"),
+        (2, "Vitamin B3 also lowers cholesterol.", "held"),
         (3, "Vitamin B3 is also called pantothenic acid.", "contradicted"),
-        (4, "You should eat more fish.", "not examined")]
-    assert testimony.claims[1].why == "the split left this sentence out"
+        (4, "You should eat more fish.", "not checkable")]
     assert TESTIMONY[testimony.claims[1].start:testimony.claims[1].end] == \
         "It also lowers cholesterol."
+    revised = [body["messages"][-1]["content"] for body in det.bodies
+               if body["messages"][0]["content"].startswith("You make one sentence")]
+    assert revised == ["Text before: Vitamin B3 helps convert food into energy.\n"
+                       "Sentence: It also lowers cholesterol."]
     assert sum(body["messages"][0]["content"].startswith("You take a text apart")
                for body in det.bodies) == 2
-    # past max_claims the split is not asked again: their claims would not be examined
-    session, _, det, _ = await run(paths, det=leaving_out("Mars rocks are red."),
-                                   max_claims=2)
-    assert sum(body["messages"][0]["content"].startswith("You take a text apart")
-               for body in det.bodies) == 1
+
+
+async def test_a_revision_that_breaks_the_splits_rules_is_not_taken(paths: Paths) -> None:
+    def inventing(messages: Chat) -> str:
+        if messages[0]["content"].startswith("You make one sentence"):
+            return "Vitamin B3 also lowers cholesterol on Mars."  # adds words
+        return leaving_out("Mars rocks are red.")(messages)
+
+    session, _, _, _ = await run(paths, det=inventing)
     testimony = session.testimony
     assert testimony is not None
-    assert [c.state for c in testimony.claims] == ["held", "not examined", "contradicted",
-                                                   "not examined"]
+    assert testimony.claims[1].text == "It also lowers cholesterol."  # kept as it was
+    trail = [t.reason for t in session.audit_trail if t.event == "degenerate_output"]
+    assert any("revision is unusable" in reason and "mars" in reason for reason in trail)
 
 
 def test_a_listed_sentence_shows_without_its_list_marker_and_emphasis() -> None:
@@ -275,7 +281,7 @@ def test_a_listed_sentence_shows_without_its_list_marker_and_emphasis() -> None:
                                         "Niacin is found in fish."]
     skin = listed[1]
     assert text[skin.start:skin.end].endswith("Niacin keeps skin healthy.")  # marked in place
-    assert skin.state == "not examined"
+    assert skin.state == "pending"  # to be examined
 
 
 def claim(number: int, state: str, p: float | None, deciding: int | None = None) -> Claim:
@@ -304,50 +310,72 @@ def test_the_testimony_verdict_and_score_are_computed_from_the_claims() -> None:
     assert claims_tally(wrong) == "2/4 held, 1 contradicted, 1 not checkable"
 
 
-def test_a_claim_no_round_bore_on_is_unsupported_only_with_a_document() -> None:
-    silent = Computed("undetermined", 0.5, reason="silent")
-    assert claim_state(silent, document=True) == ("unsupported", 0.6)
-    assert claim_state(silent, document=False) == ("unsure", 0.5)
-    conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
-    assert claim_state(conflict, document=True)[0] == "unsure"
+EQUAL = parse_pooling(json.loads(EQUAL_POOLING.read_text()), "equal")
 
 
-def test_with_a_document_the_rounds_are_pooled_with_the_documents_words() -> None:
-    """Rule 10: the rounds' P(false) and the words' reading, the mean of their log-odds; a
-    claim is not held from `FAITHLESS_AT` (0.7) on — `contradicted` when a round is against
-    it, `unsupported` when none is — else `held`; the words alone when no round bore on it."""
-    assert [words_p_false(n) for n in (0, 1, 2, 3, 4, 9)] == [0.24, 0.46, 0.66, 0.78, 0.87,
-                                                               0.87]
-    against = Computed("false", 0.8, [4])
-    # all its words in the document: a round against it at 0.8 is not enough …
-    held = with_words(against, 0)
-    assert held.verdict == "true" and held.probability_false == round(
-        1 - pooled([0.2, 0.76]), 4) < FAITHLESS_AT
-    assert held.deciding == [] and "leaned against it (p(false) 0.80)" in held.reason
-    assert claim_state(held, document=True) == ("held", held.probability_false)
-    # … with two words the document lacks, it is: the round decides, a contradiction
-    two = with_words(against, 2)
-    assert two.verdict == "false" and two.deciding == [4] and two.probability_false >= 0.7
-    assert claim_state(two, document=True) == ("contradicted", two.probability_false)
-    # only a decisive round moves a claim whose words the document all has
-    assert with_words(Computed("false", 0.95, [2]), 0).verdict == "false"
-    assert with_words(Computed("false", 0.93, [2]), 0).verdict == "true"
-    # rounds that support it, two words lacking: held, its rounds deciding
-    for_it = with_words(Computed("true", 0.1, [1, 3]), 2)
-    assert for_it.verdict == "true" and for_it.deciding == [1, 3]
-    # no round bore on it: the words alone — two lacking hold, three would not
-    silent = Computed("undetermined", 0.5, reason="silent", bore=False)
-    assert with_words(silent, 2).probability_false == 0.66
-    assert claim_state(with_words(silent, 2), document=True)[0] == "held"
-    three = with_words(silent, 3)
-    assert three.reason == WORDS_ALONE and three.deciding == []
-    assert claim_state(three, document=True) == ("unsupported", 0.78)
-    # rounds that bore on it, none against it, four words lacking: its words and its rounds
-    leaning = with_words(Computed("undetermined", 0.55, reason="silent", bore=True), 4)
-    assert leaning.verdict == "false" and leaning.reason == WORDS_DECIDED
-    # a conflict stays a conflict
-    conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
-    assert claim_state(with_words(conflict, 4), document=True) == ("unsure", 0.5)
+def read(**readings: float | None) -> Claim:
+    """A pending claim with these signals' P(true) (None: the signal read nothing)."""
+    return Claim(number=1, text="Niacin lowers cholesterol.", readings={
+        name: SignalReading(p_true=p) for name, p in readings.items()})
+
+
+CHOSEN = ("words", "alone", "samples", "rounds")
+
+
+def test_a_claim_with_no_reading_is_unsure_at_one_half() -> None:
+    settled = settle(read(rounds=None), [], EQUAL, "open", CHOSEN)
+    assert (settled.state, settled.probability_false) == ("unsure", 0.5)
+
+
+def test_a_claim_is_held_only_below_one_half_and_false_only_above() -> None:
+    """The band (rule 4 of `examine`): held below 0.4, not held from 0.6, unsure between;
+    with a document and no round against it, not held is `unsupported`."""
+    for p_true, state in ((0.95, "held"), (0.62, "held"), (0.55, "unsure"), (0.45, "unsure"),
+                          (0.35, "contradicted"), (0.05, "contradicted")):
+        settled = settle(read(alone=p_true), [], EQUAL, "open", CHOSEN)
+        assert settled.state == state, (p_true, settled)
+        p = settled.probability_false
+        assert p is not None and (state != "held" or p < 0.5) and (
+            state != "contradicted" or p > 0.5)
+    assert settle(read(words=0.2), [], EQUAL, "document", CHOSEN).state == "unsupported"
+
+
+def test_strong_readings_are_never_outvoted_silently() -> None:
+    """Rule 3: the rounds strongly one way, the other readings strongly the other — unsure,
+    both shown, unless the pool is decisive all the same; then the reading that decided is
+    named."""
+    torn = settle(read(alone=0.9, samples=0.85, rounds=0.1), [], EQUAL, "open", CHOSEN)
+    assert torn.state == "unsure" and torn.decided_by is None
+    assert "rounds p(true) 0.10" in (torn.why or "") and "others p(true)" in (torn.why or "")
+    outweighed = settle(read(alone=0.99, samples=0.99, rounds=0.2), [], EQUAL, "open",
+                        CHOSEN)
+    assert outweighed.state == "held" and outweighed.decided_by in ("alone", "samples")
+    assert "decided by its" in (outweighed.why or "")
+    line = claim_line(outweighed)
+    assert "decided by" in line and "rounds 0.20" in line
+
+
+def test_a_conflict_of_the_rounds_stays_unsure() -> None:
+    claim = read(alone=0.95)
+    claim.readings["rounds"] = SignalReading(conflict=True, why="the rounds conflict")
+    settled = settle(claim, [], EQUAL, "open", CHOSEN)
+    assert settled.state == "unsure"
+
+
+def test_a_signal_left_out_by_the_settings_is_not_pooled() -> None:
+    both = read(alone=0.1, rounds=0.95)
+    assert settle(both, [], EQUAL, "open", ("rounds",)).state == "held"
+    assert settle(both, [], EQUAL, "open", ("alone",)).state == "contradicted"
+
+
+def test_a_claim_stored_before_the_signals_loads_with_its_readings() -> None:
+    old = Claim.model_validate({"number": 2, "text": "x y z", "state": "held",
+                                "probability_false": 0.2, "direct_p_true": 0.7,
+                                "sampled_p_true": 0.9, "rounds_p_false": 0.1,
+                                "unfound": ["prequel"]})
+    assert old.reading("alone") == 0.7 and old.reading("samples") == 0.9
+    assert old.reading("rounds") == 0.9 and old.unfound == ["prequel"]
+    assert old.reading("words") == round(1 - words_p_false(1), 4)
 
 
 def test_the_words_a_claim_has_that_its_document_lacks() -> None:
@@ -367,7 +395,8 @@ def test_the_words_a_claim_has_that_its_document_lacks() -> None:
     # a negation written short is "not": "weren't" is no word the document lacks
     assert unfound("Parents weren't sure; firemen couldn’t come.",
                    "The parents were not sure. Firemen could not come.") == []
-    assert [unfound_p_false(n) for n in (0, 2, 3, 4, 9)] == [None, None, 0.78, 0.87, 0.87]
+    assert [words_p_false(n) for n in (0, 1, 2, 3, 4, 9)] == [0.24, 0.46, 0.66, 0.78, 0.87,
+                                                               0.87]
 
 
 # ---- a run on scripted models --------------------------------------------------------------
@@ -418,7 +447,7 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert all(TESTIMONY not in m["content"] for body in wit.bodies[1:]
                for m in body["messages"])
     # the detective alone, told only the question the testimony answers, beside each claim
-    assert [c.direct_p_true for c in testimony.claims[:3]] == [0.8, 0.8, 0.8]
+    assert [c.reading("alone") for c in testimony.claims[:3]] == [0.8, 0.8, 0.8]
     alone = [b["messages"][-1]["content"] for b in det.bodies
              if is_judgement(b["messages"]) and "The witness was asked" not in
              b["messages"][-1]["content"]]
@@ -431,12 +460,12 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert [b["temperature"] for b in asked] == [0.0, 1.0, 1.0]
     assert all(len(b["messages"]) == 2 for b in asked)
     assert testimony.samples == [SAMPLE] * 2
-    assert [c.sampled_p_true for c in testimony.claims[:3]] == [0.95, 0.5, 0.5]
-    assert "samples p(true) 0.95" in claim_line(testimony.claims[0])
+    assert [c.reading("samples") for c in testimony.claims[:3]] == [0.95, 0.5, 0.5]
+    assert "samples 0.95" in claim_line(testimony.claims[0])
     audit = session.audit_result
     assert audit is not None and audit.computed
     # its rounds (P(true) 0.05) pooled with the detective alone (0.8) and the samples (0.5,
-    # silent): rule 8
+    # silent), each weighing the same in the tests' pool
     pooled = 1 - 1 / (1 + math.exp(-(math.log(0.05 / 0.95) + math.log(0.8 / 0.2) + 0) / 3))
     assert audit.verdict == "false" and audit.probability_false == pytest.approx(pooled, abs=1e-4)
     wrong = testimony.claims[2]

@@ -83,6 +83,8 @@ def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
         if system.startswith("You are a detective auditing"):  # its reading is not used
             return json.dumps({"contradictions": [], "verdict": "undetermined",
                                "summary": "The witness held to its account."})
+        if "(for you only):" in system:  # a question that names the claim's subject
+            return claim_question(system)
         found = re.search(r"Write question (\d+)", messages[-1]["content"])
         number = found.group(1) if found else "1"
         return f"Question {number}: what exactly do you remember about it?"

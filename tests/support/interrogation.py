@@ -13,14 +13,20 @@ from engine.models.events import (
 from engine.routing.router import Router
 from engine.storage.sessions import SessionStore
 
+EQUAL_POOLING = Path(__file__).resolve().parent.parent / "data" / "pooling-equal.json"
+"""A pool whose readings each weigh the same (the mean of their log-odds): the tests' rules
+stay the rules they state, whatever weights the shipped pool was fitted to."""
+
 #: Small budgets so a round takes a few seconds on the tiny model.
 FAST = {
+    "pooling": str(EQUAL_POOLING),
     "max_gaps": 1,
     "question_max_tokens": 24,
     "answer_max_tokens": 32,
     "analysis_max_tokens": 160,
     "audit_max_tokens": 200,
     "temperature": 0,
+    "rounds_samples": 1,  # a tiny model's sampled answers show nothing: one, at temperature 0
 }
 
 

@@ -1,0 +1,152 @@
+"""A claim's examination: a fold over its signals' readings, then one rule for its state —
+the same for a session's own hypothesis and for each claim of a testimony (issue 72).
+
+    claim = await examine(caller, case, signals, pool, "open")      # readings, state, P(false)
+
+Each signal (`engine.interrogation.signals`) not yet read is read in turn and stored with the
+claim, a checkpoint (`ClaimRead`): a resume reads only what is missing. Then `settle` pools
+the readings (`engine.interrogation.pooling`) and gives the claim its state by this rule
+(documented in docs/eval.md):
+
+1. **Conflict.** Rounds that bore on the claim decisively both ways: `unsure`.
+2. **Nothing read.** No signal read anything: `unsure`, P(false) 0.5.
+3. **Never held against the evidence.** Where the rounds read the claim strongly one way
+   (P(true) ≥ 0.75 or ≤ 0.25) and the claim's other readings, pooled without them, strongly
+   the other, the claim is `unsure` with both shown — unless the pool, with its learned
+   weights, is decisive all the same (P(false) ≤ 0.2 or ≥ 0.8): then the reading that pulled
+   hardest its way is named as what decided (`Claim.decided_by`).
+4. **The band.** `held` below a pooled P(false) of 0.4, not held from 0.6 — `contradicted`,
+   or with a document and no round against it `unsupported` (the document does not say it)
+   — and `unsure` between (`UNSURE_BAND`). So a verdict and its P(false) always agree:
+   `held` only below 0.5, `false` only above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine.interrogation.calls import Caller
+from engine.interrogation.pooling import Mode, Pooled, Pooling
+from engine.interrogation.signals import Case, Signal
+from engine.interrogation.verdict import compute
+from engine.models.events import ClaimRead
+from engine.models.session import QuestionAnswerPair
+from engine.models.testimony import Claim, ClaimState
+
+__all__ = ["OUTWEIGHS", "STRONG", "UNSURE_BAND", "claim_pairs", "examine", "settle"]
+
+UNSURE_BAND = 0.1
+"""Half the band around 0.5 where a claim is `unsure` (rule 4)."""
+STRONG = 0.25
+"""How far from 0.5 a reading's P(true) is strong (rule 3)."""
+OUTWEIGHS = 0.3
+"""How far from 0.5 the pooled P(false) must be to decide against a strong reading of the
+rounds (rule 3)."""
+
+
+def claim_pairs(pairs: Sequence[QuestionAnswerPair], claim: Claim, single: bool
+                ) -> list[QuestionAnswerPair]:
+    """The rounds of `claim`: a testimony claim's own, or every round of a single
+    hypothesis's session (the testimony's own pair aside)."""
+    if single:
+        return [p for p in pairs if p.claim is None and not p.testimony]
+    return [p for p in pairs if p.claim == claim.number]
+
+
+async def examine(caller: Caller, case: Case, signals: Sequence[Signal], pool: Pooling,
+                  mode: Mode, *, dear: bool = True) -> Claim:
+    """`case.claim` with each of `signals` read that applies and has not read it yet (the
+    dear ones only when `dear`), each stored as it comes; settled when `dear` (a testimony
+    settles its claims after their cheap readings too, to know which to question)."""
+    claim = case.claim
+    for signal in signals:
+        if signal.name in claim.readings or not signal.applies(case):
+            continue
+        if not signal.cheap and not dear:
+            continue
+        reading = await signal.read(caller, replace(case, claim=claim))
+        claim = claim.model_copy(update={"readings": {**claim.readings, signal.name: reading}})
+        caller.emit(ClaimRead(claim=claim.model_copy(deep=True), single=case.single))
+    return settle(claim, claim_pairs(caller.session.qa_pairs, claim, case.single), pool,
+                  mode, [s.name for s in signals])
+
+
+def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mode: Mode,
+           chosen: Sequence[str]) -> Claim:
+    """`claim` with its state, P(false), deciding round and why, from its readings and its
+    `rounds` (the module docstring's rule)."""
+    readings = claim.readings
+    if claim.state not in ("pending", "held", "contradicted", "unsupported", "unsure"):
+        return claim
+    read = {name: r for name, r in readings.items() if name in chosen}
+    present = [name for name in chosen if name in read]
+    round_reading = read.get("rounds")
+    computed = compute([(p.sequence, p.judgement) for p in rounds])
+    if round_reading is not None and round_reading.conflict:
+        pooled = pool.pooled(read, mode, present)
+        return _with(claim, "unsure", pooled.p_false, None, computed.reason or
+                     round_reading.why, None)
+    if not any(r.p_true is not None for r in read.values()):
+        said = next((r.why for r in read.values() if r.why), None)
+        return _with(claim, "unsure", 0.5, None, said or "no signal read anything", None)
+    pooled = pool.pooled(read, mode, present)
+    p_false = pooled.p_false
+    decided_by: str | None = None
+    if round_reading is not None and round_reading.p_true is not None:
+        others = {k: v for k, v in read.items() if k != "rounds"}
+        rest = pool.pooled(others, mode, [c for c in present if c != "rounds"]) \
+            if any(v.p_true is not None for v in others.values()) else None
+        rounds_true = round_reading.p_true
+        if rest is not None and _strong(rounds_true) and _strong(1 - rest.p_false) and \
+                (rounds_true > 0.5) != (rest.p_false < 0.5):
+            if abs(p_false - 0.5) < OUTWEIGHS:
+                return _with(claim, "unsure", p_false, None, (
+                    f"its rounds and its other readings disagree (rounds p(true) "
+                    f"{rounds_true:.2f}, the others p(true) {1 - rest.p_false:.2f}): "
+                    "neither outweighs the other"), None)
+            decided_by = pooled.strongest("true" if p_false < 0.5 else "false")
+    state: ClaimState
+    if p_false < 0.5 - UNSURE_BAND:
+        state = "held"
+    elif p_false > 0.5 + UNSURE_BAND:
+        against = computed.verdict == "false" or computed.bore and any(
+            p.judgement is not None and p.judgement.bearing == "contradicts" for p in rounds)
+        state = "unsupported" if mode == "document" and not against else "contradicted"
+    else:
+        state = "unsure"
+    deciding = _deciding(rounds, state)
+    why = _why(state, pooled, decided_by, p_false)
+    return _with(claim, state, p_false, deciding, why, decided_by)
+
+
+def _strong(p_true: float) -> bool:
+    return abs(p_true - 0.5) >= STRONG
+
+
+def _deciding(rounds: Sequence[QuestionAnswerPair], state: ClaimState) -> int | None:
+    """The round whose answer bore the claim's way (the first such): a held claim's
+    supporting round, a false claim's contradicting one."""
+    side = {"held": "supports", "contradicted": "contradicts",
+            "unsupported": "contradicts"}.get(state)
+    for pair in rounds:
+        if side is not None and pair.judgement is not None and pair.judgement.bearing == side:
+            return pair.sequence
+    return None
+
+
+def _why(state: ClaimState, pooled: Pooled, decided_by: str | None, p_false: float
+         ) -> str | None:
+    if decided_by is not None:
+        return (f"decided by its {decided_by} reading, against its rounds (the pool's "
+                f"learned weights: p(false) {p_false:.2f})")
+    if state == "unsure":
+        return f"its readings pooled leave it unsure (p(false) {p_false:.2f})"
+    return None
+
+
+def _with(claim: Claim, state: ClaimState, p_false: float, deciding: int | None,
+          why: str | None, decided_by: str | None) -> Claim:
+    return claim.model_copy(update={"state": state, "probability_false": round(p_false, 4),
+                                    "deciding": deciding, "why": why,
+                                    "decided_by": decided_by})
