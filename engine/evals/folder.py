@@ -31,10 +31,11 @@ from engine.storage.atomic import atomic_write_text
 __all__ = ["EvalKind", "EvalResult", "EvalRunInfo", "RunFolder", "list_runs"]
 
 EvalKind = Literal["interrogation", "consistency", "direct", "are-you-sure", "reader",
-                   "sampled"]
+                   "selfcheck", "sampled"]
 """How an item was judged: a whole interrogation (`interrogation`: the cross-examination;
-`consistency`: the consistency protocol), or a baseline (the detective on the claim alone;
-the witness asked once "Are you sure?")."""
+`consistency`: the consistency protocol), or a baseline (the detective on the claim alone,
+in document mode — elsewhere the sessions read it themselves; the witness asked once "Are
+you sure?"; SelfCheckGPT's prompt scorer; `sampled`: runs before issue 72)."""
 
 INFO, SESSIONS, RESULTS = "run.json", "sessions.jsonl", "results.jsonl"
 
@@ -75,6 +76,11 @@ class EvalResult(_Model):
     claims: dict[str, int] | None = None
     """An open question's: how many of the witness's claims ended in each state (`held`,
     `contradicted`, `unsure`, `not checkable`, …)."""
+    readings: dict[str, Annotated[float, Field(ge=0, le=1)] | None] | None = None
+    """A labelled claim's interrogation: what each signal read of it (P(true); None: it read
+    nothing), as its session stored them (`engine.interrogation.signals`)."""
+    claim_readings: list[dict[str, Annotated[float, Field(ge=0, le=1)] | None]] | None = None
+    """A labelled testimony's interrogation (a summary): each examined claim's readings."""
     reference: dict[str, int] | None = None
     """An open question in `--mode document`: how many of the witness's checkable claims the
     reference (the detective holding the document) read as `supported`, `not supported` or
@@ -117,6 +123,9 @@ class EvalRunInfo(_Model):
     witness_label: str = ""
     demonstration: bool = False
     """The detective was a demonstration model: its verdicts mean nothing."""
+    pooling: str | None = None
+    """The pooling file the run's sessions weighed their readings by (`[interrogation]
+    pooling`), None for the shipped one."""
     comparison: str | None = None
     """The witness comparison this run is one witness of (`detektiv eval --compare`): the
     runs with the same comparison put the same items to their witnesses, judged alike."""

@@ -7,16 +7,17 @@ report, and the plots.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 from engine.costs import cost_text
 from engine.evals.folder import RESULTS, RunFolder
-from engine.evals.summary import SYSTEMS, EvalSummary
+from engine.evals.summary import EvalSummary, system_name
 
-__all__ = ["DEMONSTRATION_WARNING", "eval_lines", "eval_table", "reliability_lines",
-           "report_markdown", "summary_json", "write_report"]
+__all__ = ["DEMONSTRATION_WARNING", "eval_lines", "eval_table", "fit_lines",
+           "reliability_lines", "report_markdown", "summary_json", "write_report"]
 
 DEMONSTRATION_WARNING = (
     "The detective was a demonstration model (a tiny model shipped to test the plumbing): "
@@ -36,7 +37,7 @@ def eval_table(summary: EvalSummary, intervals: bool = True) -> list[list[str]]:
     """The comparison table, a figure a row and a system a column, the header first
     (positive class: a false claim)."""
     keys = list(summary.systems)
-    rows = [["", *(SYSTEMS[key] for key in keys)]]
+    rows = [["", *(system_name(key) for key in keys)]]
     for name, title in COLUMNS:
         row = [title]
         for key in keys:
@@ -71,7 +72,7 @@ def eval_lines(summary: EvalSummary) -> list[str]:
                  f"{'n/a' if math.isnan(f1) else f'{f1:.3f}'} (n={n})"
                  for rounds, n, f1 in summary.by_rounds]
         lines.append("F1 by rounds asked: " + "; ".join(parts))
-    mended = [f"{SYSTEMS.get(kind, kind)} {items} of {summary.systems[kind].n} items "
+    mended = [f"{system_name(kind)} {items} of {summary.systems[kind].n} items "
               f"({retries} retries, {stayed} undetermined by a broken rule)"
               for kind, (items, retries, stayed) in summary.repairs.items()
               if kind in summary.systems and retries]
@@ -83,6 +84,22 @@ def eval_lines(summary: EvalSummary) -> list[str]:
     return lines
 
 
+def fit_lines(path: str, figures: dict[str, Any]) -> list[str]:
+    """What `eval --fit` says: the fit's figures, where it is, and how to use it."""
+    unit = figures.get("unit", "items")
+    lines = [f"Fitted the pool ({figures.get('mode')} witness) on {figures.get('items')} "
+             f"labelled {unit}, {figures.get('false')} false."]
+    cross = figures.get("cross_validated") or figures.get("in_sample")
+    if isinstance(cross, dict):
+        how = "cross-validated (5 folds)" if "cross_validated" in figures else "in sample"
+        lines.append(f"Its figures, {how}: AUROC {cross.get('auroc', float('nan')):.3f}, "
+                     f"ECE {cross.get('ece', float('nan')):.3f}.")
+    lines.append(f"Wrote {path}. To pool by it, add to config.toml:")
+    lines.append("  [interrogation]")
+    lines.append(f"  pooling = {json.dumps(path)}")
+    return lines
+
+
 def reliability_lines(summary: EvalSummary, system: str = "interrogation",
                       width: int = 30) -> list[str]:
     """A reliability diagram in text: a bin of probability-false a line, the fraction of its
@@ -90,7 +107,7 @@ def reliability_lines(summary: EvalSummary, system: str = "interrogation",
     bins = summary.bins.get(system)
     if not bins:
         return []
-    lines = [f"Reliability ({SYSTEMS[system]}): bar = fraction false, | = mean p(false) given"]
+    lines = [f"Reliability ({system_name(system)}): bar = fraction false, | = mean p(false) given"]
     for index, (count, mean, observed) in enumerate(bins):
         label = f"{index / 10:.1f}–{(index + 1) / 10:.1f}"
         if not count:
@@ -157,7 +174,7 @@ def _plots(summary: EvalSummary, directory: Path) -> list[str]:
             points = [(mean, observed) for count, mean, observed in bins if count]
             if points:
                 xs, ys = zip(*points, strict=True)
-                axes.plot(xs, ys, marker="o", label=SYSTEMS[key])
+                axes.plot(xs, ys, marker="o", label=system_name(key))
         axes.set(xlim=(0, 1), ylim=(0, 1), xlabel="probability-false given",
                  ylabel="fraction of claims that are false", title="Reliability diagram")
 
@@ -165,7 +182,7 @@ def _plots(summary: EvalSummary, directory: Path) -> list[str]:
         for key, (precision, recall) in summary.curves.items():
             if recall and not math.isnan(recall[0]):
                 axes.step([0.0, *recall], [precision[0], *precision], where="post",
-                          label=SYSTEMS[key])
+                          label=system_name(key))
         axes.set(xlim=(0, 1), ylim=(0, 1.05), xlabel="recall (false claims caught)",
                  ylabel="precision", title="Precision–recall (positive: a false claim)")
 

@@ -46,7 +46,9 @@ from engine.errors import (
 from engine.evals.baselines import Baselines
 from engine.evals.folder import EvalKind, EvalResult, EvalRunInfo, RunFolder
 from engine.evals.items import EvalItem, Items, brief_for, document_for
+from engine.evals.selfcheck import score as selfcheck
 from engine.interrogation.claims import testimony_source
+from engine.interrogation.judgement import sample_problem
 from engine.memory import give_back_memory
 from engine.models.event import Event
 from engine.models.session import (
@@ -198,6 +200,21 @@ class EvalRun:
     def id(self) -> str:
         return self.info.id
 
+    def _sampled(self, item: EvalItem) -> bool:
+        """Whether `item` is a claim of a testimony the witness gave (`open` mode), whose
+        question the witness answers again: its session reads it against those samples."""
+        settings = self.workspace.config.interrogation
+        return item.testimony is not None and bool(item.question) and \
+            self.info.mode == "open" and testimony_source(item.claim) != "given" and \
+            max(settings.testimony_samples, settings.rounds_samples) > 0
+
+    def _draws(self) -> int:
+        """Answers drawn again for each testimony: the sessions read the first
+        `testimony_samples`; SelfCheckGPT reads `rounds_samples` of them (as many answers as
+        the sampled rounds draw a question)."""
+        settings = self.workspace.config.interrogation
+        return max(settings.testimony_samples, settings.rounds_samples)
+
     def waited(self) -> float:
         """Seconds calls of this run's providers have waited for a rate limit or a free
         replica (`ReplicatedProvider.waited`), in all."""
@@ -209,14 +226,14 @@ class EvalRun:
                 for repeat in range(1, self.runs + 1):
                     yield Unit(item, PROTOCOL_KIND[protocol], repeat)
             if self.baselines and item.label is not None:  # a question has no claim yet
-                yield Unit(item, "direct")
+                if self.info.mode == "document":  # elsewhere the sessions read it (`alone`)
+                    yield Unit(item, "direct")
                 if testimony_source(item.claim) != "given":  # a summary states no one answer
                     yield Unit(item, "are-you-sure")          # to ask "Are you sure?" of
                 if self.info.mode == "document":
                     yield Unit(item, "reader")
-                elif item.testimony is not None and item.question and \
-                        self.workspace.config.interrogation.testimony_samples > 0:
-                    yield Unit(item, "sampled")  # a session reads its claim against these
+                elif self._sampled(item):
+                    yield Unit(item, "selfcheck")  # SelfCheckGPT's scorer on the samples
 
     async def events(self) -> AsyncGenerator[EvalEvent, None]:
         """Run every unit not finished yet, `concurrency` at once; see the module docstring.
@@ -347,12 +364,20 @@ class EvalRun:
                 ident = uuid.uuid4()
                 self.folder.add_session(unit.item.key, unit.repeat, str(ident), unit.kind)
             info = self.info
+            settings = self.workspace.config.interrogation
+            topic, samples = None, None
+            if self._sampled(unit.item):  # what a session of the testimony reads it against
+                topic = unit.item.question
+                if settings.testimony_samples > 0:
+                    drawn = await self._samples(unit.item, Baselines(
+                        self.router, settings, info.mode, TokenTally(), self.budget))
+                    samples = drawn[:settings.testimony_samples]
             run = parts.start(
                 unit.item.claim, info.limit, info.detective, info.witness,
                 brief=brief_for(unit.item, info.mode),
                 tag=EvalTag(run=info.id, item=unit.item.key, repeat=unit.repeat),
                 router=self.router, ident=ident, protocol=KIND_PROTOCOL[unit.kind],
-                document=document_for(unit.item, info.mode),
+                document=document_for(unit.item, info.mode), topic=topic, samples=samples,
             )
         run.budget = self.budget
         settings = self.workspace.config.interrogation
@@ -374,12 +399,14 @@ class EvalRun:
         audit = session.audit_result
         if session.status in ("completed", "limit-reached") and audit is not None \
                 and audit.verdict is not None:
+            readings, claim_readings = _readings(session)
             return self._result(unit, session.status, verdict=audit.verdict,
                                 probability_false=audit.probability_false,
                                 rounds=len(session.qa_pairs), tokens=session.tokens.total,
                                 cost=session.tokens.cost, unpriced=session.tokens.unpriced,
                                 seconds=seconds, session=str(session.id),
-                                repairs=session.repairs, rule_broken=audit.rule_broken)
+                                repairs=session.repairs, rule_broken=audit.rule_broken,
+                                readings=readings, claim_readings=claim_readings)
         return self._result(unit, "failed", rounds=len(session.qa_pairs),
                             repairs=session.repairs,
                             tokens=session.tokens.total, cost=session.tokens.cost,
@@ -445,7 +472,11 @@ class EvalRun:
         try:
             if unit.kind == "reader":
                 verdict, probability = await judge.reader(unit.item)
-            elif unit.kind == "sampled":
+            elif unit.kind == "selfcheck":
+                samples = await self._samples(unit.item, judge)
+                verdict, probability = await selfcheck(self.router, unit.item.claim, [
+                    s for s in samples if sample_problem(s, unit.item.question or "") is None])
+            elif unit.kind == "sampled":  # runs before issue 72
                 samples = await self._samples(unit.item, judge)
                 verdict, probability = await judge.sampled(unit.item, samples)
             elif unit.kind == "are-you-sure":
@@ -475,7 +506,7 @@ class EvalRun:
             drawn = asyncio.get_running_loop().create_future()
             self._drawn[key] = drawn
             try:
-                drawn.set_result(await judge.draw(item.question or ""))
+                drawn.set_result(await judge.draw(item.question or "", self._draws()))
             except asyncio.CancelledError:  # the run is stopping: its other units with it
                 drawn.cancel()
                 raise
@@ -484,6 +515,18 @@ class EvalRun:
                 drawn.exception()  # retrieved: the claims that await it raise it themselves
                 raise
         return await asyncio.shield(drawn)
+
+
+def _readings(session: InterrogationSession
+              ) -> tuple[dict[str, float | None] | None, list[dict[str, float | None]] | None]:
+    """What each signal read of the session's claim (a single claim), or of each examined
+    claim of its testimony (a summary): P(true), None where it read nothing."""
+    if session.claim is not None:
+        return {name: r.p_true for name, r in session.claim.readings.items()}, None
+    if session.testimony is not None:
+        return None, [{name: r.p_true for name, r in c.readings.items()}
+                      for c in session.testimony.claims if c.examined and c.readings]
+    return None, None
 
 
 def _duration(session: InterrogationSession) -> float:

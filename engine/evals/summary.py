@@ -9,10 +9,17 @@ bytes an item, never with the size of what the models said. Systems compared sid
 - `direct`: the detective on the claim alone; `are-you-sure`: after one "Are you sure?";
 - `sampled`: a testimony's claim read against the witness's answers to its question drawn
   again (`engine.evals.baselines.Baselines.sampled`, SelfCheckGPT's signal);
-- `pooled`: the interrogation's P(false) pooled with the detective alone's — and, for a
-  testimony's claim, with its `sampled` reading — by the rule a testimony's claim follows
-  without a document (`engine.interrogation.verdict.with_alone`, rule 8), for items with
-  the detective alone, in `open` runs;
+- `signal:NAME`: one signal's reading alone, as the interrogation's sessions read it
+  (`engine.interrogation.signals`: `alone`, `samples`, `rounds`, `words`), P(false) = 1 −
+  its P(true), its verdict by the claims' band (held below 0.4, false from 0.6);
+- `without:NAME`: the interrogation's pool without that signal (the pool's model fitted on
+  the other signals: `engine.interrogation.pooling`) — the ablation, from the same
+  sessions; for a testimony (a summary), each claim pooled so and the testimony's verdict
+  made from its claims as a session makes it;
+- `selfcheck`: SelfCheckGPT's own prompt scorer on the witness's sampled answers
+  (`engine.evals.selfcheck`);
+- `pooled` (runs before issue 72): the interrogation pooled with the `direct` and
+  `sampled` units;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
   testimony at a time (the testimony is false when any of its claims is; its P(false) the
   largest of its claims', its verdict `false` when any claim's is, `true` when every claim's
@@ -27,13 +34,16 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
+from engine.interrogation.examine import UNSURE_BAND
+from engine.interrogation.pooling import SIGNAL_NAMES, Mode, Pooling, load_pooling
 
-__all__ = ["SYSTEMS", "EvalSummary", "coded", "summarize", "summarize_results"]
+__all__ = ["SYSTEMS", "EvalSummary", "coded", "summarize", "summarize_results", "system_name"]
 
 SYSTEMS = {
     "interrogation": "interrogation",
@@ -43,12 +53,23 @@ SYSTEMS = {
     "are-you-sure": "baseline: \"Are you sure?\"",
     "reader": "reference: detective reads the document",
     "sampled": "baseline: the witness sampled (SelfCheckGPT)",
+    "selfcheck": "baseline: SelfCheckGPT (its prompt scorer)",
     "pooled": "interrogation with the detective alone and the samples (rule 8)",
     "testimony": "per testimony: interrogation",
     "testimony-direct": "per testimony: detective alone",
     "testimony-are-you-sure": "per testimony: \"Are you sure?\"",
 }
 """Each system's key and how it is named."""
+
+def system_name(key: str) -> str:
+    """How system `key` is named: `SYSTEMS`, or a signal's row (`signal:rounds` → "signal:
+    rounds alone", `without:rounds` → "interrogation without rounds")."""
+    if key.startswith("signal:"):
+        return f"signal: {key.split(':', 1)[1]} alone"
+    if key.startswith("without:"):
+        return f"interrogation without {key.split(':', 1)[1]}"
+    return SYSTEMS.get(key, key)
+
 
 _CODE = {"false": 1, "true": 0, "undetermined": -1}
 
@@ -133,9 +154,77 @@ def _testimony(claims: list[tuple[bool, str | None, float | None, int, int, floa
             sum(v[4] for v in claims), sum(v[5] for v in claims))
 
 
+Row = tuple[bool, str | None, float | None, int, int, float]
+
+
+def _banded(p_false: float | None) -> str | None:
+    """A reading's verdict by the claims' band (`engine.interrogation.examine`)."""
+    if p_false is None:
+        return "undetermined"
+    if p_false < 0.5 - UNSURE_BAND:
+        return "true"
+    if p_false > 0.5 + UNSURE_BAND:
+        return "false"
+    return "undetermined"
+
+
+def _of_testimony(values: list[float | None]) -> tuple[str | None, float | None]:
+    """A testimony's verdict and P(false) from its claims' (rule 6 of `verdict`): false when
+    one is, true when all are, its P(false) the largest."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return "undetermined", None
+    verdicts = [_banded(v) for v in values]
+    verdict = "false" if "false" in verdicts else "true" if all(
+        v == "true" for v in verdicts) else "undetermined"
+    return verdict, max(known)
+
+
+def _signal_rows(r: EvalResult, pool: Pooling, mode: Mode) -> dict[str, Row]:
+    """The rows the signals' readings of one interrogation make: each signal alone, and the
+    pool without each (see the module docstring)."""
+    claims = [r.readings] if r.readings is not None else (r.claim_readings or [])
+    if not claims or r.label is None:
+        return {}
+    # the signals that ran (a reading of None: it ran and read nothing, an abstention)
+    present = [name for name in SIGNAL_NAMES if any(name in c for c in claims)]
+    rows: dict[str, Row] = {}
+    for name in present:
+        each = [None if c.get(name) is None else 1 - float(c[name] or 0) for c in claims]
+        verdict, p_false = _of_testimony(each) if r.readings is None else (
+            _banded(each[0]), each[0])
+        rows[f"signal:{name}"] = (r.label, verdict, p_false, r.rounds, 0, 0.0)
+    if len(present) < 2:
+        return rows
+    for name in present:
+        rest = [s for s in present if s != name]
+        model = pool.model(mode, rest)
+        each = []
+        for c in claims:
+            read = {k: v for k, v in c.items() if k in rest}
+            each.append(round(1 - model.p_true(read), 4) if any(
+                v is not None for v in read.values()) else None)
+        verdict, p_false = _of_testimony(each) if r.readings is None else (
+            _banded(each[0]), each[0])
+        rows[f"without:{name}"] = (r.label, verdict, p_false, r.rounds, 0, 0.0)
+    return rows
+
+
+def _run_pool(info: EvalRunInfo | None) -> Pooling:
+    """The pool the run's sessions weighed their readings by (its configured file, when it
+    still loads; else the shipped one)."""
+    path = info.pooling if info is not None else None
+    return load_pooling(Path(path) if path else None)[0]
+
+
 def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = None, *,
-                      resamples: int = BOOTSTRAP, seed: int = 0) -> EvalSummary:
-    """The summary of `results` (the last result of a key counts)."""
+                      resamples: int = BOOTSTRAP, seed: int = 0,
+                      pool: Pooling | None = None) -> EvalSummary:
+    """The summary of `results` (the last result of a key counts); the ablation's rows are
+    pooled by `pool` (default: the run's)."""
+    pool = pool or _run_pool(info)
+    mode: Mode = "document" if info is not None and info.mode == "document" else "open"
+    signal_rows: dict[str, list[Row]] = {}
     compact: dict[tuple[str, str, int], tuple[bool, str | None, float | None, int, int,
                                              float]] = {}
     spent: dict[tuple[str, str, int], tuple[float, list[str]]] = {}
@@ -149,6 +238,9 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
                           r.seconds)
         if r.testimony is not None and r.repeat == 1:
             grouped.setdefault((r.testimony, r.kind), {})[r.item] = compact[r.key]
+        if r.kind == "interrogation" and r.repeat == 1:
+            for key, row in _signal_rows(r, pool, mode).items():
+                signal_rows.setdefault(key, []).append(row)
         spent[r.key] = (r.cost, r.unpriced)
         mended[r.key] = (r.repairs, r.rule_broken is not None)
     repairs: dict[str, tuple[int, int, int]] = {}
@@ -180,6 +272,10 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         key = "testimony" if kind == "interrogation" else f"testimony-{kind}"
         if key in rows:
             rows[key].add(*_testimony(list(claims.values())))
+    for key in sorted(signal_rows, key=_signal_order):
+        rows[key] = _Rows()
+        for row in signal_rows[key]:
+            rows[key].add(*row)
     systems: dict[str, Metrics] = {}
     curves: dict[str, tuple[list[float], list[float]]] = {}
     bins: dict[str, list[tuple[int, float, float]]] = {}
@@ -205,6 +301,12 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
     return EvalSummary(info, systems, by_rounds, curves, bins, len(compact),
                        cost=sum(cost for cost, _ in spent.values()), unpriced=unpriced,
                        repairs=repairs)
+
+
+def _signal_order(key: str) -> tuple[int, int]:
+    kind, name = key.split(":", 1)
+    return (0 if kind == "signal" else 1,
+            SIGNAL_NAMES.index(name) if name in SIGNAL_NAMES else len(SIGNAL_NAMES))
 
 
 def summarize(folder: RunFolder, *, resamples: int = BOOTSTRAP) -> EvalSummary:

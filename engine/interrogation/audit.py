@@ -33,8 +33,8 @@ from engine.prompts import fill, load_prompt
 from engine.providers import Message
 from engine.report.words import no_testimony
 
-__all__ = ["against_verdict", "audit", "nothing_to_audit", "undetermined_audit", "validated", "verdict_for",
-           "with_verdict"]
+__all__ = ["against_verdict", "audit", "nothing_to_audit", "undetermined_audit", "validated",
+           "verdict_for", "with_verdict"]
 
 
 def _round_named(number: int, pairs: list[QuestionAnswerPair], what: str) -> None:

@@ -105,17 +105,19 @@ MOST_TOKENS = 100_000_000
 is no count."""
 
 
-_OWN: ContextVar[TokenTally | None] = ContextVar("detektiv_own_tokens", default=None)
+_OWN: ContextVar[tuple[TokenTally, ...]] = ContextVar("detektiv_own_tokens", default=())
 
 
 @contextmanager
 def own_tokens() -> Iterator[TokenTally]:
     """A tally of the calls the running task makes within the block, besides the session's:
     a round's own tokens while other claims' rounds run beside it (the session's tally counts
-    them all; a difference of it taken before and after would count theirs too). Entered in
-    a coroutine that runs as a task of its own, never across an async generator's yields."""
+    them all; a difference of it taken before and after would count theirs too). Blocks
+    nest: a call counts in every tally open around it (a signal's, and its round's). Entered
+    in a coroutine that runs as a task of its own, never across an async generator's
+    yields."""
     tally = TokenTally()
-    token = _OWN.set(tally)
+    token = _OWN.set((*_OWN.get(), tally))
     try:
         yield tally
     finally:
@@ -313,9 +315,8 @@ class Caller:
                     provider = label
         finally:  # what streamed before a failure is counted as well
             count_tokens(self.session.tokens, reply, self.router.config, self.budget)
-            for own in (used, _OWN.get()):  # spent from the budget once, above
-                if own is not None:
-                    count_tokens(own, reply, self.router.config)
+            for own in (used, *_OWN.get()):  # spent from the budget once, above
+                count_tokens(own, reply, self.router.config)
         return Said(text=reply.text, provider=provider, finish_reason=reply.finish_reason or "",
                     reasoning=reply.reasoning, choices=tuple(reply.choices), used=used)
 

@@ -19,11 +19,17 @@ the readings (`engine.interrogation.pooling`) and gives the claim its state by t
    or with a document and no round against it `unsupported` (the document does not say it)
    — and `unsure` between (`UNSURE_BAND`). So a verdict and its P(false) always agree:
    `held` only below 0.5, `false` only above it.
+5. **The witness's word.** Without a document, a claim is held or contradicted only when
+   one of the witness's own readings (its samples, its rounds) leans that way (P(true) ≥ 0.6,
+   or ≤ 0.4): the detective's own reading alone never decides a claim the witness was not
+   heard on — a witness that declined every question, or said nothing of the claim, leaves
+   it `unsure`, its pooled P(false) shown. (With a document, the document's words are the
+   evidence of what it says.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from engine.interrogation.calls import Caller
@@ -32,9 +38,10 @@ from engine.interrogation.signals import Case, Signal
 from engine.interrogation.verdict import compute
 from engine.models.events import ClaimRead
 from engine.models.session import QuestionAnswerPair
-from engine.models.testimony import Claim, ClaimState
+from engine.models.testimony import Claim, ClaimState, SignalReading
 
-__all__ = ["OUTWEIGHS", "STRONG", "UNSURE_BAND", "claim_pairs", "examine", "settle"]
+__all__ = ["OUTWEIGHS", "STRONG", "UNSURE_BAND", "WITNESS", "claim_pairs", "examine", "settle",
+           "witness_leans"]
 
 UNSURE_BAND = 0.1
 """Half the band around 0.5 where a claim is `unsure` (rule 4)."""
@@ -107,6 +114,14 @@ def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mo
                     "neither outweighs the other"), None)
             decided_by = pooled.strongest("true" if p_false < 0.5 else "false")
     state: ClaimState
+    if mode == "open" and abs(p_false - 0.5) > UNSURE_BAND and not witness_leans(
+            read, "true" if p_false < 0.5 else "false"):
+        silent = round_reading.why if round_reading is not None and \
+            round_reading.p_true is None and round_reading.why else None
+        return _with(claim, "unsure", p_false, None, (
+            f"the witness's own answers did not bear it {'out' if p_false < 0.5 else 'down'}"
+            f" (p(false) {p_false:.2f} from the detective's own reading)"
+            + (f"; its rounds: {silent}" if silent else "")), None)
     if p_false < 0.5 - UNSURE_BAND:
         state = "held"
     elif p_false > 0.5 + UNSURE_BAND:
@@ -118,6 +133,23 @@ def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mo
     deciding = _deciding(rounds, state)
     why = _why(state, pooled, decided_by, p_false)
     return _with(claim, state, p_false, deciding, why, decided_by)
+
+
+WITNESS = ("samples", "rounds")
+"""The readings that are the witness's own word (rule 5)."""
+
+
+def witness_leans(readings: Mapping[str, SignalReading], side: str) -> bool:
+    """Whether one of the witness's own readings leans to `side` (`"true"`: P(true) ≥ 0.6,
+    `"false"`: ≤ 0.4)."""
+    for name in WITNESS:
+        found = readings.get(name)
+        if found is None or found.p_true is None:
+            continue
+        if (found.p_true >= 0.5 + UNSURE_BAND) if side == "true" else \
+                (found.p_true <= 0.5 - UNSURE_BAND):
+            return True
+    return False
 
 
 def _strong(p_true: float) -> bool:

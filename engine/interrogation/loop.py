@@ -241,9 +241,12 @@ class Interrogation:
         pairs = claim_pairs(session.qa_pairs, claim, single=True)
         document = session.witness_document
         limit = session.iteration_limit
+        # an evaluation's claim of a testimony (its question given) is examined as a
+        # testimony examines its claims: `claim_rounds`, each round's analysis computed
+        rounds = limit if session.topic is None else min(limit, settings.claim_rounds)
         case = Case(claim=claim, topic=session.topic, samples=tuple(session.samples or ()),
                     document=document.text if document is not None else None, single=True,
-                    rounds_left=max(0, limit - len(pairs)), pairs=pairs)
+                    rounds_left=max(0, rounds - len(pairs)), pairs=pairs)
         examined = await examine(caller, case, chosen(settings.signals), self._pooling(),
                                  self._mode())
         session.claim = examined

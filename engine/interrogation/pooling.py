@@ -16,9 +16,9 @@ A fitted file holds, for each mode, a model for every set of its signals — a c
 by the model of the signals that read it (a testimony's claim that was not questioned, one
 `[interrogation] signals` leaves a signal out of, a single claim with no samples), and the
 models without each signal are the ablation `eval --baselines` reports — with where it was
-fitted and its figures (cross-validated AUROC and ECE). A file that is not valid, or fitted for another version of
-the signals (`READINGS_VERSION`), is refused with its reason named (`PoolingRefused`); the
-run then pools by the shipped one.
+fitted and its figures (cross-validated AUROC and ECE). A file that is not valid, or fitted
+for another version of the signals (`READINGS_VERSION`), is refused with its reason named
+(`PoolingRefused`); the run then pools by the shipped one.
 
 The fit: L2-regularised logistic regression by Newton's method (`fit_model`, a handful of
 parameters on a hundred-odd claims — numpy, no further dependency), the regularisation
@@ -320,7 +320,8 @@ def cross_validated(rows: Sequence[Row], signals: Sequence[str], folds: int = 5,
     predicted = [0.5] * len(rows)
     for fold in range(folds):
         train = [rows[i] for i in range(len(rows)) if assigned[i] != fold]
-        if not train or all(label for _, label in train) or not any(l for _, l in train):
+        labels = [label for _, label in train]
+        if not train or all(labels) or not any(labels):
             continue
         model = fit_model(train, signals, l2)
         for i in range(len(rows)):

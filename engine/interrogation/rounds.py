@@ -12,9 +12,10 @@ with a seed of its own where the server honours one; each answer is judged again
 alone (`judgement.judge`). A model asked again at temperature 0 repeats what it made up;
 sampled, it varies it (Farquhar et al., Nature 2024): the round's reading is the spread of
 those judgements, `round_p_true` — the mean of the answers' P(true), an answer silent on the
-claim (no answer, "I don't know", a refusal, a judgement that leans neither way) counting
-0.5. Answers that agree with each other and with the claim hold it; answers that vary, or
-deny it, do not. A session's own hypothesis streams its round (the first answer as the
+claim (no answer, "I don't know", a refusal) counting 0.5, unless the answers disagree (one
+leans for the claim, P(true) ≥ 0.6, another against it, ≤ 0.4): then 0.5, silent, the
+disagreement named. Answers that agree with each other and with the claim hold it; answers
+that vary, or deny it, do not. A session's own hypothesis streams its round (the first answer as the
 answer, the others as `AnswerSampled`) and has its gap analysis written by the detective;
 a testimony's claim, examined beside the others, has it computed (`analysis_of`).
 """
@@ -37,7 +38,7 @@ from engine.interrogation.transcript import (
     witness_opening,
     witness_prompt,
 )
-from engine.interrogation.verdict import bearing_of, compute
+from engine.interrogation.verdict import LEANS, bearing_of, compute
 from engine.models.events import (
     AnswerCutOff,
     AnswerSampled,
@@ -73,6 +74,10 @@ class Asking:
     samples: int
     temperature: float | None
     names: tuple[tuple[str, str], ...] = ()
+    analysed: bool = True
+    """A single hypothesis's rounds have their gap analysis written by the detective; False:
+    computed from the judgement (an evaluation's claim of a testimony, examined as a
+    testimony examines it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +98,19 @@ def no_question(why: str | None) -> str | None:
 
 def round_p_true(values: Sequence[float | None]) -> float | None:
     """A round's reading from its answers' P(true) (None: an answer silent on the claim):
-    their mean, silent ones at 0.5; None when every answer was silent."""
+    their mean, silent ones at 0.5 — or 0.5 when they disagree (one for the claim, another
+    against it: the witness varies what it says); None when every answer was silent."""
     if not values or all(v is None for v in values):
         return None
+    if disagree(values):
+        return SILENT
     return sum(SILENT if v is None else v for v in values) / len(values)
+
+
+def disagree(values: Sequence[float | None]) -> bool:
+    """Whether one answer leans for the claim and another against it."""
+    known = [v for v in values if v is not None]
+    return bool(known) and max(known) >= LEANS and min(known) <= 1 - LEANS
 
 
 def witness_request(caller: Caller, question: str, max_tokens: int,
@@ -154,8 +168,9 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
         chain = caller.chain("detective")
         # a demonstration model only shows the loop: held to naming the subject, it would
         # mostly close the questioning instead
+        answer = session.witness_brief.answer if single and session.witness_brief else None
         named = None if chain and chain[0].is_demonstration else (
-            lambda text: subject_problem(text, asking.claim, asking.names))
+            lambda text: subject_problem(text, asking.claim, asking.names, answer))
         try:
             asked = await question(caller, sequence, asking.claim, rounds, streamed=single,
                                    extra=named)
@@ -201,7 +216,8 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
             caller.emit(Phase(phase="judgement", sequence=sequence))
         judged = [await judge(caller, sequence if single else None, asked.text, [said.text],
                               named=problem if n == 0 else None,
-                              hypothesis=None if single else asking.claim,
+                              hypothesis=None if single and asking.analysed
+                              else asking.claim,
                               cut_off=said.cut_off)
                   for n, said in enumerate(answers)]
         judgement = _round_judgement(judged)
@@ -213,6 +229,7 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
                                        verdict=so_far.verdict,
                                        probability_false=so_far.probability_false,
                                        demonstration=_demonstration(caller)))
+        if single and asking.analysed:
             caller.emit(Phase(phase="analysis", sequence=sequence))
             pending = QuestionAnswerPair.model_construct(
                 sequence=sequence, question=asked.text, answer=first.text,
@@ -250,10 +267,11 @@ def _round_judgement(judged: Sequence[Judgement]) -> Judgement:
     first = next(j for j in judged if j.p_true is not None)
     spread = [v for v in values if v is not None]
     why = next((j.why for j in judged if j.why and j.bearing != "silent"), None)
-    if bearing == "silent":
+    if disagree(values):
         why = (f"the sampled answers disagree (spread {max(spread) - min(spread):.2f}): the "
-               "witness is unsure") if len(spread) > 1 and max(spread) - min(spread) >= 0.5 \
-            else "unsure: the answers lean neither way"
+               "witness is unsure")
+    elif bearing == "silent":
+        why = "unsure: the answers lean neither way"
     return Judgement(bearing=bearing, p_true=round(p_true, 4), source=first.source,
                      word=first.word, why=why,
                      samples=[round(SILENT if v is None else v, 4) for v in values])

@@ -6,12 +6,18 @@ pooled by one function (`engine.interrogation.pooling`).
         if signal.applies(case):
             reading = await signal.read(caller, case)      # a SignalReading
 
-| signal | what it reads | cost |
-|---|---|---|
-| `words` | with a document: the claim's words the document lacks (`claims.unfound`), as the share of such sentences in hallucinated HaluEval summaries (`WORDS_P_FALSE`) | none |
-| `alone` | without a document: the detective's own reading of the claim, told only the question its testimony answers (`judgement.judge_alone`) | one word |
-| `samples` | a testimony the witness gave, without a document: the claim read against each of the witness's answers to the same question drawn again (`Testimony.samples`), an answer that leaves the claim out counting 0.5 (SelfCheckGPT's signal) | one word a sample |
-| `rounds` | the detective's questions about the claim, each answered `rounds_samples` times by the witness at `rounds_temperature` in fresh conversations, each answer judged (`interrogation.rounds`) | a question and its answers a round |
+- `words` (with a document; no call): the claim's words the document lacks
+  (`claims.unfound`), read as the share of such sentences in hallucinated HaluEval summaries
+  (`WORDS_P_FALSE`).
+- `alone` (without a document; one word): the detective's own reading of the claim, told only
+  the question its testimony answers (`judgement.judge_alone`).
+- `samples` (a testimony the witness gave, without a document; one word a sample): the claim
+  read against each of the witness's answers to the same question drawn again
+  (`Testimony.samples`), an answer that leaves the claim out counting 0.5 (SelfCheckGPT's
+  signal).
+- `rounds` (a question and its answers a round): the detective's questions about the claim,
+  each answered `rounds_samples` times by the witness at `rounds_temperature` in fresh
+  conversations, each answer judged (`interrogation.rounds`).
 
 The first three are cheap: a testimony reads them for every claim first, and questions
 (`rounds`) only the claims they leave in doubt, riskiest first, within its token budget
@@ -173,25 +179,17 @@ class Rounds:
             heat = settings.consistency_temperature
         asking = Asking(claim=text, single=case.single,
                         number=None if case.single else case.claim.number,
-                        samples=max(1, samples), temperature=heat, names=case.names)
+                        samples=max(1, samples), temperature=heat, names=case.names,
+                        analysed=case.topic is None)
         rounds = list(case.pairs)
         facts = least_rounds(text)
         most = len(rounds) + (case.rounds_left if case.rounds_left is not None
                               else session.iteration_limit)
         why: str | None = None
         with own_tokens() as used:
-            while len(rounds) < most:
-                if claim_closes(text, rounds, settings.min_rounds, facts):
-                    break
-                if not case.single and len(rounds) >= 2 and all(
-                        p.judgement is not None and p.judgement.why == DECLINING_REASON
-                        for p in rounds[-2:]):
-                    why = f"{DECLINING_REASON}, twice: the claim is left open"
-                    break
-                if not case.single and len(rounds) >= max(2, facts) and adds_nothing(
-                        rounds[-1].answer, rounds[-1].question,
-                        [p.answer for p in rounds[:-1]]):
-                    why = "the witness said again what it had said: asking on adds nothing"
+            while not claim_closes(text, rounds, settings.min_rounds, facts):
+                why = None if case.single and case.topic is None else _stops(rounds, facts)
+                if why is not None or len(rounds) >= most:
                     break
                 if rounds and case.spend is not None and used.total >= case.spend:
                     why = "its token budget is spent"
@@ -213,6 +211,18 @@ class Rounds:
                                  conflict=computed.conflict)
         return SignalReading(p_true=round(1 - computed.probability_false, 4),
                              tokens=used.total, values=values, why=why)
+
+
+def _stops(rounds: Sequence[QuestionAnswerPair], facts: int) -> str | None:
+    """Why a testimony claim's questioning closes before its verdict is decided: the witness
+    declined twice in a row, or said again what it had said."""
+    if len(rounds) >= 2 and all(p.judgement is not None and p.judgement.why ==
+                                DECLINING_REASON for p in rounds[-2:]):
+        return f"{DECLINING_REASON}, twice: the claim is left open"
+    if len(rounds) >= max(2, facts) and adds_nothing(
+            rounds[-1].answer, rounds[-1].question, [p.answer for p in rounds[:-1]]):
+        return "the witness said again what it had said: asking on adds nothing"
+    return None
 
 
 def _heat(caller: Caller, samples: int) -> float | None:

@@ -46,10 +46,16 @@ _ALIASES = (
 (vitamin B3)"."""
 
 
+_SETTING = re.compile(r"^\s*(?:in|at|on|during|after|before|by|for|from|with|since|under|over|"
+                      r"as|of|among|across|throughout|within|without)\b[^,]{0,60},\s*", re.I)
+"""A phrase that sets the scene before the subject ("At sea level, pure water boils …")."""
+
+
 def subject(claim: str) -> str | None:
     """The words of `claim` before its first verb (an auxiliary, or a third-person verb such
-    as "helps"), None when there is no verb past its first word."""
-    words = _WORD.findall(claim)
+    as "helps"), a phrase that sets the scene before them aside ("At sea level, …"); None
+    when there is no verb past its first word."""
+    words = _WORD.findall(_SETTING.sub("", claim, count=1))
     for index, word in enumerate(words[1:], start=1):
         low = word.lower().replace("’", "'")
         before = words[index - 1].lower()
@@ -106,12 +112,16 @@ def _says(question: str, keys: set[str]) -> bool:
     return all(key in said or stem(key) in stems for key in keys)
 
 
-def subject_problem(question: str, claim: str, pairs: Sequence[tuple[str, str]] = ()
-                    ) -> str | None:
+def subject_problem(question: str, claim: str, pairs: Sequence[tuple[str, str]] = (),
+                    answer: str | None = None) -> str | None:
     """Why `question` is not about `claim`'s subject (it names none of the keys of the
-    subject or of its other names in `pairs`), or None."""
+    subject or of its other names in `pairs`), or None. `answer`: what the claim answers (an
+    evaluated claim's): a subject that is that answer ("Saturn is the largest planet") is
+    not held to the rule — naming it would lead the witness."""
     found = subject(claim)
     if found is None or not subject_keys(found):
+        return None
+    if answer is not None and subject_keys(found) <= _words_of(answer):
         return None
     names = _names(found, pairs)
     if any(_says(question, subject_keys(name)) for name in names):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.costs import usage_line
+from engine.interrogation.pooling import SIGNAL_NAMES
 from engine.models.notes import LlmEntry, NoteEntry
 from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim
 from engine.report.blocks import Block, Calls, session_blocks
-from engine.interrogation.pooling import SIGNAL_NAMES
 from engine.report.claims import MARKS
 from engine.report.words import (
     DEMONSTRATION_VERDICT,

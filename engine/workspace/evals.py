@@ -11,9 +11,10 @@ stored interrogation) and one router of its own; see `engine.evals.run`.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.config.roles import apply_roles
 from engine.costs import Budget
@@ -130,6 +131,7 @@ class Evals:
                     witness_label=router.providers[witness[0]].label,
                     demonstration=first.config.is_demonstration,
                     comparison=comparison,
+                    pooling=workspace.config.interrogation.pooling,
                 )
             folder.open()
             folder.save_info(info)
@@ -179,6 +181,24 @@ class Evals:
         """Write report.md, results.jsonl and the plots of a run into `directory`."""
         folder = self.folder(ref)
         return write_report(summary or summarize(folder), folder, directory)
+
+    def fit(self, ref: str, output: Path) -> tuple[Path, dict[str, Any]]:
+        """Fit the pool on run `ref`'s labelled results (`engine.evals.fitting`), written as
+        `output` (a pooling file: `[interrogation] pooling` names it); the file and the fit's
+        figures. `FitRefused` when the results cannot fit one."""
+        from engine.evals.fitting import fit_results
+        from engine.interrogation.pooling import load_pooling
+        from engine.storage.atomic import atomic_write_text  # a write that replaces a file
+
+        folder = self.folder(ref)
+        info = folder.info()
+        configured = self.workspace.config.interrogation.pooling
+        base, _ = load_pooling(Path(configured).expanduser() if configured else None)
+        pool, figures = fit_results(folder.results(), info, base,
+                                    where=f"evaluation run {info.id}: {info.dataset}")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(output, json.dumps(pool.to_json(), indent=1) + "\n")
+        return output, figures
 
     def comparisons(self) -> dict[str, list[EvalRunInfo]]:
         """Each witness comparison's runs (its id → its runs, the most recent first)."""

@@ -146,6 +146,8 @@ class Sessions:
         protocol: Protocol = "cross-exam",
         document: WitnessDocument | Path | None = None,
         witness_notes: bool = False,
+        topic: str | None = None,
+        samples: list[str] | None = None,
     ) -> Run:
         """A new session, stored at once; `Run.events()` runs it. With `session`, the
         interrogation of that notes-only session (`cases.new_case`) instead. Raises
@@ -155,7 +157,9 @@ class Sessions:
         `protocol`: how the witness is questioned (`cross-exam`, or `consistency`: each
         question asked `[interrogation] consistency_samples` times). `document`: what the
         witness holds (a `WitnessDocument`, or a file read as notes are: `NoteRefused` when it
-        cannot be); `witness_notes`: the notes of case `session` as its document."""
+        cannot be); `witness_notes`: the notes of case `session` as its document. `topic` and
+        `samples` (an evaluation's claim of a testimony): the question the testimony answers
+        and the witness's answers to it drawn again, which the claim is read against."""
         text = hypothesis.strip()
         if not text:
             raise ConfigError("the hypothesis is empty")
@@ -178,7 +182,8 @@ class Sessions:
                 (entry.filename, text) for entry, text in workspace.cases.note_texts(
                     session, case)])
         settings = {"prompts": uses, "witness_document": document, "protocol": protocol,
-                    "consistency_samples": workspace.config.interrogation.consistency_samples}
+                    "consistency_samples": workspace.config.interrogation.consistency_samples,
+                    "topic": topic, "samples": samples}
         if session is not None:
             journal = store.begin(session, text, value, detective=list(detective),
                                   witness=list(witness), on_record=on_record,

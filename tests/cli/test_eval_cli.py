@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import signal
 import time
 from collections import Counter
@@ -68,14 +69,17 @@ def test_eval_on_the_shipped_set_prints_the_table_and_writes_report_and_plots(
     for plot in ("reliability.png", "pr_curve.png"):
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert Counter(r["kind"] for r in rows) == {"interrogation": 6, "direct": 6,
-                                                "are-you-sure": 6}
+    # the detective alone is a reading of the sessions themselves: no unit of its own
+    assert Counter(r["kind"] for r in rows) == {"interrogation": 6, "are-you-sure": 6}
+    assert all(set(r["readings"]) == {"alone", "rounds"} for r in rows
+               if r["kind"] == "interrogation")
     listed = detektiv("evals", "--json")
     (run,) = json.loads(listed.stdout)
     assert run["items"] == 6 and run["mode"] == "planted"
     shown = json.loads(detektiv("evals", run["id"][:4], "--json").stdout)
     assert shown["systems"]["interrogation"]["f1"]["value"] == 1.0
-    assert shown["systems"]["direct"]["n"] == 6
+    assert shown["systems"]["signal:alone"]["n"] == 6
+    assert shown["systems"]["without:rounds"]["n"] == 6
     # the run's six sessions are one line of `sessions`, listed with --run, all in --json
     lines = detektiv("sessions").stdout.splitlines()
     assert len(lines) == 2 and f"evaluation run {run['id']}" in lines[1]
@@ -83,6 +87,36 @@ def test_eval_on_the_shipped_set_prints_the_table_and_writes_report_and_plots(
     assert len(detektiv("sessions", "--run", run["id"][:6]).stdout.splitlines()) == 7
     assert len(json.loads(detektiv("sessions", "--json").stdout)) == 6
     assert f"its sessions: detektiv sessions --run {run['id']}" in done.stderr
+
+
+def test_fit_writes_a_pooling_file_and_says_how_to_use_it(
+        home: Path, scripted: tuple[ScriptedModel, ScriptedModel], tmp_path: Path) -> None:
+    out = tmp_path / "fit"
+    few = detektiv("eval", "demo", "--n", "4", "--fit", "-o", str(out))
+    assert few.returncode == 1 and "a fit needs 20 labelled items" in few.stderr
+    assert "Traceback" not in few.stderr
+    done = detektiv("eval", "demo", "--n", "24", "--fit", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    written = out / "pooling.json"
+    fitted = json.loads(written.read_text())
+    assert fitted["readings_version"] == 2 and "open" in fitted["modes"]
+    figures = fitted["modes"]["open"]["figures"]
+    assert figures["items"] == 24 and figures["cross_validated"]["auroc"] > 0.9
+    assert set(fitted["modes"]["open"]["model"]["signals"]) == {"alone", "rounds"}
+    assert "pooling = " in done.stdout and str(written.resolve()) in done.stdout
+    assert "[interrogation]" in done.stdout
+    # named in the configuration, a run pools by it; a corrupt one is named and not used
+    config = home / "config.toml"
+    config.write_text(re.sub(r"^pooling = .*$", f"pooling = {json.dumps(str(written))}",
+                             config.read_text(), flags=re.M))
+    ran = detektiv("run", "The capital of Australia is Canberra.")
+    assert ran.returncode == 0, ran.stderr
+    assert "pooling file" not in ran.stderr
+    written.write_text("{ not json")
+    broken = detektiv("run", "The capital of Australia is Canberra.")
+    assert broken.returncode == 0, broken.stderr
+    assert f"the pooling file {written} is not used" in broken.stderr + broken.stdout
+    assert "Traceback" not in broken.stderr
 
 
 def test_an_unknown_dataset_or_a_bad_file_is_one_clear_line(home: Path,

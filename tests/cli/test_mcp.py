@@ -50,7 +50,7 @@ def detective(messages: Chat) -> str:
     system = messages[0]["content"]
     if is_judgement(messages):
         if "The witness was asked" not in messages[-1]["content"]:
-            return Judged(0.8)
+            return Judged(0.6)  # its own reading leans, never strongly
         return Judged(TRUTH.get(judged_claim(messages), 0.95))
     if system.startswith("You take a text apart"):
         return SPLIT

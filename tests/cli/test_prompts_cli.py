@@ -78,7 +78,9 @@ def test_a_run_uses_the_override_and_records_every_prompt_hash(home: Path,
         assert sleuth.chats == []  # a dry run sends nothing
         result = detektiv("run", "--file", str(hypothesis))
         assert result.returncode == 0, result.stderr
-    assert sleuth.chats[0][0]["content"].startswith("You interrogate for me. The claim:")
+    # the detective's question was written from the override (its own reading came first)
+    assert any(chat[0]["content"].startswith("You interrogate for me. The claim:")
+               for chat in sleuth.chats)
     (summary,) = SessionStore.of(Paths.at(home)).list()
     session = SessionStore.of(Paths.at(home)).load(summary.dir)
     assert session.hypothesis_text == "The sea is salty,\nespecially the Dead Sea."

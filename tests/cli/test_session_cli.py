@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -67,7 +68,9 @@ def test_run_streams_a_transcript_and_every_command_reads_the_session(
     out = done.stdout
     assert "── Round 1" in out and "[Question · sleuth:scripted] " in out \
         and "[Answer · llama:gemma] " in out
-    assert "  verdict: true · p(false) 0.05 · computed from rounds 1, 2, 3" in out
+    # the rounds that bore on it (an answer of the tiny witness that denies the claim is no
+    # support, whatever the scripted judgement says), pooled with the detective's own reading
+    assert re.search(r"  verdict: true · p\(false\) 0\.05 · computed from rounds? 1\b", out)
     assert "judgement: supports · p(true) 0.95 (log-probabilities)" in out
     assert "completeness " in out and "── Audit" in out and "consistency " in out
     (row,) = configured.list()

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import math
 
 import numpy as np
@@ -174,29 +176,39 @@ def test_split_claims_are_also_judged_a_testimony_at_a_time() -> None:
     assert direct.n == 1 and direct.figures["accuracy"].value == pytest.approx(1.0)
 
 
-def test_the_interrogation_pooled_with_the_readings_is_a_system_of_its_own() -> None:
-    from engine.interrogation.verdict import Computed, with_alone
+def test_each_signal_alone_and_the_pool_without_each_are_systems_of_their_own() -> None:
+    """From the same sessions: each signal's reading alone (P(false) = 1 − its P(true), the
+    claims' band for its verdict), and the pool without each signal (the pool's model of the
+    others); a testimony (a summary) made from its claims' readings as a session makes it."""
+    from engine.interrogation.pooling import parse_pooling
+    from tests.support.interrogation import EQUAL_POOLING
 
-    def row(item: str, kind: str, label: bool, verdict: str, p: float) -> EvalResult:
-        return EvalResult(item=item, kind=kind, label=label, claim=item,  # type: ignore[arg-type]
-                          status="completed", verdict=verdict, probability_false=p)
+    equal = parse_pooling(json.loads(EQUAL_POOLING.read_text()), "equal")
 
-    results = [row("a", "interrogation", False, "true", 0.3), row("a", "direct", False,
-                                                                 "false", 0.98),
-               row("b", "interrogation", True, "true", 0.1), row("b", "direct", True,
-                                                                "true", 0.2),
-               row("c", "interrogation", True, "true", 0.1)]  # no baseline: not pooled
-    summary = summarize_results(results, resamples=0)
-    pooled = summary.systems["pooled"]
-    assert pooled.n == 2
-    assert pooled.figures["accuracy"].value == pytest.approx(1.0)  # a is caught only pooled
-    assert summary.systems["interrogation"].figures["accuracy"].value == pytest.approx(2 / 3)
-    expected = with_alone(Computed("true", 0.3, [1]), 0.02)
-    assert expected.verdict == "false"
-    # "Are you sure?" is a baseline of its own, not pooled (rule 8 pools the detective alone)
-    results += [row("d", "interrogation", False, "true", 0.3),
-                row("d", "direct", False, "true", 0.3),
-                row("d", "are-you-sure", False, "false", 0.95)]
-    summary = summarize_results(results, resamples=0)
-    assert summary.systems["pooled"].n == 3
-    assert summary.systems["pooled"].figures["accuracy"].value == pytest.approx(2 / 3)
+    def row(item: str, label: bool, readings: dict[str, float | None]) -> EvalResult:
+        return EvalResult(item=item, kind="interrogation", label=label, claim=item,
+                          status="completed", verdict="true", probability_false=0.3,
+                          readings=readings)
+
+    results = [row("a", False, {"alone": 0.9, "rounds": 0.1}),
+               row("b", True, {"alone": 0.8, "rounds": 0.9}),
+               row("c", False, {"alone": 0.2, "rounds": None})]
+    summary = summarize_results(results, resamples=0, pool=equal)
+    alone, rounds = summary.systems["signal:alone"], summary.systems["signal:rounds"]
+    assert alone.n == rounds.n == 3
+    assert alone.figures["accuracy"].value == pytest.approx(2 / 3)  # a is believed alone
+    assert rounds.figures["accuracy"].value == pytest.approx(2 / 3)  # c: no reading
+    assert rounds.figures["undetermined"].value == pytest.approx(1 / 3)
+    without = summary.systems["without:rounds"]  # the others' model: alone's, weight 1
+    assert without.figures["accuracy"].value == pytest.approx(2 / 3)
+    assert summary.systems["without:alone"].figures["auroc"].value == pytest.approx(1.0)
+    # a testimony: false when a claim is, its P(false) its most doubtful claim's
+    summary = summarize_results([EvalResult(
+        item="s1", kind="interrogation", label=False, claim="s1", status="completed",
+        verdict="false", probability_false=0.9,
+        claim_readings=[{"words": 0.76, "rounds": 0.95}, {"words": 0.13, "rounds": None}])],
+        resamples=0, pool=equal)
+    words = summary.systems["signal:words"]
+    assert words.figures["accuracy"].value == 1.0 and words.n == 1
+
+

@@ -16,12 +16,13 @@ from engine import EvalItemDone, EvalRequest, Paths, Workspace
 from engine.errors import ConfigError
 from engine.evals.datasets import dataset_path
 from engine.evals.items import EvalItem, read_items, sample
+from engine.interrogation.subject import subject
 from tests.support.evals import claim_of
 from tests.support.interrogation import make_config
 from tests.support.scripted import Judged, ScriptedModel, is_judgement
 
 _ANSWER = re.compile(r"^A(\d+)(?: \((\d+) of (\d+)\))?: (.*)$", re.M)
-_ABOUT = re.compile(r"What do you know about (\S+)\?")
+_ABOUT = re.compile(r"What do you know about (\S+?)[,?]")
 
 
 def agreement_detective(items: list[EvalItem]) -> Callable[[list[dict[str, Any]]], str]:
@@ -29,6 +30,7 @@ def agreement_detective(items: list[EvalItem]) -> Callable[[list[dict[str, Any]]
     supporting the claim, and a made-up version by its number: odd ones support it, even ones
     contradict it (a witness making things up says something new each time)."""
     keys = {item.claim: item.key for item in items}
+    answers = {item.claim: (item.answer or "").lower() for item in items}
 
     def reply(messages: list[dict[str, Any]]) -> str:
         system = messages[0]["content"]
@@ -44,7 +46,11 @@ def agreement_detective(items: list[EvalItem]) -> Callable[[list[dict[str, Any]]
         if system.startswith("You are a detective auditing"):
             return json.dumps({"contradictions": [], "verdict": "undetermined",
                                "summary": "Compared the answers side by side."})
-        return f"What do you know about {keys[claim_of(messages)]}?"
+        claim = claim_of(messages)
+        named = (subject(claim) or "").lower()  # the claim's subject, unless it is the answer
+        if named and not set(named.split()) <= set(answers[claim].split()):
+            return f"What do you know about {keys[claim]}, {named}?"
+        return f"What do you know about {keys[claim]}?"
 
     return reply
 
@@ -89,8 +95,9 @@ async def test_consistency_never_calls_a_made_up_answer_true(paths: Paths) -> No
             await workspace.aclose()
 
     systems = summary.systems
-    assert set(systems) == {"interrogation", "consistency", "direct", "are-you-sure",
-                            "pooled"}  # the interrogation pooled with the direct one
+    # each signal of the cross-examination's sessions alone, and the pool without each
+    assert set(systems) == {"interrogation", "consistency", "are-you-sure", "signal:alone",
+                            "signal:rounds", "without:alone", "without:rounds"}
     assert all(metrics.n == 6 and metrics.failed == 0 for metrics in systems.values()), \
         [e.result.error for e in events if isinstance(e, EvalItemDone) and e.result.error]
     truth = {item.claim: item.label for item in items}
@@ -119,11 +126,14 @@ async def test_consistency_never_calls_a_made_up_answer_true(paths: Paths) -> No
     cross = systems["interrogation"].figures
     assert cross["accuracy"].value == 0.5 and cross["undetermined"].value == 0.0
     assert summary.info is not None and summary.info.protocols == ["cross-exam", "consistency"]
-    # the first answer at the configured temperature, the others sampled hotter
+    # every answer of the consistency protocol drawn at its temperature, each in a fresh
+    # conversation with a seed of its own; one answer a question at the configured one
     temperatures = [body.get("temperature") for body in witness.bodies]
-    assert temperatures.count(1.0) == 2 * sum(len(s.qa_pairs)
+    assert temperatures.count(1.0) == 3 * sum(len(s.qa_pairs)
                                               for s in by_protocol["consistency"])
     assert 0 in temperatures
+    seeds = [body.get("seed") for body in witness.bodies if body.get("temperature") == 1.0]
+    assert None not in seeds and len(set(seeds)) == len(seeds)
 
 
 async def test_an_unknown_protocol_is_refused_before_anything_runs(paths: Paths) -> None:

@@ -61,13 +61,14 @@ async def test_a_detective_that_knows_the_labels_scores_one_in_every_system(
     async with workspace_with(paths, knows(items)) as (workspace, models):
         summary, events = await evaluate(workspace, EvalRequest("demo", n=8, seed=1),
                                          baselines=True, concurrency=3)
-        for system in ("interrogation", "direct", "are-you-sure"):
+        # the detective alone is the sessions' own reading (`signal:alone`), no unit of its own
+        for system in ("interrogation", "signal:alone", "signal:rounds", "are-you-sure"):
             assert summary.systems[system].n == 8
             for name in ("accuracy", "precision", "recall", "f1", "auroc", "auc_pr"):
                 assert figure(summary, name, system) == 1.0, (system, name)
             assert figure(summary, "undetermined", system) == 0.0
         done = [e.result for e in events if isinstance(e, EvalItemDone)]
-        assert len(done) == 8 * 3 and Counter(r.kind for r in done)["interrogation"] == 8
+        assert len(done) == 8 * 2 and Counter(r.kind for r in done)["interrogation"] == 8
         # every interrogation is a stored session of the run, tagged, with the claim planted
         rows = workspace.evals.sessions(summary.info.id if summary.info else "")
         assert len(rows) == 8 and all(row.status == "completed" for row in rows)
@@ -95,7 +96,7 @@ async def test_a_coin_tossing_detective_lands_near_a_half(paths: Paths) -> None:
 async def test_a_detective_that_never_decides_is_reported_as_undetermined(paths: Paths) -> None:
     async with workspace_with(paths, never) as (workspace, _):
         summary, _ = await evaluate(workspace, EvalRequest("demo", n=6), baselines=True)
-    for system in ("interrogation", "direct", "are-you-sure"):
+    for system in ("interrogation", "signal:alone", "are-you-sure"):
         assert figure(summary, "undetermined", system) == 1.0
         assert figure(summary, "accuracy", system) == 0.0
         assert figure(summary, "recall", system) == 0.0

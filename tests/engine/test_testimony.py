@@ -31,6 +31,7 @@ from engine.interrogation.examine import settle
 from engine.interrogation.pooling import parse_pooling
 from engine.interrogation.testimony import left_out_text, listed_left_out
 from engine.interrogation.verdict import (
+    pooled,
     testimony_score as score_of,
     testimony_verdict as verdict_of,
 )
@@ -62,12 +63,13 @@ TRUTH = {"Vitamin B3 helps convert food into energy.": 0.95,
          "Vitamin B3 is also called pantothenic acid.": 0.05}
 
 
-def detective(truth: dict[str, float] = TRUTH, split: str = SPLIT) -> Callable[[Chat], str]:
+def detective(truth: dict[str, float] = TRUTH, split: str = SPLIT,
+              alone: float = 0.8) -> Callable[[Chat], str]:
     def reply(messages: Chat) -> str:
         system = messages[0]["content"]
         if is_judgement(messages):
             if "The witness was asked" not in messages[-1]["content"]:
-                return Judged(0.8)  # the detective alone
+                return Judged(alone)  # the detective alone
             return Judged(truth.get(judged_claim(messages), 0.5))
         if system.startswith("You take a text apart"):
             return split
@@ -194,7 +196,7 @@ def test_the_sentences_a_split_left_out_are_found_and_given_again_with_their_sub
 def leaving_out(second: str) -> Callable[[Chat], str]:
     """A detective whose split of the testimony leaves its second and fourth sentences out,
     and whose split of anything else is `second`."""
-    base = detective()
+    base = detective({**TRUTH, "Vitamin B3 also lowers cholesterol.": 0.9})
 
     def reply(messages: Chat) -> str:
         if messages[0]["content"].startswith("You take a text apart"):
@@ -332,7 +334,7 @@ def test_a_claim_is_held_only_below_one_half_and_false_only_above() -> None:
     with a document and no round against it, not held is `unsupported`."""
     for p_true, state in ((0.95, "held"), (0.62, "held"), (0.55, "unsure"), (0.45, "unsure"),
                           (0.35, "contradicted"), (0.05, "contradicted")):
-        settled = settle(read(alone=p_true), [], EQUAL, "open", CHOSEN)
+        settled = settle(read(rounds=p_true), [], EQUAL, "open", CHOSEN)
         assert settled.state == state, (p_true, settled)
         p = settled.probability_false
         assert p is not None and (state != "held" or p < 0.5) and (
@@ -363,9 +365,21 @@ def test_a_conflict_of_the_rounds_stays_unsure() -> None:
 
 
 def test_a_signal_left_out_by_the_settings_is_not_pooled() -> None:
-    both = read(alone=0.1, rounds=0.95)
+    both = read(samples=0.1, rounds=0.95)
     assert settle(both, [], EQUAL, "open", ("rounds",)).state == "held"
-    assert settle(both, [], EQUAL, "open", ("alone",)).state == "contradicted"
+    assert settle(both, [], EQUAL, "open", ("samples",)).state == "contradicted"
+
+
+def test_the_detectives_own_reading_alone_never_decides_a_claim() -> None:
+    """Rule 5: without a document, a claim the witness's own readings do not bear out is
+    unsure, however sure the detective is alone."""
+    believed = settle(read(alone=0.97, rounds=None), [], EQUAL, "open", CHOSEN)
+    assert believed.state == "unsure" and "did not bear it out" in (believed.why or "")
+    assert (believed.probability_false or 1) < 0.4  # its pooled P(false) still shown
+    doubted = settle(read(alone=0.03, samples=0.5), [], EQUAL, "open", CHOSEN)
+    assert doubted.state == "unsure" and "did not bear it down" in (doubted.why or "")
+    # with a document, its words are evidence of what it says
+    assert settle(read(words=0.2), [], EQUAL, "document", CHOSEN).state == "unsupported"
 
 
 def test_a_claim_stored_before_the_signals_loads_with_its_readings() -> None:
@@ -520,14 +534,14 @@ async def test_the_witness_answers_again_while_the_detective_takes_the_testimony
     assert session.status == "completed"
     testimony = session.testimony
     assert testimony is not None and testimony.samples == [SAMPLE]
-    assert testimony.claims[0].sampled_p_true == 0.95  # read against it, as before
+    assert testimony.claims[0].reading("samples") == 0.95  # read against it, as before
     phases = [e.phase for e in events if isinstance(e, Phase)]
     assert phases[:4] == ["testimony", "samples", "split", "claims"]
 
 
-async def test_a_split_with_no_claim_stops_the_sample_drawn_beside_it(paths: Paths) -> None:
+async def test_a_testimony_with_no_statement_stops_the_sample_drawn_beside_it(
+        paths: Paths) -> None:
     stopped = threading.Event()
-    asked = sampling_witness()
     requests: list[int] = []
 
     def wit(messages: Chat) -> str:
@@ -535,7 +549,8 @@ async def test_a_split_with_no_claim_stops_the_sample_drawn_beside_it(paths: Pat
             requests.append(1)
             if len(requests) == 2:  # the sample, held until the run has ended
                 stopped.wait(timeout=60)
-        return asked(messages)
+            return "**Energy**:\n**Skin**:"  # headings, no statement
+        return witness(messages)
 
     try:
         session, _, _, _ = await run(paths, det=detective(split="Energy:\nMars rocks are red."),
@@ -563,7 +578,8 @@ async def test_a_comparison_claim_is_asked_each_way_in_a_conversation_of_its_own
 
 
 async def test_a_pasted_paragraph_is_itself_the_testimony(paths: Paths) -> None:
-    session, _, det, wit = await run(paths, hypothesis=TESTIMONY)
+    # the detective alone unsure of each claim (0.6): the rounds decide
+    session, _, det, wit = await run(paths, hypothesis=TESTIMONY, det=detective(alone=0.6))
     first = session.qa_pairs[0]
     assert first.testimony and first.answer == TESTIMONY
     assert first.provider_used.witness == "given"
@@ -574,26 +590,48 @@ async def test_a_pasted_paragraph_is_itself_the_testimony(paths: Paths) -> None:
     assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
-async def test_claims_past_max_claims_are_listed_not_examined(paths: Paths) -> None:
-    session, _, _, _ = await run(paths, max_claims=1)
+async def test_claims_past_the_token_budget_are_not_examined_and_numbered_right(
+        paths: Paths) -> None:
+    """The testimony's budget (`claim_tokens` × its checkable claims) is spent by its answer,
+    its split and its claims in turn: a claim reached after it is spent is `not examined`,
+    and the verdict says which, by their own numbers."""
+    # every call counts 100 + 10 tokens; three checkable claims at 200 tokens each: the
+    # request and the split (220) and the first claim's readings leave nothing for the rest
+    session, _, _, _ = await run(paths, usage=(100, 10), claim_tokens=200,
+                                 claim_concurrency=1)
     testimony = session.testimony
     assert testimony is not None
-    assert [c.state for c in testimony.claims] == ["held", "not examined", "not examined",
-                                                   "not checkable"]
+    states = [c.state for c in testimony.claims]
+    assert states[-1] == "not checkable" and "not examined" in states
+    unexamined = [c for c in testimony.claims if c.state == "not examined"]
+    assert all("token budget" in (c.why or "") for c in unexamined)
     audit = session.audit_result
-    assert audit is not None and audit.verdict == "undetermined"
-    assert "claims 2, 3 are not examined" in (audit.undetermined_because or "")
+    assert audit is not None and audit.verdict in ("undetermined", "false")
+    if audit.verdict == "undetermined":
+        numbers = ", ".join(str(c.number) for c in unexamined)
+        assert f"{numbers} " in (audit.undetermined_because or "")
+    # a budget large enough examines every checkable claim
+    session, _, _, _ = await run(paths, usage=(100, 10), claim_tokens=100_000)
+    testimony = session.testimony
+    assert testimony is not None
+    assert not [c for c in testimony.claims if c.state in ("not examined", "pending")]
 
 
-async def test_a_split_with_no_usable_claim_ends_named_never_failed(paths: Paths) -> None:
+async def test_a_split_with_no_usable_claim_examines_the_sentences_as_they_stand(
+        paths: Paths) -> None:
     session, _, _, _ = await run(paths, det=detective(split="Energy:\nMars rocks are red."))
     assert session.status == "completed"
     testimony = session.testimony
-    assert testimony is not None and not testimony.claims
-    assert "no usable claim" in (testimony.problem or "")
-    assert session.repairs == 1  # asked again once
+    assert testimony is not None and testimony.problem is None
+    assert [c.text for c in testimony.claims] == [
+        "Vitamin B3 helps convert food into energy.", "It also lowers cholesterol.",
+        "Vitamin B3 is also called pantothenic acid.", "You should eat more fish."]
+    assert [c.state for c in testimony.claims][-1] == "not checkable"
+    split_again = [t.reason for t in session.audit_trail if t.event == "degenerate_output"
+                   and t.reason.startswith("the split gave")]
+    assert len(split_again) == 1  # the split asked again once
     audit = session.audit_result
-    assert audit is not None and audit.verdict == "undetermined"
+    assert audit is not None and audit.verdict == "false"
 
 
 async def test_an_empty_testimony_ends_named(paths: Paths) -> None:
@@ -640,7 +678,7 @@ async def test_a_claim_the_witness_refuses_to_discuss_stays_open_never_contradic
     assert testimony is not None and testimony.samples == [REFUSAL]
     examined = [c for c in testimony.claims if c.state != "not checkable"]
     assert examined and all(c.state == "unsure" for c in examined)
-    assert all(c.sampled_p_true is None for c in examined)  # the refusal read against none
+    assert all(c.reading("samples") is None for c in examined)  # the refusal read against none
     for claim in examined:
         rounds = [p for p in session.qa_pairs if p.claim == claim.number]
         assert len(rounds) == 2
@@ -690,7 +728,9 @@ async def test_a_stopped_testimony_resumes_with_the_claims_it_had_not_finished(
     testimony = session.testimony
     assert testimony is not None
     done = [c.number for c in testimony.claims if c.examined]
-    assert done == [1]
+    assert done == [3]  # the riskiest first: its samples read it false
+    # every claim's cheap readings were stored before any was questioned
+    assert all(c.readings for c in testimony.claims if c.state != "not checkable")
     with ScriptedModel(detective()) as d, ScriptedModel(witness) as w:
         config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
                              claim_concurrency=1)
@@ -701,15 +741,18 @@ async def test_a_stopped_testimony_resumes_with_the_claims_it_had_not_finished(
             after = workspace.store.load(str(session.id))
         finally:
             await workspace.aclose()
-        # nothing of the testimony, its split or claim 1 was asked again
+        # nothing of the testimony, its split, its sample, claim 3 or the claims' cheap
+        # readings was asked again
         assert not any(b["messages"][0]["content"].startswith("You take a text apart")
                        for b in d.bodies)
         assert all(not m["content"].startswith(REQUEST) for b in w.bodies
                    for m in b["messages"])
+        assert not [b for b in d.bodies if is_judgement(b["messages"])
+                    and "The witness was asked" not in b["messages"][-1]["content"]]
     assert after.status == "completed" and after.testimony is not None
     assert [c.state for c in after.testimony.claims] == ["held", "held", "contradicted",
                                                          "not checkable"]
-    assert [p.claim for p in after.qa_pairs].count(1) == 1
+    assert [p.claim for p in after.qa_pairs].count(3) == 1
 
 
 # ---- testimonies measured: the two formats, and an evaluation of summaries ------------------
@@ -762,9 +805,10 @@ def test_split_and_labelled_claims_are_an_item_each_grouped_by_their_testimony(
 async def test_an_evaluation_of_summaries_examines_each_claim_against_the_document(
         paths: Paths, tmp_path: Path) -> None:
     """Document mode: the hallucinated summary's added claim is one the witness holding the
-    document answers against — with two words the document lacks, `contradicted` (rule 10),
-    so the summary is false; the right one holds. No "Are you sure?" for a summary; the
-    reader reads the document."""
+    document answers against — its rounds pooled with its two words the document lacks,
+    `contradicted`, so the summary is false; the right one holds. No "Are you sure?" for a
+    summary; the reader reads the document; the detective alone is a baseline of its own
+    (with a document it is no signal of the sessions')."""
     from engine import EvalRequest
 
     document = "The mill burned down in 1901. Nobody was hurt in the fire."
@@ -782,7 +826,8 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
             return Judged(0.05 if "mayor" in claim else 0.95)
         if messages[0]["content"].startswith("You take a text apart"):
             return messages[-1]["content"].replace(". ", ".\n")
-        return "What happened to the mill, according to your document?"
+        about = "mayor" if "mayor" in messages[0]["content"] else "mill"
+        return f"What happened to the {about}, according to your document?"
 
     def reader(messages: Chat) -> str:
         held = "<document>" in messages[0]["content"] and document in messages[0]["content"]
@@ -807,25 +852,26 @@ async def test_an_evaluation_of_summaries_examines_each_claim_against_the_docume
     wrong = sessions["row1:hallucinated"].testimony
     assert wrong is not None
     assert [c.state for c in wrong.claims] == ["held", "contradicted"]
-    assert all(c.direct_p_true is None for c in wrong.claims)  # with a document: not asked
-    # two words the document lacks: shown beside the claim, pooled with its rounds (rule 10)
+    assert all(c.reading("alone") is None for c in wrong.claims)  # with a document: no signal
+    # two words the document lacks: shown beside the claim, pooled with its rounds
     assert [c.unfound for c in wrong.claims] == [[], ["mayor", "jailed"]]
     assert wrong.claims[1].deciding is not None
-    assert wrong.claims[1].rounds_p_false == 0.95
+    assert wrong.claims[1].reading("rounds") == 0.05
     assert wrong.claims[1].probability_false == round(
         1 - pooled([0.05, 1 - words_p_false(2)]), 4)
     line = claim_line(wrong.claims[1])  # each reading beside the claim
-    assert "rounds p(false) 0.95 · words p(false) 0.66" in line
-    assert "| rounds p(false) |" in claims_table(wrong.claims)[0]
-    assert "| 0.95 |" in claims_table(wrong.claims)[3]
+    assert "p(true) words 0.34, rounds 0.05" in line
+    assert "| words p(true) | rounds p(true) |" in claims_table(wrong.claims)[0]
+    assert "| 0.34 | 0.05 |" in claims_table(wrong.claims)[3]
 
 
-async def test_a_claim_with_three_words_its_document_lacks_is_unsupported_without_rounds(
+async def test_a_claim_with_words_its_document_lacks_is_unsupported_when_no_round_holds_it(
         paths: Paths, tmp_path: Path) -> None:
-    """Rule 9: "The mayor was jailed for fraud." has four words of five letters or more that
-    the document nowhere has — unsupported at P(false) 0.87 before any question, the words
-    named, so the summary is false; the witness is never asked about it, and the claim
-    whose words the document holds is examined as before."""
+    """"The mayor was jailed for fraud." has four words of five letters or more that the
+    document nowhere has (the words signal: P(false) 0.87); the detective's question about
+    it does not name its subject ("Who was jailed?" — the mayor is never named), so no round
+    is asked and the witness never hears of it: `unsupported` on its words, named, and the
+    summary is false; the claim whose words the document holds is examined as before."""
     from engine import EvalRequest
 
     document = "The mill burned down in 1901. Nobody was hurt in the fire."
@@ -865,10 +911,12 @@ async def test_a_claim_with_three_words_its_document_lacks_is_unsupported_withou
     assert results["row1:right"].verdict == "true"
     assert wrong is not None
     mill, mayor = wrong.claims
-    assert (mayor.state, mayor.probability_false, mayor.deciding) == ("unsupported", 0.87, None)
+    # its words pooled with rounds that read nothing (their feature 0, as the fit reads it)
+    assert (mayor.state, mayor.probability_false, mayor.deciding) == (
+        "unsupported", round(1 - pooled([0.13, 0.5]), 4), None)
     assert mayor.unfound == ["mayor", "jailed", "fraud", "yesterday"]
-    assert mayor.why == "the document has none of: mayor, jailed, fraud, yesterday"
-    assert "none of: mayor" in claim_line(mayor)
+    assert "no usable question" in (mayor.readings["rounds"].why or "")
+    assert "the document has none of: mayor, jailed, fraud, yesterday" in claim_line(mayor)
     table = "\n".join(claims_table(wrong.claims))
     assert "| not in the document | claim |" in table
     assert "| mayor, jailed, fraud, yesterday | The mayor was jailed" in table
@@ -882,8 +930,10 @@ async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn
         paths: Paths, tmp_path: Path, second: str) -> None:
     """`eval --baselines` of a testimony's labelled claims in `open` mode measures what a
     session computes: the testimony's question drawn again once for all its claims (at the
-    sampling temperature, the testimony's cap), each claim read against the samples, pooled
-    with its rounds and the detective alone (rule 8). A refused or empty sample is not read
+    sampling temperature, the testimony's cap), handed to each claim's session, which reads
+    the claim against the samples beside its rounds and the detective alone; each signal
+    alone and the pool without each are rows of the run, from those same sessions, and
+    SelfCheckGPT's scorer reads the same samples. A refused or empty sample is not read
     (the detective here reads any claim against it as false), as in a session."""
     from engine import EvalRequest
     from engine.evals.summary import summarize
@@ -902,6 +952,9 @@ async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn
             if "The witness answered: \n" in evidence or REFUSAL in evidence:
                 return Judged(0.05)
             return Judged(0.6 if "The witness was asked" in evidence else 0.7)
+        if messages[0]["content"].startswith("Context:"):  # SelfCheckGPT's own prompt
+            said = messages[0]["content"]
+            return "Yes" if "nicotinic" in said and "vitamin B3." in said else "No"
         return claim_question(messages[0]["content"])
 
     drawn: list[str] = []
@@ -926,18 +979,26 @@ async def test_an_evaluation_of_labelled_claims_reads_each_against_samples_drawn
             [event async for event in run.events()]
             results = {(r.item, r.kind): r for r in run.folder.latest().values()}
             summary = summarize(run.folder)
+            sessions = {item: workspace.store.load(r.session) for (item, kind), r in
+                        results.items() if kind == "interrogation" and r.session}
         finally:
             await workspace.aclose()
     hot = [body for body in w.bodies if body.get("temperature") == 0.9]
     # two samples for the testimony, not two a claim: its question, told nothing, the cap
     assert [([m["role"] for m in b["messages"]], b["messages"][-1]["content"], b["max_tokens"])
             for b in hot] == [(["system", "user"], "What is vitamin B3?", 512)] * 2
-    true, false = results[("b3:1", "sampled")], results[("b3:2", "sampled")]
-    assert true.verdict == "true" and false.verdict == "false"
-    assert true.probability_false is not None and true.probability_false < 0.1
-    assert false.probability_false is not None and false.probability_false > 0.9
-    assert "sampled" in summary.systems and "pooled" in summary.systems
-    assert summary.systems["pooled"].figures["auroc"].value == 1.0  # the samples told them apart
+    assert len({b.get("seed") for b in hot}) == 2  # each draw its own seed
+    for item in ("b3:1", "b3:2"):  # each claim's session holds them, and its question
+        assert sessions[item].samples == drawn and sessions[item].topic == "What is vitamin B3?"
+    true, false = results[("b3:1", "interrogation")], results[("b3:2", "interrogation")]
+    assert true.readings is not None and false.readings is not None
+    assert true.readings["samples"] == 0.95 and false.readings["samples"] == 0.05
+    assert {"signal:samples", "signal:alone", "signal:rounds", "without:samples"} <= \
+        set(summary.systems)
+    assert summary.systems["signal:samples"].figures["auroc"].value == 1.0
+    assert ("b3:1", "selfcheck") in results and ("b3:2", "selfcheck") in results
+    assert results[("b3:1", "selfcheck")].probability_false == 0.0  # "Yes" to every sample
+    assert "selfcheck" in summary.systems
     read = [b["messages"][-1]["content"] for b in d.bodies if is_judgement(b["messages"])
             and "The witness was asked: What is vitamin B3?\n" in b["messages"][-1]["content"]]
     answered = second == drawn[0]  # else only the first sample is read, for each claim
@@ -968,7 +1029,8 @@ def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
     assert "**The testimony, marked**" in report
     assert "> Niacin is also called pantothenic acid. [✗3]" in report
     assert "## Claims" in report and "- Testimony: 4 claims, 3 examined, in 3 rounds" in report
-    assert "| 3 | ✗ contradicted | 0.96 | 3 |  | 0.80 |  | Niacin is also called pantothenic " \
+    assert "| # | state | p(false) | round | alone p(true) | rounds p(true) | claim |" in report
+    assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | 0.04 | Niacin is also called pantothenic " \
         "acid. |" in report
     assert "- ~ 4 not checkable · advice, not a fact · You should eat more fish." in report
     exported = workspace.sessions.export(str(session.id), "json")
@@ -1078,35 +1140,6 @@ async def test_a_testimony_longer_than_the_window_is_cut_to_fit_and_said(paths: 
     assert len(seen[0]) < len(long)
     assert any("did not fit the detective's window" in t.reason for t in session.audit_trail)
     assert session.testimony is not None and session.testimony.claims[0].state == "held"
-
-
-def test_the_detective_alone_is_pooled_with_a_claims_rounds() -> None:
-    """Rule 8: the rounds and the detective's own reading, mean log-odds, each weighing the
-    same; a flip has no round on its side (so no contradiction is listed for it); no bearing
-    round stays undetermined; a conflict stays a conflict."""
-    from engine.interrogation.verdict import ALONE_DECIDED, with_alone
-
-    held = Computed("true", 0.05, [2])
-    assert with_alone(held, None) is held
-    agreed = with_alone(held, 0.9)
-    assert (agreed.verdict, agreed.deciding) == ("true", [2])
-    logits = [math.log(p / (1 - p)) for p in (0.95, 0.9)]
-    assert agreed.probability_false == pytest.approx(
-        1 - 1 / (1 + math.exp(-sum(logits) / 2)), abs=1e-3)
-    assert agreed.probability_false == pytest.approx(0.0707, abs=1e-3)
-    flipped = with_alone(Computed("true", 0.3, [2]), 0.02)
-    assert (flipped.verdict, flipped.deciding, flipped.reason) == ("false", [], ALONE_DECIDED)
-    doubted = with_alone(held, 0.05)
-    assert doubted.verdict == "undetermined" and "disagree" in doubted.reason
-    silent = with_alone(Computed("undetermined", 0.5, reason="silent", bore=False), 0.95)
-    assert silent.verdict == "undetermined" and silent.probability_false < 0.4
-    conflict = Computed("undetermined", 0.5, reason="conflict", conflict=True)
-    assert with_alone(conflict, 0.99) is conflict
-    # the sampled answers' reading weighs as the detective's does: a claim the witness
-    # repeats and the detective believes, but that its samples leave out, is no longer held
-    sampled = with_alone(Computed("true", 0.1, [2]), 0.7, 0.1)
-    assert sampled.verdict == "undetermined" and sampled.probability_false > 0.4
-    assert with_alone(held, None, 0.9).probability_false == agreed.probability_false
 
 
 def test_a_sampled_answer_that_leaves_the_claim_out_reads_half() -> None:
@@ -1225,7 +1258,8 @@ async def test_a_claim_s_questioning_closes_when_the_witness_only_says_again_wha
     """A witness that answers each new question of a claim with what it said before (the
     1.5B: "… is vitamin B12", five rounds running) gives no more evidence: the claim closes
     after its second such round, unsure, and says why — not at the round limit."""
-    session, _, _, _ = await run(paths, det=asking_anew(detective({text: 0.5 for text in TRUTH})))
+    session, _, _, _ = await run(paths, det=asking_anew(detective({text: 0.5 for text in TRUTH})),
+                                 claim_tokens=100_000)
     testimony = session.testimony
     assert testimony is not None and session.status == "completed"
     examined = [c for c in testimony.claims if c.state != "not checkable"]

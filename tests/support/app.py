@@ -161,11 +161,12 @@ def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
     its four claims (held, contradicted, unsure, not checkable) and their rounds, as a run
     journals them."""
     from engine.interrogation.claims import locate
-    from engine.interrogation.testimony import NO_ANALYSIS, analysis_of, testimony_audit
+    from engine.interrogation.rounds import analysis_of
+    from engine.interrogation.testimony import NO_ANALYSIS, testimony_audit
     from engine.models.events import ClaimExamined, ClaimsSplit
     from engine.models.judgement import Judgement
     from engine.models.session import ProvidersUsed, QuestionAnswerPair
-    from engine.models.testimony import Claim, Testimony
+    from engine.models.testimony import Claim, SignalReading, Testimony
 
     begun = START + timedelta(hours=n)
     request = "Summarize the health benefits of vitamin B3"
@@ -194,7 +195,9 @@ def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
         claim = claims[number - 1]
         claim.state, claim.probability_false = outcome[number]  # type: ignore[assignment]
         claim.deciding = len(pairs) if claim.state != "unsure" else None
-        claim.direct_p_true = 0.8
+        claim.readings = {"alone": SignalReading(p_true=0.8),
+                          "rounds": SignalReading(p_true=p_true if bearing != "silent"
+                                                  else None)}
     claims[1].why = "the rounds that bear on the hypothesis cancel each other out"
     split = Testimony(source="witness", claims=[Claim(number=c.number, text=c.text,
                                                       start=c.start, end=c.end,

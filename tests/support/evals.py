@@ -16,6 +16,7 @@ from typing import Any
 from engine.evals.items import EvalItem
 from engine.interrogation.claims import content_words
 from engine.interrogation.shapes import positive
+from engine.interrogation.subject import subject
 from tests.support.scripted import Judged, is_judgement, judged_claim
 
 Verdict = Callable[[str], tuple[str, float]]
@@ -83,10 +84,13 @@ def detective(verdict: Verdict) -> Callable[[list[dict[str, Any]]], str]:
         if system.startswith("You are a detective auditing"):  # its reading is not used
             return json.dumps({"contradictions": [], "verdict": "undetermined",
                                "summary": "The witness held to its account."})
-        if "(for you only):" in system:  # a question that names the claim's subject
-            return claim_question(system)
         found = re.search(r"Write question (\d+)", messages[-1]["content"])
         number = found.group(1) if found else "1"
+        claim = system.rsplit("(for you only):", 1)[-1].strip()
+        named = subject(claim)
+        if named and "could not be used" not in messages[-1]["content"]:
+            return f"Question {number}: what exactly do you remember about {named.lower()}?"
+        # told that naming it states the claim's answer (a leading question): not named
         return f"Question {number}: what exactly do you remember about it?"
 
     return reply

@@ -145,6 +145,15 @@ class ScriptedModel(WireServer):
             text = self.script[min(self.turn, len(self.script) - 1)]
         self.turn += 1
         text, logprobs = judgement_reply(text, body, self.logprobs)
+        if not body.get("stream"):  # a whole reply, as the wire sends one not streamed
+            prompt, completion = self.usage or (10, max(1, len(text) // 4))
+            return json_reply({"id": "c", "object": "chat.completion", "model": "scripted",
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant",
+                                                        "content": text}}],
+                               "usage": {"prompt_tokens": prompt,
+                                         "completion_tokens": completion,
+                                         "total_tokens": prompt + completion}})
         return sse(text, pace=self.pace, usage=self.usage,
                    reasoning_field=self.reasoning_field, logprobs=logprobs)
 

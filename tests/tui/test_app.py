@@ -106,7 +106,7 @@ async def test_failover_changes_the_badge_and_says_so(
     app = app_for(home, config_text({"flaky": proxy.url, "steady": sleuth,
                                      "llama": llama_server.url},
                                     ["flaky", "steady"], ["llama"]))
-    proxy.plan = ["cut:2"]
+    proxy.plan = ["pass", "cut:2"]  # the detective's own reading first, then its question
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await start(pilot, app, "Iron rusts")

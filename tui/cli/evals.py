@@ -28,6 +28,7 @@ from engine import (
     board_table,
     eval_lines,
     eval_table,
+    fit_lines,
     money,
     split_chain,
     summary_json,
@@ -80,6 +81,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                      help="run the items that failed last time again")
     run.add_argument("--json", action="store_true",
                      help="print one JSON object a unit, then the summary")
+    run.add_argument("--fit", action="store_true",
+                     help="then fit the pool of the signals' readings on these labelled "
+                     "items and write it as pooling.json (in -o DIR, else the run's folder): "
+                     "name it in [interrogation] pooling")
     run.add_argument("-o", "--output", type=Path, metavar="DIR",
                      help="write report.md, results.jsonl and PNG plots there")
     runs = commands.add_parser("evals", parents=[common],
@@ -235,6 +240,8 @@ async def _one(workspace: Workspace, args: argparse.Namespace, request: EvalRequ
         if args.output is not None:
             written = workspace.evals.report(run.id, args.output, summary)
             print("detektiv: wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+        if getattr(args, "fit", False):
+            _fit(workspace, run.id, args.output, args.json)
     if finished is not None:
         print(f"detektiv: evaluation {run.id}: {finished.done}/{finished.total} judged, "
               f"{finished.failed} failed, in {time.monotonic() - started:.0f} s "
@@ -249,6 +256,17 @@ async def _one(workspace: Workspace, args: argparse.Namespace, request: EvalRequ
               f"{failures[0]}", file=sys.stderr)
         return 1, run.info.comparison
     return 0, run.info.comparison
+
+
+def _fit(workspace: Workspace, run: str, output: Path | None, as_json: bool) -> None:
+    """`--fit`: the pool fitted on the run's results, written, and how to use it."""
+    where = (output or workspace.evals.folder(run).directory) / "pooling.json"
+    path, figures = workspace.evals.fit(run, where)
+    if as_json:
+        print(json.dumps({"type": "fit", "path": str(path), **figures}, ensure_ascii=False))
+        return
+    for line in fit_lines(str(path.resolve()), figures):
+        print(line)
 
 
 def _show(summary: EvalSummary, as_json: bool) -> None:

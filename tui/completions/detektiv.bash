@@ -45,7 +45,7 @@ _shtab_detektiv_cache_option_strings=(-h --help --config --debug)
 _shtab_detektiv_models_pull_option_strings=(-h --help --config --debug --json)
 _shtab_detektiv_models_rm_option_strings=(-h --help --config --debug --json)
 _shtab_detektiv_models_option_strings=(-h --help --config --debug --json --catalogue)
-_shtab_detektiv_eval_option_strings=(-h --help --config --debug --n --seed --mode --protocol --runs --detective --witness --compare --limit --concurrency --baselines --max-cost --retry-failed --json -o --output)
+_shtab_detektiv_eval_option_strings=(-h --help --config --debug --n --seed --mode --protocol --runs --detective --witness --compare --limit --concurrency --baselines --max-cost --retry-failed --json --fit -o --output)
 _shtab_detektiv_evals_option_strings=(-h --help --config --debug --json -o --output)
 _shtab_detektiv_option_strings=(-h --help --config --debug --version)
 
@@ -315,6 +315,7 @@ _shtab_detektiv_eval___debug_nargs=0
 _shtab_detektiv_eval___baselines_nargs=0
 _shtab_detektiv_eval___retry_failed_nargs=0
 _shtab_detektiv_eval___json_nargs=0
+_shtab_detektiv_eval___fit_nargs=0
 _shtab_detektiv_evals__h_nargs=0
 _shtab_detektiv_evals___help_nargs=0
 _shtab_detektiv_evals___debug_nargs=0

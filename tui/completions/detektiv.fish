@@ -315,6 +315,7 @@ complete -c detektiv -n '_shtab_detektiv_using eval' -l baselines -d 'also judge
 complete -c detektiv -n '_shtab_detektiv_using eval' -l max-cost -x -d 'stop before a call would pass this cost ([prices] in the config)'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l retry-failed -d 'run the items that failed last time again'
 complete -c detektiv -n '_shtab_detektiv_using eval' -l json -d 'print one JSON object a unit, then the summary'
+complete -c detektiv -n '_shtab_detektiv_using eval' -l fit -d 'then fit the pool of the signals'"'"' readings on these labelled items and write it as pooling.json (in -o DIR, else the run'"'"'s folder): name it in [interrogation] pooling'
 complete -c detektiv -n '_shtab_detektiv_using eval' -s o -l output -xka "(__fish_complete_directories)" -d 'write report.md, results.jsonl and PNG plots there'
 complete -c detektiv -n '_shtab_detektiv_using eval; and test $_shtab_detektiv_npos -eq 0' -ka "(__fish_complete_path (commandline -ct))" -d 'a JSONL file of labelled claims, a HaluEval-QA file, or a named dataset: demo, halueval-qa'
 complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a evals -d 'list evaluation runs, or show one'"'"'s figures'

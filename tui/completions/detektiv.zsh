@@ -278,6 +278,7 @@ _shtab_detektiv_eval_options=(
   "--max-cost[stop before a call would pass this cost (\[prices\] in the config)]:AMOUNT:"
   "--retry-failed[run the items that failed last time again]"
   "--json[print one JSON object a unit, then the summary]"
+  "--fit[then fit the pool of the signals\' readings on these labelled items and write it as pooling.json (in -o DIR, else the run\'s folder)\: name it in \[interrogation\] pooling]"
   {-o,--output}"[write report.md, results.jsonl and PNG plots there]:DIR:_files -/"
   ":a JSONL file of labelled claims, a HaluEval-QA file, or a named dataset\: demo, halueval-qa:_files"
 )
