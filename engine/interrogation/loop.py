@@ -254,8 +254,8 @@ class Interrogation:
                                   tokens=session.tokens.model_copy(deep=True),
                                   repairs=session.repairs, single=True))
         computed = claim_verdict(examined, claim_pairs(session.qa_pairs, examined, True))
-        rounds = examined.readings.get("rounds")
-        asked_none = no_question(rounds.why if rounds is not None else None)
+        questioned = examined.readings.get("rounds")
+        asked_none = no_question(questioned.why if questioned is not None else None)
         caller.emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
         unaudited = nothing_to_audit(caller, asked_none) if not session.qa_pairs or \
             not any(p.answered for p in session.qa_pairs) else None
