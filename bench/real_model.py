@@ -247,6 +247,9 @@ def main() -> int:
                         "rounds_samples=5; with --tag, its own home (an evaluation's results "
                         "are found again by the items, not the settings)")
     parser.add_argument("--tag", default="", help="a home of its own for these settings")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="the server's CPU threads (1: the machine stays usable beside "
+                        "it; 2 on an otherwise idle two-core machine)")
     args = parser.parse_args()
     split = "dev" if args.dev else "test"
     work: Path = args.work
@@ -290,7 +293,7 @@ def main() -> int:
 
     servers = []
     try:
-        detective_process, detective_url = serve(detective_model, home)
+        detective_process, detective_url = serve(detective_model, home, args.threads)
         servers.append(detective_process)
         witness_url, witness_name = detective_url, QWEN_15B.name
         if witness_spec is not QWEN_15B:

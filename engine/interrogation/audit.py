@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from engine.interrogation.calls import Caller
-from engine.interrogation.checks import narrative_stance, same_words, summary_problem
+from engine.interrogation.checks import narrative_stances, same_words, summary_problem
 from engine.interrogation.transcript import (
     audit_schema,
     protocol_note,
@@ -64,10 +64,10 @@ def against_verdict(result: AuditResult) -> AuditResult:
     computed verdict (`checks.narrative_stance`): a model writes the narrative and cannot
     overturn the verdict, so such a sentence is shown marked, never taken. An undetermined
     verdict has no opposite."""
-    found = narrative_stance(result.summary)
     opposite = {"true": "false", "false": "true"}.get(result.verdict or "")
-    if found is not None and found[0] == opposite:
-        result.narrative_against = found[1]
+    against = [text for stance, text in narrative_stances(result.summary) if stance == opposite]
+    if against:
+        result.narrative_against = against[0]
     return result
 
 

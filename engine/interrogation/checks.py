@@ -402,6 +402,8 @@ DENIAL_SHARE = 0.5
 """The share of a claim's content words (two at least) a sentence of an answer shares to be
 about the claim's own predicate, in `denial`."""
 _DENYING = frozenset("not no never none nothing neither nor cannot".split())
+_SHORT_NOT = re.compile(r"\w(?:n['’]t)\b", re.I)
+"""A negation written short: "can't", "doesn’t"."""
 _NOT_A_DENIAL = re.compile(r"\bnot\s+only\b|\bno\s+(?:doubt|wonder)\b", re.I)
 _CLAUSES = re.compile(r"[;:]\s+|,?\s+\b(?:but|whereas|while|although|though|yet)\b\s+", re.I)
 """Where a sentence's clauses part: "Paris is not the largest city, but it is the capital"
@@ -414,7 +416,7 @@ def _denies(sentence: str) -> bool:
     """Whether `sentence` negates what it says ("does not directly affect", "cannot"), "not
     only" and "no doubt" aside."""
     text = _NOT_A_DENIAL.sub(" ", sentence)
-    return any(word in _DENYING or word.endswith("n't") for word in _words(text))
+    return _SHORT_NOT.search(text) is not None or any(word in _DENYING for word in _words(text))
 
 
 def denial(answer: str, claim: str) -> str | None:
@@ -459,18 +461,19 @@ _SAYS_FALSE = re.compile(
     r"|\brefut(?:es|ed)\b", re.I)
 
 
-def narrative_stance(summary: str) -> tuple[str, str] | None:
-    """What a narrative says of the hypothesis's truth, and the sentence that says it: the
-    first sentence that calls it true (`"true"`: "The hypothesis is true", "the witness
-    established that …") or false (`"false"`: "… is incorrect", "… does not hold"), a
-    sentence that says both aside; None when none does."""
+def narrative_stances(summary: str) -> list[tuple[str, str]]:
+    """What a narrative says of the hypothesis's truth, sentence by sentence: each sentence
+    that calls it true (`"true"`: "The hypothesis is true", "the witness established that
+    …") or false (`"false"`: "… is incorrect", "… does not hold"), with its text; a sentence
+    that says both is left out."""
+    found = []
     for part in segments(summary):
         text = _NOT_A_DENIAL.sub(" ", part.text)
         says_true = _SAYS_TRUE.search(text) is not None
         says_false = _SAYS_FALSE.search(text) is not None
         if says_true != says_false:
-            return ("true" if says_true else "false"), part.text.strip()
-    return None
+            found.append(("true" if says_true else "false", part.text.strip()))
+    return found
 
 
 _LEADING_LABEL = re.compile(r"^\s*(?:\*\*)?(?:Q|Question)\s*\d+\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.context.budget import Prompt
-from engine.interrogation.asking import analyse, question
+from engine.interrogation.asking import Asked, analyse, question
 from engine.interrogation.calls import Caller, Said, own_tokens
 from engine.interrogation.checks import answer_problem
 from engine.interrogation.judgement import judge
@@ -41,14 +41,22 @@ from engine.interrogation.transcript import (
 from engine.interrogation.verdict import LEANS, bearing_of, compute
 from engine.models.events import (
     AnswerCutOff,
+    AnswerDrawn,
     AnswerSampled,
     AnswerUnusable,
     JudgementReady,
     PairCompleted,
     Phase,
+    QuestionDelta,
 )
 from engine.models.judgement import Judgement
-from engine.models.session import Gap, GapAnalysis, ProvidersUsed, QuestionAnswerPair
+from engine.models.session import (
+    Drawing,
+    Gap,
+    GapAnalysis,
+    ProvidersUsed,
+    QuestionAnswerPair,
+)
 from engine.models.trail import AuditTrailEntry
 from engine.providers import Message
 from engine.report.words import document_cut
@@ -165,27 +173,42 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
     with own_tokens() as used:  # the round's calls, not those of the claims beside it
         if single:
             caller.emit(Phase(phase="question", sequence=sequence))
-        chain = caller.chain("detective")
-        # a demonstration model only shows the loop: held to naming the subject, it would
-        # mostly close the questioning instead
-        answer = session.witness_brief.answer if single and session.witness_brief else None
-        named = None if chain and chain[0].is_demonstration else (
-            lambda text: subject_problem(text, asking.claim, asking.names, answer))
-        try:
-            asked = await question(caller, sequence, asking.claim, rounds, streamed=single,
-                                   extra=named)
-        except NoQuestion as exc:
-            where = f"claim {asking.number}: " if asking.number is not None else ""
-            caller.trail(AuditTrailEntry(event="degenerate_output", role="detective",
-                                         reason=f"{where}questioning closed: {exc.message}"))
-            return Closed(NO_QUESTION + exc.message)
+        key = str(asking.number or 0)
+        under_way = session.drawing.get(key)
+        if under_way is not None and under_way.round != len(rounds) + 1:
+            under_way = None  # a round of another time (its pair stored after all)
+        if under_way is not None:  # a resume: its question and the answers drawn so far
+            asked = Asked(under_way.question, under_way.asked_by)
+            if single:
+                caller.emit(QuestionDelta(sequence=sequence, text=asked.text))
+        else:
+            chain = caller.chain("detective")
+            # a demonstration model only shows the loop: held to naming the subject, it
+            # would mostly close the questioning instead
+            answer = session.witness_brief.answer if single and session.witness_brief \
+                else None
+            named = None if chain and chain[0].is_demonstration else (
+                lambda text: subject_problem(text, asking.claim, asking.names, answer))
+            try:
+                asked = await question(caller, sequence, asking.claim, rounds,
+                                       streamed=single, extra=named)
+            except NoQuestion as exc:
+                where = f"claim {asking.number}: " if asking.number is not None else ""
+                caller.trail(AuditTrailEntry(
+                    event="degenerate_output", role="detective",
+                    reason=f"{where}questioning closed: {exc.message}"))
+                return Closed(NO_QUESTION + exc.message)
         if single:
             caller.emit(Phase(phase="answer", sequence=sequence))
         cap = settings.answer_max_tokens if single else min(
             settings.answer_max_tokens, settings.claim_answer_max_tokens)
         prompt, cut = witness_request(caller, asked.text, cap, brief=single)
-        answers: list[Said] = []
-        for draw in range(1, asking.samples + 1):
+        drawing = under_way or Drawing(round=len(rounds) + 1, question=asked.text,
+                                       asked_by=asked.provider)
+        answers = [Said(text=text, provider=provider, finish_reason=reason)
+                   for text, provider, reason in zip(drawing.answers, drawing.providers,
+                                                     drawing.finish_reasons, strict=False)]
+        for draw in range(len(answers) + 1, asking.samples + 1):
             if asking.temperature is not None:
                 drawn = caller.sampled(prompt, _seed(caller, asking.claim, sequence, draw),
                                        asking.temperature)
@@ -198,6 +221,13 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
             if single and draw > 1:
                 caller.emit(AnswerSampled(sequence=sequence, number=draw, of=asking.samples,
                                           provider=said.provider, text=said.text))
+            if asking.samples > 1:  # each draw a checkpoint: a kill keeps what was drawn
+                drawing = drawing.model_copy(update={
+                    "answers": [*drawing.answers, said.text],
+                    "providers": [*drawing.providers, said.provider],
+                    "finish_reasons": [*drawing.finish_reasons, said.finish_reason]})
+                session.drawing[key] = drawing
+                caller.emit(AnswerDrawn(claim=asking.number, drawing=drawing))
         if cut and not any(e.event == "document_cut" for e in session.audit_trail):
             document = session.witness_document
             assert document is not None
@@ -245,6 +275,7 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
         answer_cut_off=first.cut_off, answer_problem=problem, usage=used,
         samples=[a.text for a in answers[1:]], judgement=judgement, claim=asking.number)
     # numbered as it is stored: a testimony's claims' rounds interleave, each a checkpoint
+    session.drawing.pop(str(asking.number or 0), None)
     session.qa_pairs.append(pair)
     session.current_iteration = len(session.qa_pairs)
     caller.emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),

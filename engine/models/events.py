@@ -17,6 +17,7 @@ from engine.models.event import Event, journal_line, read_journal_line
 from engine.models.judgement import Judgement
 from engine.models.session import (
     AuditResult,
+    Drawing,
     GapAnalysis,
     QuestionAnswerPair,
     SessionStatus,
@@ -31,6 +32,7 @@ __all__ = [
     "AnswerCutOff",
     "AnswerSampled",
     "AnswerDelta",
+    "AnswerDrawn",
     "AnswerUnusable",
     "AuditReady",
     "Checkpoint",
@@ -235,6 +237,16 @@ class PairCompleted(_Event):
     """The session's repairs so far (None as for `tokens`)."""
 
 
+class AnswerDrawn(_Event):
+    """One of the witness's answers to a claim's question was drawn (a checkpoint: the round
+    so far, `drawing`, so a kill mid-round resumes with the answers already drawn). `claim`:
+    the testimony claim's number, None for the session's own hypothesis."""
+
+    type: Literal["answer_drawn"] = "answer_drawn"
+    claim: int | None = None
+    drawing: Drawing
+
+
 class ClaimsSplit(_Event):
     """The testimony is taken apart: its claims, fixed from now on (a checkpoint, like a
     completed round: on the disk before it is shown)."""
@@ -295,6 +307,7 @@ InterrogationEvent = (
     | Reasoning
     | AnswerCutOff
     | AnswerSampled
+    | AnswerDrawn
     | AnswerUnusable
     | Advice
     | ContextFitted
@@ -310,7 +323,7 @@ InterrogationEvent = (
     | Finished
 )
 
-Checkpoint = (PairCompleted, ClaimsSplit, ClaimExamined, ClaimRead)
+Checkpoint = (PairCompleted, ClaimsSplit, ClaimExamined, ClaimRead, AnswerDrawn)
 """The events that are checkpoints: synced to the disk before they are shown, and folded into
 a running session's metadata when it is read (`engine.storage.layout.fold`)."""
 

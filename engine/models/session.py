@@ -167,6 +167,20 @@ class QuestionAnswerPair(_Model):
         return None
 
 
+class Drawing(_Model):
+    """A round of a claim under way: its question and the witness's answers drawn so far
+    (each draw a checkpoint, so a kill mid-round resumes with them: `interrogation.rounds`)."""
+
+    round: Annotated[int, Field(ge=1)]
+    """The claim's own round number (its first is 1)."""
+    question: Annotated[str, Field(min_length=1)]
+    asked_by: str = ""
+    """Who wrote the question (`"{provider}:{model}"`)."""
+    answers: list[str] = Field(default_factory=list)
+    providers: list[str] = Field(default_factory=list)
+    finish_reasons: list[str] = Field(default_factory=list)
+
+
 class Contradiction(_Model):
     """Two answers that cannot both be true; indexes are 0-based into `qa_pairs` (the same
     index twice: one round's answers disagree, under the consistency protocol)."""
@@ -341,6 +355,9 @@ class InterrogationSession(_Model):
     testimony: Testimony | None = None
     """The testimony taken apart into claims, when the hypothesis asks or states several
     things (`engine.models.testimony`), else None."""
+    drawing: dict[str, Drawing] = Field(default_factory=dict)
+    """Rounds under way, by claim ("0": the session's own hypothesis): what a resume goes on
+    from (empty once each round is stored)."""
     claim: Claim | None = None
     """A single-sentence hypothesis examined as a claim (its signals' readings, its state and
     pooled P(false): `engine.interrogation.examine`), else None (a testimony's claims are in

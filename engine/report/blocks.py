@@ -59,6 +59,7 @@ from engine.report.words import (
     note,
     round_title,
     running_verdict,
+    summary_title,
     trail_line,
     verdict_line,
 )
@@ -271,7 +272,7 @@ class Narration:
                                 marked_testimony(self.testimony, list(self.claims.values())))
                           ] if self.testimony and self.claims else []
                 return [*marked, Block("audit", "Findings", "\n".join(audit_lines(audit))),
-                        Block("summary", "Summary", audit.summary, markdown=True)]
+                        Block("summary", summary_title(audit), audit.summary, markdown=True)]
             case Finished(status=status, reason=reason):
                 self.status, self.reason = status, reason
                 return [Block("end", text=finished_line(self.session_id, status, reason))]

@@ -118,12 +118,26 @@ def verdict_line(audit: AuditResult) -> str | None:
 
 
 def narrative_line(audit: AuditResult) -> str | None:
-    """The auditor's own reading where it differs from the computed verdict (shown beside
-    it, never used), else None."""
-    if not audit.computed or audit.narrative_verdict in (None, audit.verdict):
+    """The auditor's own reading where it differs from the computed verdict, and a sentence
+    of its summary that states the opposite of the verdict (shown beside it, marked, never
+    used), else None."""
+    if not audit.computed:
         return None
-    return (f"the auditor's own reading: {audit.narrative_verdict} (the verdict is computed "
-            "from the rounds' judgements)")
+    parts = []
+    if audit.narrative_verdict not in (None, audit.verdict):
+        parts.append(f"the auditor's own reading: {audit.narrative_verdict} (the verdict is "
+                     "computed from the readings, not written by a model)")
+    if audit.narrative_against:
+        parts.append(f"the summary says \"{one_line(strip_control(audit.narrative_against), 160)}"
+                     f"\" — contradicted by the verdict ({audit.verdict})")
+    return "; ".join(parts) or None
+
+
+def summary_title(audit: AuditResult) -> str:
+    """The summary's title: marked when the model's text states the opposite of the verdict
+    (`AuditResult.narrative_against`)."""
+    return "Summary (contradicted by the verdict: it is the model's text)" \
+        if audit.narrative_against else "Summary"
 
 
 def judgement_line(judgement: Judgement) -> str:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from engine.errors import SessionCorrupt
 from engine.models.events import (
+    AnswerDrawn,
     Checkpoint,
     ClaimExamined,
     ClaimRead,
@@ -111,9 +112,13 @@ def fold(session: InterrogationSession, records: list[Record]) -> InterrogationS
             session.audit_trail.append(event.entry)
         elif isinstance(event, ContextFitted):
             session.context_fits.append(event.fit)
+        elif isinstance(event, AnswerDrawn):
+            session.drawing[str(event.claim or 0)] = event.drawing.model_copy(deep=True)
         elif isinstance(event, PairCompleted) and \
                 event.pair.sequence == len(session.qa_pairs) + 1:  # an older log's pair is
             session.qa_pairs.append(event.pair)                    # in metadata.json already
+            if not event.pair.testimony:  # its claim's round under way is this one
+                session.drawing.pop(str(event.pair.claim or 0), None)
             session.current_iteration = len(session.qa_pairs)
             if event.tokens is not None:
                 session.tokens = event.tokens.model_copy(deep=True)

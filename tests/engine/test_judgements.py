@@ -25,10 +25,11 @@ from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_c
 Chat = list[dict[str, Any]]
 
 
-def sleuth(judgements: Sequence[float], narrative: str = "undetermined"
+def sleuth(judgements: Sequence[float], narrative: str = "undetermined",
+           summary: str = "The witness answered each question plainly.",
            ) -> Callable[[Chat], str]:
     """A detective whose round n is judged `judgements[n - 1]` (the last one repeats), whose
-    analyses are satisfied and whose narrative reads `narrative`."""
+    analyses are satisfied and whose narrative reads `narrative`, its summary `summary`."""
     judged = 0
 
     def reply(messages: Chat) -> str:
@@ -42,7 +43,7 @@ def sleuth(judgements: Sequence[float], narrative: str = "undetermined"
                                "requires_follow_up": False})
         if system.startswith("You are a detective auditing"):
             return json.dumps({"contradictions": [], "verdict": narrative,
-                               "summary": "The witness answered each question plainly."})
+                               "summary": summary})
         number = re.search(r"Write question (\d+)", messages[-1]["content"])
         return f"Which detail number {number.group(1) if number else 1} do you recall?"
 
@@ -55,11 +56,12 @@ def plain_witness(messages: Chat) -> str:
 
 async def interrogate(paths: Paths, judgements: Sequence[float], *, logprobs: bool = True,
                       narrative: str = "undetermined", min_rounds: int = 1,
+                      summary: str = "The witness answered each question plainly.",
                       hypothesis: str = "The mill stood in the north of the town.",
                       document: Path | None = None,
                       witness: Callable[[Chat], str] = plain_witness, window: int = 32768,
                       ) -> tuple[InterrogationSession, list[Any], ScriptedModel, ScriptedModel]:
-    with ScriptedModel(sleuth(judgements, narrative), logprobs=logprobs) as det, \
+    with ScriptedModel(sleuth(judgements, narrative, summary), logprobs=logprobs) as det, \
             ScriptedModel(witness, window=window) as wit:
         # the rounds' own rule (verdict.py's rules 1–4), read alone: the other signals are
         # pooled with it elsewhere (test_signals.py)
@@ -137,6 +139,27 @@ async def test_the_narrative_cannot_change_the_verdict_and_both_are_shown(
     shown = "\n".join(block.text for block in session_blocks(session))
     assert "verdict: true" in shown and "the auditor's own reading: false" in shown
     assert "judgement: supports · p(true) 0.95 (log-probabilities)" in shown
+
+
+async def test_a_summary_that_states_the_opposite_of_the_verdict_is_shown_marked(
+        paths: Paths) -> None:
+    """The narrative never states the opposite of the computed verdict unmarked: the model's
+    sentence is kept, named, and the summary is titled as contradicted by the verdict."""
+    said = ("The witness established that the mill stood in the north of the town. "
+            "The hypothesis is therefore false.")
+    session, _, _, _ = await interrogate(paths, [DECISIVE + 0.05], summary=said)
+    audit = session.audit_result
+    assert audit is not None and audit.verdict == "true"
+    assert audit.narrative_against == "The hypothesis is therefore false."
+    blocks = session_blocks(session)
+    summary = next(b for b in blocks if b.kind == "summary")
+    assert summary.title.startswith("Summary (contradicted by the verdict")
+    shown = "\n".join(block.text for block in blocks)
+    assert "the summary says \"The hypothesis is therefore false.\" — contradicted by the " \
+        "verdict (true)" in shown
+    agreeing = "The witness placed the mill in the north; the hypothesis is true."
+    session, _, _, _ = await interrogate(paths, [DECISIVE + 0.05], summary=agreeing)
+    assert session.audit_result is not None and session.audit_result.narrative_against is None
 
 
 async def test_an_answer_that_only_says_it_does_not_know_is_silent_without_a_call(
