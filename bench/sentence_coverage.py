@@ -47,12 +47,22 @@ async def split_of(router: Router, store: SessionStore, settings: object, row: d
         gap_analysis=GapAnalysis(gaps=[], completeness_score=0, requires_follow_up=True),
         provider_used=ProvidersUsed(detective="", witness="given"), testimony=True))
     caller = Caller(router, journal, settings)  # type: ignore[arg-type]
+    revised: list[str] = []
+    revise = steps._revise
+
+    async def recorded(caller: Caller, context: str, sentence: str) -> str | None:
+        made = await revise(caller, context, sentence)
+        revised.append(f"{sentence} → {made}")
+        return made
+
+    steps._revise = recorded  # type: ignore[assignment]
     try:
         await steps._split(caller)
     finally:
+        steps._revise = revise  # type: ignore[assignment]
         journal.close()
+    assert session.testimony is not None
     claims = session.testimony.claims
-    revised = [c.text for c in claims if c.text not in text]
     return [(c.start, c.end, c.state, c.text) for c in claims], revised
 
 
@@ -96,7 +106,7 @@ async def main() -> int:
     print(f"\ncheckable sentences with a claim: {covered}/{marked} = {covered / marked:.3f}")
     for line in missing:
         print(f"  none: {line}")
-    print(f"claims made to stand on their own ({len(rewritten)}):")
+    print(f"claims the detective was asked to make stand on their own ({len(rewritten)}):")
     for text in rewritten:
         print(f"  {text}")
     return 0

@@ -18,6 +18,7 @@ from pydantic import (
 from engine.config.defaults import DEFAULT_THEME
 from engine.config.providers import LOCAL_PRIORITY, NAME_CHARS, ProviderConfig
 from engine.config.shipped import default_local_model
+from engine.models.testimony import SIGNAL_NAMES, SignalName
 
 __all__ = ["AgentConfig", "CacheConfig", "Config", "EmbeddingsConfig", "InterrogationConfig",
            "OracleConfig", "RouterConfig", "UIConfig"]
@@ -153,10 +154,6 @@ class RouterConfig(BaseModel):
     """Seconds between background health checks of each enabled provider."""
 
 
-SignalName = Literal["words", "alone", "samples", "rounds"]
-SIGNAL_CHOICES: tuple[SignalName, ...] = ("words", "alone", "samples", "rounds")
-
-
 class InterrogationConfig(BaseModel):
     """The `[interrogation]` table (SPEC §1)."""
 
@@ -195,7 +192,7 @@ class InterrogationConfig(BaseModel):
     max_claims: int = Field(default=100, ge=1, le=100)
     """No longer read: every checkable claim of a testimony is examined, within
     `claim_tokens` (issue 72). Kept so that a configuration that sets it still loads."""
-    signals: list[SignalName] = Field(default_factory=lambda: list(SIGNAL_CHOICES),
+    signals: list[SignalName] = Field(default_factory=lambda: list(SIGNAL_NAMES),
                                       min_length=1)
     """The signals a claim is examined by (`engine.interrogation.signals`): `words` (with a
     document, the claim's words it lacks), `alone` (the detective's own reading), `samples`

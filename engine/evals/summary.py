@@ -187,7 +187,7 @@ def _signal_rows(r: EvalResult, pool: Pooling, mode: Mode) -> dict[str, Row]:
     if not claims or r.label is None:
         return {}
     # the signals that ran (a reading of None: it ran and read nothing, an abstention)
-    present = [name for name in SIGNAL_NAMES if any(name in c for c in claims)]
+    present: list[str] = [name for name in SIGNAL_NAMES if any(name in c for c in claims)]
     rows: dict[str, Row] = {}
     for name in present:
         each = [None if c.get(name) is None else 1 - float(c[name] or 0) for c in claims]
@@ -201,7 +201,7 @@ def _signal_rows(r: EvalResult, pool: Pooling, mode: Mode) -> dict[str, Row]:
         model = pool.model(mode, rest)
         each = []
         for c in claims:
-            read = {k: v for k, v in c.items() if k in rest}
+            read: dict[str, float | None] = {k: v for k, v in c.items() if k in rest}
             each.append(round(1 - model.p_true(read), 4) if any(
                 v is not None for v in read.values()) else None)
         verdict, p_false = _of_testimony(each) if r.readings is None else (

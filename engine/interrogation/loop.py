@@ -122,10 +122,6 @@ class Interrogation:
         self.resumed = resumed
         self._pool = pool
 
-    @property
-    def session(self):  # type: ignore[no-untyped-def]  # the caller's
-        return self.caller.session
-
     async def run(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run to the end; see the module docstring. Never raises for a model's failure: the
         session ends `failed` with the reason in `Finished` and the audit trail."""

@@ -39,15 +39,13 @@ from typing import Any, Literal
 import numpy as np
 
 from engine.errors import DetektivError
-from engine.models.testimony import SignalReading
+from engine.models.testimony import SIGNAL_NAMES, SignalReading
 
 __all__ = ["L2", "MODES", "READINGS_VERSION", "SIGNAL_NAMES", "Fitted", "Model", "Mode",
            "Pooled", "Pooling", "PoolingRefused", "all_subsets", "cross_validated",
            "equal_model", "feature", "fit_model", "load_pooling", "parse_pooling",
            "pooling_file", "shipped_pooling", "subset_key"]
 
-SIGNAL_NAMES = ("words", "alone", "samples", "rounds")
-"""Every signal the pool knows, in the order a claim's examination reads them."""
 READINGS_VERSION = 2
 """The version of what the signals read: a fitted file of another version was fitted on
 readings that meant something else, and is refused. 2: the rounds sampled (issue 72)."""
@@ -131,8 +129,8 @@ def _finite(value: object) -> bool:
 
 def all_subsets(signals: Sequence[str]) -> list[tuple[str, ...]]:
     """Every non-empty proper subset of `signals`, in reading order."""
-    ordered = [s for s in SIGNAL_NAMES if s in signals]
-    found = []
+    ordered: list[str] = [s for s in SIGNAL_NAMES if s in signals]
+    found: list[tuple[str, ...]] = []
     for mask in range(1, 2 ** len(ordered) - 1):
         found.append(tuple(s for i, s in enumerate(ordered) if mask >> i & 1))
     return found

@@ -70,7 +70,7 @@ from engine.interrogation.judgement import says_nothing
 from engine.interrogation.pooling import Mode, Pooling
 from engine.interrogation.rounds import witness_request
 from engine.interrogation.signals import Case, chosen
-from engine.interrogation.subject import aliases
+from engine.interrogation.subject import aliases, subject
 from engine.interrogation.transcript import cut_to_fit, witness_instructions
 from engine.interrogation.verdict import testimony_score, testimony_verdict
 from engine.models.events import (
@@ -457,12 +457,41 @@ def leans(claim: str) -> bool:
     return _LEANS.search(claim) is not None
 
 
+_PRONOUN = re.compile(r"^(It|He|She|They)\s+(?=[a-z])")
+_POSSESSIVE = re.compile(r"^(Its|His|Her|Their)\s+(?=[a-z])")
+
+
+def named_by_rule(claim: str, before: str) -> str | None:
+    """`claim` with its leading pronoun ("It also lowers …", "Its rings …") replaced by the
+    subject of the sentence before it (`subject.subject`), when that sentence has one that is
+    no pronoun; else None (the detective is asked)."""
+    parts = segments(before)
+    if not parts:
+        return None
+    found = subject(parts[-1].text)
+    if not found or found.split()[0].lower() in _PRONOUNS:
+        return None
+    named = found[0].upper() + found[1:]
+    led = _PRONOUN.match(claim)
+    if led is not None:
+        return named + " " + claim[led.end():]
+    owned = _POSSESSIVE.match(claim)
+    if owned is not None:
+        return f"{named}'s " + claim[owned.end():]
+    return None
+
+
+_PRONOUNS = frozenset("it its he his she her they their this that these those".split())
+
+
 async def _revised(caller: Caller, claims: list[Claim], text: str, hypothesis: str
                    ) -> list[Claim]:
     """`claims` with every sentence of `text` none of them stands on listed in its place
     (`listed_left_out`), and each checkable claim that leans on another sentence made to
-    stand on its own by the detective (`prompts/revise_claim.md`, worked examples as turns),
-    its referent named from the text — held to the split's rules, else kept as it was."""
+    stand on its own — a leading pronoun by rule (`named_by_rule`: the subject of the
+    sentence before it), anything else by the detective (`prompts/revise_claim.md`, worked
+    examples as turns), its referent named from the text — held to the split's rules, else
+    kept as it was."""
     claims = listed_left_out(claims, text)
     revised: list[Claim] = []
     budget_left = REVISE_MOST
@@ -473,7 +502,7 @@ async def _revised(caller: Caller, claims: list[Claim], text: str, hypothesis: s
         budget_left -= 1
         before = text[max(0, claim.start - REVISE_CONTEXT):claim.start].strip() if claim.end \
             else text[:REVISE_CONTEXT]
-        made = await _revise(caller, before, claim.text)
+        made = named_by_rule(claim.text, before) or await _revise(caller, before, claim.text)
         if made is None:
             revised.append(claim)
             continue

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["CLAIM_STATES", "WORDS_P_FALSE", "Claim", "ClaimState", "SignalReading",
-           "Testimony", "TestimonySource", "words_p_false"]
+__all__ = ["CLAIM_STATES", "SIGNAL_NAMES", "WORDS_P_FALSE", "Claim", "ClaimState",
+           "SignalName", "SignalReading", "Testimony", "TestimonySource", "words_p_false"]
 
 ClaimState = Literal["pending", "held", "contradicted", "unsupported", "unsure",
                      "not checkable", "not examined"]
@@ -38,6 +38,10 @@ answer, a summary, `--file`)."""
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+
+SignalName = Literal["words", "alone", "samples", "rounds"]
+"""The ways a claim is examined (`engine.interrogation.signals`), in reading order."""
+SIGNAL_NAMES: tuple[SignalName, ...] = ("words", "alone", "samples", "rounds")
 
 WORDS_P_FALSE = (0.24, 0.46, 0.66, 0.78, 0.87)
 """P(false) of a claim with none, one, two, three, four or more words its document lacks:

@@ -238,9 +238,8 @@ async def test_the_sentences_a_split_left_out_are_split_again_and_take_their_pla
 async def test_sentences_no_split_took_apart_are_made_to_stand_on_their_own_and_examined(
         paths: Paths) -> None:
     # the second split gives nothing usable: the first split stands, and the two sentences
-    # no claim stands on are listed in their places, never dropped; the one that leans on
-    # the sentence before it ("It …") is made to stand on its own by the detective (the
-    # text before it shown), then examined like any claim
+    # no claim stands on are listed in their places, never dropped; the one led by a pronoun
+    # ("It …") is named by rule, from the subject of the sentence before it — no call
     session, _, det, _ = await run(paths, det=leaving_out("Mars rocks are red."))
     testimony = session.testimony
     assert testimony is not None and testimony.problem is None
@@ -251,26 +250,49 @@ async def test_sentences_no_split_took_apart_are_made_to_stand_on_their_own_and_
         (4, "You should eat more fish.", "not checkable")]
     assert TESTIMONY[testimony.claims[1].start:testimony.claims[1].end] == \
         "It also lowers cholesterol."
-    revised = [body["messages"][-1]["content"] for body in det.bodies
-               if body["messages"][0]["content"].startswith("You make one sentence")]
-    assert revised == ["Text before: Vitamin B3 helps convert food into energy.\n"
-                       "Sentence: It also lowers cholesterol."]
+    assert not [b for b in det.bodies
+                if b["messages"][0]["content"].startswith("You make one sentence")]
     assert sum(body["messages"][0]["content"].startswith("You take a text apart")
                for body in det.bodies) == 2
 
 
-async def test_a_revision_that_breaks_the_splits_rules_is_not_taken(paths: Paths) -> None:
-    def inventing(messages: Chat) -> str:
-        if messages[0]["content"].startswith("You make one sentence"):
-            return "Vitamin B3 also lowers cholesterol on Mars."  # adds words
-        return leaving_out("Mars rocks are red.")(messages)
+LEANING = ("Vitamin B12 deficiency causes pernicious anaemia in older people. "
+           "Niacin can help correct this deficiency in most patients.")
 
-    session, _, _, _ = await run(paths, det=inventing)
+
+@pytest.mark.parametrize("revision, taken", [
+    ("Niacin can help correct vitamin B12 deficiency in most patients.", True),
+    ("Niacin can help correct vitamin B12 deficiency on Mars.", False),  # adds a word
+])
+async def test_a_claim_that_points_back_is_made_to_stand_on_its_own_by_the_detective(
+        paths: Paths, revision: str, taken: bool) -> None:
+    """"this deficiency" names nothing in a fresh conversation: the detective rewrites the
+    claim with its referent from the text before it (SAFE's and VeriScore's revision); a
+    rewrite that breaks the split's rules is not taken."""
+    def reviser(messages: Chat) -> str:
+        if messages[0]["content"].startswith("You take a text apart"):
+            return ("Vitamin B12 deficiency causes pernicious anaemia in older people.\n"
+                    "Niacin can help correct this deficiency in most patients.")
+        if messages[0]["content"].startswith("You make one sentence"):
+            return revision
+        return detective()(messages)
+
+    session, _, det, _ = await run(paths, hypothesis=LEANING, det=reviser)
     testimony = session.testimony
     assert testimony is not None
-    assert testimony.claims[1].text == "It also lowers cholesterol."  # kept as it was
-    trail = [t.reason for t in session.audit_trail if t.event == "degenerate_output"]
-    assert any("revision is unusable" in reason and "mars" in reason for reason in trail)
+    asked = [b["messages"][-1]["content"] for b in det.bodies
+             if b["messages"][0]["content"].startswith("You make one sentence")]
+    assert asked == ["Text before: Vitamin B12 deficiency causes pernicious anaemia in older "
+                     "people.\nSentence: Niacin can help correct this deficiency in most "
+                     "patients."]
+    second = testimony.claims[1]
+    assert second.text == (revision if taken else
+                           "Niacin can help correct this deficiency in most patients.")
+    assert LEANING[second.start:second.end] == \
+        "Niacin can help correct this deficiency in most patients."
+    if not taken:
+        trail = [t.reason for t in session.audit_trail if t.event == "degenerate_output"]
+        assert any("revision is unusable" in reason and "mars" in reason for reason in trail)
 
 
 def test_a_listed_sentence_shows_without_its_list_marker_and_emphasis() -> None:
@@ -1268,3 +1290,18 @@ async def test_a_claim_s_questioning_closes_when_the_witness_only_says_again_wha
         rounds = [p for p in session.qa_pairs if p.claim == claim.number]
         assert len(rounds) == 2, (claim.text, len(rounds))
         assert claim.why is not None and "said again what it had said" in claim.why
+
+
+def test_a_claim_led_by_a_pronoun_is_named_by_the_sentence_before_it() -> None:
+    from engine.interrogation.testimony import leans, named_by_rule
+
+    before = "The Panama Canal was built between 1904 and 1914."
+    assert named_by_rule("It connects two oceans.", before) == \
+        "The Panama Canal connects two oceans."
+    assert named_by_rule("Its locks raise ships.", before) == "The Panama Canal's locks raise ships."
+    assert named_by_rule("She was born in 1867.", "Marie Curie was a physicist.") == \
+        "Marie Curie was born in 1867."
+    assert named_by_rule("This is important.", before) is None  # no noun to name
+    assert named_by_rule("It is long.", "It was built in 1914.") is None  # a pronoun again
+    assert leans("It connects two oceans.") and leans("Niacin corrects this deficiency.")
+    assert not leans("The Panama Canal connects two oceans.")
