@@ -29,7 +29,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,6 @@ from engine.evals.metrics import auroc, bootstrap, ece, resampled  # noqa: E402
 from engine.interrogation.pooling import (  # noqa: E402
     cross_validated,
     equal_model,
-    feature,
 )
 from engine.interrogation.verdict import compute  # noqa: E402
 from engine.models.judgement import Judgement  # noqa: E402

@@ -34,7 +34,7 @@ from engine.interrogation.subject import aliases, subject, subject_keys, subject
 from engine.models.events import AnswerDrawn, PairCompleted
 from engine.models.testimony import SignalReading
 from tests.support.interrogation import EQUAL_POOLING, make_config
-from tests.support.scripted import Judged, ScriptedModel, is_judgement, judged_claim
+from tests.support.scripted import Judged, ScriptedModel, is_judgement
 
 Chat = list[dict[str, Any]]
 

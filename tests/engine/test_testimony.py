@@ -1298,7 +1298,8 @@ def test_a_claim_led_by_a_pronoun_is_named_by_the_sentence_before_it() -> None:
     before = "The Panama Canal was built between 1904 and 1914."
     assert named_by_rule("It connects two oceans.", before) == \
         "The Panama Canal connects two oceans."
-    assert named_by_rule("Its locks raise ships.", before) == "The Panama Canal's locks raise ships."
+    assert named_by_rule("Its locks raise ships.", before) == \
+        "The Panama Canal's locks raise ships."
     assert named_by_rule("She was born in 1867.", "Marie Curie was a physicist.") == \
         "Marie Curie was born in 1867."
     assert named_by_rule("This is important.", before) is None  # no noun to name
