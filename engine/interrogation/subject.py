@@ -12,10 +12,13 @@ capital letter: "B3", "D") and its least common word (by the English dictionary'
 "niacin", "Sahara" rather than "Desert", "Curie" rather than "Marie"), read in its head (the
 words before "of": "Great Wall"). A question about the claim names every key of its subject,
 or of one of the subject's other names that its testimony gives ("A, also known as B", "A,
-also called B", "A (B)"). A claim whose subject has no content words ("It", "They") is not
-held to the rule: there is nothing to name. The witness answers each question in a fresh
-conversation, so a question that does not name the subject asks about something else
-("What is the name of the vitamin that is good for you?" drew "Vitamin C").
+also called B", "A (B)") — or asks for the subject by what the claim says of it, in two of
+its words or more ("Which planet is the fourth from the Sun?" for "Mars is the fourth planet
+from the Sun": the witness names the subject itself). A claim whose subject has no content
+words ("It", "They") is not held to the rule: there is nothing to name. The witness answers
+each question in a fresh conversation, so a question that does neither asks about something
+else: "What is the name of the vitamin that is good for you?" (one word of "Niacin is good
+for you") drew "Vitamin C".
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ from engine.cache.spelling import frequency
 from engine.interrogation.claims import content_words, stem
 from engine.text import one_line
 
-__all__ = ["aliases", "subject", "subject_keys", "subject_problem"]
+__all__ = ["DESCRIBED", "aliases", "subject", "subject_keys", "subject_problem"]
 
 _WORD = re.compile(r"[\w'’-]+")
+DESCRIBED = 2
+"""Words of what the claim says of its subject a question must carry to ask for the subject
+without naming it."""
 _AUX = frozenset("""is are was were has have had can could does do did will would may might
 must shall should be been being""".split())
 _PRONOUNS = frozenset("it its they their them he his she her this these those we you".split())
@@ -126,6 +132,12 @@ def subject_problem(question: str, claim: str, pairs: Sequence[tuple[str, str]] 
     names = _names(found, pairs)
     if any(_says(question, subject_keys(name)) for name in names):
         return None
-    said = " or ".join(repr(one_line(name, 40)) for name in names[:3])
-    return (f"it does not name the claim's subject ({said}): the witness answers it in a "
-            "fresh conversation, so ask about the subject by name")
+    said = {stem(w) for w in _words_of(question)}
+    own = {stem(w) for w in content_words(found)}
+    described = [w for w in dict.fromkeys(content_words(claim)) if stem(w) not in own]
+    if sum(1 for w in described if stem(w) in said) >= DESCRIBED:
+        return None  # it asks for the subject by what the claim says of it
+    named = " or ".join(repr(one_line(name, 40)) for name in names[:3])
+    return (f"it does not name the claim's subject ({named}) nor ask for it by what the "
+            "claim says of it: the witness answers it in a fresh conversation, so ask about "
+            "the subject by name")
