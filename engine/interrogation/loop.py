@@ -46,17 +46,14 @@ from pathlib import Path
 from engine.config.models import InterrogationConfig
 from engine.costs import Budget, CostLimitReached
 from engine.errors import AllProvidersFailed, DetektivError, FailureFamily, failure_family
-from engine.interrogation.asking import analyse, question as ask_question
 from engine.interrogation.audit import audit as narrative, nothing_to_audit
 from engine.interrogation.calls import Caller
-from engine.interrogation.checks import answer_problem, close_reason, may_close
+from engine.interrogation.checks import close_reason, may_close
 from engine.interrogation.examine import claim_pairs, examine
 from engine.interrogation.pooling import Mode, Pooling, load_pooling
-from engine.interrogation.questions import NoQuestion
-from engine.interrogation.rounds import no_question, witness_request
+from engine.interrogation.rounds import Asking, Closed, no_question, one_round
 from engine.interrogation.signals import Case, chosen
 from engine.interrogation.testimony import examine_testimony, is_testimony
-from engine.interrogation.transcript import witness_instructions
 from engine.interrogation.verdict import NO_CLAIM, Computed, states_no_claim
 from engine.models.events import (
     Advice,
@@ -64,13 +61,11 @@ from engine.models.events import (
     ClaimExamined,
     Finished,
     InterrogationEvent,
-    PairCompleted,
     Phase,
     Started,
 )
 from engine.models.session import (
     AuditResult,
-    ProvidersUsed,
     QuestionAnswerPair,
     SessionStatus,
     VerdictValue,
@@ -292,38 +287,16 @@ class Interrogation:
         caller, settings = self.caller, self.caller.settings
         session = caller.session
         limit = session.iteration_limit
+        asking = Asking(claim=session.hypothesis_text, single=True, number=None, samples=1,
+                        temperature=None, judged=False, conversation=True)
         why: str | None = None
         while not may_close(session.qa_pairs, limit, settings.satisfied_at,
                             settings.min_rounds) and len(session.qa_pairs) < limit:
-            sequence = len(session.qa_pairs) + 1
-            caller.emit(Phase(phase="question", sequence=sequence))
-            try:
-                asked = await ask_question(caller, sequence, session.hypothesis_text,
-                                           session.qa_pairs, streamed=True)
-            except NoQuestion as exc:
-                why = exc.message
-                caller.trail(AuditTrailEntry(event="degenerate_output", role="detective",
-                                             reason=f"questioning closed: {exc.message}"))
+            done = await one_round(caller, asking, list(session.qa_pairs),
+                                   len(session.qa_pairs) + 1)
+            if isinstance(done, Closed):
+                why = no_question(done.why)
                 break
-            caller.emit(Phase(phase="answer", sequence=sequence))
-            prompt, _ = witness_request(caller, asked.text, settings.answer_max_tokens,
-                                        session.qa_pairs, brief=True)
-            said = await caller.call(prompt, "witness", streamed=sequence)
-            problem = answer_problem(said.text, asked.text, said.finish_reason, said.reasoning,
-                                     [witness_instructions(session.witness_brief)])
-            caller.emit(Phase(phase="analysis", sequence=sequence))
-            pending = QuestionAnswerPair.model_construct(
-                sequence=sequence, question=asked.text, answer=said.text,
-                answer_cut_off=said.cut_off, answer_problem=problem, samples=[])
-            analysis = await analyse(caller, pending, sequence, list(session.qa_pairs))
-            pair = QuestionAnswerPair(
-                sequence=sequence, question=asked.text, answer=said.text,
-                gap_analysis=analysis, answer_cut_off=said.cut_off, answer_problem=problem,
-                provider_used=ProvidersUsed(detective=asked.provider, witness=said.provider))
-            session.qa_pairs.append(pair)
-            session.current_iteration = len(session.qa_pairs)
-            caller.emit(PairCompleted(pair=pair, tokens=session.tokens.model_copy(deep=True),
-                                      repairs=session.repairs))
         computed = Computed("undetermined", 0.5, reason=NO_CLAIM)
         caller.emit(Phase(phase="audit", sequence=len(session.qa_pairs)))
         unaudited = nothing_to_audit(caller, why)

@@ -86,6 +86,12 @@ class Asking:
     """A single hypothesis's rounds have their gap analysis written by the detective; False:
     computed from the judgement (an evaluation's claim of a testimony, examined as a
     testimony examines it)."""
+    judged: bool = True
+    """False: a hypothesis that states no claim (a session stored before testimonies): its
+    rounds are questioned for their gaps, not judged."""
+    conversation: bool = False
+    """The witness is shown the earlier rounds (a session stored before testimonies goes on
+    as it began); else each answer is a fresh conversation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +208,8 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
             caller.emit(Phase(phase="answer", sequence=sequence))
         cap = settings.answer_max_tokens if single else min(
             settings.answer_max_tokens, settings.claim_answer_max_tokens)
-        prompt, cut = witness_request(caller, asked.text, cap, brief=single)
+        prompt, cut = witness_request(caller, asked.text, cap,
+                                      rounds if asking.conversation else (), brief=single)
         drawing = under_way or Drawing(round=len(rounds) + 1, question=asked.text,
                                        asked_by=asked.provider)
         answers = [Said(text=text, provider=provider, finish_reason=reason)
@@ -242,17 +249,18 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
         if single and problem is not None:  # testimony all the same: kept, named, pressed on
             caller.emit(AnswerUnusable(sequence=sequence, provider=first.provider,
                                        problem=problem))
-        if single:
-            caller.emit(Phase(phase="judgement", sequence=sequence))
-        judged = [await judge(caller, sequence if single else None, asked.text, [said.text],
-                              named=problem if n == 0 else None,
-                              hypothesis=None if single and asking.analysed
-                              else asking.claim,
-                              cut_off=said.cut_off)
-                  for n, said in enumerate(answers)]
-        judgement = _round_judgement(judged)
+        judgement: Judgement | None = None
+        if asking.judged:
+            if single:
+                caller.emit(Phase(phase="judgement", sequence=sequence))
+            judgement = _round_judgement([
+                await judge(caller, sequence if single else None, asked.text, [said.text],
+                            named=problem if n == 0 else None,
+                            hypothesis=None if single and asking.analysed
+                            else asking.claim, cut_off=said.cut_off)
+                for n, said in enumerate(answers)])
         earlier = [p for p in session.qa_pairs if single]
-        if single:
+        if single and judgement is not None:
             so_far = compute([*((p.sequence, p.judgement) for p in rounds),
                               (sequence, judgement)])
             caller.emit(JudgementReady(sequence=sequence, judgement=judgement,

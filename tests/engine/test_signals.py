@@ -384,3 +384,35 @@ async def test_a_single_claim_stored_before_the_signals_resumes_from_its_rounds(
     assert after.audit_result is not None and after.audit_result.verdict == "true"
     assert InterrogationSession.model_validate_json(after.model_dump_json()) == after
     assert Hypothesis(text=CLAIM).text == after.hypothesis_text
+
+
+async def test_a_question_begun_before_testimonies_goes_on_as_it_began(paths: Paths) -> None:
+    """A hypothesis that asks, stored with rounds and no testimony: its rounds go on through
+    the same round as every claim's, questioned for their gaps (the witness shown the earlier
+    rounds, as it was), never judged, and it ends undetermined: it states no claim."""
+    from engine.storage.sessions import SessionStore
+    from tests.support.factory import sample_pair
+
+    store = SessionStore(paths.data_dir / "sessions")
+    journal = store.create("Where does the mill stand?", 5)
+    journal.session.qa_pairs.append(sample_pair(1, question="Which river is it on?",
+                                                answer="It stands by the river Avon."))
+    journal.session.status = "cancelled"
+    journal.save()
+    journal.close()
+    with ScriptedModel(judging(lambda answer: 0.95)) as d, \
+            ScriptedModel(lambda _: "By the Avon, near the bridge.") as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            resumed = workspace.sessions.resume(str(journal.session.id))
+            [event async for event in resumed.events()]
+            after = workspace.store.load(str(journal.session.id))
+        finally:
+            await workspace.aclose()
+    assert after.status == "completed" and len(after.qa_pairs) == 2
+    assert all(p.judgement is None for p in after.qa_pairs)
+    assert after.audit_result is not None and after.audit_result.verdict == "undetermined"
+    assert not [b for b in d.bodies if is_judgement(b["messages"])]
+    witnessed = [b["messages"] for b in w.bodies]
+    assert witnessed and [m["role"] for m in witnessed[0]][:3] == ["system", "user", "assistant"]
