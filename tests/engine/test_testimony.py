@@ -646,7 +646,7 @@ async def test_a_split_with_no_usable_claim_examines_the_sentences_as_they_stand
     testimony = session.testimony
     assert testimony is not None and testimony.problem is None
     assert [c.text for c in testimony.claims] == [
-        "Vitamin B3 helps convert food into energy.", "It also lowers cholesterol.",
+        "Vitamin B3 helps convert food into energy.", "Vitamin B3 also lowers cholesterol.",
         "Vitamin B3 is also called pantothenic acid.", "You should eat more fish."]
     assert [c.state for c in testimony.claims][-1] == "not checkable"
     split_again = [t.reason for t in session.audit_trail if t.event == "degenerate_output"
