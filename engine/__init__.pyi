@@ -74,6 +74,7 @@ from .evals.board import (
 from .evals.compare import Leaderboard as Leaderboard
 from .evals.folder import EvalRunInfo as EvalRunInfo
 from .evals.report import (
+    ablation_table as ablation_table,
     eval_lines as eval_lines,
     eval_table as eval_table,
     fit_lines as fit_lines,

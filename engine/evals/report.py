@@ -16,7 +16,7 @@ from engine.costs import cost_text
 from engine.evals.folder import RESULTS, RunFolder
 from engine.evals.summary import EvalSummary, system_name
 
-__all__ = ["DEMONSTRATION_WARNING", "eval_lines", "eval_table", "fit_lines",
+__all__ = ["DEMONSTRATION_WARNING", "ablation_table", "eval_lines", "eval_table", "fit_lines",
            "reliability_lines", "report_markdown", "summary_json", "write_report"]
 
 DEMONSTRATION_WARNING = (
@@ -33,10 +33,14 @@ COLUMNS = [
 ]
 
 
+def _ablated(key: str) -> bool:
+    return key.startswith(("signal:", "without:"))
+
+
 def eval_table(summary: EvalSummary, intervals: bool = True) -> list[list[str]]:
     """The comparison table, a figure a row and a system a column, the header first
-    (positive class: a false claim)."""
-    keys = list(summary.systems)
+    (positive class: a false claim); the signals' rows are `ablation_table`'s."""
+    keys = [key for key in summary.systems if not _ablated(key)]
     rows = [["", *(system_name(key) for key in keys)]]
     for name, title in COLUMNS:
         row = [title]
@@ -52,6 +56,25 @@ def eval_table(summary: EvalSummary, intervals: bool = True) -> list[list[str]]:
             digits = 0 if name == "tokens" else (1 if name == "seconds" else 3)
             row.append(figure.text(digits=digits))
         rows.append(row)
+    return rows
+
+
+def ablation_table(summary: EvalSummary) -> list[list[str]]:
+    """The interrogation's signals from the same sessions: each one alone and the pool
+    without it (AUROC and accuracy, with intervals), a signal a row, the header first; empty
+    when the run's sessions read one signal or none."""
+    names = [key.split(":", 1)[1] for key in summary.systems if key.startswith("signal:")]
+    if not names:
+        return []
+    rows = [["signal", "items", "alone: AUROC", "alone: accuracy", "pool without it: AUROC",
+             "pool without it: accuracy"]]
+    for name in names:
+        alone = summary.systems[f"signal:{name}"]
+        without = summary.systems.get(f"without:{name}")
+        rows.append([name, str(alone.n), alone.figures["auroc"].text(),
+                     alone.figures["accuracy"].text(),
+                     without.figures["auroc"].text() if without else "",
+                     without.figures["accuracy"].text() if without else ""])
     return rows
 
 
@@ -148,6 +171,12 @@ def report_markdown(summary: EvalSummary, plots: list[str]) -> str:
             "",
         ]
     parts += [_markdown_table(eval_table(summary)), ""]
+    ablation = ablation_table(summary)
+    if ablation:
+        parts += ["## The signals, from the same sessions", "",
+                  "Each signal of the interrogation's sessions alone, and the pool of the "
+                  "others without it (the pool's model of those signals).", "",
+                  _markdown_table(ablation), ""]
     parts += ["Positive class: a false claim. Undetermined and failed items are counted as "
               "abstentions: never correct, a missed false claim for recall, not a false alarm "
               "for precision. Figures in brackets are 95 % bootstrap intervals over items. "

@@ -62,9 +62,14 @@ def test_eval_on_the_shipped_set_prints_the_table_and_writes_report_and_plots(
     done = detektiv("eval", "demo", "--n", "6", "--baselines", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert "interrogation" in done.stdout and "F1" in done.stdout
+    # the ablation, a table of its own: each signal alone, and the pool without it
+    assert "The interrogation's signals, from the same sessions" in done.stdout
+    ablation = done.stdout.split("The interrogation's signals", 1)[1]
+    assert "pool without it: AUROC" in ablation and "alone " in ablation
     assert "1.000" in done.stdout.split("F1", 1)[1].splitlines()[0]
     assert "eval" in done.stderr and "item" in done.stderr  # the progress bar
     report = (out / "report.md").read_text()
+    assert "## The signals, from the same sessions" in report
     assert "| F1 |" in report and "![reliability.png]" in report and "demonstration" not in report
     for plot in ("reliability.png", "pr_curve.png"):
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

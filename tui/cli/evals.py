@@ -23,6 +23,7 @@ from engine import (
     EvalSummary,
     Paths,
     Workspace,
+    ablation_table,
     board_json,
     board_lines,
     board_table,
@@ -274,6 +275,11 @@ def _show(summary: EvalSummary, as_json: bool) -> None:
         print(json.dumps({"type": "summary", **summary_json(summary)}, ensure_ascii=False))
         return
     print_table(eval_table(summary))
+    ablation = ablation_table(summary)
+    if ablation:
+        print("\nThe interrogation's signals, from the same sessions: each alone, and the pool "
+              "without it")
+        print_table(ablation)
     for line in eval_lines(summary):
         print(line)
 
