@@ -32,7 +32,7 @@ from engine.interrogation.calls import Caller, Said, own_tokens
 from engine.interrogation.checks import answer_problem
 from engine.interrogation.judgement import judge
 from engine.interrogation.questions import NoQuestion
-from engine.interrogation.subject import subject_problem
+from engine.interrogation.subject import fact_problem, subject_problem
 from engine.interrogation.transcript import (
     witness_instructions,
     witness_opening,
@@ -194,7 +194,8 @@ async def one_round(caller: Caller, asking: Asking, rounds: list[QuestionAnswerP
             answer = session.witness_brief.answer if single and session.witness_brief \
                 else None
             named = None if chain and chain[0].is_demonstration else (
-                lambda text: subject_problem(text, asking.claim, asking.names, answer))
+                lambda text: subject_problem(text, asking.claim, asking.names, answer)
+                or fact_problem(text, asking.claim, asking.names))
             try:
                 asked = await question(caller, sequence, asking.claim, rounds,
                                        streamed=single, extra=named)

@@ -30,7 +30,8 @@ from engine.cache.spelling import frequency
 from engine.interrogation.claims import content_words, stem
 from engine.text import one_line
 
-__all__ = ["DESCRIBED", "aliases", "subject", "subject_keys", "subject_problem"]
+__all__ = ["DESCRIBED", "aliases", "fact_problem", "fact_words", "subject", "subject_keys",
+           "subject_problem"]
 
 _WORD = re.compile(r"[\w'’-]+")
 DESCRIBED = 2
@@ -141,3 +142,46 @@ def subject_problem(question: str, claim: str, pairs: Sequence[tuple[str, str]] 
     return (f"it does not name the claim's subject ({named}) nor ask for it by what the "
             "claim says of it: the witness answers it in a fresh conversation, so ask about "
             "the subject by name")
+
+
+_WEAK = frozenset("""help helps helped helping play plays played role roles known important
+also various many several including include includes used use uses make makes made making has
+have had can may might one main major well key part kind type way ways""".split())
+"""Words that say little of what a claim asserts ("helps", "plays a role", "known for")."""
+
+
+def fact_words(claim: str) -> list[str]:
+    """What the claim says of its subject, in content words (the subject's own, and words
+    that say little, aside): "convert, carbohydrates, glucose" in "Niacin helps convert
+    carbohydrates into glucose"."""
+    found = subject(claim)
+    if found is None:
+        return []
+    own = {stem(w) for w in content_words(found)}
+    rest = claim[len(found):] if claim.startswith(found) else claim
+    return [w for w in dict.fromkeys(content_words(rest))
+            if stem(w) not in own and w not in _WEAK]
+
+
+def fact_problem(question: str, claim: str, pairs: Sequence[tuple[str, str]] = ()
+                 ) -> str | None:
+    """Why `question` states the claim's fact instead of asking for it — it names the
+    subject and carries every word of what the claim says of it (`fact_words`): the witness,
+    asked "What is the role of niacin in the conversion of carbohydrates into glucose?",
+    only had to agree, and sampled again agreed again — or None. A comparison and a
+    negation are asked by rule."""
+    from engine.interrogation.shapes import comparison, positive
+
+    if comparison(claim) is not None or positive(claim) is not None:
+        return None
+    found, words = subject(claim), fact_words(claim)
+    if found is None or not words or not subject_keys(found):
+        return None
+    names = _names(found, pairs)
+    if not any(_says(question, subject_keys(name)) for name in names):
+        return None  # it asks for the subject: the witness says it
+    said = {stem(w) for w in _words_of(question)}
+    if not all(stem(w) in said for w in words):
+        return None
+    return ("it states the claim's fact inside the question (" + ", ".join(words[:4]) +
+            "): leave out what the witness should say, and ask for it")

@@ -88,6 +88,28 @@ def test_a_questions_subject_is_the_claims_or_one_of_its_names() -> None:
                            (), answer="Saturn") is None
 
 
+def test_a_question_leaves_the_claims_fact_for_the_witness_to_say() -> None:
+    """A question that names the subject and carries every word of what the claim says of
+    it only asks the witness to agree: sampled, it agreed again (the development claims)."""
+    from engine.interrogation.subject import fact_problem, fact_words
+
+    claim = "Niacin helps convert carbohydrates into glucose."
+    assert fact_words(claim) == ["convert", "carbohydrates", "glucose"]
+    stated = fact_problem("What is the role of niacin in the conversion of carbohydrates "
+                          "into glucose?", claim)
+    assert stated is not None and "leave out what the witness should say" in stated
+    assert fact_problem("What does niacin help convert carbohydrates into?", claim) is None
+    assert fact_problem("Was the Eiffel Tower completed in 1889?",
+                        "The Eiffel Tower was completed in 1889.") is not None
+    assert fact_problem("When was the Eiffel Tower completed?",
+                        "The Eiffel Tower was completed in 1889.") is None
+    # asking for the subject leaves it to the witness; comparisons are asked by rule
+    assert fact_problem("What is the fourth planet from the Sun?",
+                        "Mars is the fourth planet from the Sun.") is None
+    assert fact_problem("Which is denser, aluminium or lead?",
+                        "Lead is denser than aluminium.") is None
+
+
 def test_a_round_of_answers_that_disagree_is_silent() -> None:
     assert round_p_true([0.95, 0.9, 0.92]) == pytest.approx(0.923, abs=1e-3)
     assert round_p_true([0.05, 0.1, None]) == pytest.approx((0.05 + 0.1 + 0.5) / 3)
@@ -416,3 +438,26 @@ async def test_a_question_begun_before_testimonies_goes_on_as_it_began(paths: Pa
     assert not [b for b in d.bodies if is_judgement(b["messages"])]
     witnessed = [b["messages"] for b in w.bodies]
     assert witnessed and [m["role"] for m in witnessed[0]][:3] == ["system", "user", "assistant"]
+
+
+def test_testimonies_labelled_as_wholes_fit_the_pool_through_their_most_doubtful_claim() -> None:
+    """A summary's label is the summary's, not its claims': the fit makes the summaries'
+    P(false) — each its most doubtful claim's — most likely."""
+    from engine.evals.fitting import _testimony_p_false, fit_testimonies
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for n in range(60):
+        false = n % 2 == 1
+        claims = [{"words": float(rng.uniform(0.6, 0.8)), "rounds": float(rng.uniform(0.6, 0.99))}
+                  for _ in range(4)]
+        if false:  # one claim the document does not hold: few of its words there
+            claims[int(rng.integers(0, 4))]["words"] = float(rng.uniform(0.1, 0.3))
+        rows.append((claims, not false))
+    model = fit_testimonies(rows, ("words", "rounds"))
+    assert model.weights["words"] > 0
+    p = _testimony_p_false(np.array([model.intercept, model.weights["words"],
+                                     model.weights["rounds"]]), rows, ("words", "rounds"))
+    y = np.array([0 if label else 1 for _, label in rows])
+    from engine.evals.metrics import auroc
+    assert auroc(y, p) > 0.9
