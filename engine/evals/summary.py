@@ -18,6 +18,10 @@ bytes an item, never with the size of what the models said. Systems compared sid
   made from its claims as a session makes it;
 - `selfcheck`: SelfCheckGPT's own prompt scorer on the witness's sampled answers
   (`engine.evals.selfcheck`);
+- `examined`: a testimony's claim as a session of the testimony examines it — its cheap
+  readings pooled, and its rounds pooled in only where those leave it in doubt
+  (`engine.interrogation.examine.in_doubt`); the evaluation's sessions question every claim,
+  so that each signal is measured on all of them;
 - `pooled` (runs before issue 72): the interrogation pooled with the `direct` and
   `sampled` units;
 - `testimony…`: items that are the split, labelled claims of a testimony, taken together a
@@ -40,7 +44,7 @@ import numpy as np
 
 from engine.evals.folder import EvalResult, EvalRunInfo, RunFolder
 from engine.evals.metrics import BOOTSTRAP, Metrics, calibration_bins, measure, pr_curve
-from engine.interrogation.examine import UNSURE_BAND
+from engine.interrogation.examine import UNSURE_BAND, in_doubt
 from engine.interrogation.pooling import SIGNAL_NAMES, Mode, Pooling, load_pooling
 
 __all__ = ["SYSTEMS", "EvalSummary", "coded", "summarize", "summarize_results", "system_name"]
@@ -54,6 +58,7 @@ SYSTEMS = {
     "reader": "reference: detective reads the document",
     "sampled": "baseline: the witness sampled (SelfCheckGPT)",
     "selfcheck": "baseline: SelfCheckGPT (its prompt scorer)",
+    "examined": "interrogation, questioned only where in doubt (as a testimony examines)",
     "pooled": "interrogation with the detective alone and the samples (rule 8)",
     "testimony": "per testimony: interrogation",
     "testimony-direct": "per testimony: detective alone",
@@ -189,6 +194,14 @@ def _signal_rows(r: EvalResult, pool: Pooling, mode: Mode) -> dict[str, Row]:
     # the signals that ran (a reading of None: it ran and read nothing, an abstention)
     present: list[str] = [name for name in SIGNAL_NAMES if any(name in c for c in claims)]
     rows: dict[str, Row] = {}
+    if r.readings is not None and "rounds" in present and len(present) > 1:
+        cheap = [s for s in present if s != "rounds"]
+        first: dict[str, float | None] = {k: v for k, v in r.readings.items() if k in cheap}
+        p_cheap = round(1 - pool.model(mode, cheap).p_true(first), 4)
+        p_full = r.probability_false
+        p_final = p_full if in_doubt(p_cheap, first, mode) else p_cheap
+        rows["examined"] = (r.label, _banded(p_final) if p_final is not None else None,
+                            p_final, r.rounds, 0, 0.0)
     for name in present:
         each = [None if c.get(name) is None else 1 - float(c[name] or 0) for c in claims]
         verdict, p_false = _of_testimony(each) if r.readings is None else (
@@ -273,6 +286,10 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
         if key in rows:
             rows[key].add(*_testimony(list(claims.values())))
     for key in sorted(signal_rows, key=_signal_order):
+        if key == "examined":
+            for row in signal_rows[key]:
+                rows["examined"].add(*row)
+            continue
         rows[key] = _Rows()
         for row in signal_rows[key]:
             rows[key].add(*row)
@@ -304,6 +321,8 @@ def summarize_results(results: Iterable[EvalResult], info: EvalRunInfo | None = 
 
 
 def _signal_order(key: str) -> tuple[int, int]:
+    if ":" not in key:
+        return (-1, 0)
     kind, name = key.split(":", 1)
     return (0 if kind == "signal" else 1,
             SIGNAL_NAMES.index(name) if name in SIGNAL_NAMES else len(SIGNAL_NAMES))

@@ -38,10 +38,10 @@ from engine.interrogation.signals import Case, Signal
 from engine.interrogation.verdict import compute
 from engine.models.events import ClaimRead
 from engine.models.session import QuestionAnswerPair
-from engine.models.testimony import Claim, ClaimState, SignalReading
+from engine.models.testimony import Claim, ClaimState
 
-__all__ = ["OUTWEIGHS", "STRONG", "UNSURE_BAND", "WITNESS", "claim_pairs", "examine", "settle",
-           "witness_leans"]
+__all__ = ["DOUBT", "OUTWEIGHS", "STRONG", "UNSURE_BAND", "WITNESS", "claim_pairs", "examine",
+           "in_doubt", "settle", "witness_leans"]
 
 UNSURE_BAND = 0.1
 """Half the band around 0.5 where a claim is `unsure` (rule 4)."""
@@ -115,7 +115,7 @@ def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mo
             decided_by = pooled.strongest("true" if p_false < 0.5 else "false")
     state: ClaimState
     if mode == "open" and abs(p_false - 0.5) > UNSURE_BAND and not witness_leans(
-            read, "true" if p_false < 0.5 else "false"):
+            {k: v.p_true for k, v in read.items()}, "true" if p_false < 0.5 else "false"):
         silent = round_reading.why if round_reading is not None and \
             round_reading.p_true is None and round_reading.why else None
         return _with(claim, "unsure", p_false, None, (
@@ -139,17 +139,34 @@ WITNESS = ("samples", "rounds")
 """The readings that are the witness's own word (rule 5)."""
 
 
-def witness_leans(readings: Mapping[str, SignalReading], side: str) -> bool:
-    """Whether one of the witness's own readings leans to `side` (`"true"`: P(true) ≥ 0.6,
-    `"false"`: ≤ 0.4)."""
+def witness_leans(readings: Mapping[str, float | None], side: str) -> bool:
+    """Whether one of the witness's own readings (signal → P(true)) leans to `side`
+    (`"true"`: P(true) ≥ 0.6, `"false"`: ≤ 0.4)."""
     for name in WITNESS:
         found = readings.get(name)
-        if found is None or found.p_true is None:
+        if found is None:
             continue
-        if (found.p_true >= 0.5 + UNSURE_BAND) if side == "true" else \
-                (found.p_true <= 0.5 - UNSURE_BAND):
+        if (found >= 0.5 + UNSURE_BAND) if side == "true" else (found <= 0.5 - UNSURE_BAND):
             return True
     return False
+
+
+DOUBT = 0.4
+"""A claim whose cheap readings pool within this of 0.5 (P(false) 0.1–0.9) is in doubt: a
+testimony questions it (rounds), budget allowing. Only a claim its cheap readings settle
+decisively is held or refused without asking the witness."""
+
+
+def in_doubt(p_false: float | None, readings: Mapping[str, float | None], mode: Mode) -> bool:
+    """Whether a claim's cheap readings (signal → P(true), pooled to `p_false`) leave it in
+    doubt: pooled within `DOUBT` of 0.5, read strongly both ways, or (without a document)
+    not borne out by the witness's own word yet (rule 5: the rounds may)."""
+    if p_false is None or abs(p_false - 0.5) < DOUBT:
+        return True
+    if mode == "open" and not witness_leans(readings, "true" if p_false < 0.5 else "false"):
+        return True
+    values = [v for v in readings.values() if v is not None]
+    return bool(values) and max(values) >= 0.75 and min(values) <= 0.25
 
 
 def _strong(p_true: float) -> bool:

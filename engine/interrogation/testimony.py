@@ -65,7 +65,7 @@ from engine.interrogation.claims import (
     segments,
     testimony_source,
 )
-from engine.interrogation.examine import examine, witness_leans
+from engine.interrogation.examine import examine, in_doubt
 from engine.interrogation.judgement import says_nothing
 from engine.interrogation.pooling import Mode, Pooling
 from engine.interrogation.rounds import witness_request
@@ -111,10 +111,6 @@ model, one (`role_slots`' `cores`): its four slots share two cores here, and the
 request took 150 s one claim at a time, 165 s two at a time, idle; with two busy processes
 beside it, 235, 247 and 362 s at one, two and four (temperature 0, nine claims)."""
 MOST_CLAIM_CONCURRENCY = 16
-DOUBT = 0.4
-"""A claim whose cheap readings pool within this of 0.5 (P(false) 0.1–0.9) is in doubt: it
-is questioned (rounds), budget allowing. Only a claim its cheap readings settle decisively
-is held or refused without asking the witness."""
 
 
 def is_testimony(session: InterrogationSession) -> bool:
@@ -560,19 +556,6 @@ def _case(caller: Caller, claim: Claim, spend: int | None) -> Case:
         pairs=[p for p in session.qa_pairs if p.claim == claim.number])
 
 
-def _in_doubt(claim: Claim, mode: Mode) -> bool:
-    """Whether a claim's cheap readings leave it in doubt: pooled within `DOUBT` of 0.5,
-    read strongly both ways, or (without a document) not borne out by the witness's own word
-    yet (rule 5 of `examine`: the rounds may)."""
-    p = claim.probability_false
-    if p is None or abs(p - 0.5) < DOUBT:
-        return True
-    if mode == "open" and not witness_leans(claim.readings, "true" if p < 0.5 else "false"):
-        return True
-    values = [r.p_true for r in claim.readings.values() if r.p_true is not None]
-    return bool(values) and max(values) >= 0.75 and min(values) <= 0.25
-
-
 async def _examine_all(caller: Caller, pool: Pooling) -> None:
     session, settings = caller.session, caller.settings
     testimony = session.testimony
@@ -616,7 +599,8 @@ async def _examine_all(caller: Caller, pool: Pooling) -> None:
         for claim in read:
             finish(claim)
         return
-    doubtful = sorted((c for c in read if _in_doubt(c, mode) and not all(
+    doubtful = sorted((c for c in read if in_doubt(
+        c.probability_false, {k: r.p_true for k, r in c.readings.items()}, mode) and not all(
         s.name in c.readings or not s.applies(_case(caller, c, None)) for s in dear)),
         key=lambda c: -(c.probability_false or 0.5))
     for claim in read:
