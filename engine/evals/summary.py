@@ -194,7 +194,8 @@ def _signal_rows(r: EvalResult, pool: Pooling, mode: Mode) -> dict[str, Row]:
     # the signals that ran (a reading of None: it ran and read nothing, an abstention)
     present: list[str] = [name for name in SIGNAL_NAMES if any(name in c for c in claims)]
     rows: dict[str, Row] = {}
-    if r.readings is not None and "rounds" in present and len(present) > 1:
+    if r.readings is not None and r.testimony is not None and "rounds" in present and \
+            len(present) > 1:
         cheap = [s for s in present if s != "rounds"]
         first: dict[str, float | None] = {k: v for k, v in r.readings.items() if k in cheap}
         p_cheap = round(1 - pool.model(mode, cheap).p_true(first), 4)

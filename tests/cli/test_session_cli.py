@@ -342,8 +342,8 @@ def test_reasoning_shows_only_when_asked(home: Path) -> None:
     with ScriptedModel(thinking(detective)) as det, ScriptedModel(thinking(witness)) as wit:
         (home / "config.toml").write_text(config_text(
             {"det": det.url + "/v1", "wit": wit.url + "/v1"}, ["det"], ["wit"], min_rounds=1))
-        quiet = detektiv("run", "The bridge is old.")
-        loud = detektiv("run", "--show-reasoning", "The bridge is old.")
+        quiet = detektiv("run", "The bridge is made of iron.")
+        loud = detektiv("run", "--show-reasoning", "The bridge is made of iron.")
     for result in (quiet, loud):
         assert result.returncode == 0, result.stderr
         assert "moon made of cheese" not in result.stdout

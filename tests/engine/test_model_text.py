@@ -132,8 +132,9 @@ async def test_an_answer_cut_off_at_the_token_limit_is_marked_everywhere(
         "gap2": (gap(False), "stop"),
         "audit": (AUDIT, "stop"),
     }
+    proxy.scripts["a2"] = ("Gustave Eiffel's company built it.", "stop")
     proxy.judgement = list(SILENT_THEN_DECISIVE)
-    proxy.plan = ["script:q1", "script:cut", "script:gap1", "script:q2", "pass",
+    proxy.plan = ["script:q1", "script:cut", "script:gap1", "script:q2", "script:a2",
                   "script:gap2", "script:audit"]
     store = SessionStore(tmp_path / "s")
     events, directory = await run(proxy, paths, store, "The tower is old")

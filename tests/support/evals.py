@@ -144,10 +144,12 @@ def sleuth(messages: Chat) -> str:
 
 def claim_question(system: str) -> str:
     """A scripted detective's question for the testimony claim its `system` prompt names
-    ("(for you only): …"): two of the claim's content words, never all of a three-word
-    claim (that would state it: a leading question)."""
+    ("(for you only): …"): about its subject by name (else two of its content words), never
+    all of what it says of it (that would state it: a leading question)."""
     claim = system.rsplit("(for you only):", 1)[-1].strip()
-    return f"What do you know of {', '.join(content_words(claim)[:2])}, and what else?"
+    named = subject(claim)  # its subject by name, never all of what the claim says of it
+    about = named.lower() if named else ", ".join(content_words(claim)[:2])
+    return f"What do you know of {about}, and what else?"
 
 
 def standing(messages: Chat) -> str:

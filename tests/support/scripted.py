@@ -206,12 +206,16 @@ def detective(messages: list[dict[str, Any]]) -> str:
         return Judged(0.5 if KEEP_ASKING in judged_claim(messages) else 0.95)
     found = re.search(r"Write question (\d+)", messages[-1]["content"])
     number = found.group(1) if found else "1"
-    # about the hypothesis (a testimony's claim refuses a question off it), never all of it:
-    # two of its words (all of a three-word claim would state it, a leading question)
+    # about the hypothesis (a testimony's claim refuses a question off it), never all of it
     from engine.interrogation.claims import content_words
 
+    from engine.interrogation.subject import subject
+
     stated = re.search(r"for you only\):\s*(.+)\Z", system, re.S)
-    topic = ", ".join(content_words(stated.group(1))[:2]) if stated else "it"
+    # about the claim's subject, by name, and never all of what it says of it
+    named = subject(stated.group(1).strip()) if stated else None
+    topic = named.lower() if named else (
+        ", ".join(content_words(stated.group(1))[:1]) if stated else "it")
     return f"Detail {number} on {topic}: {LONG_PROMPT} What happened next?"
 
 
