@@ -208,7 +208,6 @@ def detective(messages: list[dict[str, Any]]) -> str:
     number = found.group(1) if found else "1"
     # about the hypothesis (a testimony's claim refuses a question off it), never all of it
     from engine.interrogation.claims import content_words
-
     from engine.interrogation.subject import subject
 
     stated = re.search(r"for you only\):\s*(.+)\Z", system, re.S)
