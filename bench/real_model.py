@@ -42,6 +42,14 @@ the labelled ones: the pooled verdict and each signal, time and tokens a testimo
 (`bench/data/shapes-{dev,test}.jsonl`, labelled against the textbook fact each row names),
 `--mode open`: the claim shapes `../shared/notes/judgements.md` found weak.
 
+`--set KEY=VALUE` (repeatable) adds an `[interrogation]` setting to the run's configuration and
+`--tag NAME` gives those settings a home of their own (an evaluation's results are found again
+by its items, not its settings); `--threads 2` gives the server both cores of an otherwise
+idle machine. Issue 72's figures: `bench/goals_72.py HOME` reads the runs back (each system,
+intervals, paired differences, ECE), `bench/signals_replay.py HOME RUN` replays the signals
+(each alone, the rounds with k answers and each way of reading them, the pool fitted and
+cross-validated).
+
 The figures are `docs/benchmarks.md`'s "A real model" section. Settings chosen for a 2-core
 machine (see `CONFIG`; a stream may pause 180 s: llama.cpp reads a new prompt — a summary's
 2,000-token document — between the tokens of the others, on a busy two-core machine):
