@@ -129,7 +129,9 @@ from .models.events import (
 )
 from .models.notes import LlmEntry as LlmEntry, NoteEntry as NoteEntry
 from .models.session import (
+    NOTHING_ASKED as NOTHING_ASKED,
     PROTOCOLS as PROTOCOLS,
+    SHOWN_STATUSES as SHOWN_STATUSES,
     AuditResult as AuditResult,
     GapAnalysis as GapAnalysis,
     Protocol as Protocol,
@@ -200,4 +202,8 @@ from .workspace.ask import (
 )
 from .workspace.core import Workspace as Workspace
 from .workspace.models import model_row as model_row
-from .workspace.sessions import Run as Run
+from .workspace.sessions import (
+    HYPOTHESIS_LIMIT as HYPOTHESIS_LIMIT,
+    Run as Run,
+    check_hypothesis as check_hypothesis,
+)

@@ -31,7 +31,7 @@ from engine.models.session import (
 )
 from engine.prompts import fill, load_prompt
 from engine.providers import Message
-from engine.report.words import no_testimony
+from engine.report.words import NOTHING_ASKED_REASON, no_testimony
 
 __all__ = ["against_verdict", "audit", "nothing_to_audit", "undetermined_audit", "validated",
            "verdict_for", "with_verdict"]
@@ -169,8 +169,9 @@ def nothing_to_audit(caller: Caller, no_question: str | None) -> AuditResult | N
     `completed` with its cause named; `failed` is for what really failed (providers,
     budget). None when there is testimony to audit."""
     pairs = caller.session.qa_pairs
+    asked = True
     if no_question is not None and not pairs:
-        why = no_question  # nothing was asked at all
+        why, asked = no_question, False  # nothing was asked at all
         demonstration = caller.is_demonstration(caller.role_label("detective"))
     elif not any(pair.answered for pair in pairs):
         witness = caller.role_label("witness")
@@ -179,4 +180,5 @@ def nothing_to_audit(caller: Caller, no_question: str | None) -> AuditResult | N
     else:
         return None
     result = undetermined_audit(pairs, why, "", demonstration)
-    return with_verdict(result, Computed("undetermined", 0.5, reason=why))
+    return with_verdict(result, Computed("undetermined", 0.5, reason=why if asked else
+                                         f"{NOTHING_ASKED_REASON}: {why}"))

@@ -75,7 +75,7 @@ from engine.models.session import (
 from engine.models.testimony import Claim
 from engine.models.trail import AuditTrailEntry
 from engine.report.claims import testimony_reason
-from engine.report.words import demonstration_note, settled_reason
+from engine.report.words import NOTHING_ASKED_REASON, demonstration_note, settled_reason
 from engine.routing.router import Router
 from engine.storage.journal import SessionJournal
 
@@ -252,7 +252,8 @@ class Interrogation:
             not any(p.answered for p in session.qa_pairs) else None
         if unaudited is not None:  # a rule of ours closed it: named, never `failed`
             result = unaudited
-            if session.qa_pairs or examined.readings:
+            if (session.qa_pairs or examined.readings) and (
+                    computed.verdict != "undetermined" or not session.witness_unasked):
                 result = _verdict_of(result, computed)
         else:
             result = await narrative(caller, computed)
@@ -268,7 +269,9 @@ class Interrogation:
         came, when none did; `unaudited`: the models gave nothing to audit)."""
         pairs = self.caller.session.qa_pairs
         if unaudited:
-            return f"nothing to audit, the verdict is {audit.verdict}: {audit.rule_broken}"
+            opening = NOTHING_ASKED_REASON if self.caller.session.witness_unasked \
+                else "nothing to audit"
+            return f"{opening}, the verdict is {audit.verdict}: {audit.rule_broken}"
         if asked_none is not None:
             reason = f"questioning closed after round {len(pairs)}: {asked_none}"
         elif audit.verdict in ("true", "false"):
@@ -305,7 +308,8 @@ class Interrogation:
         caller.emit(AuditReady(audit=result))
         completed = why is not None or may_close(session.qa_pairs, limit,
                                                  settings.satisfied_at, settings.min_rounds)
-        reason = f"questioning closed after round {len(session.qa_pairs)}: {why}" if why \
+        reason = (f"{NOTHING_ASKED_REASON}: {why}" if not session.qa_pairs else
+                  f"questioning closed after round {len(session.qa_pairs)}: {why}") if why \
             else close_reason(session.qa_pairs, limit, completed)
         self._finish("completed" if completed else "limit-reached", reason)
 

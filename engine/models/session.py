@@ -40,6 +40,8 @@ __all__ = [
     "ProvidersUsed",
     "QuestionAnswerPair",
     "SessionStatus",
+    "NOTHING_ASKED",
+    "SHOWN_STATUSES",
     "VerdictValue",
     "WitnessBrief",
     "WitnessDocument",
@@ -65,6 +67,13 @@ CONTRADICTION_PENALTY = 10
 
 SessionStatus = Literal["notes", "running", "completed", "failed", "limit-reached", "cancelled"]
 """`notes`: a case file whose interrogation has not been started yet."""
+NOTHING_ASKED = "nothing-asked"
+"""The status a user reads for a run stored `completed` or `limit-reached` that asked the
+witness nothing (`InterrogationSession.asked_nothing`): no verdict came from evidence."""
+SHOWN_STATUSES = ("running", "completed", "limit-reached", NOTHING_ASKED, "failed",
+                  "cancelled", "interrupted", "notes", "damaged")
+"""Every status a session is listed with: the stored ones, `nothing-asked`, `interrupted`
+(stored running, no process runs it) and `damaged` (its metadata cannot be read)."""
 VerdictValue = Literal["true", "false", "undetermined"]
 """The verdict on the hypothesis (computed from the rounds' judgements)."""
 GapCategory = Literal["missing_information", "ambiguity", "inconsistency", "vagueness"]
@@ -410,6 +419,26 @@ class InterrogationSession(_Model):
         if self.title:
             return self.title
         return self.hypothesis.text if self.hypothesis is not None else ""
+
+    @property
+    def witness_unasked(self) -> bool:
+        """Whether the witness has not been asked anything yet: no round, no answer drawn for
+        the claim, no testimony."""
+        if self.testimony is not None or self.qa_pairs:
+            return False
+        return self.claim is None or "samples" not in self.claim.readings
+
+    @property
+    def asked_nothing(self) -> bool:
+        """Whether the run ended (`completed` or `limit-reached`) without asking the witness
+        anything (`witness_unasked`: the detective gave no usable question)."""
+        return self.status in ("completed", "limit-reached") and self.witness_unasked
+
+    @property
+    def shown_status(self) -> str:
+        """The status a user reads (`NOTHING_ASKED` where it applies; see
+        `engine.workspace.sessions.Sessions.status` for `interrupted`)."""
+        return NOTHING_ASKED if self.asked_nothing else self.status
 
     @property
     def hypothesis_text(self) -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "ANSWER_CUT_OFF",
     "CAPABLE_MODEL_HINT",
     "NO_ANSWER",
+    "NOTHING_ASKED_REASON",
     "answer_title",
     "check_line",
     "explanation_lines",
@@ -87,6 +88,11 @@ def no_usable_question(label: str, attempts: int, problem: str, demonstration: b
             f"times (last: {problem})"
             + (" — it is a small demonstration model" if demonstration else "")
             + f"; {advice}")
+
+
+NOTHING_ASKED_REASON = "nothing was asked"
+"""How a run that asked the witness nothing says so, before the cause (its verdict's reason,
+its end's line)."""
 
 
 def no_testimony(rounds: int, label: str, demonstration: bool) -> str:

@@ -41,9 +41,10 @@ FIRST_TAIL_BYTES = 64 * 1024
 class SessionSummary:
     """One row of the session list.
 
-    `status` is the stored status, or `interrupted` (stored as running, but no live process
-    runs it), or `damaged` (its metadata.json cannot be read; `error` says why). `error` is
-    also the line a failed session ended with.
+    `status` is the stored status, or `nothing-asked` (`InterrogationSession.asked_nothing`),
+    or `interrupted` (stored as running, but no live process runs it), or `damaged` (its
+    metadata.json cannot be read; `error` says why). `error` is also the line a failed
+    session ended with.
     """
 
     dir: str
@@ -91,7 +92,7 @@ def summarize(directory: str, session: InterrogationSession) -> SessionSummary:
         dir=directory,
         id=str(session.id),
         hypothesis=session.name[:_HYPOTHESIS_CHARS],
-        status=session.status,
+        status=session.shown_status,
         score=audit.consistency_score if audit else None,
         started=session.start_time.isoformat(),
         pairs=len(session.qa_pairs),

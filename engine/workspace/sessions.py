@@ -22,7 +22,7 @@ from engine.config.roles import apply_roles
 from engine.errors import ConfigError, SessionError
 from engine.interrogation.claims import testimony_source
 from engine.interrogation.loop import Interrogation
-from engine.interrogation.testimony import split_turns
+from engine.interrogation.testimony import is_testimony, split_turns
 from engine.models.events import InterrogationEvent, Record
 from engine.models.session import (
     EvalTag,
@@ -38,6 +38,7 @@ from engine.prompts import fill, load_prompt, prompt_uses
 from engine.report.blocks import reasoning_by_call
 from engine.report.export import to_json, to_markdown
 from engine.storage.atomic import atomic_write_text
+from engine.storage.index import SessionSummary
 from engine.storage.journal import SessionJournal
 
 if TYPE_CHECKING:
@@ -46,10 +47,26 @@ if TYPE_CHECKING:
     from engine.routing.router import Router
     from engine.workspace.core import Workspace
 
-__all__ = ["LIMITS", "Run", "Sessions"]
+__all__ = ["HYPOTHESIS_LIMIT", "LIMITS", "Run", "Sessions", "check_hypothesis"]
 
 LIMITS = (5, 20)
 """The smallest and largest iteration limit a session may have."""
+HYPOTHESIS_LIMIT = 50_000
+"""The most characters a hypothesis may have: a pasted answer of several thousand words
+passes (a testimony longer than the model's window is cut to fit, and says so); a megabyte
+pasted by mistake does not."""
+
+
+def check_hypothesis(hypothesis: str) -> str:
+    """`hypothesis` stripped; `ConfigError` when it is empty or longer than
+    `HYPOTHESIS_LIMIT` characters (the CLI's, the app's and MCP's one rule)."""
+    text = hypothesis.strip()
+    if not text:
+        raise ConfigError("the hypothesis is empty")
+    if len(text) > HYPOTHESIS_LIMIT:
+        raise ConfigError(f"the hypothesis is too long: {len(text):,} characters, at most "
+                          f"{HYPOTHESIS_LIMIT:,} (a few thousand words)")
+    return text
 
 OnRecord = Callable[[Record], None]
 
@@ -75,6 +92,12 @@ class Run:
     def session(self) -> InterrogationSession:
         """The session being run (updated as it goes)."""
         return self.journal.session
+
+    @property
+    def testimony(self) -> bool:
+        """Whether the run examines a testimony claim by claim (else a single claim, round
+        after round)."""
+        return is_testimony(self.journal.session)
 
     async def events(self) -> AsyncGenerator[InterrogationEvent, None]:
         """Run the interrogation to its end, yielding every event; see
@@ -123,12 +146,33 @@ class Sessions:
 
     def status(self, ref: str, session: InterrogationSession | None = None) -> str:
         """The session's status as a user should read it: `interrupted` for a stored
-        `running` one that no live process runs any more."""
+        `running` one that no live process runs any more, `nothing-asked` for one that ended
+        without asking the witness anything (`InterrogationSession.asked_nothing`)."""
         store = self.workspace.store
         session = store.load(ref) if session is None else session
         if session.status == "running" and not store.is_live(ref):
             return "interrupted"
-        return session.status
+        return session.shown_status
+
+    def page(self, *, status: str | None = None, search: str | None = None,
+             run: str | None = None, offset: int = 0, limit: int = 20
+             ) -> tuple[list[SessionSummary], int]:
+        """A page of the session list from its index, newest first: those with `status`
+        (as a user reads it: `SHOWN_STATUSES`), whose hypothesis or title contains `search`
+        (case aside), of evaluation run `run` (its id or start: `DatasetError` when there is
+        no such run); `offset` skipped, at most `limit`. Returns the rows and how many more
+        matched after them."""
+        rows = self.workspace.store.list()
+        if run is not None and run.strip():
+            ident = self.workspace.evals.folder(run.strip()).directory.name
+            rows = [row for row in rows if row.eval_run == ident]
+        if status:
+            rows = [row for row in rows if row.status == status.strip()]
+        if search and search.strip():
+            words = search.strip().casefold()
+            rows = [row for row in rows if words in row.hypothesis.casefold()]
+        offset, limit = max(0, offset), max(0, limit)
+        return rows[offset:offset + limit], max(0, len(rows) - offset - limit)
 
     def start(
         self,
@@ -151,7 +195,8 @@ class Sessions:
     ) -> Run:
         """A new session, stored at once; `Run.events()` runs it. With `session`, the
         interrogation of that notes-only session (`cases.new_case`) instead. Raises
-        `ConfigError` for an empty hypothesis, a limit outside 5–20 or an unknown provider,
+        `ConfigError` for an empty or too long hypothesis (`check_hypothesis`), a limit
+        outside 5–20 or an unknown provider,
         before anything is stored. `brief` and `tag` (an evaluation's item) put a claim to the
         witness first and mark the session as the run's; `router` lends one (kept open).
         `protocol`: how the witness is questioned (`cross-exam`, or `consistency`: each
@@ -160,9 +205,7 @@ class Sessions:
         cannot be); `witness_notes`: the notes of case `session` as its document. `topic` and
         `samples` (an evaluation's claim of a testimony): the question the testimony answers
         and the witness's answers to it drawn again, which the claim is read against."""
-        text = hypothesis.strip()
-        if not text:
-            raise ConfigError("the hypothesis is empty")
+        text = check_hypothesis(hypothesis)
         value = self.check_limit(limit)
         if (problem := unknown_protocols([protocol])) is not None:
             raise ConfigError(problem)

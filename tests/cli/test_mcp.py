@@ -103,10 +103,10 @@ async def test_the_tools_are_listed_with_their_schemas(paths: Paths) -> None:
 
 async def test_a_testimony_is_interrogated_to_its_verdict_with_progress_per_claim(
         paths: Paths) -> None:
-    steps: list[tuple[float, str | None]] = []
+    steps: list[tuple[float, float | None, str | None]] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
-        steps.append((value, message))
+        steps.append((value, total, message))
 
     async with served(paths) as (client, workspace):
         result = await client.call_tool("interrogate", {"hypothesis": REQUEST, "limit": 5},
@@ -136,8 +136,14 @@ async def test_a_testimony_is_interrogated_to_its_verdict_with_progress_per_clai
         _clean(shown)  # the witness's escapes and overrides are data, shown as text
         assert "owned" in shown["report"]
 
-    messages = [message for _, message in steps]
-    assert [value for value, _ in steps] == list(range(1, len(steps) + 1))
+    messages = [message for _, _, message in steps]
+    values = [value for value, _, _ in steps]
+    assert values == sorted(set(values))  # progress only grows
+    split = messages.index("testimony taken apart: 4 claims")
+    assert [total for _, total, _ in steps[:split]] == [None] * split  # not known yet
+    # from the split on: the testimony, the split, 3 claims to examine, the verdict, the end
+    assert {total for _, total, _ in steps[split:]} == {7}
+    assert all(value <= 7 for value in values) and values[-1] == 7
     assert messages[0] == f"session {found['session'][:8]} started"
     assert "testimony given" in messages
     assert "testimony taken apart: 4 claims" in messages
@@ -154,6 +160,8 @@ async def test_a_run_started_without_waiting_is_polled_to_its_end(paths: Paths) 
             "interrogate", {"hypothesis": "Vitamin B3 lowers cholesterol.", "wait": False})
         first = started.structured_content
         assert first is not None and first["status"] == "running" and first["verdict"] is None
+        assert first["started"] == workspace.store.load(first["session"]).start_time.isoformat()
+        assert first["demonstration"] is False
         with anyio.fail_after(120):
             while True:  # polled as a client would, until the session ends
                 shown = (await client.call_tool("session", {"session": first["session"]})
@@ -199,6 +207,7 @@ async def test_cancelling_the_call_cancels_the_interrogation(paths: Paths) -> No
      "document: /no/such/file.txt: no such file"),
     ({"hypothesis": "x", "protocol": "torture"}, "protocol: Input should be 'cross-exam' or"),
     ({}, "hypothesis: Field required"),
+    ({"hypothesis": "A" * 1_000_000}, "hypothesis: String should have at most 50000"),
 ])
 async def test_bad_inputs_get_a_clear_error_and_store_nothing(
         paths: Paths, arguments: dict[str, Any], said: str) -> None:
@@ -207,6 +216,7 @@ async def test_bad_inputs_get_a_clear_error_and_store_nothing(
         assert result.is_error
         text = result.content[0].text  # type: ignore[union-attr]
         assert said in text and "\n" not in text and "pydantic.dev" not in text
+        assert len(text) < 500  # never the hypothesis echoed
         assert workspace.store.list() == []
 
 
@@ -214,6 +224,9 @@ async def test_the_other_tools_refuse_bad_input_in_words(paths: Paths) -> None:
     async with served(paths) as (client, _):
         cases = [("session", {"session": "nosuch"}, "no session matches 'nosuch'"),
                  ("sessions", {"limit": 0}, "limit must be between 1 and 500 (got 0)"),
+                 ("sessions", {"status": "bogus"}, "status: Input should be 'running', "
+                  "'completed', 'limit-reached', 'nothing-asked', 'failed', 'cancelled', "
+                  "'interrupted', 'notes' or 'damaged'"),
                  ("evaluate", {"dataset": "/no/such.jsonl"},
                   "/no/such.jsonl: neither a file nor a named dataset"),
                  ("evaluate", {"dataset": "demo", "n": 0}, "n must be at least 1 (got 0)")]
@@ -221,6 +234,93 @@ async def test_the_other_tools_refuse_bad_input_in_words(paths: Paths) -> None:
             result = await client.call_tool(name, arguments)
             assert result.is_error and said in result.content[0].text, (  # type: ignore
                 name, result.content)
+
+
+async def test_a_run_that_fails_is_an_error_result_naming_why(paths: Paths) -> None:
+    with ScriptedModel(detective) as d:
+        config = make_config({"det": d.url + "/v1", "wit": f"http://127.0.0.1:{closed_port()}"
+                              "/v1"}, ["det"], ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            async with Client(build(workspace)) as client:
+                result = await client.call_tool(
+                    "interrogate", {"hypothesis": "Vitamin B3 lowers cholesterol."})
+        finally:
+            await workspace.aclose()
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    (row,) = workspace.store.list()
+    assert row.status == "failed" and f"session {row.id[:8]} failed: " in text
+    assert "wit" in text  # the provider that failed is named
+
+
+async def test_a_run_that_asked_nothing_says_so_in_its_status_and_verdict(
+        paths: Paths) -> None:
+    def mute(messages: Chat) -> str:  # never a usable question: no question mark, ever
+        return Judged(0.6) if is_judgement(messages) else "I shall not ask"
+
+    with ScriptedModel(mute) as d, ScriptedModel(witness) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"])
+        workspace = Workspace(paths, config)
+        try:
+            async with Client(build(workspace)) as client:
+                result = await client.call_tool(
+                    "interrogate", {"hypothesis": "Vitamin B3 lowers cholesterol."})
+                listed = (await client.call_tool("sessions", {"status": "nothing-asked"})
+                          ).structured_content
+        finally:
+            await workspace.aclose()
+    assert not result.is_error, result.content
+    found = result.structured_content
+    assert found is not None and found["status"] == "nothing-asked" and found["rounds"] == 0
+    assert found["verdict"] == "undetermined" and found["probability_false"] == 0.5
+    assert found["error"] is None
+    stored = workspace.store.load(found["session"])
+    assert stored.audit_result is not None and stored.audit_result.undetermined_because
+    assert stored.audit_result.undetermined_because.startswith("nothing was asked: ")
+    assert listed is not None and [r["session"] for r in listed["sessions"]] == [found["session"]]
+
+
+async def test_the_session_list_is_paged(paths: Paths) -> None:
+    async with served(paths) as (client, workspace):
+        for n in range(5):
+            workspace.sessions.start(f"Claim number {n} is true.", 5).journal.close()
+        pages = []
+        for offset in (0, 2, 4):
+            page = (await client.call_tool("sessions", {"limit": 2, "offset": offset})
+                    ).structured_content
+            assert page is not None
+            pages.append(([row["hypothesis"] for row in page["sessions"]], page["more"]))
+    assert [more for _, more in pages] == [3, 1, 0]
+    shown = [title for titles, _ in pages for title in titles]
+    assert shown == [f"Claim number {n} is true." for n in (4, 3, 2, 1, 0)]
+
+
+async def test_a_long_hypothesis_is_never_echoed_whole(paths: Paths) -> None:
+    long = "Vitamin B3 lowers cholesterol. " * 1_000  # a pasted testimony, 31,000 characters
+    async with served(paths) as (client, workspace):
+        result = await client.call_tool("interrogate", {"hypothesis": long, "wait": False})
+        assert not result.is_error, result.content
+        found = result.structured_content
+        assert found is not None and len(found["hypothesis"]) <= 300
+        assert found["hypothesis"].endswith("…")
+        listed = (await client.call_tool("sessions", {})).structured_content
+        assert listed is not None and len(listed["sessions"][0]["hypothesis"]) <= 300
+        assert workspace.store.load(found["session"]).hypothesis_text == long.strip()
+
+
+async def test_a_run_started_without_waiting_says_a_demonstration_model_plays_the_detective(
+        paths: Paths) -> None:
+    workspace = Workspace(paths)  # nothing configured: the embedded demonstration model
+    try:
+        async with Client(build(workspace)) as client:
+            result = await client.call_tool(
+                "interrogate", {"hypothesis": "Tea contains caffeine.", "wait": False})
+            found = result.structured_content
+            assert found is not None and found["demonstration"] is True, result.content
+            workspace.store.load(found["session"])  # stopped with the server: resumable
+    finally:
+        await workspace.aclose()
 
 
 def test_pydantic_reports_are_tidied_one_field_a_part() -> None:

@@ -281,6 +281,7 @@ def test_damaged_sessions_give_a_clear_error_and_the_rest_still_list(
 def test_bad_input_gets_one_clear_line(configured: SessionStore) -> None:
     for args, code, message in (
         (("run", "   "), 2, "the hypothesis is empty"),
+        (("run", "x" * 60_000), 2, "the hypothesis is too long: 60,000 characters"),
         (("run", "x", "--limit", "3"), 2, "between 5 and 20"),
         (("run", "x", "--detective", "nope"), 2, "'nope'"),
         (("show", "abcdef12"), 1, "no session matches"),

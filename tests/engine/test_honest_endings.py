@@ -113,13 +113,18 @@ async def test_three_unusable_questions_end_undetermined_with_the_cause_named(
              "a question); give the detective a capable model: ")
     assert isinstance(final, Finished) and final.status == "completed"
     assert final.reason is not None
-    assert final.reason.startswith(f"nothing to audit, the verdict is undetermined: {cause}")
+    assert final.reason.startswith(f"nothing was asked, the verdict is undetermined: {cause}")
     assert "demonstration" not in final.reason  # not the embedded model
     session = store.load(directory)
     assert session.status == "completed" and session.error is None
+    # what a user reads: nothing was asked, never "completed" as if examined
+    assert session.shown_status == "nothing-asked"
+    assert [row.status for row in store.list()] == ["nothing-asked"]
     audit = session.audit_result
     assert session.qa_pairs == [] and audit is not None and audit.verdict == "undetermined"
     assert audit.rule_broken is not None and audit.rule_broken.startswith(cause)
+    assert audit.undetermined_because is not None
+    assert audit.undetermined_because.startswith(f"nothing was asked: {cause}")
     assert len(proxy.requests) == 3  # no audit was asked for
 
 

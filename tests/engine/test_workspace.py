@@ -22,6 +22,7 @@ from tests.support.servers import ROOT
     ("   ", 8, "the hypothesis is empty"),
     ("Tea has caffeine", 4, r"between 5 and 20 \(got 4\)"),
     ("Tea has caffeine", 21, r"between 5 and 20 \(got 21\)"),
+    ("A" * 50_001, 8, r"the hypothesis is too long: 50,001 characters, at most 50,000"),
 ])
 def test_a_bad_start_is_refused_before_anything_is_stored(
     paths: Paths, hypothesis: str, limit: int, says: str
@@ -30,6 +31,13 @@ def test_a_bad_start_is_refused_before_anything_is_stored(
     with pytest.raises(ConfigError, match=says):
         workspace.sessions.start(hypothesis, limit)
     assert workspace.store.list() == []
+
+
+def test_a_pasted_answer_of_thousands_of_words_is_a_hypothesis(paths: Paths) -> None:
+    text = ("Niacin is vitamin B3. " * 2_300)[:50_000]  # 7,000 words, at the limit
+    run = Workspace(paths).sessions.start(text, 8)
+    run.journal.close()
+    assert run.session.hypothesis_text == text.strip()
 
 
 def test_an_unknown_provider_is_refused_before_anything_is_stored(paths: Paths) -> None:

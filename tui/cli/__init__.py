@@ -121,19 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="print every file and directory detektiv uses")
     where.add_argument("--json", action="store_true", help="print JSON")
     web = commands.add_parser("serve", parents=[common],
-                              help="serve the app to a browser (textual-serve)")
+                              help="serve the app to a browser (textual-serve)",
+                              description="Serve the app to a web browser (textual-serve), "
+                              "on loopback unless --allow-remote and --host say otherwise.")
     web.add_argument("--host", default="127.0.0.1",
                      help="address to listen on (default 127.0.0.1; others need --allow-remote)")
     web.add_argument("--port", type=int, default=8000, metavar="N", help="0 picks a free port")
     web.add_argument("--allow-remote", action="store_true",
-                     help="listen on a non-loopback address; every request then needs the "
-                     "token printed (or DETEKTIV_SERVE_TOKEN)")
+                     help="permit a --host that is not loopback (without --host it still "
+                     "listens on 127.0.0.1); every request then needs the token printed "
+                     "(or DETEKTIV_SERVE_TOKEN)")
     web.add_argument("--no-shared-model", dest="shared_model", action="store_false",
                      help="do not start one local-server for all tabs (each tab then loads "
                      "the embedded model itself)")
     mcp = commands.add_parser(
         "mcp", parents=[common],
-        help="serve detektiv's tools over the Model Context Protocol (stdio; --http)")
+        help="serve detektiv's tools over the Model Context Protocol (stdio; --http)",
+        description="Serve detektiv's tools (interrogate, sessions, session, evaluate) to an "
+        "MCP client: over stdio (the default; the client starts this command) or streamable "
+        "HTTP (--http).")
     mcp.add_argument("--http", action="store_true",
                      help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     mcp.add_argument("--host", default="127.0.0.1",
@@ -142,8 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--port", type=int, metavar="N",
                      help="with --http: port (default 8765; 0 picks a free one)")
     mcp.add_argument("--allow-remote", action="store_true",
-                     help="with --http: listen on a non-loopback address; every request "
-                     "then needs the token printed (or DETEKTIV_MCP_TOKEN)")
+                     help="with --http: permit a --host that is not loopback (without --host "
+                     "it still listens on 127.0.0.1); every request then needs the token "
+                     "printed (or DETEKTIV_MCP_TOKEN)")
     from tui.cli import agent, cache, case, evals, models, sessions
 
     sessions.add_parsers(commands, common)

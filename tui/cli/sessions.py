@@ -29,6 +29,7 @@ from engine import (
     SessionError,
     Workspace,
     atomic_write_text,
+    check_hypothesis,
     counted,
     encode_record,
     grouped,
@@ -124,14 +125,13 @@ def read_hypothesis(given: str | None, file: Path | None) -> str:
 
 def dry_run(workspace: Workspace, hypothesis: str) -> int:
     """What a run would send first, and with which prompt files; nothing is stored or sent."""
-    if not hypothesis.strip():
-        raise ConfigError("the hypothesis is empty")
+    hypothesis = check_hypothesis(hypothesis)
     uses = workspace.sessions.prompts_for_run()
     print("prompts this run would use:")
     for name, use in uses.items():
         print(f"  {name:<26} {use}")
     print("\nthe detective's instructions, filled:\n")
-    print(workspace.sessions.first_instructions(hypothesis.strip()))
+    print(workspace.sessions.first_instructions(hypothesis))
     return 0
 
 

@@ -34,6 +34,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from engine import (
+    HYPOTHESIS_LIMIT,
+    SHOWN_STATUSES,
     AuditReady,
     ClaimExamined,
     ClaimsSplit,
@@ -53,6 +55,7 @@ from engine import (
     claim_line,
     finished_line,
     listed_title,
+    one_line,
     split_chain,
     strip_control,
     summary_json,
@@ -69,8 +72,13 @@ INSTRUCTIONS = (
     "paragraph. A run takes minutes: pass wait=false to get the session id at once and poll "
     "`session`.")
 
-Report = Callable[[str], Awaitable[None]]
-"""Says one step of a run (a progress notification's message)."""
+Report = Callable[[str, float, float | None], Awaitable[None]]
+"""Says one step of a run: a progress notification's message, its progress and its total
+(None while unknown); progress only grows and never passes the total."""
+ECHO = 300
+"""The most characters of a hypothesis a result carries (a pasted testimony is cut, "…"
+marking the cut: the session has it whole)."""
+StatusName = Literal[SHOWN_STATUSES]  # type: ignore[valid-type]
 
 
 def _clean(text: str | None) -> str | None:
@@ -94,8 +102,10 @@ class SessionRow(BaseModel):
     session: str
     """Its id: `session` reports it, `detektiv watch` follows it, `detektiv resume` goes on."""
     status: str
-    """running, completed, limit-reached, failed, cancelled or interrupted."""
+    """running, completed, limit-reached, nothing-asked (the detective asked the witness
+    nothing: no verdict came from evidence), failed, cancelled or interrupted."""
     hypothesis: str
+    """The hypothesis, or the session's title (its first 300 characters)."""
     verdict: str | None = None
     """true, false or undetermined; None before the audit."""
     probability_false: float | None = None
@@ -154,7 +164,8 @@ def interrogation_result(workspace: Workspace, ref: str) -> InterrogationResult:
         for c in session.testimony.claims]
     return InterrogationResult(
         session=str(session.id), status=workspace.sessions.status(ref, session),
-        hypothesis=strip_control(session.hypothesis.text if session.hypothesis else ""),
+        hypothesis=one_line(session.hypothesis.text if session.hypothesis else "", ECHO),
+        started=session.start_time.isoformat(),
         verdict=audit.verdict if audit else None,
         probability_false=audit.probability_false if audit else None,
         demonstration=session.demonstration,
@@ -166,7 +177,7 @@ def interrogation_result(workspace: Workspace, ref: str) -> InterrogationResult:
 def _row(row: SessionSummary) -> SessionRow:
     return SessionRow(
         session=row.id, status=row.status,
-        hypothesis=strip_control(listed_title(row.hypothesis, row.claims)),
+        hypothesis=one_line(listed_title(row.hypothesis, row.claims), ECHO),
         verdict=row.verdict, probability_false=row.probability_false,
         demonstration=row.demonstration, consistency_score=row.score, started=row.started,
         rounds=row.pairs, evaluation_run=row.eval_run, error=_clean(row.error))
@@ -186,7 +197,7 @@ def step_line(event: InterrogationEvent, ident: str, examined: tuple[int, int] =
         case ClaimsSplit(testimony=testimony):
             return (f"testimony taken apart: {len(testimony.claims)} claims"
                     if testimony.claims else f"nothing to examine: {testimony.problem}")
-        case ClaimExamined(claim=claim):
+        case ClaimExamined(claim=claim, single=False):
             done, of = examined
             return f"{done}/{of} claims examined: {strip_control(claim_line(claim))}"
         case AuditReady(audit=audit) if audit.verdict:
@@ -197,19 +208,70 @@ def step_line(event: InterrogationEvent, ident: str, examined: tuple[int, int] =
     return None
 
 
-async def drive(run: Run, report: Report | None = None) -> None:
-    """Run `run` to its end, saying each step to `report`. Cancelled, the session is stored
-    `cancelled` (resumable) before the cancellation goes on."""
+class Progress:
+    """Where a run stands, as MCP progress (`progress`, `total`): a single claim counts its
+    rounds out of its limit, then the verdict and the end (total limit + 2, known from the
+    start); a testimony counts its testimony and split, then each claim it examines, then
+    the verdict and the end (total known once the split says how many claims). Progress only
+    grows, and the end is the total whatever came before (a claim settled early)."""
+
+    def __init__(self, limit: int, testimony: bool) -> None:
+        self.testimony = testimony
+        self.value = 0.0
+        self.total: float | None = None if testimony else float(limit + 2)
+        self.examined = self.of = 0
+
+    def step(self, event: InterrogationEvent) -> bool:
+        """Move on for `event`; whether it is a step worth saying."""
+        match event:
+            case Started():
+                return True
+            case PairCompleted(pair=pair) if pair.testimony:
+                self.value = max(self.value, 1.0)
+            case PairCompleted(pair=pair) if pair.claim is None and not self.testimony:
+                self.value = max(self.value, min(float(pair.sequence), self._last - 2))
+            case ClaimsSplit(testimony=testimony):
+                self.of = sum(claim.state == "pending" for claim in testimony.claims)
+                self.total = float(self.of + 4)  # testimony, split, the claims, verdict, end
+                self.value = max(self.value, 2.0)
+            case ClaimExamined(single=False):
+                self.examined += 1
+                self.value = max(self.value, min(2.0 + self.examined, self._last - 2))
+            case AuditReady():
+                self.value = max(self.value, self._last - 1)
+            case Finished():
+                self.value = self._last
+            case _:
+                return False
+        return True
+
+    @property
+    def _last(self) -> float:
+        """The total, or (unknown yet) a value past everything counted so far."""
+        return self.total if self.total is not None else self.value + 3
+
+
+async def drive(run: Run, report: Report | None = None,
+                started: asyncio.Event | None = None) -> None:
+    """Run `run` to its end, saying each step to `report`; `started` is set once the run
+    has begun (its `Started`: the session then says whether a demonstration model plays the
+    detective), or when it ends before. Cancelled, the session is stored `cancelled`
+    (resumable) before the cancellation goes on."""
     ident = str(run.session.id)
-    done = of = 0
-    async with aclosing(run.events()) as events:
-        async for event in events:
-            if isinstance(event, ClaimsSplit):
-                of = sum(claim.state == "pending" for claim in event.testimony.claims)
-            elif isinstance(event, ClaimExamined):
-                done += 1
-            if report is not None and (line := step_line(event, ident, (done, of))):
-                await report(line)
+    progress = Progress(run.session.iteration_limit, run.testimony)
+    try:
+        async with aclosing(run.events()) as events:
+            async for event in events:
+                if isinstance(event, Started) and started is not None:
+                    started.set()
+                if not progress.step(event) or report is None:
+                    continue
+                line = step_line(event, ident, (progress.examined, progress.of))
+                if line:
+                    await report(line, progress.value, progress.total)
+    finally:
+        if started is not None:
+            started.set()
 
 
 _INVALID = re.compile(r"(Error executing tool \S+: )\d+ validation errors? for \S+\n(.*)", re.S)
@@ -264,12 +326,17 @@ def build(workspace: Workspace) -> MCPServer[Any]:
                                        log_level="WARNING", middleware=[_tidied])
 
     def reporter(ctx: Context) -> Report:
-        count = 0
+        last = -1.0
 
-        async def report(line: str) -> None:
-            nonlocal count
-            count += 1
-            await ctx.report_progress(count, None, strip_control(line))
+        async def report(line: str, progress: float, total: float | None) -> None:
+            nonlocal last
+            progress = max(progress, last + 1e-3)  # a notification's progress always grows
+            if total is not None:
+                progress = min(progress, total)
+            if progress <= last:
+                return
+            last = progress
+            await ctx.report_progress(progress, total, strip_control(line))
         return report
 
     @server.tool(description=(
@@ -279,7 +346,9 @@ def build(workspace: Workspace) -> MCPServer[Any]:
         "states and the session id; progress is reported per round and per claim. "
         "wait=false returns the session id at once (poll `session`)."))
     async def interrogate(
-        hypothesis: Annotated[str, Field(description="the claim, question or testimony")],
+        hypothesis: Annotated[str, Field(
+            description=f"the claim, question or testimony (at most {HYPOTHESIS_LIMIT:,} "
+            "characters)", max_length=HYPOTHESIS_LIMIT)],
         ctx: Context,
         detective: Annotated[str, Field(description="detective chain, names of configured "
                                         "providers separated by commas (default: the "
@@ -308,45 +377,49 @@ def build(workspace: Workspace) -> MCPServer[Any]:
         except DetektivError as exc:
             raise ToolError(exc.message) from None
         ident = str(run.session.id)
-        if not wait:
-            task = asyncio.create_task(drive(run), name=f"mcp-session-{ident[:8]}")
+        if not wait:  # returned once the run has begun: its session says who plays whom
+            begun = asyncio.Event()
+            task = asyncio.create_task(drive(run, started=begun),
+                                       name=f"mcp-session-{ident[:8]}")
             background[ident] = task
             task.add_done_callback(lambda _: background.pop(ident, None))
+            await begun.wait()
             return interrogation_result(workspace, ident)
         try:
             await drive(run, reporter(ctx))
         except DetektivError as exc:  # the run stored why; the call says it
             raise ToolError(exc.message) from None
-        return interrogation_result(workspace, ident)
+        result = interrogation_result(workspace, ident)
+        if result.status == "failed":  # an error result, never a result that reads as one
+            raise ToolError(f"session {ident[:8]} failed: {result.error or 'no reason given'}")
+        return result
 
     @server.tool(description="List stored sessions, newest first: id, status, verdict, "
                  "rounds; filtered by status, by words of the hypothesis, or by evaluation "
-                 "run.")
+                 "run; a page at a time (offset, limit).")
     def sessions(
-        status: Annotated[str | None, Field(description="only sessions with this status "
-                                            "(running, completed, limit-reached, failed, "
-                                            "cancelled, interrupted)")] = None,
+        status: Annotated[StatusName | None, Field(description="only sessions with this "
+                                                   "status")] = None,
         search: Annotated[str | None, Field(description="only sessions whose hypothesis "
                                             "contains this text")] = None,
         evaluation_run: Annotated[str | None, Field(description="only the sessions of this "
                                                     "evaluation run (its id or start)")] = None,
         limit: Annotated[int, Field(description="at most this many (1-500)",
                                     json_schema_extra={"minimum": 1, "maximum": 500})] = 20,
+        offset: Annotated[int, Field(description="skip this many (the next page: the last "
+                                     "offset + limit)", json_schema_extra={"minimum": 0})] = 0,
     ) -> SessionList:
         if not 1 <= limit <= 500:
             raise ToolError(f"limit must be between 1 and 500 (got {limit})")
+        if offset < 0:
+            raise ToolError(f"offset must be at least 0 (got {offset})")
         try:
-            rows = workspace.evals.sessions(evaluation_run) if evaluation_run else \
-                workspace.store.list()
+            rows, more = workspace.sessions.page(status=status, search=search,
+                                                 run=evaluation_run, offset=offset,
+                                                 limit=limit)
         except DetektivError as exc:
             raise ToolError(exc.message) from None
-        if status:
-            rows = [row for row in rows if row.status == status.strip()]
-        if search:
-            words = search.strip().casefold()
-            rows = [row for row in rows if words in row.hypothesis.casefold()]
-        return SessionList(sessions=[_row(row) for row in rows[:limit]],
-                           more=max(0, len(rows) - limit))
+        return SessionList(sessions=[_row(row) for row in rows], more=more)
 
     @server.tool(description="One session: its status (running or not) and its markdown "
                  "report (questions, answers, claims, audit, verdict).")
@@ -406,11 +479,13 @@ def build(workspace: Workspace) -> MCPServer[Any]:
                     match event:
                         case EvalStarted(total=total, skipped=skipped):
                             await report(f"evaluation {run.id}: {total} to judge"
-                                         + (f", {skipped} finished earlier" if skipped else ""))
+                                         + (f", {skipped} finished earlier" if skipped else ""),
+                                         0, total)
                         case EvalItemDone(result=result):
                             judged += 1
                             await report(f"item {judged} of {total}: {result.status}"
-                                         + (f" ({result.verdict})" if result.verdict else ""))
+                                         + (f" ({result.verdict})" if result.verdict else ""),
+                                         judged, total)
                         case EvalFinished():
                             finished = event
         except DetektivError as exc:
