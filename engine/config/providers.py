@@ -54,7 +54,9 @@ GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 
 # (default, minimum, maximum) seconds, per SPEC §2.
 CLOUD_TIMEOUT = (30.0, 15.0, 120.0)
-LOCAL_TIMEOUT = (120.0, 15.0, 360.0)
+LOCAL_TIMEOUT = (120.0, 15.0, 1800.0)
+UNMEASURED_TIMEOUT = 360.0
+"""Seconds the embedded model's reply may take before any reply has measured its speed."""
 CLOUD_STALL = 15.0
 LOCAL_STALL = 30.0
 DEMONSTRATION_REPLY = 384
@@ -108,7 +110,8 @@ class ProviderConfig(BaseModel):
     stall_timeout: float | None = None
     """Seconds without a token, once tokens have started; cloud default 15, local 30."""
     timeout: float | None = None
-    """Seconds for the whole answer: cloud 15–120 (default 30), local 15–360 (default 120)."""
+    """Seconds for the whole answer: cloud 15–120 (default 30), local 15–1,800 (default 120;
+    fitted to a llama.cpp model's measured speed where it reports one)."""
     keep_alive: str | float | None = None
     """Ollama: how long the model stays loaded after a call (e.g. "5m")."""
     options: dict[str, Any] = Field(default_factory=dict)

@@ -31,8 +31,10 @@ from urllib.parse import urlsplit
 
 from engine.config.providers import (
     ANTHROPIC_URL,
+    CLOUD_TIMEOUT,
     DEMONSTRATION_REPLY,
     GEMINI_URL,
+    LOCAL_TIMEOUT,
     ProviderConfig,
     is_loopback,
 )
@@ -47,7 +49,7 @@ from engine.errors import (
     StallTimeout,
     TotalTimeout,
 )
-from engine.providers._deadline import Deadline
+from engine.providers._deadline import Deadline, Speed, fitted
 from engine.providers._events import (
     MOST_CHARACTERS,
     Done,
@@ -112,6 +114,9 @@ class Provider(ABC):
         self.config = config
         self._env = env
         self._key: tuple[str | None] | None = None  # resolved once, then reused
+        self.speed: Speed | None = None
+        """How fast the server's model ran, when its replies say so (a llama.cpp server's
+        `timings`): its deadline for a reply is then fitted to it (`reply_deadline`)."""
 
     stops_at_markers = False
     """True for a kind whose model runs under a template it may not know (the embedded one):
@@ -293,14 +298,28 @@ class Provider(ABC):
         if not finished:
             raise unfinished(self.name)
 
+    def measured(self, timings: object) -> None:
+        """Take in the speed one reply's llama.cpp `timings` report (anything else is left
+        out)."""
+        self.speed = Speed.taken(self.speed, timings)
+
     def reply_deadline(self, request: StreamRequest) -> float:
-        """Seconds a reply to `request` may take in all: the configured `timeout` (or the
-        kind's default). A provider that knows its model's speed fits it to the request."""
-        return self.config.total_timeout
+        """Seconds a reply to `request` may take in all: the configured `timeout`; else, once
+        the server has reported its speed (`measured`), the time that speed needs for the
+        request (`_deadline.fitted`: never less than the kind's default, never more than its
+        largest); else the kind's default."""
+        if self.config.timeout is not None or self.speed is None:
+            return self.config.total_timeout
+        _, _, largest = LOCAL_TIMEOUT if self.config.is_local else CLOUD_TIMEOUT
+        return fitted(self.speed, sum(len(m.content) for m in request.messages),
+                      request.max_tokens, self.config.total_timeout, largest)
 
     def deadline_note(self, request: StreamRequest) -> str:
         """How `reply_deadline` was fitted, for a timeout's message ("" when it was not)."""
-        return ""
+        if self.config.timeout is not None or self.speed is None:
+            return ""
+        return (f"fitted to the {self.speed.reply:.1f} tokens a second the server reported "
+                f"for {request.max_tokens or 512:,} tokens")
 
     def stall_deadline(self, total: float) -> float:
         """Seconds between two tokens before the stream counts as stalled (`total`: the

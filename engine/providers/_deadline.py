@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
-__all__ = ["Deadline"]
+__all__ = ["Deadline", "Speed", "fitted"]
 
 ASK_TIMEOUT = 5.0
 """Seconds the server is given to say whether it is working."""
@@ -133,3 +134,59 @@ class Deadline:
         self.expired = True
         self._cancelling = self._task.cancelling()
         self._task.cancel()
+
+
+@dataclass(frozen=True, slots=True)
+class Speed:
+    """What a llama.cpp model was measured at, in tokens a second (llama.cpp's own `timings`
+    of each reply, smoothed): reading the prompt, and writing the reply."""
+
+    prompt: float
+    reply: float
+
+    def seconds(self, prompt_tokens: int, reply_tokens: int) -> float:
+        """The time a request of that many tokens in and out takes at this speed."""
+        return prompt_tokens / self.prompt + reply_tokens / self.reply
+
+    def learned(self, timings: object) -> Speed:
+        """This speed with one reply's `timings` taken in (half their weight each; a
+        figure from too few tokens to mean anything is left out)."""
+        if not isinstance(timings, dict):
+            return self
+        prompt, reply = self.prompt, self.reply
+        if _number(timings.get("prompt_n")) >= 16 and _number(timings.get("prompt_per_second")):
+            prompt = (prompt + _number(timings["prompt_per_second"])) / 2
+        if _number(timings.get("predicted_n")) >= 8 and \
+                _number(timings.get("predicted_per_second")):
+            reply = (reply + _number(timings["predicted_per_second"])) / 2
+        return Speed(prompt, reply)
+
+    @classmethod
+    def first(cls, timings: object) -> Speed | None:
+        """The speed one reply's `timings` measured, or None when they say too little."""
+        if not isinstance(timings, dict):
+            return None
+        prompt = _number(timings.get("prompt_per_second"))
+        reply = _number(timings.get("predicted_per_second"))
+        if _number(timings.get("predicted_n")) < 8 or not reply:
+            return None
+        return cls(prompt if _number(timings.get("prompt_n")) >= 16 and prompt else reply * 10,
+                   reply)
+
+    @staticmethod
+    def taken(speed: Speed | None, timings: object) -> Speed | None:
+        """`speed` with one reply's `timings` taken in (the first measure when None)."""
+        return Speed.first(timings) if speed is None else speed.learned(timings)
+
+
+def fitted(speed: Speed, prompt_chars: int, max_tokens: int | None, floor: float,
+           cap: float) -> float:
+    """Seconds a reply may take at `speed`: the prompt (a token for every three characters)
+    and every token the reply may have (512 when unbounded), half again and 15 s more —
+    never less than `floor` (the kind's default), never more than `cap` (its largest)."""
+    needed = speed.seconds(prompt_chars // 3, max_tokens or 512) * 1.5 + 15
+    return float(min(cap, max(floor, round(needed))))
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and value > 0 else 0.0

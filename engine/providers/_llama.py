@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.jsondata import read_json
+from engine.providers._deadline import Speed
 from engine.text import END_OF_TURN_MARKERS
 
 __all__ = [
@@ -121,48 +122,6 @@ class LlamaOptions:
     """False: lock the HTTP port with a random key (in-process use). True: serve it openly."""
 
 
-@dataclass(frozen=True, slots=True)
-class Speed:
-    """What the loaded model was measured at here, in tokens a second (llama.cpp's own
-    `timings` of each reply, smoothed): reading the prompt, and writing the reply."""
-
-    prompt: float
-    reply: float
-
-    def seconds(self, prompt_tokens: int, reply_tokens: int) -> float:
-        """The time a request of that many tokens in and out takes at this speed."""
-        return prompt_tokens / self.prompt + reply_tokens / self.reply
-
-    def learned(self, timings: object) -> Speed:
-        """This speed with one reply's `timings` taken in (half their weight each; a
-        figure from too few tokens to mean anything is left out)."""
-        if not isinstance(timings, dict):
-            return self
-        prompt, reply = self.prompt, self.reply
-        if _number(timings.get("prompt_n")) >= 16 and _number(timings.get("prompt_per_second")):
-            prompt = (prompt + _number(timings["prompt_per_second"])) / 2
-        if _number(timings.get("predicted_n")) >= 8 and \
-                _number(timings.get("predicted_per_second")):
-            reply = (reply + _number(timings["predicted_per_second"])) / 2
-        return Speed(prompt, reply)
-
-    @classmethod
-    def first(cls, timings: object) -> Speed | None:
-        """The speed one reply's `timings` measured, or None when they say too little."""
-        if not isinstance(timings, dict):
-            return None
-        prompt = _number(timings.get("prompt_per_second"))
-        reply = _number(timings.get("predicted_per_second"))
-        if _number(timings.get("predicted_n")) < 8 or not reply:
-            return None
-        return cls(prompt if _number(timings.get("prompt_n")) >= 16 and prompt else reply * 10,
-                   reply)
-
-
-def _number(value: object) -> float:
-    return float(value) if isinstance(value, int | float) and value > 0 else 0.0
-
-
 class LlamaEngine:
     """One loaded model, shared by every `local` provider with the same options."""
 
@@ -182,8 +141,7 @@ class LlamaEngine:
 
     def measured(self, timings: object) -> None:
         """Take in one reply's llama.cpp `timings`."""
-        speed = self.speed
-        self.speed = Speed.first(timings) if speed is None else speed.learned(timings)
+        self.speed = Speed.taken(self.speed, timings)
 
     @classmethod
     def shared(cls, options: LlamaOptions) -> LlamaEngine:

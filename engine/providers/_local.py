@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from engine.config.providers import LOCAL_TIMEOUT, ProviderConfig
+from engine.config.providers import LOCAL_TIMEOUT, UNMEASURED_TIMEOUT, ProviderConfig
 from engine.errors import (
     BadResponseError,
     ContextOverflowError,
@@ -23,6 +23,7 @@ from engine.errors import (
 from engine.gguf.store import resolve_model_path
 from engine.paths import Paths
 from engine.providers._base import Provider
+from engine.providers._deadline import fitted
 from engine.providers._events import (
     Done,
     Message,
@@ -156,16 +157,15 @@ class LocalProvider(Provider):
     def reply_deadline(self, request: StreamRequest) -> float:
         """The user's `timeout` when set; else the time the model's measured speed needs
         for the prompt and every token the reply may have, half again and 15 s more, never
-        less than the default (`LOCAL_TIMEOUT`); the most a local timeout may be while no
-        reply has measured it yet."""
+        less than the default (`LOCAL_TIMEOUT`: `_deadline.fitted`); `UNMEASURED_TIMEOUT` while
+        no reply has measured it yet."""
         if self.config.timeout is not None:
             return self.config.timeout
         speed = self._engine.speed if self._engine is not None else None
         if speed is None:
-            return LOCAL_TIMEOUT[2]
-        chars = sum(len(m.content) for m in request.messages)
-        needed = speed.seconds(chars // 3, request.max_tokens or 512) * 1.5 + 15
-        return max(LOCAL_TIMEOUT[0], round(needed))
+            return UNMEASURED_TIMEOUT
+        return fitted(speed, sum(len(m.content) for m in request.messages),
+                      request.max_tokens, LOCAL_TIMEOUT[0], LOCAL_TIMEOUT[2])
 
     def stall_deadline(self, total: float) -> float:
         """The user's `stall_timeout` when set; else the reply's whole deadline. The model runs

@@ -238,6 +238,8 @@ class OpenAIProvider(Provider):
                         raise stream_error(self.name, chunk)
                     if chunk.get("usage") is not None:
                         usage = chunk["usage"]
+                    if chunk.get("timings") is not None:  # a llama.cpp server's speed
+                        self.measured(chunk["timings"])
                     choices = chunk.get("choices") or []
                     if not isinstance(choices, list):
                         raise BadResponseError(self.name, f"choices that are not a list: "
@@ -320,6 +322,7 @@ class OpenAIProvider(Provider):
         usage = data.get("usage")
         if isinstance(usage, dict):
             events.append(usage_of(usage))
+        self.measured(data.get("timings"))
         return [*events, Done(finish)]
 
     # ---- a llama.cpp server behind the OpenAI-compatible API: its window and its tokenizer --

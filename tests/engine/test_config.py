@@ -62,8 +62,8 @@ timeout = 120
         ('[providers.a]\nkind = "openai"\n', "providers.a.model: Field required"),
         ('[providers.a]\nkind = "openai"\nmodel = "m"\ntimeout = 500\n',
          "providers.a: timeout must be between 15 and 120 s for a cloud provider"),
-        ('[providers.a]\nkind = "ollama"\nmodel = "m"\ntimeout = 500\n',
-         "providers.a: timeout must be between 15 and 360 s for a local provider"),
+        ('[providers.a]\nkind = "ollama"\nmodel = "m"\ntimeout = 2000\n',
+         "providers.a: timeout must be between 15 and 1800 s for a local provider"),
         ('[providers.a]\nkind = "openai"\nmodel = "m"\ncolour = "red"\n',
          "providers.a.colour: Extra inputs are not permitted"),
         ('[providers.a]\nkind = "openai"\nmodel = "m"\npriority = 1\n'

@@ -99,18 +99,19 @@ def test_the_measured_speed_is_learned_from_llama_cpps_timings() -> None:
 
 async def test_the_embedded_models_deadline_is_fitted_to_its_measured_speed(
         paths: Paths) -> None:
-    from engine.config.providers import LOCAL_TIMEOUT
+    from engine.config.providers import LOCAL_TIMEOUT, UNMEASURED_TIMEOUT
 
     config = ProviderConfig(kind="local", model="smollm2-135m", n_ctx=2048, n_parallel=1)
     provider = create_provider("local", config, paths)
     long = StreamRequest.of("Tell me about owls.", max_tokens=2048)
     try:
-        assert provider.reply_deadline(long) == LOCAL_TIMEOUT[2]  # not measured yet
+        assert provider.reply_deadline(long) == UNMEASURED_TIMEOUT  # not measured yet
         await complete(provider, StreamRequest.of("Name three birds of prey.", max_tokens=48))
         speed = provider.engine().speed  # type: ignore[attr-defined]
         assert speed is not None and speed.reply > 0
         expected = speed.seconds(len("Tell me about owls.") // 3, 2048) * 1.5 + 15
-        assert provider.reply_deadline(long) == max(LOCAL_TIMEOUT[0], round(expected))
+        assert provider.reply_deadline(long) == min(LOCAL_TIMEOUT[2],
+                                                   max(LOCAL_TIMEOUT[0], round(expected)))
         assert "tokens a second measured here for 2,048 tokens" in \
             provider.deadline_note(long)
     finally:

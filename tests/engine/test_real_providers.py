@@ -289,3 +289,41 @@ async def test_log_probabilities_come_with_each_token_of_the_answer(provider: Pr
         assert place.logprob == max(logprob for _, logprob in place.top)
     plain = [event async for event in provider.stream(SHORT)]
     assert not any(isinstance(e, TokenChoices) for e in plain)
+
+
+async def test_a_loopback_llama_cpp_server_gets_the_deadline_its_measured_speed_needs(
+        llama_server: LlamaServer, paths: Paths) -> None:
+    """The speed llama.cpp reports with each reply (`timings`) fits the deadline, as the
+    embedded model's: a long answer on a slow machine gets the time it needs."""
+    from engine.config.providers import LOCAL_TIMEOUT
+    from engine.providers._deadline import fitted
+
+    config = llama_server.provider_config()
+    assert config.is_local and config.timeout is None
+    provider = create_provider("openai", config, paths)
+    long = StreamRequest.of("Tell me about owls.", max_tokens=100_000)
+    try:
+        assert provider.reply_deadline(long) == LOCAL_TIMEOUT[0]  # nothing measured yet
+        assert provider.deadline_note(long) == ""
+        await complete(provider, StreamRequest.of("Name three birds of prey.", max_tokens=48,
+                                                  temperature=0))
+        speed = provider.speed
+        assert speed is not None and speed.reply > 0 and speed.prompt > 0
+        deadline = provider.reply_deadline(long)
+        assert deadline == fitted(speed, len("Tell me about owls."), 100_000,
+                                  LOCAL_TIMEOUT[0], LOCAL_TIMEOUT[2])
+        assert LOCAL_TIMEOUT[0] < deadline <= 1800  # more than the fixed default: what it needs
+        assert "tokens a second the server reported for 100,000 tokens" in \
+            provider.deadline_note(long)
+    finally:
+        await provider.aclose()
+
+
+def test_a_local_timeout_may_be_set_up_to_half_an_hour() -> None:
+    base = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    assert ProviderConfig(**base, timeout=1800).total_timeout == 1800
+    with pytest.raises(ValueError, match="timeout must be between 15 and 1800 s for a local"):
+        ProviderConfig(**base, timeout=1801)
+    with pytest.raises(ValueError, match="between 15 and 120 s for a cloud"):
+        ProviderConfig(kind="openai", model="m", base_url="https://api.example.com/v1",
+                       timeout=1800)
