@@ -217,6 +217,14 @@ class DetektivApp(GuardedApp, App[int]):
         self.call_from_thread(self._fetch_ended, "", "The capable local model is here: "
                               "the embedded model for both roles from the next run.",
                               "information")
+        self.call_from_thread(self._models_changed)
+
+    def _models_changed(self) -> None:
+        """Every screen built so far says again who plays the detective (`ModelsChanged`)."""
+        from tui.messages import ModelsChanged
+
+        for screen in self._screens.values():
+            screen.post_message(ModelsChanged())
 
     def _fetch_ended(self, line: str, message: str, severity: SeverityLevel) -> None:
         self.fetch_stop = None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
-__all__ = ["InterrogationWanted", "NewSessionWanted", "SessionOpened", "SessionShown",
-           "TabClosed"]
+__all__ = ["InterrogationWanted", "ModelsChanged", "NewSessionWanted", "SessionOpened",
+           "SessionShown", "TabClosed"]
 
 
 class SessionOpened(Message):
@@ -44,3 +44,8 @@ class InterrogationWanted(Message):
 class TabClosed(Message):
     """The browser tab showing this app (`detektiv serve`) was closed: the app ends, once the
     interrogation it runs, if any, has finished."""
+
+
+class ModelsChanged(Message):
+    """The configured models changed under the app (the capable local model arrived): what a
+    screen says about who plays the detective is said again."""

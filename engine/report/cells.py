@@ -54,10 +54,11 @@ def verdict_cell(row: SessionSummary) -> str:
 
 
 def rounds_cell(row: SessionSummary) -> str:
-    """A session list's rounds column: `"3/10"` (rounds of the limit), or for a testimony its
-    claims' rounds alone (`"7"`: the limit is a claim's)."""
+    """A session list's rounds column: `"3/10"` (rounds of the limit), or for a testimony
+    its rounds, the testimony's own answer round 1 as everywhere (`"8"`: the limit is a
+    claim's)."""
     if row.claims is not None:
-        return str(max(0, row.pairs - 1))
+        return str(row.pairs)
     return f"{row.pairs}/{row.iteration_limit}"
 
 

@@ -21,7 +21,7 @@ from engine.report.words import (
     trail_line,
     verdict_line,
 )
-from engine.text import strip_control
+from engine.text import counted, strip_control
 
 __all__ = ["claims_table", "to_json", "to_markdown"]
 
@@ -138,8 +138,8 @@ def to_markdown(
     if hypothesis and testimony is not None:
         examined = sum(1 for claim in testimony.claims if claim.examined)
         out.append(f"- Testimony: {len(testimony.claims)} claims, {examined} examined, in "
-                   f"{max(0, len(session.qa_pairs) - 1)} rounds (at most "
-                   f"{session.iteration_limit} a claim)")
+                   f"{counted(len(session.qa_pairs), 'round')} (round 1 the testimony; at "
+                   f"most {session.iteration_limit} a claim)")
     elif hypothesis:
         out.append(f"- Rounds: {len(session.qa_pairs)} of at most {session.iteration_limit}")
         out.append(f"- Usage: {usage_line(session.tokens)}")
@@ -180,10 +180,11 @@ def to_markdown(
             out += ["", f"### {answer_title(answer)}", "", f"- {snapshot_line(answer)}"]
             if content is not None:
                 out += ["", _quote(content)]
-    rounds = [(pair.sequence, pair.usage) for pair in session.qa_pairs if pair.usage]
+    rounds = [pair for pair in session.qa_pairs if pair.usage]
     if rounds:
         out += ["", "## Costs", ""]
-        out += [f"- Round {sequence}: {usage_line(usage)}" for sequence, usage in rounds]
+        out += [f"- Round {pair.sequence}{' (the testimony)' if pair.testimony else ''}: "
+                f"{usage_line(pair.usage)}" for pair in rounds if pair.usage]
         out.append("- Prices per million tokens from `[prices]` in the config; a model on this "
                    "machine costs nothing")
     if session.prompts:

@@ -1050,7 +1050,19 @@ def test_the_markdown_export_writes_the_marked_testimony_and_the_claims_table(
     report = workspace.sessions.export(str(session.id), "md")
     assert "**The testimony, marked**" in report
     assert "> Niacin is also called pantothenic acid. [✗3]" in report
-    assert "## Claims" in report and "- Testimony: 4 claims, 3 examined, in 3 rounds" in report
+    assert "## Claims" in report
+    assert "- Testimony: 4 claims, 3 examined, in 4 rounds (round 1 the testimony; " in report
+    # every count says the same: the testimony's own answer is round 1, here and in Costs
+    from engine.models.usage import TokenTally
+    from engine.report.export import to_markdown
+    for pair in session.qa_pairs:
+        pair.usage = TokenTally(prompt=100, completion=20)
+    costs = [line for line in to_markdown(session).splitlines() if line.startswith("- Round ")]
+    assert len(costs) == len(session.qa_pairs) == 4
+    assert costs[0].startswith("- Round 1 (the testimony): ")
+    from engine import rounds_cell
+    from engine.storage.index import summarize
+    assert rounds_cell(summarize("x", session)) == "4"
     assert "| # | state | p(false) | round | alone p(true) | rounds p(true) | claim |" in report
     assert "| 3 | ✗ contradicted | 0.96 | 3 | 0.80 | 0.04 | Niacin is also called pantothenic " \
         "acid. |" in report

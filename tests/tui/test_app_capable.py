@@ -50,13 +50,22 @@ async def test_the_fetch_starts_by_itself_shows_progress_and_changes_the_default
             await until(pilot, lambda: "from the Hub" in bar(app), timeout=30)
             assert any("6 MB" in text and "Providers tab stops it" in text
                        for _, text in app.notices)
+            assert "demonstration" in str(app.screen.query_one("#sessions-status").render())
             await pilot.press("2")  # every tab bar shows it
             await until(pilot, lambda: "capable model" in bar(app), timeout=10)
+            assert app.screen.query_one("#advice").display
             await until(pilot, lambda: any("capable local model is here" in text
                                            for _, text in app.notices), timeout=60)
             assert "capable model" not in bar(app) and "? help" in bar(app)
             assert app.workspace.config.providers["local"].model == CAPABLE_MODEL
             assert app.workspace.advice("detective") is None  # no demonstration note now
+            # the screens built before it came say so too: the Live tab (shown) and the
+            # Sessions tab (the first one shown)
+            await until(pilot, lambda: not app.screen.query_one("#advice").display, timeout=10)
+            await pilot.press("1")
+            await until(pilot, lambda: "No sessions" in str(
+                app.screen.query_one("#sessions-status").render()), timeout=10)
+            assert "demonstration" not in str(app.screen.query_one("#sessions-status").render())
             assert app.internal_errors == []
 
 

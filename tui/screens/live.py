@@ -51,7 +51,7 @@ from engine import (
     verdict_short,
 )
 from tui.funnel import Guarded
-from tui.messages import SessionShown
+from tui.messages import ModelsChanged, SessionShown
 from tui.widgets.form import FormInput, HypothesisArea
 from tui.widgets.reasoning import ReasoningPanel
 from tui.widgets.side import SidePanel
@@ -152,6 +152,13 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one(TranscriptView).add("note", self.empty_text())
         if self._form_wanted:
             self.focus_form()
+
+    def on_models_changed(self, _: ModelsChanged) -> None:
+        """The advice line says again whether a demonstration model plays the detective."""
+        advice = self.advice_text()
+        line = self.query_one("#advice", Static)
+        line.update(Content(strip_control(advice)))
+        line.display = bool(advice)
 
     def advice_text(self) -> str:
         """The line under the form when a demonstration model would play the detective."""

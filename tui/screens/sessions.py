@@ -26,7 +26,7 @@ from engine import (
 from tui._format import local_minute
 from tui.background import in_background
 from tui.funnel import Guarded
-from tui.messages import NewSessionWanted, SessionOpened
+from tui.messages import ModelsChanged, NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
 from tui.widgets.table import Table
 from tui.widgets.tabs import ModeTabs
@@ -198,6 +198,10 @@ class SessionsScreen(Guarded, Screen[None]):
         self._apply_filter()
         self._show_status()
         self.query_one(DataTable).focus()
+
+    def on_models_changed(self, _: ModelsChanged) -> None:
+        """An empty list says again whether a demonstration model plays the detective."""
+        self._show_status()
 
     def empty_text(self) -> str:
         """What an empty Sessions tab says: how to start the first interrogation (and, on the
