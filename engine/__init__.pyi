@@ -129,7 +129,6 @@ from .models.events import (
 )
 from .models.notes import LlmEntry as LlmEntry, NoteEntry as NoteEntry
 from .models.session import (
-    NOTHING_ASKED as NOTHING_ASKED,
     PROTOCOLS as PROTOCOLS,
     SHOWN_STATUSES as SHOWN_STATUSES,
     AuditResult as AuditResult,

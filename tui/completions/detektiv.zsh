@@ -20,7 +20,7 @@ _shtab_detektiv_commands() {
     evals:'list evaluation runs, or show one'"'"'s figures'
     export:'export a session'
     local-server:'serve the embedded model'"'"'s OpenAI-compatible API on 127.0.0.1'
-    mcp:'serve detektiv'"'"'s tools over the Model Context Protocol (stdio; --http)'
+    mcp:'Serve detektiv'"'"'s tools (interrogate, sessions, session, evaluate) to an MCP client: over stdio (the default; the client starts this command) or streamable HTTP (--http).'
     models:'local GGUF models: list, pull, rm'
     new:'create a session for notes (its interrogation later)'
     notes:'list a session'"'"'s notes; `notes add ID FILE…` imports'
@@ -30,7 +30,7 @@ _shtab_detektiv_commands() {
     providers:'list providers with a live health check'
     resume:'continue an interrupted session'
     run:'run an interrogation'
-    serve:'serve the app to a browser (textual-serve)'
+    serve:'Serve the app to a web browser (textual-serve), on loopback unless --allow-remote and --host say otherwise.'
     sessions:'list sessions'
     show:'print a session'
     vault:'search every session'"'"'s words (the agent'"'"'s vault)'
@@ -334,7 +334,7 @@ _shtab_detektiv_mcp_options=(
   "--http[streamable HTTP at http\:\/\/HOST\:PORT\/mcp instead of stdio]"
   "--host[with --http\: address to listen on (default 127.0.0.1\; others need --allow-remote)]:host:"
   "--port[with --http\: port (default 8765\; 0 picks a free one)]:N:"
-  "--allow-remote[with --http\: listen on a non-loopback address\; every request then needs the token printed (or DETEKTIV_MCP_TOKEN)]"
+  "--allow-remote[with --http\: permit a --host that is not loopback (without --host it still listens on 127.0.0.1)\; every request then needs the token printed (or DETEKTIV_MCP_TOKEN)]"
 )
 
 # guard to ensure default positional specs are added only once per session
@@ -477,7 +477,7 @@ _shtab_detektiv_serve_options=(
   "--debug[log everything (DETEKTIV_LOG_LEVEL\=debug), on stderr too for a command]"
   "--host[address to listen on (default 127.0.0.1\; others need --allow-remote)]:host:"
   "--port[0 picks a free port]:N:"
-  "--allow-remote[listen on a non-loopback address\; every request then needs the token printed (or DETEKTIV_SERVE_TOKEN)]"
+  "--allow-remote[permit a --host that is not loopback (without --host it still listens on 127.0.0.1)\; every request then needs the token printed (or DETEKTIV_SERVE_TOKEN)]"
   "--no-shared-model[do not start one local-server for all tabs (each tab then loads the embedded model itself)]"
 )
 
