@@ -255,10 +255,17 @@ def main() -> int:
                         "rounds_samples=5; with --tag, its own home (an evaluation's results "
                         "are found again by the items, not the settings)")
     parser.add_argument("--tag", default="", help="a home of its own for these settings")
+    parser.add_argument("--fit", action="store_true",
+                        help="then fit the pool of the signals' readings on the sample's labels "
+                        "(eval --fit: pooling.json in the report's folder; development "
+                        "samples only, as the prompts are tuned)")
     parser.add_argument("--threads", type=int, default=1,
                         help="the server's CPU threads (1: the machine stays usable beside "
                         "it; 2 on an otherwise idle two-core machine)")
     args = parser.parse_args()
+    if args.fit and not args.dev:
+        parser.error("--fit fits on the development samples only (--dev): a pool fitted on "
+                     "the test samples would be judged on what it was fitted to")
     split = "dev" if args.dev else "test"
     work: Path = args.work
     wheels, models = work / "wheels", work / "models"
@@ -330,6 +337,7 @@ def main() -> int:
                       flush=True)
             extra = [] if chosen == ["cross-exam"] else ["--protocol", ",".join(chosen)]
             extra += ["--retry-failed"] if args.retry_failed else []
+            extra += ["--fit"] if args.fit else []
             path, mode = samples[name]
             if mode == "split":  # the split against FActScore's human facts, not an eval
                 if chosen == protocols[:1]:

@@ -134,6 +134,7 @@ from .models.session import (
     AuditResult as AuditResult,
     GapAnalysis as GapAnalysis,
     Protocol as Protocol,
+    QuestionAnswerPair as QuestionAnswerPair,
 )
 from .models.testimony import Claim as Claim
 from .models.usage import TokenTally as TokenTally
@@ -162,6 +163,7 @@ from .report.blocks import (
     Piece as Piece,
     Void as Void,
     audit_lines as audit_lines,
+    claim_round_blocks as claim_round_blocks,
     discarded_line as discarded_line,
     finished_line as finished_line,
     reasoning_title as reasoning_title,
@@ -177,6 +179,8 @@ from .report.cells import (
 from .report.claims import (
     MARKS as MARKS,
     claim_line as claim_line,
+    claim_row as claim_row,
+    claims_tally as claims_tally,
     marked_parts as marked_parts,
 )
 from .report.words import (

@@ -108,7 +108,7 @@ class DetektivApp(GuardedApp, App[int]):
         """The session the Live tab shows (the Oracles tab's default)."""
         self.fetch_stop: threading.Event | None = None
         """Set to stop the capable model's fetch in flight (None: none runs)."""
-        self.fetch_line = ""
+        self.fetch_line: str | list[str] = ""
         """The fetch's progress, as the tab bars show it."""
         self.retired: list[Any] = []
         """Routers let go while a run may still use them (a new default model): closed on
@@ -191,7 +191,7 @@ class DetektivApp(GuardedApp, App[int]):
             now = time.monotonic()
             if now - shown[0] >= 0.5 or step.done >= step.total:
                 shown[0] = now
-                self.call_from_thread(self.show_fetch, step.text())
+                self.call_from_thread(self.show_fetch, step.shorter())
 
         try:
             self.workspace.models.fetch_capable(progress=progress, cancel=stop)
@@ -232,8 +232,9 @@ class DetektivApp(GuardedApp, App[int]):
         self.notify(message, title="Local model", severity=severity, timeout=15)
         self.refresh_bindings()
 
-    def show_fetch(self, line: str) -> None:
-        """Put `line` at the right of every tab bar."""
+    def show_fetch(self, line: str | list[str]) -> None:
+        """Put `line` at the right of every tab bar (several: the same, ever shorter; each
+        bar shows the longest that fits)."""
         from tui.widgets.tabs import ModeTabs
 
         self.fetch_line = line
@@ -324,6 +325,7 @@ class DetektivApp(GuardedApp, App[int]):
 
     def action_help(self) -> None:
         rows: list[tuple[str, str, str]] = []
+        tips: dict[str, str] = {}
         seen: set[str] = set()
         for binding in [*self.screen.BINDINGS, *self.BINDINGS]:
             if isinstance(binding, Binding) and binding.id and binding.id not in seen:
@@ -332,7 +334,9 @@ class DetektivApp(GuardedApp, App[int]):
                 shown = " or ".join(self.get_key_display(Binding(key.strip(), ""))
                                     for key in keys.split(","))  # "/", not "slash"
                 rows.append((shown, binding.description, binding.id))
-        self.push_screen(HelpScreen(rows))
+                if binding.tooltip:
+                    tips[binding.id] = binding.tooltip
+        self.push_screen(HelpScreen(rows, tips))
 
     def action_toggle_theme(self) -> None:
         self.theme = "detektiv-light" if self.theme == "detektiv-dark" else "detektiv-dark"

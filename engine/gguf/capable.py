@@ -94,6 +94,13 @@ class FetchProgress:
         return (f"capable model: {size_text(self.done)} of {size_text(self.total)} {where} "
                 f"({self.fraction:.0%})")
 
+    def shorter(self) -> list[str]:
+        """The same, ever shorter, for where room is short (`"capable model 37% of 1.1
+        GB"`, `"model 37%"`): the percentage is never cut."""
+        return [self.text(),
+                f"capable model {self.fraction:.0%} of {size_text(self.total)}",
+                f"capable model {self.fraction:.0%}", f"model {self.fraction:.0%}"]
+
 
 @dataclass(frozen=True, slots=True)
 class CapableState:

@@ -42,7 +42,7 @@ from engine.models.events import (
     Started,
     TrailAdded,
 )
-from engine.models.session import AuditResult, GapAnalysis, InterrogationSession
+from engine.models.session import AuditResult, GapAnalysis, InterrogationSession, QuestionAnswerPair
 from engine.models.testimony import Claim, Testimony
 from engine.models.trail import ContextFit
 from engine.report.claims import claim_line, marked_testimony
@@ -65,8 +65,8 @@ from engine.report.words import (
 )
 
 __all__ = ["Append", "Block", "BlockKind", "Calls", "Narration", "Piece", "Void", "analysis_lines",
-           "audit_lines", "discarded_line", "finished_line", "reasoning_by_call",
-           "reasoning_title", "session_blocks"]
+           "audit_lines", "claim_round_blocks", "discarded_line", "finished_line",
+           "reasoning_by_call", "reasoning_title", "session_blocks"]
 
 BlockKind = Literal["heading", "question", "answer", "judgement", "analysis", "audit", "summary",
                     "mark", "note", "end", "reasoning", "claims", "testimony"]
@@ -152,6 +152,24 @@ def claims_block(testimony: Testimony) -> Block:
     return Block("claims", "Claims", "\n".join(lines) or "no claims")
 
 
+def claim_round_blocks(pair: QuestionAnswerPair, claim: str) -> list[Block]:
+    """A testimony claim's round as shown (the transcript, and the Live tab's pane of one
+    claim's rounds): its heading (`"Claim 4 · Q7"` and the claim), question, answer (with its
+    samples' agreement), and judgement."""
+    rounds = [
+        Block("heading", f"Claim {pair.claim} · Q{pair.sequence}", claim),
+        Block("question", f"Question · {pair.provider_used.detective}", pair.question,
+              markdown=True),
+        Block("answer", f"Answer · {pair.provider_used.witness}", pair.answer,
+              markdown=True)]
+    if pair.answer_mark:
+        rounds.append(Block("mark", text=pair.answer_mark))
+    if pair.judgement is not None:
+        rounds.append(Block("judgement", f"Judgement {pair.sequence}",
+                            judgement_line(pair.judgement)))
+    return rounds
+
+
 class Narration:
     """One interrogation's events in, pieces out; keeps what the words depend on (the
     round limit, the phase, the rounds already shown)."""
@@ -234,19 +252,7 @@ class Narration:
             case PairCompleted(pair=pair) if pair.claim is not None:
                 self.analysed.add(pair.sequence)
                 examined = self.claims.get(pair.claim)
-                rounds: list[Piece] = [
-                    Block("heading", f"Claim {pair.claim} · Q{pair.sequence}",
-                          examined.text if examined is not None else ""),
-                    Block("question", f"Question · {pair.provider_used.detective}",
-                          pair.question, markdown=True),
-                    Block("answer", f"Answer · {pair.provider_used.witness}", pair.answer,
-                          markdown=True)]
-                if pair.answer_mark:
-                    rounds.append(Block("mark", text=pair.answer_mark))
-                if pair.judgement is not None:
-                    rounds.append(Block("judgement", f"Judgement {pair.sequence}",
-                                        judgement_line(pair.judgement)))
-                return rounds
+                return list(claim_round_blocks(pair, examined.text if examined else ""))
             case QuestionDelta(text=text) | AnswerDelta(text=text):
                 return [Append(text)]
             case AnswerCutOff():

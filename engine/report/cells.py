@@ -32,10 +32,11 @@ def demonstration_note(chain: list[ProviderConfig], role: str = "detective") -> 
 
 
 def listed_title(title: str, claims: str | None) -> str:
-    """A session's title as a list shows it: a testimony's claims counted first
-    (`"[3/8 held, 2 contradicted] Summarize …"`), on one line, control characters removed."""
+    """A session's title as a list shows it: the title, then a testimony's claims counted
+    (`"Summarize … [3/8 held, 2 contradicted]"`: where the line is cut, the title is what
+    stays), on one line, control characters removed."""
     text = " ".join(strip_control(title).split())
-    return f"[{claims}] {text}" if claims else text
+    return f"{text} [{claims}]" if claims else text
 
 
 def verdict_short(verdict: str | None, probability_false: float | None,

@@ -15,8 +15,9 @@ from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim, ClaimState, Testimony
 from engine.text import one_line, strip_control
 
-__all__ = ["MARKS", "MarkedPart", "claim_line", "claim_mark", "claims_tally", "marked_parts",
-           "marked_testimony", "testimony_reason", "testimony_summary", "unfound_words"]
+__all__ = ["MARKS", "MarkedPart", "claim_line", "claim_mark", "claim_row", "claims_tally",
+           "marked_parts", "marked_testimony", "testimony_reason", "testimony_summary",
+           "unfound_words"]
 
 MARKS: dict[ClaimState, str] = {
     "pending": "…", "held": "✓", "contradicted": "✗", "unsupported": "⊘", "unsure": "?",
@@ -54,6 +55,15 @@ def claim_line(claim: Claim) -> str:
     if claim.why:
         parts.append(strip_control(claim.why))
     return " · ".join(parts) + f" · {one_line(strip_control(claim.text), 300)}"
+
+
+def claim_row(claim: Claim) -> tuple[str, str]:
+    """A claim in a list a line long: `("✓ 3 Niacin is vitamin B3.", "held 0.08")` — its mark,
+    number and words (cut first where the line is short), then its state and P(false), which
+    are never cut (`claim_line` has its readings)."""
+    state = claim.state if claim.probability_false is None else \
+        f"{claim.state} {claim.probability_false:.2f}"
+    return f"{MARKS[claim.state]} {claim.number} {one_line(claim.text, None)}", state
 
 
 def unfound_words(words: Sequence[str]) -> str:

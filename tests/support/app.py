@@ -156,10 +156,93 @@ TESTIMONY_TEXT = ("Niacin is vitamin B3. It helps convert food into energy.\n"
                   "Niacin is also called pantothenic acid. You should eat more fish.")
 
 
+ClaimSpec = tuple[str, str, float | None, tuple[str, str, float] | None, str | None]
+"""A stored testimony's claim: its text, state, P(false), its round (question, answer, the
+answer's P(true)) or None, and why (its state's reason) or None."""
+
+
 def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
     """A testimony's stored session, fixed for snapshots: the witness's answer to a request,
     its four claims (held, contradicted, unsure, not checkable) and their rounds, as a run
     journals them."""
+    return stored_testimony(root, n, "Summarize the health benefits of vitamin B3",
+                            TESTIMONY_TEXT, [
+        ("Niacin is vitamin B3.", "held", 0.03,
+         ("Which vitamin is niacin?", "Niacin is vitamin B3.", 0.97), None),
+        ("Niacin helps convert food into energy.", "unsure", 0.5,
+         ("What does niacin do in the body?", "It is a vitamin.", 0.5),
+         "the rounds that bear on the hypothesis cancel each other out"),
+        ("Niacin is also called pantothenic acid.", "contradicted", 0.96,
+         ("What other name does niacin have?", "Niacin is nicotinic acid; pantothenic acid "
+          "is vitamin B5.", 0.04), None),
+        ("You should eat more fish.", "not checkable", None, None, "advice, not a fact")],
+        order=[1, 3, 2])
+
+
+LONG_TESTIMONY = """Niacin, also known as **vitamin B3**, has several health benefits:
+
+1. **Energy Production**: Niacin helps convert food into energy. It is part of NAD and NADP.
+2. **Cholesterol**: Niacin can raise HDL cholesterol and lower triglycerides.
+3. **Skin Health**: Niacin is essential for maintaining healthy skin.
+4. **Nervous System**: Niacin supports the nervous system.
+5. **Digestion**: Niacin helps the digestive system work.
+6. **Pellagra**: A lack of niacin causes pellagra, with dermatitis, diarrhoea and dementia.
+7. **Anaemia**: Niacin can help reduce symptoms of pernicious anaemia.
+8. **Glucose**: Niacin helps convert carbohydrates into glucose.
+
+### In short
+Niacin is water-soluble, so the body does not store it. High doses can cause flushing. \
+The daily value for adults is 16 mg for men and 14 mg for women. Niacin is found in meat, \
+fish and peanuts. Harvard's HSACF study proved that niacin improves memory. You should talk \
+to your doctor before taking supplements."""
+"""A witness's markdown answer of 17 claims (the Vitamin B3 request, as users run it)."""
+
+LONG_CLAIMS: list[ClaimSpec] = [
+    ("Niacin is also known as vitamin B3.", "held", 0.02,
+     ("What other name does niacin have?", "Niacin is vitamin B3.", 0.97), None),
+    ("Niacin helps convert food into energy.", "held", 0.05, None, None),
+    ("Niacin is part of NAD and NADP.", "held", 0.08, None, None),
+    ("Niacin can raise HDL cholesterol and lower triglycerides.", "held", 0.12, None, None),
+    ("Niacin is essential for maintaining healthy skin.", "held", 0.2, None, None),
+    ("Niacin supports the nervous system.", "unsure", 0.5,
+     ("What does niacin do for the nerves?", "It is important for nerves, but not always.",
+      0.5), "the rounds lean against it and the other readings for it"),
+    ("Niacin helps the digestive system work.", "held", 0.3, None, None),
+    ("A lack of niacin causes pellagra, with dermatitis, diarrhoea and dementia.", "held",
+     0.04, None, None),
+    ("Niacin can help reduce symptoms of pernicious anaemia.", "contradicted", 0.86,
+     ("Which condition does a lack of vitamin B12 cause?", "Pernicious anaemia comes from a "
+      "lack of vitamin B12; niacin does not directly affect its symptoms.", 0.08), None),
+    ("Niacin helps convert carbohydrates into glucose.", "unsupported", 0.71,
+     ("What does niacin do with carbohydrates?", "It helps release energy from them.", 0.3),
+     None),
+    ("Niacin is water-soluble.", "held", 0.06, None, None),
+    ("The body does not store niacin.", "held", 0.25, None, None),
+    ("High doses of niacin can cause flushing.", "held", 0.1, None, None),
+    ("The daily value of niacin for adults is 16 mg for men and 14 mg for women.", "unsure",
+     0.5, None, "the readings lean neither way"),
+    ("Niacin is found in meat, fish and peanuts.", "held", 0.07, None, None),
+    ("Harvard's HSACF study proved that niacin improves memory.", "contradicted", 0.93,
+     ("Which study found that niacin improves memory?", "I am not aware of such a study.",
+      0.1), None),
+    ("You should talk to your doctor before taking supplements.", "not checkable", None,
+     None, "advice, not a fact"),
+]
+
+
+def long_testimony(root: Path, n: int = 10) -> InterrogationSession:
+    """The Vitamin B3 request's testimony of 17 claims, fixed for snapshots: a markdown
+    answer (a numbered list with bold headings, a heading), every state among its claims."""
+    return stored_testimony(root, n, "Summarize the health benefits of Vitamin B3",
+                            LONG_TESTIMONY, LONG_CLAIMS, samples=True)
+
+
+def stored_testimony(root: Path, n: int, request: str, text: str, specs: list[ClaimSpec],
+                     order: list[int] | None = None, samples: bool = False
+                     ) -> InterrogationSession:
+    """A testimony's stored session as a run journals it: `request` answered by `text`, its
+    claims as `specs` say, their rounds in `order` (claim numbers; default: in turn);
+    `samples`: each claim read against sampled answers too."""
     from engine.interrogation.claims import locate
     from engine.interrogation.rounds import analysis_of
     from engine.interrogation.testimony import NO_ANALYSIS, testimony_audit
@@ -169,39 +252,42 @@ def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
     from engine.models.testimony import Claim, SignalReading, Testimony
 
     begun = START + timedelta(hours=n)
-    request = "Summarize the health benefits of vitamin B3"
     used = ProvidersUsed(detective="cloud:gpt-4o", witness="local:qwen")
-    first = QuestionAnswerPair(sequence=1, question=request, answer=TESTIMONY_TEXT,
+    first = QuestionAnswerPair(sequence=1, question=request, answer=text,
                                timestamp=begun, gap_analysis=NO_ANALYSIS, testimony=True,
                                provider_used=ProvidersUsed(detective="", witness="local:qwen"))
-    texts = ["Niacin is vitamin B3.", "Niacin helps convert food into energy.",
-             "Niacin is also called pantothenic acid.", "You should eat more fish."]
-    claims = [Claim(number=i, text=t, start=locate(t, TESTIMONY_TEXT)[0],
-                    end=locate(t, TESTIMONY_TEXT)[1]) for i, t in enumerate(texts, start=1)]
-    claims[3].state, claims[3].why = "not checkable", "advice, not a fact"
-    rounds = [(1, "Which vitamin is niacin?", "Niacin is vitamin B3.", 0.97),
-              (3, "What other name does niacin have?", "Niacin is nicotinic acid; "
-               "pantothenic acid is vitamin B5.", 0.04),
-              (2, "What does niacin do in the body?", "It is a vitamin.", 0.5)]
+    claims = []
+    for number, (said, _, _, _, why) in enumerate(specs, start=1):
+        start, end = locate(said, text)
+        claims.append(Claim(number=number, text=said, start=start, end=end, why=why))
     pairs = [first]
-    outcome = {1: ("held", 0.03), 3: ("contradicted", 0.96), 2: ("unsure", 0.5)}
-    for number, question, answer, p_true in rounds:
+    for number in order or [i for i, spec in enumerate(specs, start=1) if spec[3]]:
+        _, _, _, asked, _ = specs[number - 1]
+        assert asked is not None
+        question, answer, p_true = asked
         bearing = "supports" if p_true >= 0.6 else "contradicts" if p_true <= 0.4 else "silent"
         judgement = Judgement(bearing=bearing, p_true=p_true, source="logprobs")  # type: ignore[arg-type]
         pairs.append(QuestionAnswerPair(
             sequence=len(pairs) + 1, question=question, answer=answer, timestamp=begun,
-            gap_analysis=analysis_of(judgement, texts[number - 1]), provider_used=used,
+            gap_analysis=analysis_of(judgement, specs[number - 1][0]), provider_used=used,
             judgement=judgement, claim=number))
+    for number, (_, state, p_false, asked, _) in enumerate(specs, start=1):
         claim = claims[number - 1]
-        claim.state, claim.probability_false = outcome[number]  # type: ignore[assignment]
-        claim.deciding = len(pairs) if claim.state != "unsure" else None
-        claim.readings = {"alone": SignalReading(p_true=0.8),
-                          "rounds": SignalReading(p_true=p_true if bearing != "silent"
-                                                  else None)}
-    claims[1].why = "the rounds that bear on the hypothesis cancel each other out"
+        claim.state, claim.probability_false = state, p_false  # type: ignore[assignment]
+        if state == "not checkable":
+            continue
+        own = [p for p in pairs if p.claim == number]
+        claim.deciding = own[-1].sequence if own and state not in ("unsure",) else None
+        claim.readings = {"alone": SignalReading(p_true=0.8)}
+        if samples:
+            claim.readings["samples"] = SignalReading(p_true=round(1 - (p_false or 0.5), 2))
+        if asked is not None:
+            claim.readings["rounds"] = SignalReading(
+                p_true=asked[2] if abs(asked[2] - 0.5) > 0.1 else None)
     split = Testimony(source="witness", claims=[Claim(number=c.number, text=c.text,
                                                       start=c.start, end=c.end,
-                                                      state="not checkable" if c.number == 4
+                                                      state="not checkable"
+                                                      if c.state == "not checkable"
                                                       else "pending", why=c.why)
                                                 for c in claims], split=True)
     session = InterrogationSession(
@@ -219,13 +305,20 @@ def fixed_testimony(root: Path, n: int = 9) -> InterrogationSession:
         Started(session_id=str(session.id), hypothesis=request, iteration_limit=5),
         Phase(phase="testimony", sequence=1),
         ProviderChosen(role="witness", provider="local:qwen"),
-        AnswerDelta(sequence=1, text=TESTIMONY_TEXT), PairCompleted(pair=first),
+        AnswerDelta(sequence=1, text=text), PairCompleted(pair=first),
         Phase(phase="split", sequence=1), ClaimsSplit(testimony=split),
         Phase(phase="claims", sequence=1)]
+    examined: set[int] = set()
     for pair in pairs[1:]:
         events.append(PairCompleted(pair=pair))
         assert pair.claim is not None
-        events.append(ClaimExamined(claim=claims[pair.claim - 1]))
+        if pair.claim not in examined and pair.claim == max(
+                p.claim or 0 for p in pairs if p.claim == pair.claim):
+            examined.add(pair.claim)
+            events.append(ClaimExamined(claim=claims[pair.claim - 1]))
+    for claim in claims:  # those no round was needed for
+        if claim.number not in examined and claim.state != "not checkable":
+            events.append(ClaimExamined(claim=claim))
     events += [Phase(phase="audit", sequence=len(pairs)),
                AuditReady(audit=session.audit_result), Finished(status="completed")]
     for event in events:

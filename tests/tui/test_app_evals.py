@@ -50,9 +50,9 @@ async def test_the_app_lists_a_run_with_its_figures_and_opens_its_sessions(
         screen = app.screen
         assert isinstance(screen, EvalsScreen)
         runs = screen.query_one("#eval-runs", DataTable)
-        assert runs.row_count == 1 and runs.get_row_at(0)[0] == run
+        assert runs.row_count == 1 and str(runs.get_row_at(0)[0]) == run
         figures = screen.query_one("#eval-figures", DataTable)
-        rows = {figures.get_row_at(i)[0]: figures.get_row_at(i)[1:]
+        rows = {str(figures.get_row_at(i)[0]): [str(c) for c in figures.get_row_at(i)[1:]]
                 for i in range(figures.row_count)}
         assert rows["F1"][0].startswith("1.000") and rows["items"][0] == "4"
         assert "Reliability" in text_of(screen.query_one("#eval-plot", Static))

@@ -32,7 +32,8 @@ def oracles_screen(app: DetektivApp) -> OraclesScreen:
 
 
 def bar(screen: OraclesScreen) -> str:
-    return str(screen.query_one("#case-bar", Static).render())
+    return " · ".join(str(screen.query_one(part, Static).render())
+                      for part in ("#case-name", "#case-counts"))
 
 
 async def test_consult_two_oracles_side_by_side_from_the_keyboard(
@@ -47,7 +48,7 @@ async def test_consult_two_oracles_side_by_side_from_the_keyboard(
         await pilot.press("o")  # a notes-only case opens in the Oracles tab
         await until(pilot, lambda: app.current_mode == "oracles")
         screen = oracles_screen(app)
-        await until(pilot, lambda: "1 notes" in bar(screen) and len(screen.oracles) >= 4)
+        await until(pilot, lambda: "1 note" in bar(screen) and len(screen.oracles) >= 4)
         assert "Pricing call" in bar(screen) and "history on" in bar(screen)
         names = [o.name for o in screen.oracles]
         listing = screen.query_one("#oracle-list", OptionList)
@@ -103,7 +104,7 @@ async def test_notes_typed_and_imported_and_a_refused_file(
         await pilot.pause()
         await pilot.press(*"Churn is 4%", "enter", *"per month")
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: "1 notes" in bar(screen))
+        await until(pilot, lambda: "1 note" in bar(screen))
         await pilot.press("i")
         await pilot.pause()
         await pilot.press(*str(tmp_path / "plan.md"), "enter")
@@ -165,7 +166,7 @@ async def test_escape_cancels_a_consultation_and_nothing_half_is_stored(
         async with app.run_test(size=(140, 40)) as pilot:
             await pilot.press("3")
             screen = oracles_screen(app)
-            await until(pilot, lambda: "1 notes" in bar(screen) and bool(screen.oracles))
+            await until(pilot, lambda: "1 note" in bar(screen) and bool(screen.oracles))
             await pilot.press("c")
             await until(pilot, lambda: bool(screen.columns) and any(
                 "asking" in c.plain_text() for c in screen.columns.values()))
@@ -195,7 +196,7 @@ async def test_a_notes_case_gets_its_interrogation_from_the_oracles_tab(
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("3")
         screen = oracles_screen(app)
-        await until(pilot, lambda: "1 notes" in bar(screen))
+        await until(pilot, lambda: "1 note" in bar(screen))
         await pilot.press("I")
         await until(pilot, lambda: app.current_mode == "live")
         assert app.live.status_text.startswith(f"the next interrogation goes into case {ref}")

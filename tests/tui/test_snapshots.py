@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import Input
 
 from engine import Paths, load_config
-from tests.support.app import START, fixed_session, fixed_testimony, quiet
+from tests.support.app import START, fixed_session, fixed_testimony, long_testimony, quiet
 from tui.app import DetektivApp
 from tui.screens.providers import ProvidersScreen
 
@@ -58,13 +58,41 @@ def test_live_tab(home: Path, snap_compare: Any) -> None:
     assert snap_compare(make_app(home), terminal_size=SIZE, run_before=open_newest)
 
 
-@pytest.mark.parametrize("width", [80, 160])
-def test_live_tab_testimony(home: Path, snap_compare: Any, width: int) -> None:
-    """A testimony's claims marked in its paragraph and listed beside it, at 80 columns as at
-    160."""
+TAB_KEYS = {"sessions": "1", "live": "2", "oracles": "3", "cache": "4", "providers": "5"}
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+@pytest.mark.parametrize("tab", list(TAB_KEYS))
+def test_every_tab_with_a_testimony(home: Path, snap_compare: Any,
+                                    monkeypatch: pytest.MonkeyPatch, tab: str,
+                                    width: int) -> None:
+    """Every tab with the Vitamin B3 testimony of 17 claims open (in Live: a line each above
+    its paragraph with each claim's sentence marked), at 80, 100 and 160 columns: what does
+    not fit is dropped or ellipsised, never a label, a key or a number cut
+    (tests/tui/test_app_widths.py reads the same screens for it)."""
+    monkeypatch.setattr(ProvidersScreen, "AUTO_CHECK", False)
+    app = make_app(home, sessions=0)
+    long_testimony(home / "data" / "sessions")
+
+    async def shown(pilot: Any) -> None:
+        await open_newest(pilot)
+        await pilot.press(TAB_KEYS[tab])
+        await quiet(pilot, lambda: pilot.app.current_mode == tab)
+
+    assert snap_compare(app, terminal_size=(width, 40), run_before=shown)
+
+
+def test_live_tab_claim_open(home: Path, snap_compare: Any) -> None:
+    """A claim's rounds in a pane of their own, in the paragraph's place (`]`, then `]`)."""
     app = make_app(home, sessions=0)
     fixed_testimony(home / "data" / "sessions")
-    assert snap_compare(app, terminal_size=(width, 36), run_before=open_newest)
+
+    async def opened(pilot: Any) -> None:
+        await open_newest(pilot)
+        await pilot.press("]", "]", "]")
+        await quiet(pilot, lambda: pilot.app.live.query_one("#claim-rounds").display)
+
+    assert snap_compare(app, terminal_size=(100, 36), run_before=opened)
 
 
 LONG_ANSWER = ("At the harbour, as far as I know: the shipment was loaded at 03:10 by the night "

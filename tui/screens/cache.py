@@ -24,12 +24,17 @@ from engine import (
 from tui.background import in_background
 from tui.funnel import Guarded
 from tui.screens.dialogs import ConfirmDialog
+from tui.widgets.table import Column, Table
 from tui.widgets.tabs import ModeTabs
 
 __all__ = ["CacheScreen"]
 
 REFRESH_SECONDS = 2.0
 
+
+COLUMNS = (Column("ID"), Column("Status"), Column("Uses", drop=1),
+           Column("Question", elastic=True, least=16))
+"""The entries' columns: the question takes the room left, cut at its end."""
 
 class CacheScreen(Guarded, Screen[None]):
     """See the module docstring."""
@@ -53,7 +58,7 @@ class CacheScreen(Guarded, Screen[None]):
         yield ModeTabs("cache")
         yield Input(placeholder="Search entries… (as you type)", id="cache-filter")
         with Horizontal(id="cache-main"):
-            table: DataTable[str | Text] = DataTable(id="cache-entries", cursor_type="row")
+            table = Table(id="cache-entries", cursor_type="row")
             yield table
             with Vertical(id="cache-side"):
                 with VerticalScroll(id="cache-detail-box"):  # scrolls, never cuts off
@@ -65,8 +70,8 @@ class CacheScreen(Guarded, Screen[None]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns("ID", "Status", "Uses", "Question")
-        self.query_one(DataTable).focus()
+        self.query_one(Table).fill(COLUMNS, [])
+        self.query_one(Table).focus()
         self.refresh_entries()
         self.set_interval(REFRESH_SECONDS, self.refresh_entries)
 
@@ -86,17 +91,14 @@ class CacheScreen(Guarded, Screen[None]):
         if [e.model_dump() for e in entries] == [e.model_dump() for e in self.entries]:
             self._show_detail()
             return
-        table = self.query_one(DataTable)
-        row = table.cursor_row
         self.entries = entries
-        table.clear()
+        rows: list[tuple[list[str | Text], str | None]] = []
         for e in entries:
             meta = e.validation_metadata
             status = "invalidated" if e.invalidated else (meta.status if meta else "?")
-            table.add_row(e.entry_id[:8], Text(status), str(e.usage_count),
-                          Text(" ".join(strip_control(e.question).split())[:120]))
-        if entries:
-            table.move_cursor(row=min(max(row, 0), len(entries) - 1), animate=False)
+            rows.append(([e.entry_id[:8], Text(status), str(e.usage_count),
+                          Text(" ".join(strip_control(e.question).split())[:300])], None))
+        self.query_one(Table).fill(COLUMNS, rows)
         self._show_detail()
 
     def selected(self) -> Any | None:

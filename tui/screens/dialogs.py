@@ -85,9 +85,12 @@ class HelpScreen(Guarded, ModalScreen[None]):
     DEFAULT_CSS = DIALOG_CSS
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help-close")]
 
-    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+    def __init__(self, rows: list[tuple[str, str, str]],
+                 tips: dict[str, str] | None = None) -> None:
         super().__init__()
         self.rows = rows
+        self.tips = tips or {}
+        """What a key does where its name is too short to say (by binding id)."""
 
     def compose(self) -> ComposeResult:
         width = max((len(keys) for keys, _, _ in self.rows), default=4)
@@ -98,6 +101,8 @@ class HelpScreen(Guarded, ModalScreen[None]):
                 Content(description.ljust(28)),
                 Content.styled(binding_id, "dim"),
             ))
+            if self.tips.get(binding_id):
+                lines.append(Content.styled(" " * (width + 2) + self.tips[binding_id], "dim"))
         lines += [Content(""), Content(HELP_NOTES)]
         with VerticalScroll(id="dialog"):  # a short terminal scrolls it, never cuts it off
             yield Static(Content("\n").join(lines))

@@ -33,8 +33,23 @@ from engine import (
 from tui._format import local_minute
 from tui.background import in_background
 from tui.funnel import Guarded
+from tui.widgets.table import Column, Row, Table
 
 __all__ = ["EvalsScreen"]
+
+
+RUN_COLUMNS = (Column("Run"), Column("Updated", drop=2), Column("Dataset"), Column("Claims"),
+               Column("Mode", drop=3), Column("Detective", drop=1),
+               Column("Witness", elastic=True, least=14))
+"""The runs: where room is short the detective goes first, then the date, then the mode."""
+
+
+def figure_columns(head: list[str], elastic: int | None = None) -> list[Column]:
+    """A table of figures: the first column always; where room is short the rightmost
+    figures go first (`Table.hidden` names them); column `elastic` takes the room left."""
+    return [Column(label, elastic=index == elastic,
+                   drop=0 if index == 0 or index == elastic else index)
+            for index, label in enumerate(head)]
 
 
 class EvalsScreen(Guarded, Screen[str | None]):
@@ -66,22 +81,16 @@ class EvalsScreen(Guarded, Screen[str | None]):
     def compose(self) -> ComposeResult:
         yield Static(Content("Evaluations: does interrogation catch false claims? "
                              "(detektiv eval DATASET)"), classes="eval-text")
-        runs: DataTable[str | Text] = DataTable(id="eval-runs", cursor_type="row")
-        yield runs
+        yield Table(id="eval-runs", cursor_type="row")
         yield Static(Content("loading evaluation runs…"), id="eval-status")
-        figures: DataTable[str] = DataTable(id="eval-figures", cursor_type="none",
-                                            zebra_stripes=True)
-        yield figures
+        yield Table(id="eval-figures", cursor_type="none", zebra_stripes=True)
         with VerticalScroll(id="eval-detail"):
             yield Static(Content(""), id="eval-lines", classes="eval-text")
             yield Static(Content(""), id="eval-plot", classes="eval-text")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        table = self.query_one("#eval-runs", DataTable)
-        table.add_columns("Run", "Updated", "Dataset", "Claims", "Mode", "Detective",
-                          "Witness")
-        table.focus()
+        self.query_one("#eval-runs", Table).focus()
         self.load_runs()
 
     @in_background("eval-runs")
@@ -104,16 +113,16 @@ class EvalsScreen(Guarded, Screen[str | None]):
                     continue
             runs.append(info)
         self.runs = runs
-        table = self.query_one("#eval-runs", DataTable)
-        table.clear()
+        rows: list[Row] = []
         for info in runs:
             named = witnesses.get(info.comparison or "", [])
             witness = f"{len(named)} compared: " + ", ".join(reversed(named)) if named \
                 else info.witness_label
-            table.add_row(info.comparison or info.id, local_minute(info.updated.isoformat()),
+            rows.append(([info.comparison or info.id, local_minute(info.updated.isoformat()),
                           Text(strip_control(info.dataset)[-40:]), str(info.items), info.mode,
                           Text(strip_control(info.detective_label)),
-                          Text(strip_control(witness)), key=self._key(info))
+                          Text(strip_control(witness))], self._key(info)))
+        self.query_one("#eval-runs", Table).fill(RUN_COLUMNS, rows)
         status = self.query_one("#eval-status", Static)
         if not runs:
             status.update(Content("No evaluation runs yet. Run one from a shell: "
@@ -150,38 +159,43 @@ class EvalsScreen(Guarded, Screen[str | None]):
 
     def _show_board(self, board: Leaderboard) -> None:
         self.board, self.summary = board, None
-        table = self.query_one("#eval-figures", DataTable)
-        table.clear(columns=True)
+        table = self.query_one("#eval-figures", Table)
         table.cursor_type = "row"
         head, *rows = board_table(board)
-        table.add_columns(*head)
         runs = {row.witness: row.run for row in board.rows}
-        for row in rows:
-            table.add_row(*(Text(strip_control(cell)) for cell in row), key=runs[row[0]])
-        self.query_one("#eval-lines", Static).update(Content("\n".join(board_lines(board))))
+        table.fill(figure_columns(head, elastic=1),
+                   [([Text(strip_control(cell)) for cell in row], runs[row[0]]) for row in rows])
+        self.query_one("#eval-lines", Static).update(Content("\n".join(
+            [*self._hidden_line(table), *board_lines(board)])))
         self.query_one("#eval-plot", Static).update(Content(
             "Enter on a witness's row: its sessions"))
 
     def _show_figures(self, summary: EvalSummary) -> None:
         self.summary, self.board = summary, None
-        table = self.query_one("#eval-figures", DataTable)
-        table.clear(columns=True)
+        table = self.query_one("#eval-figures", Table)
         table.cursor_type = "none"
         if not summary.systems:
+            table.fill([], [])
             self.query_one("#eval-lines", Static).update(Content(
                 "No item of this run has finished yet."))
             self.query_one("#eval-plot", Static).update(Content(""))
             return
         head, *rows = eval_table(summary)
-        table.add_columns(*(head[0] or "figure", *head[1:]))
-        for row in rows:
-            table.add_row(*row)
-        self.query_one("#eval-lines", Static).update(Content("\n".join(eval_lines(summary))))
+        table.fill(figure_columns([head[0] or "figure", *head[1:]]),
+                   [(list(row), None) for row in rows])
+        self.query_one("#eval-lines", Static).update(Content("\n".join(
+            [*self._hidden_line(table), *eval_lines(summary)])))
         self.query_one("#eval-plot", Static).update(Content("\n".join(
             reliability_lines(summary))))
 
+    @staticmethod
+    def _hidden_line(table: Table) -> list[str]:
+        """Which figures this width left out of the table, where it did."""
+        return [f"Not shown at this width: {', '.join(table.hidden)} (a wider terminal shows "
+                "them; detektiv eval --json has every figure)."] if table.hidden else []
+
     def selected(self) -> EvalRunInfo | None:
-        table = self.query_one("#eval-runs", DataTable)
+        table = self.query_one("#eval-runs", Table)
         if not self.runs or not 0 <= table.cursor_row < len(self.runs):
             return None
         return self.runs[table.cursor_row]
@@ -199,7 +213,7 @@ class EvalsScreen(Guarded, Screen[str | None]):
             return
         if info.comparison is not None:  # whose sessions: a witness's, chosen in its table
             if self.board is not None:
-                self.query_one("#eval-figures", DataTable).focus()
+                self.query_one("#eval-figures", Table).focus()
             self.notify("A comparison: Enter on a witness's row shows its sessions.")
             return
         self.dismiss(info.id)

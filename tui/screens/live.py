@@ -52,6 +52,7 @@ from engine import (
 )
 from tui.funnel import Guarded
 from tui.messages import ModelsChanged, SessionShown
+from tui.widgets.badges import Badges
 from tui.widgets.form import FormInput, HypothesisArea
 from tui.widgets.reasoning import ReasoningPanel
 from tui.widgets.side import SidePanel
@@ -77,16 +78,20 @@ class LiveScreen(Guarded, Screen[None]):
     """Showing the tab never puts the cursor in a field: the next key is a command (`2` then
     `1` goes back); `n`, Enter on the transcript or a click go to the field."""
     BINDINGS = [
-        Binding("n,enter", "focus_form", "New", id="focus-form"),
+        Binding("n", "focus_form", "New", id="focus-form"),
+        Binding("enter", "open", "Open", id="open",
+                tooltip="the selected claim's rounds, in a pane of their own; else the form"),
         Binding("ctrl+s", "start", "Start", id="start", show=False),
         Binding("escape", "stop", "Stop", id="stop"),
         Binding("ctrl+r", "resume", "Resume", id="resume"),
-        Binding("left_square_bracket", "select_claim(-1)", "Prev claim", id="previous-claim"),
-        Binding("right_square_bracket", "select_claim(1)", "Next claim", id="next-claim"),
-        Binding("left_square_bracket", "select(-1)", "Prev", id="previous-answer"),
-        Binding("right_square_bracket", "select(1)", "Next", id="next-answer"),
+        Binding("left_square_bracket", "select(-1)", "Prev", id="previous",
+                tooltip="the previous claim (its rounds shown), or answer"),
+        Binding("right_square_bracket", "select(1)", "Next", id="next",
+                tooltip="the next claim (its rounds shown), or answer"),
+        Binding("t", "testimony", "Testimony", id="testimony",
+                tooltip="the marked testimony again, in place of the claim's rounds"),
         Binding("c", "copy_answer", "Copy", id="copy-answer"),
-        Binding("C", "copy_transcript", "Copy all", id="copy-transcript"),
+        Binding("C", "copy_transcript", "Copy all", id="copy-transcript", show=False),
         Binding("r", "toggle_reasoning", "Reasoning", id="toggle-reasoning", show=False),
     ]
 
@@ -129,12 +134,7 @@ class LiveScreen(Guarded, Screen[None]):
         line = Static(Content(strip_control(advice)), id="advice")
         line.display = bool(advice)
         yield line
-        with Horizontal(id="badges"):
-            yield Static(Content("detective: –"), id="detective-badge", classes="badge")
-            yield Static(Content("witness: –"), id="witness-badge", classes="badge")
-            yield Static(Content("verdict: –"), id="verdict-badge", classes="badge")
-            yield Static(Content("cost: –"), id="cost-badge", classes="badge")
-            yield Static(Content("idle"), id="status")
+        yield Badges(id="badges")
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield MarkedTestimony(id="testimony")
@@ -258,32 +258,44 @@ class LiveScreen(Guarded, Screen[None]):
         return bool(found) and bool(found.first().display) and bool(found.first().claims)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`[` / `]` move between a testimony's claims while they are on show, else between
-        answers: one pair of the two is active (and in the footer) at a time."""
-        if action == "select_claim":
-            return self._claims_shown()
-        if action == "select":
-            return not self._claims_shown()
+        """`t` only while a claim's rounds are in the paragraph's place."""
+        if action == "testimony":
+            found = self.query(MarkedTestimony)
+            return bool(found) and found.first().opened is not None
         return True
 
     def action_select(self, step: int) -> None:
-        """`[` / `]`: the previous or next answer."""
-        self.query_one(TranscriptView).select_answer(step)
+        """`[` / `]`: the previous or next claim of a testimony on show (its rounds opened in
+        the paragraph's place; the transcript goes on following the run), else the previous
+        or next answer."""
+        if self._claims_shown():
+            self.query_one(MarkedTestimony).move(step)
+            self.refresh_bindings()
+        else:
+            self.query_one(TranscriptView).select_answer(step)
 
-    def action_select_claim(self, step: int) -> None:
-        """`[` / `]` while a testimony's claims are shown: the previous or next claim, its
-        rounds shown."""
-        number = self.query_one(MarkedTestimony).move(step)
-        if number is not None:
-            self.show_claim(number)
+    def action_open(self) -> None:
+        """Enter: the selected claim's rounds (the first claim's when none is selected yet)
+        while a testimony's claims are on show; else the form (never a run started)."""
+        if not self._claims_shown():
+            self.focus_form()
+            return
+        testimony = self.query_one(MarkedTestimony)
+        number = testimony.selected
+        if number is None:
+            testimony.move(1)
+        else:
+            testimony.open(number)
+        self.refresh_bindings()
 
-    def show_claim(self, number: int) -> None:
-        """Scroll the transcript to claim `number`'s rounds (or say it has none yet)."""
-        if not self.query_one(TranscriptView).scroll_to_title(f"Claim {number} · "):
-            self.notify(f"Claim {number} has no rounds (yet).", markup=False)
+    def action_testimony(self) -> None:
+        """`t`: the marked testimony again in the claim's rounds' place."""
+        self.query_one(MarkedTestimony).show_paragraph()
+        self.refresh_bindings()
 
     def on_marked_testimony_claim_chosen(self, event: MarkedTestimony.ClaimChosen) -> None:
-        self.show_claim(event.number)
+        self.query_one(MarkedTestimony).open(event.number)
+        self.refresh_bindings()
 
     def action_copy_answer(self) -> None:
         view = self.query_one(TranscriptView)
@@ -349,16 +361,12 @@ class LiveScreen(Guarded, Screen[None]):
 
     def set_status(self, text: str) -> None:
         self.status_text = text
-        self.query_one("#status", Static).update(Content(strip_control(text)))
+        self.query_one(Badges).set("status", text)
 
     def reset_side(self) -> None:
         self.badges.clear()
-        for role in ("detective", "witness"):
-            self.query_one(f"#{role}-badge", Static).update(Content(f"{role}: –"))
-        self.query_one("#verdict-badge", Static).update(Content("verdict: –"))
-        self.query_one("#verdict-badge", Static).set_classes("badge")
+        self.query_one(Badges).reset()
         self.usage = TokenTally()
-        self.query_one("#cost-badge", Static).update(Content("cost: –"))
         self.query_one(SidePanel).clear()
         self.query_one(MarkedTestimony).clear()
         self.audited = False
@@ -392,8 +400,7 @@ class LiveScreen(Guarded, Screen[None]):
             case ProviderChosen(role=role, provider=provider):
                 previous = self.badges.get(role)
                 self.badges[role] = provider
-                self.query_one(f"#{role}-badge", Static).update(
-                    Content(f"{role}: {strip_control(provider)}"))
+                self.query_one(Badges).set(role, f"{role}: {provider}")
                 if previous is not None and previous != provider and announce:
                     self.notify(f"{role}: {previous} → {provider}", title="Provider switch",
                                 severity="warning", markup=False)
@@ -406,16 +413,20 @@ class LiveScreen(Guarded, Screen[None]):
                 self.query_one(ReasoningPanel).add(role, phase, sequence, text)
             case JudgementReady(verdict=verdict, probability_false=p_false,
                                 demonstration=demo):
-                badge = self.query_one("#verdict-badge", Static)
-                badge.update(Content("verdict " + running_verdict(verdict, p_false, demo)))
-                badge.set_classes(f"badge verdict-{verdict}")
-            case GapAnalysisReady(analysis=analysis, sequence=sequence):
+                self.query_one(Badges).set(
+                    "verdict", "verdict " + running_verdict(verdict, p_false, demo), verdict)
+            case GapAnalysisReady(analysis=analysis, sequence=sequence) \
+                    if not self._claims_shown():  # a testimony's panel shows its claims
                 self.query_one(SidePanel).show_analysis(analysis, sequence)
             case ClaimsSplit(testimony=testimony):
                 self.query_one(MarkedTestimony).show_claims(testimony.claims)
+                self.query_one(SidePanel).show_claims(testimony.claims)
                 self.refresh_bindings()
-            case ClaimExamined(claim=claim, tokens=tokens):
-                self.query_one(MarkedTestimony).update_claim(claim)
+            case ClaimExamined(claim=claim, tokens=tokens, single=single):
+                if not single:  # a testimony's claim (a single claim's is the verdict's)
+                    marked = self.query_one(MarkedTestimony)
+                    marked.update_claim(claim)
+                    self.query_one(SidePanel).show_claims(list(marked.claims.values()))
                 if tokens is not None:  # the session's, claims beside it and readings counted
                     self.usage = tokens.model_copy(deep=True)
                     self.show_usage(tokens)
@@ -423,6 +434,8 @@ class LiveScreen(Guarded, Screen[None]):
                 if pair.testimony:
                     self.query_one(MarkedTestimony).show_text(pair.answer)
                     self.refresh_bindings()
+                elif pair.claim is not None:
+                    self.query_one(MarkedTestimony).add_round(pair)
                 if replayed and not pair.testimony and pair.claim is None:
                     self.query_one(SidePanel).show_analysis(pair.gap_analysis, pair.sequence)
                 if tokens is not None:
@@ -454,14 +467,13 @@ class LiveScreen(Guarded, Screen[None]):
 
     def show_usage(self, usage: TokenTally) -> None:
         """The cost badge: what the run has cost so far."""
-        self.query_one("#cost-badge", Static).update(Content(cost_badge(usage)))
+        self.query_one(Badges).set("cost", cost_badge(usage))
 
     def show_audit(self, audit: AuditResult) -> None:
         """The verdict badge and the side panel's audit (the transcript has its blocks)."""
-        badge = self.query_one("#verdict-badge", Static)
-        badge.update(Content("verdict: " + (verdict_short(audit.verdict, audit.probability_false,
-                                                          audit.demonstration) or "–")))
-        badge.set_classes(f"badge verdict-{audit.verdict or 'none'}")
+        self.query_one(Badges).set("verdict", "verdict: " + (verdict_short(
+            audit.verdict, audit.probability_false, audit.demonstration) or "–"),
+            audit.verdict or "none")
         self.query_one(SidePanel).show_audit(audit)
 
     def on_worker_state_changed(self, event: object) -> None:

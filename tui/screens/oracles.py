@@ -108,7 +108,9 @@ class OraclesScreen(Guarded, Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("oracles")
-        yield Static(Content("no session"), id="case-bar")
+        with Horizontal(id="case-bar"):
+            yield Static(Content("no session"), id="case-name")
+            yield Static(id="case-counts")
         with Horizontal(id="oracle-main"):
             yield OraclePicker(id="oracle-side")
             with ContentSwitcher(initial="preview", id="oracle-views"):
@@ -176,8 +178,9 @@ class OraclesScreen(Guarded, Screen[None]):
                    notes: list[tuple[NoteEntry, str]],
                    answers: list[tuple[LlmEntry, str]]) -> None:
         self.include_history = history
-        self.query_one("#case-bar", Static).update(
-            Content(case_bar(short_id, name, history, len(notes), len(answers))))
+        title, counts = case_bar(short_id, name, history, len(notes), len(answers))
+        self.query_one("#case-name", Static).update(Content(title))
+        self.query_one("#case-counts", Static).update(Content(counts))
         show_notes(self.query_one("#notes", TranscriptView), notes)
         show_history(self.query_one("#history", TranscriptView), answers)
 

@@ -26,10 +26,20 @@ from engine import (
 from tui.background import in_background
 from tui.funnel import Guarded
 from tui.screens.dialogs import PromptDialog
+from tui.widgets.table import Column, Table
 from tui.widgets.tabs import ModeTabs
 
 __all__ = ["ProvidersScreen"]
 
+
+COLUMNS = (Column("Name"), Column("Kind", drop=5), Column("Model", elastic=True, least=14),
+           Column("Prio", drop=4), Column("Enabled", drop=3), Column("Status"),
+           Column("Health"), Column("Check", drop=7), Column("Circuit", drop=6),
+           Column("Checked", drop=2), Column("Latency"), Column("Window", drop=8),
+           Column("Detail", drop=9))
+"""The table's columns: where room is short, the detail goes first, then the window, the
+check, the circuit, the kind, the priority, whether enabled, when checked; a long model
+name is cut at its end."""
 
 class ProvidersScreen(Guarded, Screen[None]):
     """See the module docstring."""
@@ -57,7 +67,7 @@ class ProvidersScreen(Guarded, Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield ModeTabs("providers")
-        table: DataTable[str | Text] = DataTable(id="providers", cursor_type="row")
+        table = Table(id="providers", cursor_type="row")
         yield table
         with Vertical(id="detail"):
             yield Static(Content(strip_control(self._advice())), id="provider-detail")
@@ -92,9 +102,7 @@ class ProvidersScreen(Guarded, Screen[None]):
         self.refresh_bindings()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("Name", "Kind", "Model", "Prio", "Enabled", "Status", "Health",
-                          "Check", "Circuit", "Checked", "Latency", "Window", "Detail")
+        table = self.query_one(Table)
         self.query_one("#pull-progress", ProgressBar).display = False
         table.focus()
         self.redraw()
@@ -108,20 +116,13 @@ class ProvidersScreen(Guarded, Screen[None]):
         await self.host.workspace.watch_health()
 
     def redraw(self) -> None:
-        table = self.query_one(DataTable)
-        cursor = table.cursor_row
-        table.clear()
         rows = self.host.workspace.provider_rows()
         self.names = [row.name for row in rows]
-        for row in rows:
-            table.add_row(
-                Text(row.name), row.kind, Text(row.model), str(row.priority),
-                "yes" if row.enabled else "no", row.status, row.health, row.check or "–",
-                row.circuit, row.checked(), row.latency, Text(row.window_text or "–"),
-                Text(row.detail[:80]), key=row.name,
-            )
-        if 0 <= cursor < len(self.names):
-            table.move_cursor(row=cursor, animate=False)
+        self.query_one(Table).fill(COLUMNS, [([
+            Text(row.name), row.kind, Text(row.model), str(row.priority),
+            "yes" if row.enabled else "no", row.status, row.health, row.check or "–",
+            row.circuit, row.checked(), row.latency, Text(row.window_text or "–"),
+            Text(row.detail[:80])], row.name) for row in rows])
 
     def _advice(self) -> str:
         """The detail pane's first words: what plays the detective, when that is a

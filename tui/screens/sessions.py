@@ -28,7 +28,7 @@ from tui.background import in_background
 from tui.funnel import Guarded
 from tui.messages import ModelsChanged, NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
-from tui.widgets.table import Table
+from tui.widgets.table import Column, Table
 from tui.widgets.tabs import ModeTabs
 
 __all__ = ["SessionsScreen"]
@@ -38,6 +38,11 @@ FIRST_ROWS = 40
 """Rows of the first screen (a terminal's height), from the index's tail, in the first frame;
 the whole list is read after it."""
 MAX_ROWS = 500
+COLUMNS = (Column("ID"), Column("Status"), Column("Verdict"), Column("Score", drop=3),
+           Column("Started", drop=2), Column("Rounds", drop=1),
+           Column("Hypothesis", elastic=True, least=16))
+"""The list's columns: where room is short, the score goes first, then the start, then the
+rounds; the hypothesis takes the room left, cut at its end."""
 """Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
 seconds to build and nobody scrolls through it)."""
 
@@ -79,8 +84,8 @@ class SessionsScreen(Guarded, Screen[None]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("ID", "Status", "Verdict", "Score", "Started", "Rounds", "Hypothesis")
+        table = self.query_one(Table)
+        table.fill(COLUMNS, [])
         table.focus()
         self._show_newest()
         # the whole list's read holds the GIL for seconds at 100,000: it starts once the
@@ -148,7 +153,7 @@ class SessionsScreen(Guarded, Screen[None]):
 
     def _apply_filter(self) -> None:
         needle = self.query_one("#filter", Input).value.strip().lower()
-        table = self.query_one(DataTable)
+        table = self.query_one(Table)
         current = self._current()
         if needle:  # the filter searches every session, an evaluation's too
             matches: list[SessionSummary | EvalGroup] = [
@@ -160,28 +165,21 @@ class SessionsScreen(Guarded, Screen[None]):
             matches = grouped(self.rows)
         self.matches = len(matches)
         self.shown = matches[:MAX_ROWS]
-        table.clear()
+        rows: list[tuple[list[str | Text], str | None]] = []
         for row in self.shown:
             if isinstance(row, EvalGroup):
-                table.add_row(  # every cell a Text: nothing is read as markup
-                    Text(row.run[:8]), Text("evaluation"), Text(counted(row.count, "session")),
-                    Text(), Text(local_minute(row.newest.started)), Text(),
-                    Text(f"evaluation run {row.run}: {counted(row.count, 'session')} (Enter lists "
-                         "them)"),
-                    key=f"eval:{row.run}",
-                )
+                rows.append(([  # every cell a Text or plain: nothing is read as markup
+                    row.run[:8], "evaluation", counted(row.count, "session"), "",
+                    local_minute(row.newest.started), "",
+                    Text(f"evaluation run {row.run}: {counted(row.count, 'session')} (Enter "
+                         "lists them)")], f"eval:{row.run}"))
                 continue
-            hypothesis = listed_title(row.hypothesis, row.claims)
-            table.add_row(
-                Text(row.id[:8]),
-                Text(row.status),
-                Text(verdict_cell(row)),
-                Text("" if row.score is None else str(row.score)),
-                Text(local_minute(row.started)),
-                Text(rounds_cell(row)),
-                Text(hypothesis[:200]),
-                key=row.dir,
-            )
+            rows.append(([
+                row.id[:8], row.status, verdict_cell(row),
+                "" if row.score is None else str(row.score), local_minute(row.started),
+                rounds_cell(row), Text(listed_title(row.hypothesis, row.claims)[:300])],
+                row.dir))
+        table.fill(COLUMNS, rows)
         if current is not None and current in self.shown:
             table.move_cursor(row=self.shown.index(current), animate=False)
 

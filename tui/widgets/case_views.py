@@ -3,16 +3,27 @@ and note text are shown as data (TranscriptView); the words come from `engine`."
 
 from __future__ import annotations
 
-from engine import LlmEntry, NoteEntry, answer_title, note_title, snapshot_line, strip_control
+from engine import (
+    LlmEntry,
+    NoteEntry,
+    answer_title,
+    counted,
+    note_title,
+    snapshot_line,
+    strip_control,
+)
 from tui.widgets.transcript import TranscriptView
 
 __all__ = ["case_bar", "show_history", "show_notes"]
 
 
-def case_bar(short_id: str, name: str, history: bool, notes: int, answers: int) -> str:
-    """`"Session 1a2b3c4d · Tea · 2 notes · 1 answers · history on"`."""
-    return (f"Session {short_id} · {' '.join(strip_control(name).split())[:60]} · "
-            f"{notes} notes · {answers} answers · history {'on' if history else 'off'}")
+def case_bar(short_id: str, name: str, history: bool, notes: int, answers: int
+             ) -> tuple[str, str]:
+    """The bar's two parts: `"Session 1a2b3c4d · Tea"` (what a narrow tab cuts) and
+    `"2 notes · 1 answer · history on"` (never cut)."""
+    return (f"Session {short_id} · {' '.join(strip_control(name).split())}",
+            f"{counted(notes, 'note')} · {counted(answers, 'answer')} · "
+            f"history {'on' if history else 'off'}")
 
 
 def show_notes(view: TranscriptView, notes: list[tuple[NoteEntry, str]]) -> None:

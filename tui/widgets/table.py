@@ -1,4 +1,11 @@
-"""A `DataTable` whose one-line text cells are drawn without Rich's general machinery.
+"""A `DataTable` whose one-line text cells are drawn without Rich's general machinery, and
+whose columns fit its width (`Table.fill`).
+
+Fitting: each column is as wide as its widest cell; where the table is narrower than that, the
+columns marked droppable go first (the highest `drop` first), and the one elastic column (a
+title, a question, a model's name) takes the room left, its cells cut at their end with "…".
+So a label, a verdict or a number is never cut mid-word: at 80 columns as at 160, what shows
+is whole.
 
 Textual draws every cell as `Styled(Padding(cell))` through `Console.render_lines`: a
 renderable dispatched, measured, split into lines and cropped twice, ~40 µs a cell. A
@@ -13,24 +20,124 @@ row, a text with a line break or a tab, another renderable) is Textual's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.events import Resize
 from textual.widgets import DataTable
 
 from tui.funnel import Guarded
 
-__all__ = ["Table"]
+__all__ = ["Column", "Table", "fit"]
 
 log = logging.getLogger(__name__)
 
 _NULL = Style.null()
 
 
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A column of a fitted table (see the module docstring)."""
+
+    label: str
+    drop: int = 0
+    """0: always shown; otherwise dropped where room is short, the highest first."""
+    elastic: bool = False
+    """Takes the room left, its cells cut at their end (one column a table)."""
+    least: int = 12
+    """The fewest characters the elastic column keeps."""
+
+
+Cell = str | Text
+Row = tuple[Sequence[Cell], str | None]
+"""A row's cells, one a column, and its key."""
+
+
+def fit(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int,
+        padding: int = 1) -> list[tuple[int, int]]:
+    """The columns shown in `width` characters, as (index, width) in order (see the module
+    docstring)."""
+    natural = [max([cell_len(column.label),
+                    *(cell_len(_plain(row[i])) for row in rows if i < len(row))])
+               for i, column in enumerate(columns)]
+    shown = list(range(len(columns)))
+
+    def needed() -> int:
+        return sum((columns[i].least if columns[i].elastic else natural[i]) + 2 * padding
+                   for i in shown)
+
+    while needed() > width:
+        droppable = [i for i in shown if columns[i].drop]
+        if not droppable:
+            break
+        shown.remove(max(droppable, key=lambda i: (columns[i].drop, i)))
+    fixed = sum(natural[i] + 2 * padding for i in shown if not columns[i].elastic)
+    out = []
+    for i in shown:
+        if columns[i].elastic:
+            out.append((i, max(min(columns[i].least, natural[i]),
+                                min(natural[i], width - fixed - 2 * padding))))
+        else:
+            out.append((i, natural[i]))
+    return out
+
+
+def _plain(cell: Cell) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def _cut(cell: Cell, width: int) -> Text:
+    text = cell.copy() if isinstance(cell, Text) else Text(cell)
+    if text.cell_len > width:
+        text.truncate(max(1, width - 1))
+        text.rstrip()
+        text.append("…")
+    return text
+
+
 class Table(Guarded, DataTable[Any]):
-    """`DataTable`, with its one-line text cells drawn directly (see the module docstring)."""
+    """`DataTable`, with its one-line text cells drawn directly and its columns fitted to its
+    width (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fitted: tuple[Sequence[Column], Sequence[Row]] | None = None
+        self._layout: list[tuple[int, int]] = []
+        self.hidden: list[str] = []
+        """The labels of the columns this width left out."""
+
+    def fill(self, columns: Sequence[Column], rows: Sequence[Row]) -> None:
+        """Show `rows` under `columns`, fitted to the table's width (again on a resize),
+        the cursor kept on its row where it can be."""
+        self._fitted = (columns, rows)
+        region = self.scrollable_content_region
+        room = region.width or self.app.size.width
+        if self.show_vertical_scrollbar or len(rows) + 1 > (region.height or len(rows) + 1):
+            room -= self.styles.scrollbar_size_vertical  # the rows will scroll: its bar
+        layout = fit(columns, [cells for cells, _ in rows], max(20, room), self.cell_padding)
+        shown = {index for index, _ in layout}
+        self.hidden = [column.label for index, column in enumerate(columns) if index not in shown]
+        cursor = self.cursor_row
+        if layout != self._layout or not self.columns:
+            self.clear(columns=True)
+            for index, width in layout:
+                self.add_column(columns[index].label, width=width, key=str(index))
+            self._layout = layout
+        else:
+            self.clear()
+        for cells, key in rows:
+            self.add_row(*(_cut(cells[i], width) for i, width in layout), key=key)
+        if rows and cursor >= 0:
+            self.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+
+    def on_resize(self, _: Resize) -> None:
+        if self._fitted is not None:
+            self.fill(*self._fitted)
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> list[list[Segment]]:

@@ -21,22 +21,39 @@ class ModeTabs(Guarded, Static):
     def __init__(self, current: str) -> None:
         super().__init__()
         self.current = current
+        self.line: str | list[str] = ""
 
     def on_mount(self) -> None:
         self.show_fetch(getattr(self.app, "fetch_line", ""))
 
-    def show_fetch(self, line: str) -> None:
-        """The tabs, then `line` (the capable model's fetch), or the help hint."""
+    def on_resize(self) -> None:
+        self._draw()
+
+    def show_fetch(self, line: str | list[str]) -> None:
+        """The tabs, then `line` (the capable model's fetch; several: the same, ever shorter),
+        or the help hint."""
+        self.line = line
+        self._draw()
+
+    def _draw(self) -> None:
         parts: list[Content | str] = []
+        used = 0
         for number, tab in enumerate(TABS, start=1):
             text = f" {number} {tab.label} "
-            if tab.mode == self.current:
-                parts.append(Content.styled(text, "bold reverse"))
-            else:
-                parts.append(Content(text))
+            parts.append(Content.styled(text, "bold reverse") if tab.mode == self.current
+                         else Content(text))
             parts.append(" ")
-        if line:
-            parts.append(Content.styled(f"  {line}", "bold"))
-        else:
+            used += len(text) + 1
+        room = self.content_region.width - used - 2 if self.content_region.width else 10_000
+        lines = [self.line] if isinstance(self.line, str) else list(self.line)
+        if any(lines):
+            fits = next((line for line in lines if len(line) <= room), None)
+            if fits is None:  # the shortest, cut where it must be
+                shortest = lines[-1]
+                fits = shortest[:max(0, room - 1)] + "…" if room > 1 else ""
+            parts.append(Content.styled(f"  {fits}", "bold"))
+        elif room >= 20:
             parts.append(Content.styled(" ? help  ^p commands", "dim"))
+        elif room >= 7:
+            parts.append(Content.styled(" ? help", "dim"))
         self.update(Content.assemble(*parts))

@@ -93,8 +93,11 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
     TranscriptView > .transcript--selected { background: $boost; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, follows: bool = True) -> None:
+        """`follows`: keep the end in view as text arrives (a live log); False: read from the
+        start (a pane of what has happened)."""
         super().__init__(id=id)
+        self.follows = follows
         self.blocks: list[Block] = []
         self._lines: list[Strip] = []
         self._live: Block | None = None
@@ -104,7 +107,7 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         self._width = 0
         self._refit_asked = False
         """A wrap for the room the lines have now is asked for (`render_line`)."""
-        self.follow = True
+        self.follow = follows
         """Keep the end in view as text arrives (turned off when the user scrolls up)."""
         self.selected: int | None = None
         """Index in `blocks` of the selected answer, for copying."""
@@ -170,7 +173,7 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         self.selected = None
         self.virtual_size = Size(self._width, 0)
         self.scroll_to(y=0, animate=False, immediate=True)
-        self.follow = True  # after the scroll back up, which would turn it off
+        self.follow = self.follows  # after the scroll back up, which would turn it off
         self.refresh()
 
     # ---- reading ---------------------------------------------------------------------------
@@ -340,7 +343,7 @@ class TranscriptView(Guarded, ScrollView, can_focus=True):
         super().watch_scroll_y(old, new)
         if new < old:
             self.follow = False
-        elif new >= self.max_scroll_y:
+        elif new >= self.max_scroll_y and self.follows:
             self.follow = True
 
     def render_line(self, y: int) -> Strip:
