@@ -289,7 +289,24 @@ def _matrix(rows: Sequence[Row], signals: Sequence[str]) -> tuple[np.ndarray, np
 def fit_model(rows: Sequence[Row], signals: Sequence[str], l2: float = L2,
               steps: int = 50) -> Model:
     """The L2-regularised logistic model of `rows` (P(true) of each claim from its readings
-    of `signals`), by Newton's method; the intercept is not penalised."""
+    of `signals`), by Newton's method; the intercept is not penalised. Its weights are zero
+    or above: a reading fitted to count against what it reads (a negative weight, where it
+    moves with a stronger reading on a small sample: a denial that would make a claim more
+    likely true) is left out at weight 0, and the others fitted again without it."""
+    kept = list(signals)
+    while True:
+        beta = _newton(rows, kept, l2, steps)
+        negative = [(float(w), s) for s, w in zip(kept, beta[1:], strict=True) if w < 0]
+        if not negative:
+            break
+        kept.remove(min(negative)[1])
+    weights = {s: 0.0 for s in signals}
+    weights |= {s: float(w) for s, w in zip(kept, beta[1:], strict=True)}
+    return Model(tuple(signals), float(beta[0]), weights)
+
+
+def _newton(rows: Sequence[Row], signals: Sequence[str], l2: float, steps: int) -> np.ndarray:
+    """The penalised maximum-likelihood coefficients (intercept first)."""
     x, y = _matrix(rows, signals)
     beta = np.zeros(x.shape[1])
     penalty = np.full(x.shape[1], l2)
@@ -302,8 +319,7 @@ def fit_model(rows: Sequence[Row], signals: Sequence[str], l2: float = L2,
         beta -= step
         if float(np.max(np.abs(step))) < 1e-8:
             break
-    return Model(tuple(signals), float(beta[0]),
-                 {s: float(w) for s, w in zip(signals, beta[1:], strict=True)})
+    return beta
 
 
 def cross_validated(rows: Sequence[Row], signals: Sequence[str], folds: int = 5,

@@ -19,8 +19,10 @@ import pytest
 from engine import Paths, Workspace
 from engine.interrogation.checks import denial, narrative_stances
 from engine.interrogation.pooling import (
+    L2,
     READINGS_VERSION,
     Model,
+    _newton,
     cross_validated,
     feature,
     fit_model,
@@ -173,6 +175,31 @@ def test_the_fit_is_the_regularised_logistic_regression(tmp_path: Path) -> None:
     assert model.weights["rounds"] > model.weights["alone"] > 0  # rounds tell them apart
     predicted = cross_validated(rows, ("alone", "rounds"))
     assert len(predicted) == 200 and all(0 <= p <= 1 for p in predicted)
+
+
+def test_a_fitted_weight_is_never_negative() -> None:
+    """A reading that moves with a stronger one (here `alone`, which follows `samples`)
+    can be fitted below zero: it is left out at weight 0 and the others fitted again, so no
+    reading ever counts against what it reads."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for _ in range(60):
+        label = bool(rng.random() < 0.75)
+        samples = float(np.clip(rng.normal(0.8 if label else 0.3, 0.15), 0.02, 0.98))
+        rounds = float(np.clip(samples + rng.normal(0, 0.03), 0.02, 0.98))
+        # `alone` follows `samples`, less so on true claims: given `samples`, it leans
+        # against the label (a negative weight unconstrained), though for it on its own
+        alone = float(np.clip(samples - (0.25 if label else 0.0) + rng.normal(0, 0.05),
+                              0.02, 0.98))
+        rows.append(({"alone": alone, "samples": samples, "rounds": rounds}, label))
+    free = _newton(rows, ["alone", "samples", "rounds"], L2, 50)
+    assert min(free[1:]) < 0, "the unconstrained fit has a negative weight to leave out"
+    model = fit_model(rows, ("alone", "samples", "rounds"))
+    assert set(model.weights) == {"alone", "samples", "rounds"}
+    assert all(w >= 0 for w in model.weights.values()), model.weights
+    assert model.weights["samples"] > 0
+    refit = fit_model(rows, [s for s, w in model.weights.items() if w > 0])
+    assert refit.intercept == pytest.approx(model.intercept)
 
 
 def test_a_pooling_file_that_cannot_be_used_is_named_and_the_shipped_one_used(

@@ -1253,8 +1253,12 @@ async def test_a_claim_s_answer_has_a_cap_of_its_own(paths: Paths, answer: int,
                                    claim_answer_max_tokens=claim_answer)
     assert session.status == "completed"
     caps = [body.get("max_tokens", body.get("max_completion_tokens")) for body in wit.bodies]
-    # the testimony and its sample, then each claim's answers
-    assert caps[:2] == [512] * 2 and len(caps) > 2 and set(caps[2:]) == {expected}
+    # the testimony and its samples, then each claim's answers
+    from engine.config.models import InterrogationConfig
+
+    drawn = 1 + InterrogationConfig().testimony_samples  # the default, as `run` uses
+    assert caps[:drawn] == [512] * drawn and len(caps) > drawn
+    assert set(caps[drawn:]) == {expected}
 
 
 async def test_claims_run_one_at_a_time_on_the_embedded_model_and_side_by_side_elsewhere(
