@@ -14,7 +14,12 @@ the readings (`engine.interrogation.pooling`) and gives the claim its state by t
    (P(true) ≥ 0.75 or ≤ 0.25) and the claim's other readings, pooled without them, strongly
    the other, the claim is `unsure` with both shown — unless the pool, with its learned
    weights, is decisive all the same (P(false) ≤ 0.2 or ≥ 0.8): then the reading that pulled
-   hardest its way is named as what decided (`Claim.decided_by`).
+   hardest its way is named as what decided (`Claim.decided_by`). **A denial is not outvoted
+   on a user's own claim**: a session's single hypothesis whose rounds deny it strongly
+   (P(true) ≤ 0.25: the witness's answers, drawn in fresh conversations, agree against it)
+   is `contradicted`, P(false) the rounds', whatever the detective itself believes (on the
+   simple claims' development sample, 2 of 2 such claims were false; on the witness's own
+   claims of a testimony, 3 of 3 were true — there the rule stays as above, issue 72).
 4. **The band.** `held` below a pooled P(false) of 0.4, not held from 0.6 — `contradicted`,
    or with a document and no round against it `unsupported` (the document does not say it)
    — and `unsure` between (`UNSURE_BAND`). So a verdict and its P(false) always agree:
@@ -76,13 +81,13 @@ async def examine(caller: Caller, case: Case, signals: Sequence[Signal], pool: P
         claim = claim.model_copy(update={"readings": {**claim.readings, signal.name: reading}})
         caller.emit(ClaimRead(claim=claim.model_copy(deep=True), single=case.single))
     return settle(claim, claim_pairs(caller.session.qa_pairs, claim, case.single), pool,
-                  mode, [s.name for s in signals])
+                  mode, [s.name for s in signals], single=case.single)
 
 
 def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mode: Mode,
-           chosen: Sequence[str]) -> Claim:
+           chosen: Sequence[str], single: bool = False) -> Claim:
     """`claim` with its state, P(false), deciding round and why, from its readings and its
-    `rounds` (the module docstring's rule)."""
+    `rounds` (the module docstring's rule); `single`: a session's own hypothesis."""
     readings = claim.readings
     if claim.state not in ("pending", "held", "contradicted", "unsupported", "unsure"):
         return claim
@@ -107,6 +112,13 @@ def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mo
         rounds_true = round_reading.p_true
         if rest is not None and _strong(rounds_true) and _strong(1 - rest.p_false) and \
                 (rounds_true > 0.5) != (rest.p_false < 0.5):
+            if single and rounds_true < 0.5:  # a denial is not outvoted (rule 3)
+                return _with(claim, "contradicted", round(1 - rounds_true, 4),
+                             _deciding(rounds, "contradicted"), (
+                                 f"the witness's answers deny it (rounds p(true) "
+                                 f"{rounds_true:.2f}) against the detective's own reading "
+                                 f"(p(true) {1 - rest.p_false:.2f}): a denial is not "
+                                 "outvoted"), "rounds")
             if abs(p_false - 0.5) < OUTWEIGHS:
                 return _with(claim, "unsure", p_false, None, (
                     f"its rounds and its other readings disagree (rounds p(true) "

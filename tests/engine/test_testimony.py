@@ -379,6 +379,23 @@ def test_strong_readings_are_never_outvoted_silently() -> None:
     assert "decided by" in line and "rounds 0.20" in line
 
 
+def test_a_denial_decides_a_users_own_claim_but_not_a_testimonys() -> None:
+    """Rule 3 on a session's single hypothesis: rounds that deny it strongly are not
+    outvoted by the detective's own belief (`contradicted`, P(false) the rounds'); a
+    testimony's claim with the same readings stays `unsure`, both shown."""
+    readings = {"alone": 0.82, "rounds": 0.04}
+    single = settle(read(**readings), [], EQUAL, "open", CHOSEN, single=True)
+    assert (single.state, single.probability_false, single.decided_by) == (
+        "contradicted", 0.96, "rounds")
+    assert "a denial is not outvoted" in (single.why or "")
+    assert "rounds p(true) 0.04" in (single.why or "")
+    of_testimony = settle(read(**readings), [], EQUAL, "open", CHOSEN)
+    assert of_testimony.state == "unsure" and of_testimony.decided_by is None
+    # support is never given the same weight: rounds for, the detective strongly against
+    doubted = settle(read(alone=0.1, rounds=0.9), [], EQUAL, "open", CHOSEN, single=True)
+    assert doubted.state == "unsure"
+
+
 def test_a_conflict_of_the_rounds_stays_unsure() -> None:
     claim = read(alone=0.95)
     claim.readings["rounds"] = SignalReading(conflict=True, why="the rounds conflict")
