@@ -24,7 +24,7 @@ from engine import (
 from tui.background import in_background
 from tui.funnel import Guarded
 from tui.screens.dialogs import ConfirmDialog
-from tui.widgets.table import Column, Table
+from tui.widgets.table import Column, Row, Table
 from tui.widgets.tabs import ModeTabs
 
 __all__ = ["CacheScreen"]
@@ -35,6 +35,7 @@ REFRESH_SECONDS = 2.0
 COLUMNS = (Column("ID"), Column("Status"), Column("Uses", drop=1),
            Column("Question", elastic=True, least=16))
 """The entries' columns: the question takes the room left, cut at its end."""
+
 
 class CacheScreen(Guarded, Screen[None]):
     """See the module docstring."""
@@ -92,7 +93,7 @@ class CacheScreen(Guarded, Screen[None]):
             self._show_detail()
             return
         self.entries = entries
-        rows: list[tuple[list[str | Text], str | None]] = []
+        rows: list[Row] = []
         for e in entries:
             meta = e.validation_metadata
             status = "invalidated" if e.invalidated else (meta.status if meta else "?")

@@ -28,7 +28,7 @@ from tui.background import in_background
 from tui.funnel import Guarded
 from tui.messages import ModelsChanged, NewSessionWanted, SessionOpened
 from tui.screens.dialogs import ConfirmDialog
-from tui.widgets.table import Column, Table
+from tui.widgets.table import Column, Row, Table
 from tui.widgets.tabs import ModeTabs
 
 __all__ = ["SessionsScreen"]
@@ -38,13 +38,13 @@ FIRST_ROWS = 40
 """Rows of the first screen (a terminal's height), from the index's tail, in the first frame;
 the whole list is read after it."""
 MAX_ROWS = 500
+"""Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
+seconds to build and nobody scrolls through it)."""
 COLUMNS = (Column("ID"), Column("Status"), Column("Verdict"), Column("Score", drop=3),
            Column("Started", drop=2), Column("Rounds", drop=1),
            Column("Hypothesis", elastic=True, least=16))
 """The list's columns: where room is short, the score goes first, then the start, then the
 rounds; the hypothesis takes the room left, cut at its end."""
-"""Rows drawn at once; the filter searches every session (a table of 10,000 rows takes
-seconds to build and nobody scrolls through it)."""
 
 
 class SessionsScreen(Guarded, Screen[None]):
@@ -165,7 +165,7 @@ class SessionsScreen(Guarded, Screen[None]):
             matches = grouped(self.rows)
         self.matches = len(matches)
         self.shown = matches[:MAX_ROWS]
-        rows: list[tuple[list[str | Text], str | None]] = []
+        rows: list[Row] = []
         for row in self.shown:
             if isinstance(row, EvalGroup):
                 rows.append(([  # every cell a Text or plain: nothing is read as markup

@@ -33,7 +33,7 @@ from engine import (
 from tui.funnel import Guarded
 from tui.widgets.transcript import TranscriptView
 
-__all__ = ["MarkedTestimony", "emphasised"]
+__all__ = ["MarkedTestimony"]
 
 STYLES = {"held": "$success", "contradicted": "$error", "unsupported": "$error",
           "unsure": "$warning", "pending": "$text-muted", "not checkable": "$text-muted",
@@ -46,7 +46,7 @@ _BULLET = re.compile(r"([ \t]*)[-*+][ \t]+")
 
 
 class Emphasis:
-    """The witness's markdown read across the pieces of one text (`emphasised`): whether
+    """The witness's markdown read across the pieces of one text: whether
     the next character is at a line's start, and whether it is in bold."""
 
     def __init__(self) -> None:
@@ -83,11 +83,6 @@ class Emphasis:
         bold = "bold" if self.bold or self.heading else ""
         return Content.styled(text, f"{style} {bold}".strip()) if style or bold \
             else Content(text)
-
-
-def emphasised(text: str) -> Content:
-    """`text` with the witness's markdown structure shown (see `Emphasis`)."""
-    return Emphasis().read(strip_control(text))
 
 
 class MarkedTestimony(Guarded, Vertical):
@@ -170,10 +165,9 @@ class MarkedTestimony(Guarded, Vertical):
         current = options.highlighted
         index = (options.option_count - 1 if step < 0 else 0) if current is None else \
             max(0, min(options.option_count - 1, current + step))
-        options.highlighted = index
         number = self._number(index)
         if number is not None:
-            self.open(number)
+            self.open(number)  # selects it in the list too
             options.scroll_to_highlight()
         return number
 
