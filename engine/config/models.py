@@ -202,10 +202,12 @@ class InterrogationConfig(BaseModel):
     """A pooling file fitted on your own labelled claims (`detektiv eval ITEMS --fit` writes
     one); unset: the shipped one, fitted on the development samples. A file that cannot be
     used is named and the shipped one used."""
-    rounds_samples: int = Field(default=3, ge=1, le=10)
+    rounds_samples: int = Field(default=1, ge=1, le=10)
     """Answers the witness gives to each of the detective's questions about a claim, each in
     a fresh conversation at `rounds_temperature`: their spread is the rounds' reading (a
-    fact the witness made up varies between draws)."""
+    fact the witness made up varies between draws). One by default: on the development
+    samples three answers a question ranked false claims no better than one (own answers
+    0.662 against 0.678, simple claims 0.990 both) at three times the rounds' tokens."""
     rounds_temperature: float | None = Field(default=1.0, ge=0, le=2)
     """The temperature those answers are drawn at (unset: `sampling_temperature`)."""
     claim_rounds: int = Field(default=2, ge=1, le=20)
