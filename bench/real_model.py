@@ -166,12 +166,13 @@ def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-def serve(model: Path, home: Path, threads: int = 1) -> tuple[subprocess.Popen[str], str]:
-    """`detektiv local-server --threads THREADS` on `model`, tied to this process; (process,
-    url)."""
+def serve(model: Path, home: Path, threads: int = 1, speculation: str = "auto"
+          ) -> tuple[subprocess.Popen[str], str]:
+    """`detektiv local-server --threads THREADS --speculation SPECULATION` on `model`, tied
+    to this process; (process, url)."""
     process = spawn_tied([*DETEKTIV, "local-server", "--port", "0", "--json", "--model",
                           str(model), "--threads", str(threads), "--parallel", str(SLOTS),
-                          "--ctx", str(SLOTS * 4096)],
+                          "--ctx", str(SLOTS * 4096), "--speculation", speculation],
                          env={**os.environ, "DETEKTIV_HOME": str(home)},
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert process.stdout is not None
@@ -259,6 +260,9 @@ def main() -> int:
                         help="then fit the pool of the signals' readings on the sample's labels "
                         "(eval --fit: pooling.json in the report's folder; development "
                         "samples only, as the prompts are tuned)")
+    parser.add_argument("--speculation", choices=("auto", "draft", "ngram", "off"),
+                        default="auto", help="the servers' speculative decoding (auto: the "
+                        "1.5B with the 0.5B beside it as its draft, as the product does)")
     parser.add_argument("--threads", type=int, default=1,
                         help="the server's CPU threads (1: the machine stays usable beside "
                         "it; 2 on an otherwise idle two-core machine)")
@@ -308,11 +312,12 @@ def main() -> int:
 
     servers = []
     try:
-        detective_process, detective_url = serve(detective_model, home, args.threads)
+        detective_process, detective_url = serve(detective_model, home, args.threads,
+                                                 args.speculation)
         servers.append(detective_process)
         witness_url, witness_name = detective_url, QWEN_15B.name
         if witness_spec is not QWEN_15B:
-            witness_process, witness_url = serve(witness_model, home)
+            witness_process, witness_url = serve(witness_model, home, speculation=args.speculation)
             servers.append(witness_process)
             witness_name = witness_spec.name
         (home / "config.toml").write_text(CONFIG.format(

@@ -12,12 +12,15 @@ defaults (temperature 0 so runs compare). Printed per kind: the median seconds, 
 examined, tokens a claim, the time until the testimony was given, and the ratio of its
 seconds to the simple claim's of the same round. `--baseline REV` runs the same with the code
 of commit REV (a git worktree) on the same server, the two taking turns round by round.
-Minutes of CPU; never in CI.
+`--speculation off,auto` serves the model once per setting (`local-server --speculation`)
+and runs every kind on each, in turns, with each run's verdict printed (the same with and
+without speculation?). Minutes of CPU; never in CI.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -25,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -72,39 +76,40 @@ def figures(session: InterrogationSession) -> dict[str, float]:
         claims = max(1, sum(1 for c in session.testimony.claims if c.examined))
         if session.qa_pairs:
             given = (session.qa_pairs[0].timestamp - session.start_time).total_seconds()
+    verdict = session.audit_result.verdict if session.audit_result else None
     return {"seconds": seconds, "tokens": session.tokens.total, "claims": claims,
             "per_claim": session.tokens.total / claims, "given": given,
-            "status_ok": float(session.status == "completed")}
+            "status_ok": float(session.status == "completed"), "verdict": str(verdict)}
 
 
-def measure(trees: list[tuple[str, Path]], url: str, repeat: int,
+def measure(trees: list[tuple[str, Path, str]], repeat: int,
             claim_concurrency: int | None, kinds: list[str]
-            ) -> list[tuple[str, dict[str, list[dict[str, float]]]]]:
-    """Each kind run with each tree's code, the trees taking turns within each round (so a
-    change in the machine's load falls on both alike); a home of its own for each tree."""
-    found: list[tuple[str, dict[str, list[dict[str, float]]]]] = [
-        (name, {kind: [] for kind in kinds}) for name, _ in trees]
+            ) -> list[tuple[str, dict[str, list[dict[str, Any]]]]]:
+    """Each kind run with each tree's code on its server, the trees taking turns within each
+    round (so a change in the machine's load falls on all alike); a home of its own each."""
+    found: list[tuple[str, dict[str, list[dict[str, Any]]]]] = [
+        (name, {kind: [] for kind in kinds}) for name, _, _ in trees]
     with tempfile.TemporaryDirectory(prefix="detektiv-ttime-") as folder:
         homes = []
-        for n, _ in enumerate(trees):
+        for n, (_, _, url) in enumerate(trees):
             home = Path(folder) / str(n)
             home.mkdir()
             (home / "config.toml").write_text(config(url, claim_concurrency), encoding="utf-8")
             homes.append(home)
         for turn in range(repeat):
-            for (name, code), home, (_, results) in zip(trees, homes, found, strict=True):
+            for (name, code, _), home, (_, results) in zip(trees, homes, found, strict=True):
                 for kind in kinds:
                     began = time.monotonic()
                     result = figures(run_one(code, home, KINDS[kind]))
                     result["wall"] = time.monotonic() - began
                     results[kind].append(result)
                     print(f"  {name} round {turn + 1} {kind}: {result['seconds']:.1f} s, "
-                          f"{result['tokens']:.0f} tokens, {result['claims']:.0f} claims",
-                          flush=True)
+                          f"{result['tokens']:.0f} tokens, {result['claims']:.0f} claims, "
+                          f"verdict {result['verdict']}", flush=True)
     return found
 
 
-def report(name: str, found: dict[str, list[dict[str, float]]]) -> None:
+def report(name: str, found: dict[str, list[dict[str, Any]]]) -> None:
     print(f"\n{name}")
     print("kind      seconds  × claim  tokens  claims  tokens/claim  testimony given at  "
           "completed")
@@ -128,24 +133,31 @@ def main() -> int:
     parser.add_argument("--baseline", help="a commit to measure too, in turns")
     parser.add_argument("--kinds", default="claim,request,pasted",
                         help="of claim, request, pasted (claim always runs: the ratios' base)")
+    parser.add_argument("--speculation", default="auto",
+                        help="local-server --speculation, one server each: off,auto compares")
     parser.add_argument("--claim-concurrency", type=int,
                         help="[interrogation] claim_concurrency (unset: detektiv's choice)")
     args = parser.parse_args()
     if not args.model.is_file():
         raise SystemExit(f"{args.model}: not found (make bench-real fetches it)")
     kinds = ["claim", *(k for k in args.kinds.split(",") if k in KINDS and k != "claim")]
+    settings = args.speculation.split(",")
     with tempfile.TemporaryDirectory(prefix="detektiv-ttime-server-") as folder, \
-            local_server(Path(folder), "--model", str(args.model), "--parallel",
-                         str(args.parallel), "--threads", str(args.threads), "--ctx",
-                         str(4096 * args.parallel)) as server:
+            contextlib.ExitStack() as stack:
+        urls = {setting: stack.enter_context(local_server(
+            Path(folder) / setting, "--model", str(args.model), "--parallel",
+            str(args.parallel), "--threads", str(args.threads), "--ctx",
+            str(4096 * args.parallel), "--speculation", setting)).url for setting in settings}
         trees = [("this tree", ROOT)]
         if args.baseline:
             tree = Path(folder) / "baseline"
             subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline],
                            cwd=ROOT, check=True, capture_output=True)
             trees.insert(0, (f"baseline {args.baseline[:8]}", tree))
+        runs = [(name if len(settings) == 1 else f"{name} · speculation {setting}", code, url)
+                for name, code in trees for setting, url in urls.items()]
         try:
-            results = measure(trees, server.url, args.repeat, args.claim_concurrency, kinds)
+            results = measure(runs, args.repeat, args.claim_concurrency, kinds)
         finally:
             if args.baseline:
                 subprocess.run(["git", "worktree", "remove", "--force", str(trees[0][1])],

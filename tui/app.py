@@ -214,8 +214,7 @@ class DetektivApp(GuardedApp, App[int]):
         old = self.workspace.reload_config()
         if old is not None:
             self.retired.append(old)
-        self.call_from_thread(self._fetch_ended, "", "The capable local model is here: "
-                              "the embedded model for both roles from the next run.",
+        self.call_from_thread(self._fetch_ended, "", self.workspace.models.fetched_line(),
                               "information")
         self.call_from_thread(self._models_changed)
 

@@ -129,6 +129,14 @@ class ProviderConfig(BaseModel):
     """local: how many streams the embedded model serves at once."""
     n_threads: int | None = Field(default=None, ge=1, le=256)
     """local: CPU threads; default all cores but one (see `default_threads`)."""
+    speculation: Literal["auto", "draft", "ngram", "off"] = "auto"
+    """local: speculative decoding. `auto`: with the model's draft where it has one here
+    (the capable model's is fetched with it), else plain; `draft`: the same, and a missing
+    draft is said; `ngram`: llama.cpp's draft-free n-gram lookup; `off`: plain decoding.
+    Only the embedded model: a server detektiv does not start decides its own."""
+    draft_model: str | None = Field(default=None, min_length=1)
+    """local: the draft model for `speculation` (a pulled name or a GGUF path, of the same
+    tokenizer as `model`); unset: the model's own draft, if it has one."""
     base_urls: list[str] | None = None
     """Several endpoints of the same model (replicas, equal weight): calls go to the healthy
     one with the fewest in flight. Shorthand for `replicas`."""
@@ -186,6 +194,17 @@ class ProviderConfig(BaseModel):
                 raise ValueError("base_urls must be a list of URLs")
             data = {**data, "replicas": [{"base_url": url} for url in urls]}
         return data
+
+    @model_validator(mode="after")
+    def _check_speculation(self) -> ProviderConfig:
+        if self.kind != "local" and ({"speculation", "draft_model"} & self.model_fields_set):
+            asked = self.speculation if "speculation" in self.model_fields_set else "a draft"
+            if asked not in ("auto", "off"):
+                raise ValueError(
+                    f"speculation ({asked}) is unsupported for a {self.kind} provider: only "
+                    "the embedded model (kind local) decodes speculatively under detektiv; a "
+                    "server detektiv does not start decides its own decoding")
+        return self
 
     @model_validator(mode="after")
     def _check_replicas(self) -> ProviderConfig:

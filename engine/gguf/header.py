@@ -23,7 +23,8 @@ _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<
             10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
 _WANTED = ("general.architecture", "general.name", "general.size_label", "general.file_type",
-           "general.license", "tokenizer.chat_template")
+           "general.license", "tokenizer.chat_template", "tokenizer.ggml.model",
+           "tokenizer.ggml.pre", "tokenizer.ggml.tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,11 @@ class GgufInfo:
     context_length: int | None
     chat_template: bool
     licence: str | None
+    tokenizer: str | None = None
+    """The tokenizer's kind and pre-tokenizer (`"gpt2/qwen2"`): a draft model speaks the
+    same, or it cannot propose tokens for this one."""
+    vocabulary: int | None = None
+    """How many tokens the tokenizer has."""
 
 
 class _Cursor:
@@ -72,14 +78,14 @@ class _Cursor:
                 return self.string()
             self.skip_string()
             return None
-        if kind == _ARRAY:
+        if kind == _ARRAY:  # kept: its length
             inner, count = self.unpack("<I"), self.unpack("<Q")
             if inner in _SCALARS:
                 self.at += struct.calcsize(_SCALARS[inner]) * count
             else:
                 for _ in range(count):
                     self.value(inner, False)
-            return None
+            return count if keep else None
         raise ValueError(f"unknown GGUF value type {kind}")
 
 
@@ -130,6 +136,10 @@ def _parse(data: mmap.mmap, name: str) -> GgufInfo:
             total += count
         parameters = _label(total) if total else None
     file_type = found.get("general.file_type")
+    tokenizer = found.get("tokenizer.ggml.model")
+    if tokenizer and found.get("tokenizer.ggml.pre"):
+        tokenizer = f"{tokenizer}/{found['tokenizer.ggml.pre']}"
+    vocabulary = found.get("tokenizer.ggml.tokens")
     return GgufInfo(
         architecture=architecture,
         name=found.get("general.name"),
@@ -138,6 +148,8 @@ def _parse(data: mmap.mmap, name: str) -> GgufInfo:
         context_length=found.get(f"{architecture}.context_length"),
         chat_template=bool(found.get("tokenizer.chat_template")),
         licence=found.get("general.license"),
+        tokenizer=str(tokenizer) if tokenizer else None,
+        vocabulary=vocabulary if isinstance(vocabulary, int) else None,
     )
 
 

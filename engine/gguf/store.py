@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.config.shipped import default_local_model, smollm2_path
+from engine.config.shipped import DRAFTS, default_local_model, pulled_present, smollm2_path
 from engine.gguf.header import GgufInfo, read_header
 from engine.jsondata import read_json
 from engine.storage.atomic import atomic_write_text
@@ -170,7 +170,8 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
                                      note="unfinished pull: run the pull again to resume"))
             continue
         models.append(_described(folder.name, "pulled", folder / manifest.file,
-                                 manifest=manifest, note=marked(folder.name) + manifest.repo))
+                                 manifest=manifest, note=marked(folder.name) + manifest.repo
+                                 + _drafting(folder.name, paths, config)))
     if config is not None:
         known = {m.path for m in models if m.path is not None}
         for name, provider in sorted(config.providers.items()):
@@ -185,6 +186,22 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
                                          note=f"providers.{name}"))
                 known.add(path)
     return models
+
+
+def _drafting(name: str, paths: Paths, config: Config | None) -> str:
+    """What a pulled model's row says of speculative decoding: its draft here or not (or
+    turned off by the provider that runs it), or the model it drafts for."""
+    draft = DRAFTS.get(name)
+    runs = [p for p in (config.providers.values() if config else ())
+            if p.kind == "local" and p.model.lower() == name]
+    if runs and all(p.speculation == "off" for p in runs):
+        return '; plain decoding (speculation = "off")'
+    if draft is not None:
+        if pulled_present(paths.data_dir, draft):
+            return f"; speculative decoding with its draft {draft}"
+        return f"; plain decoding (its draft {draft} is not here: detektiv models pull {draft})"
+    drafted = [model for model, its in DRAFTS.items() if its == name]
+    return f"; the draft of {drafted[0]} (speculative decoding)" if drafted else ""
 
 
 def remove_model(paths: Paths, name: str) -> Path:

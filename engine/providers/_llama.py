@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import json
+import logging
 import os
 import secrets
 import threading
@@ -32,6 +33,7 @@ from typing import Any
 
 from engine.jsondata import read_json
 from engine.providers._deadline import Speed
+from engine.providers._speculation import Speculation
 from engine.text import END_OF_TURN_MARKERS
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 _END = object()
+log = logging.getLogger(__name__)
 
 EXIT_WAIT = 15.0
 """Seconds the interpreter's exit waits for generations it stopped (one token each, or the
@@ -120,6 +123,8 @@ class LlamaOptions:
     host: str = "127.0.0.1"
     public: bool = False
     """False: lock the HTTP port with a random key (in-process use). True: serve it openly."""
+    speculation: Speculation = Speculation()
+    """How it decodes (`engine.providers._speculation`): plain unless a draft or n-grams."""
 
 
 class LlamaEngine:
@@ -138,10 +143,18 @@ class LlamaEngine:
         self.speed: Speed | None = None
         """How fast the model ran here (None until a reply measured it): each provider's
         deadline for a reply is fitted to it (`LocalProvider.reply_deadline`)."""
+        self.last_timings: dict[str, Any] = {}
+        """The last reply's llama.cpp `timings`."""
+        self.speculation: Speculation = options.speculation
+        """How it decodes once loaded: plain, with the reason, where the draft failed to
+        load."""
 
     def measured(self, timings: object) -> None:
-        """Take in one reply's llama.cpp `timings`."""
+        """Take in one reply's llama.cpp `timings` (kept whole as `last_timings`: its
+        `draft_n` and `draft_n_accepted` say what speculation proposed and kept)."""
         self.speed = Speed.taken(self.speed, timings)
+        if isinstance(timings, dict):
+            self.last_timings = dict(timings)
 
     @classmethod
     def shared(cls, options: LlamaOptions) -> LlamaEngine:
@@ -167,32 +180,52 @@ class LlamaEngine:
             path = self.options.model_path
             if not path.is_file():
                 raise FileNotFoundError(f"model file not found: {path}")
-            params = xllamacpp.CommonParams()
-            params.model.path = str(path)
-            params.n_ctx = self.options.n_ctx
-            params.n_parallel = self.options.n_parallel
-            threads = self.options.n_threads or default_threads()
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            params.port = self.options.port
-            params.hostnames = [self.options.host]
-            # llama.cpp logs every request to stderr; -1 keeps it quiet (the TUI also sends
-            # fd 2 to a log file, for what still gets through).
-            params.verbosity = -1
-            # The bundled GGUF carries no chat template; llama.cpp falls back to ChatML, which
-            # the base model does not know: it writes `<|im_end|>` and then turns of its own.
-            # Every request that names no `stop` stops at the markers of the common templates
-            # (served ones too, for `local-server`). Gemma's own template was tried: the model
-            # then pads JSON with whitespace until the token limit, and structured output fails.
-            params.antiprompt = list(END_OF_TURN_MARKERS)
-            params.endpoint_slots = True
-            params.endpoint_metrics = True
-            if not self.options.public:
-                key = secrets.token_hex(16)
-                params.api_keys = [key]
-                self.auth = {"Authorization": f"Bearer {key}"}
-            self._server = xllamacpp.Server(params)
+            speculation = self.options.speculation
+            try:
+                self._server = xllamacpp.Server(self._params(speculation))
+            except Exception as exc:
+                if speculation.kind == "off":
+                    raise
+                # the draft (or the kind) is what failed: the model alone, said once
+                what = (f"draft {speculation.draft.name}" if speculation.draft is not None
+                        else speculation.label().removeprefix("speculative: "))
+                speculation = speculation.plain(f"{what} failed to load: {str(exc)[:160]}")
+                log.warning("%s: %s", path.name, speculation.label())
+                self._server = xllamacpp.Server(self._params(speculation))
+            self.speculation = speculation
             self.address = self._server.listening_address
+
+    def _params(self, speculation: Speculation) -> Any:
+        """xllamacpp's parameters for this engine's options, with `speculation`."""
+        import xllamacpp
+
+        path = self.options.model_path
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = self.options.n_ctx
+        params.n_parallel = self.options.n_parallel
+        threads = self.options.n_threads or default_threads()
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.port = self.options.port
+        params.hostnames = [self.options.host]
+        # llama.cpp logs every request to stderr; -1 keeps it quiet (the TUI also sends
+        # fd 2 to a log file, for what still gets through).
+        params.verbosity = -1
+        # The bundled GGUF carries no chat template; llama.cpp falls back to ChatML, which
+        # the base model does not know: it writes `<|im_end|>` and then turns of its own.
+        # Every request that names no `stop` stops at the markers of the common templates
+        # (served ones too, for `local-server`). Gemma's own template was tried: the model
+        # then pads JSON with whitespace until the token limit, and structured output fails.
+        params.antiprompt = list(END_OF_TURN_MARKERS)
+        params.endpoint_slots = True
+        params.endpoint_metrics = True
+        if not self.options.public:
+            if not self.auth:
+                self.auth = {"Authorization": f"Bearer {secrets.token_hex(16)}"}
+            params.api_keys = [self.auth["Authorization"].removeprefix("Bearer ")]
+        speculation.apply(params)
+        return params
 
     async def ensure_loaded(self) -> None:
         """Load the model on a worker thread; never blocks the event loop."""

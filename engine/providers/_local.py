@@ -38,6 +38,7 @@ from engine.providers._llama import LlamaEngine, LlamaOptions
 from engine.providers._llamacpp import count_chat_tokens
 from engine.providers._logprobs import token_choices, wants_logprobs
 from engine.providers._reasoning import reasoning_field
+from engine.providers._speculation import chosen
 
 __all__ = ["LocalProvider"]
 
@@ -71,6 +72,8 @@ class LocalProvider(Provider):
                 n_ctx=self.config.n_ctx,
                 n_parallel=self.config.n_parallel,
                 n_threads=self.config.n_threads or 0,
+                speculation=chosen(self.config.speculation, self.config.draft_model, path,
+                                   self.config.model, self._paths),
             )
             self._engine = LlamaEngine.shared(options)
         return self._engine
@@ -218,7 +221,8 @@ class LocalProvider(Provider):
     async def _health(self) -> str:
         engine = await self._shared_engine()
         if engine.loaded:
-            return f"loaded: {engine.options.model_path.name}"
+            return f"loaded: {engine.options.model_path.name} · {engine.speculation.label()}"
         if not engine.options.model_path.is_file():
             raise ServerError(self.name, f"model file not found: {engine.options.model_path}")
-        return f"ready: {engine.options.model_path.name} (loads on first use)"
+        return (f"ready: {engine.options.model_path.name} (loads on first use) · "
+                f"{engine.speculation.label()}")

@@ -398,14 +398,15 @@ class Workspace:
     def capable_offer(self) -> CapableState | None:
         """The capable model's state when the app should fetch it by itself: a demonstration
         model plays the detective, the model is not here, and the user never stopped a fetch
-        (None otherwise). Its `refused` says why it cannot start (`quiet`: downloads are off
-        on purpose, nothing to say)."""
+        (None otherwise); or the model is here and its draft is not (the draft alone, for
+        speculative decoding). Its `refused` says why it cannot start (`quiet`: downloads are
+        off on purpose, nothing to say)."""
         from engine.gguf.capable import capable_state
 
         state = capable_state(self.paths)
-        if state.present or state.declined:
+        if state.complete or state.declined:
             return None
-        return state if self.advice("detective") is not None else None
+        return state if state.present or self.advice("detective") is not None else None
 
     @property
     def models(self) -> LocalModels:

@@ -18,6 +18,7 @@ from engine.gguf.capable import (
     FetchProgress,
     capable_state,
     decline_fetch,
+    draft_failure,
     fetch_capable,
 )
 from engine.gguf.catalog import CATALOG, CatalogEntry
@@ -31,6 +32,7 @@ from engine.gguf.store import (
     size_text,
 )
 from engine.providers._llama import LlamaEngine, LlamaOptions
+from engine.providers._speculation import chosen
 
 if TYPE_CHECKING:
     from engine.config.models import Config
@@ -75,29 +77,46 @@ class LocalModels:
         """The user stopped the capable model's fetch: the app does not start it again."""
         decline_fetch(self.paths)
 
+    def fetched_line(self) -> str:
+        """What the app says when a fetch of the capable model (or its draft) ended well."""
+        state = capable_state(self.paths)
+        if state.complete:
+            return ("The capable local model is here, with its draft (speculative decoding): "
+                    "the embedded model for both roles from the next run.")
+        why = draft_failure(self.paths)
+        return ("The capable local model is here: the embedded model for both roles from the "
+                "next run; it decodes plainly" + (f" ({why})." if why else "."))
+
     def fetch_capable(self, *, progress: Callable[[FetchProgress], None] | None = None,
                       cancel: threading.Event | None = None) -> Manifest:
         """Fetch the capable model (blocking: on a thread); see `engine.gguf.capable`."""
         return fetch_capable(self.paths, progress=progress, cancel=cancel)
 
     def serve(self, model: str | None, port: int, *, parallel: int, ctx: int,
-              threads: int) -> LlamaEngine:
+              threads: int, speculation: str = "auto",
+              draft: str | None = None) -> LlamaEngine:
         """Load `model` (a name, a path; None: the embedded default) and serve it openly on
-        127.0.0.1:`port` (0: any free port); the engine's `address` says where.
-        `ConfigError` for a bad port, a port in use, a missing model or a failed load."""
+        127.0.0.1:`port` (0: any free port); the engine's `address` says where, its
+        `speculation` how it decodes (`engine.providers._speculation`: `auto` takes the
+        model's draft where it is here). `ConfigError` for a bad port, a port in use, a
+        missing model or a failed load."""
         if not 0 <= port <= 65535:
             raise ConfigError(f"--port {port}: not a port number")
         if port and not _port_free(port):
             raise ConfigError(f"--port {port}: already in use on 127.0.0.1")
+        name = model or default_local_model(self.paths.data_dir)
         try:
-            path = resolve_model_path(model or default_local_model(self.paths.data_dir), self.paths)
+            path = resolve_model_path(name, self.paths)
         except FileNotFoundError as exc:
             raise ConfigError(f"--model {model}: {exc}") from None
         if not path.is_file():
             raise ConfigError(f"--model {path}: no such file")
+        decoding = chosen(speculation, draft, path, name, self.paths)
+        if draft is not None and decoding.kind == "off" and speculation != "off":
+            raise ConfigError(f"--draft {draft}: {decoding.why}")
         engine = LlamaEngine(LlamaOptions(model_path=path, port=port, public=True,
                                           n_parallel=parallel, n_ctx=ctx,
-                                          n_threads=max(0, threads)))
+                                          n_threads=max(0, threads), speculation=decoding))
         try:
             engine.load()
         except Exception as exc:

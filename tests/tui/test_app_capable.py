@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config.shipped import CAPABLE_MODEL
+from engine.config.shipped import CAPABLE_MODEL, DRAFT_MODEL
 from engine.gguf import capable, catalog
 from engine.gguf.parts import SplitModel
 from tests.support.app import app_for, until
@@ -21,6 +21,8 @@ from tui.widgets.tabs import ModeTabs
 
 DATA = tiny_gguf(6_000_000)
 ENTRY = next(entry for entry in catalog.CATALOG if entry.name == CAPABLE_MODEL)
+DRAFT = next(entry for entry in catalog.CATALOG if entry.name == DRAFT_MODEL)
+DRAFT_DATA = tiny_gguf(1_000_000)
 
 
 @pytest.fixture
@@ -29,8 +31,13 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(capable, "CAPABLE_PARTS", SplitModel(
         name="tiny", file=ENTRY.file, project="tiny-capable-part{n}", version="0.1.0",
         parts=1, size=len(DATA), sha256=sha))
-    monkeypatch.setattr(catalog, "CATALOG", (dataclasses.replace(ENTRY, sha256=sha), *(
-        e for e in catalog.CATALOG if e.name != CAPABLE_MODEL)))
+    draft_sha = hashlib.sha256(DRAFT_DATA).hexdigest()
+    monkeypatch.setattr(capable, "DRAFT_PARTS", SplitModel(
+        name="tiny-draft", file=DRAFT.file, project="tiny-draft-part{n}", version="0.1.0",
+        parts=1, size=len(DRAFT_DATA), sha256=draft_sha))
+    monkeypatch.setattr(catalog, "CATALOG", (
+        dataclasses.replace(ENTRY, sha256=sha), dataclasses.replace(DRAFT, sha256=draft_sha),
+        *(e for e in catalog.CATALOG if e.name not in (CAPABLE_MODEL, DRAFT_MODEL))))
     monkeypatch.delenv("DETEKTIV_NO_DOWNLOAD", raising=False)
 
 
@@ -43,20 +50,24 @@ async def test_the_fetch_starts_by_itself_shows_progress_and_changes_the_default
         home: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackHub() as hub:
         hub.add(ENTRY.repo, ENTRY.file, DATA)
+        hub.add(DRAFT.repo, DRAFT.file, DRAFT_DATA)
         hub.pace = 0.4  # six pieces over 2.4 s: the tab bar has time to show them
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         app = app_for(home)
         async with app.run_test(size=(140, 30)) as pilot:
             await until(pilot, lambda: "from the Hub" in bar(app), timeout=30)
-            assert any("6 MB" in text and "Providers tab stops it" in text
-                       for _, text in app.notices)
+            assert any("7 MB" in text and "and its draft" in text
+                       and "Providers tab stops it" in text for _, text in app.notices)
             assert "demonstration" in str(app.screen.query_one("#sessions-status").render())
             await pilot.press("2")  # every tab bar shows it
             await until(pilot, lambda: "capable model" in bar(app), timeout=10)
             assert app.screen.query_one("#advice").display
             await until(pilot, lambda: any("capable local model is here" in text
                                            for _, text in app.notices), timeout=60)
-            assert "capable model" not in bar(app) and "? help" in bar(app)
+            assert any("with its draft (speculative decoding)" in text
+                       for _, text in app.notices)
+            assert "capable model" not in bar(app) and "draft model" not in bar(app)
+            assert "? help" in bar(app)
             assert app.workspace.config.providers["local"].model == CAPABLE_MODEL
             assert app.workspace.advice("detective") is None  # no demonstration note now
             # the screens built before it came say so too: the Live tab (shown) and the
@@ -73,6 +84,7 @@ async def test_f_stops_the_fetch_which_then_waits_to_be_asked(
         home: Path, small: None, monkeypatch: pytest.MonkeyPatch) -> None:
     with LoopbackHub() as hub:
         hub.add(ENTRY.repo, ENTRY.file, DATA)
+        hub.add(DRAFT.repo, DRAFT.file, DRAFT_DATA)
         hub.pace = 1.0  # 6 s: F lands long before the end, on a busy machine too
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         app = app_for(home)

@@ -107,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
+    server.add_argument("--speculation", choices=("auto", "draft", "ngram", "off"),
+                        default="auto", help="speculative decoding: auto takes the model's "
+                        "draft where it is here (default), ngram needs none, off decodes "
+                        "plainly")
+    server.add_argument("--draft", metavar="NAME|GGUF",
+                        help="the draft model (the same tokenizer; default: the model's own)")
     server.add_argument("--json", action="store_true",
                         help="print one JSON line (url, port, pid, model) once it listens")
     listed = commands.add_parser("prompts", parents=[common],

@@ -162,8 +162,9 @@ def local_server(paths: Paths, args: argparse.Namespace) -> int:
     stop_signals = {signal.SIGINT, signal.SIGTERM}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     try:
-        engine = Workspace(paths).models.serve(args.model, args.port, parallel=args.parallel,
-                                               ctx=args.ctx, threads=args.threads)
+        engine = Workspace(paths).models.serve(
+            args.model, args.port, parallel=args.parallel, ctx=args.ctx, threads=args.threads,
+            speculation=args.speculation, draft=args.draft)
     except BaseException:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
         raise
@@ -172,10 +173,11 @@ def local_server(paths: Paths, args: argparse.Namespace) -> int:
         port = int(address.rsplit(":", 1)[1])
         print(json.dumps({"url": f"{address}/v1", "port": port, "pid": os.getpid(),
                           "model": engine.options.model_path.name,
-                          "model_path": str(engine.options.model_path)}), flush=True)
+                          "model_path": str(engine.options.model_path),
+                          "decoding": engine.speculation.label()}), flush=True)
     else:
-        print(f"detektiv local-server: {engine.options.model_path.name} (pid {os.getpid()}) "
-              f"at {address}/v1", flush=True)
+        print(f"detektiv local-server: {engine.options.model_path.name} "
+              f"({engine.speculation.label()}; pid {os.getpid()}) at {address}/v1", flush=True)
     signal.sigwait(stop_signals)
     return 0
 

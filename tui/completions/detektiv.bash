@@ -13,7 +13,7 @@ _shtab_detektiv_subparsers=(providers ask conversations local-server prompts com
 _shtab_detektiv_providers_option_strings=(-h --help --config --debug --json)
 _shtab_detektiv_ask_option_strings=(-h --help --config --debug -p --provider --schema --max-tokens --temperature -c --continue --conversation --no-cache --json)
 _shtab_detektiv_conversations_option_strings=(-h --help --config --debug --json)
-_shtab_detektiv_local_server_option_strings=(-h --help --config --debug --port --model --parallel --ctx --threads --json)
+_shtab_detektiv_local_server_option_strings=(-h --help --config --debug --port --model --parallel --ctx --threads --speculation --draft --json)
 _shtab_detektiv_prompts_option_strings=(-h --help --config --debug --json)
 _shtab_detektiv_completion_option_strings=(-h --help --config --debug)
 _shtab_detektiv_paths_option_strings=(-h --help --config --debug --json)
@@ -135,6 +135,7 @@ _shtab_detektiv_evals__o_COMPGEN=_shtab_compgen_dirs
 _shtab_detektiv_evals___output_COMPGEN=_shtab_compgen_dirs
 _shtab_detektiv___config_COMPGEN=_shtab_compgen_files
 
+_shtab_detektiv_local_server___speculation_choices=(auto draft ngram off)
 _shtab_detektiv_completion_pos_0_choices=(bash zsh fish)
 _shtab_detektiv_run___protocol_choices=(cross-exam consistency)
 _shtab_detektiv_export___format_choices=(md json)

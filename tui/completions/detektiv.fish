@@ -51,7 +51,7 @@ function _shtab_detektiv_using
 end
 
 set -g _shtab_detektiv_commands providers ask conversations local-server prompts completion paths serve mcp run sessions show watch resume export oracles new notes consult agent vault 'vault search' cache 'cache put' 'cache match' 'cache list' 'cache show' 'cache invalidate' 'cache delete' 'cache export' 'cache import' 'cache stats' models 'models pull' 'models rm' eval evals
-set -g _shtab_detektiv_opts_with_value --answer --answer-file --compare --concurrency --config --conversation --ctx --detective --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --temperature --threads --witness --witness-document -n -o -p
+set -g _shtab_detektiv_opts_with_value --answer --answer-file --compare --concurrency --config --conversation --ctx --detective --draft --file --format --host --limit --max-cost --max-tokens --mode --model --n --output --parallel --port --protocol --provider --replay --run --runs --schema --search --seed --session --speculation --temperature --threads --witness --witness-document -n -o -p
 
 complete -c detektiv -e
 complete -c detektiv -f
@@ -91,6 +91,8 @@ complete -c detektiv -n '_shtab_detektiv_using local-server' -l model -xka "(det
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l parallel -x -d 'concurrent slots'
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l ctx -x -d 'total context size, shared by the slots'
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l threads -x -d 'CPU threads (default: cores - 1)'
+complete -c detektiv -n '_shtab_detektiv_using local-server' -l speculation -xka "auto draft ngram off" -d 'speculative decoding: auto takes the model'"'"'s draft where it is here (default), ngram needs none, off decodes plainly'
+complete -c detektiv -n '_shtab_detektiv_using local-server' -l draft -x -d 'the draft model (the same tokenizer; default: the model'"'"'s own)'
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l json -d 'print one JSON line (url, port, pid, model) once it listens'
 complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a prompts -d 'list the prompts (shipped or yours) and check yours'
 complete -c detektiv -n '_shtab_detektiv_using prompts' -s h -l help -d 'show this help message and exit'

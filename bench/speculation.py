@@ -1,0 +1,206 @@
+"""The embedded model at this machine's limit (issue 74): llama.cpp's own ceiling, detektiv's
+plain rate against it, and speculative decoding against plain decoding on the same prompts.
+
+    python bench/speculation.py [--threads 2] [--repeat 2] [--kinds off,draft,ngram_simple,…]
+
+1. **The ceiling**: xllamacpp itself (the library detektiv embeds, one process, nothing of
+   detektiv's between), the 1.5B of `make bench-real` on `--threads` threads and 4 slots:
+   prompt tokens a second (a prompt of about 1,000 tokens, one token asked), generated tokens
+   a second with one stream and with four at once (the four's tokens over their wall time).
+2. **detektiv's plain rate**: the embedded engine (`engine.providers._llama.LlamaEngine`,
+   speculation off) on the same one-stream request: its ratio to the ceiling.
+3. **Speculation**: the witness's testimony ("Summarize the health benefits of Vitamin B3",
+   the witness's own prompt, 512 tokens at most) and the split of that testimony into claims
+   (the product's split prompt, its frequency penalty), temperature 0, on an engine per kind:
+   plain, the 0.5B as draft (`--draft-tokens`), and llama.cpp's five n-gram kinds. Printed per
+   kind and prompt: generated tokens a second (llama.cpp's `predicted_per_second`), the wall
+   seconds, the ratio to plain, the draft tokens proposed and accepted, and whether the text
+   is plain's — else the character where it first differs (llama.cpp does not promise the
+   same greedy output: batched verification moves the floats).
+
+All ratios are taken in one run on one machine. Minutes of CPU; never in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.interrogation.testimony import SPLIT_PENALTY, split_turns  # noqa: E402
+from engine.prompts import load_prompt  # noqa: E402
+from engine.providers._llama import LlamaEngine, LlamaOptions  # noqa: E402
+from engine.providers._speculation import NGRAM_KINDS, Speculation  # noqa: E402
+
+MODELS = Path.home() / ".cache/detektiv-bench/models"
+MODEL = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+REQUEST = "Summarize the health benefits of Vitamin B3"
+SLOTS = 4
+LONG_PROMPT = " ".join(f"Item {n}: the quick brown fox jumps over the lazy dog." for n in range(90))
+
+
+def chat(engine_or_server: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """One whole reply (not streamed): its text and llama.cpp's timings, and wall seconds."""
+    began = time.perf_counter()
+    if isinstance(engine_or_server, LlamaEngine):
+        engine_or_server.load()
+        reply = engine_or_server._server.handle_chat_completions(body)
+    else:
+        reply = engine_or_server.handle_chat_completions(body)
+    wall = time.perf_counter() - began
+    return {"text": reply["choices"][0]["message"]["content"] or "",
+            "timings": reply.get("timings", {}), "wall": wall}
+
+
+def ceiling(model: Path, threads: int) -> dict[str, float]:
+    """llama.cpp's own rates through xllamacpp, nothing of detektiv's between."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model)
+    params.n_ctx = SLOTS * 4096
+    params.n_parallel = SLOTS
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
+    params.verbosity = -1
+    server = xllamacpp.Server(params)
+    chat(server, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+    prompt = chat(server, {"messages": [{"role": "user", "content": LONG_PROMPT}],
+                           "max_tokens": 1, "cache_prompt": False})
+    one = chat(server, generate_body(256))
+    four: list[dict[str, Any]] = []
+    began = time.perf_counter()
+    workers = [threading.Thread(target=lambda n=n: four.append(chat(server, generate_body(
+        128, f"Count from {n * 100} upwards, one number a line.")))) for n in range(SLOTS)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    wall = time.perf_counter() - began
+    return {"prompt_tps": prompt["timings"]["prompt_per_second"],
+            "prompt_tokens": prompt["timings"]["prompt_n"],
+            "gen_tps_1": one["timings"]["predicted_per_second"],
+            "gen_tps_4": sum(r["timings"]["predicted_n"] for r in four) / wall}
+
+
+def generate_body(tokens: int, content: str = "Count from 1 upwards, one number a line."
+                  ) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "max_tokens": tokens,
+            "temperature": 0, "ignore_eos": True}
+
+
+def testimony_body() -> dict[str, Any]:
+    return {"messages": [{"role": "system", "content": load_prompt("witness")},
+                         {"role": "user", "content": REQUEST}],
+            "max_tokens": 512, "temperature": 0, "seed": 1}
+
+
+def split_body(text: str) -> dict[str, Any]:
+    rules, examples = split_turns(load_prompt("split_claims"))
+    messages = [{"role": "system", "content": rules}]
+    for example, claims in examples:
+        messages += [{"role": "user", "content": example},
+                     {"role": "assistant", "content": claims}]
+    messages.append({"role": "user", "content": text})
+    return {"messages": messages, "max_tokens": 768, "temperature": 0, "seed": 1,
+            "frequency_penalty": SPLIT_PENALTY}
+
+
+def engine_for(model: Path, speculation: Speculation, threads: int) -> LlamaEngine:
+    return LlamaEngine(LlamaOptions(model_path=model, n_ctx=SLOTS * 4096, n_parallel=SLOTS,
+                                    n_threads=threads, speculation=speculation))
+
+
+def first_difference(a: str, b: str) -> int | None:
+    for at, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return at
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--draft-tokens", type=int, default=16)
+    parser.add_argument("--kinds", default="off,draft," + ",".join(NGRAM_KINDS))
+    parser.add_argument("--no-ceiling", action="store_true")
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument("--draft", type=Path, default=DRAFT)
+    args = parser.parse_args()
+    for path in (args.model, args.draft):
+        if not path.is_file():
+            raise SystemExit(f"{path}: not found (make bench-real fetches the 1.5B; "
+                             "bench/fetch_parts.py the 0.5B)")
+    out: dict[str, Any] = {"threads": args.threads}
+    if not args.no_ceiling:
+        top = out["ceiling"] = ceiling(args.model, args.threads)
+        print(f"ceiling (xllamacpp, {args.threads} threads, {SLOTS} slots): prompt "
+              f"{top['prompt_tps']:.1f} tok/s ({top['prompt_tokens']} tokens); generated "
+              f"{top['gen_tps_1']:.2f} tok/s one stream, {top['gen_tps_4']:.2f} four streams",
+              flush=True)
+        plain = engine_for(args.model, Speculation(), args.threads)
+        chat(plain, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+        ours = chat(plain, generate_body(256))["timings"]["predicted_per_second"]
+        out["detektiv_plain_tps"] = ours
+        print(f"detektiv's engine, plain: {ours:.2f} tok/s = {ours / top['gen_tps_1']:.0%} of "
+              "the ceiling", flush=True)
+        del plain
+    kinds = args.kinds.split(",")
+    speculations = {"off": Speculation(),
+                    "draft": Speculation("draft", args.draft, n_max=args.draft_tokens),
+                    **{kind: Speculation("ngram", ngram=kind) for kind in NGRAM_KINDS}}
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    texts: dict[str, str] = {}
+    for kind in ["off", *(k for k in kinds if k != "off")]:
+        engine = engine_for(args.model, speculations[kind], args.threads)
+        engine.load()
+        if engine.speculation != speculations[kind]:
+            print(f"{kind}: {engine.speculation.label()}", flush=True)
+            continue
+        chat(engine, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+        found = rows[kind] = {"testimony": [], "split": []}
+        for _ in range(args.repeat):
+            testimony = chat(engine, {**testimony_body(), "cache_prompt": False})
+            found["testimony"].append(testimony)
+            texts.setdefault("testimony", testimony["text"])
+            split = chat(engine, {**split_body(texts["testimony"]), "cache_prompt": False})
+            found["split"].append(split)
+            texts.setdefault("split", split["text"])
+        for prompt, replies in found.items():
+            tps = statistics.median(r["timings"]["predicted_per_second"] for r in replies)
+            wall = statistics.median(r["wall"] for r in replies)
+            base = statistics.median(r["timings"]["predicted_per_second"]
+                                     for r in rows["off"][prompt])
+            drafted = sum(r["timings"].get("draft_n", 0) for r in replies)
+            accepted = sum(r["timings"].get("draft_n_accepted", 0) for r in replies)
+            differs = first_difference(texts[prompt], replies[0]["text"])
+            same = "the same text" if differs is None else f"differs at character {differs}"
+            print(f"{kind:14} {prompt:9} {tps:6.2f} tok/s  {tps / base:4.2f}× plain  "
+                  f"{wall:6.1f} s  {replies[0]['timings']['predicted_n']:4} tokens  "
+                  f"draft {accepted}/{drafted} accepted  {same}", flush=True)
+        engine._server = None
+        del engine
+    if args.json:
+        out["rows"] = {kind: {prompt: [replace_text(r) for r in replies]
+                              for prompt, replies in found.items()}
+                       for kind, found in rows.items()}
+        args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
+    return 0
+
+
+def replace_text(reply: dict[str, Any]) -> dict[str, Any]:
+    return {**reply, "text": reply["text"][:2000]}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
