@@ -18,6 +18,11 @@ plain rate against it, and speculative decoding against plain decoding on the sa
    is plain's — else the character where it first differs (llama.cpp does not promise the
    same greedy output: batched verification moves the floats).
 
+4. **The prefix cache**: on the plain engine, each claim of that split read against the
+   testimony as a sample is read (the product's judgement prompt: its fixed part, then the
+   sample, then the claim), one after another: the share of prompt tokens llama.cpp served
+   from its cache (`cache_n` of `cache_n + prompt_n`).
+
 All ratios are taken in one run on one machine. Minutes of CPU; never in CI.
 """
 
@@ -35,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from engine.interrogation.judgement import exchange, judgement_messages  # noqa: E402
 from engine.interrogation.testimony import SPLIT_PENALTY, split_turns  # noqa: E402
 from engine.prompts import load_prompt  # noqa: E402
 from engine.providers._llama import LlamaEngine, LlamaOptions  # noqa: E402
@@ -188,6 +194,8 @@ def main() -> int:
             print(f"{kind:14} {prompt:9} {tps:6.2f} tok/s  {tps / base:4.2f}× plain  "
                   f"{wall:6.1f} s  {replies[0]['timings']['predicted_n']:4} tokens  "
                   f"draft {accepted}/{drafted} accepted  {same}", flush=True)
+        if kind == "off":
+            out["prefix"] = prefix_share(engine, texts["testimony"], texts["split"])
         engine._server = None
         del engine
     if args.json:
@@ -196,6 +204,24 @@ def main() -> int:
                        for kind, found in rows.items()}
         args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
     return 0
+
+
+def prefix_share(engine: LlamaEngine, testimony: str, split: str) -> dict[str, float]:
+    """The share of the sample readings' prompt tokens served from the prefix cache."""
+    claims = [line.strip() for line in split.splitlines()
+              if line.strip() and not line.startswith("[")][:8]
+    cached = read = 0
+    for claim in claims:
+        messages = judgement_messages(claim, exchange(REQUEST, testimony), False)
+        reply = chat(engine, {"messages": [{"role": m.role, "content": m.content}
+                                           for m in messages], "max_tokens": 4,
+                              "temperature": 0})
+        cached += int(reply["timings"].get("cache_n", 0))
+        read += int(reply["timings"].get("prompt_n", 0))
+    share = cached / (cached + read) if cached + read else 0.0
+    print(f"prefix cache: {len(claims)} sample readings, {cached:,} of {cached + read:,} "
+          f"prompt tokens served from the cache ({share:.0%})", flush=True)
+    return {"claims": len(claims), "cached": cached, "read": read, "share": share}
 
 
 def replace_text(reply: dict[str, Any]) -> dict[str, Any]:

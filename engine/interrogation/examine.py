@@ -15,11 +15,14 @@ the readings (`engine.interrogation.pooling`) and gives the claim its state by t
    the other, the claim is `unsure` with both shown — unless the pool, with its learned
    weights, is decisive all the same (P(false) ≤ 0.2 or ≥ 0.8): then the reading that pulled
    hardest its way is named as what decided (`Claim.decided_by`). **A denial is not outvoted
-   on a user's own claim**: a session's single hypothesis whose rounds deny it strongly
-   (P(true) ≤ 0.25: the witness's answers, drawn in fresh conversations, agree against it)
-   is `contradicted`, P(false) the rounds', whatever the detective itself believes (on the
+   on a user's own claim**: a session's single hypothesis, not a claim of the witness's own
+   answer (no question it answers: `Case.topic`), whose rounds deny it strongly (P(true) ≤
+   0.25: the witness's answers, drawn in fresh conversations, agree against it) is
+   `contradicted`, P(false) the rounds', whatever the detective itself believes (on the
    simple claims' development sample, 2 of 2 such claims were false; on the witness's own
-   claims of a testimony, 3 of 3 were true — there the rule stays as above, issue 72).
+   claims, split from its answers, 7 of the 11 its rounds denied strongly were true — there
+   the rule stays as above, whether the claim is a testimony's or, as in an evaluation of
+   such claims, a session's own, issue 72).
 4. **The band.** `held` below a pooled P(false) of 0.4, not held from 0.6 — `contradicted`,
    or with a document and no round against it `unsupported` (the document does not say it)
    — and `unsure` between (`UNSURE_BAND`). So a verdict and its P(false) always agree:
@@ -46,7 +49,7 @@ from engine.models.session import QuestionAnswerPair
 from engine.models.testimony import Claim, ClaimState
 
 __all__ = ["DOUBT", "OUTWEIGHS", "STRONG", "UNSURE_BAND", "WITNESS", "claim_pairs", "examine",
-           "in_doubt", "settle", "witness_leans"]
+           "in_doubt", "settle", "users_claim", "witness_leans"]
 
 UNSURE_BAND = 0.1
 """Half the band around 0.5 where a claim is `unsure` (rule 4)."""
@@ -81,13 +84,22 @@ async def examine(caller: Caller, case: Case, signals: Sequence[Signal], pool: P
         claim = claim.model_copy(update={"readings": {**claim.readings, signal.name: reading}})
         caller.emit(ClaimRead(claim=claim.model_copy(deep=True), single=case.single))
     return settle(claim, claim_pairs(caller.session.qa_pairs, claim, case.single), pool,
-                  mode, [s.name for s in signals], single=case.single)
+                  mode, [s.name for s in signals], users=users_claim(case))
+
+
+def users_claim(case: Case) -> bool:
+    """Whether `case` is a user's own claim (rule 3's denial decides it): a session's own
+    hypothesis that is no claim of the witness's answer to a question (`topic`) — a claim
+    split from the witness's answer stays the witness's own when it is examined alone, as an
+    evaluation of such claims does."""
+    return case.single and case.topic is None
 
 
 def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mode: Mode,
-           chosen: Sequence[str], single: bool = False) -> Claim:
+           chosen: Sequence[str], users: bool = False) -> Claim:
     """`claim` with its state, P(false), deciding round and why, from its readings and its
-    `rounds` (the module docstring's rule); `single`: a session's own hypothesis."""
+    `rounds` (the module docstring's rule); `users`: a user's own claim (a session's
+    hypothesis that no answer of the witness's stated)."""
     readings = claim.readings
     if claim.state not in ("pending", "held", "contradicted", "unsupported", "unsure"):
         return claim
@@ -112,7 +124,7 @@ def settle(claim: Claim, rounds: Sequence[QuestionAnswerPair], pool: Pooling, mo
         rounds_true = round_reading.p_true
         if rest is not None and _strong(rounds_true) and _strong(1 - rest.p_false) and \
                 (rounds_true > 0.5) != (rest.p_false < 0.5):
-            if single and rounds_true < 0.5:  # a denial is not outvoted (rule 3)
+            if users and rounds_true < 0.5:  # a denial is not outvoted (rule 3)
                 return _with(claim, "contradicted", round(1 - rounds_true, 4),
                              _deciding(rounds, "contradicted"), (
                                  f"the witness's answers deny it (rounds p(true) "

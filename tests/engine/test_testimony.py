@@ -384,7 +384,7 @@ def test_a_denial_decides_a_users_own_claim_but_not_a_testimonys() -> None:
     outvoted by the detective's own belief (`contradicted`, P(false) the rounds'); a
     testimony's claim with the same readings stays `unsure`, both shown."""
     readings = {"alone": 0.82, "rounds": 0.04}
-    single = settle(read(**readings), [], EQUAL, "open", CHOSEN, single=True)
+    single = settle(read(**readings), [], EQUAL, "open", CHOSEN, users=True)
     assert (single.state, single.probability_false, single.decided_by) == (
         "contradicted", 0.96, "rounds")
     assert "a denial is not outvoted" in (single.why or "")
@@ -392,8 +392,22 @@ def test_a_denial_decides_a_users_own_claim_but_not_a_testimonys() -> None:
     of_testimony = settle(read(**readings), [], EQUAL, "open", CHOSEN)
     assert of_testimony.state == "unsure" and of_testimony.decided_by is None
     # support is never given the same weight: rounds for, the detective strongly against
-    doubted = settle(read(alone=0.1, rounds=0.9), [], EQUAL, "open", CHOSEN, single=True)
+    doubted = settle(read(alone=0.1, rounds=0.9), [], EQUAL, "open", CHOSEN, users=True)
     assert doubted.state == "unsure"
+
+
+def test_a_claim_of_the_witnesss_own_answer_examined_alone_is_no_users_claim() -> None:
+    """Rule 3's denial decides a user's own claim only: a claim split from the witness's
+    answer stays the witness's own when a session examines it alone (an evaluation of such
+    claims: its topic and samples given), as it is inside its testimony."""
+    from engine.interrogation.examine import users_claim
+    from engine.interrogation.signals import Case
+
+    claim = read(alone=0.82)
+    assert users_claim(Case(claim=claim, single=True))
+    assert not users_claim(Case(claim=claim, single=True, topic="What is niacin?",
+                                samples=("Niacin is vitamin B3.",)))
+    assert not users_claim(Case(claim=claim, topic="What is niacin?"))
 
 
 def test_a_conflict_of_the_rounds_stays_unsure() -> None:
