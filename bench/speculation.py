@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import threading
@@ -51,6 +52,7 @@ MODEL = MODELS / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 DRAFT = MODELS / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 REQUEST = "Summarize the health benefits of Vitamin B3"
 SLOTS = 4
+KEPT: list[Any] = []
 LONG_PROMPT = " ".join(f"Item {n}: the quick brown fox jumps over the lazy dog." for n in range(90))
 
 
@@ -78,6 +80,7 @@ def ceiling(model: Path, threads: int) -> dict[str, float]:
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
     params.verbosity = -1
     server = xllamacpp.Server(params)
+    KEPT.append(server)  # never freed (see `main`)
     chat(server, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
     prompt = chat(server, {"messages": [{"role": "user", "content": LONG_PROMPT}],
                            "max_tokens": 1, "cache_prompt": False})
@@ -160,7 +163,6 @@ def main() -> int:
         out["detektiv_plain_tps"] = ours
         print(f"detektiv's engine, plain: {ours:.2f} tok/s = {ours / top['gen_tps_1']:.0%} of "
               "the ceiling", flush=True)
-        del plain
     kinds = args.kinds.split(",")
     speculations = {"off": Speculation(),
                     "draft": Speculation("draft", args.draft, n_max=args.draft_tokens),
@@ -196,14 +198,14 @@ def main() -> int:
                   f"draft {accepted}/{drafted} accepted  {same}", flush=True)
         if kind == "off":
             out["prefix"] = prefix_share(engine, texts["testimony"], texts["split"])
-        engine._server = None
-        del engine
+        KEPT.append(engine)  # never freed: a llama.cpp server freed mid-process can hang
     if args.json:
         out["rows"] = {kind: {prompt: [replace_text(r) for r in replies]
                               for prompt, replies in found.items()}
                        for kind, found in rows.items()}
         args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
-    return 0
+    sys.stdout.flush()
+    os._exit(0)  # the servers are not torn down one by one (see `KEPT`)
 
 
 def prefix_share(engine: LlamaEngine, testimony: str, split: str) -> dict[str, float]:

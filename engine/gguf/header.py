@@ -22,6 +22,7 @@ _MAGIC = b"GGUF"
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
             10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+_ALIGNMENT = "general.alignment"
 _WANTED = ("general.architecture", "general.name", "general.size_label", "general.file_type",
            "general.license", "tokenizer.chat_template", "tokenizer.ggml.model",
            "tokenizer.ggml.pre", "tokenizer.ggml.tokens")
@@ -44,6 +45,9 @@ class GgufInfo:
     same, or it cannot propose tokens for this one."""
     vocabulary: int | None = None
     """How many tokens the tokenizer has."""
+    data_needed: int | None = None
+    """Bytes the file must have at least: where its last tensor's data begins (None where
+    its tensors were not read)."""
 
 
 class _Cursor:
@@ -96,16 +100,17 @@ def _label(count: int) -> str:
     return str(count)
 
 
-def read_header(path: Path) -> GgufInfo:
-    """The header facts of the GGUF file at `path`; `ValueError` when it is not one."""
+def read_header(path: Path, tensors: bool = False) -> GgufInfo:
+    """The header facts of the GGUF file at `path` (with `tensors`, where their data must
+    reach: `data_needed`); `ValueError` when it is not one."""
     with path.open("rb") as handle:
         if path.stat().st_size < 24:
             raise ValueError(f"{path.name} is not a GGUF file (too short)")
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _parse(data, path.name)
+            return _parse(data, path.name, tensors)
 
 
-def _parse(data: mmap.mmap, name: str) -> GgufInfo:
+def _parse(data: mmap.mmap, name: str, tensors_wanted: bool = False) -> GgufInfo:
     if data[:4] != _MAGIC:
         raise ValueError(f"{name} is not a GGUF file")
     cursor = _Cursor(data)
@@ -118,23 +123,28 @@ def _parse(data: mmap.mmap, name: str) -> GgufInfo:
     for _ in range(keys):
         key = cursor.string()
         kind = cursor.unpack("<I")
-        wanted = key in _WANTED or key.endswith(".context_length")
+        wanted = key in _WANTED or key.endswith(".context_length") or key == _ALIGNMENT
         value = cursor.value(kind, wanted)
         if wanted:
             found[key] = value
     architecture = found.get("general.architecture")
     parameters = found.get("general.size_label")
-    if not parameters:
-        total = 0
+    needed: int | None = None
+    if not parameters or tensors_wanted:
+        total, last = 0, 0
         for _ in range(tensors):
             cursor.skip_string()
             dims = cursor.unpack("<I")
             count = 1
             for _ in range(dims):
                 count *= cursor.unpack("<Q")
-            cursor.at += 4 + 8  # type, offset
+            cursor.at += 4  # type
+            last = max(last, cursor.unpack("<Q"))
             total += count
-        parameters = _label(total) if total else None
+        parameters = parameters or (_label(total) if total else None)
+        alignment = found.get(_ALIGNMENT) or 32
+        start = -(-cursor.at // alignment) * alignment if isinstance(alignment, int) else 0
+        needed = start + last + 1
     file_type = found.get("general.file_type")
     tokenizer = found.get("tokenizer.ggml.model")
     if tokenizer and found.get("tokenizer.ggml.pre"):
@@ -150,6 +160,7 @@ def _parse(data: mmap.mmap, name: str) -> GgufInfo:
         licence=found.get("general.license"),
         tokenizer=str(tokenizer) if tokenizer else None,
         vocabulary=vocabulary if isinstance(vocabulary, int) else None,
+        data_needed=needed if tensors_wanted else None,
     )
 
 

@@ -143,14 +143,20 @@ def _own_draft(name: str, model_path: Path, paths: Paths) -> Path | None:
 
 
 def compatible(model: Path, draft: Path) -> str:
-    """"" when `draft` can propose tokens for `model` (the same tokenizer, vocabularies within
-    `VOCABULARY_SLACK`), else why not."""
+    """"" when `draft` can propose tokens for `model` (a whole GGUF file, the same tokenizer,
+    vocabularies within `VOCABULARY_SLACK`), else why not."""
     from engine.gguf.header import read_header
 
     try:
-        ours, theirs = read_header(model), read_header(draft)
+        ours, theirs = read_header(model), read_header(draft, tensors=True)
+        size = draft.stat().st_size
     except (OSError, ValueError) as exc:
         return f"draft {draft.name} refused: {exc}"
+    if theirs.data_needed is not None and size < theirs.data_needed:
+        # caught here, never handed to llama.cpp: a server whose draft failed to load can
+        # hang when it is freed
+        return (f"draft {draft.name} refused: the file is cut short ({size:,} bytes; its "
+                f"tensors reach past {theirs.data_needed:,})")
     if ours.tokenizer != theirs.tokenizer:
         return (f"draft {draft.name} refused: another tokenizer ({theirs.tokenizer}; the "
                 f"model's is {ours.tokenizer})")

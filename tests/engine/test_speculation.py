@@ -19,7 +19,7 @@ from engine.config.providers import ProviderConfig
 from engine.config.shipped import CAPABLE_MODEL, DRAFT_MODEL, smollm2_path
 from engine.gguf.store import Manifest, list_models, pulled_dir, write_manifest
 from engine.providers import create_provider
-from engine.providers._llama import LlamaEngine, LlamaOptions, bundled_model_path
+from engine.providers._llama import LlamaEngine, bundled_model_path
 from engine.providers._speculation import Speculation, chosen, compatible
 
 
@@ -153,18 +153,44 @@ def test_the_capable_model_takes_its_pulled_draft_and_not_one_that_is_not_its_pi
     assert "is not the pinned 000000000000…" in refused.why
 
 
-def test_a_draft_llama_cpp_will_not_load_falls_back_to_plain_decoding(
-        gemma: Path, tmp_path: Path) -> None:
-    """The header reads (the same tokenizer), the tensors are cut off: llama.cpp refuses the
-    draft; the model loads alone and says why."""
+def test_a_draft_cut_short_is_refused_before_llama_cpp_sees_it(
+        gemma: Path, paths: Paths, tmp_path: Path) -> None:
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(gemma.read_bytes()[: 8 << 20])
+    refused = chosen("draft", str(cut), gemma, "gemma-3-270m", paths)
+    assert refused.kind == "off"
+    assert refused.why.startswith("draft cut.gguf refused: the file is cut short (8,388,608 "
+                                  "bytes; its tensors reach past ")
+
+
+def test_a_draft_llama_cpp_will_not_load_falls_back_to_plain_decoding(
+        gemma: Path, tmp_path: Path) -> None:
+    """Its header whole, the end of its last tensor cut off: llama.cpp refuses the draft;
+    the model loads alone and says why. In a process of its own: a llama.cpp server whose
+    draft failed can hang when it is freed, and the suite's workers must end."""
+    import subprocess
+    import sys
+
+    from tests.support.servers import ROOT
+
+    data = gemma.read_bytes()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[: len(data) - 512])
     assert compatible(gemma, cut) == ""
-    engine = LlamaEngine(LlamaOptions(model_path=gemma, n_ctx=1024, n_parallel=1,
-                                      speculation=Speculation("draft", cut)))
-    engine.load()
-    assert engine.loaded and engine.speculation.kind == "off"
-    assert engine.speculation.label().startswith("plain decoding (draft cut.gguf failed to load")
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from engine.providers._llama import LlamaEngine, LlamaOptions\n"
+        "from engine.providers._speculation import Speculation\n"
+        f"engine = LlamaEngine(LlamaOptions(model_path=Path({str(gemma)!r}), n_ctx=1024, "
+        f"n_parallel=1, n_threads=1, speculation=Speculation('draft', Path({str(cut)!r}))))\n"
+        "engine.load()\n"
+        "print(engine.loaded, engine.speculation.label(), flush=True)\n"
+        "os._exit(0)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("True plain decoding (draft cut.gguf failed to load: ")
 
 
 @pytest.mark.parametrize("kind", ["openai", "ollama", "anthropic"])
