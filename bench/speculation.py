@@ -32,7 +32,9 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -145,67 +147,110 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--draft", type=Path, default=DRAFT)
+    parser.add_argument("--stage", help=argparse.SUPPRESS)
+    parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for path in (args.model, args.draft):
         if not path.is_file():
             raise SystemExit(f"{path}: not found (make bench-real fetches the 1.5B; "
                              "bench/fetch_parts.py the 0.5B)")
+    if args.stage:
+        return stage(args)
     out: dict[str, Any] = {"threads": args.threads}
-    if not args.no_ceiling:
-        top = out["ceiling"] = ceiling(args.model, args.threads)
-        print(f"ceiling (xllamacpp, {args.threads} threads, {SLOTS} slots): prompt "
-              f"{top['prompt_tps']:.1f} tok/s ({top['prompt_tokens']} tokens); generated "
-              f"{top['gen_tps_1']:.2f} tok/s one stream, {top['gen_tps_4']:.2f} four streams",
-              flush=True)
-        plain = engine_for(args.model, Speculation(), args.threads)
-        chat(plain, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
-        ours = chat(plain, generate_body(256))["timings"]["predicted_per_second"]
-        out["detektiv_plain_tps"] = ours
-        print(f"detektiv's engine, plain: {ours:.2f} tok/s = {ours / top['gen_tps_1']:.0%} of "
-              "the ceiling", flush=True)
-    kinds = args.kinds.split(",")
-    speculations = {"off": Speculation(),
-                    "draft": Speculation("draft", args.draft, n_max=args.draft_tokens),
-                    **{kind: Speculation("ngram", ngram=kind) for kind in NGRAM_KINDS}}
-    rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    texts: dict[str, str] = {}
-    for kind in ["off", *(k for k in kinds if k != "off")]:
-        engine = engine_for(args.model, speculations[kind], args.threads)
-        engine.load()
-        if engine.speculation != speculations[kind]:
-            print(f"{kind}: {engine.speculation.label()}", flush=True)
-            continue
-        chat(engine, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
-        found = rows[kind] = {"testimony": [], "split": []}
-        for _ in range(args.repeat):
-            testimony = chat(engine, {**testimony_body(), "cache_prompt": False})
-            found["testimony"].append(testimony)
-            texts.setdefault("testimony", testimony["text"])
-            split = chat(engine, {**split_body(texts["testimony"]), "cache_prompt": False})
-            found["split"].append(split)
-            texts.setdefault("split", split["text"])
-        for prompt, replies in found.items():
-            tps = statistics.median(r["timings"]["predicted_per_second"] for r in replies)
-            wall = statistics.median(r["wall"] for r in replies)
-            base = statistics.median(r["timings"]["predicted_per_second"]
-                                     for r in rows["off"][prompt])
-            drafted = sum(r["timings"].get("draft_n", 0) for r in replies)
-            accepted = sum(r["timings"].get("draft_n_accepted", 0) for r in replies)
-            differs = first_difference(texts[prompt], replies[0]["text"])
-            same = "the same text" if differs is None else f"differs at character {differs}"
-            print(f"{kind:14} {prompt:9} {tps:6.2f} tok/s  {tps / base:4.2f}× plain  "
-                  f"{wall:6.1f} s  {replies[0]['timings']['predicted_n']:4} tokens  "
-                  f"draft {accepted}/{drafted} accepted  {same}", flush=True)
-        if kind == "off":
-            out["prefix"] = prefix_share(engine, texts["testimony"], texts["split"])
-        KEPT.append(engine)  # never freed: a llama.cpp server freed mid-process can hang
+    stages = ([] if args.no_ceiling else ["ceiling", "plain-rate"]) + \
+        ["off", *(k for k in args.kinds.split(",") if k != "off")]
+    with tempfile.TemporaryDirectory(prefix="detektiv-spec-") as folder:
+        texts = Path(folder) / "texts.json"
+        for name in stages:  # a process each: one server in memory at a time, none idle
+            done = subprocess.run(
+                [sys.executable, __file__, "--stage", name, "--texts", str(texts),
+                 "--threads", str(args.threads), "--repeat", str(args.repeat),
+                 "--draft-tokens", str(args.draft_tokens), "--model", str(args.model),
+                 "--draft", str(args.draft)], capture_output=True, text=True, check=False)
+            lines = done.stdout.splitlines()
+            for line in lines[:-1]:
+                print(line, flush=True)
+            try:
+                out[name] = json.loads(lines[-1])
+            except (IndexError, ValueError):
+                print(f"{name}: failed ({done.stderr[-600:]})", flush=True)
+                continue
+            if name == "plain-rate" and "ceiling" in out:
+                ours, top = out[name]["tps"], out["ceiling"]["gen_tps_1"]
+                print(f"detektiv's engine, plain: {ours:.2f} tok/s = {ours / top:.0%} of the "
+                      "ceiling", flush=True)
+            if name != "off" and "off" in out and "rows" in out[name]:
+                for prompt, row in out[name]["rows"].items():
+                    base = out["off"]["rows"][prompt]["tps"]
+                    print(f"{name:14} {prompt:9} {row['tps'] / base:4.2f}× plain", flush=True)
     if args.json:
-        out["rows"] = {kind: {prompt: [replace_text(r) for r in replies]
-                              for prompt, replies in found.items()}
-                       for kind, found in rows.items()}
         args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
+    return 0
+
+
+def stage(args: argparse.Namespace) -> int:
+    """One stage in this process; its figures as the last line (JSON)."""
+    found: dict[str, Any] = {}
+    if args.stage == "ceiling":
+        found = ceiling(args.model, args.threads)
+        print(f"ceiling (xllamacpp, {args.threads} threads, {SLOTS} slots): prompt "
+              f"{found['prompt_tps']:.1f} tok/s ({found['prompt_tokens']} tokens); generated "
+              f"{found['gen_tps_1']:.2f} tok/s one stream, {found['gen_tps_4']:.2f} four "
+              "streams", flush=True)
+    elif args.stage == "plain-rate":
+        plain = engine_for(args.model, Speculation(), args.threads)
+        KEPT.append(plain)
+        chat(plain, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+        found = {"tps": chat(plain, generate_body(256))["timings"]["predicted_per_second"]}
+    else:
+        found = kind_stage(args)
+    print(json.dumps(found), flush=True)
     sys.stdout.flush()
-    os._exit(0)  # the servers are not torn down one by one (see `KEPT`)
+    os._exit(0)  # the server is not torn down (see `KEPT`)
+
+
+def kind_stage(args: argparse.Namespace) -> dict[str, Any]:
+    """The testimony and its split on an engine decoding as `args.stage` says."""
+    kind = args.stage
+    speculation = {"off": Speculation(),
+                   "draft": Speculation("draft", args.draft, n_max=args.draft_tokens),
+                   **{k: Speculation("ngram", ngram=k) for k in NGRAM_KINDS}}[kind]
+    engine = engine_for(args.model, speculation, args.threads)
+    KEPT.append(engine)
+    engine.load()
+    if engine.speculation != speculation:
+        print(f"{kind}: {engine.speculation.label()}", flush=True)
+        return {"refused": engine.speculation.label()}
+    chat(engine, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+    texts: dict[str, str] = json.loads(args.texts.read_text()) if args.texts.is_file() else {}
+    replies: dict[str, list[dict[str, Any]]] = {"testimony": [], "split": []}
+    for _ in range(args.repeat):
+        testimony = chat(engine, {**testimony_body(), "cache_prompt": False})
+        replies["testimony"].append(testimony)
+        texts.setdefault("testimony", testimony["text"])
+        split = chat(engine, {**split_body(texts["testimony"]), "cache_prompt": False})
+        replies["split"].append(split)
+        texts.setdefault("split", split["text"])
+    if kind == "off":
+        args.texts.write_text(json.dumps(texts), encoding="utf-8")
+    rows: dict[str, Any] = {}
+    for prompt, got in replies.items():
+        tps = statistics.median(r["timings"]["predicted_per_second"] for r in got)
+        wall = statistics.median(r["wall"] for r in got)
+        drafted = sum(r["timings"].get("draft_n", 0) for r in got)
+        accepted = sum(r["timings"].get("draft_n_accepted", 0) for r in got)
+        differs = first_difference(texts[prompt], got[0]["text"])
+        same = "the same text" if differs is None else f"differs at character {differs}"
+        rows[prompt] = {"tps": tps, "wall": wall, "tokens": got[0]["timings"]["predicted_n"],
+                        "drafted": drafted, "accepted": accepted, "differs": differs,
+                        "text": got[0]["text"][:3000]}
+        print(f"{kind:14} {prompt:9} {tps:6.2f} tok/s  {wall:6.1f} s  "
+              f"{got[0]['timings']['predicted_n']:4} tokens  draft {accepted}/{drafted} "
+              f"accepted  {same}", flush=True)
+    found: dict[str, Any] = {"rows": rows}
+    if kind == "off":
+        found["prefix"] = prefix_share(engine, texts["testimony"], texts["split"])
+    return found
 
 
 def prefix_share(engine: LlamaEngine, testimony: str, split: str) -> dict[str, float]:
@@ -224,10 +269,6 @@ def prefix_share(engine: LlamaEngine, testimony: str, split: str) -> dict[str, f
     print(f"prefix cache: {len(claims)} sample readings, {cached:,} of {cached + read:,} "
           f"prompt tokens served from the cache ({share:.0%})", flush=True)
     return {"claims": len(claims), "cached": cached, "read": read, "share": share}
-
-
-def replace_text(reply: dict[str, Any]) -> dict[str, Any]:
-    return {**reply, "text": reply["text"][:2000]}
 
 
 if __name__ == "__main__":
