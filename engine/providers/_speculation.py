@@ -39,6 +39,10 @@ NGRAM_KINDS = ("ngram_simple", "ngram_map_k", "ngram_map_k4v", "ngram_mod", "ngr
 """llama.cpp's draft-free kinds (`bench/speculation.py` measures each)."""
 NGRAM = "ngram_simple"
 """The n-gram kind `speculation = "ngram"` uses."""
+AUTO = "off"
+"""What `speculation = "auto"` chooses: plain decoding. On two CPU cores every kind measured
+slower than plain or level with it (docs/benchmarks.md, issue 74: the 0.5B draft 0.16×, the
+n-gram kinds 0.87–1.05×); `auto` stays the setting that follows the measurements."""
 DRAFT_TOKENS = 16
 """Tokens the draft proposes at most a step (llama.cpp's own default for its server)."""
 VOCABULARY_SLACK = 128
@@ -91,6 +95,8 @@ class Speculation:
 def chosen(setting: str, draft_model: str | None, model_path: Path, model: str,
            paths: Paths) -> Speculation:
     """The speculation a `local` provider's settings ask for, its draft found and checked."""
+    if setting == "auto":  # a draft named is a draft asked for
+        setting = "draft" if draft_model else AUTO
     if setting == "off":
         return Speculation()
     if setting == "ngram":

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config.providers import default_local_model
 from engine.config.shipped import CAPABLE_MODEL
 from engine.errors import ConfigError, ModelError
+from engine.gguf import capable
 from engine.gguf.capable import (
     CapableState,
     FetchProgress,
@@ -79,13 +80,14 @@ class LocalModels:
 
     def fetched_line(self) -> str:
         """What the app says when a fetch of the capable model (or its draft) ended well."""
-        state = capable_state(self.paths)
-        if state.complete:
-            return ("The capable local model is here, with its draft (speculative decoding): "
-                    "the embedded model for both roles from the next run.")
+        here = "The capable local model is here"
+        then = "the embedded model for both roles from the next run"
+        if not capable.FETCH_DRAFT:
+            return f"{here}: {then}."
+        if capable_state(self.paths).complete:
+            return f"{here}, with its draft (speculative decoding): {then}."
         why = draft_failure(self.paths)
-        return ("The capable local model is here: the embedded model for both roles from the "
-                "next run; it decodes plainly" + (f" ({why})." if why else "."))
+        return f"{here}: {then}; it decodes plainly" + (f" ({why})." if why else ".")
 
     def fetch_capable(self, *, progress: Callable[[FetchProgress], None] | None = None,
                       cancel: threading.Event | None = None) -> Manifest:

@@ -46,6 +46,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> SplitModel:
     spec = SplitModel(name="tiny", file=ENTRY.file, project="tiny-capable-part{n}",
                       version="0.1.0", parts=len(PARTS), size=len(DATA), sha256=SHA)
     monkeypatch.setattr(capable, "CAPABLE_PARTS", spec)
+    monkeypatch.setattr(capable, "FETCH_DRAFT", True)  # the draft's own path is tested too
     monkeypatch.setattr(capable, "DRAFT_PARTS", SplitModel(
         name="tiny-draft", file=DRAFT.file, project="tiny-draft-part{n}", version="0.1.0",
         parts=1, size=len(DRAFT_DATA), sha256=DRAFT_SHA))
@@ -228,3 +229,26 @@ def test_a_draft_that_cannot_be_fetched_never_holds_the_model_back_and_is_said(
     assert capable_state(paths).complete and draft_failure(paths) is None
     assert workspace.capable_offer() is None
     assert "with its draft (speculative decoding)" in workspace.models.fetched_line()
+
+
+def test_by_default_the_draft_is_not_fetched_and_nothing_is_offered_for_it(
+        small: SplitModel, paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`FETCH_DRAFT` off (as shipped: the draft measured slower than plain decoding on two
+    cores): the model alone is fetched and the fetch is complete without its draft."""
+    from engine import Workspace
+
+    monkeypatch.setattr(capable, "FETCH_DRAFT", False)
+    assert capable_state(paths).size == len(DATA)  # the model alone, not its draft
+    with LoopbackHub() as hub:
+        hub.add(ENTRY.repo, ENTRY.file, DATA)
+        hub.add(DRAFT.repo, DRAFT.file, DRAFT_DATA)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        fetch_capable(paths)
+        assert all(DRAFT.file not in path for _, path, _ in hub.requests)
+    assert capable_state(paths).complete
+    assert not (paths.data_dir / "models" / DRAFT_MODEL).exists()
+    workspace = Workspace(paths)
+    assert workspace.capable_offer() is None
+    assert workspace.models.fetched_line() == (
+        "The capable local model is here: the embedded model for both roles from the next "
+        "run.")

@@ -32,6 +32,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
         name="tiny", file=ENTRY.file, project="tiny-capable-part{n}", version="0.1.0",
         parts=1, size=len(DATA), sha256=sha))
     draft_sha = hashlib.sha256(DRAFT_DATA).hexdigest()
+    monkeypatch.setattr(capable, "FETCH_DRAFT", True)  # the app's whole fetch, draft and all
     monkeypatch.setattr(capable, "DRAFT_PARTS", SplitModel(
         name="tiny-draft", file=DRAFT.file, project="tiny-draft-part{n}", version="0.1.0",
         parts=1, size=len(DRAFT_DATA), sha256=draft_sha))

@@ -108,9 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=0, metavar="N", help="CPU threads (default: cores - 1)"
     )
     server.add_argument("--speculation", choices=("auto", "draft", "ngram", "off"),
-                        default="auto", help="speculative decoding: auto takes the model's "
-                        "draft where it is here (default), ngram needs none, off decodes "
-                        "plainly")
+                        default="auto", help="speculative decoding: auto is what measured "
+                        "fastest (plain on CPU), draft takes the model's draft (or --draft), "
+                        "ngram needs none, off decodes plainly")
     server.add_argument("--draft", metavar="NAME|GGUF",
                         help="the draft model (the same tokenizer; default: the model's own)")
     server.add_argument("--json", action="store_true",

@@ -91,7 +91,7 @@ complete -c detektiv -n '_shtab_detektiv_using local-server' -l model -xka "(det
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l parallel -x -d 'concurrent slots'
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l ctx -x -d 'total context size, shared by the slots'
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l threads -x -d 'CPU threads (default: cores - 1)'
-complete -c detektiv -n '_shtab_detektiv_using local-server' -l speculation -xka "auto draft ngram off" -d 'speculative decoding: auto takes the model'"'"'s draft where it is here (default), ngram needs none, off decodes plainly'
+complete -c detektiv -n '_shtab_detektiv_using local-server' -l speculation -xka "auto draft ngram off" -d 'speculative decoding: auto is what measured fastest (plain on CPU), draft takes the model'"'"'s draft (or --draft), ngram needs none, off decodes plainly'
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l draft -x -d 'the draft model (the same tokenizer; default: the model'"'"'s own)'
 complete -c detektiv -n '_shtab_detektiv_using local-server' -l json -d 'print one JSON line (url, port, pid, model) once it listens'
 complete -c detektiv -n '_shtab_detektiv_using; and test $_shtab_detektiv_npos -eq 0' -a prompts -d 'list the prompts (shipped or yours) and check yours'

@@ -321,7 +321,7 @@ _shtab_detektiv_local_server_options=(
   "--parallel[concurrent slots]:N:"
   "--ctx[total context size, shared by the slots]:N:"
   "--threads[CPU threads (default\: cores - 1)]:N:"
-  "--speculation[speculative decoding\: auto takes the model\'s draft where it is here (default), ngram needs none, off decodes plainly]:speculation:(auto draft ngram off)"
+  "--speculation[speculative decoding\: auto is what measured fastest (plain on CPU), draft takes the model\'s draft (or --draft), ngram needs none, off decodes plainly]:speculation:(auto draft ngram off)"
   "--draft[the draft model (the same tokenizer\; default\: the model\'s own)]:NAME|GGUF:"
   "--json[print one JSON line (url, port, pid, model) once it listens]"
 )
