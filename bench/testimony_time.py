@@ -83,17 +83,19 @@ def figures(session: InterrogationSession) -> dict[str, float]:
 
 
 def measure(trees: list[tuple[str, Path, str]], repeat: int,
-            claim_concurrency: int | None, kinds: list[str]
+            claim_concurrency: int | None, kinds: list[str], keep: Path | None = None
             ) -> list[tuple[str, dict[str, list[dict[str, Any]]]]]:
     """Each kind run with each tree's code on its server, the trees taking turns within each
     round (so a change in the machine's load falls on all alike); a home of its own each."""
     found: list[tuple[str, dict[str, list[dict[str, Any]]]]] = [
         (name, {kind: [] for kind in kinds}) for name, _, _ in trees]
-    with tempfile.TemporaryDirectory(prefix="detektiv-ttime-") as folder:
+    with contextlib.ExitStack() as stack:
+        folder = str(keep) if keep is not None else stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="detektiv-ttime-"))
         homes = []
         for n, (_, _, url) in enumerate(trees):
             home = Path(folder) / str(n)
-            home.mkdir()
+            home.mkdir(parents=True, exist_ok=True)
             (home / "config.toml").write_text(config(url, claim_concurrency), encoding="utf-8")
             homes.append(home)
         for turn in range(repeat):
@@ -135,6 +137,8 @@ def main() -> int:
                         help="of claim, request, pasted (claim always runs: the ratios' base)")
     parser.add_argument("--speculation", default="auto",
                         help="local-server --speculation, one server each: off,auto compares")
+    parser.add_argument("--keep", type=Path,
+                        help="keep the runs' homes (their sessions) in this folder")
     parser.add_argument("--claim-concurrency", type=int,
                         help="[interrogation] claim_concurrency (unset: detektiv's choice)")
     args = parser.parse_args()
@@ -157,7 +161,7 @@ def main() -> int:
         runs = [(name if len(settings) == 1 else f"{name} · speculation {setting}", code, url)
                 for name, code in trees for setting, url in urls.items()]
         try:
-            results = measure(runs, args.repeat, args.claim_concurrency, kinds)
+            results = measure(runs, args.repeat, args.claim_concurrency, kinds, args.keep)
         finally:
             if args.baseline:
                 subprocess.run(["git", "worktree", "remove", "--force", str(trees[0][1])],
