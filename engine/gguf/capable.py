@@ -123,10 +123,9 @@ class FetchProgress:
     def shorter(self) -> list[str]:
         """The same, ever shorter, for where room is short (`"capable model 37% of 1.1
         GB"`, `"model 37%"`): the percentage is never cut."""
-        what = self.what.split()[0]
         return [self.text(),
                 f"{self.what} {self.fraction:.0%} of {size_text(self.total)}",
-                f"{self.what} {self.fraction:.0%}", f"{what} {self.fraction:.0%}"]
+                f"{self.what} {self.fraction:.0%}", f"model {self.fraction:.0%}"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,7 +189,7 @@ class LlamaEngine:
                 # the draft (or the kind) is what failed: the model alone, said once
                 what = (f"draft {speculation.draft.name}" if speculation.draft is not None
                         else speculation.label().removeprefix("speculative: "))
-                speculation = speculation.plain(f"{what} failed to load: {str(exc)[:160]}")
+                speculation = Speculation(why=f"{what} failed to load: {str(exc)[:160]}")
                 log.warning("%s: %s", path.name, speculation.label())
                 self._server = xllamacpp.Server(self._params(speculation))
             self.speculation = speculation

@@ -69,10 +69,6 @@ class Speculation:
             return f"speculative: {self.ngram.replace('_', '-')}"
         return f"plain decoding ({self.why})" if self.why else "plain decoding"
 
-    def plain(self, why: str) -> Speculation:
-        """The same, plain, saying why."""
-        return Speculation(why=why)
-
     def apply(self, params: Any) -> None:
         """Set this speculation on xllamacpp's `CommonParams` (nothing for plain)."""
         if self.kind == "off":
@@ -137,12 +133,10 @@ def _known_name(model: str, path: Path) -> str:
 def _own_draft(name: str, model_path: Path, paths: Paths) -> Path | None:
     """The draft `name`: pulled here, else its catalogue file beside the model's file."""
     from engine.gguf.catalog import catalog_entry
-    from engine.gguf.store import pulled_dir, read_manifest
+    from engine.gguf.store import resolve_model_path
 
     if pulled_present(paths.data_dir, name):
-        manifest = read_manifest(pulled_dir(paths) / name)
-        if manifest is not None:
-            return pulled_dir(paths) / name / manifest.file
+        return resolve_model_path(name, paths)
     entry = catalog_entry(name)
     beside = model_path.with_name(entry.file) if entry is not None else None
     return beside if beside is not None and beside.is_file() else None
