@@ -7,7 +7,8 @@ A fresh home whose local provider is `make bench-real`'s 1.5B (fetched first as 
 wheels when the bench cache lacks it) in both roles, the product's settings otherwise. The app
 runs headless (Textual's Pilot, 100×40): one run loads the model (its time printed, not
 counted), then each measured run types the design notes' request on the Live tab, presses
-Enter, and waits until the transcript shows the first characters of the witness's answer;
+Enter, and waits until the transcript shows the first characters of the witness's answer
+(each run another vitamin: a request asked before is served from the prompt cache);
 Escape stops the run and the next begins. Printed: each run's seconds from Enter to the
 first token on screen, their median, and the engine's own share (the journal's first
 answer event against the session's start). Minutes of CPU; never in CI.
@@ -30,7 +31,10 @@ sys.path.insert(0, str(ROOT))
 from bench.fetch_parts import QWEN_15B, fetch_model  # noqa: E402
 
 DEFAULT_WORK = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "detektiv-bench"
-REQUEST = "Summarize the health benefits of Vitamin B3"
+REQUEST = "Summarize the health benefits of Vitamin {}"
+VITAMINS = ("B3", "B6", "B12", "C", "D", "E", "K", "A", "B1", "B2", "B5", "B7")
+"""A new request each run: one asked before would be served by llama.cpp's prompt cache (and
+detektiv's response cache, which the bench's home turns off) and show no work at all."""
 GOAL = 2.0
 
 
@@ -38,7 +42,8 @@ def config(model: Path | str, threads: int | None) -> str:
     return "\n".join([
         "[providers.local]", 'kind = "local"', f'model = "{model}"',
         *([f"n_threads = {threads}"] if threads else []), "",
-        "[roles]", 'detective = ["local"]', 'witness = ["local"]', ""])
+        "[roles]", 'detective = ["local"]', 'witness = ["local"]', "",
+        "[cache]", "enabled = false", ""])
 
 
 async def until_shown(pilot: object, app: object) -> None:
@@ -80,11 +85,13 @@ async def measure(home: Path, repeat: int) -> list[float]:
         def running() -> bool:
             return any(w.is_running for w in app.workers if w.group == "live")
 
+        asked = iter(VITAMINS)
+
         async def one() -> float:
             await pilot.press("2")
             app.live.focus_form()
             area = app.live.query_one("#hypothesis")
-            area.text = REQUEST  # type: ignore[attr-defined]
+            area.text = REQUEST.format(next(asked))  # type: ignore[attr-defined]
             area.focus()
             await pilot.pause()
             before = app.live.session_dir
@@ -111,7 +118,7 @@ async def measure(home: Path, repeat: int) -> list[float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help=f"at most {len(VITAMINS) - 1}")
     parser.add_argument("--threads", type=int, default=None,
                         help="the embedded engine's threads (default: the product's)")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)

@@ -241,8 +241,8 @@ class InterrogationConfig(BaseModel):
     """Token budget of the detective's split of a testimony into claims (a claim a line)."""
     claim_concurrency: int = Field(default=0, ge=0, le=64)
     """Claims examined at once; 0: the slots the detective's and the witness's servers
-    report (the fewer of the two; one for the embedded model, whose slots share this
-    machine's cores), else 2."""
+    report (the fewer of the two; one for the embedded model, and for a server on this
+    machine when it has no GPU: their slots share this machine's cores), else 2."""
 
 
 class Price(BaseModel):
