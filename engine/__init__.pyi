@@ -149,6 +149,8 @@ from .oracles.events import (
     OracleSaved as OracleSaved,
 )
 from .paths import Paths as Paths, resource_dir as resource_dir
+from .providers._events import StreamRequest as StreamRequest
+from .providers._lent import LentReply as LentReply
 from .report.agent import (
     TagFilter as TagFilter,
     event_line as event_line,

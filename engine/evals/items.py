@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.errors import DatasetError
+from engine.interrogation.claims import claim_for
 from engine.jsondata import read_json
 from engine.models.session import WitnessBrief, WitnessDocument, WitnessMode
 from engine.models.witness import witness_document
@@ -87,11 +88,6 @@ class EvalItem:
     testimony: str | None = None
     """The testimony a split, labelled claim belongs to (its row's group): the run's figures
     are given per testimony too."""
-
-
-def claim_for(question: str, answer: str) -> str:
-    """The claim an answer to a question makes, as the detective reads it."""
-    return f'The answer to the question "{question.strip()}" is: {answer.strip()}'
 
 
 def brief_for(item: EvalItem, mode: WitnessMode) -> WitnessBrief:

@@ -33,9 +33,16 @@ from rapidfuzz import fuzz
 from engine.interrogation.verdict import states_no_claim
 from engine.models.testimony import TestimonySource
 
-__all__ = ["Piece", "Segment", "adds_nothing", "as_listed", "claim_problem", "content_words",
+__all__ = ["Piece", "Segment", "adds_nothing", "as_listed", "claim_for", "claim_problem",
+           "content_words",
            "left_out", "locate", "not_checkable", "read_split", "segments", "sentences",
            "stem", "testimony_source", "unfound", "words_read"]
+
+def claim_for(question: str, answer: str) -> str:
+    """The claim an answer to a question makes, as the detective reads it (an answer of one
+    statement: an evaluation's, a scorer's)."""
+    return f'The answer to the question "{question.strip()}" is: {answer.strip()}'
+
 
 _ABBREVIATIONS = frozenset("""mr mrs ms dr prof st sr jr vs etc e.g i.e approx no fig
 inc ltd co corp dept est jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m

@@ -116,7 +116,7 @@ MOST_CLAIM_CONCURRENCY = 16
 def is_testimony(session: InterrogationSession) -> bool:
     """Whether `session` is interrogated as a testimony: it has one already, or it has not
     begun and its hypothesis asks or states several things."""
-    if session.testimony is not None:
+    if session.testimony is not None or session.answer is not None:
         return True
     return not session.qa_pairs and testimony_source(session.hypothesis_text) is not None
 
@@ -180,10 +180,21 @@ NO_ANALYSIS = GapAnalysis(gaps=[], completeness_score=0, requires_follow_up=True
 async def _give(caller: Caller) -> None:
     session, settings = caller.session, caller.settings
     hypothesis = session.hypothesis_text
-    source = testimony_source(hypothesis) or "given"
+    given = session.answer
+    source = "witness" if given is not None else testimony_source(hypothesis) or "given"
     session.testimony = Testimony(source=source)
     caller.emit(Phase(phase="testimony", sequence=1))
-    if source == "given":
+    if given is not None:  # the witness's answer, made elsewhere: given, not asked
+        said = Said(text=given, provider=session.answered_by or "given",
+                    finish_reason="stop")
+        problem = _answer_problem(said, hypothesis) or says_nothing(given)
+        pair = QuestionAnswerPair(
+            sequence=1, question=hypothesis, answer=given, gap_analysis=NO_ANALYSIS,
+            provider_used=ProvidersUsed(detective="", witness=said.provider),
+            answer_problem=problem, testimony=True)
+        if problem is not None:
+            session.testimony.problem = f"no testimony: {problem}"
+    elif source == "given":
         pair = QuestionAnswerPair(
             sequence=1, question=GIVEN, answer=hypothesis, gap_analysis=NO_ANALYSIS,
             provider_used=ProvidersUsed(detective="", witness="given"), testimony=True)

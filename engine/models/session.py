@@ -378,6 +378,12 @@ class InterrogationSession(_Model):
     samples: list[str] | None = None
     """The witness's answers to `topic` drawn again, given with an evaluation's claim (one
     draw a testimony, shared by its claims)."""
+    answer: str | None = None
+    """The witness's answer to the hypothesis, given with it rather than asked (an answer made
+    elsewhere: an Inspect sample's output): the session's testimony, as if the witness had
+    given it, so its claims are read against the witness's answers drawn again."""
+    answered_by: str | None = None
+    """Who gave `answer` (where a witness's name is shown), else "given"."""
     eval_tag: EvalTag | None = None
     """The evaluation run this session belongs to, else None."""
     tokens: TokenTally = Field(default_factory=TokenTally)

@@ -15,9 +15,9 @@ from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim, ClaimState, Testimony
 from engine.text import one_line, strip_control
 
-__all__ = ["MARKS", "MarkedPart", "claim_line", "claim_mark", "claim_row", "claims_tally",
-           "marked_parts", "marked_testimony", "testimony_reason", "testimony_summary",
-           "unfound_words"]
+__all__ = ["MARKS", "Findings", "MarkedPart", "claim_line", "claim_mark", "claim_row",
+           "claims_tally", "findings", "marked_parts", "marked_testimony", "testimony_reason",
+           "testimony_summary", "unfound_words"]
 
 MARKS: dict[ClaimState, str] = {
     "pending": "…", "held": "✓", "contradicted": "✗", "unsupported": "⊘", "unsure": "?",
@@ -112,6 +112,66 @@ def testimony_reason(session: InterrogationSession) -> str:
         return strip_control(testimony.problem)
     return (f"the testimony's {len(testimony.claims)} claim"
             f"{'s' if len(testimony.claims) != 1 else ''}: {claims_tally(testimony.claims)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """What a session's examination found, as numbers and one paragraph (an Inspect score):
+    its verdict and P(false), its claims counted by state, the share of its checkable
+    claims held and not held (contradicted or unsupported), or the problem that left
+    nothing examined."""
+
+    verdict: str | None
+    p_false: float | None
+    counts: dict[str, int]
+    checkable: int
+    held_share: float | None
+    contradicted_share: float | None
+    problem: str | None
+    explanation: str
+
+
+_FOUND = (("contradicted", "Contradicted"), ("unsupported", "Unsupported by the document"),
+          ("unsure", "Unsure"))
+
+
+def findings(session: InterrogationSession) -> Findings:
+    """`Findings` of `session`: a testimony's claims, or its one claim."""
+    testimony = session.testimony
+    claims = list(testimony.claims) if testimony is not None else (
+        [session.claim] if session.claim is not None else [])
+    audit = session.audit_result
+    verdict = audit.verdict if audit is not None else None
+    p_false = audit.probability_false if audit is not None else None
+    counts: dict[str, int] = {state: n for state in _ORDER
+              if (n := sum(1 for c in claims if c.state == state))}
+    checkable = sum(1 for c in claims if c.state != "not checkable")
+    problem = testimony.problem if testimony is not None and testimony.problem and \
+        not claims else None
+    if problem is None and session.status in ("failed", "cancelled", "interrupted"):
+        problem = session.error or f"the session ended {session.status}"
+    short = session.short_id
+    if problem is not None or (audit is None and not claims):
+        why = strip_control(problem or f"the session ended {session.status} with no verdict")
+        return Findings(verdict, p_false, counts, checkable, None, None, why,
+                        f"Nothing was examined: {why}. Session {short} "
+                        f"(detektiv export {short}).")
+    held = counts.get("held", 0)
+    against = counts.get("contradicted", 0) + counts.get("unsupported", 0)
+    parts = [f"Verdict {verdict or 'none'}" + (f" (p(false) {p_false:.2f})"
+                                                if p_false is not None else "")
+             + f": {claims_tally(claims)}."]
+    for state, words in _FOUND:
+        found = [c for c in claims if c.state == state]
+        if found:
+            parts.append(f"{words}: " + "; ".join(
+                f"claim {c.number} \"{one_line(strip_control(c.text), 100)}\""
+                + (f" (p(false) {c.probability_false:.2f})"
+                   if c.probability_false is not None else "") for c in found) + ".")
+    parts.append(f"Session {short} (detektiv export {short}).")
+    return Findings(verdict, p_false, counts, checkable,
+                    held / checkable if checkable else None,
+                    against / checkable if checkable else None, None, " ".join(parts))
 
 
 @dataclass(frozen=True, slots=True)

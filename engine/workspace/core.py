@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from engine.context.policy import ContextPolicy
     from engine.gguf.capable import CapableState
     from engine.providers import Provider
+    from engine.providers._lent import Answer
     from engine.report.providers import ProviderRow
     from engine.routing.router import Router
     from engine.storage.sessions import SessionStore
@@ -81,6 +82,7 @@ class Workspace:
         self._cache: ResponseCache | None = None
         self._open_lock = threading.Lock()
         self._closed = False
+        self._lent: dict[str, tuple[ProviderConfig, Answer]] = {}
         self.warnings: list[str] = []
         """Problems that changed nothing but should be seen (an invalid context.toml)."""
         use_prompts(self.user_prompts_dir)
@@ -142,8 +144,41 @@ class Workspace:
         if self._config is None:
             with self._config_lock:
                 if self._config is None:
-                    self._config = load_config(self.paths)
+                    self._config = self._with_lent(load_config(self.paths))
         return self._config
+
+    def _with_lent(self, config: Config) -> Config:
+        """`config` with the lent providers among its own (`lend`)."""
+        config.providers.update({name: entry for name, (entry, _) in self._lent.items()})
+        return config
+
+    def lend(self, name: str, model: str, answer: Answer, timeout: float = 120.0) -> None:
+        """Lend the workspace a provider of the embedding program's own, named `name` for a
+        role to name (`witness=[name]`): each of its replies is given whole by `answer`
+        (`engine.providers.LentProvider`; Inspect AI's model, for its scorer). Routers built
+        after this use it; it is never written to the config file. `ConfigError` when the
+        config has a provider of that name already."""
+        from engine.config.providers import ProviderConfig
+
+        config = self.config
+        if name in config.providers and name not in self._lent:
+            raise ConfigError(f"a provider named {name!r} is configured already: lend it "
+                              "under another name")
+        others = [p.priority for n, p in config.providers.items() if n != name and p.enabled]
+        entry = ProviderConfig(kind="openai", model=model, timeout=timeout,
+                               priority=max(others, default=0) + 1)
+        self._lent[name] = (entry, answer)
+        config.providers[name] = entry
+
+    def _provider_for(self, name: str, config: ProviderConfig) -> Provider:
+        """The router's factory: a lent provider by its name, else the configured one."""
+        from engine.providers import create_provider
+        from engine.providers._lent import LentProvider
+
+        lent = self._lent.get(name)
+        if lent is not None:
+            return LentProvider(name, config, lent[1])
+        return create_provider(name, config, self.paths)
 
     @property
     def config_loaded(self) -> bool:
@@ -177,7 +212,8 @@ class Workspace:
         if self.use_cache and config.cache.enabled:
 
             layer = CacheLayer(config.cache, lambda: self.cache)
-        return Router(config, self.paths, cache=layer)
+        return Router(config, self.paths, cache=layer,
+                      factory=self._provider_for if self._lent else None)
 
     async def provider(self, spec: str) -> Provider:
         """One provider by configured name or ad hoc `kind:model`, called directly (whatever
@@ -266,7 +302,11 @@ class Workspace:
         """Write the configuration (as changed in place) to the config file, atomically."""
         from engine.config.load import save_config
 
-        save_config(self.config, self.paths.config_file)
+        config = self.config
+        if self._lent:  # lent for this process only, never written
+            config = config.model_copy(update={"providers": {
+                n: p for n, p in config.providers.items() if n not in self._lent}})
+        save_config(config, self.paths.config_file)
 
     def reload_config(self) -> Router | None:
         """Read the configuration again (a new embedded default: the capable model just
@@ -275,7 +315,7 @@ class Workspace:
         from engine.config.load import load_config
 
         with self._config_lock:
-            self._config = load_config(self.paths)
+            self._config = self._with_lent(load_config(self.paths))
         old, self._router = self._router, None
         return old
 

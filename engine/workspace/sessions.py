@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from engine.config.roles import apply_roles
 from engine.errors import ConfigError, SessionError
-from engine.interrogation.claims import testimony_source
+from engine.interrogation.claims import claim_for, testimony_source
 from engine.interrogation.loop import Interrogation
 from engine.interrogation.testimony import is_testimony, split_turns
 from engine.models.events import InterrogationEvent, Record
@@ -33,10 +33,12 @@ from engine.models.session import (
     check_resumable,
     unknown_protocols,
 )
-from engine.models.witness import document_file, notes_document
+from engine.models.witness import document_file, notes_document, witness_document
 from engine.prompts import fill, load_prompt, prompt_uses
 from engine.report.blocks import reasoning_by_call
+from engine.report.claims import Findings, findings
 from engine.report.export import to_json, to_markdown
+from engine.routing.slots import role_slots
 from engine.storage.atomic import atomic_write_text
 from engine.storage.index import SessionSummary
 from engine.storage.journal import SessionJournal
@@ -192,6 +194,8 @@ class Sessions:
         witness_notes: bool = False,
         topic: str | None = None,
         samples: list[str] | None = None,
+        answer: str | None = None,
+        answered_by: str | None = None,
     ) -> Run:
         """A new session, stored at once; `Run.events()` runs it. With `session`, the
         interrogation of that notes-only session (`cases.new_case`) instead. Raises
@@ -204,8 +208,14 @@ class Sessions:
         witness holds (a `WitnessDocument`, or a file read as notes are: `NoteRefused` when it
         cannot be); `witness_notes`: the notes of case `session` as its document. `topic` and
         `samples` (an evaluation's claim of a testimony): the question the testimony answers
-        and the witness's answers to it drawn again, which the claim is read against."""
+        and the witness's answers to it drawn again, which the claim is read against.
+        `answer` (with `answered_by`, who gave it): the witness's answer to `hypothesis`, made
+        elsewhere, given rather than asked — the session's testimony (an answer that is
+        empty or says nothing ends the session with its reason named, as an asked one)."""
         text = check_hypothesis(hypothesis)
+        if answer is not None and len(answer) > HYPOTHESIS_LIMIT:
+            raise ConfigError(f"the answer is too long: {len(answer):,} characters, at most "
+                              f"{HYPOTHESIS_LIMIT:,}")
         value = self.check_limit(limit)
         if (problem := unknown_protocols([protocol])) is not None:
             raise ConfigError(problem)
@@ -226,7 +236,8 @@ class Sessions:
                     session, case)])
         settings = {"prompts": uses, "witness_document": document, "protocol": protocol,
                     "consistency_samples": workspace.config.interrogation.consistency_samples,
-                    "topic": topic, "samples": samples}
+                    "topic": topic, "samples": samples, "answer": answer,
+                    "answered_by": answered_by}
         if session is not None:
             journal = store.begin(session, text, value, detective=list(detective),
                                   witness=list(witness), on_record=on_record,
@@ -236,6 +247,40 @@ class Sessions:
                                    witness=list(witness), on_record=on_record, brief=brief,
                                    tag=tag, ident=ident, settings=settings)
         return Run(workspace, journal, resumed=False, router=router)
+
+    def examine_answer(self, question: str, answer: str, *,
+                       document: str | None = None, document_name: str = "document",
+                       detective: Sequence[str] = (), witness: Sequence[str] = (),
+                       answered_by: str | None = None, ident: uuid.UUID | None = None,
+                       limit: int | None = None, router: Router | None = None) -> Run:
+        """A new session examining `answer`, made elsewhere, to `question` (the one rule for
+        an answer given to be checked: an Inspect sample's output). An answer of one
+        statement is the claim it makes (`claims.claim_for`, as an evaluation reads a
+        question's answer); of several, a testimony taken apart claim by claim — with
+        `document`, the text itself (the witness holds the document), else the witness's own
+        answer (`answered_by` gave it), read against the witness's answers to `question`
+        drawn again. An answer that says nothing ends its session with the reason named."""
+        held = witness_document(document_name, document) if document is not None else None
+        stated = answer.strip()
+        if stated and testimony_source(stated) is None:
+            return self.start(claim_for(question, stated), limit, detective, witness,
+                              ident=ident, router=router, document=held)
+        if stated and held is not None:
+            return self.start(stated, limit, detective, witness, ident=ident, router=router,
+                              document=held)
+        return self.start(question, limit, detective, witness, ident=ident, router=router,
+                          document=held, answer=answer, answered_by=answered_by)
+
+    def findings(self, ref: str) -> Findings:
+        """What session `ref`'s examination found (`engine.report.claims.Findings`): its
+        verdict and P(false), its claims counted by state, the shares held and not held, and
+        one paragraph naming the claims not held."""
+        return findings(self.workspace.store.load(ref))
+
+    async def side_by_side(self) -> int:
+        """How many sessions the servers of the detective and the witness take at once
+        (`routing.slots.role_slots`; a server sharing this machine's cores counts as one)."""
+        return await role_slots(await self.workspace.router(), 16, 2, cores=True)
 
     def prompts_for_run(self) -> dict[str, str]:
         """The prompt files a run would use, with their hashes (`ConfigError` for an invalid

@@ -17,11 +17,16 @@ from engine.models.event import Event
 ROOT = Path(__file__).resolve().parents[2]
 
 
+FRONT_ENDS = ("tui", "detektiv")
+"""The app and the CLI, and the Inspect AI extension."""
+
+
 def _front_end_imports() -> tuple[set[str], list[str]]:
-    """Names `tui/` imports from `engine`, and every import of an engine module instead."""
+    """Names the front ends import from `engine`, and every import of an engine module
+    instead."""
     names: set[str] = set()
     inside: list[str] = []
-    for path in (ROOT / "tui").rglob("*.py"):
+    for path in (p for front in FRONT_ENDS for p in (ROOT / front).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and \
                     node.module.split(".")[0] == "engine":

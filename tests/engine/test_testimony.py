@@ -549,6 +549,60 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert len(split) == 1 and split[0].testimony.claims[0].state == "pending"
 
 
+async def given(paths: Paths, answer: str, **settings: Any
+                ) -> tuple[InterrogationSession, ScriptedModel]:
+    """A run of REQUEST whose answer is given (an answer made elsewhere), the witness only
+    sampled; the session as stored and the witness."""
+    def sampled(messages: Chat) -> str:
+        return SAMPLE if messages[-1]["content"].startswith(REQUEST) else witness(messages)
+
+    with ScriptedModel(sample_reader) as d, ScriptedModel(sampled) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
+                             **{"claim_concurrency": 2, **settings})
+        workspace = Workspace(paths, config)
+        try:
+            started = workspace.sessions.start(REQUEST, 5, answer=answer,
+                                               answered_by="inspect:mockllm")
+            async with aclosing(started.events()) as stream:
+                async for _ in stream:
+                    pass
+            session = workspace.store.load(str(started.session.id))
+        finally:
+            await workspace.aclose()
+    return session, w
+
+
+async def test_an_answer_given_with_the_question_is_the_testimony_the_witness_only_sampled(
+        paths: Paths) -> None:
+    session, wit = await given(paths, TESTIMONY, testimony_samples=2)
+    assert session.status == "completed"
+    first = session.qa_pairs[0]
+    assert first.testimony and first.question == REQUEST and first.answer == TESTIMONY
+    assert first.provider_used.witness == "inspect:mockllm"
+    testimony = session.testimony
+    assert testimony is not None and testimony.source == "witness"
+    # the witness was never asked for the answer: only drawn again, twice, at the
+    # sampling temperature (the answer is read against them, as its own would be)
+    asked = [b for b in wit.bodies if b["messages"][-1]["content"].startswith(REQUEST)]
+    assert [b["temperature"] for b in asked] == [1.0, 1.0]
+    assert testimony.samples == [SAMPLE, SAMPLE]
+    assert [c.state for c in testimony.claims] == ["held", "held", "contradicted",
+                                                   "not checkable"]
+    assert session.audit_result is not None and session.audit_result.verdict == "false"
+
+
+@pytest.mark.parametrize("answer", ["", "   ", "I don't know."])
+async def test_a_given_answer_that_says_nothing_is_no_testimony_its_reason_named(
+        paths: Paths, answer: str) -> None:
+    session, wit = await given(paths, answer)
+    assert session.status == "completed" and session.testimony is not None
+    assert session.testimony.problem is not None
+    assert session.testimony.problem.startswith("no testimony: ")
+    assert not session.testimony.claims and not wit.bodies  # nothing asked of anyone
+    assert session.audit_result is not None
+    assert session.audit_result.verdict == "undetermined"
+
+
 async def test_each_round_counts_its_own_calls_whatever_runs_beside_it(paths: Paths) -> None:
     # every call reports 100 + 10 tokens; three claims side by side, the request drawn again
     session, _, det, wit = await run(paths, det=sample_reader, wit=sampling_witness(),
@@ -1292,15 +1346,16 @@ async def test_a_claim_s_answer_has_a_cap_of_its_own(paths: Paths, answer: int,
     assert set(caps[drawn:]) == {expected}
 
 
-async def test_claims_run_one_at_a_time_on_the_embedded_model_and_side_by_side_elsewhere(
-        paths: Paths) -> None:
-    """The embedded model's four slots share this machine's cores: a testimony's claims take
-    them one at a time (an evaluation still counts its slots); servers of their own are
-    counted by their slots, as before."""
+async def test_claims_run_one_at_a_time_where_they_share_this_machine_s_cores(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded model's four slots share this machine's cores, and so do a server's on
+    this machine when it has no GPU: a testimony's claims take them one at a time (an
+    evaluation still counts its slots); a server with a GPU here, or replicas of their own,
+    are counted by their slots."""
     from engine.config.models import Config
     from engine.interrogation.testimony import DEFAULT_CLAIM_CONCURRENCY, MOST_CLAIM_CONCURRENCY
+    from engine.routing import slots
     from engine.routing.router import Router
-    from engine.routing.slots import role_slots
     from tests.support.servers import closed_port
 
     def router(providers: dict[str, Any]) -> Router:
@@ -1312,14 +1367,37 @@ async def test_claims_run_one_at_a_time_on_the_embedded_model_and_side_by_side_e
     local = router({"local": {"kind": "local", "n_parallel": 4}})
     served = router({"det": {"kind": "openai", "model": "m", "replicas": [
         {"base_url": f"http://127.0.0.1:{closed_port()}/v1", "slots": 3}]}})
+    # a server here that says nothing of its slots: the default, unless it shares the cores
+    here = router({"box": {"kind": "openai", "model": "m",
+                           "base_url": f"http://127.0.0.1:{closed_port()}/v1"}})
+
+    async def widths() -> list[int]:
+        return [await slots.role_slots(r, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY,
+                                       cores=cores)
+                for r in (local, served, here) for cores in (True, False)]
     try:
-        widths = [await role_slots(r, MOST_CLAIM_CONCURRENCY, DEFAULT_CLAIM_CONCURRENCY,
-                                   cores=cores)
-                  for r in (local, served) for cores in (True, False)]
+        monkeypatch.setattr(slots, "_accelerated", lambda: False)
+        assert await widths() == [1, 4, 3, 3, 1, DEFAULT_CLAIM_CONCURRENCY]
+        monkeypatch.setattr(slots, "_accelerated", lambda: True)  # a GPU the server uses
+        assert await widths() == [1, 4, 3, 3, DEFAULT_CLAIM_CONCURRENCY,
+                                  DEFAULT_CLAIM_CONCURRENCY]
     finally:
-        await local.aclose()
-        await served.aclose()
-    assert widths == [1, 4, 3, 3]
+        for each in (local, served, here):
+            await each.aclose()
+
+
+async def test_claims_examined_one_at_a_time_or_side_by_side_end_the_same(
+        paths: Paths) -> None:
+    """The scheduling changes when a claim is read, never how: one at a time and four at a
+    time, the same states, P(false) and verdict."""
+    ended = []
+    for width in (1, 4):
+        session, _, _, _ = await run(paths, det=sample_reader, wit=sampling_witness(),
+                                     testimony_samples=1, claim_concurrency=width)
+        assert session.testimony is not None and session.audit_result is not None
+        ended.append(([(c.text, c.state, c.probability_false)
+                       for c in session.testimony.claims], session.audit_result.verdict))
+    assert ended[0] == ended[1]
 
 
 async def test_a_claim_s_questioning_closes_when_the_witness_only_says_again_what_it_said(
