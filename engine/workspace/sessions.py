@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from engine.config.roles import apply_roles
 from engine.errors import ConfigError, SessionError
 from engine.interrogation.claims import claim_for, testimony_source
+from engine.interrogation.judgement import says_nothing
 from engine.interrogation.loop import Interrogation
 from engine.interrogation.testimony import is_testimony, split_turns
 from engine.models.events import InterrogationEvent, Record
@@ -259,10 +260,11 @@ class Sessions:
         question's answer); of several, a testimony taken apart claim by claim — with
         `document`, the text itself (the witness holds the document), else the witness's own
         answer (`answered_by` gave it), read against the witness's answers to `question`
-        drawn again. An answer that says nothing ends its session with the reason named."""
+        drawn again. An answer that says nothing ("I don't know", a refusal, nothing at all)
+        ends its session with the reason named, never examined as a claim."""
         held = witness_document(document_name, document) if document is not None else None
         stated = answer.strip()
-        if stated and testimony_source(stated) is None:
+        if stated and testimony_source(stated) is None and says_nothing(stated) is None:
             return self.start(claim_for(question, stated), limit, detective, witness,
                               ident=ident, router=router, document=held)
         if stated and held is not None:

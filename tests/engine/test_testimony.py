@@ -549,10 +549,11 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert len(split) == 1 and split[0].testimony.claims[0].state == "pending"
 
 
-async def given(paths: Paths, answer: str, **settings: Any
+async def given(paths: Paths, answer: str, examined: bool = False, **settings: Any
                 ) -> tuple[InterrogationSession, ScriptedModel]:
     """A run of REQUEST whose answer is given (an answer made elsewhere), the witness only
-    sampled; the session as stored and the witness."""
+    sampled (`examined`: through `Sessions.examine_answer`, the scorer's one rule); the
+    session as stored and the witness."""
     def sampled(messages: Chat) -> str:
         return SAMPLE if messages[-1]["content"].startswith(REQUEST) else witness(messages)
 
@@ -561,8 +562,10 @@ async def given(paths: Paths, answer: str, **settings: Any
                              **{"claim_concurrency": 2, **settings})
         workspace = Workspace(paths, config)
         try:
-            started = workspace.sessions.start(REQUEST, 5, answer=answer,
-                                               answered_by="inspect:mockllm")
+            started = workspace.sessions.examine_answer(
+                REQUEST, answer, answered_by="inspect:mockllm", limit=5) if examined else \
+                workspace.sessions.start(REQUEST, 5, answer=answer,
+                                         answered_by="inspect:mockllm")
             async with aclosing(started.events()) as stream:
                 async for _ in stream:
                     pass
@@ -591,10 +594,20 @@ async def test_an_answer_given_with_the_question_is_the_testimony_the_witness_on
     assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
-@pytest.mark.parametrize("answer", ["", "   ", "I don't know."])
+async def test_an_answer_of_one_statement_is_examined_as_the_claim_it_makes(
+        paths: Paths) -> None:
+    session, _ = await given(paths, "Vitamin B3 lowers cholesterol.", examined=True)
+    assert session.testimony is None and session.answer is None
+    assert session.hypothesis_text == ('The answer to the question "' + REQUEST + '" is: '
+                                       "Vitamin B3 lowers cholesterol.")
+    assert session.claim is not None and session.claim.state != "pending"
+
+
+@pytest.mark.parametrize("answer", ["", "   ", "I don't know.",
+                                    "I'm sorry, but I can't discuss that."])
 async def test_a_given_answer_that_says_nothing_is_no_testimony_its_reason_named(
         paths: Paths, answer: str) -> None:
-    session, wit = await given(paths, answer)
+    session, wit = await given(paths, answer, examined=True)
     assert session.status == "completed" and session.testimony is not None
     assert session.testimony.problem is not None
     assert session.testimony.problem.startswith("no testimony: ")
