@@ -10,7 +10,10 @@ summary) are judged twice, each in a fresh home of its own: by `detektiv eval FI
 document` (the interrogation alone, one item at a time), and by `inspect eval
 detektiv/hallucinations -T data=FILE -T replay=true --model mockllm/model` (the data set's
 own summaries replayed, detektiv's scorer examining each, one sample at a time). Printed: each
-one's seconds, its accuracy, and the items whose verdicts differ. Minutes of CPU; never in CI.
+one's seconds, its accuracy, and the items whose verdicts differ — each run on a server of
+its own (a server's prompt cache, warm from the run before, would speed the next and move its
+floats), and `detektiv eval` run a second time to show how far two runs of the same command
+differ. Minutes of CPU; never in CI.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -102,16 +106,25 @@ def main() -> int:
         sample = root / "summaries.jsonl"
         rows = source.read_text(encoding="utf-8").splitlines()[:args.summaries // 2]
         sample.write_text("\n".join(rows) + "\n", encoding="utf-8")
-        with local_server(root / "server", "--model", str(MODEL), "--parallel", "4",
-                          "--threads", str(args.threads), "--ctx", "16384") as server:
+        def served(name: str) -> Any:  # a fresh server each: no prompt cache carried over
+            return local_server(root / f"server-{name}", "--model", str(MODEL), "--parallel",
+                                "4", "--threads", str(args.threads), "--ctx", "16384")
+
+        with served("eval") as server:
             eval_s, eval_v = by_eval(home_for(root, "eval", server.url), sample)
+        with served("inspect") as server:
             inspect_s, inspect_v = by_inspect(home_for(root, "inspect", server.url), sample,
                                               root / "logs")
+        with served("again") as server:  # how far two runs of detektiv eval itself differ
+            again_s, again_v = by_eval(home_for(root, "again", server.url), sample)
     differ = sorted(k for k in eval_v if inspect_v.get(k, ("missing",))[0] != eval_v[k][0])
+    itself = sorted(k for k in eval_v if again_v.get(k, ("missing",))[0] != eval_v[k][0])
     print(f"{len(eval_v)} summaries, the 1.5B in both roles, {args.threads} threads")
     print(f"detektiv eval        {eval_s:7.1f} s  accuracy {accuracy(eval_v):.3f}")
     print(f"inspect eval (replay) {inspect_s:6.1f} s  accuracy {accuracy(inspect_v):.3f}  "
           f"({inspect_s / eval_s:.3f}× detektiv eval's time)")
+    print(f"detektiv eval again  {again_s:7.1f} s  accuracy {accuracy(again_v):.3f}  "
+          f"(verdicts differing from the first: {len(itself)})")
     print(f"verdicts that differ: {len(differ)} of {len(eval_v)}" +
           ("".join(f"\n  {k}: eval {eval_v[k][0]}, inspect {inspect_v.get(k, ('missing',))[0]}"
                    for k in differ)))

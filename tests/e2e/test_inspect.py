@@ -166,7 +166,22 @@ def test_a_replayed_summary_is_held_by_a_witness_holding_its_document_and_scored
         assert held["sha256"] == hashlib.sha256(document.encode()).hexdigest()
         assert session["hypothesis"]["text"] == sample["output"]["completion"].strip()
     assert "verdict_accuracy" in log["results"]["scores"][0]["metrics"]
-    # scored again (a new eval of the same samples): the same examinations, read back
+    # the log scored again by the registered scorer (`inspect score`): the same
+    # examinations, read back, not made anew
+    (written,) = (tmp_path / "logs").glob("*.eval")
+    env = {**os.environ, "DETEKTIV_HOME": str(home), "INSPECT_DISPLAY": "none"}
+    rescored = tmp_path / "rescored.eval"
+    done = subprocess.run([*INSPECT, "score", str(written), "--scorer", "detektiv/examination",
+                           "-S", "demonstration=true", "-S", "value=holds", "--action",
+                           "overwrite", "--output-file", str(rescored)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    dumped = subprocess.run([*INSPECT, "log", "dump", str(rescored)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120, check=True)
+    for sample in json.loads(dumped.stdout)["samples"]:
+        (score,) = sample["scores"].values()
+        assert score["metadata"]["session"] == first[sample["id"]]
+    # and a new eval of the same samples finds them too
     for old in (tmp_path / "logs").glob("*.eval"):
         old.unlink()
     again = inspect_eval(tmp_path, home, llama_server, *args)

@@ -594,6 +594,59 @@ async def test_an_answer_given_with_the_question_is_the_testimony_the_witness_on
     assert session.audit_result is not None and session.audit_result.verdict == "false"
 
 
+async def test_an_examination_cancelled_midway_ends_cancelled_and_resumes_to_its_end(
+        paths: Paths) -> None:
+    """What a scorer's cancellation from Inspect does: the session's reader is cancelled while
+    the detective splits; it is stored `cancelled`, and resumed it goes on to its verdict."""
+    import asyncio
+
+    splitting = threading.Event()
+    release = threading.Event()
+
+    def slow(messages: Chat) -> str:
+        if messages[0]["content"].startswith("You take a text apart") and \
+                not release.is_set():
+            splitting.set()
+            release.wait(timeout=30)
+        return sample_reader(messages)
+
+    def sampled(messages: Chat) -> str:
+        return SAMPLE if messages[-1]["content"].startswith(REQUEST) else witness(messages)
+
+    with ScriptedModel(slow) as d, ScriptedModel(sampled) as w:
+        config = make_config({"det": d.url + "/v1", "wit": w.url + "/v1"}, ["det"], ["wit"],
+                             claim_concurrency=1, testimony_samples=1)
+        workspace = Workspace(paths, config)
+        try:
+            run = workspace.sessions.examine_answer(REQUEST, TESTIMONY, limit=5)
+            ident = str(run.session.id)
+
+            async def read() -> None:
+                async with aclosing(run.events()) as events:
+                    async for _ in events:
+                        pass
+
+            task = asyncio.ensure_future(read())
+            while not splitting.is_set():
+                await asyncio.sleep(0.02)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            release.set()
+            assert workspace.sessions.status(ident) == "cancelled"
+            again = workspace.sessions.resume(ident)
+            async with aclosing(again.events()) as events:
+                async for _ in events:
+                    pass
+            session = workspace.store.load(ident)
+        finally:
+            release.set()
+            await workspace.aclose()
+    assert session.status == "completed" and session.testimony is not None
+    assert session.qa_pairs[0].answer == TESTIMONY  # the given answer kept, never asked
+    assert all(c.state != "pending" for c in session.testimony.claims)
+
+
 async def test_an_answer_of_one_statement_is_examined_as_the_claim_it_makes(
         paths: Paths) -> None:
     session, _ = await given(paths, "Vitamin B3 lowers cholesterol.", examined=True)
