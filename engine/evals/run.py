@@ -32,10 +32,10 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol as Interface
 
 from engine.errors import (
     AllProvidersFailed,
@@ -51,6 +51,7 @@ from engine.interrogation.claims import testimony_source
 from engine.interrogation.judgement import sample_problem
 from engine.memory import give_back_memory
 from engine.models.event import Event
+from engine.models.events import InterrogationEvent
 from engine.models.session import (
     EvalTag,
     InterrogationSession,
@@ -60,10 +61,9 @@ from engine.models.session import (
 from engine.models.usage import TokenTally
 
 if TYPE_CHECKING:
+    from engine.config.models import InterrogationConfig
     from engine.costs import Budget
     from engine.routing.router import Router
-    from engine.workspace.core import Workspace
-    from engine.workspace.sessions import Run
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -75,6 +75,30 @@ __all__ = [
     "EvalStarted",
     "run_id",
 ]
+
+
+class SessionRun(Interface):
+    """A session taken to be run, as the sessions an evaluation is handed give it
+    (`engine.workspace.sessions.Run`)."""
+
+    settings: InterrogationConfig | None
+    budget: Budget | None
+
+    @property
+    def session(self) -> InterrogationSession: ...
+
+    def events(self) -> AsyncGenerator[InterrogationEvent, None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sessions:
+    """What an evaluation needs of the sessions it runs, handed to it by the workspace (its
+    `Sessions.start`, `Sessions.resume` and the store's `load`): the evaluation floor never
+    reaches up for the workspace itself."""
+
+    start: Callable[..., SessionRun]
+    resume: Callable[..., SessionRun]
+    load: Callable[[str], InterrogationSession]
 
 log = logging.getLogger(__name__)
 
@@ -174,11 +198,12 @@ class EvalRun:
     """A run ready to go; `events()` runs it (cancel the reading task to stop it: finished
     units stay, the sessions under way are stored `cancelled` and resume next time)."""
 
-    def __init__(self, workspace: Workspace, folder: RunFolder, info: EvalRunInfo,
-                 items: Items, router: Router, *, runs: int, baselines: bool,
-                 concurrency: int, retry_failed: bool = False,
+    def __init__(self, sessions: Sessions, settings: InterrogationConfig, folder: RunFolder,
+                 info: EvalRunInfo, items: Items, router: Router, *, runs: int,
+                 baselines: bool, concurrency: int, retry_failed: bool = False,
                  protocols: tuple[Protocol, ...] = ("cross-exam",)) -> None:
-        self.workspace = workspace
+        self.sessions = sessions
+        self.settings = settings
         self.folder = folder
         self.info = info
         self.items = items
@@ -203,7 +228,7 @@ class EvalRun:
     def _sampled(self, item: EvalItem) -> bool:
         """Whether `item` is a claim of a testimony the witness gave (`open` mode), whose
         question the witness answers again: its session reads it against those samples."""
-        settings = self.workspace.config.interrogation
+        settings = self.settings
         return item.testimony is not None and bool(item.question) and \
             self.info.mode == "open" and testimony_source(item.claim) != "given" and \
             max(settings.testimony_samples, settings.rounds_samples) > 0
@@ -212,7 +237,7 @@ class EvalRun:
         """Answers drawn again for each testimony: the sessions read the first
         `testimony_samples`; SelfCheckGPT reads `rounds_samples` of them (as many answers as
         the sampled rounds draw a question)."""
-        settings = self.workspace.config.interrogation
+        settings = self.settings
         return max(settings.testimony_samples, settings.rounds_samples)
 
     def waited(self) -> float:
@@ -340,19 +365,18 @@ class EvalRun:
 
     async def _interrogate(self, unit: Unit, sessions: dict[tuple[str, str, int], str],
                            started: float) -> EvalResult:
-        parts = self.workspace.sessions
-        store = self.workspace.store
+        parts = self.sessions
         ref = sessions.pop((unit.item.key, unit.kind, unit.repeat), None)  # used once
         session: InterrogationSession | None = None
         ident: uuid.UUID | None = None
         if ref is not None:
             try:
-                session = store.load(ref)
+                session = parts.load(ref)
             except SessionNotFound:  # recorded, then killed before it was created
                 ident = uuid.UUID(ref)
             except SessionError:  # damaged since: interrogated anew
                 session = None
-        run: Run
+        run: SessionRun
         if session is not None:
             ended = session.status in ("completed", "limit-reached") or (
                 session.status == "failed" and not self.retry_failed)
@@ -364,7 +388,7 @@ class EvalRun:
                 ident = uuid.uuid4()
                 self.folder.add_session(unit.item.key, unit.repeat, str(ident), unit.kind)
             info = self.info
-            settings = self.workspace.config.interrogation
+            settings = self.settings
             topic, samples = None, None
             if self._sampled(unit.item):  # what a session of the testimony reads it against
                 topic = unit.item.question
@@ -380,7 +404,7 @@ class EvalRun:
                 document=document_for(unit.item, info.mode), topic=topic, samples=samples,
             )
         run.budget = self.budget
-        settings = self.workspace.config.interrogation
+        settings = self.settings
         if settings.claim_concurrency == 0:  # the items fill the servers' slots already: a
             # testimony's claims one at a time, or items × claims oversubscribe them (calls
             # queued past their first-token timeout fail the item)
@@ -442,7 +466,7 @@ class EvalRun:
         document (`Baselines.reader`), never the witness grading itself."""
         assert session.testimony is not None
         tally = TokenTally()
-        judge = Baselines(self.router, self.workspace.config.interrogation, "document", tally,
+        judge = Baselines(self.router, self.settings, "document", tally,
                           self.budget)
         read: Counter[str] = Counter()
         for claim in session.testimony.claims:
@@ -467,7 +491,7 @@ class EvalRun:
     async def _baseline(self, unit: Unit, started: float) -> EvalResult:
         tally = TokenTally()
         evidence = ""
-        judge = Baselines(self.router, self.workspace.config.interrogation,
+        judge = Baselines(self.router, self.settings,
                           self.info.mode, tally, self.budget)
         try:
             if unit.kind == "reader":

