@@ -97,12 +97,14 @@ def main() -> int:
     parser.add_argument("--summaries", type=int, default=10, help="even")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--keep", type=Path, help="keep the homes (their sessions) here")
     args = parser.parse_args()
     source = WORK / "samples" / f"summaries-{args.split}-40.jsonl"
     if not MODEL.is_file() or not source.is_file():
         raise SystemExit("run make bench-real --samples summaries first (the model, the rows)")
     with tempfile.TemporaryDirectory(prefix="detektiv-inspect-") as folder:
-        root = Path(folder)
+        root = Path(folder) if args.keep is None else args.keep
+        root.mkdir(parents=True, exist_ok=True)
         sample = root / "summaries.jsonl"
         rows = source.read_text(encoding="utf-8").splitlines()[:args.summaries // 2]
         sample.write_text("\n".join(rows) + "\n", encoding="utf-8")

@@ -6,7 +6,9 @@ leave doubt — and scored by what the examination held.
     Task(dataset=..., solver=generate(), scorer=examination(value="held"))
     inspect score LOG.eval --scorer detektiv/examination -S witness=model
 
-The answer is `state.output.completion`, the question `state.input_text`. With a document
+The answer is `state.output.completion`, the question `state.input_text` (or
+`metadata["question"]`, where a sample gives one; None: the answer is a summary and answers
+none, examined as it stands). With a document
 (the sample's `target`, or `metadata["document"]`) the witness holds it (`--mode document`):
 the examination asks whether the document says what the answer says. Without one, the
 witness is the one detektiv's configuration chooses (`witness="configured"`), or the very
@@ -281,7 +283,9 @@ async def _examined(workspace: Workspace, state: TaskState, answer: str,
         except SessionError:  # another process runs it: what it has is what is read
             return
     else:
-        run = sessions.examine_answer(state.input_text, answer, document=document,
+        asked = state.metadata["question"] if "question" in state.metadata else \
+            state.input_text  # a sample may say it answers no question (a summary)
+        run = sessions.examine_answer(asked, answer, document=document,
                                       document_name=f"sample {state.sample_id}",
                                       witness=witness, answered_by=model, ident=key,
                                       limit=limit)

@@ -41,13 +41,14 @@ def samples_of(items: list[Any], replay: bool) -> list[Sample]:
     found: list[Sample] = []
     seen: set[str] = set()
     for item in items:
+        metadata: dict[str, Any] = {"document": item.document} if item.document else {}
         if item.question is None and item.document is not None:  # a summarization row
             question = SUMMARISE.format(document=item.document)
             given = item.claim
+            metadata["question"] = None  # a summary answers no question: examined as it is
         else:
             question = item.question or item.claim
             given = item.answer if item.answer is not None else item.claim
-        metadata: dict[str, Any] = {"document": item.document} if item.document else {}
         if replay:
             if item.label is None:
                 continue  # an open question has no answer of its own to replay

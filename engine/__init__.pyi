@@ -184,12 +184,14 @@ from .report.claims import (
     claim_row as claim_row,
     claims_tally as claims_tally,
     marked_parts as marked_parts,
+    severest as severest,
 )
 from .report.words import (
     answer_title as answer_title,
     check_line as check_line,
     explanation_lines as explanation_lines,
     note_title as note_title,
+    phase_status as phase_status,
     running_verdict as running_verdict,
     snapshot_line as snapshot_line,
 )

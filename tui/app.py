@@ -110,9 +110,6 @@ class DetektivApp(GuardedApp, App[int]):
         """Set to stop the capable model's fetch in flight (None: none runs)."""
         self.fetch_line: str | list[str] = ""
         """The fetch's progress, as the tab bars show it."""
-        self.retired: list[Any] = []
-        """Routers let go while a run may still use them (a new default model): closed on
-        unmount."""
         for tab in TABS:
             self.add_mode(tab.mode, partial(self.tab_screen, tab.mode))
         for theme in load_themes():
@@ -210,10 +207,8 @@ class DetektivApp(GuardedApp, App[int]):
             self.call_from_thread(self._fetch_ended, "", f"{exc.message}. The demonstration "
                                   "model stays.", "warning")
             return
-        # a run in flight keeps the router it has; the old one closes with the app
-        old = self.workspace.reload_config()
-        if old is not None:
-            self.retired.append(old)
+        # a run in flight keeps the router it has; the old one closes with the workspace
+        self.workspace.reload_config()
         self.call_from_thread(self._fetch_ended, "", self.workspace.models.fetched_line(),
                               "information")
         self.call_from_thread(self._models_changed)
@@ -480,9 +475,6 @@ class DetektivApp(GuardedApp, App[int]):
         if still:
             log.warning("%d thread(s) still ran after %.0f s; closing the stores under them",
                         still, SHUTDOWN_WAIT)
-        for router in self.retired:
-            with contextlib.suppress(Exception):
-                await router.aclose()
         await self.workspace.aclose()
 
 

@@ -21,9 +21,13 @@ it no longer has.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -344,6 +348,35 @@ class ResponseCache:
         if entry is None:
             raise ConfigError(f"no cache entry matches {entry_id!r} (see `detektiv cache list`)")
         return entry
+
+    def entries(self, search: str = "", limit: int = 1000) -> list[CacheEntry]:
+        """The entries whose question contains `search` (all when empty), at most `limit`."""
+        return self.store.entries(search, limit=limit)
+
+    def get(self, ref: str) -> CacheEntry | None:
+        """The entry `ref` (its id or the start of it), else None."""
+        return self.store.get(ref)
+
+    def export(self, fmt: Literal["json", "csv"] = "json") -> str:
+        """Every entry as the one export format: JSON (each entry whole, what `detektiv cache
+        import` reads back) or CSV (id, question, payload, status, uses, last used)."""
+        entries = self.store.entries(limit=10_000_000)
+        if fmt == "json":
+            return json.dumps([e.model_dump(mode="json") for e in entries],
+                              ensure_ascii=False, indent=1) + "\n"
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["entry_id", "question", "payload", "status", "usage_count",
+                         "last_used"])
+        for e in entries:
+            status = e.validation_metadata.status if e.validation_metadata else ""
+            writer.writerow([e.entry_id, e.question, e.payload, status, e.usage_count,
+                             e.last_used.isoformat()])
+        return out.getvalue()
+
+    def close(self) -> None:
+        """Close its store."""
+        self.store.close()
 
     def stats(self) -> dict[str, int]:
         """Counters, entries and size in bytes."""

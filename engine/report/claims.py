@@ -15,15 +15,25 @@ from engine.models.session import InterrogationSession
 from engine.models.testimony import Claim, ClaimState, Testimony
 from engine.text import one_line, strip_control
 
-__all__ = ["MARKS", "Findings", "MarkedPart", "claim_line", "claim_mark", "claim_row",
-           "claims_tally", "findings", "marked_parts", "marked_testimony", "testimony_reason",
-           "testimony_summary", "unfound_words"]
+__all__ = ["MARKS", "SEVERITY", "Findings", "MarkedPart", "claim_line", "claim_mark",
+           "claim_row", "claims_tally", "findings", "marked_parts", "marked_testimony",
+           "severest", "testimony_reason", "testimony_summary", "unfound_words"]
 
 MARKS: dict[ClaimState, str] = {
     "pending": "…", "held": "✓", "contradicted": "✗", "unsupported": "⊘", "unsure": "?",
     "not checkable": "~", "not examined": "-",
 }
 """Each state's symbol."""
+
+SEVERITY: tuple[ClaimState, ...] = ("contradicted", "unsupported", "unsure", "pending", "held",
+                                    "not examined", "not checkable")
+"""The states, the most serious first: what a sentence several claims share is marked by."""
+
+
+def severest(claims: Sequence[Claim]) -> Claim:
+    """The claim of `claims` whose state is the most serious (`SEVERITY`)."""
+    return min(claims, key=lambda c: SEVERITY.index(c.state))
+
 
 _ORDER: tuple[ClaimState, ...] = ("held", "contradicted", "unsupported", "unsure",
                                   "not checkable", "not examined", "pending")

@@ -64,8 +64,22 @@ __all__ = [
     "narrative_line",
     "settled_reason",
     "running_verdict",
+    "phase_status",
     "DEMONSTRATION_VERDICT",
 ]
+
+_PHASES = {"question": "asking", "answer": "answering", "judgement": "judging",
+           "analysis": "analysing", "audit": "auditing", "testimony": "the witness testifies",
+           "samples": "the witness answers again", "split": "taking the testimony apart",
+           "claims": "examining the claims"}
+_ROUND_PHASES = ("question", "answer", "judgement", "analysis")
+
+
+def phase_status(phase: str, sequence: int) -> str:
+    """What a run is doing in `phase` (of round `sequence`), as a status line says it:
+    "round 3: judging…", "taking the testimony apart…"."""
+    label = _PHASES.get(phase, phase)
+    return f"round {sequence}: {label}…" if phase in _ROUND_PHASES else f"{label}…"
 
 DEMONSTRATION_VERDICT = "a demonstration model's verdict: it means nothing"
 """Said beside every verdict a demonstration model spoke for the detective in."""

@@ -19,6 +19,7 @@ before its first frame, which must not wait for pydantic and the rest (`bench/st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from functools import cached_property
@@ -83,6 +84,7 @@ class Workspace:
         self._open_lock = threading.Lock()
         self._closed = False
         self._lent: dict[str, tuple[ProviderConfig, Answer]] = {}
+        self._retired: list[Router] = []
         self.warnings: list[str] = []
         """Problems that changed nothing but should be seen (an invalid context.toml)."""
         use_prompts(self.user_prompts_dir)
@@ -308,25 +310,30 @@ class Workspace:
                 n: p for n, p in config.providers.items() if n not in self._lent}})
         save_config(config, self.paths.config_file)
 
-    def reload_config(self) -> Router | None:
+    def reload_config(self) -> None:
         """Read the configuration again (a new embedded default: the capable model just
-        fetched). The shared router is let go, as `update_providers` does; it is returned for
-        the caller to close. `ConfigError` leaves the old configuration in place."""
+        fetched). The shared router is retired, as `update_providers` does (`_retire`).
+        `ConfigError` leaves the old configuration in place."""
         from engine.config.load import load_config
 
         with self._config_lock:
             self._config = self._with_lent(load_config(self.paths))
-        old, self._router = self._router, None
-        return old
+        self._retire()
 
-    def update_providers(self, providers: dict[str, ProviderConfig]) -> Router | None:
-        """Change providers and write the config file once, now. The shared router is let go
-        (the next `router()` builds one for the new config); it is returned for the caller
-        to close."""
+    def update_providers(self, providers: dict[str, ProviderConfig]) -> None:
+        """Change providers and write the config file once, now. The shared router is retired
+        (the next `router()` builds one for the new config)."""
         self.config.providers.update(providers)
         self.save_config()
+        self._retire()
+
+    def _retire(self) -> None:
+        """Let the shared router go: the next `router()` builds one for the configuration as
+        it is now, while a run in flight keeps the one it has; the retired routers close with
+        the workspace (`aclose`)."""
         old, self._router = self._router, None
-        return old
+        if old is not None:
+            self._retired.append(old)
 
     @property
     def context_policy(self) -> ContextPolicy:
@@ -418,6 +425,10 @@ class Workspace:
             if cache.semantic is not None:
                 cache.semantic.embedder.close()
         await self.reset_router()
+        retired, self._retired = self._retired, []
+        for router in retired:
+            with contextlib.suppress(Exception):  # each closed, whatever one of them does
+                await router.aclose()
         if conversations is not None:
             conversations.close()
         if "agent" in self.__dict__:  # built: its vault may be open

@@ -55,6 +55,8 @@ __all__ = ["HYPOTHESIS_LIMIT", "LIMITS", "Run", "Sessions", "check_hypothesis"]
 LIMITS = (5, 20)
 """The smallest and largest iteration limit a session may have."""
 HYPOTHESIS_LIMIT = 50_000
+UNASKED = "(an answer given to be checked, to no question)"
+"""The hypothesis of a session examining an answer that says nothing to no question."""
 """The most characters a hypothesis may have: a pasted answer of several thousand words
 passes (a testimony longer than the model's window is cut to fit, and says so); a megabyte
 pasted by mistake does not."""
@@ -146,6 +148,27 @@ class Sessions:
             raise ConfigError(f"the iteration limit must be between {low} and {high} "
                               f"(got {value})")
         return value
+
+    def rows(self) -> list[SessionSummary]:
+        """Every session, newest first, from the index (`SessionStore.list`)."""
+        return self.workspace.store.list()
+
+    def load(self, ref: str) -> InterrogationSession:
+        """The stored session `ref` names (a folder name, an id or its start)."""
+        return self.workspace.store.load(ref)
+
+    def folder(self, ref: str) -> Path:
+        """The folder of session `ref`."""
+        return self.workspace.store.resolve(ref)
+
+    def is_live(self, ref: str) -> bool:
+        """Whether a live process runs session `ref` now."""
+        return self.workspace.store.is_live(ref)
+
+    def version(self, running: Sequence[str] = ()) -> tuple[int, ...]:
+        """What changes when the list would: the index, the folders, and whether each of
+        `running` still has its process (`SessionStore.version`)."""
+        return self.workspace.store.version(running)
 
     def status(self, ref: str, session: InterrogationSession | None = None) -> str:
         """The session's status as a user should read it: `interrupted` for a stored
@@ -249,7 +272,7 @@ class Sessions:
                                    tag=tag, ident=ident, settings=settings)
         return Run(workspace, journal, resumed=False, router=router)
 
-    def examine_answer(self, question: str, answer: str, *,
+    def examine_answer(self, question: str | None, answer: str, *,
                        document: str | None = None, document_name: str = "document",
                        detective: Sequence[str] = (), witness: Sequence[str] = (),
                        answered_by: str | None = None, ident: uuid.UUID | None = None,
@@ -260,18 +283,24 @@ class Sessions:
         question's answer); of several, a testimony taken apart claim by claim — with
         `document`, the text itself (the witness holds the document), else the witness's own
         answer (`answered_by` gave it), read against the witness's answers to `question`
-        drawn again. An answer that says nothing ("I don't know", a refusal, nothing at all)
-        ends its session with the reason named, never examined as a claim."""
+        drawn again. With no `question` (a summary of the document: it answers none), the
+        answer is examined as it stands. An answer that says nothing ("I don't know", a
+        refusal, nothing at all) ends its session with the reason named, never examined as a
+        claim."""
         held = witness_document(document_name, document) if document is not None else None
         stated = answer.strip()
-        if stated and testimony_source(stated) is None and says_nothing(stated) is None:
-            return self.start(claim_for(question, stated), limit, detective, witness,
-                              ident=ident, router=router, document=held)
-        if stated and held is not None:
+        asked = (question or "").strip()
+        empty = not stated or says_nothing(stated) is not None
+        if not empty and testimony_source(stated) is None:
+            claim = claim_for(asked, stated) if asked else stated
+            return self.start(claim, limit, detective, witness, ident=ident, router=router,
+                              document=held)
+        if not empty and (held is not None or not asked):
             return self.start(stated, limit, detective, witness, ident=ident, router=router,
                               document=held)
-        return self.start(question, limit, detective, witness, ident=ident, router=router,
-                          document=held, answer=answer, answered_by=answered_by)
+        return self.start(asked or UNASKED, limit, detective, witness, ident=ident,
+                          router=router, document=held, answer=answer,
+                          answered_by=answered_by)
 
     def findings(self, ref: str) -> Findings:
         """What session `ref`'s examination found (`engine.report.claims.Findings`): its

@@ -209,3 +209,38 @@ def test_detektiv_unable_to_examine_unscores_each_sample_with_what_to_set(
         assert score["reason"] == "scoring_failed"
         assert score["explanation"].startswith("detektiv cannot examine: ")
         assert "config.toml" in score["explanation"]
+
+
+TASK_FILE = '''
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+
+from detektiv.scorer import examination
+from detektiv.task import replayed
+
+
+@task
+def said_nothing():
+    answers = {"empty": "", "refused": "I'm sorry, but I can't discuss that.",
+               "unknowing": "I don't know."}
+    return Task(dataset=[Sample(input=f"Question {key}?", id=key,
+                                metadata={"answer": answer})
+                         for key, answer in answers.items()],
+                solver=replayed(), scorer=examination(demonstration=True))
+'''
+
+
+def test_a_task_file_imports_the_scorer_and_an_answer_that_says_nothing_is_unscored(
+        tmp_path: Path, llama_server: LlamaServer, sleuth_splits: str) -> None:
+    home = home_for(tmp_path, sleuth_splits, llama_server.url)
+    (tmp_path / "tasks.py").write_text(TASK_FILE, encoding="utf-8")
+    log = inspect_eval(tmp_path, home, llama_server, "tasks.py@said_nothing",
+                       "--model", "mockllm/model")
+    assert log["status"] == "success"
+    reasons = {}
+    for sample in log["samples"]:
+        (score,) = sample["scores"].values()
+        assert score["explanation"]
+        reasons[sample["id"]] = score["reason"]
+    assert reasons == {"empty": "no_response", "refused": "refusal",
+                       "unknowing": "no_response"}

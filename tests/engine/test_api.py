@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import engine
@@ -96,3 +97,13 @@ def test_screens_see_the_app_through_host_and_never_import_it(paths: engine.Path
     app = build_app(paths)
     assert isinstance(app, Host)
     assert app.key_for("oracle-mark", "space") == "space" and app.current_session is None
+
+
+def test_no_front_end_reaches_past_the_workspace_into_a_store() -> None:
+    """Listing, loading, exporting and the cache go through the workspace's parts
+    (`workspace.sessions`, `workspace.cache`): a front end never touches a store."""
+    found = [f"{path.relative_to(ROOT)}:{number}"
+             for front in FRONT_ENDS for path in (ROOT / front).rglob("*.py")
+             for number, line in enumerate(path.read_text().splitlines(), start=1)
+             if re.search(r"\.store\b", line)]
+    assert found == []

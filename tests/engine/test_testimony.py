@@ -549,7 +549,8 @@ async def test_a_request_is_answered_then_its_testimony_examined_claim_by_claim(
     assert len(split) == 1 and split[0].testimony.claims[0].state == "pending"
 
 
-async def given(paths: Paths, answer: str, examined: bool = False, **settings: Any
+async def given(paths: Paths, answer: str, examined: bool = False,
+                question: str | None = REQUEST, document: str | None = None, **settings: Any
                 ) -> tuple[InterrogationSession, ScriptedModel]:
     """A run of REQUEST whose answer is given (an answer made elsewhere), the witness only
     sampled (`examined`: through `Sessions.examine_answer`, the scorer's one rule); the
@@ -563,7 +564,8 @@ async def given(paths: Paths, answer: str, examined: bool = False, **settings: A
         workspace = Workspace(paths, config)
         try:
             started = workspace.sessions.examine_answer(
-                REQUEST, answer, answered_by="inspect:mockllm", limit=5) if examined else \
+                question, answer, answered_by="inspect:mockllm", limit=5,
+                document=document) if examined else \
                 workspace.sessions.start(REQUEST, 5, answer=answer,
                                          answered_by="inspect:mockllm")
             async with aclosing(started.events()) as stream:
@@ -654,6 +656,18 @@ async def test_an_answer_of_one_statement_is_examined_as_the_claim_it_makes(
     assert session.hypothesis_text == ('The answer to the question "' + REQUEST + '" is: '
                                        "Vitamin B3 lowers cholesterol.")
     assert session.claim is not None and session.claim.state != "pending"
+
+
+async def test_a_summary_answers_no_question_and_is_examined_as_it_stands(
+        paths: Paths) -> None:
+    """A one-sentence summary of a document the witness holds is itself the claim (as
+    `detektiv eval` reads a HaluEval summary), never "the answer to the question …" of an
+    instruction that carries the document."""
+    summary = "The mill by the Avon was built in 1820 by monks."
+    document = "The mill by the river Avon was built in 1820. It is now a museum."
+    session, _ = await given(paths, summary, examined=True, question=None, document=document)
+    assert session.hypothesis_text == summary
+    assert session.witness_document is not None and session.witness_document.text == document
 
 
 @pytest.mark.parametrize("answer", ["", "   ", "I don't know.",

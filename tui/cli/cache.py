@@ -7,12 +7,9 @@ delete · export (json, csv) · import · stats. No Textual here.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from engine import (
     ConfigError,
@@ -99,7 +96,7 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                     print(strip_control(served.payload))
                 return 0 if served else 1
             case "list":
-                entries = cache.store.entries(args.search)
+                entries = cache.entries(args.search)
                 if args.json:
                     print(json.dumps([e.model_dump(mode="json") for e in entries],
                                      ensure_ascii=False, indent=1))
@@ -110,7 +107,7 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                     print(f"{e.entry_id[:8]}  {state:11}  {e.usage_count:>5}  "
                           f"{strip_control(e.question)[:70]}")
             case "show":
-                found = cache.store.get(args.id)
+                found = cache.get(args.id)
                 if found is None:
                     raise ConfigError(f"no cache entry matches {args.id!r}")
                 print(json.dumps(found.model_dump(mode="json"), ensure_ascii=False, indent=1))
@@ -121,7 +118,7 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                 cache.delete(args.id)
                 print(json.dumps({"deleted": args.id}) if args.json else f"deleted {args.id}")
             case "export":
-                text = _export(cache.store.entries(limit=10_000_000), args.format)
+                text = cache.export(args.format)
                 if args.output is None:
                     sys.stdout.write(text)
                 else:
@@ -143,7 +140,7 @@ def run(paths: Paths, args: argparse.Namespace) -> int:
                     for name, value in stats.items():
                         print(f"{name:13} {value}")
     finally:
-        cache.store.close()
+        cache.close()
     return 0
 
 
@@ -156,20 +153,6 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
-
-
-def _export(entries: list[Any], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps([e.model_dump(mode="json") for e in entries], ensure_ascii=False,
-                          indent=1) + "\n"
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["entry_id", "question", "payload", "status", "usage_count", "last_used"])
-    for e in entries:
-        status = e.validation_metadata.status if e.validation_metadata else ""
-        writer.writerow([e.entry_id, e.question, e.payload, status, e.usage_count,
-                         e.last_used.isoformat()])
-    return out.getvalue()
 
 
 def _load(path: Path) -> list[dict[str, object]]:

@@ -110,7 +110,7 @@ def new_case(workspace: Workspace, title: str, as_json: bool = False) -> int:
     """Create a notes-only session; print its id (with `as_json`: id, short id, folder)."""
     session = workspace.cases.new_case(title)
     if as_json:
-        folder = workspace.store.resolve(str(session.id))
+        folder = workspace.sessions.folder(str(session.id))
         print(json.dumps({"id": str(session.id), "short_id": session.short_id,
                           "title": session.title, "dir": str(folder)}, ensure_ascii=False))
     else:

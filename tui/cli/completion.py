@@ -90,7 +90,7 @@ def candidates(paths: Paths, kind: str) -> list[str]:
     try:
         match kind:
             case "sessions":
-                return [row.id[:8] for row in workspace.store.list()]
+                return [row.id[:8] for row in workspace.sessions.rows()]
             case "oracles":
                 return sorted({o.id for o in workspace.cases.oracles()})
             case "providers":

@@ -151,7 +151,7 @@ def sessions(paths: Paths, as_json: bool, run: str | None = None,
     (sessions, with `--json`), and how many more there are."""
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be at least 1 (got {limit})")
-    rows = Workspace(paths).store.list()
+    rows = Workspace(paths).sessions.rows()
     if run is not None:
         rows = [row for row in rows if row.eval_run and row.eval_run.startswith(run.strip())]
         if not rows:
@@ -230,7 +230,7 @@ async def watch(paths: Paths, args: argparse.Namespace) -> int:
         await workspace.aclose()
     if last is not None and isinstance(last.event, Finished):
         return session_exit_code(last.event.status, last.event.family)
-    session = workspace.store.load(args.session)
+    session = workspace.sessions.load(args.session)
     if session.status != "running":  # ended between the last event and the final save
         return session_exit_code(session.status)
     printer.note(f"session {session.short_id} was interrupted (no process runs it any more); "

@@ -156,7 +156,7 @@ class EvaluationResult(BaseModel):
 
 def interrogation_result(workspace: Workspace, ref: str) -> InterrogationResult:
     """The stored session `ref` as a result (its status as a user reads it)."""
-    session = workspace.store.load(ref)
+    session = workspace.sessions.load(ref)
     audit = session.audit_result
     claims = [] if session.testimony is None else [
         ClaimResult(number=c.number, text=strip_control(c.text), state=c.state,
@@ -427,7 +427,7 @@ def build(workspace: Workspace) -> MCPServer[Any]:
         session: Annotated[str, Field(description="the session id (or its first characters)")],
     ) -> SessionReport:
         try:
-            stored = workspace.store.load(session)
+            stored = workspace.sessions.load(session)
             ref = str(stored.id)
             status = workspace.sessions.status(ref, stored)
             text = workspace.sessions.export(ref, "md")

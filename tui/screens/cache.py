@@ -4,7 +4,6 @@ match and why not. Everything through `workspace.cache`; questions and answers a
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.text import Text
@@ -80,7 +79,7 @@ class CacheScreen(Guarded, Screen[None]):
     def refresh_entries(self) -> None:
         cache = self.host.workspace.cache
         search = self.query_one("#cache-filter", Input).value.strip()
-        entries = cache.store.entries(search, limit=500)
+        entries = cache.entries(search, limit=500)
         stats = cache.stats()
         self.app.call_from_thread(self._show, entries, stats)
 
@@ -192,9 +191,9 @@ class CacheScreen(Guarded, Screen[None]):
                                            f"{strip_control(entry.question)[:80]}"), confirmed)
 
     def action_export(self) -> None:
-        entries = self.host.workspace.cache.store.entries(limit=10_000_000)
+        cache = self.host.workspace.cache
+        text = cache.export("json")
         target = self.host.workspace.paths.exports_dir / "detektiv-cache.json"
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(target, json.dumps([e.model_dump(mode="json") for e in entries],
-                                             ensure_ascii=False, indent=1) + "\n")
-        self.notify(f"Exported {len(entries)} entries to {target}", markup=False)
+        atomic_write_text(target, text)
+        self.notify(f"Exported {cache.stats()['entries']} entries to {target}", markup=False)

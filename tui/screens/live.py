@@ -45,6 +45,7 @@ from engine import (
     cost_badge,
     discarded_line,
     finished_line,
+    phase_status,
     running_verdict,
     split_chain,
     strip_control,
@@ -246,7 +247,7 @@ class LiveScreen(Guarded, Screen[None]):
             self.notify("Open a session first (Sessions tab).", severity="warning",
                         markup=False)
             return
-        if self.host.workspace.store.is_live(self.session_dir):
+        if self.host.workspace.sessions.is_live(self.session_dir):
             self.notify("That session is running; it is shown live already.", markup=False)
             return
         self.run_interrogation(self.host.workspace.sessions.resume(self.session_dir),
@@ -341,7 +342,7 @@ class LiveScreen(Guarded, Screen[None]):
         self.query_one(TranscriptView).clear()
         self.narration = Narration()
         self.reset_side()
-        live = self.host.workspace.store.is_live(directory)
+        live = self.host.workspace.sessions.is_live(directory)
         self.set_status("following a live run…" if live else "replaying…")
         last: InterrogationEvent | None = None
         opened = time.time()
@@ -390,13 +391,7 @@ class LiveScreen(Guarded, Screen[None]):
                 self.set_status("running")
             case Phase(phase=phase, sequence=sequence):
                 view.end_stream()  # what streamed is whole: later notes go below it
-                label = {"question": "asking", "answer": "answering", "judgement": "judging",
-                         "analysis": "analysing", "audit": "auditing",
-                         "testimony": "the witness testifies",
-                         "samples": "the witness answers again", "split": "taking the "
-                         "testimony apart", "claims": "examining the claims"}.get(phase, phase)
-                self.set_status(f"round {sequence}: {label}…" if phase in (
-                    "question", "answer", "judgement", "analysis") else f"{label}…")
+                self.set_status(phase_status(phase, sequence))
             case ProviderChosen(role=role, provider=provider):
                 previous = self.badges.get(role)
                 self.badges[role] = provider

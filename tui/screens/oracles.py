@@ -168,7 +168,7 @@ class OraclesScreen(Guarded, Screen[None]):
         if self.session_dir is None:
             return
         workspace = self.host.workspace
-        session = workspace.store.load(self.session_dir)
+        session = workspace.sessions.load(self.session_dir)
         notes = workspace.cases.note_texts(self.session_dir, session)
         answers = workspace.cases.answer_texts(self.session_dir, session)
         self.app.call_from_thread(self._show_case, session.short_id, session.name,
@@ -294,14 +294,14 @@ class OraclesScreen(Guarded, Screen[None]):
             if not title:
                 return
             session = self.host.workspace.cases.new_case(title)
-            picked = self.host.workspace.store.resolve(session.short_id).name
+            picked = self.host.workspace.sessions.folder(session.short_id).name
             self.notify(f"Created case {session.short_id}.")
         if picked:
             self.use_session(picked)
 
     async def _rows(self) -> list[SessionSummary]:
 
-        return await self.host.background.call(self.host.workspace.store.list)
+        return await self.host.background.call(self.host.workspace.sessions.rows)
 
     def action_import_note(self) -> None:
         if self.session_or_say() is None:

@@ -146,9 +146,7 @@ class ProvidersScreen(Guarded, Screen[None]):
                 {**providers[name].model_dump(), **fields, "origin": "config"})
             for name, fields in changes.items()
         }
-        old = self.host.workspace.update_providers(updated)  # written once, now
-        if old is not None:  # the router of the old settings, closed off the UI path
-            self.run_worker(old.aclose(), exit_on_error=False)
+        self.host.workspace.update_providers(updated)  # written once, now
         if self.AUTO_CHECK:
             self.start_checks()  # on the rebuilt router
         self.redraw()

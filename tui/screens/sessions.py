@@ -112,14 +112,14 @@ class SessionsScreen(Guarded, Screen[None]):
         seconds); again every few seconds only when the store changed: a row was written
         (the index) or a folder made or removed, or a session shown running lost its
         process."""
-        store = self.host.workspace.store
+        sessions = self.host.workspace.sessions
         running = [row.dir for row in self.rows if row.status == "running"]
-        if self.listed and store.version(running) == self._seen:
+        if self.listed and sessions.version(running) == self._seen:
             return
-        base = store.version()  # before the read: a change while it reads is seen next time
-        rows = store.list()
+        base = sessions.version()  # before the read: a change while it reads is seen next time
+        rows = sessions.rows()
         running = [row.dir for row in rows if row.status == "running"]
-        self._seen = base + store.version(running)[len(base):]
+        self._seen = base + sessions.version(running)[len(base):]
         self.app.call_from_thread(self._show_rows, rows)
 
     def _show_rows(self, rows: list[SessionSummary], partial: bool = False) -> None:

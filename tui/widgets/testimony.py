@@ -28,6 +28,7 @@ from engine import (
     claim_round_blocks,
     claim_row,
     marked_parts,
+    severest,
     strip_control,
 )
 from tui.funnel import Guarded
@@ -242,7 +243,7 @@ class MarkedTestimony(Guarded, Vertical):
             if not part.claims:
                 parts.append(reader.read(part.text))
                 continue
-            worst = _worst(part.claims)
+            worst = severest(part.claims)
             parts.append(reader.read(part.text, STYLES[worst.state]))
             marks = " ".join(f"{MARKS[c.state]}{c.number}" for c in part.claims)
             parts.append(Content.styled(f" [{marks}]", f"bold {STYLES[worst.state]}"))
@@ -270,10 +271,3 @@ def _row(claim: Claim, opened: bool, width: int) -> str:
     return words.ljust(room) + "  " + state
 
 
-_RANK = {"contradicted": 0, "unsupported": 1, "unsure": 2, "pending": 3, "held": 4,
-         "not examined": 5, "not checkable": 6}
-
-
-def _worst(claims: tuple[Claim, ...]) -> Claim:
-    """The claim whose state a shared sentence is coloured by: the most serious."""
-    return min(claims, key=lambda c: _RANK[c.state])
