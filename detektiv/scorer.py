@@ -245,10 +245,15 @@ def examination(value: Value = "held", witness: Witness = "configured",
                 f"detektiv cannot examine: {exc.message}"), metadata=extra)
         key = ident(state, answer, document, {"witness": witness, "limit": limit,
                                               "model": str(state.model) if lend else None})
-        async with gate:
-            await _examined(workspace, state, answer, document, chosen, key, limit,
-                            str(state.model))
-        found = workspace.sessions.findings(str(key))
+        try:
+            async with gate:
+                await _examined(workspace, state, answer, document, chosen, key, limit,
+                                str(state.model))
+            found = workspace.sessions.findings(str(key))
+        except DetektivError as exc:  # refused before it ran (an answer too long, a session
+            # damaged since): this sample's reason, the rest go on
+            return Score.unscored(reason="scoring_failed", explanation=(
+                f"detektiv cannot examine: {exc.message}"), metadata=extra)
         metadata = {**extra, "session": str(key), "verdict": found.verdict,
                     "p_false": found.p_false, "claims": found.counts,
                     "checkable": found.checkable, "held_share": found.held_share,

@@ -222,7 +222,7 @@ from detektiv.task import replayed
 @task
 def said_nothing():
     answers = {"empty": "", "refused": "I'm sorry, but I can't discuss that.",
-               "unknowing": "I don't know."}
+               "unknowing": "I don't know.", "endless": "on and on " * 6000}
     return Task(dataset=[Sample(input=f"Question {key}?", id=key,
                                 metadata={"answer": answer})
                          for key, answer in answers.items()],
@@ -237,10 +237,11 @@ def test_a_task_file_imports_the_scorer_and_an_answer_that_says_nothing_is_unsco
     log = inspect_eval(tmp_path, home, llama_server, "tasks.py@said_nothing",
                        "--model", "mockllm/model")
     assert log["status"] == "success"
-    reasons = {}
+    reasons, said = {}, {}
     for sample in log["samples"]:
         (score,) = sample["scores"].values()
         assert score["explanation"]
-        reasons[sample["id"]] = score["reason"]
+        reasons[sample["id"]], said[sample["id"]] = score["reason"], score["explanation"]
     assert reasons == {"empty": "no_response", "refused": "refusal",
-                       "unknowing": "no_response"}
+                       "unknowing": "no_response", "endless": "scoring_failed"}
+    assert "too long" in said["endless"]  # refused by the engine's one rule, named
