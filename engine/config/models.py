@@ -242,7 +242,8 @@ class InterrogationConfig(BaseModel):
     claim_concurrency: int = Field(default=0, ge=0, le=64)
     """Claims examined at once; 0: the slots the detective's and the witness's servers
     report (the fewer of the two; one for the embedded model, and for a server on this
-    machine when it has no GPU: their slots share this machine's cores), else 2."""
+    machine when it has no GPU and reads prompts at a CPU's rate: their slots share this
+    machine's cores), else 2."""
 
 
 class Price(BaseModel):

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from engine.providers import Provider
     from engine.routing.router import Router
 
-__all__ = ["cpu_bound", "role_slots"]
+__all__ = ["GPU_PROMPT_RATE", "cpu_bound", "role_slots"]
 
 ACCELERATORS = ("/dev/nvidia0", "/dev/kfd")
 """Devices that say this machine has a GPU a local server may compute on (NVIDIA's, AMD's
@@ -27,13 +27,25 @@ def _accelerated() -> bool:
     return any(os.path.exists(device) for device in ACCELERATORS)
 
 
+GPU_PROMPT_RATE = 1000.0
+"""Prompt tokens a second a server must have been measured reading at (llama.cpp's own
+`timings`) to be taken for one on a GPU: the 1.5B reads 67 a second on two CPU cores, a
+GPU thousands. What tells a tunnel to a GPU server from a server on this machine's CPU."""
+
+
 def cpu_bound(provider: Provider) -> bool:
     """Whether `provider`'s calls share this machine's CPU cores: the embedded model
     (`Provider.shares_cores`), or a server on this machine (loopback) when the machine has no
-    GPU for it. Side by side, such calls mostly wait for one another: on two cores, the
+    GPU for it and the server was not measured reading prompts at a GPU's rate (a tunnel to
+    one elsewhere). Side by side, such calls mostly wait for one another: on two cores, the
     Vitamin B3 request took 160 s with its claims examined one at a time against a
     llama.cpp server on loopback, 185 s four at a time (docs/benchmarks.md, issue 74)."""
-    return provider.shares_cores or (provider.on_this_machine and not _accelerated())
+    if provider.shares_cores:
+        return True
+    if not provider.on_this_machine or _accelerated():
+        return False
+    speed = provider.speed
+    return speed is None or speed.prompt < GPU_PROMPT_RATE
 
 
 async def role_slots(router: Router, most: int, default: int, cores: bool = False) -> int:

@@ -1458,6 +1458,13 @@ async def test_claims_run_one_at_a_time_where_they_share_this_machine_s_cores(
     try:
         monkeypatch.setattr(slots, "_accelerated", lambda: False)
         assert await widths() == [1, 4, 3, 3, 1, DEFAULT_CLAIM_CONCURRENCY]
+        # a server here measured reading prompts at a GPU's rate: a tunnel to one elsewhere
+        from engine.providers._deadline import Speed
+        here.providers["box"].speed = Speed(prompt=slots.GPU_PROMPT_RATE * 2, reply=90.0)
+        assert await widths() == [1, 4, 3, 3, DEFAULT_CLAIM_CONCURRENCY,
+                                  DEFAULT_CLAIM_CONCURRENCY]
+        here.providers["box"].speed = Speed(prompt=67.0, reply=27.0)  # this machine's CPU
+        assert (await widths())[4] == 1
         monkeypatch.setattr(slots, "_accelerated", lambda: True)  # a GPU the server uses
         assert await widths() == [1, 4, 3, 3, DEFAULT_CLAIM_CONCURRENCY,
                                   DEFAULT_CLAIM_CONCURRENCY]
